@@ -1,0 +1,200 @@
+/*
+ * pg_durable install script.
+ *
+ * The control file sets schema = pg_catalog so that the unqualified CREATE
+ * OPERATOR statements land in pg_catalog (usable whatever the search_path);
+ * everything else is created in schema df, or in the private schema
+ * df_internal that holds the engine's own objects.  Nothing is granted to
+ * PUBLIC except where a statement below says so: schema USAGE on df is the
+ * gate for ordinary users.
+ */
+
+\echo Use "CREATE EXTENSION pg_durable" to load this file. \quit
+
+DO $check$
+BEGIN
+	IF current_setting('pg_durable.database', true) IS NULL THEN
+		RAISE EXCEPTION 'pg_durable must be loaded via shared_preload_libraries'
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'Add pg_durable to shared_preload_libraries in postgresql.conf and restart the server.';
+	END IF;
+	IF current_database() OPERATOR(pg_catalog.<>) current_setting('pg_durable.database') THEN
+		RAISE EXCEPTION 'pg_durable extension must be created in database "%" (currently in "%"). Connect to "%" or change pg_durable.database.',
+			current_setting('pg_durable.database'), current_database(), current_setting('pg_durable.database')
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'pg_durable.database is a server setting; changing it requires a restart.';
+	END IF;
+END
+$check$;
+
+CREATE SCHEMA df;
+CREATE SCHEMA df_internal;
+REVOKE ALL ON SCHEMA df FROM PUBLIC;
+REVOKE ALL ON SCHEMA df_internal FROM PUBLIC;
+
+COMMENT ON SCHEMA df IS 'pg_durable: workflow DSL, control and monitoring functions';
+COMMENT ON SCHEMA df_internal IS 'pg_durable: private engine state';
+
+-- ---------------------------------------------------------------------------
+-- Information
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION df.version() RETURNS text
+	LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'pgd_version';
+COMMENT ON FUNCTION df.version() IS 'pg_durable version and build time';
+
+CREATE FUNCTION df.target_database() RETURNS text
+	LANGUAGE c STRICT IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'pgd_target_database';
+COMMENT ON FUNCTION df.target_database() IS 'the database the extension and its executors live in (pg_durable.database)';
+
+CREATE FUNCTION df.duroxide_schema() RETURNS text
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $$ SELECT 'df_internal'::text $$;
+COMMENT ON FUNCTION df.duroxide_schema() IS 'name of the private engine schema that holds _worker_ready';
+
+-- ---------------------------------------------------------------------------
+-- Variables
+-- ---------------------------------------------------------------------------
+
+CREATE TABLE df.vars (
+	name text NOT NULL,
+	value text,
+	owner regrole NOT NULL DEFAULT pg_catalog.quote_ident(current_user)::regrole,
+	PRIMARY KEY (owner, name)
+);
+ALTER TABLE df.vars ENABLE ROW LEVEL SECURITY;
+CREATE POLICY vars_user_isolation ON df.vars FOR ALL
+	USING (owner OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole)
+	WITH CHECK (owner OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole);
+SELECT pg_catalog.pg_extension_config_dump('df.vars', '');
+COMMENT ON TABLE df.vars IS 'workflow variables per role, snapshotted by df.start';
+
+CREATE FUNCTION df.setvar(name text, value text) RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_setvar';
+COMMENT ON FUNCTION df.setvar(text, text) IS 'set a workflow variable of the current role ({name} in workflow text)';
+
+CREATE FUNCTION df.getvar(name text) RETURNS text
+	LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'pgd_getvar';
+COMMENT ON FUNCTION df.getvar(text) IS 'value of a workflow variable of the current role, or NULL';
+
+CREATE FUNCTION df.unsetvar(name text) RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_unsetvar';
+COMMENT ON FUNCTION df.unsetvar(text) IS 'remove a workflow variable of the current role';
+
+CREATE FUNCTION df.clearvars() RETURNS text
+	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_clearvars';
+COMMENT ON FUNCTION df.clearvars() IS 'remove every workflow variable of the current role';
+
+-- ---------------------------------------------------------------------------
+-- DSL builders: pure functions returning Durofut JSON text
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION df.sql(query text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_sql';
+COMMENT ON FUNCTION df.sql(text) IS 'a SQL step';
+
+CREATE FUNCTION df.seq(a text, b text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_seq';
+COMMENT ON FUNCTION df.seq(text, text) IS 'run a, then b (operator ~>)';
+
+CREATE FUNCTION df.as(fut text, name text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_as';
+COMMENT ON FUNCTION df.as(text, text) IS 'name the result of a step so later steps can use $name (operator |=>)';
+
+CREATE FUNCTION df.as_op(fut text, name text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_as';
+COMMENT ON FUNCTION df.as_op(text, text) IS 'implementation of operator |=>';
+
+CREATE FUNCTION df.sleep(seconds bigint) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_sleep';
+COMMENT ON FUNCTION df.sleep(bigint) IS 'a durable timer of the given number of seconds';
+
+CREATE FUNCTION df.wait_for_schedule(cron_expr text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_wait_for_schedule';
+COMMENT ON FUNCTION df.wait_for_schedule(text) IS 'wait for the next tick of a 5-field cron expression (UTC)';
+
+CREATE FUNCTION df.loop(body text, condition text DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_loop';
+COMMENT ON FUNCTION df.loop(text, text) IS 'repeat body forever, or while condition is true after each run (prefix operator @>)';
+
+CREATE FUNCTION df.loop_prefix_op(body text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_loop_prefix';
+COMMENT ON FUNCTION df.loop_prefix_op(text) IS 'implementation of prefix operator @>';
+
+CREATE FUNCTION df.break(value text DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_break';
+COMMENT ON FUNCTION df.break(text) IS 'leave the nearest enclosing loop with a value';
+
+CREATE FUNCTION df.if(condition text, then_branch text, else_branch text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_if';
+COMMENT ON FUNCTION df.if(text, text, text) IS 'run then_branch if condition is truthy, else else_branch (operators ?> and !>)';
+
+CREATE FUNCTION df.if_rows(result_name text, then_branch text, else_branch text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_if_rows';
+COMMENT ON FUNCTION df.if_rows(text, text, text) IS 'run then_branch if the named result has rows, else else_branch';
+
+CREATE FUNCTION df.if_then_op(condition text, then_branch text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_if_then_op';
+COMMENT ON FUNCTION df.if_then_op(text, text) IS 'implementation of operator ?> (a partial if, completed by !>)';
+
+CREATE FUNCTION df.if_else_op(partial_if text, else_branch text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_if_else_op';
+COMMENT ON FUNCTION df.if_else_op(text, text) IS 'implementation of operator !>';
+
+CREATE FUNCTION df.join(a text, b text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_join';
+COMMENT ON FUNCTION df.join(text, text) IS 'run a and b in parallel and wait for both (operator &)';
+
+CREATE FUNCTION df.join3(a text, b text, c text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_join3';
+COMMENT ON FUNCTION df.join3(text, text, text) IS 'run three branches in parallel and wait for all';
+
+CREATE FUNCTION df.race(a text, b text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_race';
+COMMENT ON FUNCTION df.race(text, text) IS 'run a and b in parallel; the first to finish decides (operator |)';
+
+CREATE FUNCTION df.wait_for_signal(name text, timeout_seconds int DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_wait_for_signal';
+COMMENT ON FUNCTION df.wait_for_signal(text, int) IS 'wait for df.signal(instance, name, data), optionally with a timeout';
+
+CREATE FUNCTION df.http(url text, method text DEFAULT 'POST', body text DEFAULT NULL,
+						headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http';
+COMMENT ON FUNCTION df.http(text, text, text, jsonb, int) IS 'an HTTP request step';
+
+CREATE FUNCTION df.http_multipart(url text, method text DEFAULT 'POST', parts jsonb DEFAULT NULL,
+								  headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http_multipart';
+COMMENT ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, int) IS 'an HTTP multipart/form-data request step';
+
+REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, int) FROM PUBLIC;
+
+CREATE FUNCTION df.explain(input text) RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_explain';
+COMMENT ON FUNCTION df.explain(text) IS 'render a workflow graph, DSL expression or instance as a tree';
+
+CREATE FUNCTION df_internal.cron_next(cron_expr text, after timestamptz) RETURNS timestamptz
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_cron_next';
+COMMENT ON FUNCTION df_internal.cron_next(text, timestamptz) IS 'next tick of a cron expression strictly after a time (UTC); NULL if none';
+
+-- ---------------------------------------------------------------------------
+-- Operators (in pg_catalog: all share one precedence, left-associative)
+-- ---------------------------------------------------------------------------
+
+CREATE OPERATOR ~> (LEFTARG = text, RIGHTARG = text, FUNCTION = df.seq);
+CREATE OPERATOR |=> (LEFTARG = text, RIGHTARG = text, FUNCTION = df.as_op);
+CREATE OPERATOR & (LEFTARG = text, RIGHTARG = text, FUNCTION = df.join);
+CREATE OPERATOR | (LEFTARG = text, RIGHTARG = text, FUNCTION = df.race);
+CREATE OPERATOR ?> (LEFTARG = text, RIGHTARG = text, FUNCTION = df.if_then_op);
+CREATE OPERATOR !> (LEFTARG = text, RIGHTARG = text, FUNCTION = df.if_else_op);
+CREATE OPERATOR @> (RIGHTARG = text, FUNCTION = df.loop_prefix_op);
+
+COMMENT ON OPERATOR ~> (text, text) IS 'pg_durable: sequence (df.seq)';
+COMMENT ON OPERATOR |=> (text, text) IS 'pg_durable: name a result (df.as)';
+COMMENT ON OPERATOR & (text, text) IS 'pg_durable: parallel join (df.join)';
+COMMENT ON OPERATOR | (text, text) IS 'pg_durable: race (df.race)';
+COMMENT ON OPERATOR ?> (text, text) IS 'pg_durable: if-then, completed by !>';
+COMMENT ON OPERATOR !> (text, text) IS 'pg_durable: else (df.if)';
+COMMENT ON OPERATOR @> (NONE, text) IS 'pg_durable: loop (df.loop)';

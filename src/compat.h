@@ -1,0 +1,30 @@
+/*-------------------------------------------------------------------------
+ *
+ * compat.h
+ *	  Differences between the PostgreSQL major versions pg_durable supports
+ *	  (15 to 18).  Version checks live here and nowhere else.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_DURABLE_COMPAT_H
+#define PG_DURABLE_COMPAT_H
+
+#include "postgres.h"
+
+#if PG_VERSION_NUM < 150000
+#error "pg_durable requires PostgreSQL 15 or later"
+#endif
+
+/* PG 17 moved the local transaction id into PGPROC.vxid. */
+#if PG_VERSION_NUM >= 170000
+#define PGD_MY_LXID (MyProc->vxid.lxid)
+#else
+#define PGD_MY_LXID (MyProc->lxid)
+#endif
+
+/* PG 17 added custom wait events registered by name. */
+#if PG_VERSION_NUM >= 170000
+#define PGD_HAVE_CUSTOM_WAIT_EVENTS 1
+#endif
+
+#endif							/* PG_DURABLE_COMPAT_H */

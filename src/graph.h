@@ -1,0 +1,114 @@
+/*-------------------------------------------------------------------------
+ *
+ * graph.h
+ *	  The workflow graph ("Durofut") model shared by the DSL, validation,
+ *	  explain and the engine.
+ *
+ * A Durofut is a tree of DfNode.  Its text form is compact JSON with keys in
+ * the order node_type, left_node, right_node, condition_node, extra_nodes,
+ * query, result_name; absent keys are omitted.  query is always a string (SQL
+ * text, or a JSON config serialized as a string).
+ *
+ * Every recursive walk calls check_stack_depth().
+ *
+ * Locks: none; pure functions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_DURABLE_GRAPH_H
+#define PG_DURABLE_GRAPH_H
+
+#include "postgres.h"
+#include "lib/stringinfo.h"
+
+typedef enum DfNodeType
+{
+	DF_NODE_SQL,
+	DF_NODE_THEN,
+	DF_NODE_IF,
+	DF_NODE_JOIN,
+	DF_NODE_LOOP,
+	DF_NODE_BREAK,
+	DF_NODE_RACE,
+	DF_NODE_SLEEP,
+	DF_NODE_WAIT_SCHEDULE,
+	DF_NODE_HTTP,
+	DF_NODE_HTTP_MULTIPART,
+	DF_NODE_SIGNAL
+} DfNodeType;
+
+#define DF_NODE_TYPE_COUNT 12
+#define DF_MAX_DEPTH 256
+#define DF_MAX_NODES 10000
+
+/* "SQL, THEN, IF, JOIN, LOOP, BREAK, RACE, SLEEP, WAIT_SCHEDULE, HTTP, HTTP_MULTIPART, SIGNAL" */
+#define DF_VALID_NODE_TYPES \
+	"SQL, THEN, IF, JOIN, LOOP, BREAK, RACE, SLEEP, WAIT_SCHEDULE, HTTP, HTTP_MULTIPART, SIGNAL"
+
+typedef struct DfNode
+{
+	DfNodeType	type;
+	struct DfNode *left;		/* THEN/JOIN/RACE left, IF then-arm, LOOP body */
+	struct DfNode *right;		/* THEN/JOIN/RACE right, IF else-arm */
+	struct DfNode *condition;	/* IF condition, LOOP while-condition */
+	int			nextras;		/* JOIN extra branches */
+	struct DfNode **extras;
+	char	   *query;			/* NULL when absent */
+	char	   *result_name;	/* NULL when absent */
+} DfNode;
+
+extern const char *df_node_type_name(DfNodeType type);
+extern bool df_node_type_from_name(const char *name, DfNodeType *type);
+
+extern DfNode *df_node_new(DfNodeType type);
+
+/* Compact Durofut JSON text. */
+extern char *df_graph_to_text(const DfNode *node);
+extern void df_graph_write(StringInfo buf, const DfNode *node);
+
+/*
+ * Result of df_graph_parse.  On success, node is set.  On failure node is
+ * NULL, errmsg says what was wrong, and kind tells which reference message
+ * family applies:
+ *	 DF_PARSE_NOT_DUROFUT	 text is not a JSON object carrying "node_type"
+ *							 (the DSL treats it as SQL text)
+ *	 DF_PARSE_BAD_JSON		 text looks like Durofut ('{' ... "node_type")
+ *							 but is not valid JSON
+ *	 DF_PARSE_UNKNOWN_TYPE	 a node_type that is not one of the twelve
+ *							 (type_name holds it)
+ *	 DF_PARSE_MALFORMED		 node_type known but the shape is wrong (a child
+ *							 that is not an object, query not a string, ...);
+ *							 type_name holds the root node_type
+ */
+typedef enum DfParseStatus
+{
+	DF_PARSE_OK,
+	DF_PARSE_NOT_DUROFUT,
+	DF_PARSE_BAD_JSON,
+	DF_PARSE_UNKNOWN_TYPE,
+	DF_PARSE_MALFORMED
+} DfParseStatus;
+
+typedef struct DfParseResult
+{
+	DfParseStatus status;
+	DfNode	   *node;
+	char	   *errmsg;
+	char	   *type_name;
+} DfParseResult;
+
+extern DfParseResult df_graph_parse(const char *text);
+
+/*
+ * Semantic validation of a parsed graph (what df.start and df.explain run):
+ * structure per node type, query configs, limits (depth, node count).
+ * Returns NULL when valid, else "<path>: <msg>" (path like root.left,
+ * root.condition_node, root.extra_nodes[0]); limit violations return the
+ * reference's whole message ("Graph exceeds maximum nesting depth of 256. ...").
+ */
+extern char *df_graph_validate(const DfNode *root);
+
+/* Number of nodes in the tree. */
+extern int	df_graph_count(const DfNode *root);
+
+#endif							/* PG_DURABLE_GRAPH_H */

@@ -1,0 +1,182 @@
+/*-------------------------------------------------------------------------
+ *
+ * pg_durable.c
+ *	  Module entry point: _PG_init, the pg_durable.* settings and the small
+ *	  information functions (df.version, df.target_database).
+ *
+ * pg_durable must be loaded through shared_preload_libraries: it reserves
+ * shared memory and registers the launcher background worker, which is only
+ * possible while the postmaster starts.  Loading it any other way is an
+ * error, so a misconfigured server says so instead of silently running no
+ * workflows.
+ *
+ * Locks: none.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+
+#include "pg_durable.h"
+
+PG_MODULE_MAGIC;
+
+char	   *pgd_worker_role = NULL;
+char	   *pgd_database = NULL;
+int			pgd_max_management_connections = 6;
+int			pgd_max_duroxide_connections = 10;
+int			pgd_max_user_connections = 10;
+int			pgd_execution_acquire_timeout = 30;
+int			pgd_max_new_transaction_starts = 2;
+int			pgd_new_transaction_start_timeout = 5;
+bool		pgd_enable_superuser_instances = false;
+int			pgd_list_instances_max_limit = 1000;
+int			pgd_retention_days = 30;
+int			pgd_reconcile_interval = 3600;
+int			pgd_workers = 4;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+void		_PG_init(void);
+static void pgd_define_gucs(void);
+static void pgd_shmem_request_hook(void);
+static void pgd_shmem_startup_hook(void);
+
+void
+_PG_init(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pg_durable must be loaded via shared_preload_libraries"),
+				 errhint("Add pg_durable to shared_preload_libraries in postgresql.conf and restart the server.")));
+
+	pgd_define_gucs();
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = pgd_shmem_request_hook;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = pgd_shmem_startup_hook;
+
+	pgd_register_launcher();
+}
+
+static void
+pgd_define_gucs(void)
+{
+	DefineCustomStringVariable("pg_durable.worker_role",
+							   "Role the pg_durable background workers connect as.",
+							   "Must be a superuser.",
+							   &pgd_worker_role, "postgres",
+							   PGC_POSTMASTER, 0, NULL, NULL, NULL);
+
+	DefineCustomStringVariable("pg_durable.database",
+							   "Database that holds the pg_durable extension and its engine.",
+							   NULL,
+							   &pgd_database, "postgres",
+							   PGC_POSTMASTER, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.max_management_connections",
+							"Size of the management pool (compatibility setting).",
+							"pg_durable executors need no connection pool; the value is checked and reported only.",
+							&pgd_max_management_connections, 6, 1, 1000,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.max_duroxide_connections",
+							"Size of the engine pool (compatibility setting).",
+							"pg_durable executors need no connection pool; the value is checked and reported only.",
+							&pgd_max_duroxide_connections, 10, 1, 1000,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.max_user_connections",
+							"Maximum number of SQL steps running at the same time.",
+							NULL,
+							&pgd_max_user_connections, 10, 1, 1000,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.execution_acquire_timeout",
+							"Seconds a step may wait for an execution slot (compatibility setting).",
+							"Steps wait in the queue for a free executor instead of failing.",
+							&pgd_execution_acquire_timeout, 30, 1, 3600,
+							PGC_POSTMASTER, GUC_UNIT_S, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.max_new_transaction_starts",
+							"Maximum number of concurrent df.start(..., transaction_mode => 'new') launches.",
+							NULL,
+							&pgd_max_new_transaction_starts, 2, 1, 1000,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.new_transaction_start_timeout",
+							"Seconds to wait for a launch slot for transaction_mode => 'new'.",
+							NULL,
+							&pgd_new_transaction_start_timeout, 5, 1, 3600,
+							PGC_POSTMASTER, GUC_UNIT_S, NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("pg_durable.enable_superuser_instances",
+							 "Allow superusers to start workflow instances.",
+							 "Steps run as the submitting role; a superuser submitter runs them with full privileges.",
+							 &pgd_enable_superuser_instances, false,
+							 PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.list_instances_max_limit",
+							"Largest page size df.list_instances accepts.",
+							NULL,
+							&pgd_list_instances_max_limit, 1000, 1, 1000000,
+							PGC_SUSET, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.retention_days",
+							"Days finished instances are kept before removal (0 keeps them only until the next pass).",
+							NULL,
+							&pgd_retention_days, 30, 0, 36500,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.reconcile_interval",
+							"Seconds between reconciliation and retention passes (0 disables them).",
+							NULL,
+							&pgd_reconcile_interval, 3600, 0, 86400,
+							PGC_POSTMASTER, GUC_UNIT_S, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.workers",
+							"Number of executor background workers.",
+							"The launcher starts no more executors than free background worker slots allow.",
+							&pgd_workers, 4, 1, 64,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("pg_durable");
+}
+
+static void
+pgd_shmem_request_hook(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	pgd_shmem_request();
+}
+
+static void
+pgd_shmem_startup_hook(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	pgd_shmem_startup();
+}
+
+PG_FUNCTION_INFO_V1(pgd_version);
+Datum
+pgd_version(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(PG_DURABLE_VERSION " (built " PG_DURABLE_BUILT ")"));
+}
+
+PG_FUNCTION_INFO_V1(pgd_target_database);
+Datum
+pgd_target_database(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(pgd_database));
+}

@@ -1,0 +1,44 @@
+/*-------------------------------------------------------------------------
+ *
+ * shmem.c
+ *	  The shared-memory segment: who the launcher is, so that backends and
+ *	  executors can wake it.
+ *
+ * The segment is requested in the shmem_request hook and attached in the
+ * shmem_startup hook under AddinShmemInitLock.  Its fields are protected by
+ * the spinlock it contains; nobody holds that spinlock across anything but a
+ * few loads and stores.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+
+#include "pg_durable.h"
+#include "shmem.h"
+
+PgdShared  *pgd_shared = NULL;
+
+void
+pgd_shmem_request(void)
+{
+	RequestAddinShmemSpace(MAXALIGN(sizeof(PgdShared)));
+}
+
+void
+pgd_shmem_startup(void)
+{
+	bool		found;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	pgd_shared = ShmemInitStruct("pg_durable", sizeof(PgdShared), &found);
+	if (!found)
+	{
+		memset(pgd_shared, 0, sizeof(PgdShared));
+		SpinLockInit(&pgd_shared->mutex);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
