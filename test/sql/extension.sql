@@ -1,5 +1,6 @@
 -- Installation: schemas, settings, information functions, wrong database.
-CREATE EXTENSION pg_durable;
+-- (the harness created the extension in this database)
+SELECT extname, extversion, extnamespace::regnamespace FROM pg_extension WHERE extname = 'pg_durable';
 
 SELECT nspname FROM pg_namespace WHERE nspname IN ('df', 'df_internal') ORDER BY 1;
 SELECT df.duroxide_schema();

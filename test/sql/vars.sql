@@ -1,6 +1,5 @@
 -- Workflow variables: per-role namespace, upsert, refusal inside a workflow,
 -- and detection of helper results passed into composers.
-CREATE EXTENSION IF NOT EXISTS pg_durable;
 
 SELECT df.setvar('region', 'eu');
 SELECT df.getvar('region');
