@@ -108,6 +108,18 @@ extern DfParseResult df_graph_parse(const char *text);
  */
 extern char *df_graph_validate(const DfNode *root);
 
+/*
+ * Parse and validate text the way df.start does.  Returns NULL and sets
+ * *out when the graph is valid; else returns the whole message df.start
+ * raises ("Invalid durable function: Unknown node_type 'X'. ...",
+ * "Malformed Durofut JSON with node_type 'T': ...", "Invalid durable
+ * function graph: <path>: <msg>").
+ */
+extern char *df_graph_check_text(const char *text, DfNode **out);
+
+/* Result names (|=>, df.as, df.if_rows): ^[A-Za-z_][A-Za-z0-9_]*$ */
+extern bool df_is_valid_result_name(const char *name);
+
 /* Number of nodes in the tree. */
 extern int	df_graph_count(const DfNode *root);
 

@@ -69,6 +69,12 @@ extern DfJson *dfjson_make_array(void);
 extern void dfjson_object_add(DfJson *obj, const char *key, DfJson *value);	/* appends */
 extern void dfjson_array_add(DfJson *arr, DfJson *value);
 
+/*
+ * An integral number that fits int64 ("5", "-3"; not "5.0" or "5e1").
+ * False when v is not such a number.
+ */
+extern bool dfjson_get_int64(const DfJson *v, int64 *out);
+
 /* Compact serialization ({"a":1,"b":[true,null]}), keys in stored order. */
 extern void dfjson_write(StringInfo buf, const DfJson *v);
 extern char *dfjson_to_text(const DfJson *v);
