@@ -21,6 +21,7 @@ SELECT 'SELECT true' ?> 'SELECT 1' !> 'SELECT 2';
 
 -- ?> alone is a partial if: jsonb text, completed by !>
 SELECT 'SELECT true' ?> 'SELECT 1';
+SELECT df.sleep(1) ?> ('a' ~> 'b');		-- operands are kept as given
 SELECT pg_typeof('c' ?> 'a');
 SELECT ('c' ?> 'a')::jsonb ? '_partial_if' AS is_jsonb;
 -- !> also accepts a partial written by hand, with branches as strings or objects
