@@ -171,6 +171,10 @@ COMMENT ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, int) IS 'an HTTP
 REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, int) FROM PUBLIC;
 
+CREATE FUNCTION df_internal.validate_graph(graph text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_validate_graph';
+COMMENT ON FUNCTION df_internal.validate_graph(text) IS 'NULL if df.start would accept the graph, else the error message it would raise';
+
 CREATE FUNCTION df.explain(input text) RETURNS text
 	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_explain';
 COMMENT ON FUNCTION df.explain(text) IS 'render a workflow graph, DSL expression or instance as a tree';

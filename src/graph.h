@@ -79,6 +79,12 @@ extern void df_graph_write(StringInfo buf, const DfNode *node);
  *	 DF_PARSE_MALFORMED		 node_type known but the shape is wrong (a child
  *							 that is not an object, query not a string, ...);
  *							 type_name holds the root node_type
+ *
+ * errmsg forms: BAD_JSON and NOT_DUROFUT carry the JSON parser's message;
+ * UNKNOWN_TYPE the whole sentence "Unknown node_type 'X'. Valid types: ..."
+ * (with " at <path>" after the name below the root); MALFORMED
+ * "<path>: <what>", e.g. "root.left: condition_node must be a Durofut JSON
+ * object".  Parsing never recurses, whatever the nesting depth.
  */
 typedef enum DfParseStatus
 {
@@ -107,6 +113,18 @@ extern DfParseResult df_graph_parse(const char *text);
  * reference's whole message ("Graph exceeds maximum nesting depth of 256. ...").
  */
 extern char *df_graph_validate(const DfNode *root);
+
+/*
+ * Parse and validate text the way df.start does.  Returns NULL and sets
+ * *out when the graph is valid; else returns the whole message df.start
+ * raises ("Invalid durable function: Unknown node_type 'X'. ...",
+ * "Malformed Durofut JSON with node_type 'T': ...", "Invalid durable
+ * function graph: <path>: <msg>").
+ */
+extern char *df_graph_check_text(const char *text, DfNode **out);
+
+/* Result names (|=>, df.as, df.if_rows): ^[A-Za-z_][A-Za-z0-9_]*$ */
+extern bool df_is_valid_result_name(const char *name);
 
 /* Number of nodes in the tree. */
 extern int	df_graph_count(const DfNode *root);

@@ -49,7 +49,8 @@ struct DfJson
 
 /*
  * Parse text of the given length.  Returns NULL and sets *errmsg to a
- * palloc'd message (e.g. "unexpected end of input at offset 12") on
+ * palloc'd message (e.g. "unexpected character 'x' at offset 12",
+ * "unexpected end of input") on
  * malformed input; never throws for bad input (it may throw for stack depth
  * or out-of-memory).  Rejects trailing garbage, NUL bytes, invalid UTF-8 and
  * \u0000 escapes.
@@ -68,6 +69,12 @@ extern DfJson *dfjson_make_object(void);
 extern DfJson *dfjson_make_array(void);
 extern void dfjson_object_add(DfJson *obj, const char *key, DfJson *value);	/* appends */
 extern void dfjson_array_add(DfJson *arr, DfJson *value);
+
+/*
+ * An integral number that fits int64 ("5", "-3"; not "5.0" or "5e1").
+ * False when v is not such a number.
+ */
+extern bool dfjson_get_int64(const DfJson *v, int64 *out);
 
 /* Compact serialization ({"a":1,"b":[true,null]}), keys in stored order. */
 extern void dfjson_write(StringInfo buf, const DfJson *v);
