@@ -1,7 +1,6 @@
 -- DSL builders: the exact Durofut JSON of every builder, canonical output,
 -- auto-wrapping of operands and hand-written JSON.
 SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS pg_durable;
 RESET client_min_messages;
 
 -- leaves
@@ -85,4 +84,3 @@ FROM pg_proc p WHERE p.pronamespace = 'df'::regnamespace
 ORDER BY 1;
 
 SET client_min_messages = warning;
-DROP EXTENSION pg_durable CASCADE;

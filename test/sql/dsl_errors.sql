@@ -1,6 +1,5 @@
 -- DSL errors: every message a builder or operator raises, with its SQLSTATE.
 SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS pg_durable;
 RESET client_min_messages;
 \set VERBOSITY default
 
@@ -98,4 +97,3 @@ SELECT dsl_err($q$SELECT '{"_partial_if": true, "condition": "{\"node_type\":\"X
 
 DROP FUNCTION dsl_err(text);
 SET client_min_messages = warning;
-DROP EXTENSION pg_durable CASCADE;

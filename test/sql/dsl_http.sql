@@ -1,6 +1,5 @@
 -- HTTP steps: df.http and df.http_multipart, their JSON and every build-time check.
 SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS pg_durable;
 RESET client_min_messages;
 
 CREATE FUNCTION dsl_err(stmt text) RETURNS text LANGUAGE plpgsql AS $$
@@ -109,4 +108,3 @@ SELECT has_function_privilege('public', 'df.http(text,text,text,jsonb,integer)',
 
 DROP FUNCTION dsl_err(text);
 SET client_min_messages = warning;
-DROP EXTENSION pg_durable CASCADE;

@@ -2,7 +2,6 @@
 -- limit, which must give the depth error and never a stack error), big
 -- strings, and malformed, truncated or wrongly encoded JSON.
 SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS pg_durable;
 RESET client_min_messages;
 
 CREATE FUNCTION v(g text) RETURNS text LANGUAGE sql AS $$
@@ -108,4 +107,3 @@ DROP FUNCTION v(text);
 DROP FUNCTION wide_join(int);
 DROP FUNCTION deep(int, text);
 SET client_min_messages = warning;
-DROP EXTENSION pg_durable CASCADE;

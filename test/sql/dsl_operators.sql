@@ -1,7 +1,6 @@
 -- DSL operators: ~> |=> & | ?> !> @>, their equivalence with the builders,
 -- and the precedence/associativity PostgreSQL gives them (one level, left).
 SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS pg_durable;
 RESET client_min_messages;
 
 -- each operator equals its builder
@@ -63,4 +62,3 @@ SELECT (@> 'a') = df.loop('a') AS empty_path_loop;
 RESET search_path;
 
 SET client_min_messages = warning;
-DROP EXTENSION pg_durable CASCADE;

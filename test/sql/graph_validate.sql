@@ -1,7 +1,6 @@
 -- Graph validation: every message df.start will raise for a graph it refuses,
 -- through df_internal.validate_graph (NULL = accepted).
 SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS pg_durable;
 RESET client_min_messages;
 
 CREATE FUNCTION v(g text) RETURNS text LANGUAGE sql AS $$
@@ -130,4 +129,3 @@ DROP FUNCTION v(text);
 DROP FUNCTION leaf(text);
 DROP FUNCTION node(text, text);
 SET client_min_messages = warning;
-DROP EXTENSION pg_durable CASCADE;
