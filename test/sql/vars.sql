@@ -42,3 +42,14 @@ RESET df.in_workflow;
 
 DROP OWNED BY "var User";
 DROP ROLE "var User";
+
+-- a helper's result passed into a composer in the same statement is refused
+SELECT df.seq(df.setvar('a', '1'), 'SELECT 1');
+SELECT df.setvar('a', '1') ~> 'SELECT 1';
+SELECT 'SELECT 1' & df.unsetvar('a');
+SELECT df.join3('SELECT 1', 'SELECT 2', df.clearvars());
+SELECT df.if(df.setvar('a', '1'), 'SELECT 1', 'SELECT 2');
+-- in separate statements 'OK' is ordinary SQL text again
+SELECT df.setvar('a', '1');
+SELECT df.seq('OK', 'SELECT 1');
+SELECT df.clearvars();
