@@ -202,3 +202,23 @@ COMMENT ON OPERATOR | (text, text) IS 'pg_durable: race (df.race)';
 COMMENT ON OPERATOR ?> (text, text) IS 'pg_durable: if-then, completed by !>';
 COMMENT ON OPERATOR !> (text, text) IS 'pg_durable: else (df.if)';
 COMMENT ON OPERATOR @> (NONE, text) IS 'pg_durable: loop (df.loop)';
+
+-- ---------------------------------------------------------------------------
+-- Step results, substitution and truthiness (results_*.c), for the tests
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION df_internal.step_result(query text) RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_step_result';
+COMMENT ON FUNCTION df_internal.step_result(text) IS 'run a query as the caller and return the step result JSON a SQL node would record';
+
+CREATE FUNCTION df_internal.substitute(template text, vars jsonb, results jsonb, raw boolean DEFAULT false) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_substitute_sql';
+COMMENT ON FUNCTION df_internal.substitute(text, jsonb, jsonb, boolean) IS 'substitute {variables} and $named results into a step text (raw: HTTP contexts)';
+
+CREATE FUNCTION df_internal.truthy(value text) RETURNS boolean
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_truthy_sql';
+COMMENT ON FUNCTION df_internal.truthy(text) IS 'truthiness of a step result for IF and loop conditions';
+
+REVOKE EXECUTE ON FUNCTION df_internal.step_result(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df_internal.substitute(text, jsonb, jsonb, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df_internal.truthy(text) FROM PUBLIC;
