@@ -219,6 +219,11 @@ CREATE FUNCTION df_internal.truthy(value text) RETURNS boolean
 	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_truthy_sql';
 COMMENT ON FUNCTION df_internal.truthy(text) IS 'truthiness of a step result for IF and loop conditions';
 
+CREATE FUNCTION df_internal.is_whole_value_reference(value text) RETURNS boolean
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_is_whole_value_reference_sql';
+COMMENT ON FUNCTION df_internal.is_whole_value_reference(text) IS 'true if the text is exactly one reference ($n, $n?, $n.c, $n.c? or {v}), as multipart data_b64 requires';
+
 REVOKE EXECUTE ON FUNCTION df_internal.step_result(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df_internal.substitute(text, jsonb, jsonb, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df_internal.truthy(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df_internal.is_whole_value_reference(text) FROM PUBLIC;

@@ -2,7 +2,8 @@
  *
  * results_sql.c
  *	  SQL entry points in df_internal that expose the results_* functions
- *	  to the regression tests: step_result, substitute and truthy.
+ *	  to the regression tests: step_result, substitute, truthy and
+ *	  is_whole_value_reference.
  *
  * They are not part of the compatible surface and are not granted to
  * anyone.  step_result runs the query with SPI in the caller's transaction
@@ -27,6 +28,7 @@
 PG_FUNCTION_INFO_V1(pgd_step_result);
 PG_FUNCTION_INFO_V1(pgd_substitute_sql);
 PG_FUNCTION_INFO_V1(pgd_truthy_sql);
+PG_FUNCTION_INFO_V1(pgd_is_whole_value_reference_sql);
 
 Datum
 pgd_step_result(PG_FUNCTION_ARGS)
@@ -91,4 +93,10 @@ Datum
 pgd_truthy_sql(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_BOOL(pgd_truthy_text(text_to_cstring(PG_GETARG_TEXT_PP(0))));
+}
+
+Datum
+pgd_is_whole_value_reference_sql(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(pgd_is_whole_value_reference(text_to_cstring(PG_GETARG_TEXT_PP(0))));
 }
