@@ -40,7 +40,9 @@
  * first column of its first row, $name.col the column col of its first
  * row.  Any other result (HTTP envelope, signal, break value, JOIN array)
  * is used whole for $name, and $name.col is its top-level key col.
- * Duplicate keys: the last one wins, as when the result is read as jsonb.
+ * Duplicate keys: the last one wins, as when the result is read as jsonb
+ * (except in $name.*, where each column takes the value in its own
+ * position when a row has the first row's key order).
  *
  * SQL mode writes SQL literals: strings '...' (quotes doubled; backslashes
  * are plain characters since standard_conforming_strings is on), numbers
