@@ -204,6 +204,204 @@ COMMENT ON OPERATOR !> (text, text) IS 'pg_durable: else (df.if)';
 COMMENT ON OPERATOR @> (NONE, text) IS 'pg_durable: loop (df.loop)';
 
 -- ---------------------------------------------------------------------------
+-- Instances and nodes (the reference's user-visible tables)
+-- ---------------------------------------------------------------------------
+
+CREATE TABLE df.instances (
+	id varchar(8) PRIMARY KEY,
+	label text,
+	root_node varchar(8) NOT NULL,
+	status text DEFAULT 'pending',
+	submitted_by regrole NOT NULL,
+	database text,
+	created_at timestamptz DEFAULT now(),
+	updated_at timestamptz DEFAULT now(),
+	completed_at timestamptz,
+	CONSTRAINT instances_identity_key UNIQUE (id, submitted_by)
+);
+ALTER TABLE df.instances ADD CONSTRAINT instances_id_check
+	CHECK (id OPERATOR(pg_catalog.~) '^[0-9a-f]{8}$') NOT VALID;
+ALTER TABLE df.instances ADD CONSTRAINT instances_root_node_check
+	CHECK (root_node OPERATOR(pg_catalog.~) '^[0-9a-f]{8}$') NOT VALID;
+ALTER TABLE df.instances ADD CONSTRAINT instances_status_check
+	CHECK (status IN ('pending', 'running', 'completed', 'failed', 'cancelled')) NOT VALID;
+CREATE INDEX idx_instances_status ON df.instances (status, created_at DESC, id);
+CREATE INDEX idx_instances_created_at ON df.instances (created_at DESC, id);
+CREATE INDEX idx_instances_label ON df.instances (label, created_at DESC, id) WHERE label IS NOT NULL;
+COMMENT ON TABLE df.instances IS 'one row per workflow instance';
+
+CREATE TABLE df.nodes (
+	id varchar(8) NOT NULL,
+	instance_id varchar(8) NOT NULL,
+	node_type text NOT NULL,
+	query text,
+	result_name text,
+	left_node varchar(8),
+	right_node varchar(8),
+	status text DEFAULT 'pending',
+	result jsonb,
+	error text,
+	submitted_by regrole,
+	database text,
+	created_at timestamptz DEFAULT now(),
+	updated_at timestamptz DEFAULT now(),
+	status_details jsonb,
+	CONSTRAINT nodes_pkey PRIMARY KEY (instance_id, id)
+);
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_id_check
+	CHECK (id OPERATOR(pg_catalog.~) '^[0-9a-f]{8}$') NOT VALID;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_instance_id_check
+	CHECK (instance_id OPERATOR(pg_catalog.~) '^[0-9a-f]{8}$') NOT VALID;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_submitted_by_not_null
+	CHECK (submitted_by IS NOT NULL) NOT VALID;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
+	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
+						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL')) NOT VALID;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_name_check
+	CHECK (result_name IS NULL OR result_name OPERATOR(pg_catalog.~) '^[A-Za-z_][A-Za-z0-9_]*$') NOT VALID;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_status_check
+	CHECK (status IN ('pending', 'running', 'completed', 'failed')) NOT VALID;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_check
+	CHECK (result IS NULL OR status IN ('completed', 'failed')) NOT VALID;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
+	CASE
+		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL')
+			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type = 'THEN' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'IF' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'LOOP' THEN left_node IS NOT NULL AND right_node IS NULL
+		WHEN node_type = 'JOIN' THEN left_node IS NOT NULL AND right_node IS NOT NULL
+		WHEN node_type = 'RACE' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		ELSE false
+	END) NOT VALID;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_instance_identity_fkey
+	FOREIGN KEY (instance_id, submitted_by) REFERENCES df.instances (id, submitted_by)
+	ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_left_node_fkey
+	FOREIGN KEY (instance_id, left_node) REFERENCES df.nodes (instance_id, id)
+	DEFERRABLE INITIALLY DEFERRED;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_right_node_fkey
+	FOREIGN KEY (instance_id, right_node) REFERENCES df.nodes (instance_id, id)
+	DEFERRABLE INITIALLY DEFERRED;
+ALTER TABLE df.instances ADD CONSTRAINT instances_root_node_same_instance_fkey
+	FOREIGN KEY (id, root_node) REFERENCES df.nodes (instance_id, id)
+	DEFERRABLE INITIALLY DEFERRED;
+CREATE INDEX idx_nodes_instance ON df.nodes (instance_id);
+COMMENT ON TABLE df.nodes IS 'one row per node of each workflow instance';
+
+ALTER TABLE df.instances ENABLE ROW LEVEL SECURITY;
+ALTER TABLE df.nodes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY instances_user_isolation ON df.instances FOR ALL
+	USING (submitted_by OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole)
+	WITH CHECK (submitted_by OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole);
+CREATE POLICY nodes_user_isolation ON df.nodes FOR ALL
+	USING (submitted_by OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole)
+	WITH CHECK (submitted_by OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole);
+
+CREATE TABLE df._worker_epoch (
+	epoch_id uuid PRIMARY KEY,
+	started_at timestamptz DEFAULT now(),
+	last_seen_at timestamptz DEFAULT now()
+);
+COMMENT ON TABLE df._worker_epoch IS 'heartbeat of the pg_durable executors';
+
+SELECT pg_catalog.pg_extension_config_dump('df.instances', '');
+SELECT pg_catalog.pg_extension_config_dump('df.nodes', '');
+
+-- ---------------------------------------------------------------------------
+-- Engine state (private).  Every state transition of an instance locks its
+-- runs row first; see DESIGN.md "The step transaction".
+-- ---------------------------------------------------------------------------
+
+CREATE TABLE df_internal._worker_ready (
+	sentinel boolean PRIMARY KEY DEFAULT true CHECK (sentinel),
+	schema_version int NOT NULL,
+	initialized_at timestamptz NOT NULL DEFAULT now()
+);
+GRANT USAGE ON SCHEMA df_internal TO PUBLIC;
+GRANT SELECT ON df_internal._worker_ready TO PUBLIC;
+
+-- one row per live instance: the per-instance lock and its captured context
+CREATE TABLE df_internal.runs (
+	instance_id varchar(8) PRIMARY KEY,
+	submitted_by oid NOT NULL,
+	label text,
+	database text,
+	vars jsonb NOT NULL DEFAULT '{}',
+	status text NOT NULL DEFAULT 'pending',
+	created_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- the ready queue; timers are tasks with a future run_at
+CREATE TABLE df_internal.tasks (
+	id bigserial PRIMARY KEY,
+	instance_id varchar(8) NOT NULL,
+	node_id varchar(8),
+	scope text NOT NULL,
+	kind text NOT NULL CHECK (kind IN ('start', 'step')),
+	run_at timestamptz NOT NULL DEFAULT now(),
+	attempts int NOT NULL DEFAULT 0
+);
+CREATE INDEX tasks_run_at_idx ON df_internal.tasks (run_at, id);
+CREATE INDEX tasks_instance_idx ON df_internal.tasks (instance_id);
+
+-- named results, per execution scope (JOIN/RACE branches get their own)
+CREATE TABLE df_internal.results (
+	instance_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	name text NOT NULL,
+	value jsonb,
+	seq bigserial,
+	PRIMARY KEY (instance_id, scope, name)
+);
+
+-- branches still running per JOIN execution
+CREATE TABLE df_internal.joins (
+	instance_id varchar(8) NOT NULL,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	remaining int NOT NULL,
+	PRIMARY KEY (instance_id, node_id, scope)
+);
+
+SELECT pg_catalog.pg_extension_config_dump('df_internal.runs', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.tasks', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.results', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.joins', '');
+
+-- ---------------------------------------------------------------------------
+-- Control
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAULT NULL,
+						 transaction_mode text DEFAULT 'caller') RETURNS text
+	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_start';
+COMMENT ON FUNCTION df.start(text, text, text, text) IS 'start a workflow instance; returns its 8-hex id';
+
+CREATE FUNCTION df.status(instance_id text) RETURNS text
+	LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'pgd_status';
+COMMENT ON FUNCTION df.status(text) IS 'status of an instance (pending, running, completed, failed, cancelled) or NULL';
+
+CREATE FUNCTION df.result(instance_id text) RETURNS text
+	LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'pgd_result';
+COMMENT ON FUNCTION df.result(text) IS 'result of a completed instance (its root node''s result), else NULL';
+
+CREATE FUNCTION df.await_instance(instance_id text, timeout_seconds int DEFAULT 30) RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_await_instance';
+COMMENT ON FUNCTION df.await_instance(text, int) IS 'wait until an instance is finished; returns its status';
+
+CREATE FUNCTION df.wait_for_completion(instance_id text, timeout_seconds int DEFAULT 30) RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_wait_for_completion';
+COMMENT ON FUNCTION df.wait_for_completion(text, int) IS 'deprecated: use df.await_instance';
+
+CREATE FUNCTION df.run(instance_id text DEFAULT NULL) RETURNS text
+	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_run';
+COMMENT ON FUNCTION df.run(text) IS 'compatibility no-op: executors run instances by themselves';
+
+CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by user') RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_cancel';
+COMMENT ON FUNCTION df.cancel(text, text) IS 'cancel an instance that has not finished';
+
 -- Step results, substitution and truthiness (results_*.c), for the tests
 -- ---------------------------------------------------------------------------
 

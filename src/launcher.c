@@ -2,14 +2,18 @@
  *
  * launcher.c
  *	  The pg_durable launcher: a static background worker registered by
- *	  _PG_init.
+ *	  _PG_init that starts and supervises the executors.
  *
- * The launcher will start and supervise the executors of pg_durable.database
- * and drive timers, lease expiry, heartbeat and retention.  For now it
- * publishes itself in shared memory and waits on its latch: SIGHUP re-reads
- * the configuration, SIGTERM ends it, and postmaster death ends it
- * (WL_EXIT_ON_PM_DEATH).  The postmaster restarts it 5 seconds after it
- * exits abnormally.
+ * The launcher connects to no database (it only needs the shared catalog
+ * pg_database).  Once pg_durable.database exists it starts
+ * pg_durable.workers executors as dynamic background workers — no more
+ * than free worker slots allow, saying so in the log — and restarts any
+ * that stops (after a back-off).  The executors wait by themselves for
+ * CREATE EXTENSION.  SIGHUP re-reads the configuration, SIGTERM ends the
+ * launcher, and postmaster death ends it (WL_EXIT_ON_PM_DEATH); the
+ * postmaster restarts it 5 seconds after an abnormal exit, and a crash
+ * restart of the server starts everything afresh (executors are
+ * BGW_NEVER_RESTART, so none survive their launcher).
  *
  * Locks: the pgd_shared spinlock, briefly.
  *
@@ -17,6 +21,8 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+#include "commands/dbcommands.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -26,12 +32,16 @@
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "engine.h"
 #include "pg_durable.h"
 #include "shmem.h"
 
 #define PGD_LAUNCHER_RESTART_SECONDS 5
+#define DATABASE_POLL_MS 5000L
+#define EXECUTOR_RESTART_MS 1000L
 
 void
 pgd_register_launcher(void)
@@ -61,14 +71,55 @@ pgd_launcher_detach(int code, Datum arg)
 	SpinLockRelease(&pgd_shared->mutex);
 }
 
+static bool
+database_exists(void)
+{
+	bool		exists;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	exists = OidIsValid(get_database_oid(pgd_database, true));
+	CommitTransactionCommand();
+	return exists;
+}
+
+static BackgroundWorkerHandle *
+start_executor(int slot)
+{
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_durable");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "pgd_executor_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_durable executor %d", slot);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_durable executor");
+	worker.bgw_main_arg = Int32GetDatum(slot);
+	worker.bgw_notify_pid = MyProcPid;
+
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+		return NULL;
+	return handle;
+}
+
 void
 pgd_launcher_main(Datum main_arg)
 {
+	BackgroundWorkerHandle *handles[PGD_MAX_EXECUTORS];
+	TimestampTz stopped_at[PGD_MAX_EXECUTORS];
+	int			nworkers = Min(pgd_workers, PGD_MAX_EXECUTORS);
+	bool		started = false;
+	bool		warned_slots = false;
+	int			i;
+
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
-	/* No database: this only makes the launcher visible in pg_stat_activity. */
+	/* No database: shared catalogs only, and visibility in pg_stat_activity. */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
 	SpinLockAcquire(&pgd_shared->mutex);
@@ -77,6 +128,9 @@ pgd_launcher_main(Datum main_arg)
 	SpinLockRelease(&pgd_shared->mutex);
 	before_shmem_exit(pgd_launcher_detach, (Datum) 0);
 
+	memset(handles, 0, sizeof(handles));
+	memset(stopped_at, 0, sizeof(stopped_at));
+
 	ereport(LOG,
 			(errmsg("pg_durable launcher started"),
 			 errdetail("pg_durable.database is \"%s\", pg_durable.workers is %d.",
@@ -84,19 +138,73 @@ pgd_launcher_main(Datum main_arg)
 
 	for (;;)
 	{
-		(void) WaitLatch(MyLatch,
-						 WL_LATCH_SET | WL_EXIT_ON_PM_DEATH,
-						 -1L,
-						 PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		long		timeout = -1L;
 
 		CHECK_FOR_INTERRUPTS();
-
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 			ereport(LOG, (errmsg("pg_durable launcher reloaded its configuration")));
 		}
+
+		if (!started)
+		{
+			if (database_exists())
+				started = true;
+			else
+				timeout = DATABASE_POLL_MS;
+		}
+
+		if (started)
+		{
+			int			running = 0;
+			int			missing = 0;
+
+			for (i = 0; i < nworkers; i++)
+			{
+				pid_t		pid;
+
+				if (handles[i] != NULL &&
+					GetBackgroundWorkerPid(handles[i], &pid) == BGWH_STOPPED)
+				{
+					pfree(handles[i]);
+					handles[i] = NULL;
+					stopped_at[i] = GetCurrentTimestamp();
+				}
+				if (handles[i] == NULL)
+				{
+					/* back off a little after an executor stopped */
+					if (stopped_at[i] != 0 &&
+						!TimestampDifferenceExceeds(stopped_at[i], GetCurrentTimestamp(),
+													EXECUTOR_RESTART_MS))
+					{
+						timeout = EXECUTOR_RESTART_MS;
+						continue;
+					}
+					handles[i] = start_executor(i);
+					if (handles[i] == NULL)
+					{
+						missing++;
+						timeout = DATABASE_POLL_MS;
+						continue;
+					}
+				}
+				running++;
+			}
+			if (missing > 0 && !warned_slots)
+			{
+				ereport(LOG,
+						(errmsg("pg_durable launcher started only %d of %d executors: no free background worker slots",
+								running, nworkers),
+						 errhint("Raise max_worker_processes (it also serves parallel query) or lower pg_durable.workers.")));
+				warned_slots = true;
+			}
+		}
+
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (timeout >= 0 ? WL_TIMEOUT : 0),
+						 timeout, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
 	}
 }

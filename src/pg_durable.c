@@ -22,6 +22,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
+#include "engine.h"
 #include "pg_durable.h"
 
 PG_MODULE_MAGIC;
@@ -65,6 +66,7 @@ _PG_init(void)
 	shmem_startup_hook = pgd_shmem_startup_hook;
 
 	pgd_register_launcher();
+	pgd_wake_register_xact_callback();
 }
 
 static void

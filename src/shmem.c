@@ -1,13 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.c
- *	  The shared-memory segment: who the launcher is, so that backends and
- *	  executors can wake it.
+ *	  The shared-memory segment: who the launcher and the executors are, so
+ *	  that whoever makes work runnable can wake them, and a condition
+ *	  variable that df.await_instance sleeps on.
  *
  * The segment is requested in the shmem_request hook and attached in the
  * shmem_startup hook under AddinShmemInitLock.  Its fields are protected by
  * the spinlock it contains; nobody holds that spinlock across anything but a
- * few loads and stores.
+ * few loads and stores; latches are set after releasing it.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,6 +40,7 @@ pgd_shmem_startup(void)
 	{
 		memset(pgd_shared, 0, sizeof(PgdShared));
 		SpinLockInit(&pgd_shared->mutex);
+		ConditionVariableInit(&pgd_shared->instance_finished);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

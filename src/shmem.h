@@ -9,14 +9,27 @@
 #define PG_DURABLE_SHMEM_H
 
 #include "postgres.h"
+#include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/spin.h"
 
+#define PGD_MAX_EXECUTORS 64
+
+typedef struct PgdExecutorSlot
+{
+	pid_t		pid;			/* 0 when the slot is free */
+	Latch	   *latch;
+	bool		idle;			/* waiting for work */
+} PgdExecutorSlot;
+
 typedef struct PgdShared
 {
-	slock_t		mutex;			/* protects the fields below */
+	slock_t		mutex;			/* protects everything but the CV */
 	pid_t		launcher_pid;	/* 0 when no launcher runs */
 	Latch	   *launcher_latch; /* the launcher's process latch, or NULL */
+	PgdExecutorSlot executors[PGD_MAX_EXECUTORS];
+	ConditionVariable instance_finished;	/* broadcast when an instance
+											 * reaches a terminal state */
 } PgdShared;
 
 extern PgdShared *pgd_shared;

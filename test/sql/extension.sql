@@ -26,9 +26,15 @@ FROM pg_operator
 WHERE oprnamespace = 'pg_catalog'::regnamespace
   AND oprcode::text LIKE 'df.%' ORDER BY oprname;
 
--- nothing is granted to PUBLIC on the schemas
+-- nothing is granted to PUBLIC on df; df_internal only gives USAGE, for the
+-- readiness table that clients poll (df_internal._worker_ready)
 SELECT nspname, nspacl IS NULL OR NOT aclcontains(nspacl, makeaclitem(0, nspowner, 'USAGE', false)) AS no_public_usage
 FROM pg_namespace WHERE nspname IN ('df', 'df_internal') ORDER BY 1;
+SELECT c.oid::regclass AS public_can_select
+FROM pg_class c
+WHERE c.relnamespace IN ('df'::regnamespace, 'df_internal'::regnamespace)
+  AND c.relkind = 'r' AND has_table_privilege('public', c.oid, 'SELECT')
+ORDER BY 1;
 
 -- a second CREATE EXTENSION is refused
 CREATE EXTENSION pg_durable;

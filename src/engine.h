@@ -1,0 +1,106 @@
+/*-------------------------------------------------------------------------
+ *
+ * engine.h
+ *	  The durable engine: instance graphs in memory, the state transitions,
+ *	  the step transaction and the wake-ups that connect them.
+ *
+ * Vocabulary.
+ *	 scope		 an execution scope: the instance id for the root, and
+ *				 "<parent scope>::<parent generation>::<branch root id>" for
+ *				 each JOIN/RACE branch.  Named results live per scope.
+ *	 stamp		 "<scope>::<generation>", written to df.nodes.status_details
+ *				 as {"execution_id": stamp}.  Generation is 1 until loops.
+ *	 task		 a row of df_internal.tasks: "start" (an instance begins) or
+ *				 "step" (a leaf node runs).  Compound nodes never have tasks:
+ *				 they are started and finished by transitions.
+ *
+ * Locking rules (DESIGN.md §5): a transaction claims task rows with SKIP
+ * LOCKED, runs user SQL, and only then locks the one df_internal.runs row of
+ * the instance; every change to an instance's nodes, tasks, results and
+ * status happens under that lock, except deleting the caller's own claimed
+ * task.  Tasks claimed by others are never waited for (DELETE ... SKIP
+ * LOCKED); their holders find out under the runs lock that they are dead.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_DURABLE_ENGINE_H
+#define PG_DURABLE_ENGINE_H
+
+#include "postgres.h"
+#include "graph.h"
+#include "json.h"
+
+#define PGD_ID_LEN 8
+
+/* A node of an instance's graph as the engine sees it (immutable). */
+typedef struct PgdNode
+{
+	char		id[PGD_ID_LEN + 1];
+	DfNodeType	type;
+	char	   *query;			/* as stored in df.nodes (config or SQL) */
+	char	   *result_name;	/* NULL if none */
+	int			parent;			/* index in PgdGraph.nodes, -1 for the root */
+	int			left;			/* child indexes, -1 when absent */
+	int			right;
+	int			condition;
+	int			nextras;
+	int		   *extras;
+} PgdNode;
+
+/* The immutable structure of one instance, cached per process. */
+typedef struct PgdGraph
+{
+	char		instance_id[PGD_ID_LEN + 1];
+	int			root;			/* index of the root node */
+	int			nnodes;
+	PgdNode    *nodes;
+	char	   *token;			/* identifies this incarnation of the id */
+	MemoryContext cxt;			/* owns everything above */
+} PgdGraph;
+
+/* instance_graph.c */
+extern PgdGraph *pgd_graph_get(const char *instance_id, const char *token);
+extern int	pgd_graph_find(const PgdGraph *g, const char *node_id);
+extern void pgd_graph_forget(const char *instance_id);
+
+/* The outcome of a node. */
+typedef struct PgdOutcome
+{
+	bool		ok;
+	char	   *result;			/* ok: result JSON text; else the error text */
+} PgdOutcome;
+
+/* transition.c: run under the instance's runs lock, inside SPI */
+extern void pgd_transition_start_instance(PgdGraph *g);
+extern void pgd_transition_complete(PgdGraph *g, int node, const char *scope,
+									PgdOutcome outcome);
+extern bool pgd_node_is_live(PgdGraph *g, int node, const char *scope);
+extern char *pgd_stamp(const char *scope);
+extern char *pgd_parent_scope(PgdGraph *g, int node, const char *scope);
+extern DfJson *pgd_visible_results(const char *instance_id, const char *scope);
+
+/* engine_sql.c: small SPI helpers for the engine's own statements */
+extern int	pgd_spi_exec(const char *sql, int nargs, const Oid *types,
+						 const Datum *values, const char *nulls, bool read_only);
+extern char *pgd_spi_getstring(int row, int col);
+extern Datum pgd_text_datum(const char *s);
+extern bool pgd_lock_run(const char *instance_id, char **status);
+
+/* step_sql.c */
+extern PgdOutcome pgd_run_user_sql(const char *query, Oid submitter, bool *retry,
+								   int *sqlstate);
+
+/* wake.c */
+extern void pgd_wake_register_xact_callback(void);
+extern void pgd_wake_at_commit(int ntasks);
+extern void pgd_instance_finished_at_commit(void);
+extern void pgd_executor_attach(int slot);
+extern void pgd_executor_set_idle(bool idle);
+extern void pgd_await_wait(long timeout_ms);
+extern void pgd_await_prepare(void);
+extern void pgd_await_cancel(void);
+
+/* executor.c */
+PGDLLEXPORT void pgd_executor_main(Datum main_arg);
+
+#endif							/* PG_DURABLE_ENGINE_H */

@@ -1,0 +1,468 @@
+/*-------------------------------------------------------------------------
+ *
+ * executor.c
+ *	  The executor background workers: claim a ready task, run it in its own
+ *	  transaction, repeat; sleep on the latch when there is nothing to do.
+ *
+ * One task, one transaction (DESIGN.md §4):
+ *	 1. claim the task row (FOR UPDATE SKIP LOCKED: never waits);
+ *	 2. for a step: check it is still wanted, run the user's statement in a
+ *		subtransaction as the submitter (step_sql.c);
+ *	 3. lock the instance's runs row, check again that the step is wanted,
+ *		apply the transition (transition.c), delete the task;
+ *	 4. commit: the step's effects, its result and the next tasks become
+ *		visible together, and idle executors are woken (wake.c).
+ * A crash before the commit rolls everything back and the task is claimed
+ * again, so a SQL step's effects happen exactly once.  A step that is no
+ * longer wanted when it reaches (3) (its RACE was lost, its instance was
+ * cancelled) aborts the whole transaction, effects included, and removes
+ * its task in a second transaction.
+ *
+ * Deadlocks and serialization failures of the user's statement re-queue
+ * the task with a jittered back-off.  Unexpected errors of the engine
+ * itself are logged, the transaction is rolled back and the loop goes on.
+ *
+ * Locks: task rows (SKIP LOCKED), then one runs row; see engine.h.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "common/pg_prng.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/wait_event.h"
+
+#include "engine.h"
+#include "pg_durable.h"
+#include "results.h"
+#include "shmem.h"
+
+#define SAFETY_POLL_MS 5000L
+#define EXTENSION_POLL_MS 5000L
+#define HEARTBEAT_MS 5000L
+#define MAX_RETRIES 50
+
+static int	my_slot;
+static void wait_for_extension(void);
+static char *epoch_id = NULL;
+static TimestampTz last_heartbeat = 0;
+
+typedef struct Task
+{
+	int64		id;
+	char	   *instance_id;
+	char	   *node_id;
+	char	   *scope;
+	char	   *kind;
+	int			attempts;
+} Task;
+
+typedef struct RunInfo
+{
+	Oid			submitted_by;
+	char	   *label;
+	char	   *vars;			/* jsonb text */
+	char	   *status;
+	char	   *token;
+} RunInfo;
+
+static void
+begin_unit(const char *activity)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_durable: SPI_connect failed");
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, activity);
+}
+
+static void
+end_unit(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+static bool
+extension_exists(void)
+{
+	bool		exists;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	exists = OidIsValid(get_extension_oid("pg_durable", true));
+	CommitTransactionCommand();
+	return exists;
+}
+
+/* Mark the engine ready and (re)write the heartbeat row; executor 0 only. */
+static void
+announce_ready(void)
+{
+	begin_unit("pg_durable: announcing readiness");
+	pgd_spi_exec("INSERT INTO df_internal._worker_ready (sentinel, schema_version) VALUES (true, 1) "
+				 "ON CONFLICT (sentinel) DO UPDATE SET schema_version = 1, "
+				 "initialized_at = pg_catalog.now()",
+				 0, NULL, NULL, NULL, false);
+	pgd_spi_exec("DELETE FROM df._worker_epoch", 0, NULL, NULL, NULL, false);
+	pgd_spi_exec("INSERT INTO df._worker_epoch (epoch_id) VALUES (pg_catalog.gen_random_uuid()) "
+				 "RETURNING epoch_id::text", 0, NULL, NULL, NULL, false);
+	epoch_id = MemoryContextStrdup(TopMemoryContext, pgd_spi_getstring(0, 1));
+	end_unit();
+	last_heartbeat = GetCurrentTimestamp();
+}
+
+static void
+heartbeat(void)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+
+	if (epoch_id == NULL ||
+		!TimestampDifferenceExceeds(last_heartbeat, GetCurrentTimestamp(), HEARTBEAT_MS))
+		return;
+	begin_unit("pg_durable: heartbeat");
+	values[0] = pgd_text_datum(epoch_id);
+	if (pgd_spi_exec("UPDATE df._worker_epoch SET last_seen_at = pg_catalog.now() "
+					 "WHERE epoch_id OPERATOR(pg_catalog.=) $1::uuid",
+					 1, types, values, NULL, false) == 0)
+		epoch_id = NULL;		/* the extension was recreated: announce again below */
+	end_unit();
+	last_heartbeat = GetCurrentTimestamp();
+	if (epoch_id == NULL)
+		announce_ready();
+}
+
+static bool
+load_run(const char *instance_id, RunInfo *run)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+
+	values[0] = pgd_text_datum(instance_id);
+	if (pgd_spi_exec("SELECT submitted_by, label, vars::text, status, created_at::text "
+					 "FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
+					 1, types, values, NULL, true) == 0)
+		return false;
+	run->submitted_by = (Oid) strtoul(pgd_spi_getstring(0, 1), NULL, 10);
+	run->label = pgd_spi_getstring(0, 2);
+	run->vars = pgd_spi_getstring(0, 3);
+	run->status = pgd_spi_getstring(0, 4);
+	run->token = pgd_spi_getstring(0, 5);
+	return true;
+}
+
+static void
+delete_task(int64 id)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1];
+
+	values[0] = Int64GetDatum(id);
+	pgd_spi_exec("DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1",
+				 1, types, values, NULL, false);
+}
+
+/* Throw away a task that is no longer wanted, in a transaction of its own. */
+static void
+discard_task_after_abort(int64 id)
+{
+	begin_unit("pg_durable: discarding a step that is no longer wanted");
+	delete_task(id);
+	end_unit();
+}
+
+static void
+requeue_task(Task *t)
+{
+	Oid			types[2] = {INT8OID, INT8OID};
+	Datum		values[2];
+	int			shift = Min(t->attempts, 8);
+	int64		base_us = 5000L << shift;	/* 5 ms doubling up to 1.3 s */
+	int64		delay_us = base_us / 2 + (int64) (pg_prng_double(&pg_global_prng_state) * base_us);
+
+	values[0] = Int64GetDatum(t->id);
+	values[1] = Int64GetDatum(delay_us);
+	pgd_spi_exec("UPDATE df_internal.tasks SET attempts = attempts OPERATOR(pg_catalog.+) 1, "
+				 "run_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) "
+				 "pg_catalog.make_interval(secs => $2 OPERATOR(pg_catalog./) 1000000.0) "
+				 "WHERE id OPERATOR(pg_catalog.=) $1",
+				 2, types, values, NULL, false);
+}
+
+/* The variables a step sees: the captured ones plus sys_instance_id and sys_label. */
+static DfJson *
+step_vars(const char *instance_id, RunInfo *run)
+{
+	char	   *err = NULL;
+	DfJson	   *vars = run->vars ? dfjson_parse(run->vars, strlen(run->vars), &err) : NULL;
+
+	if (vars == NULL || vars->type != DFJ_OBJECT)
+		vars = dfjson_make_object();
+	dfjson_object_add(vars, "sys_instance_id", dfjson_make_string(instance_id));
+	dfjson_object_add(vars, "sys_label", dfjson_make_string(run->label ? run->label : ""));
+	return vars;
+}
+
+static void
+run_start_task(Task *t)
+{
+	RunInfo		run;
+	char	   *status;
+	PgdGraph   *g;
+
+	if (!load_run(t->instance_id, &run) || !pgd_lock_run(t->instance_id, &status) ||
+		strcmp(status, "pending") != 0)
+	{
+		delete_task(t->id);
+		return;
+	}
+	g = pgd_graph_get(t->instance_id, run.token);
+	if (g == NULL)
+		elog(ERROR, "pg_durable: instance %s has no graph", t->instance_id);
+	pgd_transition_start_instance(g);
+	delete_task(t->id);
+}
+
+/* Returns false when the transaction was aborted (the step was not wanted). */
+static bool
+run_step_task(Task *t)
+{
+	RunInfo		run;
+	PgdGraph   *g;
+	int			n;
+	PgdOutcome	outcome;
+	char	   *status;
+	char	   *query;
+	char	   *err = NULL;
+
+	if (!load_run(t->instance_id, &run) || strcmp(run.status, "running") != 0 ||
+		(g = pgd_graph_get(t->instance_id, run.token)) == NULL ||
+		(n = pgd_graph_find(g, t->node_id)) < 0 ||
+		!pgd_node_is_live(g, n, t->scope))
+	{
+		delete_task(t->id);
+		return true;
+	}
+
+	pgstat_report_activity(STATE_RUNNING, g->nodes[n].query);
+	query = pgd_substitute(g->nodes[n].query, step_vars(t->instance_id, &run),
+						   pgd_visible_results(t->instance_id, t->scope),
+						   PGD_SUBST_SQL, &err);
+	if (query == NULL)
+	{
+		outcome.ok = false;
+		outcome.result = err;
+	}
+	else
+	{
+		bool		retry;
+		int			sqlstate;
+
+		outcome = pgd_run_user_sql(query, run.submitted_by, &retry, &sqlstate);
+		if (retry && t->attempts < MAX_RETRIES)
+		{
+			ereport(DEBUG1,
+					(errmsg("pg_durable: retrying step %s of instance %s after %s",
+							t->node_id, t->instance_id, unpack_sql_state(sqlstate))));
+			requeue_task(t);
+			return true;
+		}
+	}
+
+	/* step 3: under the instance lock, the step must still be wanted */
+	if (!pgd_lock_run(t->instance_id, &status) || strcmp(status, "running") != 0 ||
+		!pgd_node_is_live(g, n, t->scope))
+	{
+		SPI_finish();
+		PopActiveSnapshot();
+		AbortCurrentTransaction();
+		discard_task_after_abort(t->id);
+		return false;
+	}
+
+	pgd_transition_complete(g, n, t->scope, outcome);
+	delete_task(t->id);
+	return true;
+}
+
+/*
+ * Claim and run one ready task.  Returns true if there was one; else sets
+ * *sleep_ms to the time until the next timer is due (or the safety poll).
+ */
+static bool
+process_one(long *sleep_ms)
+{
+	Task		t;
+	int			n;
+	bool		committed_here = true;
+
+	begin_unit("pg_durable: looking for work");
+	n = pgd_spi_exec("SELECT id, instance_id, node_id, scope, kind, attempts FROM df_internal.tasks "
+					 "WHERE run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
+					 "ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
+					 0, NULL, NULL, NULL, false);
+	if (n == 0)
+	{
+		*sleep_ms = SAFETY_POLL_MS;
+		if (pgd_spi_exec("SELECT (EXTRACT(epoch FROM min(run_at) OPERATOR(pg_catalog.-) "
+						 "pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint "
+						 "FROM df_internal.tasks", 0, NULL, NULL, NULL, true) > 0)
+		{
+			char	   *ms = pgd_spi_getstring(0, 1);
+
+			if (ms != NULL)
+				*sleep_ms = Max(1L, Min(SAFETY_POLL_MS, strtol(ms, NULL, 10) + 1));
+		}
+		end_unit();
+		return false;
+	}
+
+	pgd_executor_set_idle(false);
+	t.id = strtoll(pgd_spi_getstring(0, 1), NULL, 10);
+	t.instance_id = pgd_spi_getstring(0, 2);
+	t.node_id = pgd_spi_getstring(0, 3);
+	t.scope = pgd_spi_getstring(0, 4);
+	t.kind = pgd_spi_getstring(0, 5);
+	t.attempts = atoi(pgd_spi_getstring(0, 6));
+
+	if (strcmp(t.kind, "start") == 0)
+		run_start_task(&t);
+	else if (strcmp(t.kind, "step") == 0)
+		committed_here = run_step_task(&t);
+	else
+		elog(ERROR, "pg_durable: unknown task kind \"%s\"", t.kind);
+
+	if (committed_here)
+		end_unit();
+	return true;
+}
+
+static void
+process_available_work(void)
+{
+	volatile long sleep_ms = SAFETY_POLL_MS;
+	MemoryContext work_cxt = AllocSetContextCreate(TopMemoryContext, "pg_durable executor",
+												   ALLOCSET_DEFAULT_SIZES);
+
+	for (;;)
+	{
+		bool		did;
+		MemoryContext old;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		/* idle before the last look for work: see wake.c */
+		pgd_executor_set_idle(true);
+		ResetLatch(MyLatch);
+
+		old = MemoryContextSwitchTo(work_cxt);
+		PG_TRY();
+		{
+			long		ms = SAFETY_POLL_MS;
+
+			did = process_one(&ms);
+			sleep_ms = ms;
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(old);
+			EmitErrorReport();
+			FlushErrorState();
+			AbortCurrentTransaction();
+			SPI_finish();		/* harmless when not connected */
+			did = false;
+			sleep_ms = 1000L;	/* do not spin on a persistent engine error */
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(work_cxt);
+
+		/* DROP EXTENSION: go back to waiting for it */
+		if (!did && sleep_ms == 1000L && !extension_exists())
+		{
+			MemoryContextDelete(work_cxt);
+			return;
+		}
+
+		if (my_slot == 0)
+			heartbeat();
+
+		if (did)
+			continue;
+
+		pgstat_report_activity(STATE_IDLE, NULL);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 sleep_ms, PG_WAIT_EXTENSION);
+	}
+}
+
+void
+pgd_executor_main(Datum main_arg)
+{
+	my_slot = DatumGetInt32(main_arg);
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	BackgroundWorkerInitializeConnection(pgd_database, pgd_worker_role, 0);
+	pgd_executor_attach(my_slot);
+	pgstat_report_appname("pg_durable executor");
+
+	/* the engine relies on read committed: each statement sees the latest commits */
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
+
+	ereport(LOG, (errmsg("pg_durable executor %d started in database \"%s\"", my_slot, pgd_database)));
+
+	for (;;)
+	{
+		wait_for_extension();
+		if (my_slot == 0)
+			announce_ready();
+		process_available_work();
+		ereport(LOG, (errmsg("pg_durable executor %d: the extension was dropped; waiting for it", my_slot)));
+		epoch_id = NULL;
+	}
+}
+
+static void
+wait_for_extension(void)
+{
+	while (!extension_exists())
+	{
+		pgd_executor_set_idle(true);	/* df.start would wake us */
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 EXTENSION_POLL_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+	}
+}

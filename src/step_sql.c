@@ -1,0 +1,123 @@
+/*-------------------------------------------------------------------------
+ *
+ * step_sql.c
+ *	  Runs the user's statement of a SQL step inside the step transaction.
+ *
+ * The statement runs in a subtransaction, as the submitting role, in a
+ * security-restricted context (no SET ROLE, no temporary objects, ...),
+ * under a fresh GUC nest level with df.in_workflow = true.  Whatever it SETs
+ * is undone when it ends, so nothing leaks into the next step, which may
+ * belong to another user.  The rows it returns become the step's result
+ * JSON while still inside the subtransaction, so that a result that cannot
+ * be represented (an unsupported column type) rolls back the statement's
+ * effects together with failing the node.
+ *
+ * On error the subtransaction is rolled back and the error becomes the
+ * outcome ("SQL execution failed: <message>").  Deadlocks, serialization
+ * failures and lock timeouts are not failures of the node: the caller
+ * re-queues the task (*retry).
+ *
+ * Locks: whatever the user's statement takes, inside the subtransaction.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+#include "engine.h"
+#include "results.h"
+
+#define ERRCODE_PGD_RESULT_CONVERSION MAKE_SQLSTATE('P','D','0','0','1')
+
+static bool
+is_retryable(int sqlerrcode)
+{
+	return sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED ||
+		sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
+		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
+}
+
+PgdOutcome
+pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	PgdOutcome	outcome = {false, NULL};
+	Oid			save_userid;
+	int			save_sec;
+
+	*retry = false;
+	*sqlstate = 0;
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+
+	PG_TRY();
+	{
+		int			nest;
+		int			rc;
+		char	   *json;
+		char	   *err = NULL;
+
+		SetUserIdAndSecContext(submitter,
+							   save_sec | SECURITY_LOCAL_USERID_CHANGE |
+							   SECURITY_RESTRICTED_OPERATION);
+		nest = NewGUCNestLevel();
+		(void) set_config_option("df.in_workflow", "true", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_durable: SPI_connect failed");
+		rc = SPI_execute(query, false, 0);
+		if (rc < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_SYNTAX_ERROR),
+					 errmsg("could not run the statement (%s)", SPI_result_code_string(rc))));
+		json = pgd_spi_result_to_json(SPI_tuptable, SPI_processed, &err);
+		if (json == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_PGD_RESULT_CONVERSION),
+					 errmsg("%s", err)));
+		outcome.ok = true;
+		outcome.result = MemoryContextStrdup(oldcxt, json);
+		SPI_finish();
+
+		AtEOXact_GUC(false, nest);
+		SetUserIdAndSecContext(save_userid, save_sec);
+
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+
+		*sqlstate = edata->sqlerrcode;
+		*retry = is_retryable(edata->sqlerrcode);
+		outcome.ok = false;
+		if (edata->sqlerrcode == ERRCODE_PGD_RESULT_CONVERSION)
+			outcome.result = pstrdup(edata->message);
+		else
+			outcome.result = psprintf("SQL execution failed: %s", edata->message);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+
+	return outcome;
+}

@@ -1,0 +1,702 @@
+/*-------------------------------------------------------------------------
+ *
+ * transition.c
+ *	  State transitions of an instance: starting a node, completing it, and
+ *	  what its parent does about that.
+ *
+ * Everything here runs inside the executor's SPI connection, in the
+ * transaction that consumed the triggering input (a claimed task), with the
+ * instance's df_internal.runs row locked.  A transition therefore commits
+ * together with the step that caused it: there is no second transaction
+ * that could fail after the first one committed (DESIGN.md §5 rule 3).
+ *
+ * Compound nodes have no tasks.  Starting a THEN starts its left child,
+ * starting a JOIN starts every branch, and so on down to the leaves, which
+ * get a "step" task.  Completing a node hands its outcome to its parent:
+ *
+ *	 THEN	left ok -> start right; left failed or right done -> THEN done
+ *	 IF		condition ok -> start the arm its truthiness picks; arm done ->
+ *			IF done; condition failed -> IF failed
+ *	 JOIN	one fewer branch running; the last one finishes the JOIN: failed
+ *			with "JOIN branch <i> failed: ..." if any branch failed, else
+ *			the array of branch results, and branch results merge back
+ *	 RACE	the first finisher decides; the loser's pending tasks are
+ *			removed (a running loser finds out under the runs lock)
+ *
+ * Reaching the root finishes the instance and removes its engine state.
+ *
+ * Locks: only rows of the instance whose runs row the caller holds; tasks
+ * claimed by others are skipped (SKIP LOCKED), never waited for.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+
+#include "engine.h"
+#include "results.h"
+
+static void start_node(PgdGraph *g, int n, const char *scope);
+
+char *
+pgd_stamp(const char *scope)
+{
+	return psprintf("%s::1", scope);
+}
+
+static char *
+child_scope(PgdGraph *g, int child, const char *scope)
+{
+	return psprintf("%s::1::%s", scope, g->nodes[child].id);
+}
+
+static bool
+is_branching(DfNodeType t)
+{
+	return t == DF_NODE_JOIN || t == DF_NODE_RACE;
+}
+
+/* Strip the last "::<generation>::<node id>" of a branch scope. */
+static char *
+strip_scope(const char *scope)
+{
+	char	   *s = pstrdup(scope);
+	int			i;
+	int			seps = 0;
+
+	for (i = strlen(s) - 1; i > 0; i--)
+	{
+		if (s[i] == ':' && s[i - 1] == ':')
+		{
+			if (++seps == 2)
+			{
+				s[i - 1] = '\0';
+				return s;
+			}
+			i--;
+		}
+	}
+	elog(ERROR, "pg_durable: malformed execution scope \"%s\"", scope);
+	return NULL;				/* keep compiler quiet */
+}
+
+char *
+pgd_parent_scope(PgdGraph *g, int node, const char *scope)
+{
+	int			p = g->nodes[node].parent;
+
+	if (p >= 0 && is_branching(g->nodes[p].type))
+		return strip_scope(scope);
+	return pstrdup(scope);
+}
+
+/* ---------------------------------------------------------------------
+ * Row updates
+ * ---------------------------------------------------------------------
+ */
+
+static void
+node_set_running(PgdGraph *g, int n, const char *scope)
+{
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+
+	values[0] = pgd_text_datum(g->instance_id);
+	values[1] = pgd_text_datum(g->nodes[n].id);
+	values[2] = pgd_text_datum(pgd_stamp(scope));
+	pgd_spi_exec("UPDATE df.nodes SET status = 'running', result = NULL, "
+				 "status_details = pg_catalog.jsonb_build_object('execution_id', $3), "
+				 "updated_at = pg_catalog.now() "
+				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
+				 3, types, values, NULL, false);
+}
+
+static void
+node_set_done(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
+{
+	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID};
+	Datum		values[5];
+
+	values[0] = pgd_text_datum(g->instance_id);
+	values[1] = pgd_text_datum(g->nodes[n].id);
+	values[2] = pgd_text_datum(pgd_stamp(scope));
+	values[3] = pgd_text_datum(outcome.result);
+	values[4] = BoolGetDatum(outcome.ok);
+	pgd_spi_exec("UPDATE df.nodes SET "
+				 "status = CASE WHEN $5 THEN 'completed' ELSE 'failed' END, "
+				 "result = CASE WHEN $5 THEN $4::pg_catalog.jsonb ELSE pg_catalog.to_jsonb($4) END, "
+				 "status_details = pg_catalog.jsonb_build_object('execution_id', $3), "
+				 "updated_at = pg_catalog.now() "
+				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
+				 5, types, values, NULL, false);
+}
+
+static void
+enqueue_step(PgdGraph *g, int n, const char *scope)
+{
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+
+	values[0] = pgd_text_datum(g->instance_id);
+	values[1] = pgd_text_datum(g->nodes[n].id);
+	values[2] = pgd_text_datum(scope);
+	pgd_spi_exec("INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind) "
+				 "VALUES ($1, $2, $3, 'step')",
+				 3, types, values, NULL, false);
+	pgd_wake_at_commit(1);
+}
+
+static void
+save_named_result(PgdGraph *g, const char *scope, const char *name, const char *result)
+{
+	Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[4];
+
+	values[0] = pgd_text_datum(g->instance_id);
+	values[1] = pgd_text_datum(scope);
+	values[2] = pgd_text_datum(name);
+	values[3] = pgd_text_datum(result);
+	pgd_spi_exec("INSERT INTO df_internal.results AS r (instance_id, scope, name, value) "
+				 "VALUES ($1, $2, $3, $4::pg_catalog.jsonb) "
+				 "ON CONFLICT (instance_id, scope, name) DO UPDATE "
+				 "SET value = EXCLUDED.value, seq = EXCLUDED.seq",
+				 4, types, values, NULL, false);
+}
+
+/* Copy a branch scope's named results into its parent scope (later wins), then drop the branch's. */
+static void
+merge_results(PgdGraph *g, const char *from_scope, const char *to_scope, bool keep)
+{
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+
+	values[0] = pgd_text_datum(g->instance_id);
+	values[1] = pgd_text_datum(from_scope);
+	values[2] = pgd_text_datum(to_scope);
+	if (keep)
+		pgd_spi_exec("INSERT INTO df_internal.results (instance_id, scope, name, value) "
+					 "SELECT instance_id, $3, name, value FROM df_internal.results "
+					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND scope OPERATOR(pg_catalog.=) $2 "
+					 "ORDER BY seq "
+					 "ON CONFLICT (instance_id, scope, name) DO UPDATE "
+					 "SET value = EXCLUDED.value, seq = EXCLUDED.seq",
+					 3, types, values, NULL, false);
+	pgd_spi_exec("DELETE FROM df_internal.results "
+				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+				 "AND (scope OPERATOR(pg_catalog.=) $2 "
+				 "OR pg_catalog.starts_with(scope, $2 OPERATOR(pg_catalog.||) '::'))",
+				 2, types, values, NULL, false);
+}
+
+/* Remove the pending tasks of a scope and everything below it; running ones are skipped. */
+static void
+drop_scope_tasks(PgdGraph *g, const char *scope)
+{
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		values[2];
+
+	values[0] = pgd_text_datum(g->instance_id);
+	values[1] = pgd_text_datum(scope);
+	pgd_spi_exec("DELETE FROM df_internal.tasks WHERE id IN ("
+				 " SELECT id FROM df_internal.tasks "
+				 " WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+				 " AND (scope OPERATOR(pg_catalog.=) $2 "
+				 "  OR pg_catalog.starts_with(scope, $2 OPERATOR(pg_catalog.||) '::')) "
+				 " FOR UPDATE SKIP LOCKED)",
+				 2, types, values, NULL, false);
+}
+
+/* Status and result (as JSON text) of a node. */
+static void
+node_state(PgdGraph *g, int n, char **status, char **result)
+{
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		values[2];
+
+	values[0] = pgd_text_datum(g->instance_id);
+	values[1] = pgd_text_datum(g->nodes[n].id);
+	if (pgd_spi_exec("SELECT status, result::text, "
+					 "CASE WHEN pg_catalog.jsonb_typeof(result) = 'string' "
+					 "THEN result OPERATOR(pg_catalog.#>>) '{}' END "
+					 "FROM df.nodes "
+					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
+					 2, types, values, NULL, false) == 0)
+		elog(ERROR, "pg_durable: node %s of instance %s disappeared",
+			 g->nodes[n].id, g->instance_id);
+	*status = pgd_spi_getstring(0, 1);
+	if (*status != NULL && strcmp(*status, "failed") == 0)
+		*result = pgd_spi_getstring(0, 3);	/* the error text */
+	else
+		*result = pgd_spi_getstring(0, 2);
+}
+
+static bool
+is_terminal_status(const char *status)
+{
+	return status != NULL &&
+		(strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0);
+}
+
+/* ---------------------------------------------------------------------
+ * Instance end
+ * ---------------------------------------------------------------------
+ */
+
+static void
+finish_instance(PgdGraph *g, PgdOutcome outcome)
+{
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		values[2];
+
+	values[0] = pgd_text_datum(g->instance_id);
+	values[1] = pgd_text_datum(outcome.ok ? "completed" : "failed");
+	pgd_spi_exec("UPDATE df.instances SET status = $2, updated_at = pg_catalog.now(), "
+				 "completed_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'completed' THEN pg_catalog.now() END "
+				 "WHERE id OPERATOR(pg_catalog.=) $1 "
+				 "AND status NOT IN ('completed', 'failed', 'cancelled')",
+				 2, types, values, NULL, false);
+	pgd_spi_exec("DELETE FROM df_internal.tasks WHERE id IN ("
+				 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+				 " FOR UPDATE SKIP LOCKED)", 1, types, values, NULL, false);
+	pgd_spi_exec("DELETE FROM df_internal.results WHERE instance_id OPERATOR(pg_catalog.=) $1",
+				 1, types, values, NULL, false);
+	pgd_spi_exec("DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1",
+				 1, types, values, NULL, false);
+	pgd_spi_exec("DELETE FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
+				 1, types, values, NULL, false);
+	pgd_instance_finished_at_commit();
+}
+
+/* ---------------------------------------------------------------------
+ * Visible named results
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * The named results a node in scope sees: its own scope's, then each
+ * enclosing scope's, the innermost winning.
+ */
+DfJson *
+pgd_visible_results(const char *instance_id, const char *scope)
+{
+	Oid			types[2] = {TEXTOID, TEXTARRAYOID};
+	Datum		values[2];
+	Datum	   *scopes;
+	int			nscopes = 0;
+	int			cap = 4;
+	char	   *s = pstrdup(scope);
+	DfJson	   *map = dfjson_make_object();
+	int			n,
+				i;
+
+	scopes = palloc(sizeof(Datum) * cap);
+	for (;;)
+	{
+		if (nscopes == cap)
+			scopes = repalloc(scopes, sizeof(Datum) * (cap *= 2));
+		scopes[nscopes++] = pgd_text_datum(s);
+		if (strstr(s, "::") == NULL)
+			break;
+		s = strip_scope(s);
+	}
+	values[0] = pgd_text_datum(instance_id);
+	values[1] = PointerGetDatum(construct_array(scopes, nscopes, TEXTOID, -1, false, TYPALIGN_INT));
+
+	/* outermost first, so that inner scopes overwrite */
+	n = pgd_spi_exec("SELECT name, value::text FROM df_internal.results "
+					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+					 "AND scope OPERATOR(pg_catalog.=) ANY ($2) "
+					 "ORDER BY pg_catalog.length(scope), seq",
+					 2, types, values, NULL, true);
+	for (i = 0; i < n; i++)
+	{
+		char	   *name = pgd_spi_getstring(i, 1);
+		char	   *value = pgd_spi_getstring(i, 2);
+		char	   *err = NULL;
+		DfJson	   *v = value ? dfjson_parse(value, strlen(value), &err) : dfjson_make_null();
+		int			j;
+		bool		replaced = false;
+
+		if (v == NULL)
+			v = dfjson_make_string(value);
+		for (j = 0; j < map->count; j++)
+			if (strcmp(map->pairs[j].key, name) == 0)
+			{
+				map->pairs[j].value = v;
+				replaced = true;
+				break;
+			}
+		if (!replaced)
+			dfjson_object_add(map, name, v);
+	}
+	return map;
+}
+
+/* ---------------------------------------------------------------------
+ * Liveness
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Is node n, run in scope, still wanted?  It must be running with the
+ * stamp of this scope, and no ancestor may have finished (a decided RACE
+ * above it, a failed instance).  The caller checks the instance status.
+ */
+bool
+pgd_node_is_live(PgdGraph *g, int n, const char *scope)
+{
+	Oid			types[2] = {TEXTOID, TEXTARRAYOID};
+	Datum		values[2];
+	Datum	   *ids = palloc(sizeof(Datum) * (DF_MAX_DEPTH + 2));
+	int			nids = 0;
+	int			a,
+				rows,
+				i;
+	char	   *stamp = pgd_stamp(scope);
+
+	for (a = n; a >= 0 && nids < DF_MAX_DEPTH + 2; a = g->nodes[a].parent)
+		ids[nids++] = pgd_text_datum(g->nodes[a].id);
+	values[0] = pgd_text_datum(g->instance_id);
+	values[1] = PointerGetDatum(construct_array(ids, nids, TEXTOID, -1, false, TYPALIGN_INT));
+	rows = pgd_spi_exec("SELECT id, status, status_details OPERATOR(pg_catalog.->>) 'execution_id' "
+						"FROM df.nodes WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+						"AND id OPERATOR(pg_catalog.=) ANY ($2)",
+						2, types, values, NULL, true);
+	for (i = 0; i < rows; i++)
+	{
+		char	   *id = pgd_spi_getstring(i, 1);
+		char	   *status = pgd_spi_getstring(i, 2);
+		char	   *exec_id = pgd_spi_getstring(i, 3);
+
+		if (strcmp(id, g->nodes[n].id) == 0)
+		{
+			if (status == NULL || strcmp(status, "running") != 0 ||
+				exec_id == NULL || strcmp(exec_id, stamp) != 0)
+				return false;
+		}
+		else if (is_terminal_status(status))
+			return false;
+	}
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * Starting nodes
+ * ---------------------------------------------------------------------
+ */
+
+static PgdOutcome
+failure(const char *fmt,...) pg_attribute_printf(1, 2);
+
+static PgdOutcome
+failure(const char *fmt,...)
+{
+	PgdOutcome	o;
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (;;)
+	{
+		va_list		args;
+		int			needed;
+
+		va_start(args, fmt);
+		needed = appendStringInfoVA(&buf, fmt, args);
+		va_end(args);
+		if (needed == 0)
+			break;
+		enlargeStringInfo(&buf, needed);
+	}
+	o.ok = false;
+	o.result = buf.data;
+	return o;
+}
+
+/* df.if_rows: does the named result have rows?  Sets *error instead when it cannot tell. */
+static bool
+if_rows_condition(PgdGraph *g, int n, const char *scope, char **error)
+{
+	char	   *err = NULL;
+	DfJson	   *cfg = dfjson_parse(g->nodes[n].query, strlen(g->nodes[n].query), &err);
+	DfJson	   *name = cfg ? dfjson_get(cfg, "result_name") : NULL;
+	DfJson	   *results;
+	DfJson	   *r;
+	DfJson	   *rc;
+
+	*error = NULL;
+	if (name == NULL || name->type != DFJ_STRING)
+	{
+		*error = pstrdup("df.if_rows: invalid condition configuration");
+		return false;
+	}
+	results = pgd_visible_results(g->instance_id, scope);
+	r = dfjson_get(results, name->str);
+	if (r == NULL)
+	{
+		*error = psprintf("df.if_rows: result '%s' not found", name->str);
+		return false;
+	}
+	rc = dfjson_get(r, "row_count");
+	if (rc == NULL || rc->type != DFJ_NUMBER)
+	{
+		*error = psprintf("df.if_rows: result '%s' is not a SQL result (missing row_count)", name->str);
+		return false;
+	}
+	return strtod(rc->str, NULL) > 0;
+}
+
+static void
+start_node(PgdGraph *g, int n, const char *scope)
+{
+	PgdNode    *node = &g->nodes[n];
+
+	check_stack_depth();
+	node_set_running(g, n, scope);
+
+	switch (node->type)
+	{
+		case DF_NODE_SQL:
+			enqueue_step(g, n, scope);
+			break;
+
+		case DF_NODE_THEN:
+			start_node(g, node->left, scope);
+			break;
+
+		case DF_NODE_IF:
+			if (node->condition >= 0)
+				start_node(g, node->condition, scope);
+			else
+			{
+				char	   *error;
+				bool		yes = if_rows_condition(g, n, scope, &error);
+
+				if (error)
+					pgd_transition_complete(g, n, scope, failure("%s", error));
+				else
+					start_node(g, yes ? node->left : node->right, scope);
+			}
+			break;
+
+		case DF_NODE_JOIN:
+			{
+				Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, INT4OID};
+				Datum		values[4];
+				int			i;
+
+				values[0] = pgd_text_datum(g->instance_id);
+				values[1] = pgd_text_datum(node->id);
+				values[2] = pgd_text_datum(scope);
+				values[3] = Int32GetDatum(2 + node->nextras);
+				pgd_spi_exec("INSERT INTO df_internal.joins (instance_id, node_id, scope, remaining) "
+							 "VALUES ($1, $2, $3, $4)", 4, types, values, NULL, false);
+				start_node(g, node->left, child_scope(g, node->left, scope));
+				start_node(g, node->right, child_scope(g, node->right, scope));
+				for (i = 0; i < node->nextras; i++)
+					start_node(g, node->extras[i], child_scope(g, node->extras[i], scope));
+			}
+			break;
+
+		case DF_NODE_RACE:
+			{
+				char	   *status;
+				char	   *result;
+
+				start_node(g, node->left, child_scope(g, node->left, scope));
+				/* the left branch may have decided the race already */
+				node_state(g, n, &status, &result);
+				if (!is_terminal_status(status))
+					start_node(g, node->right, child_scope(g, node->right, scope));
+			}
+			break;
+
+		default:
+			pgd_transition_complete(g, n, scope,
+									failure("%s nodes are not supported by this version of pg_durable yet",
+											df_node_type_name(node->type)));
+			break;
+	}
+}
+
+/* An instance begins: it is running, and so is its root. */
+void
+pgd_transition_start_instance(PgdGraph *g)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+
+	values[0] = pgd_text_datum(g->instance_id);
+	pgd_spi_exec("UPDATE df.instances SET status = 'running', updated_at = pg_catalog.now() "
+				 "WHERE id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'pending'",
+				 1, types, values, NULL, false);
+	pgd_spi_exec("UPDATE df_internal.runs SET status = 'running' "
+				 "WHERE instance_id OPERATOR(pg_catalog.=) $1",
+				 1, types, values, NULL, false);
+	start_node(g, g->root, g->instance_id);
+}
+
+/* ---------------------------------------------------------------------
+ * Completing nodes
+ * ---------------------------------------------------------------------
+ */
+
+static void
+join_branch_done(PgdGraph *g, int p, const char *pscope)
+{
+	PgdNode    *join = &g->nodes[p];
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+	int			nbranches = 2 + join->nextras;
+	int			i;
+	int			remaining;
+	StringInfoData arr;
+	bool		isnull;
+
+	values[0] = pgd_text_datum(g->instance_id);
+	values[1] = pgd_text_datum(join->id);
+	values[2] = pgd_text_datum(pscope);
+	if (pgd_spi_exec("UPDATE df_internal.joins SET remaining = remaining OPERATOR(pg_catalog.-) 1 "
+					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+					 "AND scope OPERATOR(pg_catalog.=) $3 RETURNING remaining",
+					 3, types, values, NULL, false) == 0)
+		elog(ERROR, "pg_durable: JOIN %s of instance %s has no branch counter",
+			 join->id, g->instance_id);
+	remaining = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (remaining > 0)
+		return;
+
+	pgd_spi_exec("DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+				 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3",
+				 3, types, values, NULL, false);
+
+	/* every branch has finished: the first failure (in branch order) decides */
+	initStringInfo(&arr);
+	appendStringInfoChar(&arr, '[');
+	for (i = 0; i < nbranches; i++)
+	{
+		int			b = (i == 0) ? join->left : (i == 1) ? join->right : join->extras[i - 2];
+		char	   *status;
+		char	   *result;
+
+		node_state(g, b, &status, &result);
+		if (status == NULL || strcmp(status, "completed") != 0)
+		{
+			for (i = 0; i < nbranches; i++)
+			{
+				b = (i == 0) ? join->left : (i == 1) ? join->right : join->extras[i - 2];
+				merge_results(g, child_scope(g, b, pscope), pscope, false);
+			}
+			pgd_transition_complete(g, p, pscope,
+									failure("JOIN branch %d failed: %s", i + 1,
+											result ? result : "unknown error"));
+			return;
+		}
+		if (i > 0)
+			appendStringInfoChar(&arr, ',');
+		appendStringInfoString(&arr, result ? result : "null");
+	}
+	appendStringInfoChar(&arr, ']');
+
+	for (i = 0; i < nbranches; i++)
+	{
+		int			b = (i == 0) ? join->left : (i == 1) ? join->right : join->extras[i - 2];
+
+		merge_results(g, child_scope(g, b, pscope), pscope, true);
+	}
+	{
+		PgdOutcome	ok = {true, arr.data};
+
+		pgd_transition_complete(g, p, pscope, ok);
+	}
+}
+
+static void
+race_branch_done(PgdGraph *g, int p, int winner, const char *pscope, PgdOutcome outcome)
+{
+	PgdNode    *race = &g->nodes[p];
+	int			loser = (winner == race->left) ? race->right : race->left;
+	char	   *status;
+	char	   *result;
+
+	node_state(g, p, &status, &result);
+	if (is_terminal_status(status))
+		return;					/* decided already; cannot happen for live branches */
+
+	drop_scope_tasks(g, child_scope(g, loser, pscope));
+	merge_results(g, child_scope(g, loser, pscope), pscope, false);
+	merge_results(g, child_scope(g, winner, pscope), pscope, outcome.ok);
+
+	if (outcome.ok)
+		pgd_transition_complete(g, p, pscope, outcome);
+	else
+		pgd_transition_complete(g, p, pscope,
+								failure("RACE %s branch failed: %s",
+										winner == race->left ? "left" : "right",
+										outcome.result));
+}
+
+/*
+ * Node n finished in scope with outcome: record it and let its parent react.
+ */
+void
+pgd_transition_complete(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
+{
+	PgdNode    *node = &g->nodes[n];
+	int			p = node->parent;
+	char	   *pscope;
+
+	check_stack_depth();
+	node_set_done(g, n, scope, outcome);
+	if (outcome.ok && node->result_name != NULL)
+		save_named_result(g, scope, node->result_name, outcome.result);
+
+	if (p < 0)
+	{
+		finish_instance(g, outcome);
+		return;
+	}
+
+	pscope = pgd_parent_scope(g, n, scope);
+	switch (g->nodes[p].type)
+	{
+		case DF_NODE_THEN:
+			if (n == g->nodes[p].left && outcome.ok)
+				start_node(g, g->nodes[p].right, pscope);
+			else
+				pgd_transition_complete(g, p, pscope, outcome);
+			break;
+
+		case DF_NODE_IF:
+			if (n == g->nodes[p].condition && outcome.ok)
+			{
+				char	   *err = NULL;
+				DfJson	   *v = dfjson_parse(outcome.result, strlen(outcome.result), &err);
+				bool		yes = v ? pgd_truthy(v) : pgd_truthy_text(outcome.result);
+
+				start_node(g, yes ? g->nodes[p].left : g->nodes[p].right, pscope);
+			}
+			else
+				pgd_transition_complete(g, p, pscope, outcome);
+			break;
+
+		case DF_NODE_JOIN:
+			join_branch_done(g, p, pscope);
+			break;
+
+		case DF_NODE_RACE:
+			race_branch_done(g, p, n, pscope, outcome);
+			break;
+
+		default:
+			/* LOOP parents come with loops; nothing else has children */
+			pgd_transition_complete(g, p, pscope,
+									failure("%s nodes are not supported by this version of pg_durable yet",
+											df_node_type_name(g->nodes[p].type)));
+			break;
+	}
+}

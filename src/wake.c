@@ -1,0 +1,166 @@
+/*-------------------------------------------------------------------------
+ *
+ * wake.c
+ *	  Wake-ups at commit: whatever makes a task runnable (df.start, a step
+ *	  that enqueues its successors, df.cancel) wakes idle executors when its
+ *	  transaction commits, and whatever finishes an instance wakes the
+ *	  sessions sleeping in df.await_instance.  No polling on the hot path.
+ *
+ * Why no wake-up is lost: an executor marks itself idle *before* it looks
+ * for work for the last time and then sleeps on its latch; a committer
+ * looks at the idle marks *after* its commit is visible.  Both go through
+ * the same spinlock, so either the committer sees the mark and sets the
+ * latch, or the executor's look for work comes after the commit and finds
+ * the task.
+ *
+ * Locks: the pgd_shared spinlock, briefly; the condition variable.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/condition_variable.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/wait_event.h"
+
+#include "engine.h"
+#include "pg_durable.h"
+#include "shmem.h"
+
+static int	pending_tasks = 0;	/* tasks this transaction made runnable */
+static bool pending_finished = false;	/* it finished an instance */
+static int	my_slot = -1;		/* executor slot of this process */
+
+static void
+wake_executors(int ntasks)
+{
+	Latch	   *latches[PGD_MAX_EXECUTORS];
+	int			n = 0;
+	int			i;
+
+	SpinLockAcquire(&pgd_shared->mutex);
+	for (i = 0; i < PGD_MAX_EXECUTORS && n < ntasks; i++)
+	{
+		PgdExecutorSlot *slot = &pgd_shared->executors[i];
+
+		if (slot->pid != 0 && slot->idle && i != my_slot)
+		{
+			latches[n++] = slot->latch;
+			slot->idle = false; /* it will look for work: one wake-up each */
+		}
+	}
+	SpinLockRelease(&pgd_shared->mutex);
+
+	for (i = 0; i < n; i++)
+		SetLatch(latches[i]);
+}
+
+static void
+pgd_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			/* an executor runs one of the tasks it made itself */
+			if (my_slot >= 0)
+				pending_tasks--;
+			if (pending_tasks > 0 && pgd_shared != NULL)
+				wake_executors(pending_tasks);
+			if (pending_finished && pgd_shared != NULL)
+				ConditionVariableBroadcast(&pgd_shared->instance_finished);
+			pending_tasks = 0;
+			pending_finished = false;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			pending_tasks = 0;
+			pending_finished = false;
+			break;
+		default:
+			break;
+	}
+}
+
+void
+pgd_wake_register_xact_callback(void)
+{
+	RegisterXactCallback(pgd_xact_callback, NULL);
+}
+
+void
+pgd_wake_at_commit(int ntasks)
+{
+	pending_tasks = Min(pending_tasks + ntasks, PGD_MAX_EXECUTORS + 1);
+}
+
+void
+pgd_instance_finished_at_commit(void)
+{
+	pending_finished = true;
+}
+
+static void
+executor_detach(int code, Datum arg)
+{
+	SpinLockAcquire(&pgd_shared->mutex);
+	if (my_slot >= 0 && pgd_shared->executors[my_slot].pid == MyProcPid)
+	{
+		pgd_shared->executors[my_slot].pid = 0;
+		pgd_shared->executors[my_slot].latch = NULL;
+		pgd_shared->executors[my_slot].idle = false;
+	}
+	SpinLockRelease(&pgd_shared->mutex);
+}
+
+void
+pgd_executor_attach(int slot)
+{
+	if (slot < 0 || slot >= PGD_MAX_EXECUTORS)
+		elog(FATAL, "pg_durable: executor slot %d out of range", slot);
+
+	SpinLockAcquire(&pgd_shared->mutex);
+	pgd_shared->executors[slot].pid = MyProcPid;
+	pgd_shared->executors[slot].latch = MyLatch;
+	pgd_shared->executors[slot].idle = false;
+	SpinLockRelease(&pgd_shared->mutex);
+	my_slot = slot;
+	before_shmem_exit(executor_detach, (Datum) 0);
+}
+
+void
+pgd_executor_set_idle(bool idle)
+{
+	SpinLockAcquire(&pgd_shared->mutex);
+	pgd_shared->executors[my_slot].idle = idle;
+	SpinLockRelease(&pgd_shared->mutex);
+}
+
+/*
+ * df.await_instance: prepare before checking the status, then sleep; a
+ * broadcast between the check and the sleep is not lost (the condition
+ * variable protocol guarantees it).
+ */
+void
+pgd_await_prepare(void)
+{
+	ConditionVariablePrepareToSleep(&pgd_shared->instance_finished);
+}
+
+void
+pgd_await_wait(long timeout_ms)
+{
+	(void) ConditionVariableTimedSleep(&pgd_shared->instance_finished, timeout_ms,
+									   PG_WAIT_EXTENSION);
+}
+
+void
+pgd_await_cancel(void)
+{
+	ConditionVariableCancelSleep();
+}
