@@ -20,6 +20,12 @@
 
 #include "engine.h"
 
+/*
+ * Run one statement.  Every statement gets a fresh snapshot (read_only is
+ * accepted for documentation only): in read committed, a read that reused
+ * the transaction's first snapshot could miss what committed just before a
+ * task was claimed, and call a live step dead.
+ */
 int
 pgd_spi_exec(const char *sql, int nargs, const Oid *types, const Datum *values,
 			 const char *nulls, bool read_only)
@@ -27,7 +33,7 @@ pgd_spi_exec(const char *sql, int nargs, const Oid *types, const Datum *values,
 	int			rc;
 
 	rc = SPI_execute_with_args(sql, nargs, (Oid *) types, (Datum *) values,
-							   nulls, read_only, 0);
+							   nulls, false, 0);
 	if (rc < 0)
 		elog(ERROR, "pg_durable: SPI failed (%s) for: %s", SPI_result_code_string(rc), sql);
 	return (int) SPI_processed;

@@ -21,8 +21,13 @@
  */
 #include "postgres.h"
 
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
-#include "commands/dbcommands.h"
+#include "catalog/pg_database.h"
+#include "utils/snapmgr.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -71,14 +76,36 @@ pgd_launcher_detach(int code, Datum arg)
 	SpinLockRelease(&pgd_shared->mutex);
 }
 
+/*
+ * Does pg_durable.database exist?  A plain heap scan of the shared catalog
+ * pg_database, as autovacuum's launcher does: without a database the
+ * catalog indexes cannot be used.
+ */
 static bool
 database_exists(void)
 {
-	bool		exists;
+	bool		exists = false;
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tup;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	exists = OidIsValid(get_database_oid(pgd_database, true));
+	(void) GetTransactionSnapshot();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+
+		if (strcmp(NameStr(db->datname), pgd_database) == 0)
+		{
+			exists = true;
+			break;
+		}
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
 	CommitTransactionCommand();
 	return exists;
 }
