@@ -414,6 +414,7 @@ process_available_work(void)
 		if (did)
 			continue;
 
+		pgstat_report_stat(false);	/* make our statistics visible */
 		pgstat_report_activity(STATE_IDLE, NULL);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 sleep_ms, PG_WAIT_EXTENSION);
