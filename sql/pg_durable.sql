@@ -338,7 +338,7 @@ CREATE TABLE df_internal.tasks (
 	instance_id varchar(8) NOT NULL,
 	node_id varchar(8),
 	scope text NOT NULL,
-	kind text NOT NULL CHECK (kind IN ('start', 'step')),
+	kind text NOT NULL CHECK (kind IN ('start', 'step', 'timer', 'deliver')),
 	run_at timestamptz NOT NULL DEFAULT now(),
 	attempts int NOT NULL DEFAULT 0
 );
@@ -364,6 +364,28 @@ CREATE TABLE df_internal.joins (
 	PRIMARY KEY (instance_id, node_id, scope)
 );
 
+-- signals sent to an instance, delivered in order to waits of the same name
+CREATE TABLE df_internal.signals (
+	id bigserial PRIMARY KEY,
+	instance_id varchar(8) NOT NULL,
+	name text NOT NULL,
+	payload jsonb,
+	sent_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX signals_instance_idx ON df_internal.signals (instance_id, name, id);
+
+-- SIGNAL nodes waiting for a signal
+CREATE TABLE df_internal.waits (
+	instance_id varchar(8) NOT NULL,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	name text NOT NULL,
+	seq bigserial,
+	PRIMARY KEY (instance_id, node_id, scope)
+);
+
+SELECT pg_catalog.pg_extension_config_dump('df_internal.signals', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.waits', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.runs', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.tasks', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.results', '');
@@ -401,6 +423,10 @@ COMMENT ON FUNCTION df.run(text) IS 'compatibility no-op: executors run instance
 CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by user') RETURNS text
 	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_cancel';
 COMMENT ON FUNCTION df.cancel(text, text) IS 'cancel an instance that has not finished';
+
+CREATE FUNCTION df.signal(instance_id text, signal_name text, signal_data text DEFAULT '{}') RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_signal';
+COMMENT ON FUNCTION df.signal(text, text, text) IS 'send a signal (buffered, in order) to a waiting or future df.wait_for_signal of an instance';
 
 -- Step results, substitution and truthiness (results_*.c), for the tests
 -- ---------------------------------------------------------------------------

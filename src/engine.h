@@ -96,9 +96,17 @@ extern void pgd_wake_at_commit(int ntasks);
 extern void pgd_instance_finished_at_commit(void);
 extern void pgd_executor_attach(int slot);
 extern void pgd_executor_set_idle(bool idle);
+extern void pgd_executor_set_running(const char *instance_id, const char *scope);
+extern void pgd_interrupt_at_commit(const char *instance_id, const char *scope);
 extern void pgd_await_wait(long timeout_ms);
 extern void pgd_await_prepare(void);
 extern void pgd_await_cancel(void);
+
+/* timers.c: SLEEP, WAIT_SCHEDULE, SIGNAL (run under the runs lock) */
+extern void pgd_timer_node_start(PgdGraph *g, int n, const char *scope);
+extern void pgd_timer_fire(PgdGraph *g, int n, const char *scope);
+extern void pgd_signal_deliver(PgdGraph *g);
+extern void pgd_forget_instance_signals(const char *instance_id);
 
 /* executor.c */
 PGDLLEXPORT void pgd_executor_main(Datum main_arg);

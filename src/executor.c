@@ -18,6 +18,11 @@
  * cancelled) aborts the whole transaction, effects included, and removes
  * its task in a second transaction.
  *
+ * Timer tasks (SLEEP, WAIT_SCHEDULE, signal timeouts) and deliver tasks
+ * (signals arrived) are transitions without user SQL: claim, lock, apply,
+ * commit.  When nothing is ready the executor sleeps until the earliest
+ * timer is due, or until a commit wakes it.
+ *
  * Deadlocks and serialization failures of the user's statement re-queue
  * the task with a jittered back-off.  Unexpected errors of the engine
  * itself are logged, the transaction is rolled back and the loop goes on.
@@ -277,7 +282,9 @@ run_step_task(Task *t)
 		bool		retry;
 		int			sqlstate;
 
+		pgd_executor_set_running(t->instance_id, t->scope);
 		outcome = pgd_run_user_sql(query, run.submitted_by, &retry, &sqlstate);
+		pgd_executor_set_running(NULL, NULL);
 		if (retry && t->attempts < MAX_RETRIES)
 		{
 			ereport(DEBUG1,
@@ -302,6 +309,39 @@ run_step_task(Task *t)
 	pgd_transition_complete(g, n, t->scope, outcome);
 	delete_task(t->id);
 	return true;
+}
+
+/* A timer fell due: a SLEEP or WAIT_SCHEDULE ends, or a SIGNAL wait times out. */
+static void
+run_timer_task(Task *t)
+{
+	RunInfo		run;
+	PgdGraph   *g;
+	int			n;
+	char	   *status;
+
+	if (load_run(t->instance_id, &run) && pgd_lock_run(t->instance_id, &status) &&
+		strcmp(status, "running") == 0 &&
+		(g = pgd_graph_get(t->instance_id, run.token)) != NULL &&
+		(n = pgd_graph_find(g, t->node_id)) >= 0 &&
+		pgd_node_is_live(g, n, t->scope))
+		pgd_timer_fire(g, n, t->scope);
+	delete_task(t->id);
+}
+
+/* Signals arrived: hand them to the instance's waits. */
+static void
+run_deliver_task(Task *t)
+{
+	RunInfo		run;
+	PgdGraph   *g;
+	char	   *status;
+
+	if (load_run(t->instance_id, &run) && pgd_lock_run(t->instance_id, &status) &&
+		strcmp(status, "running") == 0 &&
+		(g = pgd_graph_get(t->instance_id, run.token)) != NULL)
+		pgd_signal_deliver(g);
+	delete_task(t->id);
 }
 
 /*
@@ -348,6 +388,10 @@ process_one(long *sleep_ms)
 		run_start_task(&t);
 	else if (strcmp(t.kind, "step") == 0)
 		committed_here = run_step_task(&t);
+	else if (strcmp(t.kind, "timer") == 0)
+		run_timer_task(&t);
+	else if (strcmp(t.kind, "deliver") == 0)
+		run_deliver_task(&t);
 	else
 		elog(ERROR, "pg_durable: unknown task kind \"%s\"", t.kind);
 

@@ -20,6 +20,8 @@ typedef struct PgdExecutorSlot
 	pid_t		pid;			/* 0 when the slot is free */
 	Latch	   *latch;
 	bool		idle;			/* waiting for work */
+	char		instance[9];	/* instance whose user SQL runs now, or "" */
+	char		scope[256];		/* its execution scope (truncated) */
 } PgdExecutorSlot;
 
 typedef struct PgdShared

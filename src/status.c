@@ -224,6 +224,8 @@ pgd_cancel(PG_FUNCTION_ARGS)
 					 1, types, values, NULL, false);
 		pgd_spi_exec("DELETE FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
 					 1, types, values, NULL, false);
+		pgd_forget_instance_signals(id);
+		pgd_interrupt_at_commit(id, id);
 		pgd_instance_finished_at_commit();
 	}
 	SPI_finish();

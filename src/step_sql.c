@@ -15,7 +15,10 @@
  * On error the subtransaction is rolled back and the error becomes the
  * outcome ("SQL execution failed: <message>").  Deadlocks, serialization
  * failures and lock timeouts are not failures of the node: the caller
- * re-queues the task (*retry).
+ * re-queues the task (*retry), and so is a cancel "due to user request":
+ * that is how wake.c interrupts a step that is no longer wanted, which then
+ * finds out under the runs lock, or a stray interrupt meant for an earlier
+ * step.  A statement_timeout fails the node.
  *
  * Locks: whatever the user's statement takes, inside the subtransaction.
  *
@@ -109,7 +112,9 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 		CurrentResourceOwner = oldowner;
 
 		*sqlstate = edata->sqlerrcode;
-		*retry = is_retryable(edata->sqlerrcode);
+		*retry = is_retryable(edata->sqlerrcode) ||
+			(edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->message_id != NULL &&
+			 strcmp(edata->message_id, "canceling statement due to user request") == 0);
 		outcome.ok = false;
 		if (edata->sqlerrcode == ERRCODE_PGD_RESULT_CONVERSION)
 			outcome.result = pstrdup(edata->message);

@@ -269,6 +269,8 @@ finish_instance(PgdGraph *g, PgdOutcome outcome)
 				 1, types, values, NULL, false);
 	pgd_spi_exec("DELETE FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
 				 1, types, values, NULL, false);
+	pgd_forget_instance_signals(g->instance_id);
+	pgd_interrupt_at_commit(g->instance_id, g->instance_id);
 	pgd_instance_finished_at_commit();
 }
 
@@ -515,6 +517,12 @@ start_node(PgdGraph *g, int n, const char *scope)
 			}
 			break;
 
+		case DF_NODE_SLEEP:
+		case DF_NODE_WAIT_SCHEDULE:
+		case DF_NODE_SIGNAL:
+			pgd_timer_node_start(g, n, scope);
+			break;
+
 		default:
 			pgd_transition_complete(g, n, scope,
 									failure("%s nodes are not supported by this version of pg_durable yet",
@@ -628,6 +636,7 @@ race_branch_done(PgdGraph *g, int p, int winner, const char *pscope, PgdOutcome 
 		return;					/* decided already; cannot happen for live branches */
 
 	drop_scope_tasks(g, child_scope(g, loser, pscope));
+	pgd_interrupt_at_commit(g->instance_id, child_scope(g, loser, pscope));
 	merge_results(g, child_scope(g, loser, pscope), pscope, false);
 	merge_results(g, child_scope(g, winner, pscope), pscope, outcome.ok);
 

@@ -13,6 +13,10 @@
  * latch, or the executor's look for work comes after the commit and finds
  * the task.
  *
+ * The same commit-time hook interrupts executors whose running step was
+ * just cancelled or lost a RACE, so they stop early instead of finishing
+ * work that will be rolled back.
+ *
  * Locks: the pgd_shared spinlock, briefly; the condition variable.
  *
  *-------------------------------------------------------------------------
@@ -32,7 +36,17 @@
 #include "pg_durable.h"
 #include "shmem.h"
 
+#define MAX_PENDING_INTERRUPTS 16
+
+typedef struct PendingInterrupt
+{
+	char		instance[9];
+	char		scope[256];
+} PendingInterrupt;
+
 static int	pending_tasks = 0;	/* tasks this transaction made runnable */
+static PendingInterrupt pending_interrupts[MAX_PENDING_INTERRUPTS];
+static int	npending_interrupts = 0;
 static bool pending_finished = false;	/* it finished an instance */
 static int	my_slot = -1;		/* executor slot of this process */
 
@@ -60,6 +74,73 @@ wake_executors(int ntasks)
 		SetLatch(latches[i]);
 }
 
+/*
+ * Interrupt (SIGINT, a query cancel) the executors whose user SQL belongs
+ * to a scope that was just cancelled or lost its RACE.  A step interrupted
+ * this way finds out under the runs lock that it is no longer wanted and
+ * rolls back.  The executor may have moved on to another step by the time
+ * the signal arrives: step_sql.c treats a cancel "due to user request" as
+ * retryable, so such a stray interrupt costs a retry, never a failure.
+ */
+static void
+interrupt_executors(void)
+{
+	pid_t		pids[PGD_MAX_EXECUTORS];
+	int			n = 0;
+	int			i,
+				j;
+
+	SpinLockAcquire(&pgd_shared->mutex);
+	for (i = 0; i < PGD_MAX_EXECUTORS; i++)
+	{
+		PgdExecutorSlot *slot = &pgd_shared->executors[i];
+
+		if (slot->pid == 0 || slot->instance[0] == '\0' || i == my_slot)
+			continue;
+		for (j = 0; j < npending_interrupts; j++)
+		{
+			PendingInterrupt *p = &pending_interrupts[j];
+			size_t		len = strlen(p->scope);
+
+			if (strcmp(slot->instance, p->instance) == 0 &&
+				strncmp(slot->scope, p->scope, len) == 0 &&
+				(slot->scope[len] == '\0' || slot->scope[len] == ':' ||
+				 len >= sizeof(slot->scope) - 1))
+			{
+				pids[n++] = slot->pid;
+				break;
+			}
+		}
+	}
+	SpinLockRelease(&pgd_shared->mutex);
+
+	for (i = 0; i < n; i++)
+		kill(pids[i], SIGINT);
+}
+
+void
+pgd_interrupt_at_commit(const char *instance_id, const char *scope)
+{
+	if (npending_interrupts >= MAX_PENDING_INTERRUPTS)
+		return;					/* the steps will still find out at their end */
+	strlcpy(pending_interrupts[npending_interrupts].instance, instance_id,
+			sizeof(pending_interrupts[0].instance));
+	strlcpy(pending_interrupts[npending_interrupts].scope, scope,
+			sizeof(pending_interrupts[0].scope));
+	npending_interrupts++;
+}
+
+void
+pgd_executor_set_running(const char *instance_id, const char *scope)
+{
+	SpinLockAcquire(&pgd_shared->mutex);
+	strlcpy(pgd_shared->executors[my_slot].instance, instance_id ? instance_id : "",
+			sizeof(pgd_shared->executors[my_slot].instance));
+	strlcpy(pgd_shared->executors[my_slot].scope, scope ? scope : "",
+			sizeof(pgd_shared->executors[my_slot].scope));
+	SpinLockRelease(&pgd_shared->mutex);
+}
+
 static void
 pgd_xact_callback(XactEvent event, void *arg)
 {
@@ -72,15 +153,19 @@ pgd_xact_callback(XactEvent event, void *arg)
 				pending_tasks--;
 			if (pending_tasks > 0 && pgd_shared != NULL)
 				wake_executors(pending_tasks);
+			if (npending_interrupts > 0 && pgd_shared != NULL)
+				interrupt_executors();
 			if (pending_finished && pgd_shared != NULL)
 				ConditionVariableBroadcast(&pgd_shared->instance_finished);
 			pending_tasks = 0;
 			pending_finished = false;
+			npending_interrupts = 0;
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			pending_tasks = 0;
 			pending_finished = false;
+			npending_interrupts = 0;
 			break;
 		default:
 			break;
@@ -114,6 +199,7 @@ executor_detach(int code, Datum arg)
 		pgd_shared->executors[my_slot].pid = 0;
 		pgd_shared->executors[my_slot].latch = NULL;
 		pgd_shared->executors[my_slot].idle = false;
+		pgd_shared->executors[my_slot].instance[0] = '\0';
 	}
 	SpinLockRelease(&pgd_shared->mutex);
 }
