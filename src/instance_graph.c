@@ -153,13 +153,13 @@ graph_load(const char *instance_id)
 
 	values[0] = pgd_text_datum(instance_id);
 	if (pgd_spi_exec("SELECT root_node FROM df.instances WHERE id OPERATOR(pg_catalog.=) $1",
-					 1, types, values, NULL, true) == 0)
+					 1, types, values, NULL, false) == 0)
 		return NULL;
 	root_id = pgd_spi_getstring(0, 1);
 
 	n = pgd_spi_exec("SELECT id, node_type, query, result_name, left_node, right_node "
 					 "FROM df.nodes WHERE instance_id OPERATOR(pg_catalog.=) $1",
-					 1, types, values, NULL, true);
+					 1, types, values, NULL, false);
 	if (n == 0)
 		return NULL;
 

@@ -312,7 +312,7 @@ pgd_visible_results(const char *instance_id, const char *scope)
 					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 					 "AND scope OPERATOR(pg_catalog.=) ANY ($2) "
 					 "ORDER BY pg_catalog.length(scope), seq",
-					 2, types, values, NULL, true);
+					 2, types, values, NULL, false);
 	for (i = 0; i < n; i++)
 	{
 		char	   *name = pgd_spi_getstring(i, 1);
@@ -366,7 +366,7 @@ pgd_node_is_live(PgdGraph *g, int n, const char *scope)
 	rows = pgd_spi_exec("SELECT id, status, status_details OPERATOR(pg_catalog.->>) 'execution_id' "
 						"FROM df.nodes WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 						"AND id OPERATOR(pg_catalog.=) ANY ($2)",
-						2, types, values, NULL, true);
+						2, types, values, NULL, false);
 	for (i = 0; i < rows; i++)
 	{
 		char	   *id = pgd_spi_getstring(i, 1);
