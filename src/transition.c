@@ -162,7 +162,7 @@ save_named_result(PgdGraph *g, const char *scope, const char *name, const char *
 	values[2] = pgd_text_datum(name);
 	values[3] = pgd_text_datum(result);
 	pgd_spi_exec("INSERT INTO df_internal.results AS r (instance_id, scope, name, value) "
-				 "VALUES ($1, $2, $3, $4::pg_catalog.jsonb) "
+				 "VALUES ($1, $2, $3, $4::pg_catalog.json) "
 				 "ON CONFLICT (instance_id, scope, name) DO UPDATE "
 				 "SET value = EXCLUDED.value, seq = EXCLUDED.seq",
 				 4, types, values, NULL, false);
