@@ -586,13 +586,16 @@ join_branch_done(PgdGraph *g, int p, const char *pscope)
 		node_state(g, b, &status, &result);
 		if (status == NULL || strcmp(status, "completed") != 0)
 		{
-			for (i = 0; i < nbranches; i++)
+			int			failed = i + 1; /* 1-based, as the reference numbers them */
+			int			j;
+
+			for (j = 0; j < nbranches; j++)
 			{
-				b = (i == 0) ? join->left : (i == 1) ? join->right : join->extras[i - 2];
+				b = (j == 0) ? join->left : (j == 1) ? join->right : join->extras[j - 2];
 				merge_results(g, child_scope(g, b, pscope), pscope, false);
 			}
 			pgd_transition_complete(g, p, pscope,
-									failure("JOIN branch %d failed: %s", i + 1,
+									failure("JOIN branch %d failed: %s", failed,
 											result ? result : "unknown error"));
 			return;
 		}
