@@ -350,7 +350,7 @@ CREATE TABLE df_internal.results (
 	instance_id varchar(8) NOT NULL,
 	scope text NOT NULL,
 	name text NOT NULL,
-	value jsonb,
+	value json,				-- json, not jsonb: "first column" needs the column order
 	seq bigserial,
 	PRIMARY KEY (instance_id, scope, name)
 );

@@ -79,7 +79,13 @@ extern char *pgd_stamp(const char *scope);
 extern char *pgd_parent_scope(PgdGraph *g, int node, const char *scope);
 extern DfJson *pgd_visible_results(const char *instance_id, const char *scope);
 
-/* engine_sql.c: small SPI helpers for the engine's own statements */
+/*
+ * engine_sql.c: small SPI helpers for the engine's own statements.
+ * read_only = true runs on the unit's snapshot, taken before the task was
+ * claimed and before the runs lock: it may miss the very commit that made
+ * the task ready.  Reads of engine state must pass false, which takes a
+ * fresh snapshot per statement (read committed).
+ */
 extern int	pgd_spi_exec(const char *sql, int nargs, const Oid *types,
 						 const Datum *values, const char *nulls, bool read_only);
 extern char *pgd_spi_getstring(int row, int col);

@@ -165,7 +165,7 @@ load_run(const char *instance_id, RunInfo *run)
 	values[0] = pgd_text_datum(instance_id);
 	if (pgd_spi_exec("SELECT submitted_by, label, vars::text, status, created_at::text "
 					 "FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
-					 1, types, values, NULL, true) == 0)
+					 1, types, values, NULL, false) == 0)
 		return false;
 	run->submitted_by = (Oid) strtoul(pgd_spi_getstring(0, 1), NULL, 10);
 	run->label = pgd_spi_getstring(0, 2);

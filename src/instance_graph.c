@@ -80,6 +80,12 @@ pgd_graph_find(const PgdGraph *g, const char *node_id)
 	return -1;
 }
 
+typedef struct IdIndex
+{
+	char		id[PGD_ID_LEN + 1];
+	int			index;
+} IdIndex;
+
 /* Children referenced from a node's query config ({"condition_node":..}, {"extra_nodes":[..]}). */
 static void
 parse_config_links(PgdGraph *g, PgdNode *n, int self, HTAB *ids)
@@ -99,12 +105,12 @@ parse_config_links(PgdGraph *g, PgdNode *n, int self, HTAB *ids)
 	v = dfjson_get(cfg, "condition_node");
 	if (v != NULL && v->type == DFJ_STRING && n->type != DF_NODE_JOIN)
 	{
-		int		   *idx = hash_search(ids, v->str, HASH_FIND, &found);
+		IdIndex    *e = hash_search(ids, v->str, HASH_FIND, &found);
 
 		if (found)
 		{
-			n->condition = *idx;
-			g->nodes[*idx].parent = self;
+			n->condition = e->index;
+			g->nodes[e->index].parent = self;
 		}
 	}
 	v = dfjson_get(cfg, "extra_nodes");
@@ -115,25 +121,19 @@ parse_config_links(PgdGraph *g, PgdNode *n, int self, HTAB *ids)
 		n->extras = palloc0(sizeof(int) * Max(v->count, 1));
 		for (i = 0; i < v->count; i++)
 		{
-			int		   *idx;
+			IdIndex    *e;
 
 			if (v->items[i]->type != DFJ_STRING)
 				continue;
-			idx = hash_search(ids, v->items[i]->str, HASH_FIND, &found);
+			e = hash_search(ids, v->items[i]->str, HASH_FIND, &found);
 			if (found)
 			{
-				n->extras[n->nextras++] = *idx;
-				g->nodes[*idx].parent = self;
+				n->extras[n->nextras++] = e->index;
+				g->nodes[e->index].parent = self;
 			}
 		}
 	}
 }
-
-typedef struct IdIndex
-{
-	char		id[PGD_ID_LEN + 1];
-	int			index;
-} IdIndex;
 
 static PgdGraph *
 graph_load(const char *instance_id)
@@ -153,13 +153,13 @@ graph_load(const char *instance_id)
 
 	values[0] = pgd_text_datum(instance_id);
 	if (pgd_spi_exec("SELECT root_node FROM df.instances WHERE id OPERATOR(pg_catalog.=) $1",
-					 1, types, values, NULL, true) == 0)
+					 1, types, values, NULL, false) == 0)
 		return NULL;
 	root_id = pgd_spi_getstring(0, 1);
 
 	n = pgd_spi_exec("SELECT id, node_type, query, result_name, left_node, right_node "
 					 "FROM df.nodes WHERE instance_id OPERATOR(pg_catalog.=) $1",
-					 1, types, values, NULL, true);
+					 1, types, values, NULL, false);
 	if (n == 0)
 		return NULL;
 

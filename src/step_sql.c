@@ -12,6 +12,12 @@
  * be represented (an unsupported column type) rolls back the statement's
  * effects together with failing the node.
  *
+ * A step is one statement: text holding several is refused (the
+ * reference runs it through the extended protocol, which refuses it too),
+ * and so are transaction control statements, which cannot work inside the
+ * step transaction.  Empty text (only comments or semicolons) succeeds
+ * with no rows.
+ *
  * On error the subtransaction is rolled back and the error becomes the
  * outcome ("SQL execution failed: <message>").  Deadlocks, serialization
  * failures and lock timeouts are not failures of the node: the caller
@@ -29,6 +35,7 @@
 #include "access/xact.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
@@ -76,9 +83,24 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 		(void) set_config_option("df.in_workflow", "true", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 
+		/* one statement, as the reference's extended-protocol query allows */
+		if (list_length(pg_parse_query(query)) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_SYNTAX_ERROR),
+					 errmsg("cannot insert multiple commands into a prepared statement")));
+
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_durable: SPI_connect failed");
 		rc = SPI_execute(query, false, 0);
+		if (rc == SPI_ERROR_TRANSACTION)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TRANSACTION_TERMINATION),
+					 errmsg("transaction control statements cannot be used in a workflow step: "
+							"pg_durable commits each step together with its checkpoint")));
+		if (rc == SPI_ERROR_COPY)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("COPY to or from the client cannot be used in a workflow step")));
 		if (rc < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_SYNTAX_ERROR),

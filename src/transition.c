@@ -162,7 +162,7 @@ save_named_result(PgdGraph *g, const char *scope, const char *name, const char *
 	values[2] = pgd_text_datum(name);
 	values[3] = pgd_text_datum(result);
 	pgd_spi_exec("INSERT INTO df_internal.results AS r (instance_id, scope, name, value) "
-				 "VALUES ($1, $2, $3, $4::pg_catalog.jsonb) "
+				 "VALUES ($1, $2, $3, $4::pg_catalog.json) "
 				 "ON CONFLICT (instance_id, scope, name) DO UPDATE "
 				 "SET value = EXCLUDED.value, seq = EXCLUDED.seq",
 				 4, types, values, NULL, false);
@@ -314,7 +314,7 @@ pgd_visible_results(const char *instance_id, const char *scope)
 					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 					 "AND scope OPERATOR(pg_catalog.=) ANY ($2) "
 					 "ORDER BY pg_catalog.length(scope), seq",
-					 2, types, values, NULL, true);
+					 2, types, values, NULL, false);
 	for (i = 0; i < n; i++)
 	{
 		char	   *name = pgd_spi_getstring(i, 1);
@@ -368,7 +368,7 @@ pgd_node_is_live(PgdGraph *g, int n, const char *scope)
 	rows = pgd_spi_exec("SELECT id, status, status_details OPERATOR(pg_catalog.->>) 'execution_id' "
 						"FROM df.nodes WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 						"AND id OPERATOR(pg_catalog.=) ANY ($2)",
-						2, types, values, NULL, true);
+						2, types, values, NULL, false);
 	for (i = 0; i < rows; i++)
 	{
 		char	   *id = pgd_spi_getstring(i, 1);
@@ -594,13 +594,16 @@ join_branch_done(PgdGraph *g, int p, const char *pscope)
 		node_state(g, b, &status, &result);
 		if (status == NULL || strcmp(status, "completed") != 0)
 		{
-			for (i = 0; i < nbranches; i++)
+			int			failed = i + 1; /* 1-based, as the reference numbers them */
+			int			j;
+
+			for (j = 0; j < nbranches; j++)
 			{
-				b = (i == 0) ? join->left : (i == 1) ? join->right : join->extras[i - 2];
+				b = (j == 0) ? join->left : (j == 1) ? join->right : join->extras[j - 2];
 				merge_results(g, child_scope(g, b, pscope), pscope, false);
 			}
 			pgd_transition_complete(g, p, pscope,
-									failure("JOIN branch %d failed: %s", i + 1,
+									failure("JOIN branch %d failed: %s", failed,
 											result ? result : "unknown error"));
 			return;
 		}
