@@ -43,11 +43,3 @@ SELECT schema_version FROM df_internal._worker_ready;
 SELECT count(*) > 0 AS executors_running
 FROM pg_stat_activity WHERE backend_type = 'pg_durable executor';
 SELECT count(*) AS heartbeat_rows FROM df._worker_epoch;
-
--- a cron wait for the next minute boundary, started early so that the rest
--- of the suite runs meanwhile; engine_timers checks it
-SET ROLE df_user;
-CREATE TABLE cron_probe AS
-SELECT df.start(df.wait_for_schedule('* * * * *')
-                ~> 'SELECT extract(second FROM clock_timestamp()) < 5 AS at_minute_start') AS id;
-RESET ROLE;

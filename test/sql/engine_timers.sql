@@ -15,6 +15,10 @@ $$;
 SET ROLE df_user;
 
 
+-- a cron wait for the next minute boundary, checked at the end of this file
+SELECT df.start(df.wait_for_schedule('* * * * *')
+                ~> 'SELECT extract(second FROM clock_timestamp()) < 5 AS at_minute_start') AS cron_id \gset
+
 -- SLEEP: at least n seconds, and its result
 SELECT df.start(('SELECT clock_timestamp() AS t' |=> 'before') ~> df.sleep(1)
                 ~> 'SELECT clock_timestamp() - $before::timestamptz >= interval ''1 second'' AS slept_enough') AS id \gset
@@ -126,8 +130,7 @@ SELECT instance_idle(:'id', 10) AS loser_interrupted;
 SET ROLE df_user;
 SELECT count(*) AS loser_rows FROM raced;
 
--- the cron wait started by engine_0setup fired at a minute boundary
-SELECT id AS cron_id FROM cron_probe \gset
+-- the cron wait fired at a minute boundary
 SELECT df.await_instance(:'cron_id', 90);
 SELECT df.result(:'cron_id');
 RESET ROLE;
