@@ -2,8 +2,8 @@
  *
  * shmem.c
  *	  The shared-memory segment: who the launcher and the executors are, so
- *	  that whoever makes work runnable can wake them, and a condition
- *	  variable that df.await_instance sleeps on.
+ *	  that whoever makes work runnable can wake them, and the latches of the
+ *	  sessions waiting in df.await_instance.
  *
  * The segment is requested in the shmem_request hook and attached in the
  * shmem_startup hook under AddinShmemInitLock.  Its fields are protected by
@@ -40,7 +40,6 @@ pgd_shmem_startup(void)
 	{
 		memset(pgd_shared, 0, sizeof(PgdShared));
 		SpinLockInit(&pgd_shared->mutex);
-		ConditionVariableInit(&pgd_shared->instance_finished);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

@@ -9,11 +9,11 @@
 #define PG_DURABLE_SHMEM_H
 
 #include "postgres.h"
-#include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/spin.h"
 
 #define PGD_MAX_EXECUTORS 64
+#define PGD_MAX_AWAITERS 128
 
 typedef struct PgdExecutorSlot
 {
@@ -30,8 +30,8 @@ typedef struct PgdShared
 	pid_t		launcher_pid;	/* 0 when no launcher runs */
 	Latch	   *launcher_latch; /* the launcher's process latch, or NULL */
 	PgdExecutorSlot executors[PGD_MAX_EXECUTORS];
-	ConditionVariable instance_finished;	/* broadcast when an instance
-											 * reaches a terminal state */
+	Latch	   *awaiters[PGD_MAX_AWAITERS]; /* sessions in df.await_instance,
+											 * woken when an instance ends */
 } PgdShared;
 
 extern PgdShared *pgd_shared;

@@ -9,9 +9,9 @@
  * df.cancel then acts on the engine's private state with the bootstrap
  * superuser's privileges.
  *
- * df.await_instance sleeps on a condition variable that is broadcast when
- * an instance finishes (wake.c): it returns as soon as the finishing
- * transaction commits, without polling.
+ * df.await_instance sleeps on its latch, which the transaction that
+ * finishes an instance sets at commit (wake.c): it returns as soon as the
+ * finishing transaction commits, without polling.
  *
  * Locks: df.cancel locks the instance's runs row, then its df.instances
  * row, like every transition; it never waits for a claimed task (SKIP
@@ -128,35 +128,36 @@ await_instance(const char *fn, const char *id, int timeout_seconds)
 				 errmsg("Timeout must be positive")));
 
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), (int64) timeout_seconds * 1000);
-	for (;;)
+	pgd_await_prepare();
+	PG_TRY();
 	{
-		long		remaining;
+		for (;;)
+		{
+			long		remaining;
 
-		pgd_await_prepare();
-		status = visible_status(id);
-		if (status == NULL)
-		{
-			pgd_await_cancel();
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("Instance not found: %s", id)));
+			status = visible_status(id);
+			if (status == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_OBJECT),
+						 errmsg("Instance not found: %s", id)));
+			if (is_terminal(status))
+				break;
+			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+			if (remaining <= 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_QUERY_CANCELED),
+						 errmsg("Timeout after %ds waiting for instance %s (status: %s). "
+								"The instance keeps running; wait again or check df.status().",
+								timeout_seconds, id, status)));
+			pgd_await_wait(remaining);
+			CHECK_FOR_INTERRUPTS();
 		}
-		if (is_terminal(status))
-			break;
-		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-		if (remaining <= 0)
-		{
-			pgd_await_cancel();
-			ereport(ERROR,
-					(errcode(ERRCODE_QUERY_CANCELED),
-					 errmsg("Timeout after %ds waiting for instance %s (status: %s). "
-							"The instance keeps running; wait again or check df.status().",
-							timeout_seconds, id, status)));
-		}
-		pgd_await_wait(remaining);
-		CHECK_FOR_INTERRUPTS();
 	}
-	pgd_await_cancel();
+	PG_FINALLY();
+	{
+		pgd_await_cancel();
+	}
+	PG_END_TRY();
 	pgd_note_helper_result(fn, status);
 	return status;
 }

@@ -17,7 +17,7 @@
  * just cancelled or lost a RACE, so they stop early instead of finishing
  * work that will be rolled back.
  *
- * Locks: the pgd_shared spinlock, briefly; the condition variable.
+ * Locks: the pgd_shared spinlock, briefly.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,7 +26,6 @@
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
@@ -142,6 +141,22 @@ pgd_executor_set_running(const char *instance_id, const char *scope)
 }
 
 static void
+wake_awaiters(void)
+{
+	Latch	   *latches[PGD_MAX_AWAITERS];
+	int			n = 0;
+	int			i;
+
+	SpinLockAcquire(&pgd_shared->mutex);
+	for (i = 0; i < PGD_MAX_AWAITERS; i++)
+		if (pgd_shared->awaiters[i] != NULL)
+			latches[n++] = pgd_shared->awaiters[i];
+	SpinLockRelease(&pgd_shared->mutex);
+	for (i = 0; i < n; i++)
+		SetLatch(latches[i]);
+}
+
+static void
 pgd_xact_callback(XactEvent event, void *arg)
 {
 	switch (event)
@@ -156,7 +171,7 @@ pgd_xact_callback(XactEvent event, void *arg)
 			if (npending_interrupts > 0 && pgd_shared != NULL)
 				interrupt_executors();
 			if (pending_finished && pgd_shared != NULL)
-				ConditionVariableBroadcast(&pgd_shared->instance_finished);
+				wake_awaiters();
 			pending_tasks = 0;
 			pending_finished = false;
 			npending_interrupts = 0;
@@ -228,25 +243,50 @@ pgd_executor_set_idle(bool idle)
 }
 
 /*
- * df.await_instance: prepare before checking the status, then sleep; a
- * broadcast between the check and the sleep is not lost (the condition
- * variable protocol guarantees it).
+ * df.await_instance: a session registers its latch, then checks the status,
+ * then sleeps; an instance that ends after the check sets the latch, so the
+ * wake-up cannot be lost.  When every slot is taken the session still
+ * waits correctly, on its timeout-bounded poll.
  */
+static int	my_awaiter_slot = -1;
+
 void
 pgd_await_prepare(void)
 {
-	ConditionVariablePrepareToSleep(&pgd_shared->instance_finished);
+	int			i;
+
+	if (my_awaiter_slot >= 0)
+		return;
+	SpinLockAcquire(&pgd_shared->mutex);
+	for (i = 0; i < PGD_MAX_AWAITERS; i++)
+		if (pgd_shared->awaiters[i] == NULL)
+		{
+			pgd_shared->awaiters[i] = MyLatch;
+			my_awaiter_slot = i;
+			break;
+		}
+	SpinLockRelease(&pgd_shared->mutex);
 }
 
 void
 pgd_await_wait(long timeout_ms)
 {
-	(void) ConditionVariableTimedSleep(&pgd_shared->instance_finished, timeout_ms,
-									   PG_WAIT_EXTENSION);
+	/* without a slot, poll */
+	if (my_awaiter_slot < 0)
+		timeout_ms = Min(timeout_ms, 100L);
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 timeout_ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
 }
 
 void
 pgd_await_cancel(void)
 {
-	ConditionVariableCancelSleep();
+	if (my_awaiter_slot < 0)
+		return;
+	SpinLockAcquire(&pgd_shared->mutex);
+	if (pgd_shared->awaiters[my_awaiter_slot] == MyLatch)
+		pgd_shared->awaiters[my_awaiter_slot] = NULL;
+	SpinLockRelease(&pgd_shared->mutex);
+	my_awaiter_slot = -1;
 }

@@ -111,6 +111,7 @@ BEGIN
 					  WHERE backend_type = 'pg_durable executor' AND query = 'SELECT pg_sleep(60)') LOOP
 		IF clock_timestamp() > deadline THEN RAISE EXCEPTION 'the step never started'; END IF;
 		PERFORM pg_sleep(0.01);
+		PERFORM pg_stat_clear_snapshot();
 	END LOOP;
 END
 $$;
