@@ -638,6 +638,7 @@ setup(Pgdb *b)
 	char	   *v;
 
 	if (!exec_ok(b->conn,
+				 "SET client_min_messages = warning;"
 				 "CREATE TABLE IF NOT EXISTS bench_log (instance_id text, k int, ts timestamptz);"
 				 "CREATE TABLE IF NOT EXISTS bench_commit (v int, ts timestamptz);"
 				 "TRUNCATE bench_log, bench_commit", &b->err, b->errstr))
