@@ -1,0 +1,1206 @@
+/*-------------------------------------------------------------------------
+ *
+ * pgd_bench.c
+ *	  Benchmark client for pg_durable: step throughput of chains and of
+ *	  fan-out/join workflows, one-step workflows per second, start-to-first-
+ *	  step and step-to-step latency, and the server's single-row INSERT
+ *	  commit rate measured with pgbench as the physical limit.  Prints one
+ *	  table.
+ *
+ * How it measures:
+ *	- Throughput: C client threads (one connection each) start their share
+ *	  of the workflows with df.start in autocommit, then wait for each with
+ *	  df.await_instance.  The figure is steps (or workflows) divided by the
+ *	  wall time from the first df.start to the last completion, measured
+ *	  by the client.  The graph is built once (balanced trees of ~> or &,
+ *	  so that long chains stay far below the nesting limit) and passed to
+ *	  df.start as a parameter.
+ *	- Latency: every step is INSERT INTO bench_log VALUES
+ *	  ('{sys_instance_id}', k, clock_timestamp()); the engine substitutes the
+ *	  instance id.  Start-to-first-step is ts(k = 1) minus the time at which
+ *	  the client saw the df.start commit return (CLOCK_REALTIME, the same
+ *	  clock as the server's on this machine); step-to-step is ts(k + 1) -
+ *	  ts(k).  Measured once with one client (start, await, repeat) and once
+ *	  with C clients doing the same concurrently.
+ *	- Commit rate: pgbench -n -f <one INSERT> at the executors' concurrency
+ *	  (the executors are the sessions that commit steps) and at the
+ *	  clients' one, on the same server, in the same run.
+ *
+ * It changes the target database: it creates the tables bench_log and
+ * bench_commit and leaves finished instances behind.  Run it against a
+ * throwaway cluster (bench/run does) with pg_durable.enable_superuser_
+ * instances = on, or as an ordinary role that may use schema df.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#define PGDB_VERSION "1.0"
+#define PGDB_ERRLEN 512
+#define PGDB_MAXROWS 40
+#define PGDB_ID_LEN 8
+
+typedef struct PgdbOptions
+{
+	const char *host;
+	const char *port;
+	const char *user;
+	const char *dbname;
+	int			clients;		/* concurrent client connections */
+	int			chain_workflows;
+	int			chain_steps;
+	int			fanout_workflows;
+	int			fanout_width;
+	int			workflows;		/* one-step workflows */
+	int			latency_workflows;
+	int			latency_steps;
+	const char *pgbench;		/* NULL: do not run pgbench */
+	int			pgbench_seconds;
+	int			statements;		/* top pg_stat_statements entries per phase */
+	int			timeout;		/* seconds df.await_instance waits */
+	bool		verbose;
+} PgdbOptions;
+
+typedef struct PgdbRow
+{
+	char		label[80];
+	char		value[32];
+	char		unit[24];
+} PgdbRow;
+
+/* The handle: options, control connection, error, collected figures. */
+typedef struct Pgdb
+{
+	PgdbOptions opt;
+	int			err;			/* 0, or 1 after an error; errstr says what */
+	char		errstr[PGDB_ERRLEN];
+	PGconn	   *conn;
+	int			executors;
+	char		server_version[32];
+	char		sync_commit[16];
+	char		fsync[16];
+	bool		have_pgss;
+	PgdbRow		rows[PGDB_MAXROWS];
+	int			nrows;
+	char	   *pgss_report;	/* appended text, or NULL */
+	size_t		pgss_len;
+} Pgdb;
+
+/* One client thread of a phase. */
+typedef struct PgdbClient
+{
+	Pgdb	   *b;
+	PGconn	   *conn;
+	const char *graph;
+	int			first;			/* index of its first workflow */
+	int			count;
+	bool		sequential;		/* await each workflow before the next */
+	char	  (*ids)[PGDB_ID_LEN + 1];
+	int64_t    *commit_us;		/* CLOCK_REALTIME when df.start returned */
+	double		deadline;		/* mono_now() after which awaits wait 1 s */
+	int			failed;
+	int			stuck;			/* still unfinished at the deadline */
+	char		first_error[PGDB_ERRLEN];
+	int			err;
+	char		errstr[PGDB_ERRLEN];
+} PgdbClient;
+
+typedef struct PgdbPhase
+{
+	double		seconds;		/* first start to last completion */
+	int			failed;
+	int			stuck;
+	int			completed;
+	char		first_error[PGDB_ERRLEN];
+} PgdbPhase;
+
+/* ---------------------------------------------------------------- utils */
+
+static void
+pgdb_set_error(int *err, char *errstr, const char *fmt,...)
+{
+	va_list		ap;
+
+	*err = 1;
+	va_start(ap, fmt);
+	vsnprintf(errstr, PGDB_ERRLEN, fmt, ap);
+	va_end(ap);
+	/* libpq messages end in a newline */
+	errstr[strcspn(errstr, "\n")] = '\0';
+}
+
+static double
+mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int64_t
+real_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void
+say(Pgdb *b, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (!b->opt.verbose)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "pgd_bench: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* A growing string, for the DSL expressions. */
+typedef struct PgdbBuf
+{
+	char	   *data;
+	size_t		len;
+	size_t		cap;
+} PgdbBuf;
+
+static void
+buf_append(PgdbBuf *s, const char *fmt,...)
+{
+	va_list		ap;
+	int			n;
+
+	for (;;)
+	{
+		size_t		room = s->cap - s->len;
+
+		va_start(ap, fmt);
+		n = vsnprintf(s->data ? s->data + s->len : NULL, s->data ? room : 0, fmt, ap);
+		va_end(ap);
+		if (s->data && (size_t) n < room)
+		{
+			s->len += n;
+			return;
+		}
+		s->cap = (s->cap + n + 1) * 2;
+		s->data = realloc(s->data, s->cap);
+		if (s->data == NULL)
+		{
+			fprintf(stderr, "pgd_bench: out of memory\n");
+			exit(1);
+		}
+	}
+}
+
+static void
+add_row(Pgdb *b, const char *unit, const char *value, const char *fmt,...)
+{
+	PgdbRow    *r;
+	va_list		ap;
+
+	if (b->nrows == PGDB_MAXROWS)
+		return;
+	r = &b->rows[b->nrows++];
+	va_start(ap, fmt);
+	vsnprintf(r->label, sizeof(r->label), fmt, ap);
+	va_end(ap);
+	snprintf(r->value, sizeof(r->value), "%s", value);
+	snprintf(r->unit, sizeof(r->unit), "%s", unit);
+}
+
+static const char *
+fmt_num(char *out, double v)
+{
+	if (isnan(v))
+		snprintf(out, 32, "n/a");
+	else if (v >= 100)
+		snprintf(out, 32, "%.0f", v);
+	else if (v >= 10)
+		snprintf(out, 32, "%.1f", v);
+	else
+		snprintf(out, 32, "%.2f", v);
+	return out;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of a sorted array. */
+static double
+percentile(const double *v, int n, double p)
+{
+	int			i;
+
+	if (n == 0)
+		return NAN;
+	i = (int) ceil(p / 100.0 * n) - 1;
+	if (i < 0)
+		i = 0;
+	if (i >= n)
+		i = n - 1;
+	return v[i];
+}
+
+/* ----------------------------------------------------------- connections */
+
+static PGconn *
+pgdb_connect(Pgdb *b, int *err, char *errstr)
+{
+	const char *keys[] = {"host", "port", "user", "dbname", "application_name", NULL};
+	const char *vals[] = {b->opt.host, b->opt.port, b->opt.user, b->opt.dbname, "pgd_bench", NULL};
+	PGconn	   *conn = PQconnectdbParams(keys, vals, 1);
+
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		pgdb_set_error(err, errstr, "could not connect: %s", PQerrorMessage(conn));
+		PQfinish(conn);
+		return NULL;
+	}
+	return conn;
+}
+
+/* Run a command that returns nothing we need; false (and errstr) on error. */
+static bool
+exec_ok(PGconn *conn, const char *sql, int *err, char *errstr)
+{
+	PGresult   *res = PQexec(conn, sql);
+	ExecStatusType st = PQresultStatus(res);
+
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+	{
+		pgdb_set_error(err, errstr, "%s: %s", sql, PQresultErrorMessage(res));
+		PQclear(res);
+		return false;
+	}
+	PQclear(res);
+	return true;
+}
+
+/* First column of the first row of a query, malloc'd, or NULL on error. */
+static char *
+query_value(Pgdb *b, const char *sql)
+{
+	PGresult   *res = PQexec(b->conn, sql);
+	char	   *v;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) < 1)
+	{
+		pgdb_set_error(&b->err, b->errstr, "%s: %s", sql, PQresultErrorMessage(res));
+		PQclear(res);
+		return NULL;
+	}
+	v = strdup(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return v;
+}
+
+/* --------------------------------------------------------------- graphs */
+
+/*
+ * A DSL expression that joins leaves lo..hi-1 with op, as a balanced tree:
+ * a chain of 1,000 steps nests 10 levels deep, not 1,000.
+ */
+static void
+balanced(PgdbBuf *s, const char *op, int lo, int hi, void (*leaf) (PgdbBuf *, int))
+{
+	int			mid;
+
+	if (hi - lo == 1)
+	{
+		leaf(s, lo);
+		return;
+	}
+	mid = lo + (hi - lo) / 2;
+	buf_append(s, "(");
+	balanced(s, op, lo, mid, leaf);
+	buf_append(s, " %s ", op);
+	balanced(s, op, mid, hi, leaf);
+	buf_append(s, ")");
+}
+
+static void
+noop_leaf(PgdbBuf *s, int k)
+{
+	(void) k;
+	buf_append(s, "'SELECT 1'");
+}
+
+static void
+log_leaf(PgdbBuf *s, int k)
+{
+	buf_append(s, "$s$INSERT INTO bench_log VALUES ('{sys_instance_id}', %d, clock_timestamp())$s$",
+			   k + 1);
+}
+
+/* The workflow's JSON, built by the server's own DSL; malloc'd, or NULL. */
+static char *
+build_graph(Pgdb *b, const char *op, int n, void (*leaf) (PgdbBuf *, int))
+{
+	PgdbBuf		s = {0};
+	char	   *graph;
+
+	buf_append(&s, "SELECT (");
+	balanced(&s, op, 0, n, leaf);
+	buf_append(&s, ")::text");
+	graph = query_value(b, s.data);
+	free(s.data);
+	return graph;
+}
+
+/* --------------------------------------------------------------- phases */
+
+static void
+client_failed_instance(PgdbClient *c, const char *id, const char *status)
+{
+	const char *params[1] = {id};
+	PGresult   *res;
+
+	c->failed++;
+	if (c->first_error[0])
+		return;
+	res = PQexecParams(c->conn,
+					   "SELECT coalesce((SELECT error FROM df.nodes WHERE instance_id = $1 "
+					   "AND error IS NOT NULL LIMIT 1), '')",
+					   1, NULL, params, NULL, NULL, 0);
+	snprintf(c->first_error, PGDB_ERRLEN, "instance %s is %s%s%s", id, status,
+			 PQresultStatus(res) == PGRES_TUPLES_OK && PQgetvalue(res, 0, 0)[0] ? ": " : "",
+			 PQresultStatus(res) == PGRES_TUPLES_OK ? PQgetvalue(res, 0, 0) : "");
+	PQclear(res);
+}
+
+static bool
+client_await(PgdbClient *c, int i)
+{
+	char		timeout[16];
+	const char *params[2] = {c->ids[i], timeout};
+	PGresult   *res;
+	double		left = c->deadline - mono_now();
+
+	snprintf(timeout, sizeof(timeout), "%d", left > 1 ? (int) ceil(left) : 1);
+	res = PQexecPrepared(c->conn, "await", 2, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK &&
+		strstr(PQresultErrorMessage(res), "Timeout after") != NULL)
+	{
+		/* unfinished at the deadline: count it, report it, go on */
+		if (c->stuck++ == 0 && !c->first_error[0])
+			snprintf(c->first_error, PGDB_ERRLEN, "%s", PQresultErrorMessage(res));
+		c->first_error[strcspn(c->first_error, "\n")] = '\0';
+		PQclear(res);
+		return true;
+	}
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		pgdb_set_error(&c->err, c->errstr, "df.await_instance: %s", PQresultErrorMessage(res));
+		PQclear(res);
+		return false;
+	}
+	if (strcmp(PQgetvalue(res, 0, 0), "completed") != 0)
+		client_failed_instance(c, c->ids[i], PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return true;
+}
+
+static void *
+client_main(void *arg)
+{
+	PgdbClient *c = arg;
+	const char *params[1] = {c->graph};
+	int			i;
+
+	for (i = c->first; i < c->first + c->count; i++)
+	{
+		PGresult   *res = PQexecPrepared(c->conn, "start", 1, params, NULL, NULL, 0);
+
+		c->commit_us[i] = real_now_us();
+		if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		{
+			pgdb_set_error(&c->err, c->errstr, "df.start: %s", PQresultErrorMessage(res));
+			PQclear(res);
+			return NULL;
+		}
+		snprintf(c->ids[i], PGDB_ID_LEN + 1, "%s", PQgetvalue(res, 0, 0));
+		PQclear(res);
+		if (c->sequential && !client_await(c, i))
+			return NULL;
+	}
+	if (!c->sequential)
+		for (i = c->first; i < c->first + c->count; i++)
+			if (!client_await(c, i))
+				return NULL;
+	return NULL;
+}
+
+/*
+ * Elapsed time of a phase some of whose workflows never finished: from the
+ * first df.start to the last completed_at (the start time of the finishing
+ * transaction, so a step's duration early at most).
+ */
+static void
+server_elapsed(Pgdb *b, char (*ids)[PGDB_ID_LEN + 1], int nflows, int64_t t0_us, PgdbPhase *out)
+{
+	PgdbBuf		arr = {0};
+	const char *params[1];
+	PGresult   *res;
+	int			i;
+
+	buf_append(&arr, "{");
+	for (i = 0; i < nflows; i++)
+		if (ids[i][0])
+			buf_append(&arr, "%s%s", arr.len > 1 ? "," : "", ids[i]);
+	buf_append(&arr, "}");
+	params[0] = arr.data;
+	res = PQexecParams(b->conn,
+					   "SELECT count(*), (extract(epoch FROM max(completed_at)) * 1000000)::bigint "
+					   "FROM df.instances WHERE id = ANY ($1::text[]) AND status = 'completed'",
+					   1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && !PQgetisnull(res, 0, 1))
+	{
+		out->completed = atoi(PQgetvalue(res, 0, 0));
+		out->seconds = (strtoll(PQgetvalue(res, 0, 1), NULL, 10) - t0_us) / 1e6;
+	}
+	PQclear(res);
+	free(arr.data);
+}
+
+/*
+ * Start nflows copies of graph from nclients connections and wait for all
+ * of them.  ids and commit_us (nflows + 1 entries) receive each instance.
+ */
+static bool
+run_phase(Pgdb *b, const char *graph, int nflows, int nclients, bool sequential,
+		  char (*ids)[PGDB_ID_LEN + 1], int64_t *commit_us, PgdbPhase *out)
+{
+	PgdbClient *cl = calloc(nclients, sizeof(PgdbClient));
+	pthread_t  *th = calloc(nclients, sizeof(pthread_t));
+	double		t0;
+	int64_t		t0_us;
+	int			i,
+				next = 0;
+	bool		ok = true;
+
+	memset(out, 0, sizeof(*out));
+	if (nclients > nflows)
+		nclients = nflows;
+	for (i = 0; i < nclients; i++)
+	{
+		PGresult   *res;
+
+		cl[i].b = b;
+		cl[i].graph = graph;
+		cl[i].sequential = sequential;
+		cl[i].ids = ids;
+		cl[i].commit_us = commit_us;
+		cl[i].first = next;
+		cl[i].count = nflows / nclients + (i < nflows % nclients ? 1 : 0);
+		next += cl[i].count;
+		cl[i].conn = pgdb_connect(b, &b->err, b->errstr);
+		if (cl[i].conn == NULL)
+		{
+			ok = false;
+			nclients = i;
+			break;
+		}
+		res = PQprepare(cl[i].conn, "start", "SELECT df.start($1)", 1, NULL);
+		if (PQresultStatus(res) == PGRES_COMMAND_OK)
+		{
+			PQclear(res);
+			res = PQprepare(cl[i].conn, "await", "SELECT df.await_instance($1, $2::int)", 2, NULL);
+		}
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		{
+			pgdb_set_error(&b->err, b->errstr, "prepare: %s", PQresultErrorMessage(res));
+			ok = false;
+		}
+		PQclear(res);
+		if (!ok)
+		{
+			nclients = i + 1;
+			break;
+		}
+	}
+
+	t0 = mono_now();
+	t0_us = real_now_us();
+	if (ok)
+		for (i = 0; i < nclients; i++)
+		{
+			cl[i].deadline = t0 + b->opt.timeout;
+			pthread_create(&th[i], NULL, client_main, &cl[i]);
+		}
+	for (i = 0; ok && i < nclients; i++)
+		pthread_join(th[i], NULL);
+	out->seconds = mono_now() - t0;
+
+	for (i = 0; i < nclients; i++)
+	{
+		if (cl[i].err && !b->err)
+		{
+			b->err = 1;
+			snprintf(b->errstr, PGDB_ERRLEN, "%s", cl[i].errstr);
+		}
+		out->failed += cl[i].failed;
+		out->stuck += cl[i].stuck;
+		if (cl[i].first_error[0] && !out->first_error[0])
+			snprintf(out->first_error, PGDB_ERRLEN, "%s", cl[i].first_error);
+		PQfinish(cl[i].conn);
+	}
+	free(cl);
+	free(th);
+	out->completed = nflows - out->failed - out->stuck;
+	if (out->failed > 0 || out->stuck > 0)
+	{
+		fprintf(stderr, "pgd_bench: %d workflow(s) failed and %d did not finish within %d s; first: %s\n",
+				out->failed, out->stuck, b->opt.timeout, out->first_error);
+		/* the client waited for the deadline: time the completed ones by the server's clock */
+		if (ok && !b->err)
+			server_elapsed(b, ids, nflows, t0_us, out);
+	}
+	return ok && !b->err;
+}
+
+/* ------------------------------------------------- pg_stat_statements */
+
+static void
+pgss_reset(Pgdb *b)
+{
+	if (b->have_pgss && b->opt.statements > 0)
+		exec_ok(b->conn, "SELECT pg_stat_statements_reset()", &b->err, b->errstr);
+}
+
+/* Append the statements that took the most time since the last reset. */
+static void
+pgss_collect(Pgdb *b, const char *phase)
+{
+	char		sql[1024];
+	PGresult   *res;
+	PgdbBuf		s = {0};
+	int			i;
+
+	if (!b->have_pgss || b->opt.statements <= 0)
+		return;
+	snprintf(sql, sizeof(sql),
+			 "SELECT calls, round(total_exec_time::numeric, 0), "
+			 "round((100 * total_exec_time / nullif(sum(total_exec_time) OVER (), 0))::numeric, 1), "
+			 "round(mean_exec_time::numeric, 3), "
+			 "left(regexp_replace(query, '\\s+', ' ', 'g'), 90) "
+			 "FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database "
+			 "WHERE datname = current_database()) "
+			 "ORDER BY total_exec_time DESC LIMIT %d", b->opt.statements);
+	res = PQexec(b->conn, sql);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		fprintf(stderr, "pgd_bench: pg_stat_statements: %s", PQresultErrorMessage(res));
+		PQclear(res);
+		return;
+	}
+	if (b->pgss_report)
+		buf_append(&s, "%s", b->pgss_report);
+	buf_append(&s, "\nTop statements by execution time during: %s\n", phase);
+	buf_append(&s, "%9s %9s %6s %9s  %s\n", "calls", "total ms", "%", "mean ms", "query");
+	for (i = 0; i < PQntuples(res); i++)
+		buf_append(&s, "%9s %9s %6s %9s  %s\n", PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
+				   PQgetvalue(res, i, 2), PQgetvalue(res, i, 3), PQgetvalue(res, i, 4));
+	PQclear(res);
+	free(b->pgss_report);
+	b->pgss_report = s.data;
+}
+
+/* ---------------------------------------------------------- the figures */
+
+static bool
+setup(Pgdb *b)
+{
+	char	   *v;
+
+	if (!exec_ok(b->conn,
+				 "SET client_min_messages = warning;"
+				 "CREATE TABLE IF NOT EXISTS bench_log (instance_id text, k int, ts timestamptz);"
+				 "CREATE TABLE IF NOT EXISTS bench_commit (v int, ts timestamptz);"
+				 "TRUNCATE bench_log, bench_commit", &b->err, b->errstr))
+		return false;
+	if ((v = query_value(b, "SHOW server_version")) == NULL)
+		return false;
+	snprintf(b->server_version, sizeof(b->server_version), "%s", v);
+	free(v);
+	if ((v = query_value(b, "SHOW synchronous_commit")) == NULL)
+		return false;
+	snprintf(b->sync_commit, sizeof(b->sync_commit), "%s", v);
+	free(v);
+	if ((v = query_value(b, "SHOW fsync")) == NULL)
+		return false;
+	snprintf(b->fsync, sizeof(b->fsync), "%s", v);
+	free(v);
+	if ((v = query_value(b, "SELECT count(*) FROM pg_stat_activity "
+						 "WHERE application_name = 'pg_durable executor'")) == NULL)
+		return false;
+	b->executors = atoi(v);
+	free(v);
+	if (b->executors == 0)
+	{
+		pgdb_set_error(&b->err, b->errstr,
+					   "no pg_durable executor is running in this cluster; check "
+					   "shared_preload_libraries and pg_durable.database");
+		return false;
+	}
+	if ((v = query_value(b, "SELECT count(*) FROM pg_extension WHERE extname = 'pg_stat_statements'")) == NULL)
+		return false;
+	b->have_pgss = atoi(v) > 0;
+	free(v);
+	return true;
+}
+
+/* pgbench -n -f <INSERT> at the given concurrency; commits per second, or NAN. */
+static double
+run_pgbench(Pgdb *b, int clients)
+{
+	char		script[] = "/tmp/pgd_bench_XXXXXX";
+	char		nclients[16],
+				secs[16];
+	const char *argv[24];
+	int			argc = 0,
+				fd,
+				pipefd[2],
+				status;
+	pid_t		pid;
+	PgdbBuf		out = {0};
+	char		chunk[4096];
+	ssize_t		n;
+	const char *tps;
+	static const char insert[] = "INSERT INTO bench_commit VALUES (1, now());\n";
+
+	fd = mkstemp(script);
+	if (fd < 0 || write(fd, insert, sizeof(insert) - 1) != (ssize_t) (sizeof(insert) - 1))
+	{
+		fprintf(stderr, "pgd_bench: could not write the pgbench script: %s\n", strerror(errno));
+		return NAN;
+	}
+	close(fd);
+	snprintf(nclients, sizeof(nclients), "%d", clients);
+	snprintf(secs, sizeof(secs), "%d", b->opt.pgbench_seconds);
+	argv[argc++] = b->opt.pgbench;
+	argv[argc++] = "-n";
+	argv[argc++] = "-f";
+	argv[argc++] = script;
+	argv[argc++] = "-c";
+	argv[argc++] = nclients;
+	argv[argc++] = "-j";
+	argv[argc++] = nclients;
+	argv[argc++] = "-T";
+	argv[argc++] = secs;
+	if (b->opt.host)
+	{
+		argv[argc++] = "-h";
+		argv[argc++] = b->opt.host;
+	}
+	if (b->opt.port)
+	{
+		argv[argc++] = "-p";
+		argv[argc++] = b->opt.port;
+	}
+	if (b->opt.user)
+	{
+		argv[argc++] = "-U";
+		argv[argc++] = b->opt.user;
+	}
+	if (b->opt.dbname)
+		argv[argc++] = b->opt.dbname;
+	argv[argc] = NULL;
+
+	say(b, "pgbench: %d clients, %s s", clients, secs);
+	if (pipe(pipefd) != 0 || (pid = fork()) < 0)
+	{
+		fprintf(stderr, "pgd_bench: could not run pgbench: %s\n", strerror(errno));
+		unlink(script);
+		return NAN;
+	}
+	if (pid == 0)
+	{
+		dup2(pipefd[1], 1);
+		dup2(pipefd[1], 2);
+		close(pipefd[0]);
+		close(pipefd[1]);
+		execvp(argv[0], (char *const *) argv);
+		fprintf(stderr, "could not execute %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(pipefd[1]);
+	while ((n = read(pipefd[0], chunk, sizeof(chunk) - 1)) > 0)
+	{
+		chunk[n] = '\0';
+		buf_append(&out, "%s", chunk);
+	}
+	close(pipefd[0]);
+	waitpid(pid, &status, 0);
+	unlink(script);
+
+	tps = out.data ? strstr(out.data, "tps = ") : NULL;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || tps == NULL)
+	{
+		fprintf(stderr, "pgd_bench: pgbench failed:\n%s\n", out.data ? out.data : "");
+		free(out.data);
+		return NAN;
+	}
+	{
+		double		v = strtod(tps + 6, NULL);
+
+		free(out.data);
+		return v;
+	}
+}
+
+static bool
+throughput_phase(Pgdb *b, const char *name, const char *op, int width, int nflows,
+				 double *steps_per_s, double *flows_per_s)
+{
+	char	   *graph = build_graph(b, op, width, noop_leaf);
+	char		(*ids)[PGDB_ID_LEN + 1];
+	int64_t    *commit_us;
+	PgdbPhase	ph;
+	bool		ok;
+
+	if (graph == NULL)
+		return false;
+	ids = calloc(nflows + 1, sizeof(*ids));
+	commit_us = calloc(nflows + 1, sizeof(int64_t));
+	say(b, "%s: %d workflows of %d step(s), %d clients", name, nflows, width, b->opt.clients);
+	pgss_reset(b);
+	ok = run_phase(b, graph, nflows, b->opt.clients, false, ids, commit_us, &ph);
+	if (ok)
+		pgss_collect(b, name);
+	*steps_per_s = ok && ph.completed > 0 ? (double) width * ph.completed / ph.seconds : NAN;
+	*flows_per_s = ok && ph.completed > 0 ? ph.completed / ph.seconds : NAN;
+	say(b, "%s: %.2f s", name, ph.seconds);
+	if (ok && ph.stuck + ph.failed > 0)
+	{
+		char		v[32];
+
+		snprintf(v, sizeof(v), "%d", ph.stuck);
+		add_row(b, "workflows", v, "%s: unfinished after %d s (of %d)", name, b->opt.timeout, nflows);
+		snprintf(v, sizeof(v), "%d", ph.failed);
+		if (ph.failed)
+			add_row(b, "workflows", v, "%s: failed (of %d)", name, nflows);
+	}
+	free(graph);
+	free(ids);
+	free(commit_us);
+	return ok;
+}
+
+typedef struct PgdbIdTime
+{
+	char		id[PGDB_ID_LEN + 1];
+	int64_t		us;
+} PgdbIdTime;
+
+static int
+cmp_id(const void *a, const void *b)
+{
+	return strcmp(((const PgdbIdTime *) a)->id, ((const PgdbIdTime *) b)->id);
+}
+
+/* Latency figures from the bench_log rows the steps wrote. */
+static bool
+latency_phase(Pgdb *b, int nclients, const char *label)
+{
+	int			nflows = b->opt.latency_workflows;
+	int			nsteps = b->opt.latency_steps;
+	char	   *graph;
+	char		(*ids)[PGDB_ID_LEN + 1];
+	int64_t    *commit_us;
+	PgdbIdTime *starts;
+	double	   *first,
+			   *next;
+	int			nfirst = 0,
+				nnext = 0,
+				i;
+	PgdbPhase	ph;
+	PGresult   *res;
+	char		v[32];
+
+	if (nflows <= 0 || nsteps <= 0)
+		return true;
+	if (!exec_ok(b->conn, "TRUNCATE bench_log", &b->err, b->errstr))
+		return false;
+	graph = build_graph(b, "~>", nsteps, log_leaf);
+	if (graph == NULL)
+		return false;
+	ids = calloc(nflows + 1, sizeof(*ids));
+	commit_us = calloc(nflows + 1, sizeof(int64_t));
+	say(b, "latency: %d workflows of %d steps, %d client(s)", nflows, nsteps, nclients);
+	if (!run_phase(b, graph, nflows, nclients, true, ids, commit_us, &ph))
+		return false;
+	free(graph);
+	if (ph.stuck + ph.failed > 0)
+	{
+		snprintf(v, sizeof(v), "%d", ph.stuck);
+		add_row(b, "workflows", v, "latency (%s): unfinished after %d s (of %d)", label,
+				b->opt.timeout, nflows);
+	}
+
+	starts = calloc(nflows, sizeof(PgdbIdTime));
+	for (i = 0; i < nflows; i++)
+	{
+		memcpy(starts[i].id, ids[i], sizeof(starts[i].id));
+		starts[i].us = commit_us[i];
+	}
+	qsort(starts, nflows, sizeof(PgdbIdTime), cmp_id);
+
+	res = PQexec(b->conn, "SELECT instance_id, k, (extract(epoch FROM ts) * 1000000)::bigint "
+				 "FROM bench_log ORDER BY instance_id, k");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		pgdb_set_error(&b->err, b->errstr, "reading bench_log: %s", PQresultErrorMessage(res));
+		PQclear(res);
+		return false;
+	}
+	first = calloc(PQntuples(res) + 1, sizeof(double));
+	next = calloc(PQntuples(res) + 1, sizeof(double));
+	for (i = 0; i < PQntuples(res); i++)
+	{
+		const char *id = PQgetvalue(res, i, 0);
+		int			k = atoi(PQgetvalue(res, i, 1));
+		int64_t		ts = strtoll(PQgetvalue(res, i, 2), NULL, 10);
+
+		if (k == 1)
+		{
+			PgdbIdTime	key,
+					   *hit;
+
+			snprintf(key.id, sizeof(key.id), "%s", id);
+			hit = bsearch(&key, starts, nflows, sizeof(PgdbIdTime), cmp_id);
+			if (hit)
+				first[nfirst++] = (ts - hit->us) / 1000.0;
+		}
+		else if (i > 0 && strcmp(PQgetvalue(res, i - 1, 0), id) == 0 &&
+				 atoi(PQgetvalue(res, i - 1, 1)) == k - 1)
+			next[nnext++] = (ts - strtoll(PQgetvalue(res, i - 1, 2), NULL, 10)) / 1000.0;
+	}
+	PQclear(res);
+	qsort(first, nfirst, sizeof(double), cmp_double);
+	qsort(next, nnext, sizeof(double), cmp_double);
+
+	add_row(b, "ms", fmt_num(v, percentile(first, nfirst, 50)), "start-to-first-step p50 (%s)", label);
+	add_row(b, "ms", fmt_num(v, percentile(first, nfirst, 99)), "start-to-first-step p99 (%s)", label);
+	add_row(b, "ms", fmt_num(v, percentile(next, nnext, 50)), "step-to-step p50 (%s)", label);
+	add_row(b, "ms", fmt_num(v, percentile(next, nnext, 99)), "step-to-step p99 (%s)", label);
+	if (nfirst < ph.completed || nnext < ph.completed * (nsteps - 1))
+		fprintf(stderr, "pgd_bench: latency (%s): %d of %d first steps and %d of %d step pairs logged\n",
+				label, nfirst, nflows, nnext, nflows * (nsteps - 1));
+	free(first);
+	free(next);
+	free(starts);
+	free(ids);
+	free(commit_us);
+	return true;
+}
+
+static bool
+pgdb_run(Pgdb *b)
+{
+	const PgdbOptions *o = &b->opt;
+	double		commit_w = NAN,
+				commit_c = NAN,
+				chain = NAN,
+				fan = NAN,
+				flows = NAN,
+				dummy;
+	char		v[32];
+	char		latlabel[32];
+
+	if (!setup(b))
+		return false;
+
+	if (o->pgbench)
+	{
+		commit_w = run_pgbench(b, b->executors);
+		commit_c = o->clients == b->executors ? commit_w : run_pgbench(b, o->clients);
+		if (!exec_ok(b->conn, "TRUNCATE bench_commit", &b->err, b->errstr))
+			return false;
+	}
+
+	/* warm-up: caches, plans of every executor, first extension of the tables */
+	if (!throughput_phase(b, "warm-up", "~>", 5, 4 * b->executors, &dummy, &dummy))
+		return false;
+
+	if (o->chain_workflows > 0 &&
+		!throughput_phase(b, "chain", "~>", o->chain_steps, o->chain_workflows, &chain, &dummy))
+		return false;
+	if (o->fanout_workflows > 0 &&
+		!throughput_phase(b, "fan-out/join", "&", o->fanout_width, o->fanout_workflows, &fan, &dummy))
+		return false;
+	if (o->workflows > 0 &&
+		!throughput_phase(b, "one-step workflows", "~>", 1, o->workflows, &dummy, &flows))
+		return false;
+
+	if (o->chain_workflows > 0)
+		add_row(b, "steps/s", fmt_num(v, chain), "chain: %d workflows x %d steps, %d clients",
+				o->chain_workflows, o->chain_steps, o->clients);
+	if (o->fanout_workflows > 0)
+		add_row(b, "steps/s", fmt_num(v, fan), "fan-out/join: %d workflows x %d branches",
+				o->fanout_workflows, o->fanout_width);
+	if (o->workflows > 0)
+		add_row(b, "workflows/s", fmt_num(v, flows), "one-step workflows: %d, %d clients",
+				o->workflows, o->clients);
+
+	if (!latency_phase(b, 1, "1 client"))
+		return false;
+	if (o->clients > 1)
+	{
+		snprintf(latlabel, sizeof(latlabel), "%d clients", o->clients);
+		if (!latency_phase(b, o->clients, latlabel))
+			return false;
+	}
+
+	if (o->pgbench)
+	{
+		add_row(b, "commits/s", fmt_num(v, commit_w), "pgbench 1-row INSERT commit rate, %d clients",
+				b->executors);
+		if (o->clients != b->executors)
+			add_row(b, "commits/s", fmt_num(v, commit_c),
+					"pgbench 1-row INSERT commit rate, %d clients", o->clients);
+		if (o->chain_workflows > 0)
+			add_row(b, "", fmt_num(v, chain / commit_w), "chain steps/s / commit rate (%d)", b->executors);
+		if (o->fanout_workflows > 0)
+			add_row(b, "", fmt_num(v, fan / commit_w), "fan-out steps/s / commit rate (%d)", b->executors);
+		if (o->workflows > 0)
+			add_row(b, "", fmt_num(v, flows / commit_c), "workflows/s / commit rate (%d)", o->clients);
+	}
+	return true;
+}
+
+static void
+print_table(Pgdb *b)
+{
+	int			i;
+
+	printf("\npg_durable benchmark: PostgreSQL %s, %d executors, %d clients, "
+		   "synchronous_commit = %s, fsync = %s\n\n",
+		   b->server_version, b->executors, b->opt.clients, b->sync_commit, b->fsync);
+	printf("| %-52s | %10s | %-11s |\n", "figure", "value", "unit");
+	printf("|-%.52s-|-%.10s:|-%.11s-|\n",
+		   "------------------------------------------------------------",
+		   "------------------------------------------------------------",
+		   "------------------------------------------------------------");
+	for (i = 0; i < b->nrows; i++)
+		printf("| %-52s | %10s | %-11s |\n", b->rows[i].label, b->rows[i].value, b->rows[i].unit);
+	if (b->pgss_report)
+		printf("%s", b->pgss_report);
+	fflush(stdout);
+}
+
+/* ------------------------------------------------------------------ main */
+
+static void
+usage(const char *progname)
+{
+	printf("%s measures pg_durable's step throughput, workflows per second and latency\n"
+		   "and compares them with the server's commit rate (pgbench).\n\n", progname);
+	printf("Usage:\n  %s [OPTION]...\n\n", progname);
+	printf("Connection options:\n"
+		   "  -h, --host=HOSTNAME         database server host or socket directory\n"
+		   "  -p, --port=PORT             database server port\n"
+		   "  -U, --username=USERNAME     user name to connect as\n"
+		   "  -d, --dbname=DBNAME         database that holds pg_durable (pg_durable.database)\n\n");
+	printf("Benchmark options:\n"
+		   "  -c, --clients=NUM           concurrent client connections (default: 4)\n"
+		   "      --chain-workflows=NUM   chain workflows run concurrently (default: 1000)\n"
+		   "      --chain-steps=NUM       sequential SELECT 1 steps per chain (default: 20)\n"
+		   "      --fanout-workflows=NUM  fan-out/join workflows (default: 300)\n"
+		   "      --fanout-width=NUM      parallel SELECT 1 branches per join (default: 20)\n"
+		   "      --workflows=NUM         one-step workflows started as fast as possible (default: 6000)\n"
+		   "      --latency-workflows=NUM workflows per latency measurement (default: 300)\n"
+		   "      --latency-steps=NUM     logging steps per latency workflow (default: 5)\n"
+		   "      --pgbench=PATH          pgbench to run for the commit rate (default: pgbench)\n"
+		   "      --no-pgbench            do not measure the commit rate\n"
+		   "      --pgbench-seconds=NUM   length of each pgbench run (default: 30)\n"
+		   "      --statements=NUM        print the NUM statements that took most time in each\n"
+		   "                              phase (needs pg_stat_statements; default: 0)\n"
+		   "      --timeout=SECS          longest wait for the workflows of one phase; those still\n"
+		   "                              unfinished then are counted, not awaited (default: 60)\n"
+		   "  -v, --verbose               say what runs, on stderr\n"
+		   "  -V, --version               output version information, then exit\n"
+		   "  -?, --help                  show this help, then exit\n\n");
+	printf("A count of 0 skips that measurement.  The target database is changed: it gets\n"
+		   "the tables bench_log and bench_commit and keeps the finished instances.\n");
+}
+
+static int
+parse_count(const char *arg, const char *name, int min)
+{
+	char	   *end;
+	long		v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno != 0 || *end != '\0' || v < min || v > 1000000)
+	{
+		fprintf(stderr, "pgd_bench: invalid value \"%s\" for --%s (an integer from %d)\n",
+				arg, name, min);
+		exit(2);
+	}
+	return (int) v;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{"host", required_argument, NULL, 'h'},
+		{"port", required_argument, NULL, 'p'},
+		{"username", required_argument, NULL, 'U'},
+		{"dbname", required_argument, NULL, 'd'},
+		{"clients", required_argument, NULL, 'c'},
+		{"chain-workflows", required_argument, NULL, 1},
+		{"chain-steps", required_argument, NULL, 2},
+		{"fanout-workflows", required_argument, NULL, 3},
+		{"fanout-width", required_argument, NULL, 4},
+		{"workflows", required_argument, NULL, 5},
+		{"latency-workflows", required_argument, NULL, 6},
+		{"latency-steps", required_argument, NULL, 7},
+		{"pgbench", required_argument, NULL, 8},
+		{"no-pgbench", no_argument, NULL, 9},
+		{"pgbench-seconds", required_argument, NULL, 10},
+		{"statements", required_argument, NULL, 11},
+		{"timeout", required_argument, NULL, 12},
+		{"verbose", no_argument, NULL, 'v'},
+		{"version", no_argument, NULL, 'V'},
+		{"help", no_argument, NULL, '?'},
+		{NULL, 0, NULL, 0}
+	};
+	const char *progname = "pgd_bench";
+	Pgdb		b;
+	int			c;
+	bool		ok;
+
+	memset(&b, 0, sizeof(b));
+	b.opt.clients = 4;
+	b.opt.chain_workflows = 1000;
+	b.opt.chain_steps = 20;
+	b.opt.fanout_workflows = 300;
+	b.opt.fanout_width = 20;
+	b.opt.workflows = 6000;
+	b.opt.latency_workflows = 300;
+	b.opt.latency_steps = 5;
+	b.opt.pgbench = "pgbench";
+	b.opt.pgbench_seconds = 30;
+	b.opt.timeout = 60;
+
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
+	{
+		usage(progname);
+		exit(0);
+	}
+	while ((c = getopt_long(argc, argv, "h:p:U:d:c:vV?", long_options, NULL)) != -1)
+	{
+		switch (c)
+		{
+			case 'h':
+				b.opt.host = optarg;
+				break;
+			case 'p':
+				b.opt.port = optarg;
+				break;
+			case 'U':
+				b.opt.user = optarg;
+				break;
+			case 'd':
+				b.opt.dbname = optarg;
+				break;
+			case 'c':
+				b.opt.clients = parse_count(optarg, "clients", 1);
+				break;
+			case 1:
+				b.opt.chain_workflows = parse_count(optarg, "chain-workflows", 0);
+				break;
+			case 2:
+				b.opt.chain_steps = parse_count(optarg, "chain-steps", 1);
+				break;
+			case 3:
+				b.opt.fanout_workflows = parse_count(optarg, "fanout-workflows", 0);
+				break;
+			case 4:
+				b.opt.fanout_width = parse_count(optarg, "fanout-width", 2);
+				break;
+			case 5:
+				b.opt.workflows = parse_count(optarg, "workflows", 0);
+				break;
+			case 6:
+				b.opt.latency_workflows = parse_count(optarg, "latency-workflows", 0);
+				break;
+			case 7:
+				b.opt.latency_steps = parse_count(optarg, "latency-steps", 1);
+				break;
+			case 8:
+				b.opt.pgbench = optarg;
+				break;
+			case 9:
+				b.opt.pgbench = NULL;
+				break;
+			case 10:
+				b.opt.pgbench_seconds = parse_count(optarg, "pgbench-seconds", 1);
+				break;
+			case 11:
+				b.opt.statements = parse_count(optarg, "statements", 0);
+				break;
+			case 12:
+				b.opt.timeout = parse_count(optarg, "timeout", 1);
+				break;
+			case 'v':
+				b.opt.verbose = true;
+				break;
+			case 'V':
+				printf("pgd_bench %s\n", PGDB_VERSION);
+				exit(0);
+			case '?':
+				if (strcmp(argv[optind - 1], "-?") == 0 || strcmp(argv[optind - 1], "--help") == 0)
+				{
+					usage(progname);
+					exit(0);
+				}
+				fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
+				exit(2);
+		}
+	}
+	if (optind < argc)
+	{
+		fprintf(stderr, "%s: too many command-line arguments (first is \"%s\")\n",
+				progname, argv[optind]);
+		fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
+		exit(2);
+	}
+
+	b.conn = pgdb_connect(&b, &b.err, b.errstr);
+	ok = b.conn != NULL && pgdb_run(&b);
+	if (b.nrows > 0)
+		print_table(&b);
+	if (!ok)
+		fprintf(stderr, "%s: %s\n", progname, b.errstr);
+	PQfinish(b.conn);
+	free(b.pgss_report);
+	return ok ? 0 : 1;
+}
