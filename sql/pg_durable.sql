@@ -364,6 +364,18 @@ CREATE TABLE df_internal.joins (
 	PRIMARY KEY (instance_id, node_id, scope)
 );
 
+-- running loops: generation and iteration count per loop node and scope
+CREATE TABLE df_internal.loops (
+	instance_id varchar(8) NOT NULL,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	generation int NOT NULL DEFAULT 1,
+	iterations bigint NOT NULL DEFAULT 1,
+	iteration_started_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+	PRIMARY KEY (instance_id, node_id, scope)
+);
+SELECT pg_catalog.pg_extension_config_dump('df_internal.loops', '');
+
 -- signals sent to an instance, delivered in order to waits of the same name
 CREATE TABLE df_internal.signals (
 	id bigserial PRIMARY KEY,

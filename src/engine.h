@@ -5,11 +5,15 @@
  *	  the step transaction and the wake-ups that connect them.
  *
  * Vocabulary.
- *	 scope		 an execution scope: the instance id for the root, and
- *				 "<parent scope>::<parent generation>::<branch root id>" for
- *				 each JOIN/RACE branch.  Named results live per scope.
- *	 stamp		 "<scope>::<generation>", written to df.nodes.status_details
- *				 as {"execution_id": stamp}.  Generation is 1 until loops.
+ *	 scope		 an execution scope, named by its execution id: for the root
+ *				 "<instance>::<generation>" (the generation grows with each
+ *				 iteration of a root loop), for each JOIN/RACE branch
+ *				 "<parent scope>::<branch root id>::1", and for the body of a
+ *				 loop that is not the root "<parent scope>::<loop id>::<gen>".
+ *				 A node's status_details is {"execution_id": <its scope>},
+ *				 so a step of an old generation or a lost branch no longer
+ *				 matches its node and is recognised as stale.  Named results
+ *				 live per scope.
  *	 task		 a row of df_internal.tasks: "start" (an instance begins) or
  *				 "step" (a leaf node runs).  Compound nodes never have tasks:
  *				 they are started and finished by transitions.
@@ -75,7 +79,8 @@ extern void pgd_transition_start_instance(PgdGraph *g);
 extern void pgd_transition_complete(PgdGraph *g, int node, const char *scope,
 									PgdOutcome outcome);
 extern bool pgd_node_is_live(PgdGraph *g, int node, const char *scope);
-extern char *pgd_stamp(const char *scope);
+extern void pgd_loop_timer(PgdGraph *g, int loop, const char *loop_scope);
+extern void pgd_end_instance(const char *instance_id);
 extern char *pgd_parent_scope(PgdGraph *g, int node, const char *scope);
 extern DfJson *pgd_visible_results(const char *instance_id, const char *scope);
 
@@ -112,7 +117,6 @@ extern void pgd_await_cancel(void);
 extern void pgd_timer_node_start(PgdGraph *g, int n, const char *scope);
 extern void pgd_timer_fire(PgdGraph *g, int n, const char *scope);
 extern void pgd_signal_deliver(PgdGraph *g);
-extern void pgd_forget_instance_signals(const char *instance_id);
 
 /* executor.c */
 PGDLLEXPORT void pgd_executor_main(Datum main_arg);

@@ -216,18 +216,7 @@ pgd_cancel(PG_FUNCTION_ARGS)
 					 "WHERE id OPERATOR(pg_catalog.=) $1 "
 					 "AND status NOT IN ('completed', 'failed', 'cancelled')",
 					 1, types, values, NULL, false);
-		pgd_spi_exec("DELETE FROM df_internal.tasks WHERE id IN ("
-					 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-					 " FOR UPDATE SKIP LOCKED)", 1, types, values, NULL, false);
-		pgd_spi_exec("DELETE FROM df_internal.results WHERE instance_id OPERATOR(pg_catalog.=) $1",
-					 1, types, values, NULL, false);
-		pgd_spi_exec("DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1",
-					 1, types, values, NULL, false);
-		pgd_spi_exec("DELETE FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
-					 1, types, values, NULL, false);
-		pgd_forget_instance_signals(id);
-		pgd_interrupt_at_commit(id, id);
-		pgd_instance_finished_at_commit();
+		pgd_end_instance(id);
 	}
 	SPI_finish();
 	SetUserIdAndSecContext(save_userid, save_sec);

@@ -222,6 +222,10 @@ pgd_timer_fire(PgdGraph *g, int n, const char *scope)
 			pgd_transition_complete(g, n, scope, outcome_ok(pstrdup("{\"scheduled\":true}")));
 			break;
 
+		case DF_NODE_LOOP:
+			pgd_loop_timer(g, n, scope);
+			break;
+
 		case DF_NODE_SIGNAL:
 			{
 				Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
@@ -301,18 +305,6 @@ pgd_signal_deliver(PgdGraph *g)
 	}
 }
 
-void
-pgd_forget_instance_signals(const char *instance_id)
-{
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
-
-	values[0] = pgd_text_datum(instance_id);
-	pgd_spi_exec("DELETE FROM df_internal.signals WHERE instance_id OPERATOR(pg_catalog.=) $1",
-				 1, types, values, NULL, false);
-	pgd_spi_exec("DELETE FROM df_internal.waits WHERE instance_id OPERATOR(pg_catalog.=) $1",
-				 1, types, values, NULL, false);
-}
 
 /* ---------------------------------------------------------------------
  * df.signal

@@ -22,6 +22,10 @@
  *			the array of branch results, and branch results merge back
  *	 RACE	the first finisher decides; the loser's pending tasks are
  *			removed (a running loser finds out under the runs lock)
+ *	 LOOP	body ok -> while-condition, or the next iteration; condition
+ *			true -> next iteration, false -> LOOP done with the last body
+ *			result; a failure fails the LOOP; df.break() inside ends it
+ *			with the break value (see "Loops and breaks" below)
  *
  * Reaching the root finishes the instance and removes its engine state.
  *
@@ -37,31 +41,50 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/timestamp.h"
 
 #include "engine.h"
 #include "results.h"
 
 static void start_node(PgdGraph *g, int n, const char *scope);
+static void start_loop(PgdGraph *g, int loop, const char *scope);
+static void run_break(PgdGraph *g, int n, const char *scope);
+static void loop_child_done(PgdGraph *g, int p, int n, const char *pscope, const char *scope,
+							PgdOutcome outcome);
 
-char *
-pgd_stamp(const char *scope)
-{
-	return psprintf("%s::1", scope);
-}
-
+/* The execution scope of a JOIN/RACE branch: "<scope>::<branch root id>::1". */
 static char *
 child_scope(PgdGraph *g, int child, const char *scope)
 {
-	return psprintf("%s::1::%s", scope, g->nodes[child].id);
+	return psprintf("%s::%s::1", scope, g->nodes[child].id);
 }
 
+/* Does node n run in a scope of its own below its parent's? */
 static bool
-is_branching(DfNodeType t)
+opens_scope(PgdGraph *g, int p)
 {
-	return t == DF_NODE_JOIN || t == DF_NODE_RACE;
+	DfNodeType	t = g->nodes[p].type;
+
+	return t == DF_NODE_JOIN || t == DF_NODE_RACE ||
+		(t == DF_NODE_LOOP && g->nodes[p].parent >= 0);
 }
 
-/* Strip the last "::<generation>::<node id>" of a branch scope. */
+/* Number of "::" separators: a root scope "<instance>::<generation>" has one. */
+static int
+scope_depth(const char *scope)
+{
+	int			n = 0;
+	const char *p = scope;
+
+	while ((p = strstr(p, "::")) != NULL)
+	{
+		n++;
+		p += 2;
+	}
+	return n;
+}
+
+/* Strip the last "::<node id>::<generation>" of a child scope. */
 static char *
 strip_scope(const char *scope)
 {
@@ -90,7 +113,7 @@ pgd_parent_scope(PgdGraph *g, int node, const char *scope)
 {
 	int			p = g->nodes[node].parent;
 
-	if (p >= 0 && is_branching(g->nodes[p].type))
+	if (p >= 0 && opens_scope(g, p))
 		return strip_scope(scope);
 	return pstrdup(scope);
 }
@@ -108,7 +131,7 @@ node_set_running(PgdGraph *g, int n, const char *scope)
 
 	values[0] = pgd_text_datum(g->instance_id);
 	values[1] = pgd_text_datum(g->nodes[n].id);
-	values[2] = pgd_text_datum(pgd_stamp(scope));
+	values[2] = pgd_text_datum(scope);
 	pgd_spi_exec("UPDATE df.nodes SET status = 'running', result = NULL, "
 				 "status_details = pg_catalog.jsonb_build_object('execution_id', $3), "
 				 "updated_at = pg_catalog.now() "
@@ -124,7 +147,7 @@ node_set_done(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 
 	values[0] = pgd_text_datum(g->instance_id);
 	values[1] = pgd_text_datum(g->nodes[n].id);
-	values[2] = pgd_text_datum(pgd_stamp(scope));
+	values[2] = pgd_text_datum(scope);
 	values[3] = pgd_text_datum(outcome.result);
 	values[4] = BoolGetDatum(outcome.ok);
 	pgd_spi_exec("UPDATE df.nodes SET "
@@ -247,6 +270,33 @@ is_terminal_status(const char *status)
  * ---------------------------------------------------------------------
  */
 
+/*
+ * An instance has ended (finished or cancelled; the caller set its status
+ * and holds its runs lock): remove its engine state, interrupt whatever of
+ * it still runs, and wake df.await_instance at commit.  Tasks claimed by
+ * running steps are skipped; those steps find the runs row gone and discard
+ * themselves.
+ */
+void
+pgd_end_instance(const char *instance_id)
+{
+	static const char *const tables[] = {"results", "joins", "loops", "signals", "waits", "runs"};
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+	int			i;
+
+	values[0] = pgd_text_datum(instance_id);
+	pgd_spi_exec("DELETE FROM df_internal.tasks WHERE id IN ("
+				 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+				 " FOR UPDATE SKIP LOCKED)", 1, types, values, NULL, false);
+	for (i = 0; i < lengthof(tables); i++)
+		pgd_spi_exec(psprintf("DELETE FROM df_internal.%s WHERE instance_id OPERATOR(pg_catalog.=) $1",
+							  tables[i]),
+					 1, types, values, NULL, false);
+	pgd_interrupt_at_commit(instance_id, instance_id);
+	pgd_instance_finished_at_commit();
+}
+
 static void
 finish_instance(PgdGraph *g, PgdOutcome outcome)
 {
@@ -260,18 +310,7 @@ finish_instance(PgdGraph *g, PgdOutcome outcome)
 				 "WHERE id OPERATOR(pg_catalog.=) $1 "
 				 "AND status NOT IN ('completed', 'failed', 'cancelled')",
 				 2, types, values, NULL, false);
-	pgd_spi_exec("DELETE FROM df_internal.tasks WHERE id IN ("
-				 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-				 " FOR UPDATE SKIP LOCKED)", 1, types, values, NULL, false);
-	pgd_spi_exec("DELETE FROM df_internal.results WHERE instance_id OPERATOR(pg_catalog.=) $1",
-				 1, types, values, NULL, false);
-	pgd_spi_exec("DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1",
-				 1, types, values, NULL, false);
-	pgd_spi_exec("DELETE FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
-				 1, types, values, NULL, false);
-	pgd_forget_instance_signals(g->instance_id);
-	pgd_interrupt_at_commit(g->instance_id, g->instance_id);
-	pgd_instance_finished_at_commit();
+	pgd_end_instance(g->instance_id);
 }
 
 /* ---------------------------------------------------------------------
@@ -302,7 +341,7 @@ pgd_visible_results(const char *instance_id, const char *scope)
 		if (nscopes == cap)
 			scopes = repalloc(scopes, sizeof(Datum) * (cap *= 2));
 		scopes[nscopes++] = pgd_text_datum(s);
-		if (strstr(s, "::") == NULL)
+		if (scope_depth(s) <= 1)
 			break;
 		s = strip_scope(s);
 	}
@@ -359,7 +398,7 @@ pgd_node_is_live(PgdGraph *g, int n, const char *scope)
 	int			a,
 				rows,
 				i;
-	char	   *stamp = pgd_stamp(scope);
+	const char *stamp = scope;
 
 	for (a = n; a >= 0 && nids < DF_MAX_DEPTH + 2; a = g->nodes[a].parent)
 		ids[nids++] = pgd_text_datum(g->nodes[a].id);
@@ -523,11 +562,333 @@ start_node(PgdGraph *g, int n, const char *scope)
 			pgd_timer_node_start(g, n, scope);
 			break;
 
+		case DF_NODE_LOOP:
+			start_loop(g, n, scope);
+			break;
+
+		case DF_NODE_BREAK:
+			run_break(g, n, scope);
+			break;
+
 		default:
 			pgd_transition_complete(g, n, scope,
 									failure("%s nodes are not supported by this version of pg_durable yet",
 											df_node_type_name(node->type)));
 			break;
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Loops and breaks
+ *
+ * A loop's state is a df_internal.loops row keyed by the loop node and the
+ * scope the loop node runs in: its generation, its iteration count and when
+ * the current iteration began.  A root loop restarts the whole instance
+ * each iteration: the root scope "<instance>::<gen>" moves to the next
+ * generation and the named results start empty.  Any other loop runs its
+ * body in a scope of its own, "<scope>::<loop id>::<gen>", whose named
+ * results are carried to the next generation and merged back into the
+ * loop's scope when the loop ends.  An iteration begins at least one second
+ * after the previous one began (a timer task when it would be sooner), and
+ * a loop scope runs at most PGD_MAX_LOOP_ITERATIONS iterations.
+ * ---------------------------------------------------------------------
+ */
+
+#define PGD_MAX_LOOP_ITERATIONS 100000
+
+static bool
+is_root_loop(PgdGraph *g, int loop)
+{
+	return g->nodes[loop].parent < 0;
+}
+
+/* The scope a loop's body runs in, for generation gen. */
+static char *
+loop_body_scope(PgdGraph *g, int loop, const char *loop_scope, int gen)
+{
+	if (is_root_loop(g, loop))
+		return psprintf("%s::%d", g->instance_id, gen);
+	return psprintf("%s::%s::%d", loop_scope, g->nodes[loop].id, gen);
+}
+
+static void
+loop_forget(PgdGraph *g, int loop, const char *loop_scope)
+{
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+
+	values[0] = pgd_text_datum(g->instance_id);
+	values[1] = pgd_text_datum(g->nodes[loop].id);
+	values[2] = pgd_text_datum(loop_scope);
+	pgd_spi_exec("DELETE FROM df_internal.loops WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+				 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3",
+				 3, types, values, NULL, false);
+}
+
+/* The loop ends with outcome: its body's results join its scope, then it completes. */
+static void
+loop_finish(PgdGraph *g, int loop, const char *loop_scope, const char *body_scope,
+			PgdOutcome outcome)
+{
+	if (!is_root_loop(g, loop))
+		merge_results(g, body_scope, loop_scope, outcome.ok);
+	loop_forget(g, loop, loop_scope);
+	pgd_transition_complete(g, loop, loop_scope, outcome);
+}
+
+static void
+start_loop(PgdGraph *g, int loop, const char *scope)
+{
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+
+	values[0] = pgd_text_datum(g->instance_id);
+	values[1] = pgd_text_datum(g->nodes[loop].id);
+	values[2] = pgd_text_datum(scope);
+	pgd_spi_exec("INSERT INTO df_internal.loops (instance_id, node_id, scope) VALUES ($1, $2, $3) "
+				 "ON CONFLICT (instance_id, node_id, scope) DO UPDATE "
+				 "SET generation = 1, iterations = 1, iteration_started_at = pg_catalog.clock_timestamp()",
+				 3, types, values, NULL, false);
+	start_node(g, g->nodes[loop].left,
+			   is_root_loop(g, loop) ? scope : loop_body_scope(g, loop, scope, 1));
+}
+
+/*
+ * The next iteration, now: a new generation, a new body scope (empty named
+ * results for a root loop, carried ones otherwise), the body started again.
+ */
+static void
+begin_iteration(PgdGraph *g, int loop, const char *loop_scope)
+{
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+	int			gen;
+	char	   *old_body;
+	char	   *new_body;
+	bool		isnull;
+
+	values[0] = pgd_text_datum(g->instance_id);
+	values[1] = pgd_text_datum(g->nodes[loop].id);
+	values[2] = pgd_text_datum(loop_scope);
+	if (pgd_spi_exec("UPDATE df_internal.loops SET generation = generation OPERATOR(pg_catalog.+) 1, "
+					 "iteration_started_at = pg_catalog.clock_timestamp() "
+					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+					 "AND scope OPERATOR(pg_catalog.=) $3 RETURNING generation",
+					 3, types, values, NULL, false) == 0)
+		elog(ERROR, "pg_durable: loop %s of instance %s has no state", g->nodes[loop].id, g->instance_id);
+	gen = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+
+	if (is_root_loop(g, loop))
+	{
+		/* the whole instance starts over: the loop node itself moves on */
+		old_body = pstrdup(loop_scope);
+		new_body = psprintf("%s::%d", g->instance_id, gen);
+		merge_results(g, old_body, old_body, false);
+		{
+			Oid			t4[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+			Datum		v4[4];
+
+			v4[0] = values[0];
+			v4[1] = values[1];
+			v4[2] = pgd_text_datum(new_body);
+			v4[3] = values[2];
+			pgd_spi_exec("UPDATE df_internal.loops SET scope = $3 "
+						 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+						 "AND scope OPERATOR(pg_catalog.=) $4",
+						 4, t4, v4, NULL, false);
+		}
+		node_set_running(g, loop, new_body);
+	}
+	else
+	{
+		Oid			t3[3] = {TEXTOID, TEXTOID, TEXTOID};
+		Datum		v3[3];
+
+		old_body = loop_body_scope(g, loop, loop_scope, gen - 1);
+		new_body = loop_body_scope(g, loop, loop_scope, gen);
+		v3[0] = values[0];
+		v3[1] = pgd_text_datum(old_body);
+		v3[2] = pgd_text_datum(new_body);
+		pgd_spi_exec("UPDATE df_internal.results SET scope = $3 "
+					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND scope OPERATOR(pg_catalog.=) $2",
+					 3, t3, v3, NULL, false);
+	}
+	drop_scope_tasks(g, old_body);
+	start_node(g, g->nodes[loop].left, new_body);
+}
+
+/* A body run (and its while-condition) said "again". */
+static void
+next_iteration(PgdGraph *g, int loop, const char *loop_scope, const char *body_scope)
+{
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+	int64		iterations;
+	TimestampTz due;
+	bool		isnull;
+
+	values[0] = pgd_text_datum(g->instance_id);
+	values[1] = pgd_text_datum(g->nodes[loop].id);
+	values[2] = pgd_text_datum(loop_scope);
+	if (pgd_spi_exec("UPDATE df_internal.loops SET iterations = iterations OPERATOR(pg_catalog.+) 1 "
+					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+					 "AND scope OPERATOR(pg_catalog.=) $3 "
+					 "RETURNING iterations, iteration_started_at OPERATOR(pg_catalog.+) interval '1 second'",
+					 3, types, values, NULL, false) == 0)
+		elog(ERROR, "pg_durable: loop %s of instance %s has no state", g->nodes[loop].id, g->instance_id);
+	iterations = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	due = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+
+	if (iterations > PGD_MAX_LOOP_ITERATIONS)
+	{
+		loop_finish(g, loop, loop_scope, body_scope,
+					failure("Loop exceeded maximum iteration count of %d. "
+							"End the loop with df.break() or a while-condition.",
+							PGD_MAX_LOOP_ITERATIONS));
+		return;
+	}
+	if (due > GetCurrentTimestamp())
+	{
+		Oid			t4[4] = {TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
+		Datum		v4[4];
+
+		/* at most one iteration per second: come back when it is due */
+		v4[0] = values[0];
+		v4[1] = values[1];
+		v4[2] = values[2];
+		v4[3] = TimestampTzGetDatum(due);
+		pgd_spi_exec("INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, run_at) "
+					 "VALUES ($1, $2, $3, 'timer', $4)", 4, t4, v4, NULL, false);
+		pgd_wake_at_commit(1);
+		return;
+	}
+	begin_iteration(g, loop, loop_scope);
+}
+
+/* The iteration timer of a loop fell due. */
+void
+pgd_loop_timer(PgdGraph *g, int loop, const char *loop_scope)
+{
+	begin_iteration(g, loop, loop_scope);
+}
+
+/* A child of LOOP node p finished. */
+static void
+loop_child_done(PgdGraph *g, int p, int n, const char *pscope, const char *scope,
+				PgdOutcome outcome)
+{
+	PgdNode    *loop = &g->nodes[p];
+
+	if (!outcome.ok)
+	{
+		loop_finish(g, p, pscope, scope, outcome);
+		return;
+	}
+	if (n == loop->left && loop->condition >= 0)
+	{
+		start_node(g, loop->condition, scope);
+		return;
+	}
+	if (n == loop->condition)
+	{
+		char	   *err = NULL;
+		DfJson	   *v = dfjson_parse(outcome.result, strlen(outcome.result), &err);
+		bool		again = v ? pgd_truthy(v) : pgd_truthy_text(outcome.result);
+
+		if (!again)
+		{
+			char	   *status;
+			char	   *body_result;
+			PgdOutcome	last;
+
+			/* a while-loop that ends gives the last body result */
+			node_state(g, loop->left, &status, &body_result);
+			last.ok = true;
+			last.result = body_result ? body_result : pstrdup("null");
+			loop_finish(g, p, pscope, scope, last);
+			return;
+		}
+	}
+	next_iteration(g, p, pscope, scope);
+}
+
+/*
+ * df.break(): complete every node from the BREAK up to the nearest loop
+ * with the break value, drop whatever else runs inside that loop's current
+ * body, and end the loop with the value.  Without an enclosing loop the
+ * break fails (and with it the instance).
+ */
+static void
+run_break(PgdGraph *g, int n, const char *scope)
+{
+	char	   *err = NULL;
+	const char *q = g->nodes[n].query;
+	DfJson	   *cfg = q ? dfjson_parse(q, strlen(q), &err) : NULL;
+	DfJson	   *bv = cfg ? dfjson_get(cfg, "break_value") : NULL;
+	PgdOutcome	value = {true, NULL};
+	int			a;
+	int			child;
+	char	   *s;
+	char	   *child_scope_s;
+
+	if (bv == NULL || bv->type != DFJ_STRING)
+		value.result = pstrdup("null");
+	else if (dfjson_parse(bv->str, strlen(bv->str), &err) != NULL)
+		value.result = bv->str;
+	else
+	{
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		dfjson_write_string(&buf, bv->str);
+		value.result = buf.data;
+	}
+
+	for (a = g->nodes[n].parent; a >= 0 && g->nodes[a].type != DF_NODE_LOOP; a = g->nodes[a].parent)
+		;
+	if (a < 0)
+	{
+		pgd_transition_complete(g, n, scope,
+								failure("df.break() was called outside of a loop. "
+										"Use df.break() inside df.loop() (or @>) only."));
+		return;
+	}
+
+	/* unwind: the BREAK and every node up to the loop complete with the value */
+	child = n;
+	s = pstrdup(scope);
+	node_set_done(g, n, s, value);
+	while (g->nodes[child].parent != a)
+	{
+		int			p = g->nodes[child].parent;
+		char	   *ps = pgd_parent_scope(g, child, s);
+
+		if (strcmp(ps, s) != 0)
+			merge_results(g, s, ps, true);
+		node_set_done(g, p, ps, value);
+		child = p;
+		s = ps;
+	}
+	child_scope_s = s;			/* the loop's body scope */
+
+	/* everything else still running in this body is no longer wanted */
+	{
+		char	   *loop_scope = pgd_parent_scope(g, child, child_scope_s);
+		Oid			types[2] = {TEXTOID, TEXTOID};
+		Datum		values[2];
+
+		drop_scope_tasks(g, child_scope_s);
+		pgd_interrupt_at_commit(g->instance_id, child_scope_s);
+		values[0] = pgd_text_datum(g->instance_id);
+		values[1] = pgd_text_datum(child_scope_s);
+		pgd_spi_exec("DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+					 "AND (scope OPERATOR(pg_catalog.=) $2 "
+					 "OR pg_catalog.starts_with(scope, $2 OPERATOR(pg_catalog.||) '::'))",
+					 2, types, values, NULL, false);
+		pgd_spi_exec("DELETE FROM df_internal.results WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+					 "AND pg_catalog.starts_with(scope, $2 OPERATOR(pg_catalog.||) '::')",
+					 2, types, values, NULL, false);
+		loop_finish(g, a, loop_scope, child_scope_s, value);
 	}
 }
 
@@ -545,7 +906,7 @@ pgd_transition_start_instance(PgdGraph *g)
 	pgd_spi_exec("UPDATE df_internal.runs SET status = 'running' "
 				 "WHERE instance_id OPERATOR(pg_catalog.=) $1",
 				 1, types, values, NULL, false);
-	start_node(g, g->root, g->instance_id);
+	start_node(g, g->root, psprintf("%s::1", g->instance_id));
 }
 
 /* ---------------------------------------------------------------------
@@ -640,6 +1001,13 @@ race_branch_done(PgdGraph *g, int p, int winner, const char *pscope, PgdOutcome 
 
 	drop_scope_tasks(g, child_scope(g, loser, pscope));
 	pgd_interrupt_at_commit(g->instance_id, child_scope(g, loser, pscope));
+	if (g->nodes[loser].type == DF_NODE_LOOP)
+	{
+		PgdOutcome	lost = {false, pstrdup("Loop branch cancelled after losing RACE")};
+
+		node_set_done(g, loser, child_scope(g, loser, pscope), lost);
+		loop_forget(g, loser, child_scope(g, loser, pscope));
+	}
 	merge_results(g, child_scope(g, loser, pscope), pscope, false);
 	merge_results(g, child_scope(g, winner, pscope), pscope, outcome.ok);
 
@@ -704,11 +1072,13 @@ pgd_transition_complete(PgdGraph *g, int n, const char *scope, PgdOutcome outcom
 			race_branch_done(g, p, n, pscope, outcome);
 			break;
 
+		case DF_NODE_LOOP:
+			loop_child_done(g, p, n, pscope, scope, outcome);
+			break;
+
 		default:
-			/* LOOP parents come with loops; nothing else has children */
-			pgd_transition_complete(g, p, pscope,
-									failure("%s nodes are not supported by this version of pg_durable yet",
-											df_node_type_name(g->nodes[p].type)));
+			elog(ERROR, "pg_durable: a %s node cannot have children",
+				 df_node_type_name(g->nodes[p].type));
 			break;
 	}
 }
