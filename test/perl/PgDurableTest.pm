@@ -102,12 +102,24 @@ sub wait_instances_done
 	my $done;
 	for (my $i = 0; $i < 600; $i++)
 	{
-		$done = $node->safe_psql('postgres',
-			"SELECT count(*) = 0 FROM df.instances WHERE status IN ('pending', 'running')");
+		# (psql, not safe_psql: the server may be restarting after a crash)
+		$node->psql('postgres',
+			"SELECT count(*) = 0 FROM df.instances WHERE status IN ('pending', 'running')",
+			stdout => \$done);
 		last if $done eq 't';
 		usleep(100_000);
 	}
-	return ok($done eq 't', "$what: every instance finished");
+	my $ok = ok($done eq 't', "$what: every instance finished");
+	unless ($ok)
+	{
+		my $state;
+		$node->psql('postgres', q{
+SELECT string_agg(format('%s %s (%s tasks)', i.id, i.status,
+                         (SELECT count(*) FROM df_internal.tasks t WHERE t.instance_id = i.id)), ', ')
+FROM df.instances i WHERE i.status IN ('pending', 'running')}, stdout => \$state);
+		diag "unfinished: $state";
+	}
+	return $ok;
 }
 
 # Wait until an executor is inside a step whose query matches $like, and
