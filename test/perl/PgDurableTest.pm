@@ -1,0 +1,178 @@
+# Helpers shared by the engine's TAP tests (test/t/002_* and later): a
+# cluster with pg_durable preloaded and the extension created in database
+# "postgres", a LOGIN role that starts workflows, and waits that poll the
+# server instead of sleeping for a fixed time.
+package PgDurableTest;
+
+use strict;
+use warnings;
+use Exporter 'import';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+our @EXPORT = qw(
+  engine_node wait_engine_ready step_sql start_instance
+  wait_instances_done executor_pid_in_step check_effects check_engine_empty
+);
+
+# The role that starts workflows (superusers may not, by default).
+our $ROLE = 'df_user';
+
+# A running cluster with $workers executors and the extension ready.
+# $extra_conf is appended to postgresql.conf.
+sub engine_node
+{
+	my ($name, $workers, $extra_conf) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+
+	$node->init;
+	$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'pg_durable'
+pg_durable.database = 'postgres'
+pg_durable.workers = $workers
+restart_after_crash = on
+max_worker_processes = 16
+log_min_messages = warning
+} . ($extra_conf // ''));
+	$node->start;
+	$node->safe_psql('postgres', qq{
+CREATE EXTENSION pg_durable;
+CREATE ROLE $ROLE LOGIN;
+GRANT USAGE ON SCHEMA df TO $ROLE;
+GRANT SELECT ON df.instances, df.nodes TO $ROLE;
+GRANT CREATE ON SCHEMA public TO $ROLE;
+-- every effect of a step: one row per (instance, step), no unique key, so
+-- that a step that ran twice shows up as two rows
+CREATE TABLE effects (instance_id text NOT NULL, step text NOT NULL,
+                      at timestamptz NOT NULL DEFAULT clock_timestamp());
+GRANT INSERT, SELECT ON effects TO $ROLE;
+-- what each instance must have done, written by the test when it starts one
+CREATE TABLE expected (instance_id text NOT NULL, step text NOT NULL,
+                       PRIMARY KEY (instance_id, step));
+});
+	wait_engine_ready($node, $workers);
+	return $node;
+}
+
+# Wait until the server accepts connections, $workers executors run and the
+# engine has announced readiness.
+sub wait_engine_ready
+{
+	my ($node, $workers) = @_;
+	$node->poll_query_until('postgres',
+		"SELECT count(*) = $workers FROM pg_stat_activity "
+		  . "WHERE backend_type = 'pg_durable executor'")
+	  or die "the executors did not start";
+	$node->poll_query_until('postgres',
+		"SELECT EXISTS (SELECT 1 FROM df_internal._worker_ready WHERE schema_version >= 1)")
+	  or die "the engine did not announce readiness";
+	return;
+}
+
+# A SQL step that sleeps and records its effect under the key $step.
+sub step_sql
+{
+	my ($step, $sleep) = @_;
+	$sleep //= 0.5;
+	return "INSERT INTO effects (instance_id, step) "
+	  . "SELECT ''{sys_instance_id}'', ''$step'' FROM pg_sleep($sleep)";
+}
+
+# Start the workflow $graph_sql (an SQL expression) as the workflow role and
+# record the steps it must run; returns the instance id.
+sub start_instance
+{
+	my ($node, $graph_sql, @steps) = @_;
+	my $id = $node->safe_psql('postgres',
+		"SET ROLE $ROLE; SELECT df.start($graph_sql);");
+	die "df.start returned '$id'" unless $id =~ /^[0-9a-f]{8}$/;
+	$node->safe_psql('postgres',
+		    "INSERT INTO expected VALUES "
+		  . join(', ', map { "('$id', '$_')" } @steps));
+	return $id;
+}
+
+# Wait (up to 60 seconds, well above what the tests need) until no instance
+# is pending or running.  Returns whether that happened.
+sub wait_instances_done
+{
+	my ($node, $what) = @_;
+	my $done;
+	for (my $i = 0; $i < 600; $i++)
+	{
+		# (psql, not safe_psql: the server may be restarting after a crash)
+		$node->psql('postgres',
+			"SELECT count(*) = 0 FROM df.instances WHERE status IN ('pending', 'running')",
+			stdout => \$done);
+		last if $done eq 't';
+		usleep(100_000);
+	}
+	my $ok = ok($done eq 't', "$what: every instance finished");
+	unless ($ok)
+	{
+		my $state;
+		$node->psql('postgres', q{
+SELECT string_agg(format('%s %s (%s tasks)', i.id, i.status,
+                         (SELECT count(*) FROM df_internal.tasks t WHERE t.instance_id = i.id)), ', ')
+FROM df.instances i WHERE i.status IN ('pending', 'running')}, stdout => \$state);
+		diag "unfinished: $state";
+	}
+	return $ok;
+}
+
+# Wait until an executor is inside a step whose query matches $like, and
+# return its pid.
+sub executor_pid_in_step
+{
+	my ($node, $like) = @_;
+	my $cond =
+	    "backend_type = 'pg_durable executor' AND state = 'active' "
+	  . "AND query LIKE '%pg_sleep%' AND query LIKE '$like'";
+	for (my $tries = 0; $tries < 20; $tries++)
+	{
+		$node->poll_query_until('postgres',
+			"SELECT count(*) > 0 FROM pg_stat_activity WHERE $cond")
+		  or die "no executor ran a step matching $like";
+		my $pid = $node->safe_psql('postgres',
+			"SELECT pid FROM pg_stat_activity WHERE $cond ORDER BY pid LIMIT 1");
+		return $pid if $pid =~ /^\d+$/;
+	}
+	die "could not catch an executor in a step matching $like";
+}
+
+# Every instance completed, and every expected effect exists exactly once
+# (none missing, none doubled, none unexpected).
+sub check_effects
+{
+	my ($node, $ninstances) = @_;
+	my $ok = is( $node->safe_psql('postgres',
+			"SELECT status, count(*) FROM df.instances GROUP BY status ORDER BY status"),
+		"completed|$ninstances",
+		"all $ninstances instances completed");
+	$ok &= is( $node->safe_psql('postgres', q{
+SELECT coalesce(string_agg(format('%s/%s: %s', instance_id, step, n), ', '), 'none')
+FROM (SELECT instance_id, step, count(e.at) AS n
+      FROM expected x FULL JOIN effects e USING (instance_id, step)
+      GROUP BY instance_id, step, x.instance_id IS NULL
+      HAVING count(e.at) <> 1 OR x.instance_id IS NULL) wrong}),
+		'none',
+		'every effect exists exactly once');
+	return $ok;
+}
+
+sub check_engine_empty
+{
+	my ($node) = @_;
+	is( $node->safe_psql('postgres', q{
+SELECT (SELECT count(*) FROM df_internal.tasks) || ' tasks, '
+    || (SELECT count(*) FROM df_internal.runs) || ' runs, '
+    || (SELECT count(*) FROM df_internal.joins) || ' joins, '
+    || (SELECT count(*) FROM df_internal.results) || ' results'}),
+		'0 tasks, 0 runs, 0 joins, 0 results',
+		'nothing left in the engine tables');
+	return;
+}
+
+1;
