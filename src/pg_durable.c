@@ -40,6 +40,7 @@ int			pgd_list_instances_max_limit = 1000;
 int			pgd_retention_days = 30;
 int			pgd_reconcile_interval = 3600;
 int			pgd_workers = 4;
+int			pgd_loop_iteration_floor = 1000;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -149,6 +150,12 @@ pgd_define_gucs(void)
 							"The launcher starts no more executors than free background worker slots allow.",
 							&pgd_workers, 4, 1, 64,
 							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.loop_iteration_floor",
+							"Least time between the starts of two iterations of a loop.",
+							"Keeps a loop without waits from spinning; tests may lower it.",
+							&pgd_loop_iteration_floor, 1000, 0, 3600000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("pg_durable");
 }

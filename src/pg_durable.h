@@ -32,6 +32,7 @@ extern int	pgd_list_instances_max_limit;
 extern int	pgd_retention_days;
 extern int	pgd_reconcile_interval;
 extern int	pgd_workers;
+extern int	pgd_loop_iteration_floor;
 
 /* shmem.c */
 extern void pgd_shmem_request(void);

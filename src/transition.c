@@ -44,6 +44,7 @@
 #include "utils/timestamp.h"
 
 #include "engine.h"
+#include "pg_durable.h"
 #include "results.h"
 
 static void start_node(PgdGraph *g, int n, const char *scope);
@@ -588,8 +589,9 @@ start_node(PgdGraph *g, int n, const char *scope)
  * generation and the named results start empty.  Any other loop runs its
  * body in a scope of its own, "<scope>::<loop id>::<gen>", whose named
  * results are carried to the next generation and merged back into the
- * loop's scope when the loop ends.  An iteration begins at least one second
- * after the previous one began (a timer task when it would be sooner), and
+ * loop's scope when the loop ends.  An iteration begins at least
+ * pg_durable.loop_iteration_floor (one second) after the previous one began
+ * (a timer task when it would be sooner), and
  * a loop scope runs at most PGD_MAX_LOOP_ITERATIONS iterations.
  * ---------------------------------------------------------------------
  */
@@ -733,11 +735,12 @@ next_iteration(PgdGraph *g, int loop, const char *loop_scope, const char *body_s
 	if (pgd_spi_exec("UPDATE df_internal.loops SET iterations = iterations OPERATOR(pg_catalog.+) 1 "
 					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
 					 "AND scope OPERATOR(pg_catalog.=) $3 "
-					 "RETURNING iterations, iteration_started_at OPERATOR(pg_catalog.+) interval '1 second'",
+					 "RETURNING iterations, iteration_started_at",
 					 3, types, values, NULL, false) == 0)
 		elog(ERROR, "pg_durable: loop %s of instance %s has no state", g->nodes[loop].id, g->instance_id);
 	iterations = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	due = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	due = TimestampTzPlusMilliseconds(due, pgd_loop_iteration_floor);
 
 	if (iterations > PGD_MAX_LOOP_ITERATIONS)
 	{
