@@ -289,24 +289,28 @@ pgd_if_rows(PG_FUNCTION_ARGS)
 }
 
 /*
- * ?> : a partial if, completed by !>.  The reference returns jsonb text, so
- * the text goes through jsonb to get exactly jsonb's key order and spacing.
- * Operands are checked now so that mistakes are reported at the operator
- * that has them.
+ * ?> : a partial if, completed by !>.  As in the reference, the operands
+ * are kept as the text they were given and the result is jsonb text, so it
+ * goes through jsonb to get exactly jsonb's key order and spacing.  The
+ * operands are still checked now, so that a mistake is reported at the
+ * operator that has it.
  */
 Datum
 pgd_if_then_op(PG_FUNCTION_ARGS)
 {
-	DfNode	   *condition = operand_arg(fcinfo, 0);
-	DfNode	   *then_branch = operand_arg(fcinfo, 1);
+	char	   *condition = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *then_branch = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	StringInfoData buf;
 	Datum		jb;
 
+	(void) dsl_operand(condition);
+	(void) dsl_operand(then_branch);
+
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "{\"" PARTIAL_IF_KEY "\":true,\"condition\":");
-	dfjson_write_string(&buf, df_graph_to_text(condition));
+	dfjson_write_string(&buf, condition);
 	appendStringInfoString(&buf, ",\"then_branch\":");
-	dfjson_write_string(&buf, df_graph_to_text(then_branch));
+	dfjson_write_string(&buf, then_branch);
 	appendStringInfoChar(&buf, '}');
 	jb = DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
 	PG_RETURN_TEXT_P(cstring_to_text(DatumGetCString(DirectFunctionCall1(jsonb_out, jb))));

@@ -184,8 +184,10 @@ check_base64(const char *s)
 			return psprintf("padding '=' before the end at offset %d", (int) (p - s));
 		n++;
 	}
-	if (pad > 2 || n % 4 != 0)
-		return psprintf("length %d is not a multiple of 4 or the padding is wrong", n);
+	if (pad > 2)
+		return psprintf("%d padding characters, at most 2 are allowed", pad);
+	if (n % 4 != 0)
+		return psprintf("length %d is not a multiple of 4", n);
 	return NULL;
 }
 

@@ -79,6 +79,12 @@ extern void df_graph_write(StringInfo buf, const DfNode *node);
  *	 DF_PARSE_MALFORMED		 node_type known but the shape is wrong (a child
  *							 that is not an object, query not a string, ...);
  *							 type_name holds the root node_type
+ *
+ * errmsg forms: BAD_JSON and NOT_DUROFUT carry the JSON parser's message;
+ * UNKNOWN_TYPE the whole sentence "Unknown node_type 'X'. Valid types: ..."
+ * (with " at <path>" after the name below the root); MALFORMED
+ * "<path>: <what>", e.g. "root.left: condition_node must be a Durofut JSON
+ * object".  Parsing never recurses, whatever the nesting depth.
  */
 typedef enum DfParseStatus
 {

@@ -44,7 +44,14 @@ typedef struct ParseState
 	DfParseResult *result;
 } ParseState;
 
-/* Path of an item in the reference's notation: root.left.extra_nodes[2] */
+/* Segments kept at each end of a path too long to print whole. */
+#define PATH_KEEP 16
+
+/*
+ * Path of an item in the reference's notation: root.left.extra_nodes[2].
+ * Parsing has no depth limit, so a path may be absurdly long; the middle of
+ * a long one is elided to keep the message readable.
+ */
 static char *
 item_path(ParseState *ps, int i)
 {
@@ -57,10 +64,17 @@ item_path(ParseState *ps, int i)
 		chain[n++] = j;
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "root");
+	/* chain[n - 1] is the root; segments are chain[n - 2] down to chain[0] */
 	for (int k = n - 2; k >= 0; k--)
 	{
 		ParseItem  *it = &ps->items[chain[k]];
 
+		if (n - 1 > 2 * PATH_KEEP && k == n - 2 - PATH_KEEP)
+		{
+			appendStringInfo(&buf, ".(%d more levels)", n - 1 - 2 * PATH_KEEP);
+			k = PATH_KEEP;
+			continue;
+		}
 		if (strcmp(it->edge, "extra_nodes") == 0)
 			appendStringInfo(&buf, ".extra_nodes[%d]", it->index);
 		else

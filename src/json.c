@@ -159,6 +159,23 @@ json_parse_string(JsonParser *p)
 
 	Assert(p->s[p->pos] == '"');
 	p->pos++;
+
+	/* fast path: most strings have no escapes; copy them in one piece */
+	for (int i = p->pos; i < p->len; i++)
+	{
+		unsigned char c = (unsigned char) p->s[i];
+
+		if (c == '"')
+		{
+			char	   *out = pnstrdup(&p->s[p->pos], i - p->pos);
+
+			p->pos = i + 1;
+			return out;
+		}
+		if (c == '\\' || c < 0x20)
+			break;
+	}
+
 	initStringInfo(&buf);
 	for (;;)
 	{
@@ -264,9 +281,10 @@ json_parse_string(JsonParser *p)
 				}
 				break;
 			default:
-				p->pos++;
-				json_unexpected(p);
-				p->err = psprintf("invalid escape: %s", p->err);
+				if (c >= 0x20 && c < 0x7f)
+					p->err = psprintf("invalid escape '\\%c' at offset %d", c, p->pos);
+				else
+					p->err = psprintf("invalid escape at offset %d", p->pos);
 				return NULL;
 		}
 		p->pos += 2;

@@ -49,7 +49,8 @@ struct DfJson
 
 /*
  * Parse text of the given length.  Returns NULL and sets *errmsg to a
- * palloc'd message (e.g. "unexpected end of input at offset 12") on
+ * palloc'd message (e.g. "unexpected character 'x' at offset 12",
+ * "unexpected end of input") on
  * malformed input; never throws for bad input (it may throw for stack depth
  * or out-of-memory).  Rejects trailing garbage, NUL bytes, invalid UTF-8 and
  * \u0000 escapes.
