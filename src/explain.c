@@ -206,7 +206,8 @@ eval_dsl(const char *input, char **error)
 			edata->sqlerrcode == ERRCODE_CRASH_SHUTDOWN)
 			ReThrowError(edata);
 
-		*error = psprintf("evaluating it as a DSL expression failed: %s", edata->message);
+		*error = psprintf("evaluating it as a DSL expression failed: %s",
+						  edata->message ? edata->message : "unknown error");
 		FreeErrorData(edata);
 		result = NULL;
 	}
