@@ -1,7 +1,5 @@
 -- Cron expressions: every syntax form, every error, and next-tick computation
 -- (df_internal.cron_next, the function the engine arms WAIT_SCHEDULE timers with).
-SET client_min_messages = warning;
-RESET client_min_messages;
 SET timezone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 
@@ -146,4 +144,3 @@ SELECT df_internal.cron_next('1 2 3 4', now());
 
 DROP FUNCTION cron_t(text, timestamptz);
 DROP FUNCTION cron_err(text);
-SET client_min_messages = warning;

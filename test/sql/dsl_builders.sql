@@ -1,7 +1,5 @@
 -- DSL builders: the exact Durofut JSON of every builder, canonical output,
 -- auto-wrapping of operands and hand-written JSON.
-SET client_min_messages = warning;
-RESET client_min_messages;
 
 -- leaves
 SELECT df.sql('SELECT 1');
@@ -82,5 +80,3 @@ FROM pg_proc p WHERE p.pronamespace = 'df'::regnamespace
 	'loop', 'loop_prefix_op', 'break', 'if', 'if_rows', 'if_then_op', 'if_else_op', 'join', 'join3',
 	'race', 'wait_for_signal', 'http', 'http_multipart')
 ORDER BY 1;
-
-SET client_min_messages = warning;

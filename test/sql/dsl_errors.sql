@@ -1,6 +1,4 @@
 -- DSL errors: every message a builder or operator raises, with its SQLSTATE.
-SET client_min_messages = warning;
-RESET client_min_messages;
 \set VERBOSITY default
 
 -- the error of a statement as "SQLSTATE: message" (for compact listings)
@@ -96,4 +94,3 @@ SELECT dsl_err($q$SELECT ('c' ?> 'a' !> 'b') !> 'd'$q$);
 SELECT dsl_err($q$SELECT '{"_partial_if": true, "condition": "{\"node_type\":\"X\"}", "then_branch": "t"}' !> 'b'$q$);
 
 DROP FUNCTION dsl_err(text);
-SET client_min_messages = warning;

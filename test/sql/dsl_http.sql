@@ -1,6 +1,4 @@
 -- HTTP steps: df.http and df.http_multipart, their JSON and every build-time check.
-SET client_min_messages = warning;
-RESET client_min_messages;
 
 CREATE FUNCTION dsl_err(stmt text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
@@ -107,4 +105,3 @@ SELECT has_function_privilege('public', 'df.http(text,text,text,jsonb,integer)',
 	   has_function_privilege('public', 'df.sql(text)', 'EXECUTE') AS public_sql;
 
 DROP FUNCTION dsl_err(text);
-SET client_min_messages = warning;

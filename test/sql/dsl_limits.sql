@@ -1,8 +1,6 @@
 -- Limits and hostile input: node count, nesting depth (also far beyond the
 -- limit, which must give the depth error and never a stack error), big
 -- strings, and malformed, truncated or wrongly encoded JSON.
-SET client_min_messages = warning;
-RESET client_min_messages;
 
 CREATE FUNCTION v(g text) RETURNS text LANGUAGE sql AS $$
 	SELECT COALESCE(df_internal.validate_graph(g), 'valid')
@@ -106,4 +104,3 @@ DROP DATABASE pgd_ascii;
 DROP FUNCTION v(text);
 DROP FUNCTION wide_join(int);
 DROP FUNCTION deep(int, text);
-SET client_min_messages = warning;

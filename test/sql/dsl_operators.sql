@@ -1,7 +1,5 @@
 -- DSL operators: ~> |=> & | ?> !> @>, their equivalence with the builders,
 -- and the precedence/associativity PostgreSQL gives them (one level, left).
-SET client_min_messages = warning;
-RESET client_min_messages;
 
 -- each operator equals its builder
 SELECT ('a' ~> 'b') = df.seq('a', 'b') AS seq,
@@ -60,5 +58,3 @@ SELECT ('a' & 'b' | 'c') = df.race(df.join('a', 'b'), 'c') AS empty_path_join_ra
 SELECT ('c' ?> 'a' !> 'b') = df.if('c', 'a', 'b') AS empty_path_if;
 SELECT (@> 'a') = df.loop('a') AS empty_path_loop;
 RESET search_path;
-
-SET client_min_messages = warning;

@@ -1,8 +1,5 @@
 -- df.explain: input classification, every label and header, chain flattening,
 -- truncation, and problems returned as text instead of raised.
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS pg_durable;
-RESET client_min_messages;
 \pset format unaligned
 \pset tuples_only on
 
@@ -224,5 +221,3 @@ RESET statement_timeout;
 
 DROP FUNCTION explain_step();
 DROP TABLE explain_log;
-SET client_min_messages = warning;
-DROP EXTENSION pg_durable CASCADE;

@@ -1,7 +1,5 @@
 -- Graph validation: every message df.start will raise for a graph it refuses,
 -- through df_internal.validate_graph (NULL = accepted).
-SET client_min_messages = warning;
-RESET client_min_messages;
 
 CREATE FUNCTION v(g text) RETURNS text LANGUAGE sql AS $$
 	SELECT COALESCE(df_internal.validate_graph(g), 'valid')
@@ -128,4 +126,3 @@ SELECT v(node('THEN', '"left_node":' || node('SQL') || ',"right_node":' || leaf(
 DROP FUNCTION v(text);
 DROP FUNCTION leaf(text);
 DROP FUNCTION node(text, text);
-SET client_min_messages = warning;
