@@ -5,7 +5,10 @@
  *
  * Every engine statement uses $n parameters and schema-qualified names with
  * OPERATOR(pg_catalog.x) where an operator is involved, so neither the
- * caller's search_path nor user data can change what it does.
+ * caller's search_path nor user data can change what it does.  Each
+ * distinct statement is prepared once per process and kept (the plan cache
+ * re-plans it after DDL, a role change or a new extension), so a step does
+ * not parse and plan the engine's ten-odd statements again.
  *
  * Locks: pgd_lock_run takes the instance's df_internal.runs row lock
  * (FOR UPDATE); see engine.h for the order rules.
@@ -17,8 +20,56 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
 
 #include "engine.h"
+
+#define PLAN_KEY_LEN 1024
+
+typedef struct PlanEntry
+{
+	char		sql[PLAN_KEY_LEN];	/* hash key: the statement text */
+	SPIPlanPtr	plan;
+} PlanEntry;
+
+static HTAB *plans = NULL;
+
+static SPIPlanPtr
+prepared(const char *sql, int nargs, const Oid *types)
+{
+	PlanEntry  *e;
+	bool		found;
+	char		key[PLAN_KEY_LEN];
+	SPIPlanPtr	plan;
+
+	if (strlen(sql) >= PLAN_KEY_LEN)
+		return NULL;			/* not worth keeping */
+	if (plans == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = PLAN_KEY_LEN;
+		ctl.entrysize = sizeof(PlanEntry);
+		plans = hash_create("pg_durable plans", 64, &ctl, HASH_ELEM | HASH_STRINGS);
+	}
+	memset(key, 0, sizeof(key));
+	strlcpy(key, sql, sizeof(key));
+	e = hash_search(plans, key, HASH_FIND, &found);
+	if (found)
+		return e->plan;
+
+	plan = SPI_prepare(sql, nargs, (Oid *) types);
+	if (plan == NULL)
+		elog(ERROR, "pg_durable: could not prepare (%s): %s",
+			 SPI_result_code_string(SPI_result), sql);
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "pg_durable: could not keep the plan of: %s", sql);
+	e = hash_search(plans, key, HASH_ENTER, &found);
+	e->plan = plan;
+	return plan;
+}
 
 /*
  * Run one statement.  Every statement gets a fresh snapshot (read_only is
@@ -31,9 +82,13 @@ pgd_spi_exec(const char *sql, int nargs, const Oid *types, const Datum *values,
 			 const char *nulls, bool read_only)
 {
 	int			rc;
+	SPIPlanPtr	plan = prepared(sql, nargs, types);
 
-	rc = SPI_execute_with_args(sql, nargs, (Oid *) types, (Datum *) values,
-							   nulls, false, 0);
+	if (plan != NULL)
+		rc = SPI_execute_plan(plan, (Datum *) values, nulls, false, 0);
+	else
+		rc = SPI_execute_with_args(sql, nargs, (Oid *) types, (Datum *) values,
+								   nulls, false, 0);
 	if (rc < 0)
 		elog(ERROR, "pg_durable: SPI failed (%s) for: %s", SPI_result_code_string(rc), sql);
 	return (int) SPI_processed;
