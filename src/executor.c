@@ -259,19 +259,28 @@ run_step_task(Task *t)
 	char	   *query;
 	char	   *err = NULL;
 
+	/*
+	 * A step that is no longer wanted is found out under the runs lock at
+	 * the end.  Checking before running it too only pays for a task that was
+	 * put back after an interrupt (its RACE lost, its instance cancelled):
+	 * running it again would be wasted.
+	 */
 	if (!load_run(t->instance_id, &run) || strcmp(run.status, "running") != 0 ||
 		(g = pgd_graph_get(t->instance_id, run.token)) == NULL ||
 		(n = pgd_graph_find(g, t->node_id)) < 0 ||
-		!pgd_node_is_live(g, n, t->scope))
+		(t->attempts > 0 && !pgd_node_is_live(g, n, t->scope)))
 	{
 		delete_task(t->id);
 		return true;
 	}
 
 	pgstat_report_activity(STATE_RUNNING, g->nodes[n].query);
-	query = pgd_substitute(g->nodes[n].query, step_vars(t->instance_id, &run),
-						   pgd_visible_results(t->instance_id, t->scope),
-						   PGD_SUBST_SQL, &err);
+	query = g->nodes[n].query;
+	/* variables and named results are read only when the text can refer to them */
+	if (strchr(query, '{') != NULL || strchr(query, '$') != NULL)
+		query = pgd_substitute(query, step_vars(t->instance_id, &run),
+							   pgd_visible_results(t->instance_id, t->scope),
+							   PGD_SUBST_SQL, &err);
 	if (query == NULL)
 	{
 		outcome.ok = false;
