@@ -86,6 +86,34 @@ SELECT df.start(df.loop('INSERT INTO ticks DEFAULT VALUES') | df.sleep(3)) AS id
 SELECT df.await_instance(:'id');
 SELECT count(*) BETWEEN 2 AND 5 AS iterations_bounded FROM ticks;
 
+-- a RACE inside a loop body, and a break inside a RACE branch
+TRUNCATE counter;
+SELECT df.start(df.loop(('INSERT INTO counter VALUES (1)' | df.sleep(5)),
+                        'SELECT count(*) < 3 FROM counter')) AS id \gset
+SELECT df.await_instance(:'id');
+SELECT count(*) AS body_runs FROM counter;
+SELECT df.start(@> (df.break('"from-race"') | df.sleep(5))) AS id \gset
+SELECT df.await_instance(:'id');
+SELECT df.result(:'id');
+
+-- the iteration cap: a loop that reaches 100,000 iterations fails
+SELECT df.start(df.loop('SELECT 1', 'SELECT true')) AS id \gset
+RESET ROLE;
+DO $$
+DECLARE
+	deadline timestamptz := clock_timestamp() + interval '30 seconds';
+BEGIN
+	WHILE NOT EXISTS (SELECT 1 FROM df_internal.loops) LOOP
+		IF clock_timestamp() > deadline THEN RAISE EXCEPTION 'the loop never started'; END IF;
+		PERFORM pg_sleep(0.01);
+	END LOOP;
+END
+$$;
+UPDATE df_internal.loops SET iterations = 99999;
+SET ROLE df_user;
+SELECT df.await_instance(:'id');
+SELECT node_type, status, result FROM df.nodes WHERE instance_id = :'id' AND node_type = 'LOOP';
+
 -- a failing body fails the loop and the instance, with the error visible
 SELECT df.start(df.loop('SELECT 1/0')) AS id \gset
 SELECT df.await_instance(:'id');
