@@ -93,7 +93,13 @@ extern DfJson *pgd_visible_results(const char *instance_id, const char *scope);
  */
 extern int	pgd_spi_exec(const char *sql, int nargs, const Oid *types,
 						 const Datum *values, const char *nulls, bool read_only);
+extern int	pgd_exec(const char *sql, int nargs, const char *const *args);
 extern char *pgd_spi_getstring(int row, int col);
+
+/* Run a statement whose parameters $1..$n are all text (a NULL pointer is SQL NULL). */
+#define PGD_EXEC(sql, ...) \
+	pgd_exec((sql), (int) (sizeof((const char *[]) {__VA_ARGS__}) / sizeof(const char *)), \
+			 (const char *[]) {__VA_ARGS__})
 extern Datum pgd_text_datum(const char *s);
 extern bool pgd_lock_run(const char *instance_id, char **status);
 

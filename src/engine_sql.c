@@ -94,6 +94,24 @@ pgd_spi_exec(const char *sql, int nargs, const Oid *types, const Datum *values,
 	return (int) SPI_processed;
 }
 
+int
+pgd_exec(const char *sql, int nargs, const char *const *args)
+{
+	Oid			types[FUNC_MAX_ARGS];
+	Datum		values[FUNC_MAX_ARGS];
+	char		nulls[FUNC_MAX_ARGS];
+	int			i;
+
+	Assert(nargs <= FUNC_MAX_ARGS);
+	for (i = 0; i < nargs; i++)
+	{
+		types[i] = TEXTOID;
+		values[i] = args[i] ? pgd_text_datum(args[i]) : (Datum) 0;
+		nulls[i] = args[i] ? ' ' : 'n';
+	}
+	return pgd_spi_exec(sql, nargs, types, values, nulls, false);
+}
+
 /* Column col (1-based) of row as a palloc'd C string in the caller's context, or NULL. */
 char *
 pgd_spi_getstring(int row, int col)

@@ -138,17 +138,13 @@ announce_ready(void)
 static void
 heartbeat(void)
 {
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
-
 	if (epoch_id == NULL ||
 		!TimestampDifferenceExceeds(last_heartbeat, GetCurrentTimestamp(), HEARTBEAT_MS))
 		return;
 	begin_unit("pg_durable: heartbeat");
-	values[0] = pgd_text_datum(epoch_id);
-	if (pgd_spi_exec("UPDATE df._worker_epoch SET last_seen_at = pg_catalog.now() "
+	if (PGD_EXEC("UPDATE df._worker_epoch SET last_seen_at = pg_catalog.now() "
 					 "WHERE epoch_id OPERATOR(pg_catalog.=) $1::uuid",
-					 1, types, values, NULL, false) == 0)
+				 epoch_id) == 0)
 		epoch_id = NULL;		/* the extension was recreated: announce again below */
 	end_unit();
 	last_heartbeat = GetCurrentTimestamp();
@@ -159,13 +155,9 @@ heartbeat(void)
 static bool
 load_run(const char *instance_id, RunInfo *run)
 {
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
-
-	values[0] = pgd_text_datum(instance_id);
-	if (pgd_spi_exec("SELECT submitted_by, label, vars::text, status, created_at::text "
+	if (PGD_EXEC("SELECT submitted_by, label, vars::text, status, created_at::text "
 					 "FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
-					 1, types, values, NULL, false) == 0)
+				 instance_id) == 0)
 		return false;
 	run->submitted_by = (Oid) strtoul(pgd_spi_getstring(0, 1), NULL, 10);
 	run->label = pgd_spi_getstring(0, 2);

@@ -138,8 +138,6 @@ parse_config_links(PgdGraph *g, PgdNode *n, int self, HTAB *ids)
 static PgdGraph *
 graph_load(const char *instance_id)
 {
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
 	int			n,
 				i;
 	char	   *root_id;
@@ -151,15 +149,14 @@ graph_load(const char *instance_id)
 	char	  **lefts;
 	char	  **rights;
 
-	values[0] = pgd_text_datum(instance_id);
-	if (pgd_spi_exec("SELECT root_node FROM df.instances WHERE id OPERATOR(pg_catalog.=) $1",
-					 1, types, values, NULL, false) == 0)
+	if (PGD_EXEC("SELECT root_node FROM df.instances WHERE id OPERATOR(pg_catalog.=) $1",
+				 instance_id) == 0)
 		return NULL;
 	root_id = pgd_spi_getstring(0, 1);
 
-	n = pgd_spi_exec("SELECT id, node_type, query, result_name, left_node, right_node "
+	n = PGD_EXEC("SELECT id, node_type, query, result_name, left_node, right_node "
 					 "FROM df.nodes WHERE instance_id OPERATOR(pg_catalog.=) $1",
-					 1, types, values, NULL, false);
+				 instance_id);
 	if (n == 0)
 		return NULL;
 

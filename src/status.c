@@ -51,14 +51,11 @@ is_terminal(const char *status)
 static char *
 visible_status(const char *id)
 {
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
 	char	   *status = NULL;
 
-	values[0] = pgd_text_datum(id);
 	SPI_connect();
-	if (pgd_spi_exec("SELECT status FROM df.instances WHERE id OPERATOR(pg_catalog.=) $1",
-					 1, types, values, NULL, false) > 0)
+	if (PGD_EXEC("SELECT status FROM df.instances WHERE id OPERATOR(pg_catalog.=) $1",
+				 id) > 0)
 	{
 		char	   *s = pgd_spi_getstring(0, 1);
 
@@ -196,8 +193,6 @@ pgd_cancel(PG_FUNCTION_ARGS)
 {
 	char	   *id = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	char	   *reason = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
 	Oid			save_userid;
 	int			save_sec;
 
@@ -209,13 +204,12 @@ pgd_cancel(PG_FUNCTION_ARGS)
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	SPI_connect();
-	values[0] = pgd_text_datum(id);
 	if (pgd_lock_run(id, NULL))
 	{
-		pgd_spi_exec("UPDATE df.instances SET status = 'cancelled', updated_at = pg_catalog.now() "
+		PGD_EXEC("UPDATE df.instances SET status = 'cancelled', updated_at = pg_catalog.now() "
 					 "WHERE id OPERATOR(pg_catalog.=) $1 "
 					 "AND status NOT IN ('completed', 'failed', 'cancelled')",
-					 1, types, values, NULL, false);
+				 id);
 		pgd_end_instance(id);
 	}
 	SPI_finish();

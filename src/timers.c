@@ -108,16 +108,11 @@ signal_result(const char *name, bool timed_out, const char *payload)
 static bool
 take_signal(const char *instance_id, const char *name, char **payload)
 {
-	Oid			types[2] = {TEXTOID, TEXTOID};
-	Datum		values[2];
-
-	values[0] = pgd_text_datum(instance_id);
-	values[1] = pgd_text_datum(name);
-	if (pgd_spi_exec("DELETE FROM df_internal.signals WHERE id = ("
+	if (PGD_EXEC("DELETE FROM df_internal.signals WHERE id = ("
 					 " SELECT id FROM df_internal.signals "
 					 " WHERE instance_id OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) $2 "
 					 " ORDER BY id LIMIT 1) RETURNING payload::text",
-					 2, types, values, NULL, false) == 0)
+				 instance_id, name) == 0)
 		return false;
 	*payload = pgd_spi_getstring(0, 1);
 	return true;
@@ -168,8 +163,6 @@ pgd_timer_node_start(PgdGraph *g, int n, const char *scope)
 				DfJson	   *name = dfjson_get(cfg, "signal_name");
 				DfJson	   *timeout = dfjson_get(cfg, "timeout_seconds");
 				char	   *payload;
-				Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-				Datum		values[4];
 
 				if (name == NULL || name->type != DFJ_STRING)
 				{
@@ -182,14 +175,10 @@ pgd_timer_node_start(PgdGraph *g, int n, const char *scope)
 											outcome_ok(signal_result(name->str, false, payload)));
 					break;
 				}
-				values[0] = pgd_text_datum(g->instance_id);
-				values[1] = pgd_text_datum(node->id);
-				values[2] = pgd_text_datum(scope);
-				values[3] = pgd_text_datum(name->str);
-				pgd_spi_exec("INSERT INTO df_internal.waits (instance_id, node_id, scope, name) "
+				PGD_EXEC("INSERT INTO df_internal.waits (instance_id, node_id, scope, name) "
 							 "VALUES ($1, $2, $3, $4) "
 							 "ON CONFLICT (instance_id, node_id, scope) DO UPDATE SET name = EXCLUDED.name",
-							 4, types, values, NULL, false);
+				 g->instance_id, node->id, scope, name->str);
 				if (timeout != NULL && timeout->type == DFJ_NUMBER)
 					enqueue_timer(g, n, scope, after_seconds(now, strtoll(timeout->str, NULL, 10)));
 			}
@@ -228,16 +217,11 @@ pgd_timer_fire(PgdGraph *g, int n, const char *scope)
 
 		case DF_NODE_SIGNAL:
 			{
-				Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-				Datum		values[3];
 				DfJson	   *name = dfjson_get(node_config(g, n), "signal_name");
 
-				values[0] = pgd_text_datum(g->instance_id);
-				values[1] = pgd_text_datum(node->id);
-				values[2] = pgd_text_datum(scope);
-				if (pgd_spi_exec("DELETE FROM df_internal.waits WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+				if (PGD_EXEC("DELETE FROM df_internal.waits WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 								 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3",
-								 3, types, values, NULL, false) == 0)
+				 g->instance_id, node->id, scope) == 0)
 					break;		/* delivered meanwhile */
 				pgd_transition_complete(g, n, scope,
 										outcome_ok(signal_result(name && name->type == DFJ_STRING ? name->str : "",
@@ -258,10 +242,6 @@ pgd_timer_fire(PgdGraph *g, int n, const char *scope)
 void
 pgd_signal_deliver(PgdGraph *g)
 {
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
-
-	values[0] = pgd_text_datum(g->instance_id);
 	for (;;)
 	{
 		char	   *node_id;
@@ -269,35 +249,31 @@ pgd_signal_deliver(PgdGraph *g)
 		char	   *name;
 		char	   *payload;
 		int			n;
-		Oid			t3[3] = {TEXTOID, TEXTOID, TEXTOID};
-		Datum		v3[3];
 
-		if (pgd_spi_exec("SELECT w.node_id, w.scope, w.name FROM df_internal.waits w "
+		if (PGD_EXEC("SELECT w.node_id, w.scope, w.name FROM df_internal.waits w "
 						 "WHERE w.instance_id OPERATOR(pg_catalog.=) $1 AND EXISTS ("
 						 " SELECT 1 FROM df_internal.signals s "
 						 " WHERE s.instance_id OPERATOR(pg_catalog.=) w.instance_id "
 						 " AND s.name OPERATOR(pg_catalog.=) w.name) "
-						 "ORDER BY w.seq LIMIT 1", 1, types, values, NULL, false) == 0)
+						 "ORDER BY w.seq LIMIT 1",
+				 g->instance_id) == 0)
 			return;
 		node_id = pgd_spi_getstring(0, 1);
 		scope = pgd_spi_getstring(0, 2);
 		name = pgd_spi_getstring(0, 3);
 
-		v3[0] = values[0];
-		v3[1] = pgd_text_datum(node_id);
-		v3[2] = pgd_text_datum(scope);
-		pgd_spi_exec("DELETE FROM df_internal.waits WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		PGD_EXEC("DELETE FROM df_internal.waits WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 					 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3",
-					 3, t3, v3, NULL, false);
+				 g->instance_id, node_id, scope);
 		n = pgd_graph_find(g, node_id);
 		if (n < 0 || !pgd_node_is_live(g, n, scope))
 			continue;			/* a stale wait: the signal stays for a live one */
 		/* its timeout timer is no longer needed (one being fired finds the wait gone) */
-		pgd_spi_exec("DELETE FROM df_internal.tasks WHERE id IN ("
+		PGD_EXEC("DELETE FROM df_internal.tasks WHERE id IN ("
 					 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 					 " AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
 					 " AND kind OPERATOR(pg_catalog.=) 'timer' FOR UPDATE SKIP LOCKED)",
-					 3, t3, v3, NULL, false);
+				 g->instance_id, node_id, scope);
 		if (!take_signal(g->instance_id, name, &payload))
 			elog(ERROR, "pg_durable: signal '%s' of instance %s vanished under the instance lock",
 				 name, g->instance_id);

@@ -127,17 +127,11 @@ pgd_parent_scope(PgdGraph *g, int node, const char *scope)
 static void
 node_set_running(PgdGraph *g, int n, const char *scope)
 {
-	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[3];
-
-	values[0] = pgd_text_datum(g->instance_id);
-	values[1] = pgd_text_datum(g->nodes[n].id);
-	values[2] = pgd_text_datum(scope);
-	pgd_spi_exec("UPDATE df.nodes SET status = 'running', result = NULL, "
+	PGD_EXEC("UPDATE df.nodes SET status = 'running', result = NULL, "
 				 "status_details = pg_catalog.jsonb_build_object('execution_id', $3), "
 				 "updated_at = pg_catalog.now() "
 				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
-				 3, types, values, NULL, false);
+				 g->instance_id, g->nodes[n].id, scope);
 }
 
 static void
@@ -163,93 +157,64 @@ node_set_done(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 static void
 enqueue_step(PgdGraph *g, int n, const char *scope)
 {
-	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[3];
-
-	values[0] = pgd_text_datum(g->instance_id);
-	values[1] = pgd_text_datum(g->nodes[n].id);
-	values[2] = pgd_text_datum(scope);
-	pgd_spi_exec("INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind) "
+	PGD_EXEC("INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind) "
 				 "VALUES ($1, $2, $3, 'step')",
-				 3, types, values, NULL, false);
+				 g->instance_id, g->nodes[n].id, scope);
 	pgd_wake_at_commit(1);
 }
 
 static void
 save_named_result(PgdGraph *g, const char *scope, const char *name, const char *result)
 {
-	Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[4];
-
-	values[0] = pgd_text_datum(g->instance_id);
-	values[1] = pgd_text_datum(scope);
-	values[2] = pgd_text_datum(name);
-	values[3] = pgd_text_datum(result);
-	pgd_spi_exec("INSERT INTO df_internal.results AS r (instance_id, scope, name, value) "
+	PGD_EXEC("INSERT INTO df_internal.results AS r (instance_id, scope, name, value) "
 				 "VALUES ($1, $2, $3, $4::pg_catalog.json) "
 				 "ON CONFLICT (instance_id, scope, name) DO UPDATE "
 				 "SET value = EXCLUDED.value, seq = EXCLUDED.seq",
-				 4, types, values, NULL, false);
+				 g->instance_id, scope, name, result);
 }
 
 /* Copy a branch scope's named results into its parent scope (later wins), then drop the branch's. */
 static void
 merge_results(PgdGraph *g, const char *from_scope, const char *to_scope, bool keep)
 {
-	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[3];
-
-	values[0] = pgd_text_datum(g->instance_id);
-	values[1] = pgd_text_datum(from_scope);
-	values[2] = pgd_text_datum(to_scope);
 	if (keep)
-		pgd_spi_exec("INSERT INTO df_internal.results (instance_id, scope, name, value) "
+		PGD_EXEC("INSERT INTO df_internal.results (instance_id, scope, name, value) "
 					 "SELECT instance_id, $3, name, value FROM df_internal.results "
 					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND scope OPERATOR(pg_catalog.=) $2 "
 					 "ORDER BY seq "
 					 "ON CONFLICT (instance_id, scope, name) DO UPDATE "
 					 "SET value = EXCLUDED.value, seq = EXCLUDED.seq",
-					 3, types, values, NULL, false);
-	pgd_spi_exec("DELETE FROM df_internal.results "
+				 g->instance_id, from_scope, to_scope);
+	PGD_EXEC("DELETE FROM df_internal.results "
 				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 				 "AND (scope OPERATOR(pg_catalog.=) $2 "
 				 "OR pg_catalog.starts_with(scope, $2 OPERATOR(pg_catalog.||) '::'))",
-				 2, types, values, NULL, false);
+				 g->instance_id, from_scope);
 }
 
 /* Remove the pending tasks of a scope and everything below it; running ones are skipped. */
 static void
 drop_scope_tasks(PgdGraph *g, const char *scope)
 {
-	Oid			types[2] = {TEXTOID, TEXTOID};
-	Datum		values[2];
-
-	values[0] = pgd_text_datum(g->instance_id);
-	values[1] = pgd_text_datum(scope);
-	pgd_spi_exec("DELETE FROM df_internal.tasks WHERE id IN ("
+	PGD_EXEC("DELETE FROM df_internal.tasks WHERE id IN ("
 				 " SELECT id FROM df_internal.tasks "
 				 " WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 				 " AND (scope OPERATOR(pg_catalog.=) $2 "
 				 "  OR pg_catalog.starts_with(scope, $2 OPERATOR(pg_catalog.||) '::')) "
 				 " FOR UPDATE SKIP LOCKED)",
-				 2, types, values, NULL, false);
+				 g->instance_id, scope);
 }
 
 /* Status and result (as JSON text) of a node. */
 static void
 node_state(PgdGraph *g, int n, char **status, char **result)
 {
-	Oid			types[2] = {TEXTOID, TEXTOID};
-	Datum		values[2];
-
-	values[0] = pgd_text_datum(g->instance_id);
-	values[1] = pgd_text_datum(g->nodes[n].id);
-	if (pgd_spi_exec("SELECT status, result::text, "
+	if (PGD_EXEC("SELECT status, result::text, "
 					 "CASE WHEN pg_catalog.jsonb_typeof(result) = 'string' "
 					 "THEN result OPERATOR(pg_catalog.#>>) '{}' END "
 					 "FROM df.nodes "
 					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
-					 2, types, values, NULL, false) == 0)
+				 g->instance_id, g->nodes[n].id) == 0)
 		elog(ERROR, "pg_durable: node %s of instance %s disappeared",
 			 g->nodes[n].id, g->instance_id);
 	*status = pgd_spi_getstring(0, 1);
@@ -282,18 +247,16 @@ void
 pgd_end_instance(const char *instance_id)
 {
 	static const char *const tables[] = {"results", "joins", "loops", "signals", "waits", "runs"};
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
 	int			i;
 
-	values[0] = pgd_text_datum(instance_id);
-	pgd_spi_exec("DELETE FROM df_internal.tasks WHERE id IN ("
+	PGD_EXEC("DELETE FROM df_internal.tasks WHERE id IN ("
 				 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-				 " FOR UPDATE SKIP LOCKED)", 1, types, values, NULL, false);
+				 " FOR UPDATE SKIP LOCKED)",
+				 instance_id);
 	for (i = 0; i < lengthof(tables); i++)
-		pgd_spi_exec(psprintf("DELETE FROM df_internal.%s WHERE instance_id OPERATOR(pg_catalog.=) $1",
+		PGD_EXEC(psprintf("DELETE FROM df_internal.%s WHERE instance_id OPERATOR(pg_catalog.=) $1",
 							  tables[i]),
-					 1, types, values, NULL, false);
+				 instance_id);
 	pgd_interrupt_at_commit(instance_id, instance_id);
 	pgd_instance_finished_at_commit();
 }
@@ -301,16 +264,11 @@ pgd_end_instance(const char *instance_id)
 static void
 finish_instance(PgdGraph *g, PgdOutcome outcome)
 {
-	Oid			types[2] = {TEXTOID, TEXTOID};
-	Datum		values[2];
-
-	values[0] = pgd_text_datum(g->instance_id);
-	values[1] = pgd_text_datum(outcome.ok ? "completed" : "failed");
-	pgd_spi_exec("UPDATE df.instances SET status = $2, updated_at = pg_catalog.now(), "
+	PGD_EXEC("UPDATE df.instances SET status = $2, updated_at = pg_catalog.now(), "
 				 "completed_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'completed' THEN pg_catalog.now() END "
 				 "WHERE id OPERATOR(pg_catalog.=) $1 "
 				 "AND status NOT IN ('completed', 'failed', 'cancelled')",
-				 2, types, values, NULL, false);
+				 g->instance_id, outcome.ok ? "completed" : "failed");
 	pgd_end_instance(g->instance_id);
 }
 
@@ -616,15 +574,9 @@ loop_body_scope(PgdGraph *g, int loop, const char *loop_scope, int gen)
 static void
 loop_forget(PgdGraph *g, int loop, const char *loop_scope)
 {
-	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[3];
-
-	values[0] = pgd_text_datum(g->instance_id);
-	values[1] = pgd_text_datum(g->nodes[loop].id);
-	values[2] = pgd_text_datum(loop_scope);
-	pgd_spi_exec("DELETE FROM df_internal.loops WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+	PGD_EXEC("DELETE FROM df_internal.loops WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 				 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3",
-				 3, types, values, NULL, false);
+				 g->instance_id, g->nodes[loop].id, loop_scope);
 }
 
 /* The loop ends with outcome: its body's results join its scope, then it completes. */
@@ -641,16 +593,10 @@ loop_finish(PgdGraph *g, int loop, const char *loop_scope, const char *body_scop
 static void
 start_loop(PgdGraph *g, int loop, const char *scope)
 {
-	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[3];
-
-	values[0] = pgd_text_datum(g->instance_id);
-	values[1] = pgd_text_datum(g->nodes[loop].id);
-	values[2] = pgd_text_datum(scope);
-	pgd_spi_exec("INSERT INTO df_internal.loops (instance_id, node_id, scope) VALUES ($1, $2, $3) "
+	PGD_EXEC("INSERT INTO df_internal.loops (instance_id, node_id, scope) VALUES ($1, $2, $3) "
 				 "ON CONFLICT (instance_id, node_id, scope) DO UPDATE "
 				 "SET generation = 1, iterations = 1, iteration_started_at = pg_catalog.clock_timestamp()",
-				 3, types, values, NULL, false);
+				 g->instance_id, g->nodes[loop].id, scope);
 	start_node(g, g->nodes[loop].left,
 			   is_root_loop(g, loop) ? scope : loop_body_scope(g, loop, scope, 1));
 }
@@ -662,21 +608,16 @@ start_loop(PgdGraph *g, int loop, const char *scope)
 static void
 begin_iteration(PgdGraph *g, int loop, const char *loop_scope)
 {
-	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[3];
 	int			gen;
 	char	   *old_body;
 	char	   *new_body;
 	bool		isnull;
 
-	values[0] = pgd_text_datum(g->instance_id);
-	values[1] = pgd_text_datum(g->nodes[loop].id);
-	values[2] = pgd_text_datum(loop_scope);
-	if (pgd_spi_exec("UPDATE df_internal.loops SET generation = generation OPERATOR(pg_catalog.+) 1, "
+	if (PGD_EXEC("UPDATE df_internal.loops SET generation = generation OPERATOR(pg_catalog.+) 1, "
 					 "iteration_started_at = pg_catalog.clock_timestamp() "
 					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
 					 "AND scope OPERATOR(pg_catalog.=) $3 RETURNING generation",
-					 3, types, values, NULL, false) == 0)
+				 g->instance_id, g->nodes[loop].id, loop_scope) == 0)
 		elog(ERROR, "pg_durable: loop %s of instance %s has no state", g->nodes[loop].id, g->instance_id);
 	gen = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
@@ -687,33 +628,22 @@ begin_iteration(PgdGraph *g, int loop, const char *loop_scope)
 		new_body = psprintf("%s::%d", g->instance_id, gen);
 		merge_results(g, old_body, old_body, false);
 		{
-			Oid			t4[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-			Datum		v4[4];
 
-			v4[0] = values[0];
-			v4[1] = values[1];
-			v4[2] = pgd_text_datum(new_body);
-			v4[3] = values[2];
-			pgd_spi_exec("UPDATE df_internal.loops SET scope = $3 "
+			PGD_EXEC("UPDATE df_internal.loops SET scope = $3 "
 						 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
 						 "AND scope OPERATOR(pg_catalog.=) $4",
-						 4, t4, v4, NULL, false);
+				 g->instance_id, g->nodes[loop].id, new_body, loop_scope);
 		}
 		node_set_running(g, loop, new_body);
 	}
 	else
 	{
-		Oid			t3[3] = {TEXTOID, TEXTOID, TEXTOID};
-		Datum		v3[3];
 
 		old_body = loop_body_scope(g, loop, loop_scope, gen - 1);
 		new_body = loop_body_scope(g, loop, loop_scope, gen);
-		v3[0] = values[0];
-		v3[1] = pgd_text_datum(old_body);
-		v3[2] = pgd_text_datum(new_body);
-		pgd_spi_exec("UPDATE df_internal.results SET scope = $3 "
+		PGD_EXEC("UPDATE df_internal.results SET scope = $3 "
 					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND scope OPERATOR(pg_catalog.=) $2",
-					 3, t3, v3, NULL, false);
+				 g->instance_id, old_body, new_body);
 	}
 	drop_scope_tasks(g, old_body);
 	start_node(g, g->nodes[loop].left, new_body);
@@ -877,20 +807,16 @@ run_break(PgdGraph *g, int n, const char *scope)
 	/* everything else still running in this body is no longer wanted */
 	{
 		char	   *loop_scope = pgd_parent_scope(g, child, child_scope_s);
-		Oid			types[2] = {TEXTOID, TEXTOID};
-		Datum		values[2];
 
 		drop_scope_tasks(g, child_scope_s);
 		pgd_interrupt_at_commit(g->instance_id, child_scope_s);
-		values[0] = pgd_text_datum(g->instance_id);
-		values[1] = pgd_text_datum(child_scope_s);
-		pgd_spi_exec("DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		PGD_EXEC("DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 					 "AND (scope OPERATOR(pg_catalog.=) $2 "
 					 "OR pg_catalog.starts_with(scope, $2 OPERATOR(pg_catalog.||) '::'))",
-					 2, types, values, NULL, false);
-		pgd_spi_exec("DELETE FROM df_internal.results WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+				 g->instance_id, child_scope_s);
+		PGD_EXEC("DELETE FROM df_internal.results WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 					 "AND pg_catalog.starts_with(scope, $2 OPERATOR(pg_catalog.||) '::')",
-					 2, types, values, NULL, false);
+				 g->instance_id, child_scope_s);
 		loop_finish(g, a, loop_scope, child_scope_s, value);
 	}
 }
@@ -899,16 +825,12 @@ run_break(PgdGraph *g, int n, const char *scope)
 void
 pgd_transition_start_instance(PgdGraph *g)
 {
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
-
-	values[0] = pgd_text_datum(g->instance_id);
-	pgd_spi_exec("UPDATE df.instances SET status = 'running', updated_at = pg_catalog.now() "
+	PGD_EXEC("UPDATE df.instances SET status = 'running', updated_at = pg_catalog.now() "
 				 "WHERE id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'pending'",
-				 1, types, values, NULL, false);
-	pgd_spi_exec("UPDATE df_internal.runs SET status = 'running' "
+				 g->instance_id);
+	PGD_EXEC("UPDATE df_internal.runs SET status = 'running' "
 				 "WHERE instance_id OPERATOR(pg_catalog.=) $1",
-				 1, types, values, NULL, false);
+				 g->instance_id);
 	start_node(g, g->root, psprintf("%s::1", g->instance_id));
 }
 
@@ -921,30 +843,25 @@ static void
 join_branch_done(PgdGraph *g, int p, const char *pscope)
 {
 	PgdNode    *join = &g->nodes[p];
-	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[3];
 	int			nbranches = 2 + join->nextras;
 	int			i;
 	int			remaining;
 	StringInfoData arr;
 	bool		isnull;
 
-	values[0] = pgd_text_datum(g->instance_id);
-	values[1] = pgd_text_datum(join->id);
-	values[2] = pgd_text_datum(pscope);
-	if (pgd_spi_exec("UPDATE df_internal.joins SET remaining = remaining OPERATOR(pg_catalog.-) 1 "
+	if (PGD_EXEC("UPDATE df_internal.joins SET remaining = remaining OPERATOR(pg_catalog.-) 1 "
 					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
 					 "AND scope OPERATOR(pg_catalog.=) $3 RETURNING remaining",
-					 3, types, values, NULL, false) == 0)
+				 g->instance_id, join->id, pscope) == 0)
 		elog(ERROR, "pg_durable: JOIN %s of instance %s has no branch counter",
 			 join->id, g->instance_id);
 	remaining = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	if (remaining > 0)
 		return;
 
-	pgd_spi_exec("DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+	PGD_EXEC("DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 				 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3",
-				 3, types, values, NULL, false);
+				 g->instance_id, join->id, pscope);
 
 	/* every branch has finished: the first failure (in branch order) decides */
 	initStringInfo(&arr);
