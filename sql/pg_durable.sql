@@ -463,3 +463,28 @@ REVOKE EXECUTE ON FUNCTION df_internal.step_result(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df_internal.substitute(text, jsonb, jsonb, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df_internal.truthy(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df_internal.is_whole_value_reference(text) FROM PUBLIC;
+
+-- ---------------------------------------------------------------------------
+-- Monitoring (monitor*.c, infer.c).  Everything but df.metrics reads as the
+-- caller: row-level security decides which instances exist for it.
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION df.instance_nodes(instance_id_param text)
+	RETURNS TABLE (node_id text, node_type text, query text, result_name text, left_node text,
+				   right_node text, status text, result text, status_details text,
+				   inferred_status text, inferred_status_from_ancestor_id text,
+				   updated_at timestamptz)
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_instance_nodes';
+COMMENT ON FUNCTION df.instance_nodes(text) IS
+	'the nodes of an instance visible to the caller, in tree order, with the physical status and '
+	'the status inferred from the execution stamps (pending, running, completed, failed, skipped) '
+	'and the ancestor it was inferred from';
+
+CREATE FUNCTION df.instance_nodes(instance_id_param text, _last_n_executions int)
+	RETURNS TABLE (execution_id bigint, node_id text, node_type text, query text,
+				   result_name text, left_node text, right_node text, status text, result text,
+				   updated_at timestamptz)
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_instance_nodes_compat';
+COMMENT ON FUNCTION df.instance_nodes(text, int) IS
+	'compatibility form of older releases: the nodes of an instance with execution_id 1 and no '
+	'inferred status; _last_n_executions is ignored';
