@@ -463,3 +463,76 @@ REVOKE EXECUTE ON FUNCTION df_internal.step_result(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df_internal.substitute(text, jsonb, jsonb, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df_internal.truthy(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df_internal.is_whole_value_reference(text) FROM PUBLIC;
+
+-- ---------------------------------------------------------------------------
+-- Monitoring (monitor*.c, infer.c).  Everything but df.metrics reads as the
+-- caller: row-level security decides which instances exist for it.
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION df.list_instances(status_filter text DEFAULT NULL, limit_count int DEFAULT 100)
+	RETURNS TABLE (instance_id text, label text, function_name text, status text,
+				   execution_count bigint, output text)
+	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_list_instances';
+COMMENT ON FUNCTION df.list_instances(text, int) IS
+	'instances visible to the caller, newest first (created_at DESC, id), optionally of one status; '
+	'execution_count = number of root generations (1 + root-loop iterations), output = root result '
+	'(completed) or failure text (failed); limit_count NULL means 100';
+
+CREATE FUNCTION df.list_instances(status_filter text, limit_count int, label_filter text,
+								  after_cursor text DEFAULT NULL)
+	RETURNS TABLE (instance_id text, label text, function_name text, status text,
+				   execution_count bigint, output text, created_at timestamptz,
+				   completed_at timestamptz, next_cursor text)
+	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_list_instances_paged';
+COMMENT ON FUNCTION df.list_instances(text, int, text, text) IS
+	'one page of the instances visible to the caller (created_at DESC, id ASC), optionally of one '
+	'status and label; pass next_cursor (the same on every row, NULL on the last page) as '
+	'after_cursor for the next page';
+
+CREATE FUNCTION df.instance_info(instance_id text)
+	RETURNS TABLE (instance_id text, label text, function_name text, function_version text,
+				   current_execution_id bigint, status text, output text)
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_instance_info';
+COMMENT ON FUNCTION df.instance_info(text) IS
+	'one row describing an instance visible to the caller (no row otherwise); '
+	'current_execution_id = number of root generations, function_version = the extension version';
+
+CREATE FUNCTION df.instance_executions(instance_id text, limit_count int DEFAULT 5)
+	RETURNS TABLE (execution_id bigint, status text, event_count bigint, duration_ms bigint,
+				   output text)
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_instance_executions';
+COMMENT ON FUNCTION df.instance_executions(text, int) IS
+	'the executions (root generations) of an instance visible to the caller, newest first, at most '
+	'limit_count (clamped to 10000); earlier generations of a root loop show as continued_as_new; '
+	'until an event history exists, event_count is the number of nodes still stamped in that '
+	'generation and duration_ms is known for the first generation only';
+
+CREATE FUNCTION df.instance_nodes(instance_id_param text)
+	RETURNS TABLE (node_id text, node_type text, query text, result_name text, left_node text,
+				   right_node text, status text, result text, status_details text,
+				   inferred_status text, inferred_status_from_ancestor_id text,
+				   updated_at timestamptz)
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_instance_nodes';
+COMMENT ON FUNCTION df.instance_nodes(text) IS
+	'the nodes of an instance visible to the caller, in tree order, with the physical status and '
+	'the status inferred from the execution stamps (pending, running, completed, failed, skipped) '
+	'and the ancestor it was inferred from';
+
+CREATE FUNCTION df.instance_nodes(instance_id_param text, _last_n_executions int)
+	RETURNS TABLE (execution_id bigint, node_id text, node_type text, query text,
+				   result_name text, left_node text, right_node text, status text, result text,
+				   updated_at timestamptz)
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_instance_nodes_compat';
+COMMENT ON FUNCTION df.instance_nodes(text, int) IS
+	'compatibility form of older releases: the nodes of an instance with execution_id 1 and no '
+	'inferred status; _last_n_executions is ignored';
+
+CREATE FUNCTION df.metrics()
+	RETURNS TABLE (total_instances bigint, running_instances bigint, completed_instances bigint,
+				   failed_instances bigint, total_executions bigint, total_events bigint)
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_metrics';
+COMMENT ON FUNCTION df.metrics() IS
+	'engine-wide counters over every instance whoever submitted it (administrators only): '
+	'running_instances counts pending and running ones, total_executions the root generations, '
+	'total_events the stamped nodes until an event history exists';
+REVOKE EXECUTE ON FUNCTION df.metrics() FROM PUBLIC;

@@ -4,7 +4,13 @@
  *	  df.explain(input text): what a workflow would do, as a text tree.
  *
  * The input is classified in this order:
- *	 1. exactly 8 lowercase hex characters: an instance id (live form);
+ *	 1. exactly 8 lowercase hex characters: an instance id (live form): a
+ *		header "Instance: <id> (<label>)" (no parentheses without a label),
+ *		"Status:   <icon> <status>", "Output: <text>" when the instance has
+ *		one (cut to 200 bytes), a blank line, then the tree with a marker
+ *		per node from its inferred status (infer.c): ✓ completed, ✗ failed,
+ *		⏳ running, ○ pending, ⊘ skipped; "Instance '<id>' not found" when
+ *		the caller cannot see it (its nodes are read as the caller);
  *	 2. Durofut JSON: the graph itself;
  *	 3. text that starts with a SQL statement keyword (SELECT, INSERT, WITH,
  *		...): a single SQL step, exactly what df.start would make of it;
@@ -26,7 +32,7 @@
  * they did survives.  Query cancel and shutdown are re-thrown, not turned
  * into text.
  *
- * Locks: none of its own; the evaluated expression takes whatever locks its
+ * Locks: none of its own (the live form only reads); the evaluated expression takes whatever locks its
  * functions take, released when the subtransaction rolls back.
  *
  *-------------------------------------------------------------------------
@@ -36,6 +42,7 @@
 #include "access/xact.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -45,6 +52,7 @@
 #include "explain.h"
 #include "graph.h"
 #include "json.h"
+#include "monitor.h"
 
 /* Statement keywords that make an input a plain SQL step. */
 static const char *const sql_keywords[] = {
@@ -230,11 +238,167 @@ is_partial_if(const char *text)
 	return json != NULL && dfjson_get(json, "_partial_if") != NULL;
 }
 
-/* The explanation of a live instance (the engine tables come later). */
+/* Icon of a node's inferred status or an instance's status. */
+static const char *
+status_icon(const char *status)
+{
+	if (status == NULL)
+		return "?";
+	if (strcmp(status, "completed") == 0)
+		return "✓";
+	if (strcmp(status, "failed") == 0)
+		return "✗";
+	if (strcmp(status, "running") == 0)
+		return "⏳";
+	if (strcmp(status, "pending") == 0)
+		return "○";
+	if (strcmp(status, "skipped") == 0 || strcmp(status, "cancelled") == 0)
+		return "⊘";
+	return "?";
+}
+
+/* The rows of a live instance and the DfNode built for each (same index). */
+typedef struct LiveTree
+{
+	PgdInstanceView *view;
+	DfNode	   *nodes;
+	bool	   *used;
+} LiveTree;
+
+static const char *
+live_marker(const DfNode *node, void *arg)
+{
+	LiveTree   *lt = (LiveTree *) arg;
+
+	return status_icon(lt->view->nodes[node - lt->nodes].inferred);
+}
+
+/*
+ * The DfNode tree of row i and below, in the form df.explain renders (the
+ * links the persisted form keeps in query become children again).  A row
+ * already placed is not placed twice, so hand-made cycles end; what they
+ * break, df_graph_validate reports.
+ */
+static DfNode *
+live_node(LiveTree *lt, int i)
+{
+	PgdNodeRow *r;
+	DfNode	   *node;
+	int			k;
+
+	if (i < 0 || lt->used[i])
+		return NULL;
+	check_stack_depth();
+	lt->used[i] = true;
+	r = &lt->view->nodes[i];
+	node = &lt->nodes[i];
+	node->type = r->type;
+	node->query = r->query;
+	node->result_name = r->result_name;
+	node->left = live_node(lt, r->left);
+	node->right = live_node(lt, r->right);
+	node->condition = live_node(lt, r->condition);
+	if (r->condition >= 0 && (r->type == DF_NODE_IF || r->type == DF_NODE_LOOP))
+		node->query = NULL;		/* it only held {"condition_node": ...} */
+	if (r->nextras > 0)
+	{
+		node->extras = palloc(sizeof(DfNode *) * r->nextras);
+		for (k = 0; k < r->nextras; k++)
+		{
+			DfNode	   *e = live_node(lt, r->extras[k]);
+
+			if (e != NULL)
+				node->extras[node->nextras++] = e;
+		}
+		node->query = NULL;		/* it only held {"extra_nodes": [...]} */
+	}
+	return node;
+}
+
+/* Append s with whitespace runs collapsed, cut to max bytes ("..." after keep). */
+static void
+append_clipped_line(StringInfo buf, const char *s, int max, int keep)
+{
+	StringInfoData tmp;
+	bool		space = false;
+
+	initStringInfo(&tmp);
+	for (; *s; s++)
+	{
+		if (is_space(*s))
+		{
+			space = tmp.len > 0;
+			continue;
+		}
+		if (space)
+			appendStringInfoChar(&tmp, ' ');
+		space = false;
+		appendStringInfoChar(&tmp, *s);
+	}
+	if (tmp.len > max)
+	{
+		appendBinaryStringInfo(buf, tmp.data, pg_mbcliplen(tmp.data, tmp.len, keep));
+		appendStringInfoString(buf, "...");
+	}
+	else
+		appendBinaryStringInfo(buf, tmp.data, tmp.len);
+	pfree(tmp.data);
+}
+
+#define EXPLAIN_OUTPUT_MAX 200
+#define EXPLAIN_OUTPUT_KEEP 197
+
+/*
+ * The live form: a header (id and label, status, output if any), a blank
+ * line, then the tree with the inferred status of each node as a marker.
+ * An instance the caller cannot see is "not found", like one that does not
+ * exist.
+ */
 static char *
 explain_instance(const char *id)
 {
-	return psprintf("Instance '%s' not found", id);
+	PgdInstanceView *v = pgd_load_instance_view(id);
+	LiveTree	lt;
+	DfNode	   *root;
+	char	   *problem;
+	StringInfoData buf;
+
+	if (v == NULL)
+		return psprintf("Instance '%s' not found", id);
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "Instance: %s", v->id);
+	if (v->label != NULL)
+	{
+		appendStringInfoString(&buf, " (");
+		append_clipped_line(&buf, v->label, EXPLAIN_OUTPUT_MAX, EXPLAIN_OUTPUT_KEEP);
+		appendStringInfoChar(&buf, ')');
+	}
+	appendStringInfo(&buf, "\nStatus:   %s %s", status_icon(v->status), v->status ? v->status : "unknown");
+	if (v->output != NULL)
+	{
+		appendStringInfoString(&buf, "\nOutput: ");
+		append_clipped_line(&buf, v->output, EXPLAIN_OUTPUT_MAX, EXPLAIN_OUTPUT_KEEP);
+	}
+	appendStringInfoString(&buf, "\n\n");
+
+	lt.view = v;
+	lt.nodes = palloc0(sizeof(DfNode) * Max(v->nnodes, 1));
+	lt.used = palloc0(sizeof(bool) * Max(v->nnodes, 1));
+	root = live_node(&lt, v->root);
+	if (root == NULL)
+	{
+		appendStringInfo(&buf, "(root node %s is missing)", v->root_id ? v->root_id : "?");
+		return buf.data;
+	}
+	problem = df_graph_validate(root);
+	if (problem != NULL)
+	{
+		appendStringInfo(&buf, "(the stored graph cannot be shown: %s)", problem);
+		return buf.data;
+	}
+	appendStringInfoString(&buf, df_explain_graph(root, live_marker, &lt));
+	return buf.data;
 }
 
 /*

@@ -117,7 +117,7 @@ SELECT df.explain('VACUUM');
 SELECT df.explain('CALL p()');
 -- SQL that mentions df. is still SQL (the reference would evaluate it and fail)
 SELECT df.explain('SELECT * FROM df.instances WHERE status = ''failed''');
--- an instance id: 8 lowercase hex characters (live instances come later)
+-- an instance id: 8 lowercase hex characters (live instances: monitor_explain)
 SELECT df.explain('deadbeef');
 SELECT df.explain('01234567');
 -- anything else says what is accepted
