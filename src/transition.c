@@ -192,7 +192,13 @@ merge_results(PgdGraph *g, const char *from_scope, const char *to_scope, bool ke
 				 g->instance_id, from_scope);
 }
 
-/* Remove the pending tasks of a scope and everything below it; running ones are skipped. */
+/*
+ * A scope is abandoned (a lost RACE branch, a loop body that broke or moved
+ * to its next generation): remove the pending tasks of the scope and
+ * everything below it (running ones are skipped) and its registered signal
+ * waits, which would otherwise stay until the instance ends, one more per
+ * loop iteration.
+ */
 static void
 drop_scope_tasks(PgdGraph *g, const char *scope)
 {
@@ -203,6 +209,11 @@ drop_scope_tasks(PgdGraph *g, const char *scope)
 				 "  OR pg_catalog.starts_with(scope, $2 OPERATOR(pg_catalog.||) '::')) "
 				 " FOR UPDATE SKIP LOCKED)",
 				 g->instance_id, scope);
+	PGD_EXEC("DELETE FROM df_internal.waits "
+			 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+			 "AND (scope OPERATOR(pg_catalog.=) $2 "
+			 "OR pg_catalog.starts_with(scope, $2 OPERATOR(pg_catalog.||) '::'))",
+			 g->instance_id, scope);
 }
 
 /* Status and result (as JSON text) of a node. */
