@@ -96,6 +96,16 @@ SELECT df.start(@> (df.break('"from-race"') | df.sleep(5))) AS id \gset
 SELECT df.await_instance(:'id');
 SELECT df.result(:'id');
 
+-- a break inside a JOIN branch ends the loop; the other branch is dropped
+TRUNCATE counter;
+SELECT df.start(@> (df.break('"from-join"') & 'INSERT INTO counter SELECT 1 FROM pg_sleep(2)')) AS id \gset
+SELECT df.await_instance(:'id');
+SELECT df.result(:'id');
+RESET ROLE;
+SELECT engine_idle() AS idle;
+SET ROLE df_user;
+SELECT count(*) AS dropped_branch_rows FROM counter;
+
 -- the iteration cap: a loop that reaches 100,000 iterations fails
 SELECT df.start(df.loop('SELECT 1', 'SELECT true')) AS id \gset
 RESET ROLE;
