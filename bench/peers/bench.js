@@ -163,6 +163,21 @@ function ratios(rows) {
 	return out.join('\n');
 }
 
+/* Where pg_durable's time goes: the top statements of its phases. */
+async function topStatements(db) {
+	const r = await db.query(
+		`SELECT calls, round(total_exec_time)::bigint AS ms, round((100 * total_exec_time / sum(total_exec_time) OVER ())::numeric, 1) AS pct,
+		        round((wal_bytes / greatest(calls, 1))::numeric) AS wal_per_call,
+		        left(regexp_replace(query, '\\s+', ' ', 'g'), 90) AS q
+		   FROM pg_stat_statements JOIN pg_database d ON d.oid = dbid
+		  WHERE d.datname = $1 AND query NOT LIKE '%await_instance%' AND query NOT LIKE '%pg_stat_statements%'
+		  ORDER BY total_exec_time DESC LIMIT 12`, [pgd.DB]);
+	const lines = ['| calls | total ms | % | WAL B/call | statement |', '|------:|---------:|--:|-----------:|-----------|'];
+	for (const x of r.rows)
+		lines.push(`| ${x.calls} | ${x.ms} | ${x.pct} | ${x.wal_per_call} | \`${x.q.replace(/\|/g, '\\|')}\` |`);
+	return lines.join('\n');
+}
+
 async function setSync(mon, v) {
 	await mon.query(`ALTER SYSTEM SET synchronous_commit = ${v === 'on' ? 'on' : 'off'}`);
 	await mon.query('SELECT pg_reload_conf()');
@@ -194,9 +209,18 @@ async function main() {
 				add(await pgbench(mon, conc, conc === 1 ? 1000 : 10000));
 			}
 		}
-		if (o.only.includes('pgd'))
-			for (const r of await pgd.run(mon, plan))
+		let statements = null;
+		if (o.only.includes('pgd')) {
+			const db = await c.connect(pgd.DB);
+			await db.query('SELECT pg_stat_statements_reset()');
+			const pl = { phases: plan.phases, e: null };
+			for (const r of await pgd.run(mon, pl))
 				add(r);
+			statements = await topStatements(db);
+			await db.end();
+			for (const r of await pgd.run(mon, { phases: [], e: plan.e }))
+				add(r);
+		}
 		/* pg_durable's E restarts the server: reconnect the monitor */
 		await mon.end().catch(() => {});
 		mon = await c.connect('postgres', 'peers-monitor');
@@ -215,6 +239,9 @@ async function main() {
 		console.log(table(rows));
 		console.log(`\nratios of throughput, synchronous_commit = ${sync}\n`);
 		console.log(ratios(rows));
+		if (statements)
+			console.log(`\npg_durable phases A-D: statements by total execution time (pg_stat_statements, ` +
+				`df.await_instance left out: it waits)\n\n${statements}`);
 	}
 	console.log(`\n${info.v.split(',')[0]}, fsync = ${info.f}, ${os.cpus().length} cores (${os.cpus()[0].model}), ` +
 		`${Math.round(os.totalmem() / 2 ** 30)} GiB, pg_durable executors = ${process.env.PGD_WORKERS || '?'}; ` +
