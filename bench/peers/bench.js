@@ -107,7 +107,7 @@ function fmt(v, digits) {
 }
 
 function table(rows) {
-	const head = ['system', 'scenario', 'conc', 'workflows', 'throughput', 'unit', 'p50 ms', 'p99 ms', 'commits/step', 'write xacts/step', 'WAL B/step'];
+	const head = ['system', 'scenario', 'conc', 'workflows', 'throughput', 'unit', 'p50 ms', 'p99 ms', 'commits/step', 'XIDs/step', 'WAL B/step'];
 	const body = [];
 	for (const r of rows) {
 		if (r.scenario === 'E kill -9') {

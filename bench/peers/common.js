@@ -14,9 +14,9 @@
  *    Backends publish their counters at most once a second, and an idle
  *    pg_durable executor only when its latch wakes it (every 5 s), hence
  *    the pause on both sides of a phase and the pg_reload_conf() that wakes
- *    every backend (an executor then finds no work and flushes).  Write
- *    transactions per step come from the next-XID delta, which needs no
- *    flush.
+ *    every backend (an executor then finds no work and flushes).  XIDs per
+ *    step come from the next-XID delta, which needs no flush; it counts
+ *    write transactions and subtransactions (savepoints) alike.
  *  - Clocks: the client's realtime clock (performance.timeOrigin + now(),
  *    microsecond resolution) and the server's clock_timestamp() are the
  *    same clock on this machine.
