@@ -110,13 +110,13 @@ extern PgdOutcome pgd_run_user_sql(const char *query, Oid submitter, bool *retry
 /* wake.c */
 extern void pgd_wake_register_xact_callback(void);
 extern void pgd_wake_at_commit(int ntasks);
-extern void pgd_instance_finished_at_commit(void);
+extern void pgd_instance_finished_at_commit(const char *instance_id);
 extern void pgd_executor_attach(int slot);
 extern void pgd_executor_set_idle(bool idle);
 extern void pgd_executor_set_running(const char *instance_id, const char *scope);
 extern void pgd_interrupt_at_commit(const char *instance_id, const char *scope);
 extern void pgd_await_wait(long timeout_ms);
-extern void pgd_await_prepare(void);
+extern void pgd_await_prepare(const char *instance_id);
 extern void pgd_await_cancel(void);
 
 /* timers.c: SLEEP, WAIT_SCHEDULE, SIGNAL (run under the runs lock) */

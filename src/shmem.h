@@ -24,14 +24,20 @@ typedef struct PgdExecutorSlot
 	char		scope[256];		/* its execution scope (truncated) */
 } PgdExecutorSlot;
 
+/* A session waiting in df.await_instance for one instance to end. */
+typedef struct PgdAwaiter
+{
+	Latch	   *latch;			/* NULL when the slot is free */
+	char		instance[9];
+} PgdAwaiter;
+
 typedef struct PgdShared
 {
 	slock_t		mutex;			/* protects everything but the CV */
 	pid_t		launcher_pid;	/* 0 when no launcher runs */
 	Latch	   *launcher_latch; /* the launcher's process latch, or NULL */
 	PgdExecutorSlot executors[PGD_MAX_EXECUTORS];
-	Latch	   *awaiters[PGD_MAX_AWAITERS]; /* sessions in df.await_instance,
-											 * woken when an instance ends */
+	PgdAwaiter	awaiters[PGD_MAX_AWAITERS]; /* sessions in df.await_instance */
 } PgdShared;
 
 extern PgdShared *pgd_shared;

@@ -125,7 +125,7 @@ await_instance(const char *fn, const char *id, int timeout_seconds)
 				 errmsg("Timeout must be positive")));
 
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), (int64) timeout_seconds * 1000);
-	pgd_await_prepare();
+	pgd_await_prepare(id);
 	PG_TRY();
 	{
 		for (;;)

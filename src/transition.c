@@ -269,7 +269,7 @@ pgd_end_instance(const char *instance_id)
 							  tables[i]),
 				 instance_id);
 	pgd_interrupt_at_commit(instance_id, instance_id);
-	pgd_instance_finished_at_commit();
+	pgd_instance_finished_at_commit(instance_id);
 }
 
 static void

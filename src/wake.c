@@ -46,7 +46,11 @@ typedef struct PendingInterrupt
 static int	pending_tasks = 0;	/* tasks this transaction made runnable */
 static PendingInterrupt pending_interrupts[MAX_PENDING_INTERRUPTS];
 static int	npending_interrupts = 0;
-static bool pending_finished = false;	/* it finished an instance */
+#define MAX_PENDING_FINISHED 32
+
+static int	npending_finished = 0;	/* instances this transaction ended */
+static char pending_finished[MAX_PENDING_FINISHED][9];	/* (all awaiters
+														 * when it overflows) */
 static int	my_slot = -1;		/* executor slot of this process */
 
 static void
@@ -140,17 +144,30 @@ pgd_executor_set_running(const char *instance_id, const char *scope)
 	SpinLockRelease(&pgd_shared->mutex);
 }
 
+/* Wake the sessions awaiting an instance this transaction ended. */
 static void
 wake_awaiters(void)
 {
 	Latch	   *latches[PGD_MAX_AWAITERS];
 	int			n = 0;
-	int			i;
+	int			i,
+				j;
+	bool		all = npending_finished > MAX_PENDING_FINISHED;
 
 	SpinLockAcquire(&pgd_shared->mutex);
 	for (i = 0; i < PGD_MAX_AWAITERS; i++)
-		if (pgd_shared->awaiters[i] != NULL)
-			latches[n++] = pgd_shared->awaiters[i];
+	{
+		PgdAwaiter *a = &pgd_shared->awaiters[i];
+
+		if (a->latch == NULL)
+			continue;
+		for (j = 0; j < Min(npending_finished, MAX_PENDING_FINISHED) || all; j++)
+			if (all || strcmp(a->instance, pending_finished[j]) == 0)
+			{
+				latches[n++] = a->latch;
+				break;
+			}
+	}
 	SpinLockRelease(&pgd_shared->mutex);
 	for (i = 0; i < n; i++)
 		SetLatch(latches[i]);
@@ -170,16 +187,16 @@ pgd_xact_callback(XactEvent event, void *arg)
 				wake_executors(pending_tasks);
 			if (npending_interrupts > 0 && pgd_shared != NULL)
 				interrupt_executors();
-			if (pending_finished && pgd_shared != NULL)
+			if (npending_finished > 0 && pgd_shared != NULL)
 				wake_awaiters();
 			pending_tasks = 0;
-			pending_finished = false;
+			npending_finished = 0;
 			npending_interrupts = 0;
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			pending_tasks = 0;
-			pending_finished = false;
+			npending_finished = 0;
 			npending_interrupts = 0;
 			break;
 		default:
@@ -200,9 +217,12 @@ pgd_wake_at_commit(int ntasks)
 }
 
 void
-pgd_instance_finished_at_commit(void)
+pgd_instance_finished_at_commit(const char *instance_id)
 {
-	pending_finished = true;
+	if (npending_finished < MAX_PENDING_FINISHED)
+		strlcpy(pending_finished[npending_finished], instance_id, sizeof(pending_finished[0]));
+	if (npending_finished <= MAX_PENDING_FINISHED)
+		npending_finished++;
 }
 
 static void
@@ -243,15 +263,16 @@ pgd_executor_set_idle(bool idle)
 }
 
 /*
- * df.await_instance: a session registers its latch, then checks the status,
- * then sleeps; an instance that ends after the check sets the latch, so the
- * wake-up cannot be lost.  When every slot is taken the session still
+ * df.await_instance: a session registers its latch and the instance it waits
+ * for, then checks the status, then sleeps; the transaction that ends that
+ * instance sets the latch at commit, so the wake-up cannot be lost and other
+ * instances ending do not wake it.  When every slot is taken the session still
  * waits correctly, on its timeout-bounded poll.
  */
 static int	my_awaiter_slot = -1;
 
 void
-pgd_await_prepare(void)
+pgd_await_prepare(const char *instance_id)
 {
 	int			i;
 
@@ -259,9 +280,11 @@ pgd_await_prepare(void)
 		return;
 	SpinLockAcquire(&pgd_shared->mutex);
 	for (i = 0; i < PGD_MAX_AWAITERS; i++)
-		if (pgd_shared->awaiters[i] == NULL)
+		if (pgd_shared->awaiters[i].latch == NULL)
 		{
-			pgd_shared->awaiters[i] = MyLatch;
+			pgd_shared->awaiters[i].latch = MyLatch;
+			strlcpy(pgd_shared->awaiters[i].instance, instance_id,
+					sizeof(pgd_shared->awaiters[i].instance));
 			my_awaiter_slot = i;
 			break;
 		}
@@ -285,8 +308,8 @@ pgd_await_cancel(void)
 	if (my_awaiter_slot < 0)
 		return;
 	SpinLockAcquire(&pgd_shared->mutex);
-	if (pgd_shared->awaiters[my_awaiter_slot] == MyLatch)
-		pgd_shared->awaiters[my_awaiter_slot] = NULL;
+	if (pgd_shared->awaiters[my_awaiter_slot].latch == MyLatch)
+		pgd_shared->awaiters[my_awaiter_slot].latch = NULL;
 	SpinLockRelease(&pgd_shared->mutex);
 	my_awaiter_slot = -1;
 }
