@@ -404,12 +404,17 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.results', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.joins', '');
 
 -- ---------------------------------------------------------------------------
--- Control
+-- Control.  df.start, df.cancel and df.signal (and df.metrics below) write or
+-- read the engine's state with the bootstrap superuser's privileges: they
+-- pin their search_path, so that no operator or function the caller planted
+-- in a schema of its own can be picked up by those statements.
 -- ---------------------------------------------------------------------------
 
 CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAULT NULL,
 						 transaction_mode text DEFAULT 'caller') RETURNS text
-	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_start';
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_start';
 COMMENT ON FUNCTION df.start(text, text, text, text) IS 'start a workflow instance; returns its 8-hex id';
 
 CREATE FUNCTION df.status(instance_id text) RETURNS text
@@ -433,11 +438,15 @@ CREATE FUNCTION df.run(instance_id text DEFAULT NULL) RETURNS text
 COMMENT ON FUNCTION df.run(text) IS 'compatibility no-op: executors run instances by themselves';
 
 CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by user') RETURNS text
-	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_cancel';
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_cancel';
 COMMENT ON FUNCTION df.cancel(text, text) IS 'cancel an instance that has not finished';
 
 CREATE FUNCTION df.signal(instance_id text, signal_name text, signal_data text DEFAULT '{}') RETURNS text
-	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_signal';
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_signal';
 COMMENT ON FUNCTION df.signal(text, text, text) IS 'send a signal (buffered, in order) to a waiting or future df.wait_for_signal of an instance';
 
 -- Step results, substitution and truthiness (results_*.c), for the tests
@@ -530,7 +539,9 @@ COMMENT ON FUNCTION df.instance_nodes(text, int) IS
 CREATE FUNCTION df.metrics()
 	RETURNS TABLE (total_instances bigint, running_instances bigint, completed_instances bigint,
 				   failed_instances bigint, total_executions bigint, total_events bigint)
-	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_metrics';
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_metrics';
 COMMENT ON FUNCTION df.metrics() IS
 	'engine-wide counters over every instance whoever submitted it (administrators only): '
 	'running_instances counts pending and running ones, total_executions the root generations, '
