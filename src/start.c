@@ -13,6 +13,10 @@
  * privileges of the bootstrap superuser (the engine's tables are private);
  * submitted_by is the caller's current_user.
  *
+ * Called from inside a step, df.start works like anywhere else: the new
+ * instance belongs to the step's submitter (the current user there) and
+ * starts only if the step commits.
+ *
  * Locks: inserts only (df.instances, df.nodes, df_internal.runs,
  * df_internal.tasks); the deferred foreign keys are checked at commit.
  *
@@ -337,8 +341,16 @@ pgd_start(PG_FUNCTION_ARGS)
 	list.rows = palloc(sizeof(NodeRow) * list.cap);
 	collect(&list, root);
 
+	/*
+	 * Inside a workflow step the caller runs in a security-restricted
+	 * operation, where PostgreSQL refuses the deferred foreign-key checks
+	 * that these inserts queue.  Only the fixed statements below run without
+	 * the restriction (as the bootstrap superuser, no user code involved);
+	 * the checks fire at the step transaction's commit.
+	 */
 	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   (save_sec & ~SECURITY_RESTRICTED_OPERATION) | SECURITY_LOCAL_USERID_CHANGE);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_durable: SPI_connect failed");
