@@ -32,6 +32,10 @@
  *	 - df.in_workflow: a step could SET it to false, so "inside a workflow"
  *	   is decided by an internal flag (pgd_in_workflow), the setting only
  *	   adding to it.
+ * Before switching to the submitter, the role is looked up again: a role
+ * dropped since df.start, no longer LOGIN, or now a superuser while
+ * pg_durable.enable_superuser_instances is off fails the step with a clear
+ * message instead of running as an OID that means nothing or too much.
  *
  * On error the subtransaction is rolled back and the error becomes the
  * outcome ("SQL execution failed: <message>").  Deadlocks, serialization
@@ -117,6 +121,10 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 
 	*retry = false;
 	*sqlstate = 0;
+
+	outcome.result = pgd_identity_problem(submitter);
+	if (outcome.result != NULL)
+		return outcome;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	save_in_step = in_step;
