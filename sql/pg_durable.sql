@@ -404,12 +404,17 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.results', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.joins', '');
 
 -- ---------------------------------------------------------------------------
--- Control
+-- Control.  df.start, df.cancel and df.signal (and df.metrics below) write or
+-- read the engine's state with the bootstrap superuser's privileges: they
+-- pin their search_path, so that no operator or function the caller planted
+-- in a schema of its own can be picked up by those statements.
 -- ---------------------------------------------------------------------------
 
 CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAULT NULL,
 						 transaction_mode text DEFAULT 'caller') RETURNS text
-	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_start';
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_start';
 COMMENT ON FUNCTION df.start(text, text, text, text) IS 'start a workflow instance; returns its 8-hex id';
 
 CREATE FUNCTION df.status(instance_id text) RETURNS text
@@ -433,11 +438,15 @@ CREATE FUNCTION df.run(instance_id text DEFAULT NULL) RETURNS text
 COMMENT ON FUNCTION df.run(text) IS 'compatibility no-op: executors run instances by themselves';
 
 CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by user') RETURNS text
-	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_cancel';
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_cancel';
 COMMENT ON FUNCTION df.cancel(text, text) IS 'cancel an instance that has not finished';
 
 CREATE FUNCTION df.signal(instance_id text, signal_name text, signal_data text DEFAULT '{}') RETURNS text
-	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_signal';
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_signal';
 COMMENT ON FUNCTION df.signal(text, text, text) IS 'send a signal (buffered, in order) to a waiting or future df.wait_for_signal of an instance';
 
 -- Step results, substitution and truthiness (results_*.c), for the tests
@@ -459,6 +468,8 @@ CREATE FUNCTION df_internal.is_whole_value_reference(value text) RETURNS boolean
 	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_is_whole_value_reference_sql';
 COMMENT ON FUNCTION df_internal.is_whole_value_reference(text) IS 'true if the text is exactly one reference ($n, $n?, $n.c, $n.c? or {v}), as multipart data_b64 requires';
 
+REVOKE EXECUTE ON FUNCTION df_internal.validate_graph(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df_internal.cron_next(text, timestamptz) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df_internal.step_result(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df_internal.substitute(text, jsonb, jsonb, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df_internal.truthy(text) FROM PUBLIC;
@@ -530,9 +541,111 @@ COMMENT ON FUNCTION df.instance_nodes(text, int) IS
 CREATE FUNCTION df.metrics()
 	RETURNS TABLE (total_instances bigint, running_instances bigint, completed_instances bigint,
 				   failed_instances bigint, total_executions bigint, total_events bigint)
-	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_metrics';
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_metrics';
 COMMENT ON FUNCTION df.metrics() IS
 	'engine-wide counters over every instance whoever submitted it (administrators only): '
 	'running_instances counts pending and running ones, total_executions the root generations, '
 	'total_events the stamped nodes until an event history exists';
 REVOKE EXECUTE ON FUNCTION df.metrics() FROM PUBLIC;
+
+-- ---------------------------------------------------------------------------
+-- Administration: granting the use of pg_durable to a role.  Schema USAGE on
+-- df is the gate (ordinary functions keep PUBLIC EXECUTE); these helpers grant
+-- or revoke the exact set the reference grants.  They run as the invoker, so
+-- a caller can only pass on what it holds WITH GRANT OPTION (a superuser, or
+-- a role given df.grant_usage(..., with_grant => true)).
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION df.grant_usage(p_role text, include_http boolean DEFAULT false,
+							   with_grant boolean DEFAULT false) RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+DECLARE
+	opt text := CASE WHEN with_grant THEN ' WITH GRANT OPTION' ELSE '' END;
+BEGIN
+	IF p_role IS NULL OR p_role = '' THEN
+		RAISE EXCEPTION 'df.grant_usage: role name cannot be empty'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF NOT has_schema_privilege('df', 'USAGE WITH GRANT OPTION') THEN
+		RAISE EXCEPTION 'permission denied to grant pg_durable usage: current_user "%" does not hold USAGE on schema df WITH GRANT OPTION', current_user
+			USING ERRCODE = 'insufficient_privilege',
+				  HINT = 'A superuser can delegate this with df.grant_usage(role, with_grant => true).';
+	END IF;
+
+	EXECUTE format('GRANT USAGE ON SCHEMA df TO %I%s', p_role, opt);
+	IF include_http THEN
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer) TO %I%s', p_role, opt);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, integer) TO %I%s', p_role, opt);
+	END IF;
+	IF with_grant THEN
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.grant_usage(text, boolean, boolean) TO %I%s', p_role, opt);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.revoke_usage(text) TO %I%s', p_role, opt);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.metrics() TO %I%s', p_role, opt);
+	END IF;
+	EXECUTE format('GRANT SELECT, UPDATE (status, updated_at), '
+				   'INSERT (id, label, root_node, submitted_by, database) ON df.instances TO %I%s',
+				   p_role, opt);
+	EXECUTE format('GRANT SELECT, INSERT (id, instance_id, node_type, query, result_name, left_node, '
+				   'right_node, submitted_by, database) ON df.nodes TO %I%s',
+				   p_role, opt);
+	EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON df.vars TO %I%s', p_role, opt);
+
+	RAISE NOTICE 'pg_durable: granted df usage privileges to "%"', p_role;
+END
+$fn$;
+COMMENT ON FUNCTION df.grant_usage(text, boolean, boolean) IS
+	'grant a role the use of pg_durable (schema df, its tables under row-level security); '
+	'include_http adds df.http and df.http_multipart; with_grant makes every grant WITH GRANT '
+	'OPTION and adds df.grant_usage, df.revoke_usage and df.metrics, so the role can delegate';
+
+CREATE FUNCTION df.revoke_usage(p_role text) RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+DECLARE
+	fn text;
+BEGIN
+	IF p_role IS NULL OR p_role = '' THEN
+		RAISE EXCEPTION 'df.revoke_usage: role name cannot be empty'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF NOT has_schema_privilege('df', 'USAGE WITH GRANT OPTION') THEN
+		RAISE EXCEPTION 'permission denied to revoke pg_durable usage: current_user "%" does not hold USAGE on schema df WITH GRANT OPTION', current_user
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+
+	-- the caller may never have held these: nothing of its own to revoke
+	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer)',
+							  'df.http_multipart(text, text, jsonb, jsonb, integer)',
+							  'df.grant_usage(text, boolean, boolean)',
+							  'df.revoke_usage(text)',
+							  'df.metrics()']
+	LOOP
+		BEGIN
+			EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %I CASCADE', fn, p_role);
+		EXCEPTION WHEN insufficient_privilege THEN
+			NULL;
+		END;
+	END LOOP;
+	EXECUTE format('REVOKE SELECT, UPDATE (status, updated_at), '
+				   'INSERT (id, label, root_node, submitted_by, database) ON df.instances FROM %I CASCADE',
+				   p_role);
+	EXECUTE format('REVOKE SELECT, INSERT (id, instance_id, node_type, query, result_name, left_node, '
+				   'right_node, submitted_by, database) ON df.nodes FROM %I CASCADE',
+				   p_role);
+	EXECUTE format('REVOKE SELECT, INSERT, UPDATE, DELETE ON df.vars FROM %I CASCADE', p_role);
+	EXECUTE format('REVOKE USAGE ON SCHEMA df FROM %I CASCADE', p_role);
+
+	RAISE NOTICE 'pg_durable: revoked df usage privileges granted by "%" from "%"', current_user, p_role;
+END
+$fn$;
+COMMENT ON FUNCTION df.revoke_usage(text) IS
+	'revoke what df.grant_usage granted a role, as far as the caller granted it (CASCADE: '
+	'grants the role passed on go too); schema USAGE goes last';
+
+REVOKE EXECUTE ON FUNCTION df.grant_usage(text, boolean, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df.revoke_usage(text) FROM PUBLIC;

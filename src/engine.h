@@ -107,6 +107,10 @@ extern bool pgd_lock_run(const char *instance_id, char **status);
 extern PgdOutcome pgd_run_user_sql(const char *query, Oid submitter, bool *retry,
 								   int *sqlstate);
 
+/* start.c: the submitter, checked again whenever the engine acts for it */
+extern char *pgd_identity_problem(Oid roleid);
+extern bool pgd_check_submitter_at_load(const char *instance_id, Oid submitter);
+
 /* wake.c */
 extern void pgd_wake_register_xact_callback(void);
 extern void pgd_wake_at_commit(int ntasks);

@@ -227,7 +227,8 @@ run_start_task(Task *t)
 	PgdGraph   *g;
 
 	if (!load_run(t->instance_id, &run) || !pgd_lock_run(t->instance_id, &status) ||
-		strcmp(status, "pending") != 0)
+		strcmp(status, "pending") != 0 ||
+		!pgd_check_submitter_at_load(t->instance_id, run.submitted_by))
 	{
 		delete_task(t->id);
 		return;

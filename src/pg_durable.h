@@ -42,6 +42,9 @@ extern void pgd_shmem_startup(void);
 extern void pgd_register_launcher(void);
 PGDLLEXPORT void pgd_launcher_main(Datum main_arg);
 
+/* step_sql.c: true inside a workflow step (or with df.in_workflow = 'true') */
+extern bool pgd_in_workflow(void);
+
 /* dsl_guard.c: detection of helper results (df.setvar ...) used as steps */
 extern void pgd_note_helper_result(const char *helper, const char *result);
 extern void pgd_check_not_helper_result(const char *operand);

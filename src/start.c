@@ -11,7 +11,14 @@
  * Checks run in the reference's order: parse, database, identity (LOGIN),
  * superuser guard, graph validation.  The rows are written with the
  * privileges of the bootstrap superuser (the engine's tables are private);
- * submitted_by is the caller's current_user.
+ * submitted_by is the caller's current_user.  The engine checks the
+ * identity again when it loads the instance (a forged submitted_by, a
+ * submitter that became a superuser) and before every step (a dropped
+ * role): pgd_check_submitter_at_load, pgd_identity_problem.
+ *
+ * Called from inside a step, df.start works like anywhere else: the new
+ * instance belongs to the step's submitter (the current user there) and
+ * starts only if the step commits.
  *
  * Locks: inserts only (df.instances, df.nodes, df_internal.runs,
  * df_internal.tasks); the deferred foreign keys are checked at commit.
@@ -242,6 +249,78 @@ check_identity(Oid userid)
 						role_name(userid))));
 }
 
+/*
+ * Why the engine must not act for a submitter any more, or NULL.  df.start
+ * checked the role, but it may have been dropped, lost LOGIN or become a
+ * superuser since; steps and the load of an instance check again.
+ */
+char *
+pgd_identity_problem(Oid roleid)
+{
+	HeapTuple	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(roleid));
+	Form_pg_authid role;
+	char	   *problem = NULL;
+
+	if (!HeapTupleIsValid(tup))
+		return psprintf("pg_durable: the role that submitted this instance (OID %u) no longer exists; "
+						"its steps cannot run. Start the workflow again as an existing role.",
+						roleid);
+	role = (Form_pg_authid) GETSTRUCT(tup);
+	if (!role->rolcanlogin)
+		problem = psprintf("pg_durable: role \"%s\" that submitted this instance no longer has LOGIN "
+						   "privilege; its steps cannot run.",
+						   NameStr(role->rolname));
+	else if (role->rolsuper && !pgd_enable_superuser_instances)
+		problem = psprintf("pg_durable: superuser instances are disabled. role \"%s\" that submitted "
+						   "this instance is a superuser, but pg_durable.enable_superuser_instances "
+						   "is off; its steps cannot run.",
+						   NameStr(role->rolname));
+	ReleaseSysCache(tup);
+	return problem;
+}
+
+/*
+ * When the engine loads an instance (its "start" task), the submitter it
+ * carries (df_internal.runs, written by df.start) must still be the one in
+ * df.instances and still be allowed.  A role that can write submitted_by
+ * (a superuser, or a BYPASSRLS role someone gave UPDATE on it) could
+ * otherwise make an instance that an ordinary role started look like a
+ * superuser's.  On a problem the instance fails before any step runs: its
+ * status becomes 'failed', its nodes stay pending, and the reason goes to
+ * the server log.  Runs under the instance's runs lock, inside SPI.
+ */
+bool
+pgd_check_submitter_at_load(const char *instance_id, Oid submitter)
+{
+	char	   *problem = NULL;
+	Oid			recorded = InvalidOid;
+
+	if (PGD_EXEC("SELECT submitted_by::pg_catalog.oid FROM df.instances "
+				 "WHERE id OPERATOR(pg_catalog.=) $1",
+				 instance_id) > 0)
+		recorded = (Oid) strtoul(pgd_spi_getstring(0, 1), NULL, 10);
+
+	if (recorded != submitter)
+		problem = psprintf("pg_durable: submitted_by of instance %s was changed after df.start "
+						   "(started by OID %u, now OID %u); the instance fails without running",
+						   instance_id, submitter, recorded);
+	else
+		problem = pgd_identity_problem(submitter);
+	if (problem == NULL)
+		return true;
+
+	ereport(WARNING,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("pg_durable: instance %s failed when it was loaded", instance_id),
+			 errdetail("%s", problem)));
+	PGD_EXEC("UPDATE df.instances SET status = 'failed', updated_at = pg_catalog.now() "
+			 "WHERE id OPERATOR(pg_catalog.=) $1 "
+			 "AND status NOT IN ('completed', 'failed', 'cancelled')",
+			 instance_id);
+	pgd_end_instance(instance_id);
+	return false;
+}
+
 static void
 raise_graph_error(const char *msg)
 {
@@ -337,8 +416,16 @@ pgd_start(PG_FUNCTION_ARGS)
 	list.rows = palloc(sizeof(NodeRow) * list.cap);
 	collect(&list, root);
 
+	/*
+	 * Inside a workflow step the caller runs in a security-restricted
+	 * operation, where PostgreSQL refuses the deferred foreign-key checks
+	 * that these inserts queue.  Only the fixed statements below run without
+	 * the restriction (as the bootstrap superuser, no user code involved);
+	 * the checks fire at the step transaction's commit.
+	 */
 	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   (save_sec & ~SECURITY_RESTRICTED_OPERATION) | SECURITY_LOCAL_USERID_CHANGE);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_durable: SPI_connect failed");

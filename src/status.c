@@ -26,19 +26,10 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/timestamp.h"
 
 #include "engine.h"
 #include "pg_durable.h"
-
-static bool
-in_workflow(void)
-{
-	const char *v = GetConfigOption("df.in_workflow", true, false);
-
-	return v != NULL && strcmp(v, "true") == 0;
-}
 
 static bool
 is_terminal(const char *status)
@@ -112,9 +103,9 @@ static char *
 await_instance(const char *fn, const char *id, int timeout_seconds)
 {
 	TimestampTz deadline;
-	char	   *status;
+	char	   *volatile status = NULL;
 
-	if (in_workflow())
+	if (pgd_in_workflow())
 		ereport(ERROR,
 				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
 				 errmsg("%s() cannot be called inside a workflow - a step must not wait for an instance", fn),

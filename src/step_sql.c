@@ -18,6 +18,25 @@
  * step transaction.  Empty text (only comments or semicolons) succeeds
  * with no rows.
  *
+ * Containment.  The executor is a long-lived session that runs steps of
+ * every user one after the other, so nothing a step does may survive it
+ * (the tests in security_containment.sql try each of these):
+ *	 - settings (SET, SET LOCAL, set_config, RESET ALL): the GUC nest level
+ *	   is popped with isCommit = false on success and on error;
+ *	 - SET ROLE, SET SESSION AUTHORIZATION, temporary objects, LISTEN and
+ *	   cursors WITH HOLD: refused by PostgreSQL itself in a
+ *	   security-restricted operation under a local user id change;
+ *	 - prepared statements, session-level advisory locks and the sequence
+ *	   caches behind currval/lastval are not transactional: they are
+ *	   dropped after every step, whatever its outcome, as DISCARD ALL would;
+ *	 - df.in_workflow: a step could SET it to false, so "inside a workflow"
+ *	   is decided by an internal flag (pgd_in_workflow), the setting only
+ *	   adding to it.
+ * Before switching to the submitter, the role is looked up again: a role
+ * dropped since df.start, no longer LOGIN, or now a superuser while
+ * pg_durable.enable_superuser_instances is off fails the step with a clear
+ * message instead of running as an OID that means nothing or too much.
+ *
  * On error the subtransaction is rolled back and the error becomes the
  * outcome ("SQL execution failed: <message>").  Deadlocks, serialization
  * failures and lock timeouts are not failures of the node: the caller
@@ -33,17 +52,54 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "commands/prepare.h"
+#include "commands/sequence.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/lock.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
 #include "engine.h"
+#include "pg_durable.h"
 #include "results.h"
 
 #define ERRCODE_PGD_RESULT_CONVERSION MAKE_SQLSTATE('P','D','0','0','1')
+
+/* true while a step's statement runs; see pgd_in_workflow */
+static bool in_step = false;
+
+/*
+ * Whether the caller runs inside a workflow step.  The setting
+ * df.in_workflow = 'true' counts too (the reference's only signal, and what
+ * tests use outside the engine), but a step cannot turn the flag off.
+ */
+bool
+pgd_in_workflow(void)
+{
+	const char *v;
+
+	if (in_step)
+		return true;
+	v = GetConfigOption("df.in_workflow", true, false);
+	return v != NULL && strcmp(v, "true") == 0;
+}
+
+/*
+ * Drop the session state a statement can create that neither a
+ * subtransaction rollback nor the GUC nest level undoes.  These are the
+ * parts of DISCARD ALL that are safe inside a transaction; the others are
+ * refused in a security-restricted operation in the first place.
+ */
+static void
+discard_step_session_state(void)
+{
+	DropAllPreparedStatements();
+	LockReleaseSession(USER_LOCKMETHOD);
+	ResetSequenceCaches();
+}
 
 static bool
 is_retryable(int sqlerrcode)
@@ -61,10 +117,18 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 	PgdOutcome	outcome = {false, NULL};
 	Oid			save_userid;
 	int			save_sec;
+	bool		save_in_step;
 
 	*retry = false;
 	*sqlstate = 0;
+
+	outcome.result = pgd_identity_problem(submitter);
+	if (outcome.result != NULL)
+		return outcome;
+
 	GetUserIdAndSecContext(&save_userid, &save_sec);
+	save_in_step = in_step;
+	in_step = true;
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcxt);
@@ -146,5 +210,7 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 	}
 	PG_END_TRY();
 
+	in_step = save_in_step;
+	discard_step_session_state();
 	return outcome;
 }

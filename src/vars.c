@@ -6,7 +6,8 @@
  * Each role has its own namespace in df.vars (row owner = the current user,
  * also enforced by row-level security).  df.start snapshots the submitter's
  * variables; a workflow sees that snapshot, so changing variables from
- * inside a workflow is refused (df.in_workflow is set by the executor).
+ * inside a workflow is refused (pgd_in_workflow: the executor's own flag,
+ * which a step cannot clear, or df.in_workflow = 'true').
  *
  * The helpers return 'OK'; because that text is also valid input to the DSL
  * composers, each call is noted (dsl_guard.c) so that passing it into a
@@ -24,16 +25,13 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 
 #include "pg_durable.h"
 
 static void
 refuse_inside_workflow(const char *fn)
 {
-	const char *in_workflow = GetConfigOption("df.in_workflow", true, false);
-
-	if (in_workflow != NULL && strcmp(in_workflow, "true") == 0)
+	if (pgd_in_workflow())
 		ereport(ERROR,
 				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
 				 errmsg("%s() cannot be called inside a workflow - variables are captured when df.start() is called", fn),

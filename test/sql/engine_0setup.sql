@@ -1,9 +1,7 @@
 -- Roles and helpers shared by the engine tests (named to sort before the other engine_* tests).
 -- Workflows run as an ordinary LOGIN role, like the reference's suite.
 CREATE ROLE df_user LOGIN;
-GRANT USAGE ON SCHEMA df TO df_user;
-GRANT SELECT ON df.instances, df.nodes TO df_user;
-GRANT SELECT, INSERT, UPDATE, DELETE ON df.vars TO df_user;
+SELECT df.grant_usage('df_user');
 GRANT CREATE ON SCHEMA public TO df_user;
 
 -- wait (with a deadline) until the engine has no task left
