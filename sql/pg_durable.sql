@@ -581,10 +581,10 @@ CREATE FUNCTION df_internal.check_rows()
 	LANGUAGE sql STABLE
 	SET search_path = pg_catalog, pg_temp
 	AS $check$
-WITH live AS (
+WITH RECURSIVE live AS (
 	SELECT i.id, i.status FROM df.instances i WHERE i.status IN ('pending', 'running')
 ), nodes AS (
-	SELECT n.instance_id, n.id, n.node_type, n.status, n.query, n.updated_at,
+	SELECT n.instance_id, n.id, n.node_type, n.status, n.query, n.left_node, n.right_node,
 		   n.status_details ->> 'execution_id' AS stamp
 	FROM df.nodes n JOIN live l ON l.id = n.instance_id
 ), edges AS (
