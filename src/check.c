@@ -132,7 +132,7 @@ retention_batch(void)
 					 "victims AS ("
 					 " SELECT i.id FROM df.instances i JOIN ranked r ON r.id OPERATOR(pg_catalog.=) i.id "
 					 " WHERE (r.rn OPERATOR(pg_catalog.>) $2 OR r.t OPERATOR(pg_catalog.<) "
-					 "  pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1)) "
+					 "  (pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1))) "
 					 " AND i.status IN ('completed', 'failed', 'cancelled') "
 					 " LIMIT $3 FOR UPDATE OF i SKIP LOCKED), "
 					 "ev AS (DELETE FROM df_internal.events e USING victims v "
