@@ -396,6 +396,29 @@ CREATE TABLE df_internal.waits (
 	PRIMARY KEY (instance_id, node_id, scope)
 );
 
+-- the append-only history of every instance (events.c); rows are small:
+-- never a step's result, at most a truncated error text
+CREATE SEQUENCE df_internal.events_id_seq;
+CREATE TABLE df_internal.events (
+	id bigint NOT NULL DEFAULT pg_catalog.nextval('df_internal.events_id_seq'),
+	instance_id varchar(8) NOT NULL,
+	at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	kind text NOT NULL CHECK (kind IN ('instance_started', 'node_started', 'node_completed',
+									   'node_failed', 'step_retried', 'signal_received',
+									   'instance_completed', 'instance_failed',
+									   'instance_cancelled')),
+	node_id varchar(8),
+	scope text,
+	attempt int,
+	duration_ms bigint,
+	detail jsonb
+);
+ALTER SEQUENCE df_internal.events_id_seq OWNED BY df_internal.events.id;
+CREATE INDEX events_instance_idx ON df_internal.events (instance_id, id);
+COMMENT ON TABLE df_internal.events IS 'append-only event history of the instances (df.history)';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.events', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.events_id_seq', '');
+
 SELECT pg_catalog.pg_extension_config_dump('df_internal.signals', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.waits', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.runs', '');
@@ -515,8 +538,8 @@ CREATE FUNCTION df.instance_executions(instance_id text, limit_count int DEFAULT
 COMMENT ON FUNCTION df.instance_executions(text, int) IS
 	'the executions (root generations) of an instance visible to the caller, newest first, at most '
 	'limit_count (clamped to 10000); earlier generations of a root loop show as continued_as_new; '
-	'until an event history exists, event_count is the number of nodes still stamped in that '
-	'generation and duration_ms is known for the first generation only';
+	'event_count is the number of events of that generation in df.history and duration_ms the time '
+	'from its first event to its last (to now while it runs)';
 
 CREATE FUNCTION df.instance_nodes(instance_id_param text)
 	RETURNS TABLE (node_id text, node_type text, query text, result_name text, left_node text,
@@ -547,7 +570,7 @@ CREATE FUNCTION df.metrics()
 COMMENT ON FUNCTION df.metrics() IS
 	'engine-wide counters over every instance whoever submitted it (administrators only): '
 	'running_instances counts pending and running ones, total_executions the root generations, '
-	'total_events the stamped nodes until an event history exists';
+	'total_events the rows of the event history';
 REVOKE EXECUTE ON FUNCTION df.metrics() FROM PUBLIC;
 
 -- ---------------------------------------------------------------------------
@@ -649,3 +672,144 @@ COMMENT ON FUNCTION df.revoke_usage(text) IS
 
 REVOKE EXECUTE ON FUNCTION df.grant_usage(text, boolean, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df.revoke_usage(text) FROM PUBLIC;
+
+-- History (events.c) and self-check (check.c)
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION df.history(instance_id text)
+	RETURNS TABLE (at timestamptz, kind text, node_id text, node_type text, execution_id text,
+				   attempt int, duration_ms bigint, detail jsonb)
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_history';
+COMMENT ON FUNCTION df.history(text) IS
+	'the event history of an instance visible to the caller, oldest first: instance and node '
+	'starts and ends (duration_ms for finished nodes and instances), retries, signals, cancels; '
+	'execution_id is the scope the node ran in; no rows for an instance the caller cannot see';
+
+-- One row per violated invariant, with the node and scope a repair needs.
+-- One statement, so one snapshot: every transition is atomic, so what it
+-- sees is a state some commit left behind.
+CREATE FUNCTION df_internal.check_rows()
+	RETURNS TABLE (instance_id text, problem text, node_id text, scope text, detail text)
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $check$
+WITH RECURSIVE live AS (
+	SELECT i.id, i.status FROM df.instances i WHERE i.status IN ('pending', 'running')
+), nodes AS (
+	SELECT n.instance_id, n.id, n.node_type, n.status, n.query, n.left_node, n.right_node,
+		   n.status_details ->> 'execution_id' AS stamp
+	FROM df.nodes n JOIN live l ON l.id = n.instance_id
+), edges AS (
+	SELECT n.instance_id, c.child, n.id AS parent
+	FROM nodes n
+	CROSS JOIN LATERAL (
+		SELECT n.left_node::text
+		UNION ALL SELECT n.right_node::text
+		UNION ALL SELECT n.query::jsonb ->> 'condition_node'
+			WHERE n.node_type IN ('IF', 'LOOP') AND n.query LIKE '{%'
+		UNION ALL SELECT e FROM jsonb_array_elements_text(
+			CASE WHEN n.node_type = 'JOIN' AND n.query LIKE '{%'
+				 AND jsonb_typeof(n.query::jsonb -> 'extra_nodes') = 'array'
+			THEN n.query::jsonb -> 'extra_nodes' ELSE '[]' END) e
+	) c(child)
+	JOIN df.nodes x ON x.instance_id = n.instance_id AND x.id = c.child
+	WHERE c.child IS NOT NULL
+), leaves AS (
+	SELECT n.* FROM nodes n JOIN live l ON l.id = n.instance_id AND l.status = 'running'
+	WHERE n.status = 'running' AND n.stamp IS NOT NULL
+	  AND n.node_type IN ('SQL', 'HTTP', 'HTTP_MULTIPART', 'SLEEP', 'WAIT_SCHEDULE', 'SIGNAL')
+), walk AS (
+	-- from each running leaf up to the root: every ancestor must be running
+	-- and stamped with the leaf's scope or an enclosing one
+	SELECT f.instance_id, f.id AS leaf, f.id AS node, f.stamp, true AS ok FROM leaves f
+	UNION ALL
+	SELECT w.instance_id, w.leaf, p.id, p.stamp,
+		   p.status = 'running' AND p.stamp IS NOT NULL
+		   AND (w.stamp = p.stamp OR starts_with(w.stamp, p.stamp || '::'))
+	FROM walk w
+	JOIN edges e ON e.instance_id = w.instance_id AND e.child = w.node
+	JOIN nodes p ON p.instance_id = e.instance_id AND p.id = e.parent
+	WHERE w.ok
+), live_leaves AS (
+	SELECT f.* FROM leaves f
+	WHERE NOT EXISTS (SELECT 1 FROM walk w
+					  WHERE w.instance_id = f.instance_id AND w.leaf = f.id AND NOT w.ok)
+)
+SELECT l.id::text, 'no_pending_work', NULL::text, NULL::text,
+	   format('%s instance has no task, timer or signal wait', l.status)
+FROM live l
+WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = l.id)
+  AND NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = l.id)
+UNION ALL
+SELECT f.instance_id::text,
+	   CASE f.node_type WHEN 'SIGNAL' THEN 'missing_wait'
+			WHEN 'SLEEP' THEN 'missing_timer' WHEN 'WAIT_SCHEDULE' THEN 'missing_timer'
+			ELSE 'stranded_step' END,
+	   f.id::text, f.stamp,
+	   format('running %s node %s in scope %s has no %s', f.node_type, f.id, f.stamp,
+			  CASE f.node_type WHEN 'SIGNAL' THEN 'registered signal wait'
+				   WHEN 'SLEEP' THEN 'timer' WHEN 'WAIT_SCHEDULE' THEN 'timer' ELSE 'task' END)
+FROM live_leaves f
+WHERE CASE WHEN f.node_type = 'SIGNAL' THEN
+		NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = f.instance_id
+					AND w.node_id = f.id AND w.scope = f.stamp)
+	  ELSE
+		NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = f.instance_id
+					AND t.node_id = f.id AND t.scope = f.stamp)
+	  END
+UNION ALL
+SELECT p.instance_id::text, 'node_state_mismatch', p.id::text, p.stamp,
+	   format('completed THEN node %s has its right child %s %s in the same scope',
+			  p.id, c.id, c.status)
+FROM df.nodes p0
+JOIN LATERAL (SELECT p0.instance_id, p0.id, p0.status_details ->> 'execution_id' AS stamp) p ON true
+JOIN df.nodes c ON c.instance_id = p0.instance_id AND c.id = p0.right_node
+WHERE p0.node_type = 'THEN' AND p0.status = 'completed'
+  AND c.status IN ('running', 'failed')
+  AND c.status_details ->> 'execution_id' = p.stamp
+UNION ALL
+SELECT t.instance_id::text, 'task_of_finished_instance', t.node_id::text, t.scope,
+	   format('%s task %s points at a %s instance', t.kind, t.id, COALESCE(i.status, 'missing'))
+FROM df_internal.tasks t
+LEFT JOIN df.instances i ON i.id = t.instance_id
+WHERE i.id IS NULL OR i.status IN ('completed', 'failed', 'cancelled')
+UNION ALL
+SELECT r.instance_id::text, 'orphan_run', NULL, NULL,
+	   format('engine state kept for a %s instance', COALESCE(i.status, 'missing'))
+FROM df_internal.runs r
+LEFT JOIN df.instances i ON i.id = r.instance_id
+WHERE i.id IS NULL OR i.status IN ('completed', 'failed', 'cancelled')
+UNION ALL
+SELECT l.id::text, 'missing_run', NULL, NULL, format('%s instance has no engine state', l.status)
+FROM live l
+WHERE NOT EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = l.id)
+UNION ALL
+SELECT j.instance_id::text, 'join_counter', j.node_id::text, j.scope,
+	   format('JOIN %s in scope %s counts %s running branches, %s are unfinished',
+			  j.node_id, j.scope, j.remaining, u.unfinished)
+FROM df_internal.joins j
+JOIN df.nodes jn ON jn.instance_id = j.instance_id AND jn.id = j.node_id
+CROSS JOIN LATERAL (
+	SELECT count(*) AS unfinished
+	FROM edges e
+	JOIN df.nodes b ON b.instance_id = e.instance_id AND b.id = e.child
+	WHERE e.instance_id = j.instance_id AND e.parent = j.node_id
+	  AND NOT (b.status IN ('completed', 'failed')
+			   AND b.status_details ->> 'execution_id' = j.scope || '::' || b.id || '::1')
+) u
+WHERE u.unfinished <> j.remaining
+$check$;
+REVOKE EXECUTE ON FUNCTION df_internal.check_rows() FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.check_rows() IS 'df.check with the node and scope each problem concerns, for reconciliation';
+
+CREATE FUNCTION df.check() RETURNS TABLE (instance_id text, problem text, detail text)
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$ SELECT instance_id, problem, detail FROM df_internal.check_rows() ORDER BY 1, 2, 3 $$;
+REVOKE EXECUTE ON FUNCTION df.check() FROM PUBLIC;
+COMMENT ON FUNCTION df.check() IS
+	'one row per violated engine invariant (administrators only): a live instance with no task, '
+	'timer or wait; a running step, timer or signal wait that lost its task, timer or wait; a THEN '
+	'whose right child disagrees with it; a task or engine state of a finished instance; a live '
+	'instance without engine state; a JOIN whose branch counter disagrees with its branches. '
+	'Reconciliation repairs what it safely can';

@@ -128,6 +128,18 @@ extern void pgd_timer_node_start(PgdGraph *g, int n, const char *scope);
 extern void pgd_timer_fire(PgdGraph *g, int n, const char *scope);
 extern void pgd_signal_deliver(PgdGraph *g);
 
+/* events.c: the event history (written under the runs lock) */
+#define PGD_EVENT_ERROR_LEN 200
+extern void pgd_event_add(const char *instance_id, const char *kind, const char *node_id,
+						  const char *scope, int attempt, const char *detail);
+extern char *pgd_event_detail(const char *key, const char *text);
+extern void pgd_event_set_attempt(const char *node_id, int attempt);
+extern int	pgd_event_attempt(const char *node_id);
+
+/* check.c: retention and reconciliation, run by executor 0 */
+extern void pgd_reconcile_maybe(long *sleep_ms);
+extern bool pgd_log_allowed(void);
+
 /* executor.c */
 PGDLLEXPORT void pgd_executor_main(Datum main_arg);
 

@@ -27,6 +27,15 @@
  * the task with a jittered back-off.  Unexpected errors of the engine
  * itself are logged, the transaction is rolled back and the loop goes on.
  *
+ * Executor 0 also runs retention and reconciliation (check.c) every
+ * pg_durable.reconcile_interval seconds, between tasks.
+ *
+ * In pg_stat_activity an executor is application_name "pg_durable
+ * executor", its query is the step's SQL while a step runs, and while idle
+ * it waits on PG_WAIT_EXTENSION (PostgreSQL 15 cannot name its own wait
+ * events).  Step failures and retries are logged at LOG, rate-limited, with
+ * the error text truncated and never a step's result.
+ *
  * Locks: task rows (SKIP LOCKED), then one runs row; see engine.h.
  *
  *-------------------------------------------------------------------------
@@ -38,6 +47,7 @@
 #include "commands/extension.h"
 #include "common/pg_prng.h"
 #include "executor/spi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -289,12 +299,26 @@ run_step_task(Task *t)
 		pgd_executor_set_running(NULL, NULL);
 		if (retry && t->attempts < MAX_RETRIES)
 		{
-			ereport(DEBUG1,
-					(errmsg("pg_durable: retrying step %s of instance %s after %s",
-							t->node_id, t->instance_id, unpack_sql_state(sqlstate))));
+			if (pgd_log_allowed())
+				ereport(LOG,
+						(errmsg("pg_durable: retrying step %s of instance %s after %s (attempt %d)",
+								t->node_id, t->instance_id, unpack_sql_state(sqlstate),
+								t->attempts + 1)));
 			requeue_task(t);
+			pgd_event_add(t->instance_id, "step_retried", t->node_id, t->scope, t->attempts + 1,
+						  pgd_event_detail("sqlstate", unpack_sql_state(sqlstate)));
 			return true;
 		}
+	}
+	if (!outcome.ok && pgd_log_allowed())
+	{
+		char	   *msg = pstrdup(outcome.result ? outcome.result : "");
+
+		if (strlen(msg) > PGD_EVENT_ERROR_LEN)
+			msg[pg_mbcliplen(msg, strlen(msg), PGD_EVENT_ERROR_LEN)] = '\0';
+		ereport(LOG,
+				(errmsg("pg_durable: node %s of instance %s failed: %s",
+						t->node_id, t->instance_id, msg)));
 	}
 
 	/* step 3: under the instance lock, the step must still be wanted */
@@ -308,7 +332,9 @@ run_step_task(Task *t)
 		return false;
 	}
 
+	pgd_event_set_attempt(t->node_id, t->attempts + 1);
 	pgd_transition_complete(g, n, t->scope, outcome);
+	pgd_event_set_attempt(NULL, 0);
 	delete_task(t->id);
 	return true;
 }
@@ -357,6 +383,7 @@ process_one(long *sleep_ms)
 	int			n;
 	bool		committed_here = true;
 
+	pgd_event_set_attempt(NULL, 0);
 	begin_unit("pg_durable: looking for work");
 	n = pgd_spi_exec("SELECT id, instance_id, node_id, scope, kind, attempts FROM df_internal.tasks "
 					 "WHERE run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
@@ -455,13 +482,25 @@ process_available_work(void)
 		}
 
 		if (my_slot == 0)
+		{
+			long		ms = sleep_ms;
+
 			heartbeat();
+			pgd_reconcile_maybe(&ms);
+			sleep_ms = ms;
+		}
 
 		if (did)
 			continue;
 
 		pgstat_report_stat(false);	/* make our statistics visible */
 		pgstat_report_activity(STATE_IDLE, NULL);
+
+		/*
+		 * PostgreSQL 15 has no custom wait events (they arrived in 17):
+		 * idle executors show wait_event_type "Extension", wait_event
+		 * "Extension" in pg_stat_activity.
+		 */
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 sleep_ms, PG_WAIT_EXTENSION);
 	}

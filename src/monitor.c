@@ -350,11 +350,12 @@ pgd_instance_info(PG_FUNCTION_ARGS)
 
 /*
  * One row per root generation, newest first.  Generations are numbered
- * without gaps, so all of them existed; what is known of an earlier one is
- * the nodes that still carry its stamp (a later generation re-stamps what
- * it runs again).  Only the first generation has a known start, so
- * duration_ms is NULL for the later ones until an event history records
- * when each began.
+ * without gaps, so all of them existed.  event_count and duration_ms come
+ * from the event history: the events whose scope lies in the generation
+ * (instance-wide events without a scope count for the current one), and
+ * the time from its first event to its last, or to now while it runs.
+ * The events are read as the bootstrap superuser once the instance is
+ * known to be visible to the caller.
  */
 PG_FUNCTION_INFO_V1(pgd_instance_executions);
 Datum
@@ -371,10 +372,9 @@ pgd_instance_executions(PG_FUNCTION_ARGS)
 	Datum		status;
 	Datum		output;
 	bool		output_null;
-	Datum		duration;
-	bool		duration_null;
 	int64	   *gens = NULL;
 	int64	   *counts = NULL;
+	int64	   *durations = NULL;
 	int			ngens = 0;
 	int			i;
 
@@ -385,12 +385,7 @@ pgd_instance_executions(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_durable: SPI_connect failed");
-	if (pgd_spi_exec("SELECT i.status, " PGD_SQL_EXECUTION_COUNT ", " PGD_SQL_OUTPUT ", "
-					 "GREATEST(0, (pg_catalog.date_part('epoch', "
-					 "CASE WHEN i.completed_at IS NOT NULL THEN i.completed_at "
-					 "WHEN i.status OPERATOR(pg_catalog.=) ANY ('{failed,cancelled}'::text[]) THEN i.updated_at "
-					 "ELSE pg_catalog.now() END OPERATOR(pg_catalog.-) i.created_at) "
-					 "OPERATOR(pg_catalog.*) 1000)::bigint) "
+	if (pgd_spi_exec("SELECT i.status, " PGD_SQL_EXECUTION_COUNT ", " PGD_SQL_OUTPUT " "
 					 "FROM " PGD_SQL_ROOT_JOIN " WHERE i.id OPERATOR(pg_catalog.=) $1",
 					 1, types, values, NULL, true) == 0)
 	{
@@ -403,23 +398,41 @@ pgd_instance_executions(PG_FUNCTION_ARGS)
 	output = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &output_null);
 	if (!output_null)
 		output = SPI_datumTransfer(output, false, -1);
-	duration = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &duration_null);
 
-	/* nodes per root generation, from the first level of each stamp */
-	ngens = pgd_spi_exec("SELECT g, pg_catalog.count(*) FROM ("
-						 " SELECT (pg_catalog.regexp_match(status_details OPERATOR(pg_catalog.->>) 'execution_id', "
-						 " '^[^:]+::([0-9]{1,18})(::|$)'))[1]::bigint AS g "
-						 " FROM df.nodes WHERE instance_id OPERATOR(pg_catalog.=) $1) s "
-						 "WHERE g IS NOT NULL GROUP BY g",
-						 1, types, values, NULL, true);
+	/* events per root generation, from the first level of each scope */
+	{
+		Oid			t2[2] = {TEXTOID, INT8OID};
+		Datum		v2[2];
+		Oid			save_userid;
+		int			save_sec;
+
+		v2[0] = values[0];
+		v2[1] = Int64GetDatum(current);
+		GetUserIdAndSecContext(&save_userid, &save_sec);
+		SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+		ngens = pgd_spi_exec("SELECT g, pg_catalog.count(*), "
+							 "GREATEST(0, (pg_catalog.date_part('epoch', "
+							 "CASE WHEN g OPERATOR(pg_catalog.=) $2 AND NOT pg_catalog.bool_or(kind "
+							 "OPERATOR(pg_catalog.~) '^instance_(completed|failed|cancelled)$') "
+							 "THEN pg_catalog.clock_timestamp() ELSE pg_catalog.max(at) END "
+							 "OPERATOR(pg_catalog.-) pg_catalog.min(at)) OPERATOR(pg_catalog.*) 1000)::bigint) "
+							 "FROM (SELECT COALESCE((pg_catalog.regexp_match(scope, "
+							 " '^[^:]+::([0-9]{1,18})(::|$)'))[1]::bigint, $2) AS g, kind, at "
+							 " FROM df_internal.events WHERE instance_id OPERATOR(pg_catalog.=) $1) s "
+							 "GROUP BY g",
+							 2, t2, v2, NULL, true);
+		SetUserIdAndSecContext(save_userid, save_sec);
+	}
 	if (ngens > 0)
 	{
 		gens = palloc(sizeof(int64) * ngens);
 		counts = palloc(sizeof(int64) * ngens);
+		durations = palloc(sizeof(int64) * ngens);
 		for (i = 0; i < ngens; i++)
 		{
 			gens[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
 			counts[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+			durations[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull));
 		}
 	}
 
@@ -429,18 +442,21 @@ pgd_instance_executions(PG_FUNCTION_ARGS)
 		Datum		out[5];
 		bool		outnull[5];
 		int64		count = 0;
+		int			found = -1;
 
 		for (i = 0; i < ngens; i++)
 			if (gens[i] == g)
-				count = counts[i];
+				found = i;
+		if (found >= 0)
+			count = counts[found];
 		memset(outnull, 0, sizeof(outnull));
 		out[0] = Int64GetDatum(g);
 		out[2] = Int64GetDatum(count);
+		out[3] = Int64GetDatum(found >= 0 ? durations[found] : 0);
+		outnull[3] = found < 0;
 		if (g == current)
 		{
 			out[1] = status;
-			out[3] = duration;
-			outnull[3] = duration_null || g != 1;
 			out[4] = output;
 			outnull[4] = output_null;
 		}
@@ -448,7 +464,6 @@ pgd_instance_executions(PG_FUNCTION_ARGS)
 		{
 			/* an earlier iteration of a root loop: it went on as the next one */
 			out[1] = CStringGetTextDatum("continued_as_new");
-			outnull[3] = true;
 			outnull[4] = true;
 		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnull);
@@ -483,7 +498,7 @@ pgd_metrics(PG_FUNCTION_ARGS)
 				 "pg_catalog.count(*) FILTER (WHERE i.status OPERATOR(pg_catalog.=) 'completed'), "
 				 "pg_catalog.count(*) FILTER (WHERE i.status OPERATOR(pg_catalog.=) 'failed'), "
 				 "COALESCE(pg_catalog.sum(" PGD_SQL_EXECUTION_COUNT "), 0)::bigint, "
-				 "(SELECT pg_catalog.count(*) FROM df.nodes s WHERE s.status_details IS NOT NULL) "
+				 "(SELECT pg_catalog.count(*) FROM df_internal.events) "
 				 "FROM " PGD_SQL_ROOT_JOIN,
 				 0, NULL, NULL, NULL, true);
 	for (i = 0; i < 6; i++)

@@ -201,6 +201,7 @@ pgd_cancel(PG_FUNCTION_ARGS)
 					 "WHERE id OPERATOR(pg_catalog.=) $1 "
 					 "AND status NOT IN ('completed', 'failed', 'cancelled')",
 				 id);
+		pgd_event_add(id, "instance_cancelled", NULL, NULL, 0, pgd_event_detail("reason", reason));
 		pgd_end_instance(id);
 	}
 	SPI_finish();

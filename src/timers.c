@@ -171,6 +171,8 @@ pgd_timer_node_start(PgdGraph *g, int n, const char *scope)
 				}
 				if (take_signal(g->instance_id, name->str, &payload))
 				{
+					pgd_event_add(g->instance_id, "signal_received", node->id, scope, 0,
+								  pgd_event_detail("name", name->str));
 					pgd_transition_complete(g, n, scope,
 											outcome_ok(signal_result(name->str, false, payload)));
 					break;
@@ -277,6 +279,8 @@ pgd_signal_deliver(PgdGraph *g)
 		if (!take_signal(g->instance_id, name, &payload))
 			elog(ERROR, "pg_durable: signal '%s' of instance %s vanished under the instance lock",
 				 name, g->instance_id);
+		pgd_event_add(g->instance_id, "signal_received", node_id, scope, 0,
+					  pgd_event_detail("name", name));
 		pgd_transition_complete(g, n, scope, outcome_ok(signal_result(name, false, payload)));
 	}
 }

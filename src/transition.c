@@ -29,6 +29,9 @@
  *
  * Reaching the root finishes the instance and removes its engine state.
  *
+ * Every node start and end writes an event (events.c) with the same
+ * statement that updates the node; instance starts and ends write one too.
+ *
  * Locks: only rows of the instance whose runs row the caller holds; tasks
  * claimed by others are skipped (SKIP LOCKED), never waited for.
  *
@@ -124,34 +127,65 @@ pgd_parent_scope(PgdGraph *g, int node, const char *scope)
  * ---------------------------------------------------------------------
  */
 
+/* The node starts; its node_started event is written by the same statement. */
 static void
 node_set_running(PgdGraph *g, int n, const char *scope)
 {
-	PGD_EXEC("UPDATE df.nodes SET status = 'running', result = NULL, "
-				 "status_details = pg_catalog.jsonb_build_object('execution_id', $3), "
-				 "updated_at = pg_catalog.now() "
-				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
-				 g->instance_id, g->nodes[n].id, scope);
+	PGD_EXEC("WITH u AS (UPDATE df.nodes SET status = 'running', result = NULL, "
+			 "status_details = pg_catalog.jsonb_build_object('execution_id', $3), "
+			 "updated_at = pg_catalog.now() "
+			 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 "
+			 "RETURNING 1) "
+			 "INSERT INTO df_internal.events (instance_id, kind, node_id, scope) "
+			 "SELECT $1, 'node_started', $2, $3 FROM u",
+			 g->instance_id, g->nodes[n].id, scope);
 }
 
 static void
 node_set_done(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 {
-	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID};
-	Datum		values[5];
+	Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID, INT4OID, TEXTOID};
+	Datum		values[7];
+	char		nulls[7] = "       ";
 
 	values[0] = pgd_text_datum(g->instance_id);
 	values[1] = pgd_text_datum(g->nodes[n].id);
 	values[2] = pgd_text_datum(scope);
 	values[3] = pgd_text_datum(outcome.result);
 	values[4] = BoolGetDatum(outcome.ok);
-	pgd_spi_exec("UPDATE df.nodes SET "
+	values[5] = Int32GetDatum(pgd_event_attempt(g->nodes[n].id));
+	if (outcome.ok)
+		nulls[6] = 'n';
+	else
+		values[6] = pgd_text_datum(pgd_event_detail("error", outcome.result));
+
+	/*
+	 * The node's end event goes with the update: its duration runs from
+	 * when the node started (the old row's updated_at, which the CTE reads
+	 * before the update), its detail is the truncated error or a SQL
+	 * step's row count, never the result itself.
+	 */
+	pgd_spi_exec("WITH o AS (SELECT updated_at FROM df.nodes "
+				 " WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2), "
+				 "u AS (UPDATE df.nodes SET "
 				 "status = CASE WHEN $5 THEN 'completed' ELSE 'failed' END, "
 				 "result = CASE WHEN $5 THEN $4::pg_catalog.jsonb ELSE pg_catalog.to_jsonb($4) END, "
 				 "status_details = pg_catalog.jsonb_build_object('execution_id', $3), "
 				 "updated_at = pg_catalog.now() "
-				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
-				 5, types, values, NULL, false);
+				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 "
+				 "RETURNING result) "
+				 "INSERT INTO df_internal.events "
+				 "(instance_id, kind, node_id, scope, attempt, duration_ms, detail) "
+				 "SELECT $1, CASE WHEN $5 THEN 'node_completed' ELSE 'node_failed' END, $2, $3, "
+				 "NULLIF($6, 0), "
+				 "GREATEST(0, (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() "
+				 "OPERATOR(pg_catalog.-) o.updated_at) OPERATOR(pg_catalog.*) 1000)::bigint), "
+				 "CASE WHEN NOT $5 THEN $7::pg_catalog.jsonb "
+				 "WHEN pg_catalog.jsonb_typeof(u.result OPERATOR(pg_catalog.->) 'row_count') "
+				 "OPERATOR(pg_catalog.=) 'number' "
+				 "THEN pg_catalog.jsonb_build_object('row_count', u.result OPERATOR(pg_catalog.->) 'row_count') END "
+				 "FROM u LEFT JOIN o ON true",
+				 7, types, values, nulls, false);
 }
 
 static void
@@ -273,13 +307,16 @@ pgd_end_instance(const char *instance_id)
 }
 
 static void
-finish_instance(PgdGraph *g, PgdOutcome outcome)
+finish_instance(PgdGraph *g, const char *scope, PgdOutcome outcome)
 {
-	PGD_EXEC("UPDATE df.instances SET status = $2, updated_at = pg_catalog.now(), "
+	if (PGD_EXEC("UPDATE df.instances SET status = $2, updated_at = pg_catalog.now(), "
 				 "completed_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'completed' THEN pg_catalog.now() END "
 				 "WHERE id OPERATOR(pg_catalog.=) $1 "
 				 "AND status NOT IN ('completed', 'failed', 'cancelled')",
-				 g->instance_id, outcome.ok ? "completed" : "failed");
+				 g->instance_id, outcome.ok ? "completed" : "failed") > 0)
+		pgd_event_add(g->instance_id, outcome.ok ? "instance_completed" : "instance_failed",
+					  NULL, scope, 0,
+					  outcome.ok ? NULL : pgd_event_detail("error", outcome.result));
 	pgd_end_instance(g->instance_id);
 }
 
@@ -842,6 +879,7 @@ pgd_transition_start_instance(PgdGraph *g)
 	PGD_EXEC("UPDATE df_internal.runs SET status = 'running' "
 				 "WHERE instance_id OPERATOR(pg_catalog.=) $1",
 				 g->instance_id);
+	pgd_event_add(g->instance_id, "instance_started", NULL, psprintf("%s::1", g->instance_id), 0, NULL);
 	start_node(g, g->root, psprintf("%s::1", g->instance_id));
 }
 
@@ -968,7 +1006,7 @@ pgd_transition_complete(PgdGraph *g, int n, const char *scope, PgdOutcome outcom
 
 	if (p < 0)
 	{
-		finish_instance(g, outcome);
+		finish_instance(g, scope, outcome);
 		return;
 	}
 

@@ -55,7 +55,7 @@ SELECT df.start(df.loop('INSERT INTO mon_counter VALUES (1) RETURNING n',
 SELECT df.await_instance(:'loop_id');
 SELECT execution_count, status FROM df.list_instances(NULL, 10, 'mon-loop');
 SELECT current_execution_id, status FROM df.instance_info(:'loop_id');
-SELECT execution_id, status, event_count > 0 AS has_events, duration_ms, output
+SELECT execution_id, status, event_count > 0 AS has_events, duration_ms >= 0 AS has_duration, output
 FROM df.instance_executions(:'loop_id');
 SELECT execution_id, status FROM df.instance_executions(:'loop_id', 2);
 
