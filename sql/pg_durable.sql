@@ -673,13 +673,16 @@ COMMENT ON FUNCTION df.revoke_usage(text) IS
 REVOKE EXECUTE ON FUNCTION df.grant_usage(text, boolean, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df.revoke_usage(text) FROM PUBLIC;
 
+-- ---------------------------------------------------------------------------
 -- History (events.c) and self-check (check.c)
 -- ---------------------------------------------------------------------------
 
 CREATE FUNCTION df.history(instance_id text)
 	RETURNS TABLE (at timestamptz, kind text, node_id text, node_type text, execution_id text,
 				   attempt int, duration_ms bigint, detail jsonb)
-	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_history';
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_history';
 COMMENT ON FUNCTION df.history(text) IS
 	'the event history of an instance visible to the caller, oldest first: instance and node '
 	'starts and ends (duration_ms for finished nodes and instances), retries, signals, cancels; '
