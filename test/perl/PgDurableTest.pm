@@ -13,7 +13,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(
-  engine_node wait_engine_ready step_sql start_instance
+  engine_node wait_engine_ready step_sql crash_shapes start_instance
   wait_instances_done executor_pid_in_step check_effects check_engine_empty
 );
 
@@ -78,6 +78,28 @@ sub step_sql
 	$sleep //= 0.5;
 	return "INSERT INTO effects (instance_id, step) "
 	  . "SELECT ''{sys_instance_id}'', ''$step'' FROM pg_sleep($sleep)";
+}
+
+# The workflows the crash tests run each round: a sequence, a JOIN followed by
+# a step, and a JOIN of a sequence with a step; each step records an effect.
+sub crash_shapes
+{
+	return (
+		seq => {
+			graph => sprintf("df.seq(df.seq('%s', '%s'), '%s')",
+				step_sql('s1'), step_sql('s2'), step_sql('s3')),
+			steps => [qw(s1 s2 s3)],
+		},
+		join_then => {
+			graph => sprintf("df.seq(df.join('%s', '%s'), '%s')",
+				step_sql('j1'), step_sql('j2'), step_sql('j3')),
+			steps => [qw(j1 j2 j3)],
+		},
+		join_of_seq => {
+			graph => sprintf("df.join(df.seq('%s', '%s'), '%s')",
+				step_sql('a1'), step_sql('a2'), step_sql('b1', 1)),
+			steps => [qw(a1 a2 b1)],
+		});
 }
 
 # Start the workflow $graph_sql (an SQL expression) as the workflow role and

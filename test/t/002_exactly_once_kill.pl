@@ -26,23 +26,7 @@ my $workers = 3;
 
 my $node = engine_node('kill', $workers);
 
-my %shapes = (
-	seq => {
-		graph => sprintf("df.seq(df.seq('%s', '%s'), '%s')",
-			step_sql('s1'), step_sql('s2'), step_sql('s3')),
-		steps => [qw(s1 s2 s3)],
-	},
-	join_then => {
-		graph => sprintf("df.seq(df.join('%s', '%s'), '%s')",
-			step_sql('j1'), step_sql('j2'), step_sql('j3')),
-		steps => [qw(j1 j2 j3)],
-	},
-	join_of_seq => {
-		graph => sprintf("df.join(df.seq('%s', '%s'), '%s')",
-			step_sql('a1'), step_sql('a2'), step_sql('b1', 1)),
-		steps => [qw(a1 a2 b1)],
-	},
-);
+my %shapes = crash_shapes();
 my @targets = qw(s1 j1 a1 s2 j2 a2 s3 j3 b1);
 
 my $ninstances = 0;

@@ -24,18 +24,7 @@ my $workers = 2;
 
 my $node = engine_node('restart', $workers);
 
-my %shapes = (
-	seq => {
-		graph => sprintf("df.seq(df.seq('%s', '%s'), '%s')",
-			step_sql('s1'), step_sql('s2'), step_sql('s3')),
-		steps => [qw(s1 s2 s3)],
-	},
-	join_then => {
-		graph => sprintf("df.seq(df.join('%s', '%s'), '%s')",
-			step_sql('j1'), step_sql('j2'), step_sql('j3')),
-		steps => [qw(j1 j2 j3)],
-	},
-);
+my %shapes = crash_shapes();
 # undef: stop as soon as the instances are started
 my @targets = ('s2', 'j1', 'j3', undef);
 
