@@ -93,26 +93,6 @@ pgd_log_allowed(void)
 	return false;
 }
 
-static void
-begin_tx(const char *activity)
-{
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_durable: SPI_connect failed");
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, activity);
-}
-
-static void
-end_tx(void)
-{
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_activity(STATE_IDLE, NULL);
-}
-
 /* One batch of retention; returns the number of instances removed. */
 static int
 retention_batch(void)
@@ -124,7 +104,7 @@ retention_batch(void)
 	values[0] = Int32GetDatum(pgd_retention_days);
 	values[1] = Int32GetDatum(PGD_KEEP_FINISHED);
 	values[2] = Int32GetDatum(PGD_RETENTION_BATCH);
-	begin_tx("pg_durable: retention");
+	pgd_begin_unit("pg_durable: retention");
 	n = pgd_spi_exec("WITH ranked AS ("
 					 " SELECT id, COALESCE(completed_at, created_at) AS t, "
 					 " pg_catalog.row_number() OVER (ORDER BY COALESCE(completed_at, created_at) DESC, id) AS rn "
@@ -142,7 +122,7 @@ retention_batch(void)
 					 "DELETE FROM df.instances i USING victims v "
 					 "WHERE i.id OPERATOR(pg_catalog.=) v.id",
 					 3, types, values, NULL, false);
-	end_tx();
+	pgd_end_unit();
 	return n;
 }
 
@@ -242,7 +222,7 @@ run_reconcile(void)
 	int			repaired = 0;
 	int			logged = 0;
 
-	begin_tx("pg_durable: reconciliation");
+	pgd_begin_unit("pg_durable: reconciliation");
 	n = PGD_EXEC("SELECT instance_id, problem, node_id, scope, detail "
 				 "FROM df_internal.check_rows() ORDER BY 1, 2, 3");
 	ids = MemoryContextAlloc(cxt, sizeof(char *) * Max(n, 1));
@@ -258,7 +238,7 @@ run_reconcile(void)
 		scopes[i] = pgd_spi_getstring(i, 4) ? MemoryContextStrdup(cxt, pgd_spi_getstring(i, 4)) : NULL;
 		details[i] = MemoryContextStrdup(cxt, pgd_spi_getstring(i, 5));
 	}
-	end_tx();
+	pgd_end_unit();
 
 	for (i = 0; i < n; i++)
 	{
@@ -266,9 +246,9 @@ run_reconcile(void)
 
 		CHECK_FOR_INTERRUPTS();
 		MemoryContextSwitchTo(cxt);
-		begin_tx("pg_durable: reconciliation repair");
+		pgd_begin_unit("pg_durable: reconciliation repair");
 		done = repair(ids[i], problems[i], nodes[i], scopes[i]);
-		end_tx();
+		pgd_end_unit();
 		MemoryContextSwitchTo(cxt);
 		if (done)
 		{

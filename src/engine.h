@@ -141,6 +141,8 @@ extern void pgd_reconcile_maybe(long *sleep_ms);
 extern bool pgd_log_allowed(void);
 
 /* executor.c */
+extern void pgd_begin_unit(const char *activity);
+extern void pgd_end_unit(void);
 PGDLLEXPORT void pgd_executor_main(Datum main_arg);
 
 #endif							/* PG_DURABLE_ENGINE_H */

@@ -96,8 +96,12 @@ typedef struct RunInfo
 	char	   *token;
 } RunInfo;
 
-static void
-begin_unit(const char *activity)
+/*
+ * A unit of work of a background worker: its own transaction, an SPI
+ * connection and a snapshot, with the activity shown in pg_stat_activity.
+ */
+void
+pgd_begin_unit(const char *activity)
 {
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -107,8 +111,8 @@ begin_unit(const char *activity)
 	pgstat_report_activity(STATE_RUNNING, activity);
 }
 
-static void
-end_unit(void)
+void
+pgd_end_unit(void)
 {
 	SPI_finish();
 	PopActiveSnapshot();
@@ -132,7 +136,7 @@ extension_exists(void)
 static void
 announce_ready(void)
 {
-	begin_unit("pg_durable: announcing readiness");
+	pgd_begin_unit("pg_durable: announcing readiness");
 	pgd_spi_exec("INSERT INTO df_internal._worker_ready (sentinel, schema_version) VALUES (true, 1) "
 				 "ON CONFLICT (sentinel) DO UPDATE SET schema_version = 1, "
 				 "initialized_at = pg_catalog.now()",
@@ -141,7 +145,7 @@ announce_ready(void)
 	pgd_spi_exec("INSERT INTO df._worker_epoch (epoch_id) VALUES (pg_catalog.gen_random_uuid()) "
 				 "RETURNING epoch_id::text", 0, NULL, NULL, NULL, false);
 	epoch_id = MemoryContextStrdup(TopMemoryContext, pgd_spi_getstring(0, 1));
-	end_unit();
+	pgd_end_unit();
 	last_heartbeat = GetCurrentTimestamp();
 }
 
@@ -151,12 +155,12 @@ heartbeat(void)
 	if (epoch_id == NULL ||
 		!TimestampDifferenceExceeds(last_heartbeat, GetCurrentTimestamp(), HEARTBEAT_MS))
 		return;
-	begin_unit("pg_durable: heartbeat");
+	pgd_begin_unit("pg_durable: heartbeat");
 	if (PGD_EXEC("UPDATE df._worker_epoch SET last_seen_at = pg_catalog.now() "
 					 "WHERE epoch_id OPERATOR(pg_catalog.=) $1::uuid",
 				 epoch_id) == 0)
 		epoch_id = NULL;		/* the extension was recreated: announce again below */
-	end_unit();
+	pgd_end_unit();
 	last_heartbeat = GetCurrentTimestamp();
 	if (epoch_id == NULL)
 		announce_ready();
@@ -192,9 +196,9 @@ delete_task(int64 id)
 static void
 discard_task_after_abort(int64 id)
 {
-	begin_unit("pg_durable: discarding a step that is no longer wanted");
+	pgd_begin_unit("pg_durable: discarding a step that is no longer wanted");
 	delete_task(id);
-	end_unit();
+	pgd_end_unit();
 }
 
 static void
@@ -384,7 +388,7 @@ process_one(long *sleep_ms)
 	bool		committed_here = true;
 
 	pgd_event_set_attempt(NULL, 0);
-	begin_unit("pg_durable: looking for work");
+	pgd_begin_unit("pg_durable: looking for work");
 	n = pgd_spi_exec("SELECT id, instance_id, node_id, scope, kind, attempts FROM df_internal.tasks "
 					 "WHERE run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
 					 "ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
@@ -401,7 +405,7 @@ process_one(long *sleep_ms)
 			if (ms != NULL)
 				*sleep_ms = Max(1L, Min(SAFETY_POLL_MS, strtol(ms, NULL, 10) + 1));
 		}
-		end_unit();
+		pgd_end_unit();
 		return false;
 	}
 
@@ -425,7 +429,7 @@ process_one(long *sleep_ms)
 		elog(ERROR, "pg_durable: unknown task kind \"%s\"", t.kind);
 
 	if (committed_here)
-		end_unit();
+		pgd_end_unit();
 	return true;
 }
 
