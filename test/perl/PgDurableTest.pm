@@ -152,16 +152,17 @@ sub executor_pid_in_step
 	my $cond =
 	    "backend_type = 'pg_durable executor' AND state = 'active' "
 	  . "AND query LIKE '%pg_sleep%' AND query LIKE '$like'";
-	for (my $tries = 0; $tries < 20; $tries++)
+	# One query finds and names the executor: with a separate "is there
+	# one?" poll, the step could end between the two and never come back.
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (time() < $deadline)
 	{
-		$node->poll_query_until('postgres',
-			"SELECT count(*) > 0 FROM pg_stat_activity WHERE $cond")
-		  or die "no executor ran a step matching $like";
 		my $pid = $node->safe_psql('postgres',
 			"SELECT pid FROM pg_stat_activity WHERE $cond ORDER BY pid LIMIT 1");
 		return $pid if $pid =~ /^\d+$/;
+		usleep(20_000);
 	}
-	die "could not catch an executor in a step matching $like";
+	die "no executor ran a step matching $like";
 }
 
 # Every instance completed, and every expected effect exists exactly once
