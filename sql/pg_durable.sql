@@ -247,7 +247,9 @@ CREATE TABLE df.nodes (
 	updated_at timestamptz DEFAULT now(),
 	status_details jsonb,
 	CONSTRAINT nodes_pkey PRIMARY KEY (instance_id, id)
-);
+) WITH (fillfactor = 50);
+-- Every node row is updated twice (running, then done) and grows by its
+-- result: room on its page keeps those updates HOT (no index writes).
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_id_check
 	CHECK (id OPERATOR(pg_catalog.~) '^[0-9a-f]{8}$') NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_instance_id_check

@@ -113,7 +113,12 @@ extern bool pgd_check_submitter_at_load(const char *instance_id, Oid submitter);
 
 /* wake.c */
 extern void pgd_wake_register_xact_callback(void);
+extern void pgd_flush_node_writes(void);
+extern void pgd_discard_node_writes(void);
+extern bool pgd_node_writes_pending(void);
 extern void pgd_wake_at_commit(int ntasks);
+extern void pgd_task_ready_at_commit(int64 task_id);
+extern bool pgd_ready_pop(int64 *task_id);
 extern void pgd_instance_finished_at_commit(const char *instance_id);
 extern void pgd_executor_attach(int slot);
 extern void pgd_executor_set_idle(bool idle);

@@ -25,7 +25,7 @@
 
 #include "engine.h"
 
-#define PLAN_KEY_LEN 1024
+#define PLAN_KEY_LEN 4096
 
 typedef struct PlanEntry
 {
@@ -54,18 +54,20 @@ prepared(const char *sql, int nargs, const Oid *types)
 		ctl.entrysize = sizeof(PlanEntry);
 		plans = hash_create("pg_durable plans", 64, &ctl, HASH_ELEM | HASH_STRINGS);
 	}
-	memset(key, 0, sizeof(key));
-	strlcpy(key, sql, sizeof(key));
-	e = hash_search(plans, key, HASH_FIND, &found);
+	/* a lookup reads the key only up to its terminating zero */
+	e = hash_search(plans, sql, HASH_FIND, &found);
 	if (found)
 		return e->plan;
 
-	plan = SPI_prepare(sql, nargs, (Oid *) types);
+	plan = SPI_prepare_cursor(sql, nargs, (Oid *) types, CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR, "pg_durable: could not prepare (%s): %s",
 			 SPI_result_code_string(SPI_result), sql);
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "pg_durable: could not keep the plan of: %s", sql);
+	/* an insertion copies PLAN_KEY_LEN bytes of the key: pad it */
+	memset(key, 0, sizeof(key));
+	strlcpy(key, sql, sizeof(key));
 	e = hash_search(plans, key, HASH_ENTER, &found);
 	e->plan = plan;
 	return plan;
@@ -82,7 +84,11 @@ pgd_spi_exec(const char *sql, int nargs, const Oid *types, const Datum *values,
 			 const char *nulls, bool read_only)
 {
 	int			rc;
-	SPIPlanPtr	plan = prepared(sql, nargs, types);
+	SPIPlanPtr	plan;
+
+	/* buffered node updates go first: see transition.c */
+	pgd_flush_node_writes();
+	plan = prepared(sql, nargs, types);
 
 	if (plan != NULL)
 		rc = SPI_execute_plan(plan, (Datum *) values, nulls, false, 0);

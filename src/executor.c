@@ -5,11 +5,13 @@
  *	  transaction, repeat; sleep on the latch when there is nothing to do.
  *
  * One task, one transaction (DESIGN.md §4):
- *	 1. claim the task row (FOR UPDATE SKIP LOCKED: never waits);
+ *	 1. claim the task row: choose it FOR UPDATE SKIP LOCKED (never waits)
+ *		and delete it in the same statement, which also reads the instance's
+ *		runs row; a rollback puts the row back;
  *	 2. for a step: check it is still wanted, run the user's statement in a
  *		subtransaction as the submitter (step_sql.c);
  *	 3. lock the instance's runs row, check again that the step is wanted,
- *		apply the transition (transition.c), delete the task;
+ *		apply the transition (transition.c);
  *	 4. commit: the step's effects, its result and the next tasks become
  *		visible together, and idle executors are woken (wake.c).
  * A crash before the commit rolls everything back and the task is claimed
@@ -17,6 +19,9 @@
  * longer wanted when it reaches (3) (its RACE was lost, its instance was
  * cancelled) aborts the whole transaction, effects included, and removes
  * its task in a second transaction.
+ *
+ * Tasks are claimed by the id a commit published when there is one (see
+ * wake.c for why), else by a scan of the queue in run_at order.
  *
  * Timer tasks (SLEEP, WAIT_SCHEDULE, signal timeouts) and deliver tasks
  * (signals arrived) are transitions without user SQL: claim, lock, apply,
@@ -71,21 +76,12 @@
 #define EXTENSION_POLL_MS 5000L
 #define HEARTBEAT_MS 5000L
 #define MAX_RETRIES 50
+#define FULL_SCAN_MS 20
 
 static int	my_slot;
 static void wait_for_extension(void);
 static char *epoch_id = NULL;
 static TimestampTz last_heartbeat = 0;
-
-typedef struct Task
-{
-	int64		id;
-	char	   *instance_id;
-	char	   *node_id;
-	char	   *scope;
-	char	   *kind;
-	int			attempts;
-} Task;
 
 typedef struct RunInfo
 {
@@ -95,6 +91,18 @@ typedef struct RunInfo
 	char	   *status;
 	char	   *token;
 } RunInfo;
+
+typedef struct Task
+{
+	int64		id;
+	char	   *instance_id;
+	char	   *node_id;
+	char	   *scope;
+	char	   *kind;
+	int			attempts;
+	bool		has_run;		/* the instance's runs row, read with the claim */
+	RunInfo		run;
+} Task;
 
 /*
  * A unit of work of a background worker: its own transaction, an SPI
@@ -114,6 +122,7 @@ pgd_begin_unit(const char *activity)
 void
 pgd_end_unit(void)
 {
+	pgd_flush_node_writes();
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
@@ -166,19 +175,12 @@ heartbeat(void)
 		announce_ready();
 }
 
+/* The instance's runs row as the claim read it; false when there is none. */
 static bool
-load_run(const char *instance_id, RunInfo *run)
+load_run(Task *t, RunInfo *run)
 {
-	if (PGD_EXEC("SELECT submitted_by, label, vars::text, status, created_at::text "
-					 "FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
-				 instance_id) == 0)
-		return false;
-	run->submitted_by = (Oid) strtoul(pgd_spi_getstring(0, 1), NULL, 10);
-	run->label = pgd_spi_getstring(0, 2);
-	run->vars = pgd_spi_getstring(0, 3);
-	run->status = pgd_spi_getstring(0, 4);
-	run->token = pgd_spi_getstring(0, 5);
-	return true;
+	*run = t->run;
+	return t->has_run;
 }
 
 static void
@@ -201,22 +203,33 @@ discard_task_after_abort(int64 id)
 	pgd_end_unit();
 }
 
+/*
+ * Put a step back in the queue for a later attempt, with a jittered
+ * back-off.  The claim deleted its row; this inserts it again.
+ */
 static void
 requeue_task(Task *t)
 {
-	Oid			types[2] = {INT8OID, INT8OID};
-	Datum		values[2];
+	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT8OID};
+	Datum		values[6];
+	char		nulls[6] = "      ";
 	int			shift = Min(t->attempts, 8);
 	int64		base_us = 5000L << shift;	/* 5 ms doubling up to 1.3 s */
 	int64		delay_us = base_us / 2 + (int64) (pg_prng_double(&pg_global_prng_state) * base_us);
 
-	values[0] = Int64GetDatum(t->id);
-	values[1] = Int64GetDatum(delay_us);
-	pgd_spi_exec("UPDATE df_internal.tasks SET attempts = attempts OPERATOR(pg_catalog.+) 1, "
-				 "run_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) "
-				 "pg_catalog.make_interval(secs => $2 OPERATOR(pg_catalog./) 1000000.0) "
-				 "WHERE id OPERATOR(pg_catalog.=) $1",
-				 2, types, values, NULL, false);
+	values[0] = pgd_text_datum(t->instance_id);
+	if (t->node_id)
+		values[1] = pgd_text_datum(t->node_id);
+	else
+		nulls[1] = 'n';
+	values[2] = pgd_text_datum(t->scope);
+	values[3] = pgd_text_datum(t->kind);
+	values[4] = Int32GetDatum(t->attempts + 1);
+	values[5] = Int64GetDatum(delay_us);
+	pgd_spi_exec("INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, attempts, run_at) "
+				 "VALUES ($1, $2, $3, $4, $5, pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) "
+				 "pg_catalog.make_interval(secs => $6 OPERATOR(pg_catalog./) 1000000.0))",
+				 6, types, values, nulls, false);
 }
 
 /* The variables a step sees: the captured ones plus sys_instance_id and sys_label. */
@@ -240,18 +253,16 @@ run_start_task(Task *t)
 	char	   *status;
 	PgdGraph   *g;
 
-	if (!load_run(t->instance_id, &run) || !pgd_lock_run(t->instance_id, &status) ||
+	if (!load_run(t, &run) || !pgd_lock_run(t->instance_id, &status) ||
 		strcmp(status, "pending") != 0 ||
 		!pgd_check_submitter_at_load(t->instance_id, run.submitted_by))
 	{
-		delete_task(t->id);
 		return;
 	}
 	g = pgd_graph_get(t->instance_id, run.token);
 	if (g == NULL)
 		elog(ERROR, "pg_durable: instance %s has no graph", t->instance_id);
 	pgd_transition_start_instance(g);
-	delete_task(t->id);
 }
 
 /* Returns false when the transaction was aborted (the step was not wanted). */
@@ -272,14 +283,11 @@ run_step_task(Task *t)
 	 * put back after an interrupt (its RACE lost, its instance cancelled):
 	 * running it again would be wasted.
 	 */
-	if (!load_run(t->instance_id, &run) || strcmp(run.status, "running") != 0 ||
+	if (!load_run(t, &run) || strcmp(run.status, "running") != 0 ||
 		(g = pgd_graph_get(t->instance_id, run.token)) == NULL ||
 		(n = pgd_graph_find(g, t->node_id)) < 0 ||
 		(t->attempts > 0 && !pgd_node_is_live(g, n, t->scope)))
-	{
-		delete_task(t->id);
 		return true;
-	}
 
 	pgstat_report_activity(STATE_RUNNING, g->nodes[n].query);
 	query = g->nodes[n].query;
@@ -339,7 +347,6 @@ run_step_task(Task *t)
 	pgd_event_set_attempt(t->node_id, t->attempts + 1);
 	pgd_transition_complete(g, n, t->scope, outcome);
 	pgd_event_set_attempt(NULL, 0);
-	delete_task(t->id);
 	return true;
 }
 
@@ -352,13 +359,12 @@ run_timer_task(Task *t)
 	int			n;
 	char	   *status;
 
-	if (load_run(t->instance_id, &run) && pgd_lock_run(t->instance_id, &status) &&
+	if (load_run(t, &run) && pgd_lock_run(t->instance_id, &status) &&
 		strcmp(status, "running") == 0 &&
 		(g = pgd_graph_get(t->instance_id, run.token)) != NULL &&
 		(n = pgd_graph_find(g, t->node_id)) >= 0 &&
 		pgd_node_is_live(g, n, t->scope))
 		pgd_timer_fire(g, n, t->scope);
-	delete_task(t->id);
 }
 
 /* Signals arrived: hand them to the instance's waits. */
@@ -369,11 +375,54 @@ run_deliver_task(Task *t)
 	PgdGraph   *g;
 	char	   *status;
 
-	if (load_run(t->instance_id, &run) && pgd_lock_run(t->instance_id, &status) &&
+	if (load_run(t, &run) && pgd_lock_run(t->instance_id, &status) &&
 		strcmp(status, "running") == 0 &&
 		(g = pgd_graph_get(t->instance_id, run.token)) != NULL)
 		pgd_signal_deliver(g);
-	delete_task(t->id);
+}
+
+/*
+ * Claim a ready task: first one whose id a commit published (wake.c), by
+ * its primary key; else, and every FULL_SCAN_MS while busy so that timers
+ * and tasks missing from the ring are not starved, the oldest ready task
+ * of the queue.  Returns the number of rows claimed (0 or 1).
+ */
+#define CLAIM_RESULT \
+	"SELECT t.id, t.instance_id, t.node_id, t.scope, t.kind, t.attempts, " \
+	"r.submitted_by, r.label, r.vars::text, r.status, r.created_at::text " \
+	"FROM t LEFT JOIN df_internal.runs r ON r.instance_id OPERATOR(pg_catalog.=) t.instance_id"
+
+static int
+claim_task(void)
+{
+	static TimestampTz last_full_scan = 0;
+	TimestampTz now = GetCurrentTimestamp();
+	int64		id;
+
+	if (!TimestampDifferenceExceeds(last_full_scan, now, FULL_SCAN_MS))
+	{
+		while (pgd_ready_pop(&id))
+		{
+			Oid			types[1] = {INT8OID};
+			Datum		values[1];
+
+			values[0] = Int64GetDatum(id);
+			if (pgd_spi_exec("WITH t AS (DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) "
+							 "(SELECT id FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1 "
+							 " AND run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
+							 " FOR UPDATE SKIP LOCKED) "
+							 "RETURNING id, instance_id, node_id, scope, kind, attempts) " CLAIM_RESULT,
+							 1, types, values, NULL, false) > 0)
+				return 1;
+		}
+	}
+	last_full_scan = now;
+	return pgd_spi_exec("WITH t AS (DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) "
+						"(SELECT id FROM df_internal.tasks "
+						" WHERE run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
+						" ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) "
+						"RETURNING id, instance_id, node_id, scope, kind, attempts) " CLAIM_RESULT,
+						0, NULL, NULL, NULL, false);
 }
 
 /*
@@ -389,10 +438,7 @@ process_one(long *sleep_ms)
 
 	pgd_event_set_attempt(NULL, 0);
 	pgd_begin_unit("pg_durable: looking for work");
-	n = pgd_spi_exec("SELECT id, instance_id, node_id, scope, kind, attempts FROM df_internal.tasks "
-					 "WHERE run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
-					 "ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
-					 0, NULL, NULL, NULL, false);
+	n = claim_task();
 	if (n == 0)
 	{
 		*sleep_ms = SAFETY_POLL_MS;
@@ -416,6 +462,15 @@ process_one(long *sleep_ms)
 	t.scope = pgd_spi_getstring(0, 4);
 	t.kind = pgd_spi_getstring(0, 5);
 	t.attempts = atoi(pgd_spi_getstring(0, 6));
+	t.has_run = pgd_spi_getstring(0, 7) != NULL;
+	if (t.has_run)
+	{
+		t.run.submitted_by = (Oid) strtoul(pgd_spi_getstring(0, 7), NULL, 10);
+		t.run.label = pgd_spi_getstring(0, 8);
+		t.run.vars = pgd_spi_getstring(0, 9);
+		t.run.status = pgd_spi_getstring(0, 10);
+		t.run.token = pgd_spi_getstring(0, 11);
+	}
 
 	if (strcmp(t.kind, "start") == 0)
 		run_start_task(&t);

@@ -40,6 +40,7 @@ pgd_shmem_startup(void)
 	{
 		memset(pgd_shared, 0, sizeof(PgdShared));
 		SpinLockInit(&pgd_shared->mutex);
+		SpinLockInit(&pgd_shared->ready_mutex);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

@@ -14,6 +14,7 @@
 
 #define PGD_MAX_EXECUTORS 64
 #define PGD_MAX_AWAITERS 128
+#define PGD_READY_RING 1024
 
 typedef struct PgdExecutorSlot
 {
@@ -38,6 +39,16 @@ typedef struct PgdShared
 	Latch	   *launcher_latch; /* the launcher's process latch, or NULL */
 	PgdExecutorSlot executors[PGD_MAX_EXECUTORS];
 	PgdAwaiter	awaiters[PGD_MAX_AWAITERS]; /* sessions in df.await_instance */
+
+	/*
+	 * Ids of tasks that became ready at a commit, oldest first: a hint that
+	 * lets an executor claim a task by its id instead of scanning the queue
+	 * (see wake.c).  Lost on overflow or a crash; the queue is the truth.
+	 */
+	slock_t		ready_mutex;	/* protects the three fields below */
+	uint32		ready_head;		/* index of the oldest id */
+	uint32		ready_count;
+	int64		ready[PGD_READY_RING];
 } PgdShared;
 
 extern PgdShared *pgd_shared;

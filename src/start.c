@@ -347,6 +347,7 @@ pgd_start(PG_FUNCTION_ARGS)
 	HASHCTL		ctl;
 	char		instance_id[PGD_ID_LEN + 1];
 	int			attempt;
+	int64		task_id = 0;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -480,13 +481,18 @@ pgd_start(PG_FUNCTION_ARGS)
 					 "SELECT $1, $2, $3, $4, COALESCE(pg_catalog.jsonb_object_agg(name, value), '{}') "
 					 "FROM df.vars WHERE owner OPERATOR(pg_catalog.=) $2::pg_catalog.regrole",
 					 4, types, values, nulls, false);
-		pgd_spi_exec("INSERT INTO df_internal.tasks (instance_id, scope, kind) VALUES ($1, $1, 'start')",
+		pgd_spi_exec("INSERT INTO df_internal.tasks (instance_id, scope, kind) VALUES ($1, $1, 'start') "
+					 "RETURNING id",
 					 1, types, values, NULL, false);
+		task_id = strtoll(pgd_spi_getstring(0, 1), NULL, 10);
 	}
 
 	SPI_finish();
 	SetUserIdAndSecContext(save_userid, save_sec);
 
-	pgd_wake_at_commit(1);
+	if (task_id > 0)
+		pgd_task_ready_at_commit(task_id);
+	else
+		pgd_wake_at_commit(1);
 	PG_RETURN_TEXT_P(cstring_to_text(instance_id));
 }

@@ -44,6 +44,7 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "engine.h"
@@ -127,74 +128,202 @@ pgd_parent_scope(PgdGraph *g, int node, const char *scope)
  * ---------------------------------------------------------------------
  */
 
-/* The node starts; its node_started event is written by the same statement. */
+/*
+ * Node updates are buffered and written by one statement: a step usually
+ * ends a node, ends its parent and starts the next node, and three UPDATEs
+ * of df.nodes cost three executor start-ups (each re-reading the table's
+ * CHECK constraints).  The buffer is written before any other engine
+ * statement runs (pgd_spi_exec calls pgd_flush_node_writes), so nothing
+ * ever reads a node row that is behind; a node already in the buffer
+ * flushes it first, so each row appears once per statement.  Each write
+ * comes with its event: node_started, or node_completed / node_failed with
+ * the duration since the node started (the old row's updated_at, read
+ * before the update) and the truncated error or a SQL step's row count,
+ * never the result itself.
+ */
+#define MAX_NODE_WRITES 32
+
+typedef struct NodeWrite
+{
+	char		id[PGD_ID_LEN + 1];
+	char	   *scope;
+	bool		done;			/* else: started */
+	bool		ok;
+	char	   *result;
+	int			attempt;
+	char	   *detail;			/* the error event detail (jsonb text) */
+} NodeWrite;
+
+static char pending_instance[PGD_ID_LEN + 1];
+static NodeWrite pending[MAX_NODE_WRITES];
+static int	npending = 0;
+static bool flushing = false;
+
+static Datum
+text_array(int n, char *const *items)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * n);
+	bool	   *nulls = palloc(sizeof(bool) * n);
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		nulls[i] = items[i] == NULL;
+		elems[i] = nulls[i] ? (Datum) 0 : pgd_text_datum(items[i]);
+	}
+	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs,
+											  TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+void
+pgd_flush_node_writes(void)
+{
+	Oid			types[7] = {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+	TEXTARRAYOID, INT4ARRAYOID, TEXTARRAYOID};
+	Datum		values[7];
+	char	   *ids[MAX_NODE_WRITES];
+	char	   *scopes[MAX_NODE_WRITES];
+	char	   *results[MAX_NODE_WRITES];
+	char	   *details[MAX_NODE_WRITES];
+	Datum		states[MAX_NODE_WRITES];
+	Datum		attempts[MAX_NODE_WRITES];
+	int			n = npending;
+	int			i;
+
+	if (n == 0 || flushing)
+		return;
+	for (i = 0; i < n; i++)
+	{
+		NodeWrite  *w = &pending[i];
+
+		ids[i] = w->id;
+		scopes[i] = w->scope;
+		/* 'r'unning, 'c'ompleted, 'f'ailed */
+		states[i] = CStringGetTextDatum(!w->done ? "r" : w->ok ? "c" : "f");
+		results[i] = w->result;
+		details[i] = w->detail;
+		attempts[i] = Int32GetDatum(w->attempt);
+	}
+	values[0] = pgd_text_datum(pending_instance);
+	values[1] = text_array(n, ids);
+	values[2] = text_array(n, scopes);
+	values[3] = PointerGetDatum(construct_array(states, n, TEXTOID, -1, false, TYPALIGN_INT));
+	values[4] = text_array(n, results);
+	values[5] = PointerGetDatum(construct_array(attempts, n, INT4OID, 4, true, TYPALIGN_INT));
+	values[6] = text_array(n, details);
+
+	npending = 0;
+	flushing = true;
+	PG_TRY();
+	{
+		pgd_spi_exec("WITH v AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), "
+					 " pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6), "
+					 " pg_catalog.unnest($7)) "
+					 " WITH ORDINALITY AS v(id, scope, state, result, attempt, detail, ord)), "
+					 "o AS (SELECT n.id, n.updated_at FROM df.nodes n "
+					 " WHERE n.instance_id OPERATOR(pg_catalog.=) $1 "
+					 " AND n.id OPERATOR(pg_catalog.=) ANY ($2)), "
+					 "u AS (UPDATE df.nodes n SET "
+					 " status = CASE v.state WHEN 'r' THEN 'running' WHEN 'c' THEN 'completed' "
+					 "  ELSE 'failed' END, "
+					 " result = CASE v.state WHEN 'r' THEN NULL WHEN 'c' THEN v.result::pg_catalog.jsonb "
+					 "  ELSE pg_catalog.to_jsonb(v.result) END, "
+					 " status_details = pg_catalog.jsonb_build_object('execution_id', v.scope), "
+					 " updated_at = pg_catalog.now() "
+					 " FROM v WHERE n.instance_id OPERATOR(pg_catalog.=) $1 "
+					 " AND n.id OPERATOR(pg_catalog.=) v.id "
+					 " RETURNING n.id, n.result) "
+					 "INSERT INTO df_internal.events "
+					 "(instance_id, kind, node_id, scope, attempt, duration_ms, detail) "
+					 "SELECT $1, CASE v.state WHEN 'r' THEN 'node_started' WHEN 'c' THEN 'node_completed' "
+					 " ELSE 'node_failed' END, v.id, v.scope, "
+					 "CASE WHEN v.state OPERATOR(pg_catalog.<>) 'r' THEN NULLIF(v.attempt, 0) END, "
+					 "CASE WHEN v.state OPERATOR(pg_catalog.<>) 'r' THEN "
+					 " GREATEST(0, (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() "
+					 " OPERATOR(pg_catalog.-) o.updated_at) OPERATOR(pg_catalog.*) 1000)::bigint) END, "
+					 "CASE v.state WHEN 'r' THEN NULL WHEN 'f' THEN v.detail::pg_catalog.jsonb "
+					 " ELSE CASE WHEN pg_catalog.jsonb_typeof(u.result OPERATOR(pg_catalog.->) 'row_count') "
+					 " OPERATOR(pg_catalog.=) 'number' "
+					 " THEN pg_catalog.jsonb_build_object('row_count', u.result OPERATOR(pg_catalog.->) 'row_count') "
+					 " END END "
+					 "FROM v JOIN u ON u.id OPERATOR(pg_catalog.=) v.id "
+					 "LEFT JOIN o ON o.id OPERATOR(pg_catalog.=) v.id ORDER BY v.ord",
+					 7, types, values, NULL, false);
+	}
+	PG_FINALLY();
+	{
+		flushing = false;
+	}
+	PG_END_TRY();
+}
+
+/* Forget the buffer: its transaction was rolled back. */
+void
+pgd_discard_node_writes(void)
+{
+	npending = 0;
+	flushing = false;
+}
+
+bool
+pgd_node_writes_pending(void)
+{
+	return npending > 0;
+}
+
+static void
+buffer_node_write(PgdGraph *g, int n, const char *scope, bool done, PgdOutcome outcome)
+{
+	NodeWrite  *w;
+	int			i;
+
+	if (npending > 0 && strcmp(pending_instance, g->instance_id) != 0)
+		pgd_flush_node_writes();
+	for (i = 0; i < npending; i++)
+		if (strcmp(pending[i].id, g->nodes[n].id) == 0)
+		{
+			pgd_flush_node_writes();
+			break;
+		}
+	if (npending == MAX_NODE_WRITES)
+		pgd_flush_node_writes();
+
+	strlcpy(pending_instance, g->instance_id, sizeof(pending_instance));
+	w = &pending[npending++];
+	strlcpy(w->id, g->nodes[n].id, sizeof(w->id));
+	w->scope = MemoryContextStrdup(TopTransactionContext, scope);
+	w->done = done;
+	w->ok = outcome.ok;
+	w->result = done && outcome.result ? MemoryContextStrdup(TopTransactionContext, outcome.result) : NULL;
+	w->attempt = done ? pgd_event_attempt(g->nodes[n].id) : 0;
+	w->detail = done && !outcome.ok ?
+		MemoryContextStrdup(TopTransactionContext, pgd_event_detail("error", outcome.result)) : NULL;
+}
+
+/* The node starts (its node_started event goes with the update). */
 static void
 node_set_running(PgdGraph *g, int n, const char *scope)
 {
-	PGD_EXEC("WITH u AS (UPDATE df.nodes SET status = 'running', result = NULL, "
-			 "status_details = pg_catalog.jsonb_build_object('execution_id', $3), "
-			 "updated_at = pg_catalog.now() "
-			 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 "
-			 "RETURNING 1) "
-			 "INSERT INTO df_internal.events (instance_id, kind, node_id, scope) "
-			 "SELECT $1, 'node_started', $2, $3 FROM u",
-			 g->instance_id, g->nodes[n].id, scope);
-}
+	PgdOutcome	none = {true, NULL};
+
+	buffer_node_write(g, n, scope, false, none);
+	}
 
 static void
 node_set_done(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 {
-	Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID, INT4OID, TEXTOID};
-	Datum		values[7];
-	char		nulls[7] = "       ";
-
-	values[0] = pgd_text_datum(g->instance_id);
-	values[1] = pgd_text_datum(g->nodes[n].id);
-	values[2] = pgd_text_datum(scope);
-	values[3] = pgd_text_datum(outcome.result);
-	values[4] = BoolGetDatum(outcome.ok);
-	values[5] = Int32GetDatum(pgd_event_attempt(g->nodes[n].id));
-	if (outcome.ok)
-		nulls[6] = 'n';
-	else
-		values[6] = pgd_text_datum(pgd_event_detail("error", outcome.result));
-
-	/*
-	 * The node's end event goes with the update: its duration runs from
-	 * when the node started (the old row's updated_at, which the CTE reads
-	 * before the update), its detail is the truncated error or a SQL
-	 * step's row count, never the result itself.
-	 */
-	pgd_spi_exec("WITH o AS (SELECT updated_at FROM df.nodes "
-				 " WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2), "
-				 "u AS (UPDATE df.nodes SET "
-				 "status = CASE WHEN $5 THEN 'completed' ELSE 'failed' END, "
-				 "result = CASE WHEN $5 THEN $4::pg_catalog.jsonb ELSE pg_catalog.to_jsonb($4) END, "
-				 "status_details = pg_catalog.jsonb_build_object('execution_id', $3), "
-				 "updated_at = pg_catalog.now() "
-				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2 "
-				 "RETURNING result) "
-				 "INSERT INTO df_internal.events "
-				 "(instance_id, kind, node_id, scope, attempt, duration_ms, detail) "
-				 "SELECT $1, CASE WHEN $5 THEN 'node_completed' ELSE 'node_failed' END, $2, $3, "
-				 "NULLIF($6, 0), "
-				 "GREATEST(0, (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() "
-				 "OPERATOR(pg_catalog.-) o.updated_at) OPERATOR(pg_catalog.*) 1000)::bigint), "
-				 "CASE WHEN NOT $5 THEN $7::pg_catalog.jsonb "
-				 "WHEN pg_catalog.jsonb_typeof(u.result OPERATOR(pg_catalog.->) 'row_count') "
-				 "OPERATOR(pg_catalog.=) 'number' "
-				 "THEN pg_catalog.jsonb_build_object('row_count', u.result OPERATOR(pg_catalog.->) 'row_count') END "
-				 "FROM u LEFT JOIN o ON true",
-				 7, types, values, nulls, false);
-}
+	buffer_node_write(g, n, scope, true, outcome);
+	}
 
 static void
 enqueue_step(PgdGraph *g, int n, const char *scope)
 {
 	PGD_EXEC("INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind) "
-				 "VALUES ($1, $2, $3, 'step')",
-				 g->instance_id, g->nodes[n].id, scope);
-	pgd_wake_at_commit(1);
+			 "VALUES ($1, $2, $3, 'step') RETURNING id",
+			 g->instance_id, g->nodes[n].id, scope);
+	pgd_task_ready_at_commit(strtoll(pgd_spi_getstring(0, 1), NULL, 10));
 }
 
 static void

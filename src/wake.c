@@ -13,6 +13,18 @@
  * latch, or the executor's look for work comes after the commit and finds
  * the task.
  *
+ * The same hook publishes the ids of the tasks the transaction made ready in
+ * a ring in shared memory.  An executor takes the oldest id and claims that
+ * task by its primary key.  This is only a hint: an id may be gone or
+ * claimed already, and a task that is not in the ring (the ring was full,
+ * a timer fell due, the server restarted) is found by the scan of the queue
+ * ordered by run_at, which an executor still runs before it sleeps and
+ * every few milliseconds while it is busy.  The hint matters because that
+ * scan walks over the index entries of every task deleted since the last
+ * VACUUM that some open snapshot may still see (a session waiting in
+ * df.await_instance holds one), which costs more than the step itself
+ * under load.
+ *
  * The same commit-time hook interrupts executors whose running step was
  * just cancelled or lost a RACE, so they stop early instead of finishing
  * work that will be rolled back.
@@ -36,6 +48,7 @@
 #include "shmem.h"
 
 #define MAX_PENDING_INTERRUPTS 16
+#define MAX_PENDING_READY 64
 
 typedef struct PendingInterrupt
 {
@@ -44,6 +57,8 @@ typedef struct PendingInterrupt
 } PendingInterrupt;
 
 static int	pending_tasks = 0;	/* tasks this transaction made runnable */
+static int64 pending_ready[MAX_PENDING_READY];	/* ids of some of them */
+static int	npending_ready = 0;
 static PendingInterrupt pending_interrupts[MAX_PENDING_INTERRUPTS];
 static int	npending_interrupts = 0;
 #define MAX_PENDING_FINISHED 32
@@ -75,6 +90,41 @@ wake_executors(int ntasks)
 
 	for (i = 0; i < n; i++)
 		SetLatch(latches[i]);
+}
+
+/* Publish the ids of the tasks this transaction made ready; drop them when full. */
+static void
+publish_ready(void)
+{
+	int			i;
+
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	for (i = 0; i < npending_ready && pgd_shared->ready_count < PGD_READY_RING; i++)
+	{
+		uint32		at = (pgd_shared->ready_head + pgd_shared->ready_count) % PGD_READY_RING;
+
+		pgd_shared->ready[at] = pending_ready[i];
+		pgd_shared->ready_count++;
+	}
+	SpinLockRelease(&pgd_shared->ready_mutex);
+}
+
+/* The oldest published task id, if any. */
+bool
+pgd_ready_pop(int64 *task_id)
+{
+	bool		found = false;
+
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	if (pgd_shared->ready_count > 0)
+	{
+		*task_id = pgd_shared->ready[pgd_shared->ready_head];
+		pgd_shared->ready_head = (pgd_shared->ready_head + 1) % PGD_READY_RING;
+		pgd_shared->ready_count--;
+		found = true;
+	}
+	SpinLockRelease(&pgd_shared->ready_mutex);
+	return found;
 }
 
 /*
@@ -178,8 +228,15 @@ pgd_xact_callback(XactEvent event, void *arg)
 {
 	switch (event)
 	{
+		case XACT_EVENT_PRE_COMMIT:
+			/* a transition whose node updates were never written must not commit */
+			if (pgd_node_writes_pending())
+				elog(ERROR, "pg_durable: node updates were not written before commit");
+			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
+			if (npending_ready > 0 && pgd_shared != NULL)
+				publish_ready();
 			/* an executor runs one of the tasks it made itself */
 			if (my_slot >= 0)
 				pending_tasks--;
@@ -190,12 +247,15 @@ pgd_xact_callback(XactEvent event, void *arg)
 			if (npending_finished > 0 && pgd_shared != NULL)
 				wake_awaiters();
 			pending_tasks = 0;
+			npending_ready = 0;
 			npending_finished = 0;
 			npending_interrupts = 0;
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			pgd_discard_node_writes();
 			pending_tasks = 0;
+			npending_ready = 0;
 			npending_finished = 0;
 			npending_interrupts = 0;
 			break;
@@ -214,6 +274,15 @@ void
 pgd_wake_at_commit(int ntasks)
 {
 	pending_tasks = Min(pending_tasks + ntasks, PGD_MAX_EXECUTORS + 1);
+}
+
+/* A task that is ready now (not a timer): wake an executor and publish its id. */
+void
+pgd_task_ready_at_commit(int64 task_id)
+{
+	if (npending_ready < MAX_PENDING_READY)
+		pending_ready[npending_ready++] = task_id;
+	pgd_wake_at_commit(1);
 }
 
 void
