@@ -420,17 +420,17 @@ is_terminal_status(const char *status)
 void
 pgd_end_instance(const char *instance_id)
 {
-	static const char *const tables[] = {"results", "joins", "loops", "signals", "waits", "runs"};
-	int			i;
-
-	PGD_EXEC("DELETE FROM df_internal.tasks WHERE id IN ("
-				 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-				 " FOR UPDATE SKIP LOCKED)",
-				 instance_id);
-	for (i = 0; i < lengthof(tables); i++)
-		PGD_EXEC(psprintf("DELETE FROM df_internal.%s WHERE instance_id OPERATOR(pg_catalog.=) $1",
-							  tables[i]),
-				 instance_id);
+	/* one statement: an instance ends at every workflow's last step */
+	PGD_EXEC("WITH t AS (DELETE FROM df_internal.tasks WHERE id IN ("
+			 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+			 " FOR UPDATE SKIP LOCKED)), "
+			 "r AS (DELETE FROM df_internal.results WHERE instance_id OPERATOR(pg_catalog.=) $1), "
+			 "j AS (DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1), "
+			 "l AS (DELETE FROM df_internal.loops WHERE instance_id OPERATOR(pg_catalog.=) $1), "
+			 "s AS (DELETE FROM df_internal.signals WHERE instance_id OPERATOR(pg_catalog.=) $1), "
+			 "w AS (DELETE FROM df_internal.waits WHERE instance_id OPERATOR(pg_catalog.=) $1) "
+			 "DELETE FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
+			 instance_id);
 	pgd_interrupt_at_commit(instance_id, instance_id);
 	pgd_instance_finished_at_commit(instance_id);
 }
