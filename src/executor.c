@@ -76,7 +76,7 @@
 #define EXTENSION_POLL_MS 5000L
 #define HEARTBEAT_MS 5000L
 #define MAX_RETRIES 50
-#define FULL_SCAN_MS 20
+#define FULL_SCAN_MS 50
 
 static int	my_slot;
 static void wait_for_extension(void);
@@ -210,7 +210,7 @@ discard_task_after_abort(int64 id)
 static void
 requeue_task(Task *t)
 {
-	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT8OID};
+	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID};
 	Datum		values[6];
 	char		nulls[6] = "      ";
 	int			shift = Min(t->attempts, 8);
@@ -225,11 +225,11 @@ requeue_task(Task *t)
 	values[2] = pgd_text_datum(t->scope);
 	values[3] = pgd_text_datum(t->kind);
 	values[4] = Int32GetDatum(t->attempts + 1);
-	values[5] = Int64GetDatum(delay_us);
+	values[5] = TimestampTzGetDatum(GetCurrentTimestamp() + delay_us);
 	pgd_spi_exec("INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, attempts, run_at) "
-				 "VALUES ($1, $2, $3, $4, $5, pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) "
-				 "pg_catalog.make_interval(secs => $6 OPERATOR(pg_catalog./) 1000000.0))",
+				 "VALUES ($1, $2, $3, $4, $5, $6)",
 				 6, types, values, nulls, false);
+	pgd_task_due_at_commit(DatumGetTimestampTz(values[5]));
 }
 
 /* The variables a step sees: the captured ones plus sys_instance_id and sys_label. */
@@ -381,48 +381,99 @@ run_deliver_task(Task *t)
 		pgd_signal_deliver(g);
 }
 
-/*
- * Claim a ready task: first one whose id a commit published (wake.c), by
- * its primary key; else, and every FULL_SCAN_MS while busy so that timers
- * and tasks missing from the ring are not starved, the oldest ready task
- * of the queue.  Returns the number of rows claimed (0 or 1).
- */
 #define CLAIM_RESULT \
 	"SELECT t.id, t.instance_id, t.node_id, t.scope, t.kind, t.attempts, " \
 	"r.submitted_by, r.label, r.vars::text, r.status, r.created_at::text " \
 	"FROM t LEFT JOIN df_internal.runs r ON r.instance_id OPERATOR(pg_catalog.=) t.instance_id"
 
+/* Claim the task with this id if it is ready and nobody holds it: 0 or 1 rows. */
 static int
-claim_task(void)
+claim_by_id(int64 id)
 {
-	static TimestampTz last_full_scan = 0;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1];
+
+	values[0] = Int64GetDatum(id);
+	return pgd_spi_exec("WITH t AS (DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) "
+						"(SELECT id FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1 "
+						" AND run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
+						" FOR UPDATE SKIP LOCKED) "
+						"RETURNING id, instance_id, node_id, scope, kind, attempts) " CLAIM_RESULT,
+						1, types, values, NULL, false);
+}
+
+/*
+ * Look at the queue's earliest task nobody holds: claim it if it is due,
+ * else tell the executor how long to sleep.  Tells wake.c what it saw.
+ */
+static int
+scan_queue(long *sleep_ms)
+{
+	uint64		gen = pgd_queue_scan_begin();
+	bool		isnull;
+	TimestampTz run_at;
+
+	if (pgd_spi_exec("SELECT id, run_at, run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
+					 "FROM df_internal.tasks ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
+					 0, NULL, NULL, NULL, false) == 0)
+	{
+		pgd_queue_scanned(gen, DT_NOEND);
+		return 0;
+	}
+	run_at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2,
+											   &isnull));
+	if (strcmp(pgd_spi_getstring(0, 3), "t") != 0)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+
+		pgd_queue_scanned(gen, run_at);
+		if (run_at > now)
+			*sleep_ms = Min(*sleep_ms, Max(1L, (long) ((run_at - now) / 1000) + 1));
+		else
+			*sleep_ms = 1;
+		return 0;
+	}
+	/* after this one, the next may be due at once: look again */
+	pgd_queue_scanned(gen, GetCurrentTimestamp());
+	return claim_by_id(strtoll(pgd_spi_getstring(0, 1), NULL, 10));
+}
+
+/*
+ * Claim a ready task.  Mostly the oldest one whose id a commit published
+ * (wake.c), by its primary key.  The queue itself is scanned when wake.c
+ * says something may be ready that the ring does not hold or a timer is
+ * due (at most every FULL_SCAN_MS while the ring has work, so that timers
+ * are not starved), and at the safety poll.  Returns the number of rows
+ * claimed (0 or 1); with 0, *sleep_ms says how long to sleep.
+ */
+static int
+claim_task(long *sleep_ms)
+{
+	static TimestampTz last_scan = 0;
 	TimestampTz now = GetCurrentTimestamp();
+	bool		due;
+	bool		safety;
 	int64		id;
 
-	if (!TimestampDifferenceExceeds(last_full_scan, now, FULL_SCAN_MS))
+	*sleep_ms = SAFETY_POLL_MS;
+	due = pgd_queue_scan_due(now, sleep_ms);
+	safety = TimestampDifferenceExceeds(last_scan, now, SAFETY_POLL_MS);
+	if (safety || (due && TimestampDifferenceExceeds(last_scan, now, FULL_SCAN_MS)))
 	{
-		while (pgd_ready_pop(&id))
-		{
-			Oid			types[1] = {INT8OID};
-			Datum		values[1];
-
-			values[0] = Int64GetDatum(id);
-			if (pgd_spi_exec("WITH t AS (DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) "
-							 "(SELECT id FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1 "
-							 " AND run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
-							 " FOR UPDATE SKIP LOCKED) "
-							 "RETURNING id, instance_id, node_id, scope, kind, attempts) " CLAIM_RESULT,
-							 1, types, values, NULL, false) > 0)
-				return 1;
-		}
+		last_scan = now;
+		if (scan_queue(sleep_ms) > 0)
+			return 1;
+		due = safety = false;
 	}
-	last_full_scan = now;
-	return pgd_spi_exec("WITH t AS (DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) "
-						"(SELECT id FROM df_internal.tasks "
-						" WHERE run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
-						" ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) "
-						"RETURNING id, instance_id, node_id, scope, kind, attempts) " CLAIM_RESULT,
-						0, NULL, NULL, NULL, false);
+	while (pgd_ready_pop(&id))
+		if (claim_by_id(id) > 0)
+			return 1;
+	if (due)
+	{
+		last_scan = now;
+		return scan_queue(sleep_ms);
+	}
+	return 0;
 }
 
 /*
@@ -438,19 +489,9 @@ process_one(long *sleep_ms)
 
 	pgd_event_set_attempt(NULL, 0);
 	pgd_begin_unit("pg_durable: looking for work");
-	n = claim_task();
+	n = claim_task(sleep_ms);
 	if (n == 0)
 	{
-		*sleep_ms = SAFETY_POLL_MS;
-		if (pgd_spi_exec("SELECT (EXTRACT(epoch FROM min(run_at) OPERATOR(pg_catalog.-) "
-						 "pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint "
-						 "FROM df_internal.tasks", 0, NULL, NULL, NULL, true) > 0)
-		{
-			char	   *ms = pgd_spi_getstring(0, 1);
-
-			if (ms != NULL)
-				*sleep_ms = Max(1L, Min(SAFETY_POLL_MS, strtol(ms, NULL, 10) + 1));
-		}
 		pgd_end_unit();
 		return false;
 	}
@@ -525,6 +566,7 @@ process_available_work(void)
 			EmitErrorReport();
 			FlushErrorState();
 			AbortCurrentTransaction();
+			pgd_queue_rescan();	/* the claimed task is back in the queue */
 			SPI_finish();		/* harmless when not connected */
 			did = false;
 			sleep_ms = 1000L;	/* do not spin on a persistent engine error */

@@ -11,6 +11,7 @@
 #include "postgres.h"
 #include "storage/latch.h"
 #include "storage/spin.h"
+#include "utils/timestamp.h"
 
 #define PGD_MAX_EXECUTORS 64
 #define PGD_MAX_AWAITERS 128
@@ -45,10 +46,20 @@ typedef struct PgdShared
 	 * lets an executor claim a task by its id instead of scanning the queue
 	 * (see wake.c).  Lost on overflow or a crash; the queue is the truth.
 	 */
-	slock_t		ready_mutex;	/* protects the three fields below */
+	slock_t		ready_mutex;	/* protects the fields below */
 	uint32		ready_head;		/* index of the oldest id */
 	uint32		ready_count;
 	int64		ready[PGD_READY_RING];
+
+	/*
+	 * What the ring does not say: a task may be ready that is not in it
+	 * (scan_needed), or a future task falls due at next_due.  due_gen
+	 * counts the times next_due was lowered, so that an executor that read
+	 * the queue's earliest task does not overwrite a newer, earlier time.
+	 */
+	bool		scan_needed;
+	TimestampTz next_due;
+	uint64		due_gen;
 } PgdShared;
 
 extern PgdShared *pgd_shared;

@@ -76,7 +76,7 @@ enqueue_timer(PgdGraph *g, int n, const char *scope, TimestampTz at)
 	pgd_spi_exec("INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, run_at) "
 				 "VALUES ($1, $2, $3, 'timer', $4)", 4, types, values, NULL, false);
 	/* an idle executor must recompute how long to sleep */
-	pgd_wake_at_commit(1);
+	pgd_task_due_at_commit(at);
 }
 
 static DfJson *

@@ -218,39 +218,42 @@ pgd_flush_node_writes(void)
 	flushing = true;
 	PG_TRY();
 	{
-		pgd_spi_exec("WITH v AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), "
-					 " pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6), "
-					 " pg_catalog.unnest($7)) "
-					 " WITH ORDINALITY AS v(id, scope, state, result, attempt, detail, ord)), "
-					 "o AS (SELECT n.id, n.updated_at FROM df.nodes n "
+		/*
+		 * The rows are found by the primary key (id = ANY), each row's new
+		 * values by its id's position k in $2: a join with the arrays let
+		 * the generic plan hash-join a scan of the whole table.
+		 */
+#define K "pg_catalog.array_position($2, n.id::text)"
+		pgd_spi_exec("WITH o AS (SELECT n.id, n.updated_at FROM df.nodes n "
 					 " WHERE n.instance_id OPERATOR(pg_catalog.=) $1 "
 					 " AND n.id OPERATOR(pg_catalog.=) ANY ($2)), "
 					 "u AS (UPDATE df.nodes n SET "
-					 " status = CASE v.state WHEN 'r' THEN 'running' WHEN 'c' THEN 'completed' "
+					 " status = CASE ($4)[" K "] WHEN 'r' THEN 'running' WHEN 'c' THEN 'completed' "
 					 "  ELSE 'failed' END, "
-					 " result = CASE v.state WHEN 'r' THEN NULL WHEN 'c' THEN v.result::pg_catalog.jsonb "
-					 "  ELSE pg_catalog.to_jsonb(v.result) END, "
-					 " status_details = pg_catalog.jsonb_build_object('execution_id', v.scope), "
+					 " result = CASE ($4)[" K "] WHEN 'r' THEN NULL "
+					 "  WHEN 'c' THEN (($5)[" K "])::pg_catalog.jsonb "
+					 "  ELSE pg_catalog.to_jsonb(($5)[" K "]) END, "
+					 " status_details = pg_catalog.jsonb_build_object('execution_id', ($3)[" K "]), "
 					 " updated_at = pg_catalog.now() "
-					 " FROM v WHERE n.instance_id OPERATOR(pg_catalog.=) $1 "
-					 " AND n.id OPERATOR(pg_catalog.=) v.id "
-					 " RETURNING n.id, n.result) "
+					 " WHERE n.instance_id OPERATOR(pg_catalog.=) $1 "
+					 " AND n.id OPERATOR(pg_catalog.=) ANY ($2) "
+					 " RETURNING n.id, n.result, " K " AS k) "
 					 "INSERT INTO df_internal.events "
 					 "(instance_id, kind, node_id, scope, attempt, duration_ms, detail) "
-					 "SELECT $1, CASE v.state WHEN 'r' THEN 'node_started' WHEN 'c' THEN 'node_completed' "
-					 " ELSE 'node_failed' END, v.id, v.scope, "
-					 "CASE WHEN v.state OPERATOR(pg_catalog.<>) 'r' THEN NULLIF(v.attempt, 0) END, "
-					 "CASE WHEN v.state OPERATOR(pg_catalog.<>) 'r' THEN "
+					 "SELECT $1, CASE ($4)[u.k] WHEN 'r' THEN 'node_started' WHEN 'c' THEN 'node_completed' "
+					 " ELSE 'node_failed' END, u.id, ($3)[u.k], "
+					 "CASE WHEN ($4)[u.k] OPERATOR(pg_catalog.<>) 'r' THEN NULLIF(($6)[u.k], 0) END, "
+					 "CASE WHEN ($4)[u.k] OPERATOR(pg_catalog.<>) 'r' THEN "
 					 " GREATEST(0, (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() "
 					 " OPERATOR(pg_catalog.-) o.updated_at) OPERATOR(pg_catalog.*) 1000)::bigint) END, "
-					 "CASE v.state WHEN 'r' THEN NULL WHEN 'f' THEN v.detail::pg_catalog.jsonb "
+					 "CASE ($4)[u.k] WHEN 'r' THEN NULL WHEN 'f' THEN (($7)[u.k])::pg_catalog.jsonb "
 					 " ELSE CASE WHEN pg_catalog.jsonb_typeof(u.result OPERATOR(pg_catalog.->) 'row_count') "
 					 " OPERATOR(pg_catalog.=) 'number' "
 					 " THEN pg_catalog.jsonb_build_object('row_count', u.result OPERATOR(pg_catalog.->) 'row_count') "
 					 " END END "
-					 "FROM v JOIN u ON u.id OPERATOR(pg_catalog.=) v.id "
-					 "LEFT JOIN o ON o.id OPERATOR(pg_catalog.=) v.id ORDER BY v.ord",
+					 "FROM u LEFT JOIN o ON o.id OPERATOR(pg_catalog.=) u.id ORDER BY u.k",
 					 7, types, values, NULL, false);
+#undef K
 	}
 	PG_FINALLY();
 	{
@@ -869,7 +872,7 @@ next_iteration(PgdGraph *g, int loop, const char *loop_scope, const char *body_s
 		v4[3] = TimestampTzGetDatum(due);
 		pgd_spi_exec("INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, run_at) "
 					 "VALUES ($1, $2, $3, 'timer', $4)", 4, t4, v4, NULL, false);
-		pgd_wake_at_commit(1);
+		pgd_task_due_at_commit(due);
 		return;
 	}
 	begin_iteration(g, loop, loop_scope);

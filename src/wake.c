@@ -17,13 +17,15 @@
  * a ring in shared memory.  An executor takes the oldest id and claims that
  * task by its primary key.  This is only a hint: an id may be gone or
  * claimed already, and a task that is not in the ring (the ring was full,
- * a timer fell due, the server restarted) is found by the scan of the queue
- * ordered by run_at, which an executor still runs before it sleeps and
- * every few milliseconds while it is busy.  The hint matters because that
- * scan walks over the index entries of every task deleted since the last
- * VACUUM that some open snapshot may still see (a session waiting in
- * df.await_instance holds one), which costs more than the step itself
- * under load.
+ * a timer fell due, the server restarted) is found by a scan of the queue
+ * ordered by run_at.  That scan walks over the index entries of every task
+ * deleted since the last VACUUM that some open snapshot may still see (a
+ * session waiting in df.await_instance holds one), which costs more than
+ * the step itself under load, so executors scan only when they may find
+ * something the ring does not hold: when a commit made a task ready
+ * without publishing its id (the ring was full, reconciliation, ...) or
+ * after a restart (scan_needed), when the earliest future task a commit
+ * announced falls due (next_due), and at the safety poll.
  *
  * The same commit-time hook interrupts executors whose running step was
  * just cancelled or lost a RACE, so they stop early instead of finishing
@@ -59,6 +61,8 @@ typedef struct PendingInterrupt
 static int	pending_tasks = 0;	/* tasks this transaction made runnable */
 static int64 pending_ready[MAX_PENDING_READY];	/* ids of some of them */
 static int	npending_ready = 0;
+static bool pending_scan = false;	/* some ready task is not in pending_ready */
+static TimestampTz pending_due = DT_NOEND;	/* earliest future task made */
 static PendingInterrupt pending_interrupts[MAX_PENDING_INTERRUPTS];
 static int	npending_interrupts = 0;
 #define MAX_PENDING_FINISHED 32
@@ -67,6 +71,8 @@ static int	npending_finished = 0;	/* instances this transaction ended */
 static char pending_finished[MAX_PENDING_FINISHED][9];	/* (all awaiters
 														 * when it overflows) */
 static int	my_slot = -1;		/* executor slot of this process */
+
+static void wake_at_commit(int ntasks);
 
 static void
 wake_executors(int ntasks)
@@ -99,13 +105,80 @@ publish_ready(void)
 	int			i;
 
 	SpinLockAcquire(&pgd_shared->ready_mutex);
-	for (i = 0; i < npending_ready && pgd_shared->ready_count < PGD_READY_RING; i++)
+	for (i = 0; i < npending_ready; i++)
 	{
 		uint32		at = (pgd_shared->ready_head + pgd_shared->ready_count) % PGD_READY_RING;
 
+		if (pgd_shared->ready_count == PGD_READY_RING)
+		{
+			pgd_shared->scan_needed = true; /* full: the scan finds the rest */
+			break;
+		}
 		pgd_shared->ready[at] = pending_ready[i];
 		pgd_shared->ready_count++;
 	}
+	if (pending_scan)
+		pgd_shared->scan_needed = true;
+	if (pending_due < pgd_shared->next_due)
+	{
+		pgd_shared->next_due = pending_due;
+		pgd_shared->due_gen++;
+	}
+	SpinLockRelease(&pgd_shared->ready_mutex);
+}
+
+/*
+ * Should an executor scan the queue?  Yes when a task may be ready that the
+ * ring does not hold, or the earliest announced future task is due.  Else
+ * *sleep_ms is the time until that task is due (when one is announced).
+ */
+bool
+pgd_queue_scan_due(TimestampTz now, long *sleep_ms)
+{
+	bool		scan;
+
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	scan = pgd_shared->scan_needed || pgd_shared->next_due <= now;
+	if (!scan && pgd_shared->next_due != DT_NOEND)
+		*sleep_ms = Min(*sleep_ms, Max(1L, (long) ((pgd_shared->next_due - now) / 1000) + 1));
+	SpinLockRelease(&pgd_shared->ready_mutex);
+	return scan;
+}
+
+/* A task may be back in the queue without anyone saying so (a rollback). */
+void
+pgd_queue_rescan(void)
+{
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	pgd_shared->scan_needed = true;
+	SpinLockRelease(&pgd_shared->ready_mutex);
+}
+
+/* A scan begins: it answers for the state of this generation. */
+uint64
+pgd_queue_scan_begin(void)
+{
+	uint64		gen;
+
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	pgd_shared->scan_needed = false;	/* a later commit sets it again */
+	gen = pgd_shared->due_gen;
+	SpinLockRelease(&pgd_shared->ready_mutex);
+	return gen;
+}
+
+/*
+ * A scan found earliest (DT_NOEND: nothing; a time not after now: a task it
+ * is about to run, after which another may be due at once) as the queue's
+ * earliest task.  Unless a commit announced another time since the scan
+ * began, that is the next time to look.
+ */
+void
+pgd_queue_scanned(uint64 gen, TimestampTz earliest)
+{
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	if (pgd_shared->due_gen == gen || earliest < pgd_shared->next_due)
+		pgd_shared->next_due = earliest;
 	SpinLockRelease(&pgd_shared->ready_mutex);
 }
 
@@ -235,7 +308,8 @@ pgd_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-			if (npending_ready > 0 && pgd_shared != NULL)
+			if ((npending_ready > 0 || pending_scan || pending_due != DT_NOEND) &&
+				pgd_shared != NULL)
 				publish_ready();
 			/* an executor runs one of the tasks it made itself */
 			if (my_slot >= 0)
@@ -248,6 +322,8 @@ pgd_xact_callback(XactEvent event, void *arg)
 				wake_awaiters();
 			pending_tasks = 0;
 			npending_ready = 0;
+			pending_scan = false;
+			pending_due = DT_NOEND;
 			npending_finished = 0;
 			npending_interrupts = 0;
 			break;
@@ -256,6 +332,8 @@ pgd_xact_callback(XactEvent event, void *arg)
 			pgd_discard_node_writes();
 			pending_tasks = 0;
 			npending_ready = 0;
+			pending_scan = false;
+			pending_due = DT_NOEND;
 			npending_finished = 0;
 			npending_interrupts = 0;
 			break;
@@ -270,8 +348,28 @@ pgd_wake_register_xact_callback(void)
 	RegisterXactCallback(pgd_xact_callback, NULL);
 }
 
+/*
+ * ntasks tasks become ready at commit without their ids: wake executors,
+ * and make them scan the queue.
+ */
 void
 pgd_wake_at_commit(int ntasks)
+{
+	pending_scan = true;
+	wake_at_commit(ntasks);
+}
+
+/* A task falls due at a later time: an idle executor must sleep less. */
+void
+pgd_task_due_at_commit(TimestampTz due)
+{
+	if (due < pending_due)
+		pending_due = due;
+	wake_at_commit(1);
+}
+
+static void
+wake_at_commit(int ntasks)
 {
 	pending_tasks = Min(pending_tasks + ntasks, PGD_MAX_EXECUTORS + 1);
 }
@@ -282,7 +380,9 @@ pgd_task_ready_at_commit(int64 task_id)
 {
 	if (npending_ready < MAX_PENDING_READY)
 		pending_ready[npending_ready++] = task_id;
-	pgd_wake_at_commit(1);
+	else
+		pending_scan = true;
+	wake_at_commit(1);
 }
 
 void
