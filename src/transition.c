@@ -1005,9 +1005,14 @@ run_break(PgdGraph *g, int n, const char *scope)
 void
 pgd_transition_start_instance(PgdGraph *g)
 {
+	/*
+	 * 'pending' is a parameter: written as a constant, the (generic) plan
+	 * found the row through idx_instances_status, reading every pending
+	 * instance when thousands wait.
+	 */
 	PGD_EXEC("UPDATE df.instances SET status = 'running', updated_at = pg_catalog.now() "
-				 "WHERE id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'pending'",
-				 g->instance_id);
+			 "WHERE id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) $2",
+			 g->instance_id, "pending");
 	PGD_EXEC("UPDATE df_internal.runs SET status = 'running' "
 				 "WHERE instance_id OPERATOR(pg_catalog.=) $1",
 				 g->instance_id);
