@@ -87,14 +87,6 @@ typedef struct Task
 	int			attempts;
 } Task;
 
-typedef struct RunInfo
-{
-	Oid			submitted_by;
-	char	   *label;
-	char	   *vars;			/* jsonb text */
-	char	   *status;
-	char	   *token;
-} RunInfo;
 
 /*
  * A unit of work of a background worker: its own transaction, an SPI
@@ -166,8 +158,8 @@ heartbeat(void)
 		announce_ready();
 }
 
-static bool
-load_run(const char *instance_id, RunInfo *run)
+bool
+pgd_load_run(const char *instance_id, PgdRunInfo *run)
 {
 	if (PGD_EXEC("SELECT submitted_by, label, vars::text, status, created_at::text "
 					 "FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
@@ -220,8 +212,8 @@ requeue_task(Task *t)
 }
 
 /* The variables a step sees: the captured ones plus sys_instance_id and sys_label. */
-static DfJson *
-step_vars(const char *instance_id, RunInfo *run)
+DfJson *
+pgd_step_vars(const char *instance_id, PgdRunInfo *run)
 {
 	char	   *err = NULL;
 	DfJson	   *vars = run->vars ? dfjson_parse(run->vars, strlen(run->vars), &err) : NULL;
@@ -236,11 +228,11 @@ step_vars(const char *instance_id, RunInfo *run)
 static void
 run_start_task(Task *t)
 {
-	RunInfo		run;
+	PgdRunInfo	run;
 	char	   *status;
 	PgdGraph   *g;
 
-	if (!load_run(t->instance_id, &run) || !pgd_lock_run(t->instance_id, &status) ||
+	if (!pgd_load_run(t->instance_id, &run) || !pgd_lock_run(t->instance_id, &status) ||
 		strcmp(status, "pending") != 0 ||
 		!pgd_check_submitter_at_load(t->instance_id, run.submitted_by))
 	{
@@ -258,7 +250,7 @@ run_start_task(Task *t)
 static bool
 run_step_task(Task *t)
 {
-	RunInfo		run;
+	PgdRunInfo	run;
 	PgdGraph   *g;
 	int			n;
 	PgdOutcome	outcome;
@@ -272,7 +264,7 @@ run_step_task(Task *t)
 	 * put back after an interrupt (its RACE lost, its instance cancelled):
 	 * running it again would be wasted.
 	 */
-	if (!load_run(t->instance_id, &run) || strcmp(run.status, "running") != 0 ||
+	if (!pgd_load_run(t->instance_id, &run) || strcmp(run.status, "running") != 0 ||
 		(g = pgd_graph_get(t->instance_id, run.token)) == NULL ||
 		(n = pgd_graph_find(g, t->node_id)) < 0 ||
 		(t->attempts > 0 && !pgd_node_is_live(g, n, t->scope)))
@@ -285,7 +277,7 @@ run_step_task(Task *t)
 	query = g->nodes[n].query;
 	/* variables and named results are read only when the text can refer to them */
 	if (strchr(query, '{') != NULL || strchr(query, '$') != NULL)
-		query = pgd_substitute(query, step_vars(t->instance_id, &run),
+		query = pgd_substitute(query, pgd_step_vars(t->instance_id, &run),
 							   pgd_visible_results(t->instance_id, t->scope),
 							   PGD_SUBST_SQL, &err);
 	if (query == NULL)
@@ -347,12 +339,12 @@ run_step_task(Task *t)
 static void
 run_timer_task(Task *t)
 {
-	RunInfo		run;
+	PgdRunInfo	run;
 	PgdGraph   *g;
 	int			n;
 	char	   *status;
 
-	if (load_run(t->instance_id, &run) && pgd_lock_run(t->instance_id, &status) &&
+	if (pgd_load_run(t->instance_id, &run) && pgd_lock_run(t->instance_id, &status) &&
 		strcmp(status, "running") == 0 &&
 		(g = pgd_graph_get(t->instance_id, run.token)) != NULL &&
 		(n = pgd_graph_find(g, t->node_id)) >= 0 &&
@@ -365,11 +357,11 @@ run_timer_task(Task *t)
 static void
 run_deliver_task(Task *t)
 {
-	RunInfo		run;
+	PgdRunInfo	run;
 	PgdGraph   *g;
 	char	   *status;
 
-	if (load_run(t->instance_id, &run) && pgd_lock_run(t->instance_id, &status) &&
+	if (pgd_load_run(t->instance_id, &run) && pgd_lock_run(t->instance_id, &status) &&
 		strcmp(status, "running") == 0 &&
 		(g = pgd_graph_get(t->instance_id, run.token)) != NULL)
 		pgd_signal_deliver(g);
@@ -391,6 +383,7 @@ process_one(long *sleep_ms)
 	pgd_begin_unit("pg_durable: looking for work");
 	n = pgd_spi_exec("SELECT id, instance_id, node_id, scope, kind, attempts FROM df_internal.tasks "
 					 "WHERE run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
+					 "AND kind OPERATOR(pg_catalog.<>) 'http' "
 					 "ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
 					 0, NULL, NULL, NULL, false);
 	if (n == 0)
@@ -398,7 +391,8 @@ process_one(long *sleep_ms)
 		*sleep_ms = SAFETY_POLL_MS;
 		if (pgd_spi_exec("SELECT (EXTRACT(epoch FROM min(run_at) OPERATOR(pg_catalog.-) "
 						 "pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint "
-						 "FROM df_internal.tasks", 0, NULL, NULL, NULL, true) > 0)
+						 "FROM df_internal.tasks WHERE kind OPERATOR(pg_catalog.<>) 'http'",
+						 0, NULL, NULL, NULL, true) > 0)
 		{
 			char	   *ms = pgd_spi_getstring(0, 1);
 

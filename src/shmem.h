@@ -31,6 +31,9 @@ typedef struct PgdAwaiter
 	char		instance[9];
 } PgdAwaiter;
 
+/* What the HTTP worker runs with, published after each (re)load of its settings. */
+#define PGD_HTTP_SETTINGS_LEN 1024
+
 typedef struct PgdShared
 {
 	slock_t		mutex;			/* protects everything but the CV */
@@ -38,6 +41,9 @@ typedef struct PgdShared
 	Latch	   *launcher_latch; /* the launcher's process latch, or NULL */
 	PgdExecutorSlot executors[PGD_MAX_EXECUTORS];
 	PgdAwaiter	awaiters[PGD_MAX_AWAITERS]; /* sessions in df.await_instance */
+	pid_t		http_pid;		/* the HTTP worker, 0 when none runs */
+	Latch	   *http_latch;
+	char		http_settings[PGD_HTTP_SETTINGS_LEN];	/* "" when none runs */
 } PgdShared;
 
 extern PgdShared *pgd_shared;
