@@ -379,9 +379,13 @@ start_transfer(PgdHttpRequest *req)
 
 	if (curl_multi_add_handle(multi, e) != CURLM_OK)
 	{
+		/* the caller completes the request: free the transfer, not the request */
 		curl_easy_cleanup(e);
-		t->easy = NULL;
-		free_transfer(t);
+		if (t->hdrs)
+			curl_slist_free_all(t->hdrs);
+		if (t->mime)
+			curl_mime_free(t->mime);
+		free(t);
 		return false;
 	}
 	inflight++;
