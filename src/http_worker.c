@@ -26,6 +26,9 @@
  * tasks; the HTTP worker is woken at commit by whoever enqueues one
  * (wake.c), and otherwise sleeps until the next lease expires.
  *
+ * Connections are reused between calls to the same host, except across a
+ * reload of the settings (see stale_connections).
+ *
  * While calls are in flight the worker waits in curl_multi_poll (at most
  * BUSY_POLL_MS) and looks for new work when its latch was set; when idle
  * it sleeps on its latch.  Signals are blocked while curl runs, so the
@@ -97,6 +100,13 @@ typedef struct Transfer
 
 static CURLM *multi = NULL;
 static int	inflight = 0;
+
+/*
+ * After a reload the address policy may be stricter: connections curl keeps
+ * open were checked under the old one, so they are not reused; the cache
+ * is dropped as soon as no call is in flight.
+ */
+static bool stale_connections = false;
 static MemoryContext http_cxt = NULL;
 
 /* ---------------------------------------------------------------------
@@ -328,6 +338,11 @@ start_transfer(PgdHttpRequest *req)
 	curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, opensocket_cb);
 	curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, t);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
+	if (stale_connections)
+	{
+		curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+		curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+	}
 
 	for (int i = 0; i < req->nheaders; i++)
 	{
@@ -617,7 +632,15 @@ reload_if_asked(void)
 	{
 		ConfigReloadPending = false;
 		ProcessConfigFile(PGC_SIGHUP);
+		stale_connections = true;
 		publish_settings();
+	}
+	if (stale_connections && inflight == 0)
+	{
+		curl_multi_cleanup(multi);
+		if ((multi = curl_multi_init()) == NULL)
+			ereport(FATAL, (errmsg("pg_durable http worker: could not initialize libcurl")));
+		stale_connections = false;
 	}
 }
 

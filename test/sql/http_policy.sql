@@ -41,7 +41,12 @@ SELECT df_internal.http_worker_settings();
 RESET ROLE;
 SELECT df_internal.http_worker_settings() LIKE 'allowed_hosts= allow_private=on %' AS regress_defaults;
 
--- private and loopback addresses are refused unless allowed
+-- private and loopback addresses are refused unless allowed; a connection
+-- made before the change is not reused after it
+SET ROLE df_user;
+SELECT df.start(df.http('{base}/echo', 'GET', NULL, NULL, 30)) AS id \gset
+SELECT http_outcome(:'id');
+RESET ROLE;
 ALTER SYSTEM SET pg_durable.http_allow_private = 'off';
 SELECT pg_reload_conf();
 CALL http_settings_wait('allow_private=off');
