@@ -75,6 +75,7 @@ pg_durable.database = '$PGD_DB'
 pg_durable.workers = $WORKERS
 pg_durable.max_user_connections = $((WORKERS > 10 ? WORKERS : 10))
 pg_durable.enable_superuser_instances = on
+pg_durable.http_allow_private = on
 pg_stat_statements.track = all
 CONF
 	"${RUNAS[@]}" "$BINDIR/pg_ctl" -D "$DATA" -l "$BENCH_DIR/server.log" -w start >/dev/null

@@ -22,6 +22,9 @@
  *	  clock as the server's on this machine); step-to-step is ts(k + 1) -
  *	  ts(k).  Measured once with one client (start, await, repeat) and once
  *	  with C clients doing the same concurrently.
+ *	- HTTP steps (--http-url): chains of GET <url>/echo against the local
+ *	  test server (test/http_server.pl, started by bench/run), measured as
+ *	  the other chains: HTTP steps per second.
  *	- Commit rate: pgbench -n -f <one INSERT> at the executors' concurrency
  *	  (the executors are the sessions that commit steps) and at the
  *	  clients' one, on the same server, in the same run.
@@ -72,6 +75,9 @@ typedef struct PgdbOptions
 	int			pgbench_seconds;
 	int			statements;		/* top pg_stat_statements entries per phase */
 	int			timeout;		/* seconds df.await_instance waits */
+	const char *http_url;		/* base URL of test/http_server.pl, or NULL */
+	int			http_workflows;
+	int			http_steps;
 	bool		verbose;
 } PgdbOptions;
 
@@ -355,6 +361,15 @@ log_leaf(PgdbBuf *s, int k)
 {
 	buf_append(s, "$s$INSERT INTO bench_log VALUES ('{sys_instance_id}', %d, clock_timestamp())$s$",
 			   k + 1);
+}
+
+/* HTTP steps call the local test server's /echo (bench/run starts it). */
+static const char *http_leaf_url = NULL;
+
+static void
+http_leaf(PgdbBuf *s, int k)
+{
+	buf_append(s, "df.http($u$%s/echo?k=%d$u$, 'GET')", http_leaf_url, k + 1);
 }
 
 /* The workflow's JSON, built by the server's own DSL; malloc'd, or NULL. */
@@ -774,10 +789,10 @@ run_pgbench(Pgdb *b, int clients)
 }
 
 static bool
-throughput_phase(Pgdb *b, const char *name, const char *op, int width, int nflows,
-				 double *steps_per_s, double *flows_per_s)
+throughput_phase_of(Pgdb *b, const char *name, const char *op, int width, int nflows,
+					void (*leaf) (PgdbBuf *, int), double *steps_per_s, double *flows_per_s)
 {
-	char	   *graph = build_graph(b, op, width, noop_leaf);
+	char	   *graph = build_graph(b, op, width, leaf);
 	char		(*ids)[PGDB_ID_LEN + 1];
 	int64_t    *commit_us;
 	PgdbPhase	ph;
@@ -809,6 +824,13 @@ throughput_phase(Pgdb *b, const char *name, const char *op, int width, int nflow
 	free(ids);
 	free(commit_us);
 	return ok;
+}
+
+static bool
+throughput_phase(Pgdb *b, const char *name, const char *op, int width, int nflows,
+				 double *steps_per_s, double *flows_per_s)
+{
+	return throughput_phase_of(b, name, op, width, nflows, noop_leaf, steps_per_s, flows_per_s);
 }
 
 typedef struct PgdbIdTime
@@ -928,6 +950,7 @@ pgdb_run(Pgdb *b)
 				chain = NAN,
 				fan = NAN,
 				flows = NAN,
+				http = NAN,
 				dummy;
 	char		v[32];
 	char		latlabel[32];
@@ -956,6 +979,13 @@ pgdb_run(Pgdb *b)
 	if (o->workflows > 0 &&
 		!throughput_phase(b, "one-step workflows", "~>", 1, o->workflows, &dummy, &flows))
 		return false;
+	if (o->http_url != NULL && o->http_workflows > 0)
+	{
+		http_leaf_url = o->http_url;
+		if (!throughput_phase_of(b, "HTTP chain", "~>", o->http_steps, o->http_workflows,
+								 http_leaf, &http, &dummy))
+			return false;
+	}
 
 	if (o->chain_workflows > 0)
 		add_row(b, "steps/s", fmt_num(v, chain), "chain: %d workflows x %d steps, %d clients",
@@ -966,6 +996,9 @@ pgdb_run(Pgdb *b)
 	if (o->workflows > 0)
 		add_row(b, "workflows/s", fmt_num(v, flows), "one-step workflows: %d, %d clients",
 				o->workflows, o->clients);
+	if (o->http_url != NULL && o->http_workflows > 0)
+		add_row(b, "steps/s", fmt_num(v, http), "HTTP steps: %d workflows x %d GET, local server",
+				o->http_workflows, o->http_steps);
 
 	if (!latency_phase(b, 1, "1 client"))
 		return false;
@@ -1042,6 +1075,10 @@ usage(const char *progname)
 		   "                              phase (needs pg_stat_statements; default: 0)\n"
 		   "      --timeout=SECS          longest wait for the workflows of one phase; those still\n"
 		   "                              unfinished then are counted, not awaited (default: 60)\n"
+		   "      --http-url=URL          base URL of test/http_server.pl: also measure HTTP steps\n"
+		   "                              (GET URL/echo; the server needs pg_durable.http_allow_private)\n"
+		   "      --http-workflows=NUM    HTTP chain workflows (default: 400)\n"
+		   "      --http-steps=NUM        HTTP steps per chain (default: 5)\n"
 		   "  -v, --verbose               say what runs, on stderr\n"
 		   "  -V, --version               output version information, then exit\n"
 		   "  -?, --help                  show this help, then exit\n\n");
@@ -1087,6 +1124,9 @@ main(int argc, char **argv)
 		{"pgbench-seconds", required_argument, NULL, 10},
 		{"statements", required_argument, NULL, 11},
 		{"timeout", required_argument, NULL, 12},
+		{"http-url", required_argument, NULL, 13},
+		{"http-workflows", required_argument, NULL, 14},
+		{"http-steps", required_argument, NULL, 15},
 		{"verbose", no_argument, NULL, 'v'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, '?'},
@@ -1109,6 +1149,8 @@ main(int argc, char **argv)
 	b.opt.pgbench = "pgbench";
 	b.opt.pgbench_seconds = 30;
 	b.opt.timeout = 60;
+	b.opt.http_workflows = 400;
+	b.opt.http_steps = 5;
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
 	{
@@ -1169,6 +1211,15 @@ main(int argc, char **argv)
 				break;
 			case 12:
 				b.opt.timeout = parse_count(optarg, "timeout", 1);
+				break;
+			case 13:
+				b.opt.http_url = optarg;
+				break;
+			case 14:
+				b.opt.http_workflows = parse_count(optarg, "http-workflows", 0);
+				break;
+			case 15:
+				b.opt.http_steps = parse_count(optarg, "http-steps", 1);
 				break;
 			case 'v':
 				b.opt.verbose = true;

@@ -334,17 +334,24 @@ CREATE TABLE df_internal.runs (
 	created_at timestamptz NOT NULL DEFAULT now()
 );
 
--- the ready queue; timers are tasks with a future run_at
+-- the ready queue; timers are tasks with a future run_at.  HTTP steps
+-- (kind 'http') belong to the HTTP worker, which leases them: a claimed
+-- call sets lease_until and a fresh lease_token (committed before the call
+-- is made); its completion applies only while the token is still the same,
+-- and an expired lease makes the task claimable again (at-least-once).
 CREATE TABLE df_internal.tasks (
 	id bigserial PRIMARY KEY,
 	instance_id varchar(8) NOT NULL,
 	node_id varchar(8),
 	scope text NOT NULL,
-	kind text NOT NULL CHECK (kind IN ('start', 'step', 'timer', 'deliver')),
+	kind text NOT NULL CHECK (kind IN ('start', 'step', 'timer', 'deliver', 'http')),
 	run_at timestamptz NOT NULL DEFAULT now(),
-	attempts int NOT NULL DEFAULT 0
+	attempts int NOT NULL DEFAULT 0,
+	lease_until timestamptz,
+	lease_token uuid
 );
-CREATE INDEX tasks_run_at_idx ON df_internal.tasks (run_at, id);
+CREATE INDEX tasks_run_at_idx ON df_internal.tasks (run_at, id) WHERE kind <> 'http';
+CREATE INDEX tasks_http_idx ON df_internal.tasks (run_at, id) WHERE kind = 'http';
 CREATE INDEX tasks_instance_idx ON df_internal.tasks (instance_id);
 
 -- named results, per execution scope (JOIN/RACE branches get their own)
@@ -473,6 +480,13 @@ CREATE FUNCTION df.signal(instance_id text, signal_name text, signal_data text D
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_signal';
 COMMENT ON FUNCTION df.signal(text, text, text) IS 'send a signal (buffered, in order) to a waiting or future df.wait_for_signal of an instance';
+
+-- The settings the HTTP worker applies now (it reads them from the server's
+-- configuration; a reload reaches it asynchronously).  Superusers only.
+CREATE FUNCTION df_internal.http_worker_settings() RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_http_worker_settings';
+COMMENT ON FUNCTION df_internal.http_worker_settings() IS 'the HTTP destination policy and limits the running HTTP worker applies, or NULL when it does not run';
+REVOKE EXECUTE ON FUNCTION df_internal.http_worker_settings() FROM PUBLIC;
 
 -- Step results, substitution and truthiness (results_*.c), for the tests
 -- ---------------------------------------------------------------------------

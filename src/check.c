@@ -187,9 +187,17 @@ repair(const char *instance_id, const char *problem, const char *node_id, const 
 			!pgd_lock_run(instance_id, &status) || !still_there(instance_id, problem, node_id))
 			return false;
 		if (strcmp(problem, "stranded_step") == 0)
-			PGD_EXEC("INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind) "
-					 "VALUES ($1, $2, $3, 'step')",
-					 instance_id, node_id, scope);
+		{
+			if (PGD_EXEC("INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind) "
+						 "SELECT n.instance_id, n.id, $3, "
+						 "CASE WHEN n.node_type IN ('HTTP', 'HTTP_MULTIPART') THEN 'http' ELSE 'step' END "
+						 "FROM df.nodes n WHERE n.instance_id OPERATOR(pg_catalog.=) $1 "
+						 "AND n.id OPERATOR(pg_catalog.=) $2 RETURNING kind",
+						 instance_id, node_id, scope) == 0)
+				return false;
+			if (strcmp(pgd_spi_getstring(0, 1), "http") == 0)
+				pgd_http_wake_at_commit();
+		}
 		else if (PGD_EXEC("INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, run_at) "
 						  "SELECT n.instance_id, n.id, $3, 'timer', "
 						  "CASE n.node_type WHEN 'SLEEP' THEN n.updated_at OPERATOR(pg_catalog.+) "

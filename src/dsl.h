@@ -29,5 +29,6 @@ extern char *df_http_check_method(const char *method, bool multipart, char **upp
 extern char *df_http_check_headers(const DfJson *headers);
 extern char *df_http_check_parts(const DfJson *parts);
 extern char *df_http_check_config(const char *query, bool multipart);
+extern char *df_http_check_base64(const char *s);
 
 #endif							/* PG_DURABLE_DSL_H */

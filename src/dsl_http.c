@@ -155,8 +155,8 @@ is_whole_value_reference(const char *s)
 }
 
 /* Standard base64 with padding; ASCII whitespace is ignored. */
-static char *
-check_base64(const char *s)
+char *
+df_http_check_base64(const char *s)
 {
 	int			n = 0;
 	int			pad = 0;
@@ -235,7 +235,7 @@ check_part(const DfJson *part, int i)
 		if (strpbrk(b64->str, "${") != NULL)
 			return psprintf("parts[%d] \"data_b64\" must be base64 or a single whole-value reference (%s)",
 							i, WHOLE_VALUE_REFERENCES);
-		if ((err = check_base64(b64->str)) != NULL)
+		if ((err = df_http_check_base64(b64->str)) != NULL)
 			return psprintf("Invalid base64 in part '%s': %s", name->str, err);
 	}
 	return NULL;

@@ -31,6 +31,7 @@
 #define PG_DURABLE_ENGINE_H
 
 #include "postgres.h"
+#include "datatype/timestamp.h"
 #include "graph.h"
 #include "json.h"
 
@@ -124,6 +125,8 @@ extern bool pgd_queue_scan_due(TimestampTz now, long *sleep_ms);
 extern uint64 pgd_queue_scan_begin(void);
 extern void pgd_queue_rescan(void);
 extern void pgd_queue_scanned(uint64 gen, TimestampTz earliest);
+extern void pgd_http_wake_at_commit(void);
+extern void pgd_http_worker_attach(void);
 extern void pgd_instance_finished_at_commit(const char *instance_id);
 extern void pgd_executor_attach(int slot);
 extern void pgd_executor_set_idle(bool idle);
@@ -151,6 +154,16 @@ extern void pgd_reconcile_maybe(long *sleep_ms);
 extern bool pgd_log_allowed(void);
 
 /* executor.c */
+typedef struct PgdRunInfo
+{
+	Oid			submitted_by;
+	char	   *label;
+	char	   *vars;			/* jsonb text */
+	char	   *status;
+	char	   *token;
+} PgdRunInfo;
+extern bool pgd_load_run(const char *instance_id, PgdRunInfo *run);
+extern DfJson *pgd_step_vars(const char *instance_id, PgdRunInfo *run);
 extern void pgd_begin_unit(const char *activity);
 extern void pgd_end_unit(void);
 PGDLLEXPORT void pgd_executor_main(Datum main_arg);

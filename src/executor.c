@@ -83,14 +83,6 @@ static void wait_for_extension(void);
 static char *epoch_id = NULL;
 static TimestampTz last_heartbeat = 0;
 
-typedef struct RunInfo
-{
-	Oid			submitted_by;
-	char	   *label;
-	char	   *vars;			/* jsonb text */
-	char	   *status;
-	char	   *token;
-} RunInfo;
 
 typedef struct Task
 {
@@ -101,7 +93,7 @@ typedef struct Task
 	char	   *kind;
 	int			attempts;
 	bool		has_run;		/* the instance's runs row, read with the claim */
-	RunInfo		run;
+	PgdRunInfo	run;
 } Task;
 
 /*
@@ -175,9 +167,25 @@ heartbeat(void)
 		announce_ready();
 }
 
+/* The instance's runs row; false when there is none (the instance ended). */
+bool
+pgd_load_run(const char *instance_id, PgdRunInfo *run)
+{
+	if (PGD_EXEC("SELECT submitted_by, label, vars::text, status, created_at::text "
+				 "FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
+				 instance_id) == 0)
+		return false;
+	run->submitted_by = (Oid) strtoul(pgd_spi_getstring(0, 1), NULL, 10);
+	run->label = pgd_spi_getstring(0, 2);
+	run->vars = pgd_spi_getstring(0, 3);
+	run->status = pgd_spi_getstring(0, 4);
+	run->token = pgd_spi_getstring(0, 5);
+	return true;
+}
+
 /* The instance's runs row as the claim read it; false when there is none. */
 static bool
-load_run(Task *t, RunInfo *run)
+load_run(Task *t, PgdRunInfo *run)
 {
 	*run = t->run;
 	return t->has_run;
@@ -233,8 +241,8 @@ requeue_task(Task *t)
 }
 
 /* The variables a step sees: the captured ones plus sys_instance_id and sys_label. */
-static DfJson *
-step_vars(const char *instance_id, RunInfo *run)
+DfJson *
+pgd_step_vars(const char *instance_id, PgdRunInfo *run)
 {
 	char	   *err = NULL;
 	DfJson	   *vars = run->vars ? dfjson_parse(run->vars, strlen(run->vars), &err) : NULL;
@@ -249,7 +257,7 @@ step_vars(const char *instance_id, RunInfo *run)
 static void
 run_start_task(Task *t)
 {
-	RunInfo		run;
+	PgdRunInfo	run;
 	char	   *status;
 	PgdGraph   *g;
 
@@ -269,7 +277,7 @@ run_start_task(Task *t)
 static bool
 run_step_task(Task *t)
 {
-	RunInfo		run;
+	PgdRunInfo	run;
 	PgdGraph   *g;
 	int			n;
 	PgdOutcome	outcome;
@@ -293,7 +301,7 @@ run_step_task(Task *t)
 	query = g->nodes[n].query;
 	/* variables and named results are read only when the text can refer to them */
 	if (strchr(query, '{') != NULL || strchr(query, '$') != NULL)
-		query = pgd_substitute(query, step_vars(t->instance_id, &run),
+		query = pgd_substitute(query, pgd_step_vars(t->instance_id, &run),
 							   pgd_visible_results(t->instance_id, t->scope),
 							   PGD_SUBST_SQL, &err);
 	if (query == NULL)
@@ -354,7 +362,7 @@ run_step_task(Task *t)
 static void
 run_timer_task(Task *t)
 {
-	RunInfo		run;
+	PgdRunInfo	run;
 	PgdGraph   *g;
 	int			n;
 	char	   *status;
@@ -371,7 +379,7 @@ run_timer_task(Task *t)
 static void
 run_deliver_task(Task *t)
 {
-	RunInfo		run;
+	PgdRunInfo	run;
 	PgdGraph   *g;
 	char	   *status;
 
@@ -397,7 +405,7 @@ claim_by_id(int64 id)
 	return pgd_spi_exec("WITH t AS (DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) "
 						"(SELECT id FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1 "
 						" AND run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
-						" FOR UPDATE SKIP LOCKED) "
+						" AND kind OPERATOR(pg_catalog.<>) 'http' FOR UPDATE SKIP LOCKED) "
 						"RETURNING id, instance_id, node_id, scope, kind, attempts) " CLAIM_RESULT,
 						1, types, values, NULL, false);
 }
@@ -414,7 +422,8 @@ scan_queue(long *sleep_ms)
 	TimestampTz run_at;
 
 	if (pgd_spi_exec("SELECT id, run_at, run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
-					 "FROM df_internal.tasks ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
+					 "FROM df_internal.tasks WHERE kind OPERATOR(pg_catalog.<>) 'http' "
+					 "ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
 					 0, NULL, NULL, NULL, false) == 0)
 	{
 		pgd_queue_scanned(gen, DT_NOEND);

@@ -2,13 +2,14 @@
  *
  * launcher.c
  *	  The pg_durable launcher: a static background worker registered by
- *	  _PG_init that starts and supervises the executors.
+ *	  _PG_init that starts and supervises the executors and the HTTP
+ *	  worker.
  *
  * The launcher connects to no database (it only needs the shared catalog
  * pg_database).  Once pg_durable.database exists it starts
  * pg_durable.workers executors as dynamic background workers — no more
- * than free worker slots allow, saying so in the log — and restarts any
- * that stops (after a back-off).  The executors wait by themselves for
+ * than free worker slots allow, saying so in the log — and the HTTP worker
+ * (http_worker.c), and restarts any that stops (after a back-off).  The executors wait by themselves for
  * CREATE EXTENSION.  SIGHUP re-reads the configuration, SIGTERM ends the
  * launcher, and postmaster death ends it (WL_EXIT_ON_PM_DEATH); the
  * postmaster restarts it 5 seconds after an abnormal exit, and a crash
@@ -132,9 +133,33 @@ start_executor(int slot)
 	return handle;
 }
 
+/* The HTTP worker (http_worker.c): one per server, in pg_durable.database. */
+static BackgroundWorkerHandle *
+start_http_worker(void)
+{
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_durable");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "pgd_http_worker_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_durable http worker");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_durable http worker");
+	worker.bgw_notify_pid = MyProcPid;
+
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+		return NULL;
+	return handle;
+}
+
 void
 pgd_launcher_main(Datum main_arg)
 {
+	BackgroundWorkerHandle *http_handle = NULL;
+	TimestampTz http_stopped_at = 0;
 	BackgroundWorkerHandle *handles[PGD_MAX_EXECUTORS];
 	TimestampTz stopped_at[PGD_MAX_EXECUTORS];
 	int			nworkers = Min(pgd_workers, PGD_MAX_EXECUTORS);
@@ -219,11 +244,37 @@ pgd_launcher_main(Datum main_arg)
 				}
 				running++;
 			}
+
+			/* the HTTP worker, supervised like an executor */
+			if (http_handle != NULL)
+			{
+				pid_t		pid;
+
+				if (GetBackgroundWorkerPid(http_handle, &pid) == BGWH_STOPPED)
+				{
+					pfree(http_handle);
+					http_handle = NULL;
+					http_stopped_at = GetCurrentTimestamp();
+				}
+			}
+			if (http_handle == NULL)
+			{
+				if (http_stopped_at != 0 &&
+					!TimestampDifferenceExceeds(http_stopped_at, GetCurrentTimestamp(),
+												EXECUTOR_RESTART_MS))
+					timeout = EXECUTOR_RESTART_MS;
+				else if ((http_handle = start_http_worker()) == NULL)
+				{
+					missing++;
+					timeout = DATABASE_POLL_MS;
+				}
+			}
+
 			if (missing > 0 && !warned_slots)
 			{
 				ereport(LOG,
-						(errmsg("pg_durable launcher started only %d of %d executors: no free background worker slots",
-								running, nworkers),
+						(errmsg("pg_durable launcher started only %d of %d executors%s: no free background worker slots",
+								running, nworkers, http_handle == NULL ? " and no HTTP worker" : ""),
 						 errhint("Raise max_worker_processes (it also serves parallel query) or lower pg_durable.workers.")));
 				warned_slots = true;
 			}

@@ -41,6 +41,12 @@ int			pgd_retention_days = 30;
 int			pgd_reconcile_interval = 3600;
 int			pgd_workers = 4;
 int			pgd_loop_iteration_floor = 1000;
+char	   *pgd_http_allowed_hosts = NULL;
+bool		pgd_http_allow_private = false;
+int			pgd_http_max_request_body = 10 * 1024 * 1024;
+int			pgd_http_max_response_body = 10 * 1024 * 1024;
+int			pgd_http_max_timeout = 300;
+int			pgd_http_max_concurrent = 500;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -156,6 +162,51 @@ pgd_define_gucs(void)
 							"Keeps a loop without waits from spinning; tests may lower it.",
 							&pgd_loop_iteration_floor, 1000, 0, 3600000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+
+	/*
+	 * The HTTP destination policy and limits.  Only the HTTP worker applies
+	 * them, with the values of the server's configuration (PGC_SIGHUP:
+	 * postgresql.conf or ALTER SYSTEM, then a reload); no session can
+	 * change them for itself.
+	 */
+	DefineCustomStringVariable("pg_durable.http_allowed_hosts",
+							   "Hosts HTTP steps may call: comma-separated host names or suffixes.",
+							   "\"example.com\" allows example.com and its subdomains, \".example.com\" only "
+							   "its subdomains, an IP address allows that bare address. Empty allows any host "
+							   "whose addresses are public.",
+							   &pgd_http_allowed_hosts, "",
+							   PGC_SIGHUP, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("pg_durable.http_allow_private",
+							 "Allow HTTP steps to connect to private, loopback and reserved addresses.",
+							 "Off by default: a step may only connect to public addresses.",
+							 &pgd_http_allow_private, false,
+							 PGC_SIGHUP, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.http_max_request_body",
+							"Largest request body an HTTP step may send.",
+							NULL,
+							&pgd_http_max_request_body, 10 * 1024 * 1024, 0, 1024 * 1024 * 1024,
+							PGC_SIGHUP, GUC_UNIT_BYTE | GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.http_max_response_body",
+							"Largest response body an HTTP step accepts.",
+							"A longer response fails the step.",
+							&pgd_http_max_response_body, 10 * 1024 * 1024, 0, 256 * 1024 * 1024,
+							PGC_SIGHUP, GUC_UNIT_BYTE | GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.http_max_timeout",
+							"Largest timeout_seconds an HTTP step may use.",
+							"A step asking for more fails; it bounds how long a call lost in a crash "
+							"holds its lease before it is made again.",
+							&pgd_http_max_timeout, 300, 1, 86400,
+							PGC_SIGHUP, GUC_UNIT_S | GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.http_max_concurrent",
+							"Most HTTP calls in flight at the same time.",
+							NULL,
+							&pgd_http_max_concurrent, 500, 1, 10000,
+							PGC_SIGHUP, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("pg_durable");
 }

@@ -33,6 +33,12 @@ extern int	pgd_retention_days;
 extern int	pgd_reconcile_interval;
 extern int	pgd_workers;
 extern int	pgd_loop_iteration_floor;
+extern char *pgd_http_allowed_hosts;
+extern bool pgd_http_allow_private;
+extern int	pgd_http_max_request_body;
+extern int	pgd_http_max_response_body;
+extern int	pgd_http_max_timeout;
+extern int	pgd_http_max_concurrent;
 
 /* shmem.c */
 extern void pgd_shmem_request(void);
@@ -41,6 +47,9 @@ extern void pgd_shmem_startup(void);
 /* launcher.c */
 extern void pgd_register_launcher(void);
 PGDLLEXPORT void pgd_launcher_main(Datum main_arg);
+
+/* http_worker.c */
+PGDLLEXPORT void pgd_http_worker_main(Datum main_arg);
 
 /* step_sql.c: true inside a workflow step (or with df.in_workflow = 'true') */
 extern bool pgd_in_workflow(void);

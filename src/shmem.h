@@ -33,6 +33,9 @@ typedef struct PgdAwaiter
 	char		instance[9];
 } PgdAwaiter;
 
+/* What the HTTP worker runs with, published after each (re)load of its settings. */
+#define PGD_HTTP_SETTINGS_LEN 1024
+
 typedef struct PgdShared
 {
 	slock_t		mutex;			/* protects everything but the CV */
@@ -60,6 +63,10 @@ typedef struct PgdShared
 	bool		scan_needed;
 	TimestampTz next_due;
 	uint64		due_gen;
+
+	pid_t		http_pid;		/* the HTTP worker, 0 when none runs */
+	Latch	   *http_latch;
+	char		http_settings[PGD_HTTP_SETTINGS_LEN];	/* "" when none runs */
 } PgdShared;
 
 extern PgdShared *pgd_shared;

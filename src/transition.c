@@ -329,6 +329,16 @@ enqueue_step(PgdGraph *g, int n, const char *scope)
 	pgd_task_ready_at_commit(strtoll(pgd_spi_getstring(0, 1), NULL, 10));
 }
 
+/* An HTTP call: the HTTP worker's task, not the executors' (http_worker.c). */
+static void
+enqueue_http(PgdGraph *g, int n, const char *scope)
+{
+	PGD_EXEC("INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind) "
+			 "VALUES ($1, $2, $3, 'http')",
+			 g->instance_id, g->nodes[n].id, scope);
+	pgd_http_wake_at_commit();
+}
+
 static void
 save_named_result(PgdGraph *g, const char *scope, const char *name, const char *result)
 {
@@ -707,6 +717,11 @@ start_node(PgdGraph *g, int n, const char *scope)
 
 		case DF_NODE_BREAK:
 			run_break(g, n, scope);
+			break;
+
+		case DF_NODE_HTTP:
+		case DF_NODE_HTTP_MULTIPART:
+			enqueue_http(g, n, scope);
 			break;
 
 		default:

@@ -63,6 +63,7 @@ static int64 pending_ready[MAX_PENDING_READY];	/* ids of some of them */
 static int	npending_ready = 0;
 static bool pending_scan = false;	/* some ready task is not in pending_ready */
 static TimestampTz pending_due = DT_NOEND;	/* earliest future task made */
+static bool pending_http = false;	/* ... of which HTTP calls */
 static PendingInterrupt pending_interrupts[MAX_PENDING_INTERRUPTS];
 static int	npending_interrupts = 0;
 #define MAX_PENDING_FINISHED 32
@@ -296,6 +297,19 @@ wake_awaiters(void)
 		SetLatch(latches[i]);
 }
 
+/* The HTTP worker has one latch; setting it when it is busy costs nothing. */
+static void
+wake_http_worker(void)
+{
+	Latch	   *latch;
+
+	SpinLockAcquire(&pgd_shared->mutex);
+	latch = pgd_shared->http_latch;
+	SpinLockRelease(&pgd_shared->mutex);
+	if (latch != NULL)
+		SetLatch(latch);
+}
+
 static void
 pgd_xact_callback(XactEvent event, void *arg)
 {
@@ -320,10 +334,13 @@ pgd_xact_callback(XactEvent event, void *arg)
 				interrupt_executors();
 			if (npending_finished > 0 && pgd_shared != NULL)
 				wake_awaiters();
+			if (pending_http && pgd_shared != NULL)
+				wake_http_worker();
 			pending_tasks = 0;
 			npending_ready = 0;
 			pending_scan = false;
 			pending_due = DT_NOEND;
+			pending_http = false;
 			npending_finished = 0;
 			npending_interrupts = 0;
 			break;
@@ -334,6 +351,7 @@ pgd_xact_callback(XactEvent event, void *arg)
 			npending_ready = 0;
 			pending_scan = false;
 			pending_due = DT_NOEND;
+			pending_http = false;
 			npending_finished = 0;
 			npending_interrupts = 0;
 			break;
@@ -383,6 +401,36 @@ pgd_task_ready_at_commit(int64 task_id)
 	else
 		pending_scan = true;
 	wake_at_commit(1);
+}
+
+/* An HTTP task became runnable: wake the HTTP worker at commit (not the executors). */
+void
+pgd_http_wake_at_commit(void)
+{
+	pending_http = true;
+}
+
+static void
+http_worker_detach(int code, Datum arg)
+{
+	SpinLockAcquire(&pgd_shared->mutex);
+	if (pgd_shared->http_pid == MyProcPid)
+	{
+		pgd_shared->http_pid = 0;
+		pgd_shared->http_latch = NULL;
+		pgd_shared->http_settings[0] = '\0';
+	}
+	SpinLockRelease(&pgd_shared->mutex);
+}
+
+void
+pgd_http_worker_attach(void)
+{
+	SpinLockAcquire(&pgd_shared->mutex);
+	pgd_shared->http_pid = MyProcPid;
+	pgd_shared->http_latch = MyLatch;
+	SpinLockRelease(&pgd_shared->mutex);
+	before_shmem_exit(http_worker_detach, (Datum) 0);
 }
 
 void

@@ -11,10 +11,14 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
+use File::Basename qw(dirname);
+use HTTP::Tiny;
+use JSON::PP;
 
 our @EXPORT = qw(
   engine_node wait_engine_ready step_sql crash_shapes start_instance
   wait_instances_done executor_pid_in_step check_effects check_engine_empty
+  start_http_server http_get
 );
 
 # The role that starts workflows (superusers may not, by default).
@@ -196,6 +200,43 @@ SELECT (SELECT count(*) FROM df_internal.tasks) || ' tasks, '
 		'0 tasks, 0 runs, 0 joins, 0 results',
 		'nothing left in the engine tables');
 	return;
+}
+
+my @http_pids;
+END { kill 'TERM', @http_pids if @http_pids; }
+
+# Start the local HTTP test server (test/http_server.pl) on a free loopback
+# port; it stops with the test.  Returns its base URL, http://localhost:PORT.
+sub start_http_server
+{
+	my $script = dirname(__FILE__) . '/../http_server.pl';
+	my $port_file = "$PostgreSQL::Test::Utils::tmp_check/http_server.port";
+	unlink $port_file;
+	my $pid = fork() // die "fork: $!";
+	if ($pid == 0)
+	{
+		open(STDOUT, '>', "$PostgreSQL::Test::Utils::log_path/http_server.log");
+		open(STDERR, '>&', \*STDOUT);
+		exec($^X, $script, '--port-file', $port_file, '--parent', getppid())
+		  or die "exec: $!";
+	}
+	for (my $i = 0; $i < 100 && !-s $port_file; $i++) { usleep(100_000); }
+	die "the HTTP test server did not start" unless -s $port_file;
+	open(my $fh, '<', $port_file) or die "$port_file: $!";
+	my $port = <$fh>;
+	chomp $port;
+	close $fh;
+	push @http_pids, $pid;
+	return "http://localhost:$port";
+}
+
+# GET a test server endpoint and decode its JSON answer.
+sub http_get
+{
+	my ($base, $path) = @_;
+	my $res = HTTP::Tiny->new(timeout => 10)->get("$base$path");
+	die "GET $path: $res->{status} $res->{content}" unless $res->{success};
+	return decode_json($res->{content});
 }
 
 1;
