@@ -287,10 +287,10 @@ async function settle(db, p, quietMs, maxMs) {
  * are in, kill -9 the worker and start another at once (as a supervisor
  * would).  Then: time to the first step after the kill; the chains stalled
  * behind the dead worker's locks once nothing has moved for 3 s (more than
- * graphile-worker's 2 s poll interval); and, after
- * ageing those locks by 4 hours and running graphile-worker's own sweep
- * statement (what its 8-10 minute timer would do 4 hours later), the steps
- * that ran twice and those that never ran.
+ * graphile-worker's 2 s poll interval); and, after ageing those locks by
+ * 4 hours and running graphile-worker's own sweep statement (what its
+ * 8-10 minute timer would do 4 hours later), the steps that ran twice and
+ * those that never ran.
  */
 async function kill(plan) {
 	const p = plan.e;
