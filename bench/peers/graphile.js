@@ -49,6 +49,8 @@ const c = require('./common');
 const DB = 'graphile_bench';
 const SYSTEM = 'graphile-worker';
 const WAIT_MS = 300000;
+/* every session of a phase ends inside it: a short pause around it will do */
+const PAUSE_MS = 300;
 
 /* Only errors, on stderr; graphile-worker logs every start and stop. */
 const logger = new Logger(() => (level, message) => {
@@ -210,7 +212,7 @@ async function throughput(mon, p) {
 			await done;
 		});
 		return { ...r, workflows: p.workflows - r.failed, steps: p.n * (p.workflows - r.failed) };
-	}));
+	}), PAUSE_MS);
 }
 
 async function stepTimes(pool, wf) {
@@ -254,7 +256,7 @@ async function latency(mon, p) {
 		const lr = [['start-to-first-step', first], ['step-to-step', step], ['signal-to-wake', wake]]
 			.map(([what, v]) => ({ what, p50: c.percentile(v, 50), p99: c.percentile(v, 99) }));
 		return { ...r, workflows: p.workflows, steps: (p.n + 1) * p.workflows, extra: { latRows: lr } };
-	}));
+	}), PAUSE_MS);
 }
 
 async function count(db, sql, args) {
