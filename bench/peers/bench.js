@@ -3,15 +3,15 @@
  * then off (ALTER SYSTEM + pg_reload_conf, so every session, the engines'
  * included, follows), runs the physical limit (pgbench: single-row INSERT
  * transactions at each concurrency), pg_durable (pgd.js, in this process),
- * DBOS Transact (dbos.js, a child process so that scenario E can kill -9
- * it), then prints one table per
- * setting and the ratios.  Systems run one after another, never together,
+ * DBOS Transact (dbos.js) and graphile-worker (graphile.js), each a child
+ * process so that scenario E can kill -9 its worker, then prints one table
+ * per setting and the ratios.  Systems run one after another, never together,
  * so the cluster-wide WAL delta of a phase belongs to one system.
  *
  * Needs PGHOST, PGPORT, PGUSER (a superuser) and PGBIN (pgbench's
  * directory); bench/peers/run sets them.  Options:
  *   --quick           a tenth of the default sizes
- *   --only LIST       systems to run, comma-separated: pgbench,pgd,dbos
+ *   --only LIST       systems to run, comma-separated: pgbench,pgd,dbos,graphile
  *   --sync LIST       settings to run: on,off (default both)
  *   --json FILE       also write every result as JSON
  */
@@ -25,7 +25,7 @@ const c = require('./common');
 const pgd = require('./pgd');
 
 function parseArgs(argv) {
-	const o = { quick: false, only: ['pgbench', 'pgd', 'dbos'], sync: ['on', 'off'], json: null };
+	const o = { quick: false, only: ['pgbench', 'pgd', 'dbos', 'graphile'], sync: ['on', 'off'], json: null };
 	for (let i = 0; i < argv.length; i++) {
 		const a = argv[i];
 		if (a === '--quick') o.quick = true;
@@ -111,9 +111,11 @@ function table(rows) {
 	const body = [];
 	for (const r of rows) {
 		if (r.scenario === 'E kill -9') {
+			/* graphile-worker: chains stalled behind the dead worker's locks */
 			body.push([r.system, r.scenario, String(r.conc), String(r.workflows),
-				`resumed after ${fmt(r.resumeMs)} ms`, '', '', '',
-				`dup ${r.duplicates}`, `lost ${r.lost}`, '']);
+				Number.isNaN(r.resumeMs) || r.resumeMs === null ? 'did not resume' : `resumed after ${fmt(r.resumeMs)} ms`,
+				'', '', '', `dup ${r.duplicates}`, `lost ${r.lost}`,
+				r.stalled === undefined ? '' : `stalled ${r.stalled}`]);
 			continue;
 		}
 		if (r.latRows) {
@@ -224,7 +226,7 @@ async function main() {
 		/* pg_durable's E restarts the server: reconnect the monitor */
 		await mon.end().catch(() => {});
 		mon = await c.connect('postgres', 'peers-monitor');
-		for (const [name, script] of [['dbos', 'dbos.js']]) {
+		for (const [name, script] of [['dbos', 'dbos.js'], ['graphile', 'graphile.js']]) {
 			if (!o.only.includes(name))
 				continue;
 			try {
@@ -237,6 +239,9 @@ async function main() {
 		all[sync] = rows;
 		console.log(`\nsynchronous_commit = ${sync}\n`);
 		console.log(table(rows));
+		for (const r of rows)
+			if (r.scenario === 'E kill -9' && r.note)
+				console.log(`\nE, ${r.system}: ${r.note}.`);
 		console.log(`\nratios of throughput, synchronous_commit = ${sync}\n`);
 		console.log(ratios(rows));
 		if (statements)
