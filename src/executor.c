@@ -27,6 +27,10 @@
  * the task with a jittered back-off.  Unexpected errors of the engine
  * itself are logged, the transaction is rolled back and the loop goes on.
  *
+ * A step of an instance started with database => 'x' (another database)
+ * runs in x in a background session (remote.c) at least once; the
+ * transition still commits here.
+ *
  * Executor 0 also runs retention and reconciliation (check.c) every
  * pg_durable.reconcile_interval seconds, between tasks.
  *
@@ -62,6 +66,7 @@
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
+#include "bgsql.h"
 #include "engine.h"
 #include "pg_durable.h"
 #include "results.h"
@@ -94,6 +99,7 @@ typedef struct RunInfo
 	char	   *vars;			/* jsonb text */
 	char	   *status;
 	char	   *token;
+	char	   *database;		/* where the steps run; NULL = here */
 } RunInfo;
 
 /*
@@ -169,7 +175,7 @@ heartbeat(void)
 static bool
 load_run(const char *instance_id, RunInfo *run)
 {
-	if (PGD_EXEC("SELECT submitted_by, label, vars::text, status, created_at::text "
+	if (PGD_EXEC("SELECT submitted_by, label, vars::text, status, created_at::text, database "
 					 "FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
 				 instance_id) == 0)
 		return false;
@@ -178,6 +184,9 @@ load_run(const char *instance_id, RunInfo *run)
 	run->vars = pgd_spi_getstring(0, 3);
 	run->status = pgd_spi_getstring(0, 4);
 	run->token = pgd_spi_getstring(0, 5);
+	run->database = pgd_spi_getstring(0, 6);
+	if (run->database != NULL && strcmp(run->database, pgd_database) == 0)
+		run->database = NULL;
 	return true;
 }
 
@@ -299,9 +308,20 @@ run_step_task(Task *t)
 		int			sqlstate;
 
 		pgd_executor_set_running(t->instance_id, t->scope);
-		outcome = pgd_run_user_sql(query, run.submitted_by, &retry, &sqlstate);
+		if (run.database != NULL)
+		{
+			/* another database: a background session runs it there (remote.c) */
+			PgdBgsqlStatus st = pgd_remote_step(run.database, query, run.submitted_by,
+												&outcome.result, &sqlstate);
+
+			outcome.ok = (st == PGD_BGSQL_OK);
+			retry = (st == PGD_BGSQL_RETRY);
+		}
+		else
+			outcome = pgd_run_user_sql(query, run.submitted_by, &retry, &sqlstate);
 		pgd_executor_set_running(NULL, NULL);
-		if (retry && t->attempts < MAX_RETRIES)
+		/* waiting for a free worker slot is not a failure, however long it lasts */
+		if (retry && (t->attempts < MAX_RETRIES || sqlstate == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED))
 		{
 			if (pgd_log_allowed())
 				ereport(LOG,
