@@ -41,7 +41,7 @@ for my $i (0 .. 3)
 	($out[$i], $err[$i]) = ('', '');
 	$h[$i] = IPC::Run::start(
 		[
-			'psql', '-X', '-A', '-t', '-d', $node->connstr('postgres'),
+			'psql', '-X', '-q', '-A', '-t', '-d', $node->connstr('postgres'),
 			'-c', 'SET ROLE carol',
 			'-c', "SELECT df.start('SELECT $i AS launch', 'launch $i', transaction_mode => 'new')"
 		],
