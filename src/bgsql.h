@@ -50,6 +50,14 @@ extern bool pgd_bgsql_run(PgdBgsqlKind kind, Oid dboid, Oid connect_as, Oid run_
 /* start.c: LOGIN and the superuser guard, as df.start checks them */
 extern void pgd_check_start_identity(Oid userid);
 
+/*
+ * Run a step's SQL in database dboid as run_as, in this process's
+ * persistent session for that database (started if needed, kept while
+ * busy).  Returns false when no background worker slot is free.
+ */
+extern bool pgd_bgsql_step(Oid dboid, Oid connect_as, Oid run_as, const char *query,
+						   PgdBgsqlResult *result);
+
 /* new_txn.c */
 extern char *pgd_start_in_new_transaction(const char *fut, const char *label,
 										  const char *database);

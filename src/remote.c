@@ -6,7 +6,8 @@
  * The engine (instances, tasks, transitions) lives in pg_durable.database;
  * an executor is bound to that database and cannot touch x.  For a SQL
  * step of such an instance the executor substitutes the step's text as
- * usual, then hands it to a background session connected to x (bgsql.c),
+ * usual, then hands it to its background session connected to x (bgsql.c:
+ * started on demand, kept while steps keep coming, gone after 2 s idle),
  * which runs it exactly as the executor would run a local step
  * (pgd_run_user_sql: as the submitter, security-restricted, its own GUC
  * nest level, df.in_workflow on, rows turned into the result JSON there),
@@ -108,10 +109,8 @@ pgd_remote_step(const char *database, const char *query, Oid submitter,
 	MemoryContextSwitchTo(oldcxt);
 	PG_TRY();
 	{
-		const char *args[1] = {query};
-
-		ran = pgd_bgsql_run(PGD_BGSQL_STEP, get_database_oid(database, false),
-							GetAuthenticatedUserId(), submitter, 1, args, &res);
+		ran = pgd_bgsql_step(get_database_oid(database, false), GetAuthenticatedUserId(),
+							 submitter, query, &res);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;

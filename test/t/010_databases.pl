@@ -172,9 +172,9 @@ is( $node->safe_psql('postgres',
 	'2', 'both executors survived');
 my ($a4) = start_as('alice', "$insert, NULL, 'appdb'");
 is(await_as('alice', $a4), 'completed', 'and run the next instance in appdb');
-is($node->safe_psql('postgres', q{
-SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_durable session'}), '0',
-	'no background session is left');
+ok( $node->poll_query_until('postgres', q{
+SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'pg_durable session'}),
+	'idle background sessions go away');
 check_engine_empty($node);
 
 # 4. no free background worker slot: launcher + 1 executor fill
