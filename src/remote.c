@@ -78,7 +78,7 @@ pgd_database_problem(const char *database, Oid submitter)
 	if (!allowconn)
 		return psprintf("pg_durable: database \"%s\" of this instance is not accepting connections; "
 						"its steps cannot run", database);
-	if (pg_database_aclcheck(dboid, submitter, ACL_CONNECT) != ACLCHECK_OK)
+	if (pgd_database_aclcheck(dboid, submitter, ACL_CONNECT) != ACLCHECK_OK)
 		return psprintf("pg_durable: permission denied for database \"%s\": the role that submitted "
 						"this instance does not have CONNECT privilege; its steps cannot run", database);
 	return NULL;

@@ -33,6 +33,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_authid.h"
+#include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "executor/spi.h"
@@ -390,7 +391,7 @@ pgd_start(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_DATABASE),
 					 errmsg("database \"%s\" does not exist", database)));
-		if (pg_database_aclcheck(dboid, userid, ACL_CONNECT) != ACLCHECK_OK)
+		if (pgd_database_aclcheck(dboid, userid, ACL_CONNECT) != ACLCHECK_OK)
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("permission denied for database \"%s\"", database),

@@ -6,7 +6,8 @@
 # the reference's error; after the lock is released the two waiting ones
 # succeed.  No stray rows, no admission lock and no background session are
 # left.  Also: a 'new' start into another database, and the instances belong
-# to the caller (another role cannot see them).
+# to the caller (another role cannot see them).  The roles cannot connect to
+# the server at all (pg_hba.conf rejects them): no loopback connection is used.
 use strict;
 use warnings;
 use FindBin;
@@ -27,6 +28,22 @@ SELECT df.grant_usage('dave');
 CREATE DATABASE appdb;
 });
 $node->safe_psql('appdb', 'CREATE TABLE t (who text); GRANT INSERT ON t TO PUBLIC;');
+
+# no loopback connection, no password, no trust: carol and dave cannot log in
+# by any connection at all, and their 'new' starts still work
+{
+	my $hba = $node->data_dir . '/pg_hba.conf';
+	open(my $in, '<', $hba) or die "cannot read $hba: $!";
+	my $old = do { local $/; <$in> };
+	close $in;
+	open(my $fh, '>', $hba) or die "cannot write $hba: $!";
+	print $fh "local all carol,dave reject\nhost all carol,dave all reject\n" . $old;
+	close $fh;
+	$node->reload;
+	my ($ret, $o, $e) = $node->psql('postgres', 'SELECT 1', extra_params => [ '-U', 'carol' ]);
+	isnt($ret, 0, 'carol cannot connect to the server');
+	like($e, qr/pg_hba\.conf rejects connection/, 'pg_hba.conf rejects her');
+}
 
 my $before = $node->safe_psql('postgres', 'SELECT count(*) FROM df.instances');
 
