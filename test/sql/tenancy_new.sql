@@ -115,5 +115,8 @@ END
 $$;
 
 SELECT engine_idle();
+SET ROLE tn_alice;
+SELECT df.clearvars();
+RESET ROLE;
 DROP TABLE tn_effects;
 DROP VIEW tn_slots;
