@@ -27,4 +27,13 @@
 #define PGD_HAVE_CUSTOM_WAIT_EVENTS 1
 #endif
 
+/* PG 16 replaced the per-object ACL checks by object_aclcheck. */
+#if PG_VERSION_NUM >= 160000
+#define pgd_database_aclcheck(dboid, roleid, mode) \
+	object_aclcheck(DatabaseRelationId, (dboid), (roleid), (mode))
+#else
+#define pgd_database_aclcheck(dboid, roleid, mode) \
+	pg_database_aclcheck((dboid), (roleid), (mode))
+#endif
+
 #endif							/* PG_DURABLE_COMPAT_H */

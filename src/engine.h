@@ -161,6 +161,7 @@ typedef struct PgdRunInfo
 	char	   *vars;			/* jsonb text */
 	char	   *status;
 	char	   *token;
+	char	   *database;		/* where the steps run; NULL = here */
 } PgdRunInfo;
 extern bool pgd_load_run(const char *instance_id, PgdRunInfo *run);
 extern DfJson *pgd_step_vars(const char *instance_id, PgdRunInfo *run);

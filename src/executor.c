@@ -32,6 +32,10 @@
  * the task with a jittered back-off.  Unexpected errors of the engine
  * itself are logged, the transaction is rolled back and the loop goes on.
  *
+ * A step of an instance started with database => 'x' (another database)
+ * runs in x in a background session (remote.c) at least once; the
+ * transition still commits here.
+ *
  * Executor 0 also runs retention and reconciliation (check.c) every
  * pg_durable.reconcile_interval seconds, between tasks.
  *
@@ -67,6 +71,7 @@
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
+#include "bgsql.h"
 #include "engine.h"
 #include "pg_durable.h"
 #include "results.h"
@@ -171,7 +176,7 @@ heartbeat(void)
 bool
 pgd_load_run(const char *instance_id, PgdRunInfo *run)
 {
-	if (PGD_EXEC("SELECT submitted_by, label, vars::text, status, created_at::text "
+	if (PGD_EXEC("SELECT submitted_by, label, vars::text, status, created_at::text, database "
 				 "FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
 				 instance_id) == 0)
 		return false;
@@ -180,6 +185,9 @@ pgd_load_run(const char *instance_id, PgdRunInfo *run)
 	run->vars = pgd_spi_getstring(0, 3);
 	run->status = pgd_spi_getstring(0, 4);
 	run->token = pgd_spi_getstring(0, 5);
+	run->database = pgd_spi_getstring(0, 6);
+	if (run->database != NULL && strcmp(run->database, pgd_database) == 0)
+		run->database = NULL;
 	return true;
 }
 
@@ -315,9 +323,20 @@ run_step_task(Task *t)
 		int			sqlstate;
 
 		pgd_executor_set_running(t->instance_id, t->scope);
-		outcome = pgd_run_user_sql(query, run.submitted_by, &retry, &sqlstate);
+		if (run.database != NULL)
+		{
+			/* another database: a background session runs it there (remote.c) */
+			PgdBgsqlStatus st = pgd_remote_step(run.database, query, run.submitted_by,
+												&outcome.result, &sqlstate);
+
+			outcome.ok = (st == PGD_BGSQL_OK);
+			retry = (st == PGD_BGSQL_RETRY);
+		}
+		else
+			outcome = pgd_run_user_sql(query, run.submitted_by, &retry, &sqlstate);
 		pgd_executor_set_running(NULL, NULL);
-		if (retry && t->attempts < MAX_RETRIES)
+		/* waiting for a free worker slot is not a failure, however long it lasts */
+		if (retry && (t->attempts < MAX_RETRIES || sqlstate == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED))
 		{
 			if (pgd_log_allowed())
 				ereport(LOG,
@@ -391,7 +410,7 @@ run_deliver_task(Task *t)
 
 #define CLAIM_RESULT \
 	"SELECT t.id, t.instance_id, t.node_id, t.scope, t.kind, t.attempts, " \
-	"r.submitted_by, r.label, r.vars::text, r.status, r.created_at::text " \
+	"r.submitted_by, r.label, r.vars::text, r.status, r.created_at::text, r.database " \
 	"FROM t LEFT JOIN df_internal.runs r ON r.instance_id OPERATOR(pg_catalog.=) t.instance_id"
 
 /* Claim the task with this id if it is ready and nobody holds it: 0 or 1 rows. */
@@ -520,6 +539,9 @@ process_one(long *sleep_ms)
 		t.run.vars = pgd_spi_getstring(0, 9);
 		t.run.status = pgd_spi_getstring(0, 10);
 		t.run.token = pgd_spi_getstring(0, 11);
+		t.run.database = pgd_spi_getstring(0, 12);
+		if (t.run.database != NULL && strcmp(t.run.database, pgd_database) == 0)
+			t.run.database = NULL;
 	}
 
 	if (strcmp(t.kind, "start") == 0)

@@ -16,6 +16,11 @@
  * submitter that became a superuser) and before every step (a dropped
  * role): pgd_check_submitter_at_load, pgd_identity_problem.
  *
+ * transaction_mode => 'new' hands the whole call to a background session
+ * that commits on its own (new_txn.c).  database => 'x' must name a
+ * database the caller may CONNECT to; the steps then run there
+ * (remote.c), at least once, which a NOTICE says.
+ *
  * Called from inside a step, df.start works like anywhere else: the new
  * instance belongs to the step's submitter (the current user there) and
  * starts only if the step commits.
@@ -28,17 +33,20 @@
 #include "postgres.h"
 
 #include "catalog/pg_authid.h"
+#include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "port.h"
 #include "utils/array.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/syscache.h"
 
+#include "bgsql.h"
 #include "engine.h"
 #include "pg_durable.h"
 
@@ -222,8 +230,8 @@ role_name(Oid roleid)
 	return GetUserNameFromId(roleid, false);
 }
 
-static void
-check_identity(Oid userid)
+void
+pgd_check_start_identity(Oid userid)
 {
 	HeapTuple	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(userid));
 	bool		canlogin;
@@ -348,6 +356,7 @@ pgd_start(PG_FUNCTION_ARGS)
 	char		instance_id[PGD_ID_LEN + 1];
 	int			attempt;
 	int64		task_id = 0;
+	bool		remote = false;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -358,10 +367,7 @@ pgd_start(PG_FUNCTION_ARGS)
 	if (pg_strcasecmp(mode, "caller") != 0)
 	{
 		if (pg_strcasecmp(mode, "new") == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("transaction_mode => 'new' is not supported by this version of pg_durable yet"),
-					 errhint("Start the workflow in caller mode and commit.")));
+			PG_RETURN_TEXT_P(cstring_to_text(pgd_start_in_new_transaction(fut, label, database)));
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid transaction_mode \"%s\" for df.start(): expected 'caller' or 'new'", mode)));
@@ -380,20 +386,24 @@ pgd_start(PG_FUNCTION_ARGS)
 	/* 2. database */
 	if (database != NULL)
 	{
-		if (!OidIsValid(get_database_oid(database, true)))
+		Oid			dboid = get_database_oid(database, true);
+
+		if (!OidIsValid(dboid))
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_DATABASE),
 					 errmsg("database \"%s\" does not exist", database)));
-		if (strcmp(database, get_database_name(MyDatabaseId)) != 0)
+		if (pgd_database_aclcheck(dboid, userid, ACL_CONNECT) != ACLCHECK_OK)
 			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("running steps in another database is not supported by this version of pg_durable yet"),
-					 errhint("Omit the database argument to run the steps in \"%s\".",
-							 get_database_name(MyDatabaseId))));
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for database \"%s\"", database),
+					 errdetail("current_user \"%s\" does not have CONNECT privilege on it; "
+							   "the workflow's steps would run there as that role.",
+							   role_name(userid))));
+		remote = (dboid != MyDatabaseId);
 	}
 
 	/* 3. identity, 4. superuser guard */
-	check_identity(userid);
+	pgd_check_start_identity(userid);
 
 	/* 5. graph validation */
 	if (root == NULL || pr.status == DF_PARSE_OK)
@@ -489,6 +499,14 @@ pgd_start(PG_FUNCTION_ARGS)
 
 	SPI_finish();
 	SetUserIdAndSecContext(save_userid, save_sec);
+
+	if (remote)
+		ereport(NOTICE,
+				(errmsg("pg_durable: the steps of instance %s run in database \"%s\" at least once",
+						instance_id, database),
+				 errdetail("A step in another database commits there before the engine records it; "
+						   "after a crash or restart in between, the step runs again. "
+						   "Make such steps idempotent.")));
 
 	if (task_id > 0)
 		pgd_task_ready_at_commit(task_id);

@@ -25,9 +25,8 @@ SELECT df.start((SELECT string_agg('{"node_type":"THEN","left_node":{"node_type"
                 || '{"node_type":"SQL","query":"SELECT 1"}' || repeat('}', 300));
 SELECT df.start('{"node_type":"JOIN","left_node":{"node_type":"SQL","query":"SELECT 1"},"right_node":{"node_type":"SQL","query":"SELECT 2"},"extra_nodes":['
                 || (SELECT string_agg('{"node_type":"SQL","query":"SELECT 3"}', ',') FROM generate_series(1, 10000)) || ']}');
--- modes and databases not supported yet (documented in the README)
-SELECT df.start('SELECT 1', NULL, NULL, 'new');
-SELECT df.start('SELECT 1', NULL, 'postgres');
+-- an unknown database (other databases and 'new' mode: tenancy_new.sql, t/010, t/011)
+SELECT df.start('SELECT 1', NULL, 'no_such_database');
 SELECT count(*) - :instances_before AS no_rows_left_behind FROM df.instances;
 
 -- steps: every failure is the node's result and the instance's end
