@@ -24,3 +24,7 @@ include $(PGXS)
 
 sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
 	cp $< $@
+
+# PGXS tracks no header dependencies: a struct changed in a header must
+# rebuild every object that uses it, or they disagree about its layout.
+$(OBJS) $(OBJS:.o=.bc): $(wildcard src/*.h)
