@@ -44,7 +44,8 @@
 # - no "deadlock detected" in the server log from an engine statement (a
 #   user-SQL deadlock is caught inside the step and retried: it shows up as a
 #   step_retried event with sqlstate 40P01, counted as retried user deadlocks);
-# - the engine's task queue is empty and df.check() reports nothing.
+# - the engine's task queue is empty, so are its per-instance tables (runs,
+#   joins, loops, waits, results), and df.check() reports nothing.
 #
 # The counts are printed as one block ("# stress: ..." .. "# end") and each
 # must-be-zero count is a TAP assertion.
@@ -395,6 +396,10 @@ sub stress_run
 		  . "(SELECT 1 FROM expected x WHERE x.instance_id = e.instance_id AND x.step = e.step) "
 		  . "AND NOT EXISTS (SELECT 1 FROM optional o WHERE o.instance_id = e.instance_id AND o.step = e.step)");
 	$c{tasks_left} = $q->("SELECT count(*) FROM df_internal.tasks");
+	# every instance has finished: no engine state may be left either
+	$c{state_left} = $q->("SELECT (SELECT count(*) FROM df_internal.runs) "
+		  . "+ (SELECT count(*) FROM df_internal.joins) + (SELECT count(*) FROM df_internal.loops) "
+		  . "+ (SELECT count(*) FROM df_internal.waits) + (SELECT count(*) FROM df_internal.results)");
 	$c{check_problems} = $q->("SELECT count(*) FROM df.check()");
 	($c{user_deadlocks_in_log}, $c{engine_deadlocks}) = log_deadlocks($node, $offset);
 	$c{seconds} = sprintf('%.1f', $seconds);
@@ -439,6 +444,7 @@ WHERE i.status NOT IN ('pending', 'running') AND i.status <> s.want});
 		[ 'missing effects', $c{missing} ],
 		[ 'unexpected effects', $c{unexpected} ],
 		[ 'tasks left in queue', $c{tasks_left} ],
+		[ 'engine rows left', $c{state_left} ],
 		[ 'df.check() problems', $c{check_problems} ],
 		[ 'seconds', $c{seconds} ]);
 	diag "stress: chaos=$chaos";
@@ -446,7 +452,8 @@ WHERE i.status NOT IN ('pending', 'running') AND i.status <> s.want});
 	diag "end";
 
 	is($c{$_}, 0, "$chaos: $_ = 0")
-	  for qw(engine_deadlocks stranded wrong_status duplicates missing unexpected tasks_left check_problems);
+	  for qw(engine_deadlocks stranded wrong_status duplicates missing unexpected tasks_left state_left
+	  check_problems);
 	is($c{completed} + $c{failed}, $ninst, "$chaos: every instance ended");
 	is($c{failed}, $c{faults}, "$chaos: exactly the instances with an injected error failed");
 	return \%c;

@@ -9,7 +9,7 @@
 #
 # The long form (more instances, every chaos variant) is bash bench/stress;
 # it runs this file with these variables:
-#   PG_DURABLE_STRESS_PER=N        instances of each small shape (default 12)
+#   PG_DURABLE_STRESS_PER=N        instances of each small shape (default 20)
 #   PG_DURABLE_STRESS_FANOUTS=N    1,000-branch fan-outs (default 1)
 #   PG_DURABLE_STRESS_CHAOS=LIST   variants after the plain run, comma-separated
 #                                  (kill, terminate, restart, errors; default kill)
@@ -26,7 +26,7 @@ use PgDurableTest;
 use PgDurableStress;
 
 my $workers = 8;
-my $per = $ENV{PG_DURABLE_STRESS_PER} // 12;
+my $per = $ENV{PG_DURABLE_STRESS_PER} // 20;
 my $fanouts = $ENV{PG_DURABLE_STRESS_FANOUTS} // 1;
 my @chaos = split /,/, ($ENV{PG_DURABLE_STRESS_CHAOS} // 'kill');
 my $kills = $ENV{PG_DURABLE_STRESS_KILLS} // 6;
