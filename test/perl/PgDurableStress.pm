@@ -28,6 +28,9 @@
 #   restart    immediate shutdown and restart of the server in the middle
 #   errors     a random quarter of the JOIN instances get one branch that
 #              raises division_by_zero: those instances must end "failed"
+#   mixed      all of it in one run: injected errors, and every few hundred
+#              ms a SIGKILL or a pg_terminate_backend (at random), with the
+#              immediate restarts in the middle
 #
 # then waits until every instance is terminal, or until nothing has
 # progressed for a while (then the rest are "stranded"), and checks:
@@ -290,7 +293,7 @@ sub stress_run
 	my $script = "SET ROLE $role;\nBEGIN;\n";
 	for my $shape (@todo)
 	{
-		my ($graph, $want, $opt, $fault) = shape($shape, $chaos eq 'errors');
+		my ($graph, $want, $opt, $fault) = shape($shape, $chaos eq 'errors' || $chaos eq 'mixed');
 		$c{faults}++ if defined $fault;
 		my $status = defined $fault ? 'failed' : 'completed';
 		my $f = defined $fault ? "'$fault'" : 'NULL';
@@ -333,18 +336,26 @@ sub stress_run
 		if (time() >= $next_chaos)
 		{
 			$next_chaos = time() + 0.2 + rand(0.3);
-			if ($chaos eq 'kill' && $c{kills} < $max_kills)
+			my $act = $chaos;
+			if ($chaos eq 'mixed')
+			{
+				$act = rand() < 0.5 ? 'kill' : 'terminate';
+				$act = 'restart' if $c{restarts} < $max_restarts && defined $mark
+				  && $ninst - $left >= $ninst * ($c{restarts} + 1) / ($max_restarts + 2);
+				$act = 'none' if $act ne 'restart' && $c{kills} + $c{terminations} >= $max_kills;
+			}
+			if ($act eq 'kill' && $c{kills} < $max_kills)
 			{
 				my ($pid) = executor_pids($node);
 				$c{kills}++ if $pid && kill('KILL', $pid);
 			}
-			elsif ($chaos eq 'terminate' && $c{terminations} < $max_kills)
+			elsif ($act eq 'terminate' && $c{terminations} < $max_kills)
 			{
 				my ($pid) = executor_pids($node);
 				my $r = $pid ? try_query($node, "SELECT pg_terminate_backend($pid)") : undef;
 				$c{terminations}++ if defined $r && $r eq 't';
 			}
-			elsif ($chaos eq 'restart' && $c{restarts} < $max_restarts && defined $mark)
+			elsif ($act eq 'restart' && $c{restarts} < $max_restarts && defined $mark)
 			{
 				# in the middle: once a share of the instances has finished
 				my $done = $ninst - $left;

@@ -12,7 +12,8 @@
 #   PG_DURABLE_STRESS_PER=N        instances of each small shape (default 20)
 #   PG_DURABLE_STRESS_FANOUTS=N    1,000-branch fan-outs (default 1)
 #   PG_DURABLE_STRESS_CHAOS=LIST   variants after the plain run, comma-separated
-#                                  (kill, terminate, restart, errors; default kill)
+#                                  (kill, terminate, restart, errors, mixed;
+#                                  default kill)
 #   PG_DURABLE_STRESS_KILLS=N      kills / terminations per variant (default 6)
 #   PG_DURABLE_STRESS_RESTARTS=N   restarts in the restart variant (default 1)
 use strict;
@@ -45,7 +46,9 @@ for my $c (@chaos)
 	cmp_ok($r->{kills}, '>', 0, 'executors were killed') if $c eq 'kill';
 	cmp_ok($r->{terminations}, '>', 0, 'executors were terminated') if $c eq 'terminate';
 	cmp_ok($r->{restarts}, '>', 0, 'the server was restarted') if $c eq 'restart';
-	cmp_ok($r->{faults}, '>', 0, 'errors were injected') if $c eq 'errors';
+	cmp_ok($r->{faults}, '>', 0, 'errors were injected') if $c eq 'errors' || $c eq 'mixed';
+	cmp_ok($r->{kills} + $r->{terminations}, '>', 0, 'executors were killed or terminated')
+	  if $c eq 'mixed';
 }
 
 $node->stop('fast');
