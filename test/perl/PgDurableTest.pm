@@ -154,14 +154,38 @@ sub executor_pid_in_step
 	  . "AND query LIKE '%pg_sleep%' AND query LIKE '$like'";
 	for (my $tries = 0; $tries < 20; $tries++)
 	{
-		$node->poll_query_until('postgres',
-			"SELECT count(*) > 0 FROM pg_stat_activity WHERE $cond")
-		  or die "no executor ran a step matching $like";
+		unless ($node->poll_query_until('postgres',
+				"SELECT count(*) > 0 FROM pg_stat_activity WHERE $cond"))
+		{
+			diag_engine($node);
+			die "no executor ran a step matching $like";
+		}
 		my $pid = $node->safe_psql('postgres',
 			"SELECT pid FROM pg_stat_activity WHERE $cond ORDER BY pid LIMIT 1");
 		return $pid if $pid =~ /^\d+$/;
 	}
 	die "could not catch an executor in a step matching $like";
+}
+
+# What the engine is doing, for a test that waited in vain: the executors
+# and the launcher, the unfinished instances, the task queue and df.check().
+sub diag_engine
+{
+	my ($node) = @_;
+	my ($out, $err) = ('', '');
+	$node->psql('postgres', q{
+SELECT format('%s %s %s %s/%s xact %s: %s', pid, backend_type, state, wait_event_type, wait_event,
+              xact_start, left(query, 100))
+FROM pg_stat_activity WHERE backend_type LIKE 'pg_durable%' OR backend_type = 'autovacuum worker';
+SELECT format('instance %s %s', id, status) FROM df.instances WHERE status IN ('pending', 'running');
+SELECT format('task %s %s %s %s run_at %s (now %s) attempts %s', id, instance_id, node_id, kind,
+              run_at, clock_timestamp(), attempts) FROM df_internal.tasks;
+SELECT format('lock %s %s %s granted %s pid %s', locktype, relation::regclass, mode, granted, pid)
+FROM pg_locks WHERE NOT granted OR pid IN (SELECT pid FROM pg_stat_activity WHERE backend_type LIKE 'pg_durable%');
+SELECT format('check %s %s %s', instance_id, problem, detail) FROM df.check();},
+		stdout => \$out, stderr => \$err);
+	diag "engine state:\n$out$err";
+	return;
 }
 
 # Every instance completed, and every expected effect exists exactly once
