@@ -373,7 +373,7 @@ sub stress_run
 	my $seconds = time() - $t0;
 
 	# after a crash the server may still be reinitializing
-	$node->poll_query_until('postgres', 'SELECT true') or die "the server did not come back";
+	query_until($node, 'SELECT true') or die "the server did not come back";
 	wait_engine_ready($node, $workers);
 
 	# --- the checks ------------------------------------------------------------

@@ -10,11 +10,13 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
+use IPC::Run;
+use Time::HiRes qw(usleep time);
 
 our @EXPORT = qw(
   engine_node wait_engine_ready step_sql crash_shapes start_instance
   wait_instances_done executor_pid_in_step check_effects check_engine_empty
+  query_until
 );
 
 # The role that starts workflows (superusers may not, by default).
@@ -61,14 +63,34 @@ CREATE TABLE expected (instance_id text NOT NULL, step text NOT NULL,
 sub wait_engine_ready
 {
 	my ($node, $workers) = @_;
-	$node->poll_query_until('postgres',
+	query_until($node,
 		"SELECT count(*) = $workers FROM pg_stat_activity "
 		  . "WHERE backend_type = 'pg_durable executor'")
 	  or die "the executors did not start";
-	$node->poll_query_until('postgres',
+	query_until($node,
 		"SELECT EXISTS (SELECT 1 FROM df_internal._worker_ready WHERE schema_version >= 1)")
 	  or die "the engine did not announce readiness";
 	return;
+}
+
+# Poll until $sql returns 't', for as long as poll_query_until would.  Unlike
+# poll_query_until it passes the query with -c: while the server restarts
+# after a crash, a psql that cannot connect exits before reading its stdin,
+# and IPC::Run then dies on a broken pipe.
+sub query_until
+{
+	my ($node, $sql) = @_;
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (time() < $deadline)
+	{
+		my ($out, $err) = ('', '');
+		IPC::Run::run([ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c', $sql ],
+			'<', \undef, '>', \$out, '2>', \$err);
+		chomp $out;
+		return 1 if $out eq 't';
+		usleep(100_000);
+	}
+	return 0;
 }
 
 # A SQL step that sleeps and records its effect under the key $step.
