@@ -10,7 +10,8 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
+use IPC::Run;
+use Time::HiRes qw(usleep time);
 use File::Basename qw(dirname);
 use HTTP::Tiny;
 use JSON::PP;
@@ -19,6 +20,7 @@ our @EXPORT = qw(
   engine_node wait_engine_ready step_sql crash_shapes start_instance
   wait_instances_done executor_pid_in_step check_effects check_engine_empty
   start_http_server http_get
+  query_until
 );
 
 # The role that starts workflows (superusers may not, by default).
@@ -65,14 +67,34 @@ CREATE TABLE expected (instance_id text NOT NULL, step text NOT NULL,
 sub wait_engine_ready
 {
 	my ($node, $workers) = @_;
-	$node->poll_query_until('postgres',
+	query_until($node,
 		"SELECT count(*) = $workers FROM pg_stat_activity "
 		  . "WHERE backend_type = 'pg_durable executor'")
 	  or die "the executors did not start";
-	$node->poll_query_until('postgres',
+	query_until($node,
 		"SELECT EXISTS (SELECT 1 FROM df_internal._worker_ready WHERE schema_version >= 1)")
 	  or die "the engine did not announce readiness";
 	return;
+}
+
+# Poll until $sql returns 't', for as long as poll_query_until would.  Unlike
+# poll_query_until it passes the query with -c: while the server restarts
+# after a crash, a psql that cannot connect exits before reading its stdin,
+# and IPC::Run then dies on a broken pipe.
+sub query_until
+{
+	my ($node, $sql) = @_;
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (time() < $deadline)
+	{
+		my ($out, $err) = ('', '');
+		IPC::Run::run([ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c', $sql ],
+			'<', \undef, '>', \$out, '2>', \$err);
+		chomp $out;
+		return 1 if $out eq 't';
+		usleep(100_000);
+	}
+	return 0;
 }
 
 # A SQL step that sleeps and records its effect under the key $step.
@@ -166,7 +188,29 @@ sub executor_pid_in_step
 		return $pid if $pid =~ /^\d+$/;
 		usleep(20_000);
 	}
+	diag_engine($node);
 	die "no executor ran a step matching $like";
+}
+
+# What the engine is doing, for a test that waited in vain: the executors
+# and the launcher, the unfinished instances, the task queue and df.check().
+sub diag_engine
+{
+	my ($node) = @_;
+	my ($out, $err) = ('', '');
+	$node->psql('postgres', q{
+SELECT format('%s %s %s %s/%s xact %s: %s', pid, backend_type, state, wait_event_type, wait_event,
+              xact_start, left(query, 100))
+FROM pg_stat_activity WHERE backend_type LIKE 'pg_durable%' OR backend_type = 'autovacuum worker';
+SELECT format('instance %s %s', id, status) FROM df.instances WHERE status IN ('pending', 'running');
+SELECT format('task %s %s %s %s run_at %s (now %s) attempts %s', id, instance_id, node_id, kind,
+              run_at, clock_timestamp(), attempts) FROM df_internal.tasks;
+SELECT format('lock %s %s %s granted %s pid %s', locktype, relation::regclass, mode, granted, pid)
+FROM pg_locks WHERE NOT granted OR pid IN (SELECT pid FROM pg_stat_activity WHERE backend_type LIKE 'pg_durable%');
+SELECT format('check %s %s %s', instance_id, problem, detail) FROM df.check();},
+		stdout => \$out, stderr => \$err);
+	diag "engine state:\n$out$err";
+	return;
 }
 
 # Every instance completed, and every expected effect exists exactly once

@@ -34,7 +34,10 @@ for my $round (1 .. $rounds)
 {
 	my $target = $targets[ ($round - 1) % @targets ];
 
-	for my $shape (sort keys %shapes)
+	# the shape that holds the target last, so that its first step cannot
+	# have finished before we look for it while the others were started
+	for my $shape (sort { (grep { $_ eq $target } @{ $shapes{$a}{steps} }) <=>
+				(grep { $_ eq $target } @{ $shapes{$b}{steps} }) || $a cmp $b } keys %shapes)
 	{
 		start_instance($node, $shapes{$shape}{graph}, @{ $shapes{$shape}{steps} });
 		$ninstances++;
