@@ -165,6 +165,7 @@ typedef struct PgdRunInfo
 } PgdRunInfo;
 extern bool pgd_load_run(const char *instance_id, PgdRunInfo *run);
 extern DfJson *pgd_step_vars(const char *instance_id, PgdRunInfo *run);
+extern bool pgd_extension_exists(void);
 extern void pgd_begin_unit(const char *activity);
 extern void pgd_end_unit(void);
 PGDLLEXPORT void pgd_executor_main(Datum main_arg);

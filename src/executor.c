@@ -126,8 +126,9 @@ pgd_end_unit(void)
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
-static bool
-extension_exists(void)
+/* Is pg_durable installed in this database? (a transaction of its own) */
+bool
+pgd_extension_exists(void)
 {
 	bool		exists;
 
@@ -607,7 +608,7 @@ process_available_work(void)
 		MemoryContextReset(work_cxt);
 
 		/* DROP EXTENSION: go back to waiting for it */
-		if (!did && sleep_ms == 1000L && !extension_exists())
+		if (!did && sleep_ms == 1000L && !pgd_extension_exists())
 		{
 			MemoryContextDelete(work_cxt);
 			return;
@@ -670,7 +671,7 @@ pgd_executor_main(Datum main_arg)
 static void
 wait_for_extension(void)
 {
-	while (!extension_exists())
+	while (!pgd_extension_exists())
 	{
 		pgd_executor_set_idle(true);	/* df.start would wake us */
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

@@ -601,18 +601,6 @@ claim(int max, long *next_ms)
  * ---------------------------------------------------------------------
  */
 
-static bool
-extension_exists(void)
-{
-	bool		exists;
-
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	exists = OidIsValid(get_extension_oid("pg_durable", true));
-	CommitTransactionCommand();
-	return exists;
-}
-
 static void
 raise_fd_limit(void)
 {
@@ -666,7 +654,7 @@ claim_guarded(int max, MemoryContext loop_cxt, long *next_ms)
 		AbortCurrentTransaction();
 		SPI_finish();
 		*next_ms = 1000L;		/* do not spin on a persistent error */
-		if (!extension_exists())
+		if (!pgd_extension_exists())
 			proc_exit(0);		/* DROP EXTENSION: the launcher starts us again */
 	}
 	PG_END_TRY();
@@ -700,7 +688,7 @@ pgd_http_worker_main(Datum main_arg)
 	publish_settings();
 	ereport(LOG, (errmsg("pg_durable http worker started in database \"%s\"", pgd_database)));
 
-	while (!extension_exists())
+	while (!pgd_extension_exists())
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 IDLE_POLL_MS, PG_WAIT_EXTENSION);

@@ -111,8 +111,9 @@ database_exists(void)
 	return exists;
 }
 
+/* A dynamic worker of the engine in pg_durable.database, reporting to the launcher. */
 static BackgroundWorkerHandle *
-start_executor(int slot)
+start_worker(const char *function, const char *name, const char *type, Datum arg)
 {
 	BackgroundWorker worker;
 	BackgroundWorkerHandle *handle;
@@ -122,10 +123,10 @@ start_executor(int slot)
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker.bgw_restart_time = BGW_NEVER_RESTART;
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_durable");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "pgd_executor_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_durable executor %d", slot);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_durable executor");
-	worker.bgw_main_arg = Int32GetDatum(slot);
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "%s", function);
+	snprintf(worker.bgw_name, BGW_MAXLEN, "%s", name);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "%s", type);
+	worker.bgw_main_arg = arg;
 	worker.bgw_notify_pid = MyProcPid;
 
 	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
@@ -133,26 +134,21 @@ start_executor(int slot)
 	return handle;
 }
 
+static BackgroundWorkerHandle *
+start_executor(int slot)
+{
+	char		name[BGW_MAXLEN];
+
+	snprintf(name, sizeof(name), "pg_durable executor %d", slot);
+	return start_worker("pgd_executor_main", name, "pg_durable executor", Int32GetDatum(slot));
+}
+
 /* The HTTP worker (http_worker.c): one per server, in pg_durable.database. */
 static BackgroundWorkerHandle *
 start_http_worker(void)
 {
-	BackgroundWorker worker;
-	BackgroundWorkerHandle *handle;
-
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_durable");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "pgd_http_worker_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_durable http worker");
-	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_durable http worker");
-	worker.bgw_notify_pid = MyProcPid;
-
-	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
-		return NULL;
-	return handle;
+	return start_worker("pgd_http_worker_main", "pg_durable http worker",
+						"pg_durable http worker", (Datum) 0);
 }
 
 void
