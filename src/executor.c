@@ -431,40 +431,45 @@ claim_by_id(int64 id)
 }
 
 /*
- * Look at the queue's earliest task nobody holds: claim it if it is due,
- * else tell the executor how long to sleep.  Tells wake.c what it saw.
+ * Claim the oldest due task nobody holds; when there is none, tell wake.c
+ * and the executor when the next future task is due.  That time is read
+ * without locks: a scan that skipped rows another executor held (with
+ * SKIP LOCKED) would report a later time and hide a timer until the
+ * safety poll.
  */
 static int
 scan_queue(long *sleep_ms)
 {
 	uint64		gen = pgd_queue_scan_begin();
 	bool		isnull;
-	TimestampTz run_at;
+	Datum		next;
 
-	if (pgd_spi_exec("SELECT id, run_at, run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
-					 "FROM df_internal.tasks WHERE kind OPERATOR(pg_catalog.<>) 'http' "
+	if (pgd_spi_exec("SELECT id FROM df_internal.tasks "
+					 "WHERE run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
+					 "AND kind OPERATOR(pg_catalog.<>) 'http' "
 					 "ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
-					 0, NULL, NULL, NULL, false) == 0)
+					 0, NULL, NULL, NULL, false) > 0)
 	{
-		pgd_queue_scanned(gen, DT_NOEND);
-		return 0;
+		/* after this one, another may be due at once: look again */
+		pgd_queue_scanned(gen, GetCurrentTimestamp());
+		return claim_by_id(strtoll(pgd_spi_getstring(0, 1), NULL, 10));
 	}
-	run_at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2,
-											   &isnull));
-	if (strcmp(pgd_spi_getstring(0, 3), "t") != 0)
+	pgd_spi_exec("SELECT min(run_at) FROM df_internal.tasks "
+				 "WHERE run_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
+				 "AND kind OPERATOR(pg_catalog.<>) 'http'",
+				 0, NULL, NULL, NULL, false);
+	next = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		pgd_queue_scanned(gen, DT_NOEND);
+	else
 	{
+		TimestampTz at = DatumGetTimestampTz(next);
 		TimestampTz now = GetCurrentTimestamp();
 
-		pgd_queue_scanned(gen, run_at);
-		if (run_at > now)
-			*sleep_ms = Min(*sleep_ms, Max(1L, (long) ((run_at - now) / 1000) + 1));
-		else
-			*sleep_ms = 1;
-		return 0;
+		pgd_queue_scanned(gen, at);
+		*sleep_ms = Min(*sleep_ms, at > now ? Max(1L, (long) ((at - now) / 1000) + 1) : 1L);
 	}
-	/* after this one, the next may be due at once: look again */
-	pgd_queue_scanned(gen, GetCurrentTimestamp());
-	return claim_by_id(strtoll(pgd_spi_getstring(0, 1), NULL, 10));
+	return 0;
 }
 
 /*
