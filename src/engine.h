@@ -32,6 +32,7 @@
 
 #include "postgres.h"
 #include "datatype/timestamp.h"
+#include "utils/resowner.h"
 #include "graph.h"
 #include "json.h"
 
@@ -102,6 +103,7 @@ extern char *pgd_spi_getstring(int row, int col);
 	pgd_exec((sql), (int) (sizeof((const char *[]) {__VA_ARGS__}) / sizeof(const char *)), \
 			 (const char *[]) {__VA_ARGS__})
 extern Datum pgd_text_datum(const char *s);
+extern ErrorData *pgd_subxact_caught(MemoryContext oldcxt, ResourceOwner oldowner);
 extern bool pgd_lock_run(const char *instance_id, char **status);
 
 /* step_sql.c */

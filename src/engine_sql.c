@@ -18,6 +18,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "access/xact.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -151,4 +152,24 @@ pgd_lock_run(const char *instance_id, char **status)
 	if (status)
 		*status = pgd_spi_getstring(0, 1);
 	return true;
+}
+
+/*
+ * In the PG_CATCH of a PG_TRY around an internal subtransaction begun in
+ * oldcxt with oldowner: take the error (copied into oldcxt), roll the
+ * subtransaction back and return to the caller's memory context and
+ * resource owner.
+ */
+ErrorData *
+pgd_subxact_caught(MemoryContext oldcxt, ResourceOwner oldowner)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(oldcxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(oldcxt);
+	CurrentResourceOwner = oldowner;
+	return edata;
 }

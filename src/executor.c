@@ -173,23 +173,38 @@ heartbeat(void)
 		announce_ready();
 }
 
+/*
+ * The runs row in the first SPI result row, from column col on: submitted_by,
+ * label, vars::text, status, created_at::text, database.  False when the row
+ * had none (submitted_by NULL: an outer join found no runs row).
+ */
+static bool
+read_run(int col, PgdRunInfo *run)
+{
+	char	   *submitted_by = pgd_spi_getstring(0, col);
+
+	if (submitted_by == NULL)
+		return false;
+	run->submitted_by = (Oid) strtoul(submitted_by, NULL, 10);
+	run->label = pgd_spi_getstring(0, col + 1);
+	run->vars = pgd_spi_getstring(0, col + 2);
+	run->status = pgd_spi_getstring(0, col + 3);
+	run->token = pgd_spi_getstring(0, col + 4);
+	run->database = pgd_spi_getstring(0, col + 5);
+	/* steps of the engine's own database run here */
+	if (run->database != NULL && strcmp(run->database, pgd_database) == 0)
+		run->database = NULL;
+	return true;
+}
+
 /* The instance's runs row; false when there is none (the instance ended). */
 bool
 pgd_load_run(const char *instance_id, PgdRunInfo *run)
 {
-	if (PGD_EXEC("SELECT submitted_by, label, vars::text, status, created_at::text, database "
-				 "FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
-				 instance_id) == 0)
-		return false;
-	run->submitted_by = (Oid) strtoul(pgd_spi_getstring(0, 1), NULL, 10);
-	run->label = pgd_spi_getstring(0, 2);
-	run->vars = pgd_spi_getstring(0, 3);
-	run->status = pgd_spi_getstring(0, 4);
-	run->token = pgd_spi_getstring(0, 5);
-	run->database = pgd_spi_getstring(0, 6);
-	if (run->database != NULL && strcmp(run->database, pgd_database) == 0)
-		run->database = NULL;
-	return true;
+	return PGD_EXEC("SELECT submitted_by, label, vars::text, status, created_at::text, database "
+					"FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
+					instance_id) > 0 &&
+		read_run(1, run);
 }
 
 /* The instance's runs row as the claim read it; false when there is none. */
@@ -537,18 +552,7 @@ process_one(long *sleep_ms)
 	t.scope = pgd_spi_getstring(0, 4);
 	t.kind = pgd_spi_getstring(0, 5);
 	t.attempts = atoi(pgd_spi_getstring(0, 6));
-	t.has_run = pgd_spi_getstring(0, 7) != NULL;
-	if (t.has_run)
-	{
-		t.run.submitted_by = (Oid) strtoul(pgd_spi_getstring(0, 7), NULL, 10);
-		t.run.label = pgd_spi_getstring(0, 8);
-		t.run.vars = pgd_spi_getstring(0, 9);
-		t.run.status = pgd_spi_getstring(0, 10);
-		t.run.token = pgd_spi_getstring(0, 11);
-		t.run.database = pgd_spi_getstring(0, 12);
-		if (t.run.database != NULL && strcmp(t.run.database, pgd_database) == 0)
-			t.run.database = NULL;
-	}
+	t.has_run = read_run(7, &t.run);
 
 	if (strcmp(t.kind, "start") == 0)
 		run_start_task(&t);

@@ -49,6 +49,7 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
+#include "engine.h"
 #include "explain.h"
 #include "graph.h"
 #include "json.h"
@@ -198,15 +199,7 @@ eval_dsl(const char *input, char **error)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
+		ErrorData  *edata = pgd_subxact_caught(oldcxt, oldowner);
 
 		/* a cancel or a shutdown is not the expression's error */
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||

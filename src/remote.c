@@ -117,14 +117,7 @@ pgd_remote_step(const char *database, const char *query, Oid submitter,
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
+		ErrorData  *edata = pgd_subxact_caught(oldcxt, oldowner);
 
 		*sqlstate = edata->sqlerrcode;
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)

@@ -187,7 +187,7 @@ pgd_flush_node_writes(void)
 	char	   *scopes[MAX_NODE_WRITES];
 	char	   *results[MAX_NODE_WRITES];
 	char	   *details[MAX_NODE_WRITES];
-	Datum		states[MAX_NODE_WRITES];
+	char	   *states[MAX_NODE_WRITES];
 	Datum		attempts[MAX_NODE_WRITES];
 	int			n = npending;
 	int			i;
@@ -201,7 +201,7 @@ pgd_flush_node_writes(void)
 		ids[i] = w->id;
 		scopes[i] = w->scope;
 		/* 'r'unning, 'c'ompleted, 'f'ailed */
-		states[i] = CStringGetTextDatum(!w->done ? "r" : w->ok ? "c" : "f");
+		states[i] = !w->done ? "r" : w->ok ? "c" : "f";
 		results[i] = w->result;
 		details[i] = w->detail;
 		attempts[i] = Int32GetDatum(w->attempt);
@@ -209,7 +209,7 @@ pgd_flush_node_writes(void)
 	values[0] = pgd_text_datum(pending_instance);
 	values[1] = text_array(n, ids);
 	values[2] = text_array(n, scopes);
-	values[3] = PointerGetDatum(construct_array(states, n, TEXTOID, -1, false, TYPALIGN_INT));
+	values[3] = text_array(n, states);
 	values[4] = text_array(n, results);
 	values[5] = PointerGetDatum(construct_array(attempts, n, INT4OID, 4, true, TYPALIGN_INT));
 	values[6] = text_array(n, details);
