@@ -8,7 +8,7 @@ EXTENSION = pg_durable
 EXTVERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION).control)
 
 MODULE_big = pg_durable
-OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/*/*.c)))
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql
 
@@ -27,4 +27,4 @@ sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
 
 # PGXS tracks no header dependencies: a struct changed in a header must
 # rebuild every object that uses it, or they disagree about its layout.
-$(OBJS) $(OBJS:.o=.bc): $(wildcard src/*.h)
+$(OBJS) $(OBJS:.o=.bc): $(wildcard src/*/*.h)

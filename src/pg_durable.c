@@ -22,8 +22,8 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
-#include "engine.h"
-#include "pg_durable.h"
+#include "engine/engine.h"
+#include "core/pg_durable.h"
 
 PG_MODULE_MAGIC;
 

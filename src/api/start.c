@@ -1,0 +1,516 @@
+/*-------------------------------------------------------------------------
+ *
+ * start.c
+ *	  df.start: validate a workflow, write its instance and nodes in the
+ *	  caller's transaction, capture the caller's variables and enqueue it.
+ *
+ * Caller mode is all-or-nothing with the caller's transaction: a ROLLBACK
+ * leaves no row behind and nothing runs, because the "start" task is one of
+ * the rows rolled back.  At COMMIT an idle executor is woken (wake.c).
+ *
+ * Checks run in the reference's order: parse, database, identity (LOGIN),
+ * superuser guard, graph validation.  The rows are written with the
+ * privileges of the bootstrap superuser (the engine's tables are private);
+ * submitted_by is the caller's current_user.  The engine checks the
+ * identity again when it loads the instance (a forged submitted_by, a
+ * submitter that became a superuser) and before every step (a dropped
+ * role): pgd_check_submitter_at_load, pgd_identity_problem.
+ *
+ * transaction_mode => 'new' hands the whole call to a background session
+ * that commits on its own (new_txn.c).  database => 'x' must name a
+ * database the caller may CONNECT to; the steps then run there
+ * (remote.c), at least once, which a NOTICE says.
+ *
+ * Called from inside a step, df.start works like anywhere else: the new
+ * instance belongs to the step's submitter (the current user there) and
+ * starts only if the step commits.
+ *
+ * Locks: inserts only (df.instances, df.nodes, df_internal.runs,
+ * df_internal.tasks); the deferred foreign keys are checked at commit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_authid.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "port.h"
+#include "utils/array.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/syscache.h"
+
+#include "core/bgsql.h"
+#include "engine/engine.h"
+#include "core/pg_durable.h"
+
+#define NODE_INSERT_BATCH 1000
+#define ID_ATTEMPTS 10
+
+typedef struct NodeRow
+{
+	const DfNode *node;
+	char		id[PGD_ID_LEN + 1];
+	int			left;
+	int			right;
+	int			condition;
+	int			nextras;
+	int		   *extras;
+} NodeRow;
+
+typedef struct NodeList
+{
+	NodeRow    *rows;
+	int			count;
+	int			cap;
+	HTAB	   *ids;			/* ids used in this instance */
+} NodeList;
+
+static void
+random_id(char *out)
+{
+	uint8		bytes[4];
+
+	if (!pg_strong_random(bytes, sizeof(bytes)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate a random instance id")));
+	snprintf(out, PGD_ID_LEN + 1, "%02x%02x%02x%02x", bytes[0], bytes[1], bytes[2], bytes[3]);
+}
+
+/* Number the nodes in pre-order (root, left, right, condition, extras). */
+static int
+collect(NodeList *list, const DfNode *node)
+{
+	int			self;
+	bool		found;
+	int			i;
+
+	check_stack_depth();
+	if (list->count == list->cap)
+	{
+		list->cap *= 2;
+		list->rows = repalloc(list->rows, sizeof(NodeRow) * list->cap);
+	}
+	self = list->count++;
+	memset(&list->rows[self], 0, sizeof(NodeRow));
+	list->rows[self].node = node;
+	do
+	{
+		random_id(list->rows[self].id);
+		hash_search(list->ids, list->rows[self].id, HASH_ENTER, &found);
+	} while (found);
+
+	list->rows[self].left = node->left ? collect(list, node->left) : -1;
+	list->rows[self].right = node->right ? collect(list, node->right) : -1;
+	list->rows[self].condition = node->condition ? collect(list, node->condition) : -1;
+	list->rows[self].nextras = node->nextras;
+	if (node->nextras > 0)
+	{
+		int		   *extras = palloc(sizeof(int) * node->nextras);
+
+		for (i = 0; i < node->nextras; i++)
+			extras[i] = collect(list, node->extras[i]);
+		list->rows[self].extras = extras;
+	}
+	return self;
+}
+
+/* The query column as persisted: condition and extra links become config keys. */
+static char *
+persisted_query(NodeList *list, NodeRow *row)
+{
+	const DfNode *node = row->node;
+	DfJson	   *cfg;
+	char	   *err = NULL;
+	int			i;
+
+	if (row->condition < 0 && row->nextras == 0)
+		return node->query;
+
+	cfg = node->query ? dfjson_parse(node->query, strlen(node->query), &err) : NULL;
+	if (cfg == NULL || cfg->type != DFJ_OBJECT)
+		cfg = dfjson_make_object();
+	if (row->condition >= 0)
+		dfjson_object_add(cfg, "condition_node", dfjson_make_string(list->rows[row->condition].id));
+	if (row->nextras > 0)
+	{
+		DfJson	   *arr = dfjson_make_array();
+
+		for (i = 0; i < row->nextras; i++)
+			dfjson_array_add(arr, dfjson_make_string(list->rows[row->extras[i]].id));
+		dfjson_object_add(cfg, "extra_nodes", arr);
+	}
+	return dfjson_to_text(cfg);
+}
+
+static Datum
+text_array(Datum *elems, bool *nulls, int n)
+{
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+
+	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs, TEXTOID, -1, false,
+											  TYPALIGN_INT));
+}
+
+static void
+insert_nodes(const char *instance_id, Oid submitter, const char *database, NodeList *list)
+{
+	int			start;
+
+	for (start = 0; start < list->count; start += NODE_INSERT_BATCH)
+	{
+		int			n = Min(NODE_INSERT_BATCH, list->count - start);
+		Datum	   *cols[6];
+		bool	   *nulls[6];
+		Oid			types[9] = {TEXTOID, OIDOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+		TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
+		Datum		values[9];
+		char		argnulls[9] = "         ";
+		int			c,
+					i;
+
+		for (c = 0; c < 6; c++)
+		{
+			cols[c] = palloc(sizeof(Datum) * n);
+			nulls[c] = palloc0(sizeof(bool) * n);
+		}
+		for (i = 0; i < n; i++)
+		{
+			NodeRow    *row = &list->rows[start + i];
+			char	   *q = persisted_query(list, row);
+
+			cols[0][i] = pgd_text_datum(row->id);
+			cols[1][i] = pgd_text_datum(df_node_type_name(row->node->type));
+			if (q)
+				cols[2][i] = pgd_text_datum(q);
+			else
+				nulls[2][i] = true;
+			if (row->node->result_name)
+				cols[3][i] = pgd_text_datum(row->node->result_name);
+			else
+				nulls[3][i] = true;
+			if (row->left >= 0)
+				cols[4][i] = pgd_text_datum(list->rows[row->left].id);
+			else
+				nulls[4][i] = true;
+			if (row->right >= 0)
+				cols[5][i] = pgd_text_datum(list->rows[row->right].id);
+			else
+				nulls[5][i] = true;
+		}
+		values[0] = pgd_text_datum(instance_id);
+		values[1] = ObjectIdGetDatum(submitter);
+		if (database)
+			values[2] = pgd_text_datum(database);
+		else
+			argnulls[2] = 'n';
+		for (c = 0; c < 6; c++)
+			values[3 + c] = text_array(cols[c], nulls[c], n);
+
+		pgd_spi_exec("INSERT INTO df.nodes (instance_id, submitted_by, database, id, node_type, "
+					 "query, result_name, left_node, right_node) "
+					 "SELECT $1, $2::pg_catalog.regrole, $3, u.* "
+					 "FROM ROWS FROM (pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6), "
+					 "pg_catalog.unnest($7), pg_catalog.unnest($8), pg_catalog.unnest($9)) AS u",
+					 9, types, values, argnulls, false);
+	}
+}
+
+static char *
+role_name(Oid roleid)
+{
+	return GetUserNameFromId(roleid, false);
+}
+
+void
+pgd_check_start_identity(Oid userid)
+{
+	HeapTuple	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(userid));
+	bool		canlogin;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for role %u", userid);
+	canlogin = ((Form_pg_authid) GETSTRUCT(tup))->rolcanlogin;
+	ReleaseSysCache(tup);
+
+	if (!canlogin)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("current_user \"%s\" does not have LOGIN privilege. "
+						"Workflow steps run as the submitting role, which must be able to log in.",
+						role_name(userid))));
+
+	if (superuser_arg(userid) && !pgd_enable_superuser_instances)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("pg_durable: superuser instances are disabled. current_user \"%s\" is a superuser, "
+						"but pg_durable.enable_superuser_instances is off. "
+						"Start the workflow as an ordinary role, or turn the setting on.",
+						role_name(userid))));
+}
+
+/*
+ * Why the engine must not act for a submitter any more, or NULL.  df.start
+ * checked the role, but it may have been dropped, lost LOGIN or become a
+ * superuser since; steps and the load of an instance check again.
+ */
+char *
+pgd_identity_problem(Oid roleid)
+{
+	HeapTuple	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(roleid));
+	Form_pg_authid role;
+	char	   *problem = NULL;
+
+	if (!HeapTupleIsValid(tup))
+		return psprintf("pg_durable: the role that submitted this instance (OID %u) no longer exists; "
+						"its steps cannot run. Start the workflow again as an existing role.",
+						roleid);
+	role = (Form_pg_authid) GETSTRUCT(tup);
+	if (!role->rolcanlogin)
+		problem = psprintf("pg_durable: role \"%s\" that submitted this instance no longer has LOGIN "
+						   "privilege; its steps cannot run.",
+						   NameStr(role->rolname));
+	else if (role->rolsuper && !pgd_enable_superuser_instances)
+		problem = psprintf("pg_durable: superuser instances are disabled. role \"%s\" that submitted "
+						   "this instance is a superuser, but pg_durable.enable_superuser_instances "
+						   "is off; its steps cannot run.",
+						   NameStr(role->rolname));
+	ReleaseSysCache(tup);
+	return problem;
+}
+
+/*
+ * When the engine loads an instance (its "start" task), the submitter it
+ * carries (df_internal.runs, written by df.start) must still be the one in
+ * df.instances and still be allowed.  A role that can write submitted_by
+ * (a superuser, or a BYPASSRLS role someone gave UPDATE on it) could
+ * otherwise make an instance that an ordinary role started look like a
+ * superuser's.  On a problem the instance fails before any step runs: its
+ * status becomes 'failed', its nodes stay pending, and the reason goes to
+ * the server log.  Runs under the instance's runs lock, inside SPI.
+ */
+bool
+pgd_check_submitter_at_load(const char *instance_id, Oid submitter)
+{
+	char	   *problem = NULL;
+	Oid			recorded = InvalidOid;
+
+	if (PGD_EXEC("SELECT submitted_by::pg_catalog.oid FROM df.instances "
+				 "WHERE id OPERATOR(pg_catalog.=) $1",
+				 instance_id) > 0)
+		recorded = (Oid) strtoul(pgd_spi_getstring(0, 1), NULL, 10);
+
+	if (recorded != submitter)
+		problem = psprintf("pg_durable: submitted_by of instance %s was changed after df.start "
+						   "(started by OID %u, now OID %u); the instance fails without running",
+						   instance_id, submitter, recorded);
+	else
+		problem = pgd_identity_problem(submitter);
+	if (problem == NULL)
+		return true;
+
+	ereport(WARNING,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("pg_durable: instance %s failed when it was loaded", instance_id),
+			 errdetail("%s", problem)));
+	PGD_EXEC("UPDATE df.instances SET status = 'failed', updated_at = pg_catalog.now() "
+			 "WHERE id OPERATOR(pg_catalog.=) $1 "
+			 "AND status NOT IN ('completed', 'failed', 'cancelled')",
+			 instance_id);
+	pgd_end_instance(instance_id);
+	return false;
+}
+
+static void
+raise_graph_error(const char *msg)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("%s", msg)));
+}
+
+PG_FUNCTION_INFO_V1(pgd_start);
+Datum
+pgd_start(PG_FUNCTION_ARGS)
+{
+	char	   *fut;
+	char	   *label = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *database = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	char	   *mode = PG_ARGISNULL(3) ? pstrdup("caller") : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	DfParseResult pr;
+	DfNode	   *root = NULL;
+	char	   *msg;
+	Oid			userid = GetUserId();
+	Oid			save_userid;
+	int			save_sec;
+	NodeList	list;
+	HASHCTL		ctl;
+	char		instance_id[PGD_ID_LEN + 1];
+	int			attempt;
+	int64		task_id = 0;
+	bool		remote = false;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("Invalid durable function: the workflow is NULL")));
+	fut = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	if (pg_strcasecmp(mode, "caller") != 0)
+	{
+		if (pg_strcasecmp(mode, "new") == 0)
+			PG_RETURN_TEXT_P(cstring_to_text(pgd_start_in_new_transaction(fut, label, database)));
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid transaction_mode \"%s\" for df.start(): expected 'caller' or 'new'", mode)));
+	}
+
+	/* 1. parse */
+	pr = df_graph_parse(fut);
+	if (pr.status == DF_PARSE_NOT_DUROFUT)
+	{
+		root = df_node_new(DF_NODE_SQL);
+		root->query = fut;
+	}
+	else if (pr.status != DF_PARSE_OK)
+		raise_graph_error(df_graph_check_text(fut, &root));
+
+	/* 2. database */
+	if (database != NULL)
+	{
+		Oid			dboid = get_database_oid(database, true);
+
+		if (!OidIsValid(dboid))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_DATABASE),
+					 errmsg("database \"%s\" does not exist", database)));
+		if (pgd_database_aclcheck(dboid, userid, ACL_CONNECT) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for database \"%s\"", database),
+					 errdetail("current_user \"%s\" does not have CONNECT privilege on it; "
+							   "the workflow's steps would run there as that role.",
+							   role_name(userid))));
+		remote = (dboid != MyDatabaseId);
+	}
+
+	/* 3. identity, 4. superuser guard */
+	pgd_check_start_identity(userid);
+
+	/* 5. graph validation */
+	if (root == NULL || pr.status == DF_PARSE_OK)
+	{
+		msg = df_graph_check_text(fut, &root);
+		if (msg)
+			raise_graph_error(msg);
+	}
+	else if ((msg = df_graph_validate(root)) != NULL)
+		raise_graph_error(psprintf("Invalid durable function graph: %s", msg));
+
+	/* ids, in pre-order */
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = PGD_ID_LEN + 1;
+	ctl.entrysize = PGD_ID_LEN + 1;
+	ctl.hcxt = CurrentMemoryContext;
+	list.ids = hash_create("pg_durable new node ids", 64, &ctl,
+						   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	list.cap = 64;
+	list.count = 0;
+	list.rows = palloc(sizeof(NodeRow) * list.cap);
+	collect(&list, root);
+
+	/*
+	 * Inside a workflow step the caller runs in a security-restricted
+	 * operation, where PostgreSQL refuses the deferred foreign-key checks
+	 * that these inserts queue.  Only the fixed statements below run without
+	 * the restriction (as the bootstrap superuser, no user code involved);
+	 * the checks fire at the step transaction's commit.
+	 */
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   (save_sec & ~SECURITY_RESTRICTED_OPERATION) | SECURITY_LOCAL_USERID_CHANGE);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_durable: SPI_connect failed");
+
+	for (attempt = 0;; attempt++)
+	{
+		Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, OIDOID, TEXTOID};
+		Datum		values[5];
+		char		nulls[5] = "     ";
+
+		if (attempt == ID_ATTEMPTS)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("failed to start durable function: could not find a free instance id")));
+		random_id(instance_id);
+		values[0] = pgd_text_datum(instance_id);
+		if (label)
+			values[1] = pgd_text_datum(label);
+		else
+			nulls[1] = 'n';
+		values[2] = pgd_text_datum(list.rows[0].id);
+		values[3] = ObjectIdGetDatum(userid);
+		if (database)
+			values[4] = pgd_text_datum(database);
+		else
+			nulls[4] = 'n';
+		if (pgd_spi_exec("INSERT INTO df.instances (id, label, root_node, submitted_by, database) "
+						 "VALUES ($1, $2, $3, $4::pg_catalog.regrole, $5) "
+						 "ON CONFLICT (id) DO NOTHING RETURNING id",
+						 5, types, values, nulls, false) == 1)
+			break;
+	}
+
+	insert_nodes(instance_id, userid, database, &list);
+
+	{
+		Oid			types[4] = {TEXTOID, OIDOID, TEXTOID, TEXTOID};
+		Datum		values[4];
+		char		nulls[4] = "    ";
+
+		values[0] = pgd_text_datum(instance_id);
+		values[1] = ObjectIdGetDatum(userid);
+		if (label)
+			values[2] = pgd_text_datum(label);
+		else
+			nulls[2] = 'n';
+		if (database)
+			values[3] = pgd_text_datum(database);
+		else
+			nulls[3] = 'n';
+		pgd_spi_exec("INSERT INTO df_internal.runs (instance_id, submitted_by, label, database, vars) "
+					 "SELECT $1, $2, $3, $4, COALESCE(pg_catalog.jsonb_object_agg(name, value), '{}') "
+					 "FROM df.vars WHERE owner OPERATOR(pg_catalog.=) $2::pg_catalog.regrole",
+					 4, types, values, nulls, false);
+		pgd_spi_exec("INSERT INTO df_internal.tasks (instance_id, scope, kind) VALUES ($1, $1, 'start') "
+					 "RETURNING id",
+					 1, types, values, NULL, false);
+		task_id = strtoll(pgd_spi_getstring(0, 1), NULL, 10);
+	}
+
+	SPI_finish();
+	SetUserIdAndSecContext(save_userid, save_sec);
+
+	if (remote)
+		ereport(NOTICE,
+				(errmsg("pg_durable: the steps of instance %s run in database \"%s\" at least once",
+						instance_id, database),
+				 errdetail("A step in another database commits there before the engine records it; "
+						   "after a crash or restart in between, the step runs again. "
+						   "Make such steps idempotent.")));
+
+	if (task_id > 0)
+		pgd_task_ready_at_commit(task_id);
+	else
+		pgd_wake_at_commit(1);
+	PG_RETURN_TEXT_P(cstring_to_text(instance_id));
+}

@@ -1,0 +1,211 @@
+/*-------------------------------------------------------------------------
+ *
+ * status.c
+ *	  df.status, df.result, df.await_instance, df.wait_for_completion,
+ *	  df.run and df.cancel.
+ *
+ * Reads run as the caller, so row-level security decides what is visible:
+ * an instance the caller cannot see does not exist for these functions.
+ * df.cancel then acts on the engine's private state with the bootstrap
+ * superuser's privileges.
+ *
+ * df.await_instance sleeps on its latch, which the transaction that
+ * finishes an instance sets at commit (wake.c): it returns as soon as the
+ * finishing transaction commits, without polling.
+ *
+ * Locks: df.cancel locks the instance's runs row, then its df.instances
+ * row, like every transition; it never waits for a claimed task (SKIP
+ * LOCKED) — a running step finds out under the runs lock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "engine/engine.h"
+#include "core/pg_durable.h"
+
+static bool
+is_terminal(const char *status)
+{
+	return strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0 ||
+		strcmp(status, "cancelled") == 0;
+}
+
+/* Status of an instance visible to the caller (fresh snapshot), or NULL. */
+static char *
+visible_status(const char *id)
+{
+	char	   *status = NULL;
+
+	SPI_connect();
+	if (PGD_EXEC("SELECT status FROM df.instances WHERE id OPERATOR(pg_catalog.=) $1",
+				 id) > 0)
+	{
+		char	   *s = pgd_spi_getstring(0, 1);
+
+		if (s)
+		{
+			status = SPI_palloc(strlen(s) + 1);
+			strcpy(status, s);
+		}
+	}
+	SPI_finish();
+	return status;
+}
+
+PG_FUNCTION_INFO_V1(pgd_status);
+Datum
+pgd_status(PG_FUNCTION_ARGS)
+{
+	char	   *status = visible_status(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+
+	if (status == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(status));
+}
+
+PG_FUNCTION_INFO_V1(pgd_result);
+Datum
+pgd_result(PG_FUNCTION_ARGS)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+	text	   *result = NULL;
+
+	values[0] = PG_GETARG_DATUM(0);
+	SPI_connect();
+	if (pgd_spi_exec("SELECT n.result::text FROM df.instances i "
+					 "JOIN df.nodes n ON n.instance_id OPERATOR(pg_catalog.=) i.id "
+					 "AND n.id OPERATOR(pg_catalog.=) i.root_node "
+					 "WHERE i.id OPERATOR(pg_catalog.=) $1 "
+					 "AND n.status OPERATOR(pg_catalog.=) 'completed'",
+					 1, types, values, NULL, true) > 0)
+	{
+		char	   *s = pgd_spi_getstring(0, 1);
+
+		if (s)
+			result = (text *) SPI_datumTransfer(PointerGetDatum(cstring_to_text(s)), false, -1);
+	}
+	SPI_finish();
+	if (result == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(result);
+}
+
+static char *
+await_instance(const char *fn, const char *id, int timeout_seconds)
+{
+	TimestampTz deadline;
+	char	   *volatile status = NULL;
+
+	if (pgd_in_workflow())
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("%s() cannot be called inside a workflow - a step must not wait for an instance", fn),
+				 errhint("Compose the waiting into the workflow instead (df.wait_for_signal, df.sleep).")));
+	if (timeout_seconds <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("Timeout must be positive")));
+
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), (int64) timeout_seconds * 1000);
+	pgd_await_prepare(id);
+	PG_TRY();
+	{
+		for (;;)
+		{
+			long		remaining;
+
+			status = visible_status(id);
+			if (status == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_OBJECT),
+						 errmsg("Instance not found: %s", id)));
+			if (is_terminal(status))
+				break;
+			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+			if (remaining <= 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_QUERY_CANCELED),
+						 errmsg("Timeout after %ds waiting for instance %s (status: %s). "
+								"The instance keeps running; wait again or check df.status().",
+								timeout_seconds, id, status)));
+			pgd_await_wait(remaining);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_FINALLY();
+	{
+		pgd_await_cancel();
+	}
+	PG_END_TRY();
+	pgd_note_helper_result(fn, status);
+	return status;
+}
+
+PG_FUNCTION_INFO_V1(pgd_await_instance);
+Datum
+pgd_await_instance(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(await_instance("df.await_instance",
+													text_to_cstring(PG_GETARG_TEXT_PP(0)),
+													PG_GETARG_INT32(1))));
+}
+
+PG_FUNCTION_INFO_V1(pgd_wait_for_completion);
+Datum
+pgd_wait_for_completion(PG_FUNCTION_ARGS)
+{
+	ereport(WARNING,
+			(errmsg("df.wait_for_completion() is deprecated"),
+			 errhint("Use df.await_instance(instance_id, timeout_seconds).")));
+	PG_RETURN_TEXT_P(cstring_to_text(await_instance("df.wait_for_completion",
+													text_to_cstring(PG_GETARG_TEXT_PP(0)),
+													PG_GETARG_INT32(1))));
+}
+
+PG_FUNCTION_INFO_V1(pgd_run);
+Datum
+pgd_run(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text("df.run() is not needed: pg_durable executors run instances as soon as they are started"));
+}
+
+PG_FUNCTION_INFO_V1(pgd_cancel);
+Datum
+pgd_cancel(PG_FUNCTION_ARGS)
+{
+	char	   *id = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *reason = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	Oid			save_userid;
+	int			save_sec;
+
+	if (visible_status(id) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("Instance not found or access denied: %s", id)));
+
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	SPI_connect();
+	if (pgd_lock_run(id, NULL))
+	{
+		PGD_EXEC("UPDATE df.instances SET status = 'cancelled', updated_at = pg_catalog.now() "
+					 "WHERE id OPERATOR(pg_catalog.=) $1 "
+					 "AND status NOT IN ('completed', 'failed', 'cancelled')",
+				 id);
+		pgd_event_add(id, "instance_cancelled", NULL, NULL, 0, pgd_event_detail("reason", reason));
+		pgd_end_instance(id);
+	}
+	SPI_finish();
+	SetUserIdAndSecContext(save_userid, save_sec);
+
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf("Instance %s cancelled: %s", id, reason)));
+}

@@ -1,0 +1,175 @@
+/*-------------------------------------------------------------------------
+ *
+ * engine_sql.c
+ *	  Small SPI helpers for the engine's own statements.
+ *
+ * Every engine statement uses $n parameters and schema-qualified names with
+ * OPERATOR(pg_catalog.x) where an operator is involved, so neither the
+ * caller's search_path nor user data can change what it does.  Each
+ * distinct statement is prepared once per process and kept (the plan cache
+ * re-plans it after DDL, a role change or a new extension), so a step does
+ * not parse and plan the engine's ten-odd statements again.
+ *
+ * Locks: pgd_lock_run takes the instance's df_internal.runs row lock
+ * (FOR UPDATE); see engine.h for the order rules.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "access/xact.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "engine/engine.h"
+
+#define PLAN_KEY_LEN 4096
+
+typedef struct PlanEntry
+{
+	char		sql[PLAN_KEY_LEN];	/* hash key: the statement text */
+	SPIPlanPtr	plan;
+} PlanEntry;
+
+static HTAB *plans = NULL;
+
+static SPIPlanPtr
+prepared(const char *sql, int nargs, const Oid *types)
+{
+	PlanEntry  *e;
+	bool		found;
+	char		key[PLAN_KEY_LEN];
+	SPIPlanPtr	plan;
+
+	if (strlen(sql) >= PLAN_KEY_LEN)
+		return NULL;			/* not worth keeping */
+	if (plans == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = PLAN_KEY_LEN;
+		ctl.entrysize = sizeof(PlanEntry);
+		plans = hash_create("pg_durable plans", 64, &ctl, HASH_ELEM | HASH_STRINGS);
+	}
+	/* a lookup reads the key only up to its terminating zero */
+	e = hash_search(plans, sql, HASH_FIND, &found);
+	if (found)
+		return e->plan;
+
+	plan = SPI_prepare_cursor(sql, nargs, (Oid *) types, CURSOR_OPT_GENERIC_PLAN);
+	if (plan == NULL)
+		elog(ERROR, "pg_durable: could not prepare (%s): %s",
+			 SPI_result_code_string(SPI_result), sql);
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "pg_durable: could not keep the plan of: %s", sql);
+	/* an insertion copies PLAN_KEY_LEN bytes of the key: pad it */
+	memset(key, 0, sizeof(key));
+	strlcpy(key, sql, sizeof(key));
+	e = hash_search(plans, key, HASH_ENTER, &found);
+	e->plan = plan;
+	return plan;
+}
+
+/*
+ * Run one statement.  Every statement gets a fresh snapshot (read_only is
+ * accepted for documentation only): in read committed, a read that reused
+ * the transaction's first snapshot could miss what committed just before a
+ * task was claimed, and call a live step dead.
+ */
+int
+pgd_spi_exec(const char *sql, int nargs, const Oid *types, const Datum *values,
+			 const char *nulls, bool read_only)
+{
+	int			rc;
+	SPIPlanPtr	plan;
+
+	/* buffered node updates go first: see transition.c */
+	pgd_flush_node_writes();
+	plan = prepared(sql, nargs, types);
+
+	if (plan != NULL)
+		rc = SPI_execute_plan(plan, (Datum *) values, nulls, false, 0);
+	else
+		rc = SPI_execute_with_args(sql, nargs, (Oid *) types, (Datum *) values,
+								   nulls, false, 0);
+	if (rc < 0)
+		elog(ERROR, "pg_durable: SPI failed (%s) for: %s", SPI_result_code_string(rc), sql);
+	return (int) SPI_processed;
+}
+
+int
+pgd_exec(const char *sql, int nargs, const char *const *args)
+{
+	Oid			types[FUNC_MAX_ARGS];
+	Datum		values[FUNC_MAX_ARGS];
+	char		nulls[FUNC_MAX_ARGS];
+	int			i;
+
+	Assert(nargs <= FUNC_MAX_ARGS);
+	for (i = 0; i < nargs; i++)
+	{
+		types[i] = TEXTOID;
+		values[i] = args[i] ? pgd_text_datum(args[i]) : (Datum) 0;
+		nulls[i] = args[i] ? ' ' : 'n';
+	}
+	return pgd_spi_exec(sql, nargs, types, values, nulls, false);
+}
+
+/* Column col (1-based) of row as a palloc'd C string in the caller's context, or NULL. */
+char *
+pgd_spi_getstring(int row, int col)
+{
+	char	   *v = SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
+
+	return v;
+}
+
+Datum
+pgd_text_datum(const char *s)
+{
+	return PointerGetDatum(cstring_to_text(s));
+}
+
+/*
+ * Lock the instance's runs row.  Returns false when the instance has no
+ * runs row (finished and cleaned up, or never existed); else sets *status.
+ */
+bool
+pgd_lock_run(const char *instance_id, char **status)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+
+	values[0] = pgd_text_datum(instance_id);
+	if (pgd_spi_exec("SELECT status FROM df_internal.runs "
+					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+					 1, types, values, NULL, false) == 0)
+		return false;
+	if (status)
+		*status = pgd_spi_getstring(0, 1);
+	return true;
+}
+
+/*
+ * In the PG_CATCH of a PG_TRY around an internal subtransaction begun in
+ * oldcxt with oldowner: take the error (copied into oldcxt), roll the
+ * subtransaction back and return to the caller's memory context and
+ * resource owner.
+ */
+ErrorData *
+pgd_subxact_caught(MemoryContext oldcxt, ResourceOwner oldowner)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(oldcxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(oldcxt);
+	CurrentResourceOwner = oldowner;
+	return edata;
+}

@@ -1,0 +1,532 @@
+/*-------------------------------------------------------------------------
+ *
+ * wake.c
+ *	  Wake-ups at commit: whatever makes a task runnable (df.start, a step
+ *	  that enqueues its successors, df.cancel) wakes idle executors when its
+ *	  transaction commits, and whatever finishes an instance wakes the
+ *	  sessions sleeping in df.await_instance.  No polling on the hot path.
+ *
+ * Why no wake-up is lost: an executor marks itself idle *before* it looks
+ * for work for the last time and then sleeps on its latch; a committer
+ * looks at the idle marks *after* its commit is visible.  Both go through
+ * the same spinlock, so either the committer sees the mark and sets the
+ * latch, or the executor's look for work comes after the commit and finds
+ * the task.
+ *
+ * The same hook publishes the ids of the tasks the transaction made ready in
+ * a ring in shared memory.  An executor takes the oldest id and claims that
+ * task by its primary key.  This is only a hint: an id may be gone or
+ * claimed already, and a task that is not in the ring (the ring was full,
+ * a timer fell due, the server restarted) is found by a scan of the queue
+ * ordered by run_at.  That scan walks over the index entries of every task
+ * deleted since the last VACUUM that some open snapshot may still see (a
+ * session waiting in df.await_instance holds one), which costs more than
+ * the step itself under load, so executors scan only when they may find
+ * something the ring does not hold: when a commit made a task ready
+ * without publishing its id (the ring was full, reconciliation, ...) or
+ * after a restart (scan_needed), when the earliest future task a commit
+ * announced falls due (next_due), and at the safety poll.
+ *
+ * The same commit-time hook interrupts executors whose running step was
+ * just cancelled or lost a RACE, so they stop early instead of finishing
+ * work that will be rolled back.
+ *
+ * Locks: the pgd_shared spinlock, briefly.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/wait_event.h"
+
+#include "engine/engine.h"
+#include "core/pg_durable.h"
+#include "core/shmem.h"
+
+#define MAX_PENDING_INTERRUPTS 16
+#define MAX_PENDING_READY 64
+
+typedef struct PendingInterrupt
+{
+	char		instance[9];
+	char		scope[256];
+} PendingInterrupt;
+
+static int	pending_tasks = 0;	/* tasks this transaction made runnable */
+static int64 pending_ready[MAX_PENDING_READY];	/* ids of some of them */
+static int	npending_ready = 0;
+static bool pending_scan = false;	/* some ready task is not in pending_ready */
+static TimestampTz pending_due = DT_NOEND;	/* earliest future task made */
+static bool pending_http = false;	/* ... of which HTTP calls */
+static PendingInterrupt pending_interrupts[MAX_PENDING_INTERRUPTS];
+static int	npending_interrupts = 0;
+#define MAX_PENDING_FINISHED 32
+
+static int	npending_finished = 0;	/* instances this transaction ended */
+static char pending_finished[MAX_PENDING_FINISHED][9];	/* (all awaiters
+														 * when it overflows) */
+static int	my_slot = -1;		/* executor slot of this process */
+
+static void wake_at_commit(int ntasks);
+
+static void
+wake_executors(int ntasks)
+{
+	Latch	   *latches[PGD_MAX_EXECUTORS];
+	int			n = 0;
+	int			i;
+
+	SpinLockAcquire(&pgd_shared->mutex);
+	for (i = 0; i < PGD_MAX_EXECUTORS && n < ntasks; i++)
+	{
+		PgdExecutorSlot *slot = &pgd_shared->executors[i];
+
+		if (slot->pid != 0 && slot->idle && i != my_slot)
+		{
+			latches[n++] = slot->latch;
+			slot->idle = false; /* it will look for work: one wake-up each */
+		}
+	}
+	SpinLockRelease(&pgd_shared->mutex);
+
+	for (i = 0; i < n; i++)
+		SetLatch(latches[i]);
+}
+
+/* Publish the ids of the tasks this transaction made ready; drop them when full. */
+static void
+publish_ready(void)
+{
+	int			i;
+
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	for (i = 0; i < npending_ready; i++)
+	{
+		uint32		at = (pgd_shared->ready_head + pgd_shared->ready_count) % PGD_READY_RING;
+
+		if (pgd_shared->ready_count == PGD_READY_RING)
+		{
+			pgd_shared->scan_needed = true; /* full: the scan finds the rest */
+			break;
+		}
+		pgd_shared->ready[at] = pending_ready[i];
+		pgd_shared->ready_count++;
+	}
+	if (pending_scan)
+		pgd_shared->scan_needed = true;
+	if (pending_due < pgd_shared->next_due)
+	{
+		pgd_shared->next_due = pending_due;
+		pgd_shared->due_gen++;
+	}
+	SpinLockRelease(&pgd_shared->ready_mutex);
+}
+
+/*
+ * Should an executor scan the queue?  Yes when a task may be ready that the
+ * ring does not hold, or the earliest announced future task is due.  Else
+ * *sleep_ms is the time until that task is due (when one is announced).
+ */
+bool
+pgd_queue_scan_due(TimestampTz now, long *sleep_ms)
+{
+	bool		scan;
+
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	scan = pgd_shared->scan_needed || pgd_shared->next_due <= now;
+	if (!scan && pgd_shared->next_due != DT_NOEND)
+		*sleep_ms = Min(*sleep_ms, Max(1L, (long) ((pgd_shared->next_due - now) / 1000) + 1));
+	SpinLockRelease(&pgd_shared->ready_mutex);
+	return scan;
+}
+
+/* A task may be back in the queue without anyone saying so (a rollback). */
+void
+pgd_queue_rescan(void)
+{
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	pgd_shared->scan_needed = true;
+	SpinLockRelease(&pgd_shared->ready_mutex);
+}
+
+/* A scan begins: it answers for the state of this generation. */
+uint64
+pgd_queue_scan_begin(void)
+{
+	uint64		gen;
+
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	pgd_shared->scan_needed = false;	/* a later commit sets it again */
+	gen = pgd_shared->due_gen;
+	SpinLockRelease(&pgd_shared->ready_mutex);
+	return gen;
+}
+
+/*
+ * A scan found earliest (DT_NOEND: nothing; a time not after now: a task it
+ * is about to run, after which another may be due at once) as the queue's
+ * earliest task.  Unless a commit announced another time since the scan
+ * began, that is the next time to look.
+ */
+void
+pgd_queue_scanned(uint64 gen, TimestampTz earliest)
+{
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	if (pgd_shared->due_gen == gen || earliest < pgd_shared->next_due)
+		pgd_shared->next_due = earliest;
+	SpinLockRelease(&pgd_shared->ready_mutex);
+}
+
+/* The oldest published task id, if any. */
+bool
+pgd_ready_pop(int64 *task_id)
+{
+	bool		found = false;
+
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	if (pgd_shared->ready_count > 0)
+	{
+		*task_id = pgd_shared->ready[pgd_shared->ready_head];
+		pgd_shared->ready_head = (pgd_shared->ready_head + 1) % PGD_READY_RING;
+		pgd_shared->ready_count--;
+		found = true;
+	}
+	SpinLockRelease(&pgd_shared->ready_mutex);
+	return found;
+}
+
+/*
+ * Interrupt (SIGINT, a query cancel) the executors whose user SQL belongs
+ * to a scope that was just cancelled or lost its RACE.  A step interrupted
+ * this way finds out under the runs lock that it is no longer wanted and
+ * rolls back.  The executor may have moved on to another step by the time
+ * the signal arrives: step_sql.c treats a cancel "due to user request" as
+ * retryable, so such a stray interrupt costs a retry, never a failure.
+ */
+static void
+interrupt_executors(void)
+{
+	pid_t		pids[PGD_MAX_EXECUTORS];
+	int			n = 0;
+	int			i,
+				j;
+
+	SpinLockAcquire(&pgd_shared->mutex);
+	for (i = 0; i < PGD_MAX_EXECUTORS; i++)
+	{
+		PgdExecutorSlot *slot = &pgd_shared->executors[i];
+
+		if (slot->pid == 0 || slot->instance[0] == '\0' || i == my_slot)
+			continue;
+		for (j = 0; j < npending_interrupts; j++)
+		{
+			PendingInterrupt *p = &pending_interrupts[j];
+			size_t		len = strlen(p->scope);
+
+			if (strcmp(slot->instance, p->instance) == 0 &&
+				strncmp(slot->scope, p->scope, len) == 0 &&
+				(slot->scope[len] == '\0' || slot->scope[len] == ':' ||
+				 len >= sizeof(slot->scope) - 1))
+			{
+				pids[n++] = slot->pid;
+				break;
+			}
+		}
+	}
+	SpinLockRelease(&pgd_shared->mutex);
+
+	for (i = 0; i < n; i++)
+		kill(pids[i], SIGINT);
+}
+
+void
+pgd_interrupt_at_commit(const char *instance_id, const char *scope)
+{
+	if (npending_interrupts >= MAX_PENDING_INTERRUPTS)
+		return;					/* the steps will still find out at their end */
+	strlcpy(pending_interrupts[npending_interrupts].instance, instance_id,
+			sizeof(pending_interrupts[0].instance));
+	strlcpy(pending_interrupts[npending_interrupts].scope, scope,
+			sizeof(pending_interrupts[0].scope));
+	npending_interrupts++;
+}
+
+void
+pgd_executor_set_running(const char *instance_id, const char *scope)
+{
+	SpinLockAcquire(&pgd_shared->mutex);
+	strlcpy(pgd_shared->executors[my_slot].instance, instance_id ? instance_id : "",
+			sizeof(pgd_shared->executors[my_slot].instance));
+	strlcpy(pgd_shared->executors[my_slot].scope, scope ? scope : "",
+			sizeof(pgd_shared->executors[my_slot].scope));
+	SpinLockRelease(&pgd_shared->mutex);
+}
+
+/* Wake the sessions awaiting an instance this transaction ended. */
+static void
+wake_awaiters(void)
+{
+	Latch	   *latches[PGD_MAX_AWAITERS];
+	int			n = 0;
+	int			i,
+				j;
+	bool		all = npending_finished > MAX_PENDING_FINISHED;
+
+	SpinLockAcquire(&pgd_shared->mutex);
+	for (i = 0; i < PGD_MAX_AWAITERS; i++)
+	{
+		PgdAwaiter *a = &pgd_shared->awaiters[i];
+
+		if (a->latch == NULL)
+			continue;
+		for (j = 0; j < Min(npending_finished, MAX_PENDING_FINISHED) || all; j++)
+			if (all || strcmp(a->instance, pending_finished[j]) == 0)
+			{
+				latches[n++] = a->latch;
+				break;
+			}
+	}
+	SpinLockRelease(&pgd_shared->mutex);
+	for (i = 0; i < n; i++)
+		SetLatch(latches[i]);
+}
+
+/* The HTTP worker has one latch; setting it when it is busy costs nothing. */
+static void
+wake_http_worker(void)
+{
+	Latch	   *latch;
+
+	SpinLockAcquire(&pgd_shared->mutex);
+	latch = pgd_shared->http_latch;
+	SpinLockRelease(&pgd_shared->mutex);
+	if (latch != NULL)
+		SetLatch(latch);
+}
+
+static void
+pgd_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			/* a transition whose node updates were never written must not commit */
+			if (pgd_node_writes_pending())
+				elog(ERROR, "pg_durable: node updates were not written before commit");
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			if ((npending_ready > 0 || pending_scan || pending_due != DT_NOEND) &&
+				pgd_shared != NULL)
+				publish_ready();
+			/* an executor runs one of the tasks it made itself */
+			if (my_slot >= 0)
+				pending_tasks--;
+			if (pending_tasks > 0 && pgd_shared != NULL)
+				wake_executors(pending_tasks);
+			if (npending_interrupts > 0 && pgd_shared != NULL)
+				interrupt_executors();
+			if (npending_finished > 0 && pgd_shared != NULL)
+				wake_awaiters();
+			if (pending_http && pgd_shared != NULL)
+				wake_http_worker();
+			pending_tasks = 0;
+			npending_ready = 0;
+			pending_scan = false;
+			pending_due = DT_NOEND;
+			pending_http = false;
+			npending_finished = 0;
+			npending_interrupts = 0;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			pgd_discard_node_writes();
+			pending_tasks = 0;
+			npending_ready = 0;
+			pending_scan = false;
+			pending_due = DT_NOEND;
+			pending_http = false;
+			npending_finished = 0;
+			npending_interrupts = 0;
+			break;
+		default:
+			break;
+	}
+}
+
+void
+pgd_wake_register_xact_callback(void)
+{
+	RegisterXactCallback(pgd_xact_callback, NULL);
+}
+
+/*
+ * ntasks tasks become ready at commit without their ids: wake executors,
+ * and make them scan the queue.
+ */
+void
+pgd_wake_at_commit(int ntasks)
+{
+	pending_scan = true;
+	wake_at_commit(ntasks);
+}
+
+/* A task falls due at a later time: an idle executor must sleep less. */
+void
+pgd_task_due_at_commit(TimestampTz due)
+{
+	if (due < pending_due)
+		pending_due = due;
+	wake_at_commit(1);
+}
+
+static void
+wake_at_commit(int ntasks)
+{
+	pending_tasks = Min(pending_tasks + ntasks, PGD_MAX_EXECUTORS + 1);
+}
+
+/* A task that is ready now (not a timer): wake an executor and publish its id. */
+void
+pgd_task_ready_at_commit(int64 task_id)
+{
+	if (npending_ready < MAX_PENDING_READY)
+		pending_ready[npending_ready++] = task_id;
+	else
+		pending_scan = true;
+	wake_at_commit(1);
+}
+
+/* An HTTP task became runnable: wake the HTTP worker at commit (not the executors). */
+void
+pgd_http_wake_at_commit(void)
+{
+	pending_http = true;
+}
+
+static void
+http_worker_detach(int code, Datum arg)
+{
+	SpinLockAcquire(&pgd_shared->mutex);
+	if (pgd_shared->http_pid == MyProcPid)
+	{
+		pgd_shared->http_pid = 0;
+		pgd_shared->http_latch = NULL;
+		pgd_shared->http_settings[0] = '\0';
+	}
+	SpinLockRelease(&pgd_shared->mutex);
+}
+
+void
+pgd_http_worker_attach(void)
+{
+	SpinLockAcquire(&pgd_shared->mutex);
+	pgd_shared->http_pid = MyProcPid;
+	pgd_shared->http_latch = MyLatch;
+	SpinLockRelease(&pgd_shared->mutex);
+	before_shmem_exit(http_worker_detach, (Datum) 0);
+}
+
+void
+pgd_instance_finished_at_commit(const char *instance_id)
+{
+	if (npending_finished < MAX_PENDING_FINISHED)
+		strlcpy(pending_finished[npending_finished], instance_id, sizeof(pending_finished[0]));
+	if (npending_finished <= MAX_PENDING_FINISHED)
+		npending_finished++;
+}
+
+static void
+executor_detach(int code, Datum arg)
+{
+	SpinLockAcquire(&pgd_shared->mutex);
+	if (my_slot >= 0 && pgd_shared->executors[my_slot].pid == MyProcPid)
+	{
+		pgd_shared->executors[my_slot].pid = 0;
+		pgd_shared->executors[my_slot].latch = NULL;
+		pgd_shared->executors[my_slot].idle = false;
+		pgd_shared->executors[my_slot].instance[0] = '\0';
+	}
+	SpinLockRelease(&pgd_shared->mutex);
+}
+
+void
+pgd_executor_attach(int slot)
+{
+	if (slot < 0 || slot >= PGD_MAX_EXECUTORS)
+		elog(FATAL, "pg_durable: executor slot %d out of range", slot);
+
+	SpinLockAcquire(&pgd_shared->mutex);
+	pgd_shared->executors[slot].pid = MyProcPid;
+	pgd_shared->executors[slot].latch = MyLatch;
+	pgd_shared->executors[slot].idle = false;
+	SpinLockRelease(&pgd_shared->mutex);
+	my_slot = slot;
+	before_shmem_exit(executor_detach, (Datum) 0);
+}
+
+void
+pgd_executor_set_idle(bool idle)
+{
+	SpinLockAcquire(&pgd_shared->mutex);
+	pgd_shared->executors[my_slot].idle = idle;
+	SpinLockRelease(&pgd_shared->mutex);
+}
+
+/*
+ * df.await_instance: a session registers its latch and the instance it waits
+ * for, then checks the status, then sleeps; the transaction that ends that
+ * instance sets the latch at commit, so the wake-up cannot be lost and other
+ * instances ending do not wake it.  When every slot is taken the session still
+ * waits correctly, on its timeout-bounded poll.
+ */
+static int	my_awaiter_slot = -1;
+
+void
+pgd_await_prepare(const char *instance_id)
+{
+	int			i;
+
+	if (my_awaiter_slot >= 0)
+		return;
+	SpinLockAcquire(&pgd_shared->mutex);
+	for (i = 0; i < PGD_MAX_AWAITERS; i++)
+		if (pgd_shared->awaiters[i].latch == NULL)
+		{
+			pgd_shared->awaiters[i].latch = MyLatch;
+			strlcpy(pgd_shared->awaiters[i].instance, instance_id,
+					sizeof(pgd_shared->awaiters[i].instance));
+			my_awaiter_slot = i;
+			break;
+		}
+	SpinLockRelease(&pgd_shared->mutex);
+}
+
+void
+pgd_await_wait(long timeout_ms)
+{
+	/* without a slot, poll */
+	if (my_awaiter_slot < 0)
+		timeout_ms = Min(timeout_ms, 100L);
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 timeout_ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+}
+
+void
+pgd_await_cancel(void)
+{
+	if (my_awaiter_slot < 0)
+		return;
+	SpinLockAcquire(&pgd_shared->mutex);
+	if (pgd_shared->awaiters[my_awaiter_slot].latch == MyLatch)
+		pgd_shared->awaiters[my_awaiter_slot].latch = NULL;
+	SpinLockRelease(&pgd_shared->mutex);
+	my_awaiter_slot = -1;
+}

@@ -1,0 +1,395 @@
+/*-------------------------------------------------------------------------
+ *
+ * graph_validate.c
+ *	  Semantic validation of a Durofut graph: what df.start and df.explain
+ *	  check before a graph is accepted (df_graph_validate), the combined
+ *	  parse-and-validate used by df.start (df_graph_check_text), and the SQL
+ *	  entry point df_internal.validate_graph.
+ *
+ * Order of checks: nesting depth first (so a graph nested a hundred
+ * thousand levels deep is refused for its depth, not for its size), then
+ * the node count, then each node's structure in pre-order (node, left,
+ * right, condition, extras), so the first message is deterministic.
+ *
+ * Every recursive walk here is bounded: the depth walk stops one level
+ * past DF_MAX_DEPTH and the structure walk only runs on graphs that passed
+ * it.  Each also calls check_stack_depth().
+ *
+ * Locks: none; pure functions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "common/cron.h"
+#include "dsl/dsl.h"
+#include "fmgr.h"
+#include "graph/graph.h"
+#include "common/json.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+
+#define DEPTH_MESSAGE \
+	"Graph exceeds maximum nesting depth of 256. Split the workflow into smaller workflows."
+#define COUNT_MESSAGE \
+	"Workflow exceeds maximum node count of 10000. Split the workflow into smaller workflows."
+
+StaticAssertDecl(DF_MAX_DEPTH == 256 && DF_MAX_NODES == 10000,
+				 "the limit messages spell the limits out");
+
+/* Where a node hangs: a chain of these on the C stack makes its path. */
+typedef struct VPath
+{
+	const struct VPath *parent;
+	const char *edge;			/* NULL for the root */
+	int			index;			/* extra_nodes position */
+} VPath;
+
+bool
+df_is_valid_result_name(const char *name)
+{
+	const char *p = name;
+
+	if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '_'))
+		return false;
+	for (p++; *p; p++)
+		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+			  (*p >= '0' && *p <= '9') || *p == '_'))
+			return false;
+	return true;
+}
+
+static void
+path_append(StringInfo buf, const VPath *path)
+{
+	check_stack_depth();
+	if (path->parent == NULL)
+	{
+		appendStringInfoString(buf, "root");
+		return;
+	}
+	path_append(buf, path->parent);
+	if (strcmp(path->edge, "extra_nodes") == 0)
+		appendStringInfo(buf, ".extra_nodes[%d]", path->index);
+	else
+		appendStringInfo(buf, ".%s", path->edge);
+}
+
+static char *
+at_path(const VPath *path, const char *msg)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	path_append(&buf, path);
+	appendStringInfo(&buf, ": %s", msg);
+	return buf.data;
+}
+
+/* True when no node is deeper than DF_MAX_DEPTH; never descends past it. */
+static bool
+depth_ok(const DfNode *n, int depth)
+{
+	check_stack_depth();
+	if (depth > DF_MAX_DEPTH)
+		return false;
+	if (n->left && !depth_ok(n->left, depth + 1))
+		return false;
+	if (n->right && !depth_ok(n->right, depth + 1))
+		return false;
+	if (n->condition && !depth_ok(n->condition, depth + 1))
+		return false;
+	for (int i = 0; i < n->nextras; i++)
+		if (!depth_ok(n->extras[i], depth + 1))
+			return false;
+	return true;
+}
+
+/* The query of a config-carrying node as a JSON object, or NULL. */
+static DfJson *
+config_object(const DfNode *n)
+{
+	DfJson	   *cfg;
+	char	   *err;
+
+	if (n->query == NULL)
+		return NULL;
+	cfg = dfjson_parse(n->query, strlen(n->query), &err);
+	if (cfg == NULL || cfg->type != DFJ_OBJECT)
+		return NULL;
+	return cfg;
+}
+
+static bool
+is_blank(const char *s)
+{
+	for (; *s; s++)
+		if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r')
+			return false;
+	return true;
+}
+
+/* IF: a condition node, or the if_rows config in query (never both). */
+static char *
+check_if(const DfNode *n)
+{
+	DfJson	   *cfg;
+	DfJson	   *v;
+	char	   *err;
+
+	if (n->query == NULL)
+	{
+		if (n->condition == NULL)
+			return pstrdup("IF node requires condition_node or a result_has_rows query config");
+		return NULL;
+	}
+	cfg = dfjson_parse(n->query, strlen(n->query), &err);
+	if (cfg == NULL)
+		return psprintf("query in IF must be valid JSON config: %s", err);
+	if (cfg->type != DFJ_OBJECT)
+		return pstrdup("query in IF must be valid JSON config: expected a JSON object");
+	if (dfjson_get(cfg, "condition_node") != NULL)
+		return pstrdup("condition_node in IF must be a first-class Durofut field, not embedded in query");
+	if (n->condition != NULL)
+		return pstrdup("IF node cannot have both condition_node and a query config");
+	v = dfjson_get(cfg, "condition_type");
+	if (v == NULL || v->type != DFJ_STRING || strcmp(v->str, "result_has_rows") != 0)
+		return pstrdup("query in IF must be valid JSON config: condition_type must be \"result_has_rows\"");
+	v = dfjson_get(cfg, "result_name");
+	if (v == NULL || v->type != DFJ_STRING)
+		return pstrdup("query in IF must be valid JSON config: result_name must be a string");
+	if (!df_is_valid_result_name(v->str))
+		return psprintf("query in IF must be valid JSON config: result name '%s' is not a valid identifier — must match [a-zA-Z_][a-zA-Z0-9_]*",
+						v->str);
+	return NULL;
+}
+
+static char *
+check_break(const DfNode *n)
+{
+	DfJson	   *cfg = config_object(n);
+	DfJson	   *v = dfjson_get(cfg, "break_value");
+
+	if (v == NULL || (v->type != DFJ_STRING && v->type != DFJ_NULL))
+		return pstrdup("BREAK query must be a JSON object {\"break_value\": <text or null>}");
+	return NULL;
+}
+
+static char *
+check_sleep(const DfNode *n)
+{
+	const char *q = n->query;
+	int64		seconds;
+
+	if (q == NULL)
+		return pstrdup("SLEEP node requires a query with the number of seconds");
+	if (*q == '\0' || strspn(q, "0123456789") != strlen(q) ||
+		!dfjson_get_int64(dfjson_make_number(q), &seconds))
+		return psprintf("SLEEP query must be a non-negative whole number of seconds, got '%s'", q);
+	return NULL;
+}
+
+static char *
+check_wait_schedule(const DfNode *n)
+{
+	DfJson	   *v = dfjson_get(config_object(n), "cron_expr");
+	DfCron		cron;
+	char	   *err;
+
+	if (v == NULL || v->type != DFJ_STRING)
+		return pstrdup("WAIT_SCHEDULE query must be a JSON object {\"cron_expr\": \"<5-field cron expression>\"}");
+	if (!df_cron_parse(v->str, &cron, &err))
+		return psprintf("Invalid cron expression '%s': %s", v->str, err);
+	return NULL;
+}
+
+static char *
+check_signal(const DfNode *n)
+{
+	DfJson	   *cfg = config_object(n);
+	DfJson	   *name = dfjson_get(cfg, "signal_name");
+	DfJson	   *timeout = dfjson_get(cfg, "timeout_seconds");
+	int64		t;
+
+	if (cfg == NULL || name == NULL || name->type != DFJ_STRING)
+		return pstrdup("SIGNAL query must be a JSON object {\"signal_name\": \"<name>\", \"timeout_seconds\": <seconds or null>}");
+	if (is_blank(name->str))
+		return pstrdup("Signal name cannot be empty");
+	if (timeout != NULL && timeout->type != DFJ_NULL)
+	{
+		if (!dfjson_get_int64(timeout, &t))
+			return pstrdup("SIGNAL timeout_seconds must be a whole number of seconds or null");
+		if (t <= 0)
+			return pstrdup("Timeout must be positive");
+		if (t > PG_INT32_MAX)
+			return pstrdup("SIGNAL timeout_seconds is out of range");
+	}
+	return NULL;
+}
+
+static bool
+is_leaf_type(DfNodeType t)
+{
+	return !(t == DF_NODE_THEN || t == DF_NODE_IF || t == DF_NODE_JOIN ||
+			 t == DF_NODE_LOOP || t == DF_NODE_RACE);
+}
+
+/* What is wrong with this one node (not its children), or NULL. */
+static char *
+check_node(const DfNode *n)
+{
+	const char *tname = df_node_type_name(n->type);
+	bool		has_children = n->left || n->right || n->condition || n->nextras > 0;
+
+	if (n->result_name != NULL && !df_is_valid_result_name(n->result_name))
+		return psprintf("result name '%s' is not a valid identifier — must match [a-zA-Z_][a-zA-Z0-9_]*",
+						n->result_name);
+	if (is_leaf_type(n->type) && has_children)
+		return psprintf("%s node cannot have child nodes (left_node, right_node, condition_node or extra_nodes)",
+						tname);
+	if (n->nextras > 0 && n->type != DF_NODE_JOIN)
+		return pstrdup("extra_nodes is only allowed on JOIN nodes");
+	if (n->condition && n->type != DF_NODE_IF && n->type != DF_NODE_LOOP)
+		return pstrdup("condition_node is only allowed on IF and LOOP nodes");
+
+	switch (n->type)
+	{
+		case DF_NODE_SQL:
+			if (n->query == NULL || is_blank(n->query))
+				return pstrdup("SQL node requires a non-empty query");
+			return NULL;
+		case DF_NODE_THEN:
+		case DF_NODE_JOIN:
+		case DF_NODE_RACE:
+			if (n->left == NULL || n->right == NULL)
+				return psprintf("%s node requires left_node and right_node", tname);
+			if (n->query != NULL)
+				return psprintf("%s node cannot have a query", tname);
+			return NULL;
+		case DF_NODE_IF:
+			if (n->left == NULL || n->right == NULL)
+				return pstrdup("IF node requires left_node (then branch) and right_node (else branch)");
+			return check_if(n);
+		case DF_NODE_LOOP:
+			if (n->left == NULL)
+				return pstrdup("LOOP node requires left_node (the loop body)");
+			if (n->right != NULL)
+				return pstrdup("LOOP node cannot have right_node");
+			if (n->query != NULL)
+				return pstrdup("LOOP node cannot have a query");
+			return NULL;
+		case DF_NODE_BREAK:
+			return check_break(n);
+		case DF_NODE_SLEEP:
+			return check_sleep(n);
+		case DF_NODE_WAIT_SCHEDULE:
+			return check_wait_schedule(n);
+		case DF_NODE_SIGNAL:
+			return check_signal(n);
+		case DF_NODE_HTTP:
+		case DF_NODE_HTTP_MULTIPART:
+			if (n->query == NULL)
+				return psprintf("%s node requires a query config", tname);
+			return df_http_check_config(n->query, n->type == DF_NODE_HTTP_MULTIPART);
+	}
+	return NULL;
+}
+
+/* Pre-order structure check; depth is already known to be within bounds. */
+static char *
+validate_tree(const DfNode *n, const VPath *path)
+{
+	VPath		child;
+	char	   *err;
+
+	check_stack_depth();
+	CHECK_FOR_INTERRUPTS();
+	if ((err = check_node(n)) != NULL)
+		return at_path(path, err);
+
+	child.parent = path;
+	child.index = 0;
+	if (n->left)
+	{
+		child.edge = "left";
+		if ((err = validate_tree(n->left, &child)) != NULL)
+			return err;
+	}
+	if (n->right)
+	{
+		child.edge = "right";
+		if ((err = validate_tree(n->right, &child)) != NULL)
+			return err;
+	}
+	if (n->condition)
+	{
+		child.edge = "condition_node";
+		if ((err = validate_tree(n->condition, &child)) != NULL)
+			return err;
+	}
+	child.edge = "extra_nodes";
+	for (int i = 0; i < n->nextras; i++)
+	{
+		child.index = i;
+		if ((err = validate_tree(n->extras[i], &child)) != NULL)
+			return err;
+	}
+	return NULL;
+}
+
+char *
+df_graph_validate(const DfNode *root)
+{
+	VPath		path = {NULL, NULL, 0};
+
+	if (!depth_ok(root, 1))
+		return pstrdup(DEPTH_MESSAGE);
+	if (df_graph_count(root) > DF_MAX_NODES)
+		return pstrdup(COUNT_MESSAGE);
+	return validate_tree(root, &path);
+}
+
+char *
+df_graph_check_text(const char *text, DfNode **out)
+{
+	DfParseResult r = df_graph_parse(text);
+	char	   *err;
+
+	*out = NULL;
+	switch (r.status)
+	{
+		case DF_PARSE_OK:
+			break;
+		case DF_PARSE_NOT_DUROFUT:
+			return pstrdup("Invalid durable function: not Durofut JSON (expected an object with \"node_type\"); build workflows with the df.* functions and operators");
+		case DF_PARSE_BAD_JSON:
+			return psprintf("Invalid durable function: invalid JSON: %s", r.errmsg);
+		case DF_PARSE_UNKNOWN_TYPE:
+			return psprintf("Invalid durable function: %s", r.errmsg);
+		case DF_PARSE_MALFORMED:
+			return psprintf("Malformed Durofut JSON with node_type '%s': %s",
+							r.type_name, r.errmsg);
+	}
+	if ((err = df_graph_validate(r.node)) != NULL)
+		return psprintf("Invalid durable function graph: %s", err);
+	*out = r.node;
+	return NULL;
+}
+
+PG_FUNCTION_INFO_V1(pgd_validate_graph);
+
+/*
+ * df_internal.validate_graph(graph text): NULL when df.start would accept
+ * the graph, else the message it would raise.  Lets tests pin every
+ * validation message without starting anything.
+ */
+Datum
+pgd_validate_graph(PG_FUNCTION_ARGS)
+{
+	DfNode	   *node;
+	char	   *err = df_graph_check_text(text_to_cstring(PG_GETARG_TEXT_PP(0)), &node);
+
+	if (err == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(err));
+}

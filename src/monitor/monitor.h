@@ -1,0 +1,104 @@
+/*-------------------------------------------------------------------------
+ *
+ * monitor.h
+ *	  Reading instances as their owner sees them: the node rows of an
+ *	  instance, the status inferred for each node, and what the monitoring
+ *	  functions and the live form of df.explain show of them.
+ *
+ * Everything here reads df.instances and df.nodes as the calling role, so
+ * row-level security decides what exists: an instance the caller may not
+ * see is reported exactly like one that does not exist.  Only df.metrics
+ * reads engine-wide, with the bootstrap superuser's privileges.
+ *
+ * Locks: none (plain reads).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_DURABLE_MONITOR_H
+#define PG_DURABLE_MONITOR_H
+
+#include "postgres.h"
+
+#include "utils/timestamp.h"
+
+#include "graph/graph.h"
+
+/*
+ * What df.list_instances, df.instance_info and friends call function_name:
+ * the reference names its orchestration this way, and scripts compare it.
+ */
+#define PGD_FUNCTION_NAME "pg_durable::orchestration::execute-function-graph"
+
+/* One df.nodes row, linked to its children. */
+typedef struct PgdNodeRow
+{
+	char	   *id;
+	DfNodeType	type;
+	char	   *node_type;
+	char	   *query;
+	char	   *result_name;
+	char	   *left_id;
+	char	   *right_id;
+	char	   *status;			/* physical status */
+	char	   *result;			/* result::text, NULL if none */
+	char	   *status_details; /* status_details::text, NULL if none */
+	char	   *stamp;			/* status_details->>'execution_id' */
+	TimestampTz updated_at;
+	bool		updated_at_null;
+
+	/* links, indexes into the row array (-1 when absent) */
+	int			left;
+	int			right;
+	int			condition;
+	int			nextras;
+	int		   *extras;
+
+	/* filled by pgd_infer_statuses */
+	const char *inferred;		/* pending|running|completed|failed|skipped */
+	int			from_ancestor;	/* index of the driving ancestor, or -1 */
+} PgdNodeRow;
+
+/* An instance as its owner sees it. */
+typedef struct PgdInstanceView
+{
+	char	   *id;
+	char	   *label;
+	char	   *status;
+	char	   *root_id;
+	char	   *output;			/* PGD_SQL_OUTPUT, or NULL */
+	int			root;			/* index of the root row, -1 if missing */
+	int			nnodes;
+	PgdNodeRow *nodes;
+	int			norder;			/* rows in tree order (pre-order walk) */
+	int		   *order;
+} PgdInstanceView;
+
+/*
+ * infer.c: the inferred status of every node (reference §1.5).  A pure
+ * function of the rows and their links; sets inferred, from_ancestor and
+ * the tree order.
+ */
+extern void pgd_infer_statuses(PgdInstanceView *view);
+
+/*
+ * monitor_load.c: the instance and its node rows as the caller sees them,
+ * links resolved and statuses inferred, allocated in CurrentMemoryContext;
+ * NULL if the caller cannot see the instance.  Opens and closes its own
+ * SPI connection.
+ */
+extern PgdInstanceView *pgd_load_instance_view(const char *instance_id);
+
+/* SQL expressions shared by the monitoring queries (i = df.instances, n = its root node). */
+#define PGD_SQL_EXECUTION_COUNT \
+	"COALESCE((pg_catalog.regexp_match(n.status_details OPERATOR(pg_catalog.->>) 'execution_id', " \
+	"'::([0-9]{1,18})$'))[1]::bigint, 1)"
+#define PGD_SQL_OUTPUT \
+	"CASE WHEN i.status OPERATOR(pg_catalog.=) 'completed' THEN n.result::text " \
+	"WHEN i.status OPERATOR(pg_catalog.=) 'failed' THEN " \
+	"CASE WHEN pg_catalog.jsonb_typeof(n.result) OPERATOR(pg_catalog.=) 'string' " \
+	"THEN n.result OPERATOR(pg_catalog.#>>) '{}' ELSE n.result::text END END"
+#define PGD_SQL_ROOT_JOIN \
+	"df.instances i LEFT JOIN df.nodes n " \
+	"ON n.instance_id OPERATOR(pg_catalog.=) i.id AND n.id OPERATOR(pg_catalog.=) i.root_node"
+
+#endif							/* PG_DURABLE_MONITOR_H */

@@ -1,0 +1,78 @@
+/*-------------------------------------------------------------------------
+ *
+ * results.h
+ *	  Step results and the data flow between steps: turning the rows of a
+ *	  SQL step into its result JSON, substituting {variables} and $named
+ *	  results into the text of later steps, and deciding whether a result is
+ *	  "truthy" for IF and loop conditions.
+ *
+ * These are pure functions of their arguments (reference §1.6 - §1.8): they
+ * read no tables and keep no state, so the engine can call them from any
+ * transaction.  Everything is palloc'd in CurrentMemoryContext.  Functions
+ * that can fail because of what a user wrote return NULL and set *errmsg
+ * to a palloc'd message (the reference's text) instead of throwing; they
+ * throw only for out-of-memory or stack depth.
+ *
+ * Files: results_json.c, results_subst.c, results_truthy.c, and
+ * results_sql.c (SQL entry points in df_internal used by the tests).
+ *
+ * Locks: none.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_DURABLE_RESULTS_H
+#define PG_DURABLE_RESULTS_H
+
+#include "postgres.h"
+
+#include "executor/spi.h"
+
+#include "common/json.h"
+
+/* Most rows a $name.* reference may expand to (reference §1.10). */
+#define PGD_MAX_STAR_ROWS 10000
+
+/*
+ * The rows of a statement as the step's result:
+ *	{"rows":[{"col":val,...},...],"row_count":N}
+ * keys in column order, N = number of rows returned.  tuptable NULL (DML
+ * without RETURNING, utility statements) gives {"rows":[],"row_count":0}.
+ * Returns NULL and sets *errmsg when a column's type has no JSON mapping:
+ *	Unsupported column type '<T>' for column '<c>'. Cast the column ...
+ */
+extern char *pgd_spi_result_to_json(SPITupleTable *tuptable, uint64 nrows,
+									char **errmsg);
+
+/* Where a substituted text goes. */
+typedef enum PgdSubstMode
+{
+	PGD_SUBST_SQL,				/* SQL text: values become SQL literals */
+	PGD_SUBST_RAW				/* HTTP url/body/headers, multipart fields:
+								 * values as plain text */
+} PgdSubstMode;
+
+/*
+ * Substitute {variables} (vars: object name -> string) and then $references
+ * to named results (results: object name -> the node's result JSON) in
+ * text.  Returns the new text, or NULL with *errmsg set on a strict error
+ * ("$n has no rows — query returned zero results", ...).  See
+ * results_subst.c for the exact rules.  vars and results may be NULL
+ * (nothing to substitute).
+ */
+extern char *pgd_substitute(const char *text, const DfJson *vars,
+							const DfJson *results, PgdSubstMode mode,
+							char **errmsg);
+
+/*
+ * True when s is exactly one reference and nothing else: $n, $n?, $n.c,
+ * $n.c? or {v}.  Multipart data_b64 is substituted only in that case.
+ */
+extern bool pgd_is_whole_value_reference(const char *s);
+
+/* Truthiness of a result for IF and loop conditions (reference §1.7). */
+extern bool pgd_truthy(const DfJson *result);
+
+/* Same for text: JSON is parsed first; other text uses the string rule. */
+extern bool pgd_truthy_text(const char *text);
+
+#endif							/* PG_DURABLE_RESULTS_H */

@@ -1,0 +1,530 @@
+/*-------------------------------------------------------------------------
+ *
+ * step_http.c
+ *	  An HTTP or HTTP_MULTIPART node's call: the request prepared from the
+ *	  node's config, and the response turned into the reference's envelope.
+ *
+ * Preparation (pgd_http_prepare) runs in the HTTP worker's claim
+ * transaction and makes every decision that needs no network, in the
+ * reference's order: the submitter may still run steps and still has
+ * EXECUTE on df.http() / df.http_multipart() (a revoked grant fails the
+ * node); {variables} then $named results are substituted, raw, into the
+ * url, the body and string header values (multipart: url, headers, part
+ * name and filename, and data_b64 when it is exactly one reference); the
+ * URL passes the destination policy (ssrf.c); header names and values are
+ * checked again after substitution (no CR/LF, no framing headers); the
+ * request body fits pg_durable.http_max_request_body; the timeout fits
+ * pg_durable.http_max_timeout.  A failed check is the node's outcome and no
+ * call is made.  Non-string header values are dropped, as the reference
+ * does.  Every request carries Idempotency-Key:
+ * <instance>:<node>:<generation>, where the generation is the id of the
+ * node execution's task: the same for every re-run of the same execution
+ * (after a crash), different for each new execution of the node (loops).
+ *
+ * The envelope (pgd_http_envelope) is {"status","body","encoding",
+ * "headers","ok","duration_ms"}: the body is text when the Content-Type is
+ * textual (any text/ type, +json, +xml, +yaml, application/json, xml, javascript,
+ * ecmascript, x-www-form-urlencoded, graphql, yaml, x-yaml) or, with no
+ * Content-Type, when the bytes are UTF-8 without NUL; otherwise, and when a
+ * textual body is not valid UTF-8, it is base64.  Header names are lower
+ * case, repeated headers joined with ", ".  A 5xx status fails the node
+ * ("HTTP <M> <url> returned <code>: <preview of at most 512 bytes>"),
+ * 1xx-4xx complete it.
+ *
+ * Locks: none (reads df_internal.results and the catalogs through SPI).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "common/base64.h"
+#include "executor/spi.h"
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "dsl/dsl.h"
+#include "steps/http.h"
+#include "core/pg_durable.h"
+#include "results/results.h"
+
+#define DEFAULT_TIMEOUT_S 30
+#define PREVIEW_BYTES 512
+
+/* The instance's substitution context, loaded the first time a text needs it. */
+typedef struct SubstCtx
+{
+	const char *instance_id;
+	const char *scope;
+	PgdRunInfo *run;
+	DfJson	   *vars;
+	DfJson	   *results;	/* NULL when the config refers to none */
+} SubstCtx;
+
+/* Pure: the variables and results were loaded before (they need SPI). */
+static char *
+subst(SubstCtx *sc, const char *text, char **err)
+{
+	if (strchr(text, '{') == NULL && strchr(text, '$') == NULL)
+		return pstrdup(text);
+	return pgd_substitute(text, sc->vars, sc->results, PGD_SUBST_RAW, err);
+}
+
+static void
+decide(PgdHttpRequest *req, char *error)
+{
+	req->decided = true;
+	req->outcome.ok = false;
+	req->outcome.result = MemoryContextStrdup(req->cxt, error);
+}
+
+static bool
+has_crlf(const char *s)
+{
+	return strpbrk(s, "\r\n") != NULL;
+}
+
+/* RFC 9110 token characters */
+static bool
+valid_header_name(const char *s)
+{
+	if (*s == '\0')
+		return false;
+	for (; *s; s++)
+		if (!(isalnum((unsigned char) *s) || strchr("!#$%&'*+-.^_`|~", *s) != NULL))
+			return false;
+	return true;
+}
+
+/* Headers the transport sets itself: a step may not. */
+static bool
+framing_header(const char *name)
+{
+	static const char *const names[] = {"host", "content-length", "transfer-encoding",
+	"connection", "expect", "te", "upgrade", "trailer", "keep-alive"};
+
+	for (int i = 0; i < lengthof(names); i++)
+		if (pg_strcasecmp(name, names[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Base64 (already checked by df_http_check_base64) to bytes. */
+static char *
+decode_base64(const char *s, size_t *len)
+{
+	StringInfoData clean;
+	char	   *out;
+	int			n;
+
+	initStringInfo(&clean);
+	for (const char *p = s; *p; p++)
+		if (!isspace((unsigned char) *p))
+			appendStringInfoChar(&clean, *p);
+	out = palloc(pg_b64_dec_len(clean.len) + 1);
+	n = pg_b64_decode(clean.data, clean.len, out, pg_b64_dec_len(clean.len));
+	if (n < 0)
+		return NULL;
+	*len = n;
+	return out;
+}
+
+/* The multipart parts, substituted and decoded; false (and the outcome set) on a problem. */
+static bool
+prepare_parts(PgdHttpRequest *req, SubstCtx *sc, const DfJson *parts, size_t *total)
+{
+	char	   *err = NULL;
+
+	req->nparts = parts->count;
+	req->parts = palloc0(sizeof(PgdHttpPart) * parts->count);
+	for (int i = 0; i < parts->count; i++)
+	{
+		const DfJson *p = parts->items[i];
+		PgdHttpPart *out = &req->parts[i];
+		const DfJson *v;
+
+		if ((out->name = subst(sc, dfjson_get(p, "name")->str, &err)) == NULL)
+			return decide(req, err), false;
+		if (has_crlf(out->name))
+			return decide(req, psprintf("parts[%d] name contains a CR or LF character", i)), false;
+		v = dfjson_get(p, "filename");
+		if (v != NULL && v->type == DFJ_STRING)
+		{
+			if ((out->filename = subst(sc, v->str, &err)) == NULL)
+				return decide(req, err), false;
+			if (has_crlf(out->filename) || strchr(out->filename, '"') != NULL)
+				return decide(req, psprintf("parts[%d] filename contains a CR, LF or '\"' character", i)), false;
+		}
+		v = dfjson_get(p, "content_type");
+		if (v != NULL && v->type == DFJ_STRING)
+			out->content_type = pstrdup(v->str);
+		v = dfjson_get(p, "data");
+		if (v != NULL && v->type == DFJ_STRING)
+		{
+			out->data = pstrdup(v->str);
+			out->len = strlen(v->str);
+		}
+		else
+		{
+			const char *b64 = dfjson_get(p, "data_b64")->str;
+			char	   *text = (char *) b64;
+			char	   *bad;
+
+			if (pgd_is_whole_value_reference(b64))
+			{
+				if ((text = subst(sc, b64, &err)) == NULL)
+					return decide(req, err), false;
+			}
+			else if (strpbrk(b64, "${") != NULL)
+				return decide(req, psprintf("parts[%d] \"data_b64\" must be base64 or a single "
+											"whole-value reference ($name, $name?, $name.col, $name.col?, {var})",
+											i)), false;
+			if ((bad = df_http_check_base64(text)) != NULL ||
+				(out->data = decode_base64(text, &out->len)) == NULL)
+				return decide(req, psprintf("Invalid base64 in part '%s': %s", out->name,
+											bad ? bad : "cannot decode")), false;
+		}
+		*total += out->len;
+	}
+	return true;
+}
+
+/*
+ * Prepare the call of the task's node, inside the claim transaction (SPI
+ * connected).  Returns NULL when the task is no longer wanted (instance
+ * not running, node not live).  Otherwise the request, in a new memory
+ * context under parent; req->decided when the outcome is already known.
+ */
+PgdHttpRequest *
+pgd_http_prepare(MemoryContext parent, int64 task_id, const char *instance_id,
+				 const char *node_id, const char *scope, int attempt)
+{
+	MemoryContext cxt = AllocSetContextCreate(parent, "pg_durable http request",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = CurrentMemoryContext;
+	PgdHttpRequest *req = MemoryContextAllocZero(cxt, sizeof(PgdHttpRequest));
+	PgdRunInfo	run;
+	PgdGraph   *g;
+	PgdNode    *node;
+	int			n;
+	char	   *err = NULL;
+	char	   *problem = NULL;
+	DfJson	   *cfg;
+	DfJson	   *v;
+	SubstCtx	sc;
+	const char *fname;
+	size_t		body_total = 0;
+
+	req->cxt = cxt;
+	req->task_id = task_id;
+	strlcpy(req->instance_id, instance_id, sizeof(req->instance_id));
+	strlcpy(req->node_id, node_id, sizeof(req->node_id));
+	req->scope = MemoryContextStrdup(cxt, scope);
+	req->attempt = attempt;
+	req->method = "POST";
+	req->url = "";
+	req->idempotency_key = MemoryContextStrdup(cxt, psprintf("%s:%s:" INT64_FORMAT,
+															 instance_id, node_id, task_id));
+
+	/*
+	 * First what needs SPI, in the caller's (SPI) context: SPI switches back
+	 * to its own context after every statement, so nothing that must outlive
+	 * the claim transaction is allocated here.
+	 */
+	if (!pgd_load_run(instance_id, &run) || strcmp(run.status, "running") != 0 ||
+		(g = pgd_graph_get(instance_id, run.token)) == NULL ||
+		(n = pgd_graph_find(g, node_id)) < 0 ||
+		!pgd_node_is_live(g, n, scope))
+	{
+		MemoryContextDelete(cxt);
+		return NULL;
+	}
+	node = &g->nodes[n];
+	req->multipart = node->type == DF_NODE_HTTP_MULTIPART;
+	fname = req->multipart ? "df.http_multipart" : "df.http";
+
+	/* (0) who runs it: the submitter, still allowed to run steps and to call out */
+	if ((problem = pgd_identity_problem(run.submitted_by)) == NULL)
+	{
+		Oid			types[2] = {OIDOID, TEXTOID};
+		Datum		values[2];
+
+		values[0] = ObjectIdGetDatum(run.submitted_by);
+		values[1] = pgd_text_datum(req->multipart ?
+								   "df.http_multipart(text,text,jsonb,jsonb,integer)" :
+								   "df.http(text,text,text,jsonb,integer)");
+		pgd_spi_exec("SELECT pg_catalog.has_function_privilege($1, $2::pg_catalog.regprocedure, 'EXECUTE'), "
+					 "pg_catalog.pg_get_userbyid($1)",
+					 2, types, values, NULL, false);
+		if (strcmp(pgd_spi_getstring(0, 1), "t") != 0)
+			problem = psprintf("Blocked: role '%s' does not have EXECUTE privilege on %s(). "
+							   "Grant it with df.grant_usage('%s', include_http => true).",
+							   pgd_spi_getstring(0, 2), fname, pgd_spi_getstring(0, 2));
+	}
+	if (problem != NULL)
+	{
+		decide(req, problem);
+		return req;
+	}
+	memset(&sc, 0, sizeof(sc));
+	sc.instance_id = instance_id;
+	sc.scope = scope;
+	sc.run = &run;
+	sc.vars = pgd_step_vars(instance_id, &run);
+	if (strchr(node->query, '$') != NULL)
+		sc.results = pgd_visible_results(instance_id, scope);
+
+	/* from here on no SPI: everything lives in the request's context */
+	MemoryContextSwitchTo(cxt);
+
+	/* the config, as validated at df.start (checked again: it is data) */
+	if ((problem = df_http_check_config(node->query, req->multipart)) != NULL)
+		goto fail_with_problem;
+	cfg = dfjson_parse(node->query, strlen(node->query), &err);
+	v = dfjson_get(cfg, "method");
+	if (v != NULL && v->type == DFJ_STRING)
+		(void) df_http_check_method(v->str, req->multipart, &req->method);
+	req->timeout_s = DEFAULT_TIMEOUT_S;
+	v = dfjson_get(cfg, "timeout_seconds");
+	if (v != NULL && v->type == DFJ_NUMBER)
+	{
+		int64		t;
+
+		if (dfjson_get_int64(v, &t))
+			req->timeout_s = (int) t;
+	}
+	if (req->timeout_s > pgd_http_max_timeout)
+	{
+		problem = psprintf("timeout_seconds %d exceeds pg_durable.http_max_timeout (%d seconds)",
+						   req->timeout_s, pgd_http_max_timeout);
+		goto fail_with_problem;
+	}
+
+	/* (1)-(2) the URL and its host */
+	if ((req->url = subst(&sc, dfjson_get(cfg, "url")->str, &err)) == NULL)
+	{
+		req->url = "";
+		problem = err;
+		goto fail_with_problem;
+	}
+	if ((problem = df_http_check_url(req->url)) != NULL ||
+		(problem = pgd_ssrf_check_url(req->url, &req->host)) != NULL)
+		goto fail_with_problem;
+
+	/* headers */
+	v = dfjson_get(cfg, "headers");
+	if (v != NULL && v->type == DFJ_OBJECT)
+	{
+		req->headers = palloc0(sizeof(char *) * (v->count + 1));
+		for (int i = 0; i < v->count; i++)
+		{
+			const char *name = v->pairs[i].key;
+			char	   *value;
+
+			if (v->pairs[i].value->type != DFJ_STRING)
+				continue;		/* the reference drops them */
+			if (!valid_header_name(name))
+			{
+				problem = psprintf("invalid header name '%s'", name);
+				goto fail_with_problem;
+			}
+			if (framing_header(name))
+			{
+				problem = psprintf("header '%s' is set by the HTTP client and cannot be given by a step", name);
+				goto fail_with_problem;
+			}
+			if (pg_strcasecmp(name, "Idempotency-Key") == 0 ||
+				(req->multipart && pg_strcasecmp(name, "Content-Type") == 0))
+				continue;		/* ours / the multipart boundary's */
+			if ((value = subst(&sc, v->pairs[i].value->str, &err)) == NULL)
+			{
+				problem = err;
+				goto fail_with_problem;
+			}
+			if (has_crlf(value))
+			{
+				problem = psprintf("header '%s' value contains a CR or LF character", name);
+				goto fail_with_problem;
+			}
+			req->headers[req->nheaders++] = psprintf("%s: %s", name, value);
+		}
+	}
+
+	/* the body or the parts */
+	if (req->multipart)
+	{
+		if (!prepare_parts(req, &sc, dfjson_get(cfg, "parts"), &body_total))
+			goto done;
+	}
+	else
+	{
+		v = dfjson_get(cfg, "body");
+		if (v != NULL && v->type == DFJ_STRING)
+		{
+			if ((req->body = subst(&sc, v->str, &err)) == NULL)
+			{
+				problem = err;
+				goto fail_with_problem;
+			}
+			req->body_len = strlen(req->body);
+			body_total = req->body_len;
+		}
+	}
+	if (body_total > (size_t) pgd_http_max_request_body)
+	{
+		problem = psprintf("HTTP request body is %zu bytes, more than pg_durable.http_max_request_body (%d bytes)",
+						   body_total, pgd_http_max_request_body);
+		goto fail_with_problem;
+	}
+	goto done;
+
+fail_with_problem:
+	decide(req, problem);
+done:
+	MemoryContextSwitchTo(old);
+	return req;
+}
+
+/* "HTTP <M> <url> failed: <what>" */
+char *
+pgd_http_call_error(PgdHttpRequest *req, const char *what)
+{
+	return psprintf("HTTP %s %s failed: %s", req->method, req->url, what);
+}
+
+static bool
+textual_content_type(const char *ct)
+{
+	static const char *const app_text[] = {"json", "xml", "javascript", "ecmascript",
+	"x-www-form-urlencoded", "graphql", "yaml", "x-yaml"};
+	char	   *t = pstrdup(ct);
+	char	   *semi = strchr(t, ';');
+	size_t		len;
+
+	if (semi)
+		*semi = '\0';
+	while (*t == ' ' || *t == '\t')
+		t++;
+	len = strlen(t);
+	while (len > 0 && (t[len - 1] == ' ' || t[len - 1] == '\t'))
+		t[--len] = '\0';
+	for (char *p = t; *p; p++)
+		*p = pg_ascii_tolower((unsigned char) *p);
+
+	if (strncmp(t, "text/", 5) == 0)
+		return true;
+	if ((len > 5 && strcmp(t + len - 5, "+json") == 0) ||
+		(len > 4 && strcmp(t + len - 4, "+xml") == 0) ||
+		(len > 5 && strcmp(t + len - 5, "+yaml") == 0))
+		return true;
+	if (strncmp(t, "application/", 12) == 0)
+		for (int i = 0; i < lengthof(app_text); i++)
+			if (strcmp(t + 12, app_text[i]) == 0)
+				return true;
+	return false;
+}
+
+static bool
+utf8_text(const char *s, size_t len)
+{
+	if (memchr(s, '\0', len) != NULL)
+		return false;
+	return pg_verify_mbstr(PG_UTF8, s, (int) len, true);
+}
+
+/* Headers of the final response as an object: lower-case names, repeats joined. */
+static DfJson *
+parse_headers(const char *raw, size_t len)
+{
+	DfJson	   *obj = dfjson_make_object();
+	const char *p = raw;
+	const char *end = raw + len;
+
+	while (p < end)
+	{
+		const char *eol = memchr(p, '\n', end - p);
+		const char *line_end = eol ? eol : end;
+		const char *colon;
+		char	   *name;
+		char	   *value;
+		const char *vs;
+		const char *ve = line_end;
+
+		if (ve > p && ve[-1] == '\r')
+			ve--;
+		colon = memchr(p, ':', ve - p);
+		if (colon != NULL && colon > p && strncmp(p, "HTTP/", 5) != 0)
+		{
+			name = pnstrdup(p, colon - p);
+			for (char *c = name; *c; c++)
+				*c = pg_ascii_tolower((unsigned char) *c);
+			vs = colon + 1;
+			while (vs < ve && (*vs == ' ' || *vs == '\t'))
+				vs++;
+			while (ve > vs && (ve[-1] == ' ' || ve[-1] == '\t'))
+				ve--;
+			value = pnstrdup(vs, ve - vs);
+			if (utf8_text(value, strlen(value)) && utf8_text(name, strlen(name)))
+			{
+				DfJson	   *prev = dfjson_get(obj, name);
+
+				if (prev != NULL)
+					prev->str = psprintf("%s, %s", prev->str, value);
+				else
+					dfjson_object_add(obj, name, dfjson_make_string(value));
+			}
+		}
+		p = eol ? eol + 1 : end;
+	}
+	return obj;
+}
+
+static char *
+base64_text(const char *data, size_t len)
+{
+	int			enc_len = pg_b64_enc_len(len);
+	char	   *out = palloc(enc_len + 1);
+	int			n = pg_b64_encode(data, len, out, enc_len);
+
+	if (n < 0)
+		elog(ERROR, "pg_durable: base64 encoding failed");
+	out[n] = '\0';
+	return out;
+}
+
+PgdOutcome
+pgd_http_envelope(PgdHttpRequest *req, const PgdHttpResponse *resp)
+{
+	DfJson	   *env = dfjson_make_object();
+	PgdOutcome	o;
+	bool		text;
+	char	   *body;
+
+	if (resp->content_type != NULL)
+		text = textual_content_type(resp->content_type) && utf8_text(resp->body, resp->body_len);
+	else
+		text = utf8_text(resp->body, resp->body_len);
+	body = text ? pnstrdup(resp->body, resp->body_len) : base64_text(resp->body, resp->body_len);
+
+	if (resp->status >= 500)
+	{
+		size_t		blen = strlen(body);
+
+		if (blen > PREVIEW_BYTES)
+			body[pg_mbcliplen(body, blen, PREVIEW_BYTES)] = '\0';
+		o.ok = false;
+		o.result = psprintf("HTTP %s %s returned %ld: %s", req->method, req->url, resp->status, body);
+		return o;
+	}
+
+	dfjson_object_add(env, "status", dfjson_make_number(psprintf("%ld", resp->status)));
+	dfjson_object_add(env, "body", dfjson_make_string(body));
+	dfjson_object_add(env, "encoding", dfjson_make_string(text ? "text" : "base64"));
+	dfjson_object_add(env, "headers", parse_headers(resp->headers, resp->headers_len));
+	dfjson_object_add(env, "ok", dfjson_make_bool(resp->status >= 200 && resp->status < 300));
+	dfjson_object_add(env, "duration_ms", dfjson_make_number(psprintf(INT64_FORMAT, resp->duration_ms)));
+	o.ok = true;
+	o.result = dfjson_to_text(env);
+	return o;
+}

@@ -1,0 +1,208 @@
+/*-------------------------------------------------------------------------
+ *
+ * step_sql.c
+ *	  Runs the user's statement of a SQL step inside the step transaction.
+ *
+ * The statement runs in a subtransaction, as the submitting role, in a
+ * security-restricted context (no SET ROLE, no temporary objects, ...),
+ * under a fresh GUC nest level with df.in_workflow = true.  Whatever it SETs
+ * is undone when it ends, so nothing leaks into the next step, which may
+ * belong to another user.  The rows it returns become the step's result
+ * JSON while still inside the subtransaction, so that a result that cannot
+ * be represented (an unsupported column type) rolls back the statement's
+ * effects together with failing the node.
+ *
+ * A step is one statement: text holding several is refused (the
+ * reference runs it through the extended protocol, which refuses it too),
+ * and so are transaction control statements, which cannot work inside the
+ * step transaction.  Empty text (only comments or semicolons) succeeds
+ * with no rows.
+ *
+ * Containment.  The executor is a long-lived session that runs steps of
+ * every user one after the other, so nothing a step does may survive it
+ * (the tests in security_containment.sql try each of these):
+ *	 - settings (SET, SET LOCAL, set_config, RESET ALL): the GUC nest level
+ *	   is popped with isCommit = false on success and on error;
+ *	 - SET ROLE, SET SESSION AUTHORIZATION, temporary objects, LISTEN and
+ *	   cursors WITH HOLD: refused by PostgreSQL itself in a
+ *	   security-restricted operation under a local user id change;
+ *	 - prepared statements, session-level advisory locks and the sequence
+ *	   caches behind currval/lastval are not transactional: they are
+ *	   dropped after every step, whatever its outcome, as DISCARD ALL would;
+ *	 - df.in_workflow: a step could SET it to false, so "inside a workflow"
+ *	   is decided by an internal flag (pgd_in_workflow), the setting only
+ *	   adding to it.
+ * Before switching to the submitter, the role is looked up again: a role
+ * dropped since df.start, no longer LOGIN, or now a superuser while
+ * pg_durable.enable_superuser_instances is off fails the step with a clear
+ * message instead of running as an OID that means nothing or too much.
+ *
+ * On error the subtransaction is rolled back and the error becomes the
+ * outcome ("SQL execution failed: <message>").  Deadlocks, serialization
+ * failures and lock timeouts are not failures of the node: the caller
+ * re-queues the task (*retry), and so is a cancel "due to user request":
+ * that is how wake.c interrupts a step that is no longer wanted, which then
+ * finds out under the runs lock, or a stray interrupt meant for an earlier
+ * step.  A statement_timeout fails the node.
+ *
+ * Locks: whatever the user's statement takes, inside the subtransaction.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "commands/prepare.h"
+#include "commands/sequence.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+#include "engine/engine.h"
+#include "core/pg_durable.h"
+#include "results/results.h"
+
+#define ERRCODE_PGD_RESULT_CONVERSION MAKE_SQLSTATE('P','D','0','0','1')
+
+/* true while a step's statement runs; see pgd_in_workflow */
+static bool in_step = false;
+
+/*
+ * Whether the caller runs inside a workflow step.  The setting
+ * df.in_workflow = 'true' counts too (the reference's only signal, and what
+ * tests use outside the engine), but a step cannot turn the flag off.
+ */
+bool
+pgd_in_workflow(void)
+{
+	const char *v;
+
+	if (in_step)
+		return true;
+	v = GetConfigOption("df.in_workflow", true, false);
+	return v != NULL && strcmp(v, "true") == 0;
+}
+
+/*
+ * Drop the session state a statement can create that neither a
+ * subtransaction rollback nor the GUC nest level undoes.  These are the
+ * parts of DISCARD ALL that are safe inside a transaction; the others are
+ * refused in a security-restricted operation in the first place.
+ */
+static void
+discard_step_session_state(void)
+{
+	DropAllPreparedStatements();
+	LockReleaseSession(USER_LOCKMETHOD);
+	ResetSequenceCaches();
+}
+
+static bool
+is_retryable(int sqlerrcode)
+{
+	return sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED ||
+		sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
+		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
+}
+
+PgdOutcome
+pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	PgdOutcome	outcome = {false, NULL};
+	Oid			save_userid;
+	int			save_sec;
+	bool		save_in_step;
+
+	*retry = false;
+	*sqlstate = 0;
+
+	outcome.result = pgd_identity_problem(submitter);
+	if (outcome.result != NULL)
+		return outcome;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	save_in_step = in_step;
+	in_step = true;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+
+	PG_TRY();
+	{
+		int			nest;
+		int			rc;
+		char	   *json;
+		char	   *err = NULL;
+
+		SetUserIdAndSecContext(submitter,
+							   save_sec | SECURITY_LOCAL_USERID_CHANGE |
+							   SECURITY_RESTRICTED_OPERATION);
+		nest = NewGUCNestLevel();
+		(void) set_config_option("df.in_workflow", "true", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+
+		/* one statement, as the reference's extended-protocol query allows */
+		if (list_length(pg_parse_query(query)) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_SYNTAX_ERROR),
+					 errmsg("cannot insert multiple commands into a prepared statement")));
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_durable: SPI_connect failed");
+		rc = SPI_execute(query, false, 0);
+		if (rc == SPI_ERROR_TRANSACTION)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TRANSACTION_TERMINATION),
+					 errmsg("transaction control statements cannot be used in a workflow step: "
+							"pg_durable commits each step together with its checkpoint")));
+		if (rc == SPI_ERROR_COPY)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("COPY to or from the client cannot be used in a workflow step")));
+		if (rc < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_SYNTAX_ERROR),
+					 errmsg("could not run the statement (%s)", SPI_result_code_string(rc))));
+		json = pgd_spi_result_to_json(SPI_tuptable, SPI_processed, &err);
+		if (json == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_PGD_RESULT_CONVERSION),
+					 errmsg("%s", err)));
+		outcome.ok = true;
+		outcome.result = MemoryContextStrdup(oldcxt, json);
+		SPI_finish();
+
+		AtEOXact_GUC(false, nest);
+		SetUserIdAndSecContext(save_userid, save_sec);
+
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata = pgd_subxact_caught(oldcxt, oldowner);
+
+		*sqlstate = edata->sqlerrcode;
+		*retry = is_retryable(edata->sqlerrcode) ||
+			(edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->message_id != NULL &&
+			 strcmp(edata->message_id, "canceling statement due to user request") == 0);
+		outcome.ok = false;
+		if (edata->sqlerrcode == ERRCODE_PGD_RESULT_CONVERSION)
+			outcome.result = pstrdup(edata->message);
+		else
+			outcome.result = psprintf("SQL execution failed: %s", edata->message);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+
+	in_step = save_in_step;
+	discard_step_session_state();
+	return outcome;
+}

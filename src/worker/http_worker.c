@@ -1,0 +1,741 @@
+/*-------------------------------------------------------------------------
+ *
+ * http_worker.c
+ *	  The HTTP worker: one dynamic background worker (started and restarted
+ *	  by the launcher) that makes the calls of HTTP and HTTP_MULTIPART nodes,
+ *	  many at a time with libcurl's multi interface, so that no executor is
+ *	  held while a call waits and SQL steps keep running.
+ *
+ * Lease and fencing (DESIGN.md §4):
+ *	 1. claim: in one transaction, take due 'http' tasks whose lease is
+ *		free or expired (FOR UPDATE SKIP LOCKED), prepare each call
+ *		(step_http.c: every check that needs no network), and give each a
+ *		lease: lease_until = now + timeout + LEASE_MARGIN_S and a new
+ *		lease_token; commit.  Tasks no longer wanted are deleted.
+ *	 2. call, outside any transaction: the transfer runs in curl's multi
+ *		handle with hundreds of others.
+ *	 3. complete: in a new transaction per call, lock the task row (SKIP
+ *		LOCKED) and compare its lease_token with ours: different or gone
+ *		means the lease was taken over (or the instance ended, the RACE was
+ *		lost...) and the late result is ignored.  Otherwise lock the
+ *		instance's runs row and apply the transition like a SQL step
+ *		(transition.c), delete the task, commit.
+ * A crash of the worker (or of the server) during a call leaves the lease
+ * in the table: once it expires, the call is claimed and made again with
+ * the same Idempotency-Key (at-least-once).  Executors never claim 'http'
+ * tasks; the HTTP worker is woken at commit by whoever enqueues one
+ * (wake.c), and otherwise sleeps until the next lease expires.
+ *
+ * Connections are reused between calls to the same host, except across a
+ * reload of the settings (see stale_connections).
+ *
+ * While calls are in flight the worker waits in curl_multi_poll (at most
+ * BUSY_POLL_MS) and looks for new work when its latch was set; when idle
+ * it sleeps on its latch.  Signals are blocked while curl runs, so the
+ * threads of its resolver never receive the backend's signals.  Proxies
+ * (http_proxy ...) are never used: the address curl connects to is the one
+ * ssrf.c checked in the open-socket callback.
+ *
+ * Locks: task rows (SKIP LOCKED), then one runs row per completion.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <curl/curl.h>
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/pmsignal.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "engine/engine.h"
+#include "steps/http.h"
+#include "core/pg_durable.h"
+#include "core/shmem.h"
+
+#define LEASE_MARGIN_S 5
+#define CLAIM_BATCH 64
+#define BUSY_POLL_MS 10
+#define IDLE_POLL_MS 5000L
+#define MAX_HEADER_BYTES (256 * 1024)
+
+PG_FUNCTION_INFO_V1(pgd_http_worker_settings);
+
+typedef struct Transfer
+{
+	PgdHttpRequest *req;
+	CURL	   *easy;
+	struct curl_slist *hdrs;
+	curl_mime  *mime;
+	/* written by curl's callbacks: malloc'd, never palloc'd */
+	char	   *body;
+	size_t		body_len;
+	size_t		body_cap;
+	char	   *head;
+	size_t		head_len;
+	size_t		head_cap;
+	bool		too_large;
+	bool		blocked;
+	char		errbuf[CURL_ERROR_SIZE];
+} Transfer;
+
+static CURLM *multi = NULL;
+static int	inflight = 0;
+
+/*
+ * After a reload the address policy may be stricter: connections curl keeps
+ * open were checked under the old one, so they are not reused; the cache
+ * is dropped as soon as no call is in flight.
+ */
+static bool stale_connections = false;
+static MemoryContext http_cxt = NULL;
+
+/* ---------------------------------------------------------------------
+ * curl callbacks: no palloc, no ereport
+ * ---------------------------------------------------------------------
+ */
+
+static bool
+append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
+{
+	if (*len + n + 1 > *cap)
+	{
+		size_t		ncap = Max(*cap * 2, *len + n + 1);
+		char	   *nb;
+
+		ncap = Max(ncap, 1024);
+		nb = realloc(*buf, ncap);
+		if (nb == NULL)
+			return false;
+		*buf = nb;
+		*cap = ncap;
+	}
+	memcpy(*buf + *len, data, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+	return true;
+}
+
+static size_t
+write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	Transfer   *t = (Transfer *) userdata;
+	size_t		n = size * nmemb;
+
+	if (t->body_len + n > (size_t) pgd_http_max_response_body)
+	{
+		t->too_large = true;
+		return 0;
+	}
+	if (!append(&t->body, &t->body_len, &t->body_cap, ptr, n))
+		return 0;
+	return n;
+}
+
+static size_t
+header_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	Transfer   *t = (Transfer *) userdata;
+	size_t		n = size * nmemb;
+
+	/* a status line starts a new response (after a 100 Continue ...) */
+	if (n >= 5 && strncmp(ptr, "HTTP/", 5) == 0)
+		t->head_len = 0;
+	if (t->head_len + n > MAX_HEADER_BYTES)
+	{
+		t->too_large = true;
+		return 0;
+	}
+	if (!append(&t->head, &t->head_len, &t->head_cap, ptr, n))
+		return 0;
+	return n;
+}
+
+/* The address curl is about to connect to: refuse what the policy refuses. */
+static curl_socket_t
+opensocket_cb(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+	Transfer   *t = (Transfer *) clientp;
+
+	if (!pgd_ssrf_address_allowed(&addr->addr))
+	{
+		t->blocked = true;
+		return CURL_SOCKET_BAD;
+	}
+	return socket(addr->family, addr->socktype, addr->protocol);
+}
+
+/* ---------------------------------------------------------------------
+ * Settings
+ * ---------------------------------------------------------------------
+ */
+
+static void
+publish_settings(void)
+{
+	char		buf[PGD_HTTP_SETTINGS_LEN];
+
+	snprintf(buf, sizeof(buf),
+			 "allowed_hosts=%s allow_private=%s max_request_body=%d max_response_body=%d "
+			 "max_timeout=%d max_concurrent=%d",
+			 pgd_http_allowed_hosts ? pgd_http_allowed_hosts : "",
+			 pgd_http_allow_private ? "on" : "off",
+			 pgd_http_max_request_body, pgd_http_max_response_body,
+			 pgd_http_max_timeout, pgd_http_max_concurrent);
+	SpinLockAcquire(&pgd_shared->mutex);
+	strlcpy(pgd_shared->http_settings, buf, sizeof(pgd_shared->http_settings));
+	SpinLockRelease(&pgd_shared->mutex);
+}
+
+Datum
+pgd_http_worker_settings(PG_FUNCTION_ARGS)
+{
+	char		buf[PGD_HTTP_SETTINGS_LEN];
+
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for df_internal.http_worker_settings"),
+				 errdetail("Only superusers can see the HTTP worker's settings.")));
+	SpinLockAcquire(&pgd_shared->mutex);
+	strlcpy(buf, pgd_shared->http_settings, sizeof(buf));
+	SpinLockRelease(&pgd_shared->mutex);
+	if (buf[0] == '\0')
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(buf));
+}
+
+/* ---------------------------------------------------------------------
+ * Completion (step 3)
+ * ---------------------------------------------------------------------
+ */
+
+static void
+complete(PgdHttpRequest *req, PgdOutcome outcome)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1];
+	PgdRunInfo	run;
+	PgdGraph   *g;
+	char	   *status;
+	char	   *token;
+	int			n;
+
+	pgd_begin_unit("pg_durable: completing an HTTP step");
+	values[0] = Int64GetDatum(req->task_id);
+	if (pgd_spi_exec("SELECT lease_token::text FROM df_internal.tasks "
+					 "WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED",
+					 1, types, values, NULL, false) == 0 ||
+		(token = pgd_spi_getstring(0, 1)) == NULL || strcmp(token, req->token) != 0)
+	{
+		/* fenced: the lease was taken over, or the task is gone */
+		if (pgd_log_allowed())
+			ereport(LOG,
+					(errmsg("pg_durable: ignoring a late completion of HTTP step %s of instance %s: its lease is no longer held",
+							req->node_id, req->instance_id)));
+		pgd_end_unit();
+		return;
+	}
+
+	if (!outcome.ok && pgd_log_allowed())
+	{
+		char	   *msg = pstrdup(outcome.result);
+
+		if (strlen(msg) > PGD_EVENT_ERROR_LEN)
+			msg[PGD_EVENT_ERROR_LEN] = '\0';
+		ereport(LOG,
+				(errmsg("pg_durable: node %s of instance %s failed: %s",
+						req->node_id, req->instance_id, msg)));
+	}
+
+	if (pgd_load_run(req->instance_id, &run) && pgd_lock_run(req->instance_id, &status) &&
+		strcmp(status, "running") == 0 &&
+		(g = pgd_graph_get(req->instance_id, run.token)) != NULL &&
+		(n = pgd_graph_find(g, req->node_id)) >= 0 &&
+		pgd_node_is_live(g, n, req->scope))
+	{
+		pgd_event_set_attempt(req->node_id, req->attempt);
+		pgd_transition_complete(g, n, req->scope, outcome);
+		pgd_event_set_attempt(NULL, 0);
+	}
+	pgd_spi_exec("DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1",
+				 1, types, values, NULL, false);
+	pgd_end_unit();
+}
+
+/* ---------------------------------------------------------------------
+ * Transfers (step 2)
+ * ---------------------------------------------------------------------
+ */
+
+static void
+free_transfer(Transfer *t)
+{
+	if (t->easy)
+	{
+		curl_multi_remove_handle(multi, t->easy);
+		curl_easy_cleanup(t->easy);
+	}
+	if (t->hdrs)
+		curl_slist_free_all(t->hdrs);
+	if (t->mime)
+		curl_mime_free(t->mime);
+	free(t->body);
+	free(t->head);
+	MemoryContextDelete(t->req->cxt);
+	free(t);
+}
+
+static bool
+start_transfer(PgdHttpRequest *req)
+{
+	Transfer   *t = calloc(1, sizeof(Transfer));
+	CURL	   *e;
+	bool		has_ct = false;
+
+	if (t == NULL || (e = curl_easy_init()) == NULL)
+	{
+		free(t);
+		return false;
+	}
+	t->req = req;
+	t->easy = e;
+
+	curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+	curl_easy_setopt(e, CURLOPT_URL, req->url);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(e, CURLOPT_PROXY, "");
+	curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT, (long) req->timeout_s);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "pg_durable/" PG_DURABLE_VERSION);
+	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) pgd_http_max_response_body);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
+	curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, opensocket_cb);
+	curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, t);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
+	if (stale_connections)
+	{
+		curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+		curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+	}
+
+	for (int i = 0; i < req->nheaders; i++)
+	{
+		if (pg_strncasecmp(req->headers[i], "Content-Type:", 13) == 0)
+			has_ct = true;
+		t->hdrs = curl_slist_append(t->hdrs, req->headers[i]);
+	}
+	{
+		char		line[256];
+
+		snprintf(line, sizeof(line), "Idempotency-Key: %s", req->idempotency_key);
+		t->hdrs = curl_slist_append(t->hdrs, line);
+	}
+	t->hdrs = curl_slist_append(t->hdrs, "Expect:");
+	if (!has_ct && !req->multipart)
+		t->hdrs = curl_slist_append(t->hdrs, "Content-Type:");	/* curl's form default off */
+
+	if (req->multipart)
+	{
+		t->mime = curl_mime_init(e);
+		for (int i = 0; i < req->nparts; i++)
+		{
+			PgdHttpPart *p = &req->parts[i];
+			curl_mimepart *mp = curl_mime_addpart(t->mime);
+
+			curl_mime_name(mp, p->name);
+			curl_mime_data(mp, p->data, p->len);
+			if (p->filename)
+				curl_mime_filename(mp, p->filename);
+			if (p->content_type)
+				curl_mime_type(mp, p->content_type);
+		}
+		curl_easy_setopt(e, CURLOPT_MIMEPOST, t->mime);
+		if (strcmp(req->method, "POST") != 0)
+			curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
+	}
+	else if (req->body != NULL || strcmp(req->method, "POST") == 0)
+	{
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) req->body_len);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body ? req->body : "");
+		if (strcmp(req->method, "POST") != 0)
+			curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
+	}
+	else if (strcmp(req->method, "GET") == 0)
+		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+	else
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->hdrs);
+
+	if (curl_multi_add_handle(multi, e) != CURLM_OK)
+	{
+		/* the caller completes the request: free the transfer, not the request */
+		curl_easy_cleanup(e);
+		if (t->hdrs)
+			curl_slist_free_all(t->hdrs);
+		if (t->mime)
+			curl_mime_free(t->mime);
+		free(t);
+		return false;
+	}
+	inflight++;
+	return true;
+}
+
+/* The outcome of a finished transfer (in its request's memory context). */
+static PgdOutcome
+transfer_outcome(Transfer *t, CURLcode rc)
+{
+	PgdHttpRequest *req = t->req;
+	MemoryContext old = MemoryContextSwitchTo(req->cxt);
+	PgdOutcome	o;
+
+	o.ok = false;
+	if (rc == CURLE_OK)
+	{
+		PgdHttpResponse resp;
+		char	   *ct = NULL;
+		curl_off_t	us = 0;
+
+		curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &resp.status);
+		curl_easy_getinfo(t->easy, CURLINFO_CONTENT_TYPE, &ct);
+		curl_easy_getinfo(t->easy, CURLINFO_TOTAL_TIME_T, &us);
+		resp.body = t->body ? t->body : "";
+		resp.body_len = t->body_len;
+		resp.content_type = ct;
+		resp.headers = t->head ? t->head : "";
+		resp.headers_len = t->head_len;
+		resp.duration_ms = us / 1000;
+		o = pgd_http_envelope(req, &resp);
+	}
+	else if (t->blocked)
+		o.result = pgd_ssrf_blocked_address_message(req->host);
+	else if (t->too_large || rc == CURLE_FILESIZE_EXCEEDED)
+		o.result = pgd_http_call_error(req,
+									   psprintf("the response is larger than pg_durable.http_max_response_body (%d bytes)",
+												pgd_http_max_response_body));
+	else if (rc == CURLE_OPERATION_TIMEDOUT)
+		o.result = pgd_http_call_error(req, psprintf("timed out after %d seconds", req->timeout_s));
+	else
+		o.result = pgd_http_call_error(req, t->errbuf[0] ? t->errbuf : curl_easy_strerror(rc));
+	MemoryContextSwitchTo(old);
+	return o;
+}
+
+/* Run curl with every signal blocked: its resolver threads inherit the mask. */
+static void
+curl_step(long wait_ms)
+{
+	sigset_t	all,
+				saved;
+	int			running;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &saved);
+	curl_multi_perform(multi, &running);
+	if (wait_ms > 0)
+	{
+		curl_multi_poll(multi, NULL, 0, (int) wait_ms, NULL);
+		curl_multi_perform(multi, &running);
+	}
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+}
+
+/* Complete every finished transfer; returns how many. */
+static int
+reap(void)
+{
+	CURLMsg    *msg;
+	int			left;
+	int			done = 0;
+
+	while ((msg = curl_multi_info_read(multi, &left)) != NULL)
+	{
+		Transfer   *t;
+		PgdOutcome	o;
+
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **) &t);
+		inflight--;
+		done++;
+		PG_TRY();
+		{
+			o = transfer_outcome(t, msg->data.result);
+			complete(t->req, o);
+		}
+		PG_CATCH();
+		{
+			/* the lease expires and the call is made again */
+			EmitErrorReport();
+			FlushErrorState();
+			AbortCurrentTransaction();
+			SPI_finish();
+		}
+		PG_END_TRY();
+		free_transfer(t);
+	}
+	return done;
+}
+
+/* ---------------------------------------------------------------------
+ * Claim (step 1)
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Claim up to max due tasks and start their calls; returns how many were
+ * claimed.  *next_ms: when the next task becomes due (or the idle poll).
+ */
+static int
+claim(int max, long *next_ms)
+{
+	Oid			types[2] = {INT8OID, INT4OID};
+	Datum		values[2];
+	PgdHttpRequest **reqs;
+	int			nreqs = 0;
+	int			n;
+
+	*next_ms = IDLE_POLL_MS;
+	reqs = palloc(sizeof(PgdHttpRequest *) * Max(max, 1));	/* outlives the unit */
+	pgd_begin_unit("pg_durable: claiming HTTP steps");
+	values[0] = Int64GetDatum(max);
+	n = pgd_spi_exec("SELECT id, instance_id, node_id, scope, attempts FROM df_internal.tasks "
+					 "WHERE kind OPERATOR(pg_catalog.=) 'http' "
+					 "AND run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
+					 "AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) "
+					 "ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED",
+					 1, types, values, NULL, false);
+	if (n > 0)
+	{
+		SPITupleTable *claimed = SPI_tuptable;
+
+		for (int i = 0; i < n; i++)
+		{
+			HeapTuple	tup = claimed->vals[i];
+			TupleDesc	desc = claimed->tupdesc;
+			int64		id = strtoll(SPI_getvalue(tup, desc, 1), NULL, 10);
+			char	   *instance_id = SPI_getvalue(tup, desc, 2);
+			char	   *node_id = SPI_getvalue(tup, desc, 3);
+			char	   *scope = SPI_getvalue(tup, desc, 4);
+			int			attempts = atoi(SPI_getvalue(tup, desc, 5));
+			PgdHttpRequest *req;
+
+			values[0] = Int64GetDatum(id);
+			req = node_id ? pgd_http_prepare(http_cxt, id, instance_id, node_id, scope, attempts + 1) : NULL;
+			if (req == NULL)
+			{
+				pgd_spi_exec("DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1",
+							 1, types, values, NULL, false);
+				continue;
+			}
+			values[1] = Int32GetDatum((req->decided ? 0 : req->timeout_s) + LEASE_MARGIN_S);
+			pgd_spi_exec("UPDATE df_internal.tasks SET attempts = attempts OPERATOR(pg_catalog.+) 1, "
+						 "lease_token = pg_catalog.gen_random_uuid(), "
+						 "lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) "
+						 "pg_catalog.make_interval(secs => $2) "
+						 "WHERE id OPERATOR(pg_catalog.=) $1 RETURNING lease_token::text",
+						 2, types, values, NULL, false);
+			req->token = MemoryContextStrdup(req->cxt, pgd_spi_getstring(0, 1));
+			reqs[nreqs++] = req;
+		}
+	}
+	if (n < max &&
+		pgd_spi_exec("SELECT (EXTRACT(epoch FROM min(GREATEST(run_at, COALESCE(lease_until, run_at))) "
+					 "OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint "
+					 "FROM df_internal.tasks WHERE kind OPERATOR(pg_catalog.=) 'http'",
+					 0, NULL, NULL, NULL, false) > 0)
+	{
+		char	   *ms = pgd_spi_getstring(0, 1);
+
+		if (ms != NULL)
+			*next_ms = Max(1L, Min(IDLE_POLL_MS, strtol(ms, NULL, 10) + 1));
+	}
+	pgd_end_unit();
+
+	/* the leases are committed: now the calls (or the decided outcomes) */
+	for (int i = 0; i < nreqs; i++)
+	{
+		PgdHttpRequest *req = reqs[i];
+
+		if (!req->decided && start_transfer(req))
+			continue;
+		if (!req->decided)
+		{
+			req->outcome.ok = false;
+			req->outcome.result = pgd_http_call_error(req, "could not start the transfer");
+		}
+		complete(req, req->outcome);
+		MemoryContextDelete(req->cxt);
+	}
+	return n;
+}
+
+/* ---------------------------------------------------------------------
+ * Main loop
+ * ---------------------------------------------------------------------
+ */
+
+static void
+raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max)
+	{
+		rl.rlim_cur = rl.rlim_max;
+		(void) setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static void
+reload_if_asked(void)
+{
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+		stale_connections = true;
+		publish_settings();
+	}
+	if (stale_connections && inflight == 0)
+	{
+		curl_multi_cleanup(multi);
+		if ((multi = curl_multi_init()) == NULL)
+			ereport(FATAL, (errmsg("pg_durable http worker: could not initialize libcurl")));
+		stale_connections = false;
+	}
+}
+
+/* claim() in loop_cxt; an error is logged and retried after a second. */
+static int
+claim_guarded(int max, MemoryContext loop_cxt, long *next_ms)
+{
+	MemoryContext old = MemoryContextSwitchTo(loop_cxt);
+	volatile int claimed = 0;
+
+	PG_TRY();
+	{
+		long		ms = IDLE_POLL_MS;
+
+		claimed = claim(max, &ms);
+		*next_ms = ms;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(loop_cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		SPI_finish();
+		*next_ms = 1000L;		/* do not spin on a persistent error */
+		if (!pgd_extension_exists())
+			proc_exit(0);		/* DROP EXTENSION: the launcher starts us again */
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(loop_cxt);
+	return claimed;
+}
+
+void
+pgd_http_worker_main(Datum main_arg)
+{
+	bool		look = true;
+	long		next_ms = 0;
+	TimestampTz next_look = 0;
+	MemoryContext loop_cxt;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	BackgroundWorkerInitializeConnection(pgd_database, pgd_worker_role, 0);
+	pgd_http_worker_attach();
+	pgstat_report_appname("pg_durable http worker");
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
+	raise_fd_limit();
+
+	if (curl_global_init(CURL_GLOBAL_ALL) != 0 || (multi = curl_multi_init()) == NULL)
+		ereport(FATAL, (errmsg("pg_durable http worker: could not initialize libcurl")));
+	http_cxt = AllocSetContextCreate(TopMemoryContext, "pg_durable http calls", ALLOCSET_DEFAULT_SIZES);
+	loop_cxt = AllocSetContextCreate(TopMemoryContext, "pg_durable http worker", ALLOCSET_DEFAULT_SIZES);
+	publish_settings();
+	ereport(LOG, (errmsg("pg_durable http worker started in database \"%s\"", pgd_database)));
+
+	while (!pgd_extension_exists())
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 IDLE_POLL_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		reload_if_asked();
+	}
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (!PostmasterIsAlive())
+			proc_exit(1);
+		reload_if_asked();
+
+		/* the latch says a task was enqueued; a lease may have expired */
+		if (MyLatch->is_set || GetCurrentTimestamp() >= next_look)
+		{
+			ResetLatch(MyLatch);
+			look = true;
+		}
+		if (look && inflight < pgd_http_max_concurrent)
+		{
+			int			batch = Min(CLAIM_BATCH, pgd_http_max_concurrent - inflight);
+			int			claimed = claim_guarded(batch, loop_cxt, &next_ms);
+
+			/* a full batch: there may be more */
+			look = claimed > 0 && claimed >= batch;
+			next_look = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), next_ms);
+		}
+
+		if (inflight > 0)
+		{
+			MemoryContext old;
+
+			curl_step(look && inflight < pgd_http_max_concurrent ? 0 : BUSY_POLL_MS);
+			old = MemoryContextSwitchTo(loop_cxt);
+			(void) reap();
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(loop_cxt);
+			continue;
+		}
+		if (look)
+			continue;
+
+		pgstat_report_activity(STATE_IDLE, NULL);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Max(1L, next_ms), PG_WAIT_EXTENSION);
+	}
+}
