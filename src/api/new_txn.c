@@ -35,7 +35,8 @@
 #include "utils/wait_event.h"
 
 #include "core/bgsql.h"
-#include "core/pg_durable.h"
+#include "core/settings.h"
+#include "steps/step_sql.h"
 
 #define PGD_ADMISSION_KEY 1346982470	/* 0x50474446, "PGDF" */
 #define ADMISSION_POLL_MS 100L

@@ -48,7 +48,7 @@
 
 #include "core/bgsql.h"
 #include "engine/engine.h"
-#include "core/pg_durable.h"
+#include "core/settings.h"
 
 #define NODE_INSERT_BATCH 1000
 #define ID_ATTEMPTS 10

@@ -29,7 +29,9 @@
 #include "utils/timestamp.h"
 
 #include "engine/engine.h"
-#include "core/pg_durable.h"
+#include "core/settings.h"
+#include "steps/step_sql.h"
+#include "dsl/dsl.h"
 
 static bool
 is_terminal(const char *status)

@@ -26,7 +26,9 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
-#include "core/pg_durable.h"
+#include "core/settings.h"
+#include "steps/step_sql.h"
+#include "dsl/dsl.h"
 
 static void
 refuse_inside_workflow(const char *fn)

@@ -70,7 +70,8 @@
 
 #include "core/bgsql.h"
 #include "engine/engine.h"
-#include "core/pg_durable.h"
+#include "core/settings.h"
+#include "steps/step_sql.h"
 
 #define BGSQL_QUEUE_SIZE 65536
 #define BGSQL_MAX_ARGS 3

@@ -18,7 +18,7 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 
-#include "core/pg_durable.h"
+#include "core/settings.h"
 #include "core/shmem.h"
 
 PgdShared  *pgd_shared = NULL;

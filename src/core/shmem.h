@@ -71,4 +71,8 @@ typedef struct PgdShared
 
 extern PgdShared *pgd_shared;
 
+/* shmem.c */
+extern void pgd_shmem_request(void);
+extern void pgd_shmem_startup(void);
+
 #endif							/* PG_DURABLE_SHMEM_H */

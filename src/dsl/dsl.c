@@ -28,7 +28,7 @@
 #include "fmgr.h"
 #include "graph/graph.h"
 #include "common/json.h"
-#include "core/pg_durable.h"
+#include "core/settings.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 

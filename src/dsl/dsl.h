@@ -1,15 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * dsl.h
- *	  Declarations shared by the workflow DSL (dsl.c, dsl_http.c) and graph
- *	  validation (graph_validate.c).
+ *	  The workflow DSL: the SQL builders and operators (dsl.c, dsl_http.c)
+ *	  and the guard against helper results used as steps (dsl_guard.c).
  *
- * The HTTP checks exist once and serve both the builders, which raise the
- * message as an ERROR, and validation of hand-written graphs, which
- * prefixes it with the node's path.  Each returns NULL when the value is
- * acceptable, else a palloc'd message with the reference's wording.
+ * The builders are pure: JSON in, JSON out.  The guard keeps a
+ * transaction-local list of the texts that helpers returned.
  *
- * Locks: none; pure functions.
+ * Locks: none.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,12 +21,12 @@
 /* dsl.c: an operand of a composer as a node (auto-wrap, checks) */
 extern DfNode *dsl_operand(const char *text);
 
-/* dsl_http.c */
-extern char *df_http_check_url(const char *url);
-extern char *df_http_check_method(const char *method, bool multipart, char **upper);
-extern char *df_http_check_headers(const DfJson *headers);
-extern char *df_http_check_parts(const DfJson *parts);
-extern char *df_http_check_config(const char *query, bool multipart);
-extern char *df_http_check_base64(const char *s);
+/*
+ * dsl_guard.c: detection of helper results (df.setvar ...) used as steps.
+ * A helper notes the text it returned; a composer refuses an operand that
+ * is such a text.
+ */
+extern void pgd_note_helper_result(const char *helper, const char *result);
+extern void pgd_check_not_helper_result(const char *operand);
 
 #endif							/* PG_DURABLE_DSL_H */

@@ -21,7 +21,8 @@
 #include "access/xact.h"
 #include "storage/proc.h"
 
-#include "core/pg_durable.h"
+#include "core/settings.h"
+#include "dsl/dsl.h"
 
 #define MAX_NOTES 8
 

@@ -106,9 +106,6 @@ extern Datum pgd_text_datum(const char *s);
 extern ErrorData *pgd_subxact_caught(MemoryContext oldcxt, ResourceOwner oldowner);
 extern bool pgd_lock_run(const char *instance_id, char **status);
 
-/* step_sql.c */
-extern PgdOutcome pgd_run_user_sql(const char *query, Oid submitter, bool *retry,
-								   int *sqlstate);
 
 /* start.c: the submitter, checked again whenever the engine acts for it */
 extern char *pgd_identity_problem(Oid roleid);
@@ -151,8 +148,7 @@ extern char *pgd_event_detail(const char *key, const char *text);
 extern void pgd_event_set_attempt(const char *node_id, int attempt);
 extern int	pgd_event_attempt(const char *node_id);
 
-/* check.c: retention and reconciliation, run by executor 0 */
-extern void pgd_reconcile_maybe(long *sleep_ms);
+/* maintenance.c */
 extern bool pgd_log_allowed(void);
 
 /* executor.c */
@@ -170,6 +166,5 @@ extern DfJson *pgd_step_vars(const char *instance_id, PgdRunInfo *run);
 extern bool pgd_extension_exists(void);
 extern void pgd_begin_unit(const char *activity);
 extern void pgd_end_unit(void);
-PGDLLEXPORT void pgd_executor_main(Datum main_arg);
 
 #endif							/* PG_DURABLE_ENGINE_H */

@@ -35,7 +35,7 @@
 #include "utils/builtins.h"
 
 #include "engine/engine.h"
-#include "core/pg_durable.h"
+#include "core/settings.h"
 
 /* The step task being run, so that its node's end event carries the attempt. */
 static char current_node[PGD_ID_LEN + 1];

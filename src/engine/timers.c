@@ -34,7 +34,7 @@
 
 #include "common/cron.h"
 #include "engine/engine.h"
-#include "core/pg_durable.h"
+#include "core/settings.h"
 
 static PgdOutcome
 outcome_ok(char *json)

@@ -48,7 +48,7 @@
 #include "utils/timestamp.h"
 
 #include "engine/engine.h"
-#include "core/pg_durable.h"
+#include "core/settings.h"
 #include "results/results.h"
 
 static void start_node(PgdGraph *g, int n, const char *scope);

@@ -46,7 +46,7 @@
 #include "utils/wait_event.h"
 
 #include "engine/engine.h"
-#include "core/pg_durable.h"
+#include "core/settings.h"
 #include "core/shmem.h"
 
 #define MAX_PENDING_INTERRUPTS 16

@@ -22,7 +22,7 @@
 #include "postgres.h"
 
 #include "common/cron.h"
-#include "dsl/dsl.h"
+#include "graph/http_config.h"
 #include "fmgr.h"
 #include "graph/graph.h"
 #include "common/json.h"

@@ -45,7 +45,7 @@
 
 #include "engine/engine.h"
 #include "monitor/monitor.h"
-#include "core/pg_durable.h"
+#include "core/settings.h"
 
 #define LIST_DEFAULT_LIMIT 100
 #define CURSOR_MAX_HEX 512

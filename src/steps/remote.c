@@ -52,7 +52,8 @@
 
 #include "core/bgsql.h"
 #include "engine/engine.h"
-#include "core/pg_durable.h"
+#include "core/settings.h"
+#include "steps/step_sql.h"
 
 /*
  * Why the steps of an instance of this submitter cannot run in database,

@@ -35,7 +35,7 @@
 #include <curl/curl.h>
 
 #include "steps/http.h"
-#include "core/pg_durable.h"
+#include "core/settings.h"
 
 static char *
 lower_copy(const char *s)

@@ -44,9 +44,9 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "dsl/dsl.h"
+#include "graph/http_config.h"
 #include "steps/http.h"
-#include "core/pg_durable.h"
+#include "core/settings.h"
 #include "results/results.h"
 
 #define DEFAULT_TIMEOUT_S 30

@@ -63,8 +63,9 @@
 #include "utils/resowner.h"
 
 #include "engine/engine.h"
-#include "core/pg_durable.h"
+#include "core/settings.h"
 #include "results/results.h"
+#include "steps/step_sql.h"
 
 #define ERRCODE_PGD_RESULT_CONVERSION MAKE_SQLSTATE('P','D','0','0','1')
 

@@ -73,9 +73,11 @@
 
 #include "core/bgsql.h"
 #include "engine/engine.h"
-#include "core/pg_durable.h"
+#include "core/settings.h"
 #include "results/results.h"
 #include "core/shmem.h"
+#include "steps/step_sql.h"
+#include "worker/worker.h"
 
 #define SAFETY_POLL_MS 5000L
 #define EXTENSION_POLL_MS 5000L

@@ -69,8 +69,9 @@
 
 #include "engine/engine.h"
 #include "steps/http.h"
-#include "core/pg_durable.h"
+#include "core/settings.h"
 #include "core/shmem.h"
+#include "worker/worker.h"
 
 #define LEASE_MARGIN_S 5
 #define CLAIM_BATCH 64

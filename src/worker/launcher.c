@@ -42,8 +42,9 @@
 #include "utils/wait_event.h"
 
 #include "engine/engine.h"
-#include "core/pg_durable.h"
+#include "core/settings.h"
 #include "core/shmem.h"
+#include "worker/worker.h"
 
 #define PGD_LAUNCHER_RESTART_SECONDS 5
 #define DATABASE_POLL_MS 5000L

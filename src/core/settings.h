@@ -1,12 +1,13 @@
 /*-------------------------------------------------------------------------
  *
- * pg_durable.h
- *	  Settings and entry points shared by every part of pg_durable.
+ * settings.h
+ *	  The pg_durable.* settings (settings.c defines them) and the version
+ *	  the module was built as.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PG_DURABLE_H
-#define PG_DURABLE_H
+#ifndef PG_DURABLE_SETTINGS_H
+#define PG_DURABLE_SETTINGS_H
 
 #include "postgres.h"
 #include "common/compat.h"
@@ -18,7 +19,7 @@
 #define PG_DURABLE_BUILT "unknown"
 #endif
 
-/* GUC variables (pg_durable.c) */
+/* GUC variables (settings.c) */
 extern char *pgd_worker_role;
 extern char *pgd_database;
 extern int	pgd_max_management_connections;
@@ -40,22 +41,7 @@ extern int	pgd_http_max_response_body;
 extern int	pgd_http_max_timeout;
 extern int	pgd_http_max_concurrent;
 
-/* shmem.c */
-extern void pgd_shmem_request(void);
-extern void pgd_shmem_startup(void);
+/* settings.c: define every pg_durable.* setting (from _PG_init) */
+extern void pgd_settings_define(void);
 
-/* launcher.c */
-extern void pgd_register_launcher(void);
-PGDLLEXPORT void pgd_launcher_main(Datum main_arg);
-
-/* http_worker.c */
-PGDLLEXPORT void pgd_http_worker_main(Datum main_arg);
-
-/* step_sql.c: true inside a workflow step (or with df.in_workflow = 'true') */
-extern bool pgd_in_workflow(void);
-
-/* dsl_guard.c: detection of helper results (df.setvar ...) used as steps */
-extern void pgd_note_helper_result(const char *helper, const char *result);
-extern void pgd_check_not_helper_result(const char *operand);
-
-#endif							/* PG_DURABLE_H */
+#endif							/* PG_DURABLE_SETTINGS_H */

@@ -49,7 +49,8 @@
 #include "utils/timestamp.h"
 
 #include "engine/engine.h"
-#include "core/pg_durable.h"
+#include "core/settings.h"
+#include "worker/worker.h"
 
 #define PGD_KEEP_FINISHED 10000
 #define PGD_RETENTION_BATCH 500

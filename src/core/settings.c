@@ -1,0 +1,175 @@
+/*-------------------------------------------------------------------------
+ *
+ * settings.c
+ *	  The pg_durable.* settings: their variables and their definitions.
+ *
+ * Every setting is defined once, here, from _PG_init (settings that need
+ * a restart can only be defined while the postmaster starts), and the
+ * prefix is reserved so that a misspelt pg_durable.* setting is an error.
+ * The README's settings table documents each of them.
+ *
+ * Locks: none.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/guc.h"
+
+#include "core/settings.h"
+
+char	   *pgd_worker_role = NULL;
+char	   *pgd_database = NULL;
+int			pgd_max_management_connections = 6;
+int			pgd_max_duroxide_connections = 10;
+int			pgd_max_user_connections = 10;
+int			pgd_execution_acquire_timeout = 30;
+int			pgd_max_new_transaction_starts = 2;
+int			pgd_new_transaction_start_timeout = 5;
+bool		pgd_enable_superuser_instances = false;
+int			pgd_list_instances_max_limit = 1000;
+int			pgd_retention_days = 30;
+int			pgd_reconcile_interval = 3600;
+int			pgd_workers = 4;
+int			pgd_loop_iteration_floor = 1000;
+char	   *pgd_http_allowed_hosts = NULL;
+bool		pgd_http_allow_private = false;
+int			pgd_http_max_request_body = 10 * 1024 * 1024;
+int			pgd_http_max_response_body = 10 * 1024 * 1024;
+int			pgd_http_max_timeout = 300;
+int			pgd_http_max_concurrent = 500;
+
+void
+pgd_settings_define(void)
+{
+	DefineCustomStringVariable("pg_durable.worker_role",
+							   "Role the pg_durable background workers connect as.",
+							   "Must be a superuser.",
+							   &pgd_worker_role, "postgres",
+							   PGC_POSTMASTER, 0, NULL, NULL, NULL);
+
+	DefineCustomStringVariable("pg_durable.database",
+							   "Database that holds the pg_durable extension and its engine.",
+							   NULL,
+							   &pgd_database, "postgres",
+							   PGC_POSTMASTER, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.max_management_connections",
+							"Size of the management pool (compatibility setting).",
+							"pg_durable executors need no connection pool; the value is checked and reported only.",
+							&pgd_max_management_connections, 6, 1, 1000,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.max_duroxide_connections",
+							"Size of the engine pool (compatibility setting).",
+							"pg_durable executors need no connection pool; the value is checked and reported only.",
+							&pgd_max_duroxide_connections, 10, 1, 1000,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.max_user_connections",
+							"Maximum number of SQL steps running at the same time.",
+							NULL,
+							&pgd_max_user_connections, 10, 1, 1000,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.execution_acquire_timeout",
+							"Seconds a step may wait for an execution slot (compatibility setting).",
+							"Steps wait in the queue for a free executor instead of failing.",
+							&pgd_execution_acquire_timeout, 30, 1, 3600,
+							PGC_POSTMASTER, GUC_UNIT_S, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.max_new_transaction_starts",
+							"Maximum number of concurrent df.start(..., transaction_mode => 'new') launches.",
+							NULL,
+							&pgd_max_new_transaction_starts, 2, 1, 1000,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.new_transaction_start_timeout",
+							"Seconds to wait for a launch slot for transaction_mode => 'new'.",
+							NULL,
+							&pgd_new_transaction_start_timeout, 5, 1, 3600,
+							PGC_POSTMASTER, GUC_UNIT_S, NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("pg_durable.enable_superuser_instances",
+							 "Allow superusers to start workflow instances.",
+							 "Steps run as the submitting role; a superuser submitter runs them with full privileges.",
+							 &pgd_enable_superuser_instances, false,
+							 PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.list_instances_max_limit",
+							"Largest page size df.list_instances accepts.",
+							NULL,
+							&pgd_list_instances_max_limit, 1000, 1, 1000000,
+							PGC_SUSET, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.retention_days",
+							"Days finished instances are kept before removal (0 keeps them only until the next pass).",
+							NULL,
+							&pgd_retention_days, 30, 0, 36500,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.reconcile_interval",
+							"Seconds between reconciliation and retention passes (0 disables them).",
+							NULL,
+							&pgd_reconcile_interval, 3600, 0, 86400,
+							PGC_POSTMASTER, GUC_UNIT_S, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.workers",
+							"Number of executor background workers.",
+							"The launcher starts no more executors than free background worker slots allow.",
+							&pgd_workers, 4, 1, 64,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.loop_iteration_floor",
+							"Least time between the starts of two iterations of a loop.",
+							"Keeps a loop without waits from spinning; tests may lower it.",
+							&pgd_loop_iteration_floor, 1000, 0, 3600000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+
+	/*
+	 * The HTTP destination policy and limits.  Only the HTTP worker applies
+	 * them, with the values of the server's configuration (PGC_SIGHUP:
+	 * postgresql.conf or ALTER SYSTEM, then a reload); no session can
+	 * change them for itself.
+	 */
+	DefineCustomStringVariable("pg_durable.http_allowed_hosts",
+							   "Hosts HTTP steps may call: comma-separated host names or suffixes.",
+							   "\"example.com\" allows example.com and its subdomains, \".example.com\" only "
+							   "its subdomains, an IP address allows that bare address. Empty allows any host "
+							   "whose addresses are public.",
+							   &pgd_http_allowed_hosts, "",
+							   PGC_SIGHUP, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("pg_durable.http_allow_private",
+							 "Allow HTTP steps to connect to private, loopback and reserved addresses.",
+							 "Off by default: a step may only connect to public addresses.",
+							 &pgd_http_allow_private, false,
+							 PGC_SIGHUP, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.http_max_request_body",
+							"Largest request body an HTTP step may send.",
+							NULL,
+							&pgd_http_max_request_body, 10 * 1024 * 1024, 0, 1024 * 1024 * 1024,
+							PGC_SIGHUP, GUC_UNIT_BYTE | GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.http_max_response_body",
+							"Largest response body an HTTP step accepts.",
+							"A longer response fails the step.",
+							&pgd_http_max_response_body, 10 * 1024 * 1024, 0, 256 * 1024 * 1024,
+							PGC_SIGHUP, GUC_UNIT_BYTE | GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.http_max_timeout",
+							"Largest timeout_seconds an HTTP step may use.",
+							"A step asking for more fails; it bounds how long a call lost in a crash "
+							"holds its lease before it is made again.",
+							&pgd_http_max_timeout, 300, 1, 86400,
+							PGC_SIGHUP, GUC_UNIT_S | GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.http_max_concurrent",
+							"Most HTTP calls in flight at the same time.",
+							NULL,
+							&pgd_http_max_concurrent, 500, 1, 10000,
+							PGC_SIGHUP, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("pg_durable");
+}

@@ -1,0 +1,27 @@
+/*-------------------------------------------------------------------------
+ *
+ * http_config.h
+ *	  The checks of HTTP and HTTP_MULTIPART node configs (http_config.c).
+ *
+ * Each returns NULL when the value is acceptable, else a palloc'd message
+ * with the reference's wording.
+ *
+ * Locks: none; pure functions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_DURABLE_HTTP_CONFIG_H
+#define PG_DURABLE_HTTP_CONFIG_H
+
+#include "postgres.h"
+
+#include "common/json.h"
+
+extern char *df_http_check_url(const char *url);
+extern char *df_http_check_method(const char *method, bool multipart, char **upper);
+extern char *df_http_check_headers(const DfJson *headers);
+extern char *df_http_check_parts(const DfJson *parts);
+extern char *df_http_check_config(const char *query, bool multipart);
+extern char *df_http_check_base64(const char *s);
+
+#endif							/* PG_DURABLE_HTTP_CONFIG_H */

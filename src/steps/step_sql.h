@@ -1,0 +1,29 @@
+/*-------------------------------------------------------------------------
+ *
+ * step_sql.h
+ *	  Running a SQL step's statement as its submitter (step_sql.c).
+ *
+ * Locks: whatever the user's statement takes, inside its subtransaction.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_DURABLE_STEP_SQL_H
+#define PG_DURABLE_STEP_SQL_H
+
+#include "postgres.h"
+
+#include "engine/engine.h"
+
+/* true inside a workflow step (or with df.in_workflow = 'true') */
+extern bool pgd_in_workflow(void);
+
+/*
+ * Run query as submitter in a subtransaction, contained (role, GUC nest
+ * level, security context).  *retry is set for a deadlock, serialization
+ * failure or lock timeout, which re-queue the step instead of failing it;
+ * *sqlstate is the error's code.
+ */
+extern PgdOutcome pgd_run_user_sql(const char *query, Oid submitter, bool *retry,
+								   int *sqlstate);
+
+#endif							/* PG_DURABLE_STEP_SQL_H */

@@ -1,0 +1,30 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.h
+ *	  The background workers: the launcher (launcher.c), the executors
+ *	  (executor.c), the HTTP worker (http_worker.c) and the maintenance that
+ *	  executor 0 runs between tasks (maintenance.c).
+ *
+ * Locks: see each file.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_DURABLE_WORKER_H
+#define PG_DURABLE_WORKER_H
+
+#include "postgres.h"
+
+/* launcher.c */
+extern void pgd_register_launcher(void);
+PGDLLEXPORT void pgd_launcher_main(Datum main_arg);
+
+/* executor.c */
+PGDLLEXPORT void pgd_executor_main(Datum main_arg);
+
+/* http_worker.c */
+PGDLLEXPORT void pgd_http_worker_main(Datum main_arg);
+
+/* maintenance.c: retention and reconciliation, run by executor 0 */
+extern void pgd_reconcile_maybe(long *sleep_ms);
+
+#endif							/* PG_DURABLE_WORKER_H */
