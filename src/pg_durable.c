@@ -22,8 +22,9 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
-#include "engine/engine.h"
 #include "core/settings.h"
+#include "engine/store.h"
+#include "engine/wake.h"
 #include "worker/worker.h"
 #include "core/shmem.h"
 
@@ -54,6 +55,7 @@ _PG_init(void)
 
 	pgd_register_launcher();
 	pgd_wake_register_xact_callback();
+	pgd_store_register_xact_callback();
 }
 
 

@@ -34,9 +34,22 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/timeout.h"
+
+#include "api/api.h"
+#include "common/spi.h"
 #include "core/bgsql.h"
+#include "core/identity.h"
 #include "core/settings.h"
+#include "core/unit.h"
 #include "steps/step_sql.h"
+
+#define START_SESSION_ENTRY "pgd_start_session_main"
+#define START_SESSION_NAME "pg_durable start session"
+/* df.start in a new transaction waits at most this long for locks and overall */
+#define START_SESSION_TIMEOUT_MS 30000
 
 #define PGD_ADMISSION_KEY 1346982470	/* 0x50474446, "PGDF" */
 #define ADMISSION_POLL_MS 100L
@@ -111,8 +124,8 @@ launch(const char *fut, const char *label, const char *database)
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   (int64) pgd_new_transaction_start_timeout * 1000);
 
-	while (!pgd_bgsql_run(PGD_BGSQL_START_NEW, MyDatabaseId, GetUserId(), GetUserId(),
-						  3, args, &res))
+	while (!pgd_bgsql_run(START_SESSION_ENTRY, START_SESSION_NAME, MyDatabaseId,
+						  GetUserId(), GetUserId(), 3, args, &res))
 	{
 		if (GetCurrentTimestamp() >= deadline)
 			ereport(ERROR,
@@ -176,4 +189,45 @@ pgd_start_in_new_transaction(const char *fut, const char *label, const char *dat
 					   "the server log says why.",
 					   get_database_name(MyDatabaseId), GetUserNameFromId(GetUserId(), false))));
 	return NULL;				/* keep the compiler quiet */
+}
+
+/*
+ * The session's side: df.start(fut, label, database) as the connected
+ * role, in a transaction of its own, committed before the id goes back.
+ */
+static void
+start_session_handler(const PgdBgsqlRequest *req, PgdBgsqlResult *result)
+{
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+	char		nulls[3] = "   ";
+	int			i;
+
+	pgd_begin_unit("pg_durable: df.start in a new transaction");
+	/* a plain session of the caller's role, outside any workflow */
+	pgd_spi_exec("SELECT pg_catalog.set_config('df.in_workflow', 'false', false), "
+				 "pg_catalog.set_config('lock_timeout', '30000', false), "
+				 "pg_catalog.set_config('statement_timeout', '30000', false)",
+				 0, NULL, NULL, NULL, false);
+	for (i = 0; i < 3; i++)
+	{
+		if (req->args[i])
+			values[i] = CStringGetTextDatum(req->args[i]);
+		else
+			nulls[i] = 'n';
+	}
+	/* SPI does not arm statement_timeout by itself */
+	enable_timeout_after(STATEMENT_TIMEOUT, START_SESSION_TIMEOUT_MS);
+	pgd_spi_exec("SELECT df.start($1, $2, $3)", 3, types, values, nulls, false);
+	disable_timeout(STATEMENT_TIMEOUT, false);
+	/* SPI_finish frees what was allocated since pgd_begin_unit */
+	result->text = MemoryContextStrdup(req->cxt, pgd_spi_getstring(0, 1));
+	pgd_end_unit();
+	result->status = PGD_BGSQL_OK;
+}
+
+void
+pgd_start_session_main(Datum main_arg)
+{
+	pgd_bgsql_serve(main_arg, start_session_handler);
 }

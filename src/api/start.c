@@ -14,7 +14,7 @@
  * submitted_by is the caller's current_user.  The engine checks the
  * identity again when it loads the instance (a forged submitted_by, a
  * submitter that became a superuser) and before every step (a dropped
- * role): pgd_check_submitter_at_load, pgd_identity_problem.
+ * role): core/identity.c.
  *
  * transaction_mode => 'new' hands the whole call to a background session
  * that commits on its own (new_txn.c).  database => 'x' must name a
@@ -46,9 +46,15 @@
 #include "utils/hsearch.h"
 #include "utils/syscache.h"
 
-#include "core/bgsql.h"
-#include "engine/engine.h"
+#include "api/api.h"
+#include "common/spi.h"
+#include "core/identity.h"
 #include "core/settings.h"
+#include "engine/store.h"
+#include "engine/wake.h"
+#include "common/json.h"
+#include "graph/graph.h"
+#include "steps/remote.h"
 
 #define NODE_INSERT_BATCH 1000
 #define ID_ATTEMPTS 10
@@ -224,111 +230,6 @@ insert_nodes(const char *instance_id, Oid submitter, const char *database, NodeL
 	}
 }
 
-static char *
-role_name(Oid roleid)
-{
-	return GetUserNameFromId(roleid, false);
-}
-
-void
-pgd_check_start_identity(Oid userid)
-{
-	HeapTuple	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(userid));
-	bool		canlogin;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for role %u", userid);
-	canlogin = ((Form_pg_authid) GETSTRUCT(tup))->rolcanlogin;
-	ReleaseSysCache(tup);
-
-	if (!canlogin)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("current_user \"%s\" does not have LOGIN privilege. "
-						"Workflow steps run as the submitting role, which must be able to log in.",
-						role_name(userid))));
-
-	if (superuser_arg(userid) && !pgd_enable_superuser_instances)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("pg_durable: superuser instances are disabled. current_user \"%s\" is a superuser, "
-						"but pg_durable.enable_superuser_instances is off. "
-						"Start the workflow as an ordinary role, or turn the setting on.",
-						role_name(userid))));
-}
-
-/*
- * Why the engine must not act for a submitter any more, or NULL.  df.start
- * checked the role, but it may have been dropped, lost LOGIN or become a
- * superuser since; steps and the load of an instance check again.
- */
-char *
-pgd_identity_problem(Oid roleid)
-{
-	HeapTuple	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(roleid));
-	Form_pg_authid role;
-	char	   *problem = NULL;
-
-	if (!HeapTupleIsValid(tup))
-		return psprintf("pg_durable: the role that submitted this instance (OID %u) no longer exists; "
-						"its steps cannot run. Start the workflow again as an existing role.",
-						roleid);
-	role = (Form_pg_authid) GETSTRUCT(tup);
-	if (!role->rolcanlogin)
-		problem = psprintf("pg_durable: role \"%s\" that submitted this instance no longer has LOGIN "
-						   "privilege; its steps cannot run.",
-						   NameStr(role->rolname));
-	else if (role->rolsuper && !pgd_enable_superuser_instances)
-		problem = psprintf("pg_durable: superuser instances are disabled. role \"%s\" that submitted "
-						   "this instance is a superuser, but pg_durable.enable_superuser_instances "
-						   "is off; its steps cannot run.",
-						   NameStr(role->rolname));
-	ReleaseSysCache(tup);
-	return problem;
-}
-
-/*
- * When the engine loads an instance (its "start" task), the submitter it
- * carries (df_internal.runs, written by df.start) must still be the one in
- * df.instances and still be allowed.  A role that can write submitted_by
- * (a superuser, or a BYPASSRLS role someone gave UPDATE on it) could
- * otherwise make an instance that an ordinary role started look like a
- * superuser's.  On a problem the instance fails before any step runs: its
- * status becomes 'failed', its nodes stay pending, and the reason goes to
- * the server log.  Runs under the instance's runs lock, inside SPI.
- */
-bool
-pgd_check_submitter_at_load(const char *instance_id, Oid submitter)
-{
-	char	   *problem = NULL;
-	Oid			recorded = InvalidOid;
-
-	if (PGD_EXEC("SELECT submitted_by::pg_catalog.oid FROM df.instances "
-				 "WHERE id OPERATOR(pg_catalog.=) $1",
-				 instance_id) > 0)
-		recorded = (Oid) strtoul(pgd_spi_getstring(0, 1), NULL, 10);
-
-	if (recorded != submitter)
-		problem = psprintf("pg_durable: submitted_by of instance %s was changed after df.start "
-						   "(started by OID %u, now OID %u); the instance fails without running",
-						   instance_id, submitter, recorded);
-	else
-		problem = pgd_identity_problem(submitter);
-	if (problem == NULL)
-		return true;
-
-	ereport(WARNING,
-			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("pg_durable: instance %s failed when it was loaded", instance_id),
-			 errdetail("%s", problem)));
-	PGD_EXEC("UPDATE df.instances SET status = 'failed', updated_at = pg_catalog.now() "
-			 "WHERE id OPERATOR(pg_catalog.=) $1 "
-			 "AND status NOT IN ('completed', 'failed', 'cancelled')",
-			 instance_id);
-	pgd_end_instance(instance_id);
-	return false;
-}
-
 static void
 raise_graph_error(const char *msg)
 {
@@ -355,7 +256,6 @@ pgd_start(PG_FUNCTION_ARGS)
 	HASHCTL		ctl;
 	char		instance_id[PGD_ID_LEN + 1];
 	int			attempt;
-	int64		task_id = 0;
 	bool		remote = false;
 
 	if (PG_ARGISNULL(0))
@@ -398,7 +298,7 @@ pgd_start(PG_FUNCTION_ARGS)
 					 errmsg("permission denied for database \"%s\"", database),
 					 errdetail("current_user \"%s\" does not have CONNECT privilege on it; "
 							   "the workflow's steps would run there as that role.",
-							   role_name(userid))));
+							   GetUserNameFromId(userid, false))));
 		remote = (dboid != MyDatabaseId);
 	}
 
@@ -491,10 +391,8 @@ pgd_start(PG_FUNCTION_ARGS)
 					 "SELECT $1, $2, $3, $4, COALESCE(pg_catalog.jsonb_object_agg(name, value), '{}') "
 					 "FROM df.vars WHERE owner OPERATOR(pg_catalog.=) $2::pg_catalog.regrole",
 					 4, types, values, nulls, false);
-		pgd_spi_exec("INSERT INTO df_internal.tasks (instance_id, scope, kind) VALUES ($1, $1, 'start') "
-					 "RETURNING id",
-					 1, types, values, NULL, false);
-		task_id = strtoll(pgd_spi_getstring(0, 1), NULL, 10);
+		/* the start task; its commit wakes an executor */
+		pgd_store_task_add(instance_id, NULL, instance_id, PGD_TASK_START);
 	}
 
 	SPI_finish();
@@ -508,9 +406,5 @@ pgd_start(PG_FUNCTION_ARGS)
 						   "after a crash or restart in between, the step runs again. "
 						   "Make such steps idempotent.")));
 
-	if (task_id > 0)
-		pgd_task_ready_at_commit(task_id);
-	else
-		pgd_wake_at_commit(1);
 	PG_RETURN_TEXT_P(cstring_to_text(instance_id));
 }

@@ -28,17 +28,13 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "engine/engine.h"
+#include "common/spi.h"
 #include "core/settings.h"
-#include "steps/step_sql.h"
 #include "dsl/dsl.h"
-
-static bool
-is_terminal(const char *status)
-{
-	return strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0 ||
-		strcmp(status, "cancelled") == 0;
-}
+#include "engine/apply.h"
+#include "engine/types.h"
+#include "engine/wake.h"
+#include "steps/step_sql.h"
 
 /* Status of an instance visible to the caller (fresh snapshot), or NULL. */
 static char *
@@ -46,7 +42,8 @@ visible_status(const char *id)
 {
 	char	   *status = NULL;
 
-	SPI_connect();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
 	if (PGD_EXEC("SELECT status FROM df.instances WHERE id OPERATOR(pg_catalog.=) $1",
 				 id) > 0)
 	{
@@ -82,7 +79,8 @@ pgd_result(PG_FUNCTION_ARGS)
 	text	   *result = NULL;
 
 	values[0] = PG_GETARG_DATUM(0);
-	SPI_connect();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
 	if (pgd_spi_exec("SELECT n.result::text FROM df.instances i "
 					 "JOIN df.nodes n ON n.instance_id OPERATOR(pg_catalog.=) i.id "
 					 "AND n.id OPERATOR(pg_catalog.=) i.root_node "
@@ -130,7 +128,7 @@ await_instance(const char *fn, const char *id, int timeout_seconds)
 				ereport(ERROR,
 						(errcode(ERRCODE_UNDEFINED_OBJECT),
 						 errmsg("Instance not found: %s", id)));
-			if (is_terminal(status))
+			if (pgd_is_terminal(status))
 				break;
 			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 			if (remaining <= 0)
@@ -196,16 +194,9 @@ pgd_cancel(PG_FUNCTION_ARGS)
 
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	SPI_connect();
-	if (pgd_lock_run(id, NULL))
-	{
-		PGD_EXEC("UPDATE df.instances SET status = 'cancelled', updated_at = pg_catalog.now() "
-					 "WHERE id OPERATOR(pg_catalog.=) $1 "
-					 "AND status NOT IN ('completed', 'failed', 'cancelled')",
-				 id);
-		pgd_event_add(id, "instance_cancelled", NULL, NULL, 0, pgd_event_detail("reason", reason));
-		pgd_end_instance(id);
-	}
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	(void) pgd_apply_cancel(id, reason);
 	SPI_finish();
 	SetUserIdAndSecContext(save_userid, save_sec);
 

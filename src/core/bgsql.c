@@ -16,9 +16,14 @@
  * database must exist and accept connections; a role that is not a
  * superuser needs LOGIN and CONNECT).
  *
+ * This file is the transport only.  What a session does is its handler's:
+ * each kind of session is an entry point of its own that calls
+ * pgd_bgsql_serve with its handler (api/new_txn.c starts an instance,
+ * steps/remote.c runs a step), and the caller names that entry point.
+ *
  * Protocol.  The caller creates a DSM segment saying where to connect,
- * with two shm_mqs: requests (kind, the role to run as, up to three
- * strings) go to the worker, replies (status, SQLSTATE, then text, detail
+ * with two shm_mqs: requests (the role to run as, up to three strings) go
+ * to the worker, replies (status, SQLSTATE, then text, detail
  * and hint) come back, one per request.  The worker commits each
  * request's transaction before it replies, so an OK reply means the work
  * is durable; a worker that dies or cannot connect (FATAL) detaches
@@ -26,11 +31,11 @@
  *
  * Two lifetimes.  A one-shot session (df.start in a new transaction)
  * serves one request and exits.  A step session belongs to one executor
- * and one database (pgd_bgsql_step): it serves that executor's steps in
+ * and one database (pgd_bgsql_call_kept): it serves that executor's steps in
  * that database one after the other while they keep coming, and exits
  * after BGSQL_IDLE_EXIT_MS without work, or when its executor goes away
  * (its queue is detached).  It runs steps of different submitters in
- * turn, which pgd_run_user_sql contains exactly as in the executor.
+ * turn, which the step's handler contains exactly as in the executor.
  *
  * The caller waits in shm_mq_receive, which handles latch wake-ups,
  * CHECK_FOR_INTERRUPTS and postmaster death, and notices a worker that
@@ -69,20 +74,16 @@
 #include "utils/timeout.h"
 
 #include "core/bgsql.h"
-#include "engine/engine.h"
-#include "core/settings.h"
-#include "steps/step_sql.h"
+#include "core/unit.h"
 
 #define BGSQL_QUEUE_SIZE 65536
-#define BGSQL_MAX_ARGS 3
-/* df.start in a new transaction waits at most this long for locks and overall */
-#define BGSQL_START_TIMEOUT_MS 30000
 
 /* The segment: where the session connects, then the two queues. */
 typedef struct BgsqlShared
 {
 	Oid			dboid;
 	Oid			connect_as;		/* the worker's session user */
+	char		name[BGW_MAXLEN];	/* the session's application_name */
 	bool		persistent;		/* serve requests until idle, else one */
 	Size		req_offset;		/* caller -> session */
 	Size		rep_offset;		/* session -> caller */
@@ -91,8 +92,7 @@ typedef struct BgsqlShared
 /* A request: this header, then nargs optional strings. */
 typedef struct BgsqlRequestHeader
 {
-	int32		kind;			/* PgdBgsqlKind */
-	Oid			run_as;			/* PGD_BGSQL_STEP: the submitter */
+	Oid			run_as;			/* the role the work runs as */
 	int32		nargs;
 } BgsqlRequestHeader;
 
@@ -149,7 +149,7 @@ read_opt_string(const char **p, const char *end, bool *isnull)
  * TopMemoryContext and its segment outlives transactions.
  */
 static BgsqlSession *
-session_open(Oid dboid, Oid connect_as, bool persistent)
+session_open(const char *entry, const char *name, Oid dboid, Oid connect_as, bool persistent)
 {
 	MemoryContext old = MemoryContextSwitchTo(persistent ? TopMemoryContext : CurrentMemoryContext);
 	Size		req_offset = MAXALIGN(sizeof(BgsqlShared));
@@ -167,6 +167,7 @@ session_open(Oid dboid, Oid connect_as, bool persistent)
 	shared = dsm_segment_address(s->seg);
 	shared->dboid = dboid;
 	shared->connect_as = connect_as;
+	strlcpy(shared->name, name, sizeof(shared->name));
 	shared->persistent = persistent;
 	shared->req_offset = req_offset;
 	shared->rep_offset = rep_offset;
@@ -177,17 +178,13 @@ session_open(Oid dboid, Oid connect_as, bool persistent)
 	s->req = shm_mq_attach(req, s->seg, NULL);
 	s->rep = shm_mq_attach(rep, s->seg, NULL);
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_durable");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "pgd_bgsql_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_durable %s for PID %d",
-			 persistent ? "step session" : "start session", MyProcPid);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_durable session");
-	worker.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(s->seg));
-	worker.bgw_notify_pid = MyProcPid;
+	{
+		char		bgw_name[BGW_MAXLEN];
+
+		snprintf(bgw_name, sizeof(bgw_name), "%s for PID %d", name, MyProcPid);
+		pgd_worker_describe(&worker, entry, bgw_name, "pg_durable session",
+							UInt32GetDatum(dsm_segment_handle(s->seg)), MyProcPid);
+	}
 
 	if (!RegisterDynamicBackgroundWorker(&worker, &s->handle))
 	{
@@ -226,8 +223,8 @@ session_close(BgsqlSession *s, bool terminate, bool wait)
  * caller forgets the session.
  */
 static void
-session_call(BgsqlSession *s, PgdBgsqlKind kind, Oid run_as, int nargs,
-			 const char *const *args, PgdBgsqlResult *result)
+session_call(BgsqlSession *s, Oid run_as, int nargs, const char *const *args,
+			 PgdBgsqlResult *result)
 {
 	StringInfoData msg;
 	BgsqlRequestHeader hdr;
@@ -236,7 +233,6 @@ session_call(BgsqlSession *s, PgdBgsqlKind kind, Oid run_as, int nargs,
 	void	   *data = NULL;
 	int			i;
 
-	hdr.kind = kind;
 	hdr.run_as = run_as;
 	hdr.nargs = nargs;
 	initStringInfo(&msg);
@@ -293,15 +289,16 @@ session_call(BgsqlSession *s, PgdBgsqlKind kind, Oid run_as, int nargs,
 }
 
 bool
-pgd_bgsql_run(PgdBgsqlKind kind, Oid dboid, Oid connect_as, Oid run_as,
+pgd_bgsql_run(const char *entry, const char *name, Oid dboid, Oid connect_as, Oid run_as,
 			  int nargs, const char *const *args, PgdBgsqlResult *result)
 {
-	BgsqlSession *s = session_open(dboid, connect_as, false);
+	BgsqlSession *s;
 
-	Assert(nargs <= BGSQL_MAX_ARGS);
+	Assert(nargs <= PGD_BGSQL_MAX_ARGS);
+	s = session_open(entry, name, dboid, connect_as, false);
 	if (s == NULL)
 		return false;
-	session_call(s, kind, run_as, nargs, args, result);
+	session_call(s, run_as, nargs, args, result);
 	/* it exits after one request; make sure it is gone if it did not answer */
 	session_close(s, result->status == PGD_BGSQL_NO_ANSWER, true);
 	return true;
@@ -323,8 +320,8 @@ pgd_bgsql_run(PgdBgsqlKind kind, Oid dboid, Oid connect_as, Oid run_as,
 static BgsqlSession *step_sessions[BGSQL_MAX_CACHED];
 
 bool
-pgd_bgsql_step(Oid dboid, Oid connect_as, Oid run_as, const char *query,
-			   PgdBgsqlResult *result)
+pgd_bgsql_call_kept(const char *entry, const char *name, Oid dboid, Oid connect_as,
+					Oid run_as, int nargs, const char *const *args, PgdBgsqlResult *result)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	BgsqlSession *s = NULL;
@@ -357,7 +354,7 @@ pgd_bgsql_step(Oid dboid, Oid connect_as, Oid run_as, const char *query,
 			step_sessions[0] = NULL;
 			slot = 0;
 		}
-		s = session_open(dboid, connect_as, true);
+		s = session_open(entry, name, dboid, connect_as, true);
 		if (s == NULL)
 			return false;
 		step_sessions[slot] = s;
@@ -365,7 +362,7 @@ pgd_bgsql_step(Oid dboid, Oid connect_as, Oid run_as, const char *query,
 
 	PG_TRY();
 	{
-		session_call(s, PGD_BGSQL_STEP, run_as, 1, &query, result);
+		session_call(s, run_as, nargs, args, result);
 	}
 	PG_CATCH();
 	{
@@ -387,122 +384,66 @@ pgd_bgsql_step(Oid dboid, Oid connect_as, Oid run_as, const char *query,
 /* the worker's memory for one request; it outlives the request's transaction */
 static MemoryContext request_cxt = NULL;
 
-/* A request as received: its header and arguments. */
-typedef struct BgsqlRequest
+static bool
+parse_request(const char *data, Size nbytes, PgdBgsqlRequest *req)
 {
 	BgsqlRequestHeader hdr;
-	char	   *args[BGSQL_MAX_ARGS];
-} BgsqlRequest;
-
-static bool
-parse_request(const char *data, Size nbytes, BgsqlRequest *req)
-{
 	const char *p = data + sizeof(BgsqlRequestHeader);
 	const char *end = data + nbytes;
 	int			i;
 
 	if (nbytes < sizeof(BgsqlRequestHeader))
 		return false;
-	memcpy(&req->hdr, data, sizeof(BgsqlRequestHeader));
-	if (req->hdr.nargs < 0 || req->hdr.nargs > BGSQL_MAX_ARGS)
+	memcpy(&hdr, data, sizeof(BgsqlRequestHeader));
+	if (hdr.nargs < 0 || hdr.nargs > PGD_BGSQL_MAX_ARGS)
 		return false;
-	for (i = 0; i < BGSQL_MAX_ARGS; i++)
+	req->run_as = hdr.run_as;
+	req->nargs = hdr.nargs;
+	req->cxt = request_cxt;
+	for (i = 0; i < PGD_BGSQL_MAX_ARGS; i++)
 	{
 		const char *a = NULL;
 		bool		isnull = true;
 
-		if (i < req->hdr.nargs && (a = read_opt_string(&p, end, &isnull)) == NULL)
+		if (i < hdr.nargs && (a = read_opt_string(&p, end, &isnull)) == NULL)
 			return false;
 		req->args[i] = (a == NULL || isnull) ? NULL : pstrdup(a);
 	}
 	return true;
 }
 
-/* df.start(fut, label, database) as the connected role, in a transaction of its own. */
 static void
-do_start_new(BgsqlRequest *req, StringInfo reply)
+append_reply(StringInfo reply, PgdBgsqlStatus status, int sqlstate, const char *text,
+			 const char *detail, const char *hint)
 {
-	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[3];
-	char		nulls[3] = "   ";
-	char	   *id;
-	int			i;
-	BgsqlReplyHeader hdr = {PGD_BGSQL_OK, 0};
-
-	pgd_begin_unit("pg_durable: df.start in a new transaction");
-	/* a plain session of the caller's role, outside any workflow */
-	pgd_spi_exec("SELECT pg_catalog.set_config('df.in_workflow', 'false', false), "
-				 "pg_catalog.set_config('lock_timeout', '30000', false), "
-				 "pg_catalog.set_config('statement_timeout', '30000', false)",
-				 0, NULL, NULL, NULL, false);
-	for (i = 0; i < 3; i++)
-	{
-		if (req->args[i])
-			values[i] = CStringGetTextDatum(req->args[i]);
-		else
-			nulls[i] = 'n';
-	}
-	/* SPI does not arm statement_timeout by itself */
-	enable_timeout_after(STATEMENT_TIMEOUT, BGSQL_START_TIMEOUT_MS);
-	pgd_spi_exec("SELECT df.start($1, $2, $3)", 3, types, values, nulls, false);
-	disable_timeout(STATEMENT_TIMEOUT, false);
-	/* SPI_finish frees what was allocated since pgd_begin_unit */
-	id = MemoryContextStrdup(request_cxt, pgd_spi_getstring(0, 1));
-	pgd_end_unit();
-
-	appendBinaryStringInfo(reply, (char *) &hdr, sizeof(hdr));
-	append_opt_string(reply, id);
-	append_opt_string(reply, NULL);
-	append_opt_string(reply, NULL);
-}
-
-/* A step's SQL as the submitter, contained as in the executor (step_sql.c). */
-static void
-do_step(BgsqlRequest *req, StringInfo reply)
-{
-	const char *query = req->args[0] ? req->args[0] : "";
-	PgdOutcome	outcome;
-	bool		retry;
-	int			sqlstate;
 	BgsqlReplyHeader hdr;
 
-	pgd_begin_unit("pg_durable: workflow step");
-	pgstat_report_activity(STATE_RUNNING, query);
-	outcome = pgd_run_user_sql(query, req->hdr.run_as, &retry, &sqlstate);
-	/* SPI_finish frees what was allocated since pgd_begin_unit */
-	if (outcome.result != NULL)
-		outcome.result = MemoryContextStrdup(request_cxt, outcome.result);
-	pgd_end_unit();
-
-	hdr.status = retry ? PGD_BGSQL_RETRY : outcome.ok ? PGD_BGSQL_OK : PGD_BGSQL_FAILED;
+	hdr.status = status;
 	hdr.sqlstate = sqlstate;
 	appendBinaryStringInfo(reply, (char *) &hdr, sizeof(hdr));
-	append_opt_string(reply, outcome.result);
-	append_opt_string(reply, NULL);
-	append_opt_string(reply, NULL);
+	append_opt_string(reply, text);
+	append_opt_string(reply, detail);
+	append_opt_string(reply, hint);
 }
 
-/* Do one request; errors become an ERROR reply. */
+/* Do one request with the handler; errors become an ERROR reply. */
 static void
-serve(const char *data, Size nbytes, StringInfo reply)
+serve(PgdBgsqlHandler handler, const char *data, Size nbytes, StringInfo reply)
 {
 	PG_TRY();
 	{
-		BgsqlRequest req;
+		PgdBgsqlRequest req;
+		PgdBgsqlResult result;
 
 		if (!parse_request(data, nbytes, &req))
-			elog(ERROR, "pg_durable: malformed background session request");
-		if (req.hdr.kind == PGD_BGSQL_START_NEW)
-			do_start_new(&req, reply);
-		else if (req.hdr.kind == PGD_BGSQL_STEP)
-			do_step(&req, reply);
-		else
-			elog(ERROR, "pg_durable: unknown background session request %d", req.hdr.kind);
+			elog(ERROR, "malformed background session request");
+		memset(&result, 0, sizeof(result));
+		handler(&req, &result);
+		append_reply(reply, result.status, result.sqlstate, result.text, NULL, NULL);
 	}
 	PG_CATCH();
 	{
 		ErrorData  *edata;
-		BgsqlReplyHeader hdr;
 
 		MemoryContextSwitchTo(request_cxt);
 		edata = CopyErrorData();
@@ -512,18 +453,15 @@ serve(const char *data, Size nbytes, StringInfo reply)
 		MemoryContextSwitchTo(request_cxt);
 
 		resetStringInfo(reply);
-		hdr.status = PGD_BGSQL_ERROR;
-		hdr.sqlstate = edata->sqlerrcode;
-		appendBinaryStringInfo(reply, (char *) &hdr, sizeof(hdr));
-		append_opt_string(reply, edata->message ? edata->message : "unknown error");
-		append_opt_string(reply, edata->detail);
-		append_opt_string(reply, edata->hint);
+		append_reply(reply, PGD_BGSQL_ERROR, edata->sqlerrcode,
+					 edata->message ? edata->message : "unknown error",
+					 edata->detail, edata->hint);
 	}
 	PG_END_TRY();
 }
 
 void
-pgd_bgsql_main(Datum main_arg)
+pgd_bgsql_serve(Datum main_arg, PgdBgsqlHandler handler)
 {
 	dsm_segment *seg;
 	BgsqlShared *shared;
@@ -547,8 +485,7 @@ pgd_bgsql_main(Datum main_arg)
 
 	/* FATAL here (no such database, no LOGIN, no CONNECT...) detaches the queues */
 	BackgroundWorkerInitializeConnectionByOid(shared->dboid, shared->connect_as, 0);
-	pgstat_report_appname(shared->persistent ? "pg_durable step session"
-						  : "pg_durable start session");
+	pgstat_report_appname(shared->name);
 	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
 
 	request_cxt = AllocSetContextCreate(TopMemoryContext, "pg_durable session request",
@@ -577,7 +514,7 @@ pgd_bgsql_main(Datum main_arg)
 
 		MemoryContextSwitchTo(request_cxt);
 		initStringInfo(&reply);
-		serve(data, nbytes, &reply);
+		serve(handler, data, nbytes, &reply);
 		MemoryContextSwitchTo(request_cxt);
 		pgstat_report_activity(STATE_IDLE, NULL);
 		if (shm_mq_send(rep, reply.len, reply.data, false, true) != SHM_MQ_SUCCESS)

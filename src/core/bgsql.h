@@ -1,9 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * bgsql.h
- *	  Run one piece of work in a separate backend: a dynamic background
- *	  worker connected to a given database as a given role, which does the
- *	  work in its own transaction, commits and hands back the result.
+ *	  Run one piece of work in a separate backend (bgsql.c): a dynamic
+ *	  background worker connected to a given database as a given role,
+ *	  which does the work in its own transaction, commits and hands back
+ *	  the result.
+ *
+ * bgsql is the transport; the work is a handler's.  A kind of session is
+ * an entry point of its own (a PGDLLEXPORT function that calls
+ * pgd_bgsql_serve with its handler); the caller names that entry point.
+ *
+ * Locks: none of its own.
  *
  *-------------------------------------------------------------------------
  */
@@ -12,19 +19,14 @@
 
 #include "postgres.h"
 
-/* What the background session does. */
-typedef enum PgdBgsqlKind
-{
-	PGD_BGSQL_START_NEW = 1,	/* SELECT df.start($1, $2, $3) as the role */
-	PGD_BGSQL_STEP				/* a workflow step's SQL ($1) as the submitter */
-} PgdBgsqlKind;
+#define PGD_BGSQL_MAX_ARGS 3
 
-/* How it ended. */
+/* How a request ended. */
 typedef enum PgdBgsqlStatus
 {
-	PGD_BGSQL_OK = 1,			/* text: df.start's id, or the step's result JSON */
-	PGD_BGSQL_FAILED,			/* the step failed; text: its error (the node's outcome) */
-	PGD_BGSQL_RETRY,			/* the step should be re-queued; sqlstate says why */
+	PGD_BGSQL_OK = 1,			/* text: the handler's answer */
+	PGD_BGSQL_FAILED,			/* the work failed; text: its error */
+	PGD_BGSQL_RETRY,			/* the work should be tried again; sqlstate says why */
 	PGD_BGSQL_ERROR,			/* an error was raised: sqlstate, text, detail, hint */
 	PGD_BGSQL_NO_ANSWER			/* the session ended without answering */
 } PgdBgsqlStatus;
@@ -38,35 +40,44 @@ typedef struct PgdBgsqlResult
 	char	   *hint;
 } PgdBgsqlResult;
 
-/*
- * Start the session and wait for its answer.  Returns false, having done
- * nothing, when no background worker slot is free.  args are up to three
- * strings (NULL = SQL NULL).  An interrupt of the caller (cancel,
- * termination) terminates the session and propagates.
- */
-extern bool pgd_bgsql_run(PgdBgsqlKind kind, Oid dboid, Oid connect_as, Oid run_as,
-						  int nargs, const char *const *args, PgdBgsqlResult *result);
-
-/* start.c: LOGIN and the superuser guard, as df.start checks them */
-extern void pgd_check_start_identity(Oid userid);
+/* A request as the session's handler receives it. */
+typedef struct PgdBgsqlRequest
+{
+	Oid			run_as;			/* the role the work runs as */
+	int			nargs;
+	char	   *args[PGD_BGSQL_MAX_ARGS];	/* NULL = SQL NULL */
+	MemoryContext cxt;			/* outlives the handler's transaction: put
+								 * the answer's text here */
+} PgdBgsqlRequest;
 
 /*
- * Run a step's SQL in database dboid as run_as, in this process's
- * persistent session for that database (started if needed, kept while
- * busy).  Returns false when no background worker slot is free.
+ * Do the work of one request in a transaction of its own and commit it;
+ * fill in status, sqlstate and text.  An error it raises becomes a
+ * PGD_BGSQL_ERROR answer (the transaction is rolled back).
  */
-extern bool pgd_bgsql_step(Oid dboid, Oid connect_as, Oid run_as, const char *query,
-						   PgdBgsqlResult *result);
+typedef void (*PgdBgsqlHandler) (const PgdBgsqlRequest *req, PgdBgsqlResult *result);
 
-/* new_txn.c */
-extern char *pgd_start_in_new_transaction(const char *fut, const char *label,
-										  const char *database);
+/*
+ * Start a one-shot session at entry point 'entry' (its application_name
+ * 'name') and wait for its answer.  Returns false, having done nothing,
+ * when no background worker slot is free.  args are up to
+ * PGD_BGSQL_MAX_ARGS strings (NULL = SQL NULL).  An interrupt of the
+ * caller (cancel, termination) terminates the session and propagates.
+ */
+extern bool pgd_bgsql_run(const char *entry, const char *name, Oid dboid, Oid connect_as,
+						  Oid run_as, int nargs, const char *const *args,
+						  PgdBgsqlResult *result);
 
-/* remote.c */
-extern char *pgd_database_problem(const char *database, Oid submitter);
-extern PgdBgsqlStatus pgd_remote_step(const char *database, const char *query, Oid submitter,
-									  char **text, int *sqlstate);
+/*
+ * The same in this process's kept session for database dboid (started if
+ * needed, kept while busy, ended after a short idle time).  One entry
+ * point only uses kept sessions: the steps of remote.c.
+ */
+extern bool pgd_bgsql_call_kept(const char *entry, const char *name, Oid dboid,
+								Oid connect_as, Oid run_as, int nargs,
+								const char *const *args, PgdBgsqlResult *result);
 
-PGDLLEXPORT void pgd_bgsql_main(Datum main_arg);
+/* The body of a session's entry point: serve requests with handler. */
+extern void pgd_bgsql_serve(Datum main_arg, PgdBgsqlHandler handler);
 
 #endif							/* PG_DURABLE_BGSQL_H */

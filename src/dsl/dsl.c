@@ -28,7 +28,6 @@
 #include "fmgr.h"
 #include "graph/graph.h"
 #include "common/json.h"
-#include "core/settings.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 

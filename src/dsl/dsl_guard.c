@@ -21,7 +21,7 @@
 #include "access/xact.h"
 #include "storage/proc.h"
 
-#include "core/settings.h"
+#include "common/compat.h"
 #include "dsl/dsl.h"
 
 #define MAX_NOTES 8

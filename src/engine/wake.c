@@ -45,9 +45,8 @@
 #include "storage/proc.h"
 #include "utils/wait_event.h"
 
-#include "engine/engine.h"
-#include "core/settings.h"
 #include "core/shmem.h"
+#include "engine/wake.h"
 
 #define MAX_PENDING_INTERRUPTS 16
 #define MAX_PENDING_READY 64
@@ -315,11 +314,6 @@ pgd_xact_callback(XactEvent event, void *arg)
 {
 	switch (event)
 	{
-		case XACT_EVENT_PRE_COMMIT:
-			/* a transition whose node updates were never written must not commit */
-			if (pgd_node_writes_pending())
-				elog(ERROR, "pg_durable: node updates were not written before commit");
-			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 			if ((npending_ready > 0 || pending_scan || pending_due != DT_NOEND) &&
@@ -346,7 +340,6 @@ pgd_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			pgd_discard_node_writes();
 			pending_tasks = 0;
 			npending_ready = 0;
 			pending_scan = false;
@@ -460,7 +453,7 @@ void
 pgd_executor_attach(int slot)
 {
 	if (slot < 0 || slot >= PGD_MAX_EXECUTORS)
-		elog(FATAL, "pg_durable: executor slot %d out of range", slot);
+		elog(FATAL, "executor slot %d out of range", slot);
 
 	SpinLockAcquire(&pgd_shared->mutex);
 	pgd_shared->executors[slot].pid = MyProcPid;

@@ -49,7 +49,7 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
-#include "engine/engine.h"
+#include "common/spi.h"
 #include "monitor/explain.h"
 #include "graph/graph.h"
 #include "common/json.h"

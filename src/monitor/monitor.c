@@ -43,9 +43,10 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include "engine/engine.h"
+#include "common/spi.h"
 #include "monitor/monitor.h"
 #include "core/settings.h"
+#include "engine/types.h"
 
 #define LIST_DEFAULT_LIMIT 100
 #define CURSOR_MAX_HEX 512

@@ -26,8 +26,8 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "engine/engine.h"
-#include "common/json.h"
+#include "common/spi.h"
+#include "graph/persisted.h"
 #include "monitor/monitor.h"
 
 /* Index of the row with this id, or -1 (rows are few per instance on average). */
@@ -52,37 +52,21 @@ link_rows(PgdInstanceView *v)
 	for (i = 0; i < v->nnodes; i++)
 	{
 		PgdNodeRow *r = &v->nodes[i];
-		DfJson	   *cfg;
-		DfJson	   *c;
-		char	   *err = NULL;
+		DfConfigLinks links;
+		int			k;
 
 		r->left = find_row(v, r->left_id);
 		r->right = find_row(v, r->right_id);
-		r->condition = -1;
+		df_config_links(r->type, r->query, &links);
+		r->condition = find_row(v, links.condition_id);
 		r->nextras = 0;
-		r->extras = NULL;
-		if (r->query == NULL ||
-			(r->type != DF_NODE_IF && r->type != DF_NODE_LOOP && r->type != DF_NODE_JOIN))
-			continue;
-		cfg = dfjson_parse(r->query, strlen(r->query), &err);
-		if (cfg == NULL || cfg->type != DFJ_OBJECT)
-			continue;
-		c = dfjson_get(cfg, "condition_node");
-		if (c != NULL && c->type == DFJ_STRING && r->type != DF_NODE_JOIN)
-			r->condition = find_row(v, c->str);
-		c = dfjson_get(cfg, "extra_nodes");
-		if (c != NULL && c->type == DFJ_ARRAY && r->type == DF_NODE_JOIN)
+		r->extras = links.nextras > 0 ? palloc(sizeof(int) * links.nextras) : NULL;
+		for (k = 0; k < links.nextras; k++)
 		{
-			int			k;
+			int			e = find_row(v, links.extra_ids[k]);
 
-			r->extras = palloc(sizeof(int) * Max(c->count, 1));
-			for (k = 0; k < c->count; k++)
-			{
-				int			e = c->items[k]->type == DFJ_STRING ? find_row(v, c->items[k]->str) : -1;
-
-				if (e >= 0)
-					r->extras[r->nextras++] = e;
-			}
+			if (e >= 0)
+				r->extras[r->nextras++] = e;
 		}
 	}
 }

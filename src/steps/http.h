@@ -23,8 +23,8 @@
 
 #include <sys/socket.h>
 
-#include "engine/engine.h"
 #include "common/json.h"
+#include "engine/types.h"
 
 /* A multipart part, ready to send. */
 typedef struct PgdHttpPart

@@ -50,10 +50,18 @@
 #include "utils/resowner.h"
 #include "utils/syscache.h"
 
+#include "pgstat.h"
+
+#include "common/compat.h"
+#include "common/spi.h"
 #include "core/bgsql.h"
-#include "engine/engine.h"
 #include "core/settings.h"
+#include "core/unit.h"
+#include "steps/remote.h"
 #include "steps/step_sql.h"
+
+#define REMOTE_SESSION_ENTRY "pgd_remote_session_main"
+#define REMOTE_SESSION_NAME "pg_durable step session"
 
 /*
  * Why the steps of an instance of this submitter cannot run in database,
@@ -110,8 +118,9 @@ pgd_remote_step(const char *database, const char *query, Oid submitter,
 	MemoryContextSwitchTo(oldcxt);
 	PG_TRY();
 	{
-		ran = pgd_bgsql_step(get_database_oid(database, false), GetAuthenticatedUserId(),
-							 submitter, query, &res);
+		ran = pgd_bgsql_call_kept(REMOTE_SESSION_ENTRY, REMOTE_SESSION_NAME,
+								  get_database_oid(database, false), GetAuthenticatedUserId(),
+								  submitter, 1, &query, &res);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
@@ -170,4 +179,35 @@ pgd_remote_step(const char *database, const char *query, Oid submitter,
 			break;
 	}
 	return status;
+}
+
+/*
+ * The session's side: a step's SQL as the submitter, contained as in the
+ * executor (step_sql.c), committed before the answer goes back.
+ */
+static void
+remote_step_handler(const PgdBgsqlRequest *req, PgdBgsqlResult *result)
+{
+	const char *query = req->args[0] ? req->args[0] : "";
+	PgdOutcome	outcome;
+	bool		retry;
+	int			sqlstate;
+
+	pgd_begin_unit("pg_durable: workflow step");
+	pgstat_report_activity(STATE_RUNNING, query);
+	outcome = pgd_run_user_sql(query, req->run_as, &retry, &sqlstate);
+	/* SPI_finish frees what was allocated since pgd_begin_unit */
+	if (outcome.result != NULL)
+		outcome.result = MemoryContextStrdup(req->cxt, outcome.result);
+	pgd_end_unit();
+
+	result->status = retry ? PGD_BGSQL_RETRY : outcome.ok ? PGD_BGSQL_OK : PGD_BGSQL_FAILED;
+	result->sqlstate = sqlstate;
+	result->text = outcome.result;
+}
+
+void
+pgd_remote_session_main(Datum main_arg)
+{
+	pgd_bgsql_serve(main_arg, remote_step_handler);
 }

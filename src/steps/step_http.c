@@ -44,10 +44,14 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "graph/http_config.h"
-#include "steps/http.h"
+#include "common/spi.h"
+#include "core/identity.h"
 #include "core/settings.h"
+#include "engine/apply.h"
+#include "engine/store.h"
+#include "graph/http_config.h"
 #include "results/results.h"
+#include "steps/http.h"
 
 #define DEFAULT_TIMEOUT_S 30
 #define PREVIEW_BYTES 512
@@ -232,7 +236,7 @@ pgd_http_prepare(MemoryContext parent, int64 task_id, const char *instance_id,
 	 * to its own context after every statement, so nothing that must outlive
 	 * the claim transaction is allocated here.
 	 */
-	if (!pgd_load_run(instance_id, &run) || strcmp(run.status, "running") != 0 ||
+	if (!pgd_store_load_run(instance_id, &run) || strcmp(run.status, "running") != 0 ||
 		(g = pgd_graph_get(instance_id, run.token)) == NULL ||
 		(n = pgd_graph_find(g, node_id)) < 0 ||
 		!pgd_node_is_live(g, n, scope))

@@ -62,7 +62,8 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
-#include "engine/engine.h"
+#include "common/spi.h"
+#include "core/identity.h"
 #include "core/settings.h"
 #include "results/results.h"
 #include "steps/step_sql.h"

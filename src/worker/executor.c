@@ -71,11 +71,14 @@
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
-#include "core/bgsql.h"
-#include "engine/engine.h"
 #include "core/settings.h"
-#include "results/results.h"
 #include "core/shmem.h"
+#include "core/unit.h"
+#include "engine/apply.h"
+#include "engine/store.h"
+#include "engine/wake.h"
+#include "results/results.h"
+#include "steps/remote.h"
 #include "steps/step_sql.h"
 #include "worker/worker.h"
 
@@ -91,69 +94,12 @@ static char *epoch_id = NULL;
 static TimestampTz last_heartbeat = 0;
 
 
-typedef struct Task
-{
-	int64		id;
-	char	   *instance_id;
-	char	   *node_id;
-	char	   *scope;
-	char	   *kind;
-	int			attempts;
-	bool		has_run;		/* the instance's runs row, read with the claim */
-	PgdRunInfo	run;
-} Task;
-
-/*
- * A unit of work of a background worker: its own transaction, an SPI
- * connection and a snapshot, with the activity shown in pg_stat_activity.
- */
-void
-pgd_begin_unit(const char *activity)
-{
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_durable: SPI_connect failed");
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, activity);
-}
-
-void
-pgd_end_unit(void)
-{
-	pgd_flush_node_writes();
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_activity(STATE_IDLE, NULL);
-}
-
-/* Is pg_durable installed in this database? (a transaction of its own) */
-bool
-pgd_extension_exists(void)
-{
-	bool		exists;
-
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	exists = OidIsValid(get_extension_oid("pg_durable", true));
-	CommitTransactionCommand();
-	return exists;
-}
-
 /* Mark the engine ready and (re)write the heartbeat row; executor 0 only. */
 static void
 announce_ready(void)
 {
 	pgd_begin_unit("pg_durable: announcing readiness");
-	pgd_spi_exec("INSERT INTO df_internal._worker_ready (sentinel, schema_version) VALUES (true, 1) "
-				 "ON CONFLICT (sentinel) DO UPDATE SET schema_version = 1, "
-				 "initialized_at = pg_catalog.now()",
-				 0, NULL, NULL, NULL, false);
-	pgd_spi_exec("DELETE FROM df._worker_epoch", 0, NULL, NULL, NULL, false);
-	pgd_spi_exec("INSERT INTO df._worker_epoch (epoch_id) VALUES (pg_catalog.gen_random_uuid()) "
-				 "RETURNING epoch_id::text", 0, NULL, NULL, NULL, false);
-	epoch_id = MemoryContextStrdup(TopMemoryContext, pgd_spi_getstring(0, 1));
+	epoch_id = MemoryContextStrdup(TopMemoryContext, pgd_store_announce_ready());
 	pgd_end_unit();
 	last_heartbeat = GetCurrentTimestamp();
 }
@@ -165,9 +111,7 @@ heartbeat(void)
 		!TimestampDifferenceExceeds(last_heartbeat, GetCurrentTimestamp(), HEARTBEAT_MS))
 		return;
 	pgd_begin_unit("pg_durable: heartbeat");
-	if (PGD_EXEC("UPDATE df._worker_epoch SET last_seen_at = pg_catalog.now() "
-					 "WHERE epoch_id OPERATOR(pg_catalog.=) $1::uuid",
-				 epoch_id) == 0)
+	if (!pgd_store_heartbeat(epoch_id))
 		epoch_id = NULL;		/* the extension was recreated: announce again below */
 	pgd_end_unit();
 	last_heartbeat = GetCurrentTimestamp();
@@ -175,65 +119,12 @@ heartbeat(void)
 		announce_ready();
 }
 
-/*
- * The runs row in the first SPI result row, from column col on: submitted_by,
- * label, vars::text, status, created_at::text, database.  False when the row
- * had none (submitted_by NULL: an outer join found no runs row).
- */
-static bool
-read_run(int col, PgdRunInfo *run)
-{
-	char	   *submitted_by = pgd_spi_getstring(0, col);
-
-	if (submitted_by == NULL)
-		return false;
-	run->submitted_by = (Oid) strtoul(submitted_by, NULL, 10);
-	run->label = pgd_spi_getstring(0, col + 1);
-	run->vars = pgd_spi_getstring(0, col + 2);
-	run->status = pgd_spi_getstring(0, col + 3);
-	run->token = pgd_spi_getstring(0, col + 4);
-	run->database = pgd_spi_getstring(0, col + 5);
-	/* steps of the engine's own database run here */
-	if (run->database != NULL && strcmp(run->database, pgd_database) == 0)
-		run->database = NULL;
-	return true;
-}
-
-/* The instance's runs row; false when there is none (the instance ended). */
-bool
-pgd_load_run(const char *instance_id, PgdRunInfo *run)
-{
-	return PGD_EXEC("SELECT submitted_by, label, vars::text, status, created_at::text, database "
-					"FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
-					instance_id) > 0 &&
-		read_run(1, run);
-}
-
-/* The instance's runs row as the claim read it; false when there is none. */
-static bool
-load_run(Task *t, PgdRunInfo *run)
-{
-	*run = t->run;
-	return t->has_run;
-}
-
-static void
-delete_task(int64 id)
-{
-	Oid			types[1] = {INT8OID};
-	Datum		values[1];
-
-	values[0] = Int64GetDatum(id);
-	pgd_spi_exec("DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1",
-				 1, types, values, NULL, false);
-}
-
 /* Throw away a task that is no longer wanted, in a transaction of its own. */
 static void
 discard_task_after_abort(int64 id)
 {
 	pgd_begin_unit("pg_durable: discarding a step that is no longer wanted");
-	delete_task(id);
+	pgd_store_task_delete(id);
 	pgd_end_unit();
 }
 
@@ -242,74 +133,108 @@ discard_task_after_abort(int64 id)
  * back-off.  The claim deleted its row; this inserts it again.
  */
 static void
-requeue_task(Task *t)
+requeue_task(PgdClaim *t)
 {
-	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID};
-	Datum		values[6];
-	char		nulls[6] = "      ";
 	int			shift = Min(t->attempts, 8);
 	int64		base_us = 5000L << shift;	/* 5 ms doubling up to 1.3 s */
 	int64		delay_us = base_us / 2 + (int64) (pg_prng_double(&pg_global_prng_state) * base_us);
 
-	values[0] = pgd_text_datum(t->instance_id);
-	if (t->node_id)
-		values[1] = pgd_text_datum(t->node_id);
-	else
-		nulls[1] = 'n';
-	values[2] = pgd_text_datum(t->scope);
-	values[3] = pgd_text_datum(t->kind);
-	values[4] = Int32GetDatum(t->attempts + 1);
-	values[5] = TimestampTzGetDatum(GetCurrentTimestamp() + delay_us);
-	pgd_spi_exec("INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, attempts, run_at) "
-				 "VALUES ($1, $2, $3, $4, $5, $6)",
-				 6, types, values, nulls, false);
-	pgd_task_due_at_commit(DatumGetTimestampTz(values[5]));
-}
-
-/* The variables a step sees: the captured ones plus sys_instance_id and sys_label. */
-DfJson *
-pgd_step_vars(const char *instance_id, PgdRunInfo *run)
-{
-	char	   *err = NULL;
-	DfJson	   *vars = run->vars ? dfjson_parse(run->vars, strlen(run->vars), &err) : NULL;
-
-	if (vars == NULL || vars->type != DFJ_OBJECT)
-		vars = dfjson_make_object();
-	dfjson_object_add(vars, "sys_instance_id", dfjson_make_string(instance_id));
-	dfjson_object_add(vars, "sys_label", dfjson_make_string(run->label ? run->label : ""));
-	return vars;
+	pgd_store_task_requeue(t, GetCurrentTimestamp() + delay_us);
 }
 
 static void
-run_start_task(Task *t)
+run_start_task(PgdClaim *t)
 {
-	PgdRunInfo	run;
 	char	   *status;
 	PgdGraph   *g;
 
-	if (!load_run(t, &run) || !pgd_lock_run(t->instance_id, &status) ||
+	if (!t->has_run || !pgd_store_lock_run(t->instance_id, &status) ||
 		strcmp(status, "pending") != 0 ||
-		!pgd_check_submitter_at_load(t->instance_id, run.submitted_by))
-	{
+		!pgd_submitter_still_allowed(t->instance_id, t->run.submitted_by))
 		return;
-	}
-	g = pgd_graph_get(t->instance_id, run.token);
+	g = pgd_graph_get(t->instance_id, t->run.token);
 	if (g == NULL)
-		elog(ERROR, "pg_durable: instance %s has no graph", t->instance_id);
-	pgd_transition_start_instance(g);
+		elog(ERROR, "instance %s has no graph", t->instance_id);
+	pgd_apply_start(g);
+}
+
+/* Log a failed step (rate-limited, the error truncated, never a result). */
+static void
+log_step_failure(const char *node_id, const char *instance_id, const char *error)
+{
+	char	   *msg;
+
+	if (!pgd_log_allowed())
+		return;
+	msg = pstrdup(error ? error : "");
+	if (strlen(msg) > PGD_EVENT_ERROR_LEN)
+		msg[pg_mbcliplen(msg, strlen(msg), PGD_EVENT_ERROR_LEN)] = '\0';
+	ereport(LOG,
+			(errmsg("pg_durable: node %s of instance %s failed: %s",
+					node_id, instance_id, msg)));
+}
+
+/*
+ * Run the step's statement (here, or in its instance's database); false
+ * when it was put back for a later attempt instead.
+ */
+static bool
+run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
+{
+	char	   *query = g->nodes[n].query;
+	char	   *err = NULL;
+	bool		retry;
+	int			sqlstate;
+
+	/* variables and named results are read only when the text can refer to them */
+	if (strchr(query, '{') != NULL || strchr(query, '$') != NULL)
+		query = pgd_substitute(query, pgd_step_vars(t->instance_id, &t->run),
+							   pgd_visible_results(t->instance_id, t->scope),
+							   PGD_SUBST_SQL, &err);
+	if (query == NULL)
+	{
+		outcome->ok = false;
+		outcome->result = err;
+		return true;
+	}
+
+	pgd_executor_set_running(t->instance_id, t->scope);
+	if (t->run.database != NULL)
+	{
+		/* another database: a background session runs it there (remote.c) */
+		PgdBgsqlStatus st = pgd_remote_step(t->run.database, query, t->run.submitted_by,
+											&outcome->result, &sqlstate);
+
+		outcome->ok = (st == PGD_BGSQL_OK);
+		retry = (st == PGD_BGSQL_RETRY);
+	}
+	else
+		*outcome = pgd_run_user_sql(query, t->run.submitted_by, &retry, &sqlstate);
+	pgd_executor_set_running(NULL, NULL);
+
+	/* waiting for a free worker slot is not a failure, however long it lasts */
+	if (retry && (t->attempts < MAX_RETRIES || sqlstate == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED))
+	{
+		if (pgd_log_allowed())
+			ereport(LOG,
+					(errmsg("pg_durable: retrying step %s of instance %s after %s (attempt %d)",
+							t->node_id, t->instance_id, unpack_sql_state(sqlstate),
+							t->attempts + 1)));
+		requeue_task(t);
+		pgd_store_event_add(t->instance_id, "step_retried", t->node_id, t->scope, t->attempts + 1,
+							pgd_event_detail("sqlstate", unpack_sql_state(sqlstate)));
+		return false;
+	}
+	return true;
 }
 
 /* Returns false when the transaction was aborted (the step was not wanted). */
 static bool
-run_step_task(Task *t)
+run_step_task(PgdClaim *t)
 {
-	PgdRunInfo	run;
 	PgdGraph   *g;
 	int			n;
 	PgdOutcome	outcome;
-	char	   *status;
-	char	   *query;
-	char	   *err = NULL;
 
 	/*
 	 * A step that is no longer wanted is found out under the runs lock at
@@ -317,70 +242,21 @@ run_step_task(Task *t)
 	 * put back after an interrupt (its RACE lost, its instance cancelled):
 	 * running it again would be wasted.
 	 */
-	if (!load_run(t, &run) || strcmp(run.status, "running") != 0 ||
-		(g = pgd_graph_get(t->instance_id, run.token)) == NULL ||
+	if (!t->has_run || strcmp(t->run.status, "running") != 0 ||
+		(g = pgd_graph_get(t->instance_id, t->run.token)) == NULL ||
 		(n = pgd_graph_find(g, t->node_id)) < 0 ||
 		(t->attempts > 0 && !pgd_node_is_live(g, n, t->scope)))
 		return true;
 
 	pgstat_report_activity(STATE_RUNNING, g->nodes[n].query);
-	query = g->nodes[n].query;
-	/* variables and named results are read only when the text can refer to them */
-	if (strchr(query, '{') != NULL || strchr(query, '$') != NULL)
-		query = pgd_substitute(query, pgd_step_vars(t->instance_id, &run),
-							   pgd_visible_results(t->instance_id, t->scope),
-							   PGD_SUBST_SQL, &err);
-	if (query == NULL)
-	{
-		outcome.ok = false;
-		outcome.result = err;
-	}
-	else
-	{
-		bool		retry;
-		int			sqlstate;
-
-		pgd_executor_set_running(t->instance_id, t->scope);
-		if (run.database != NULL)
-		{
-			/* another database: a background session runs it there (remote.c) */
-			PgdBgsqlStatus st = pgd_remote_step(run.database, query, run.submitted_by,
-												&outcome.result, &sqlstate);
-
-			outcome.ok = (st == PGD_BGSQL_OK);
-			retry = (st == PGD_BGSQL_RETRY);
-		}
-		else
-			outcome = pgd_run_user_sql(query, run.submitted_by, &retry, &sqlstate);
-		pgd_executor_set_running(NULL, NULL);
-		/* waiting for a free worker slot is not a failure, however long it lasts */
-		if (retry && (t->attempts < MAX_RETRIES || sqlstate == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED))
-		{
-			if (pgd_log_allowed())
-				ereport(LOG,
-						(errmsg("pg_durable: retrying step %s of instance %s after %s (attempt %d)",
-								t->node_id, t->instance_id, unpack_sql_state(sqlstate),
-								t->attempts + 1)));
-			requeue_task(t);
-			pgd_event_add(t->instance_id, "step_retried", t->node_id, t->scope, t->attempts + 1,
-						  pgd_event_detail("sqlstate", unpack_sql_state(sqlstate)));
-			return true;
-		}
-	}
-	if (!outcome.ok && pgd_log_allowed())
-	{
-		char	   *msg = pstrdup(outcome.result ? outcome.result : "");
-
-		if (strlen(msg) > PGD_EVENT_ERROR_LEN)
-			msg[pg_mbcliplen(msg, strlen(msg), PGD_EVENT_ERROR_LEN)] = '\0';
-		ereport(LOG,
-				(errmsg("pg_durable: node %s of instance %s failed: %s",
-						t->node_id, t->instance_id, msg)));
-	}
+	if (!run_statement(t, g, n, &outcome))
+		return true;
+	if (!outcome.ok)
+		log_step_failure(t->node_id, t->instance_id, outcome.result);
 
 	/* step 3: under the instance lock, the step must still be wanted */
-	if (!pgd_lock_run(t->instance_id, &status) || strcmp(status, "running") != 0 ||
-		!pgd_node_is_live(g, n, t->scope))
+	if (!pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING, t->node_id, t->scope,
+						 &g, &n))
 	{
 		SPI_finish();
 		PopActiveSnapshot();
@@ -389,104 +265,64 @@ run_step_task(Task *t)
 		return false;
 	}
 
-	pgd_event_set_attempt(t->node_id, t->attempts + 1);
-	pgd_transition_complete(g, n, t->scope, outcome);
-	pgd_event_set_attempt(NULL, 0);
+	pgd_store_set_attempt(t->node_id, t->attempts + 1);
+	pgd_apply_complete(g, n, t->scope, outcome);
+	pgd_store_set_attempt(NULL, 0);
 	return true;
 }
 
-/* A timer fell due: a SLEEP or WAIT_SCHEDULE ends, or a SIGNAL wait times out. */
+/* A timer fell due: a SLEEP or WAIT_SCHEDULE ends, a SIGNAL wait times out, a loop goes on. */
 static void
-run_timer_task(Task *t)
+run_timer_task(PgdClaim *t)
 {
-	PgdRunInfo	run;
 	PgdGraph   *g;
 	int			n;
-	char	   *status;
 
-	if (load_run(t, &run) && pgd_lock_run(t->instance_id, &status) &&
-		strcmp(status, "running") == 0 &&
-		(g = pgd_graph_get(t->instance_id, run.token)) != NULL &&
-		(n = pgd_graph_find(g, t->node_id)) >= 0 &&
-		pgd_node_is_live(g, n, t->scope))
-		pgd_timer_fire(g, n, t->scope);
+	if (t->has_run &&
+		pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING, t->node_id, t->scope,
+						&g, &n))
+		pgd_apply_timer(g, n, t->scope);
 }
 
 /* Signals arrived: hand them to the instance's waits. */
 static void
-run_deliver_task(Task *t)
+run_deliver_task(PgdClaim *t)
 {
-	PgdRunInfo	run;
 	PgdGraph   *g;
-	char	   *status;
+	int			n;
 
-	if (load_run(t, &run) && pgd_lock_run(t->instance_id, &status) &&
-		strcmp(status, "running") == 0 &&
-		(g = pgd_graph_get(t->instance_id, run.token)) != NULL)
-		pgd_signal_deliver(g);
-}
-
-#define CLAIM_RESULT \
-	"SELECT t.id, t.instance_id, t.node_id, t.scope, t.kind, t.attempts, " \
-	"r.submitted_by, r.label, r.vars::text, r.status, r.created_at::text, r.database " \
-	"FROM t LEFT JOIN df_internal.runs r ON r.instance_id OPERATOR(pg_catalog.=) t.instance_id"
-
-/* Claim the task with this id if it is ready and nobody holds it: 0 or 1 rows. */
-static int
-claim_by_id(int64 id)
-{
-	Oid			types[1] = {INT8OID};
-	Datum		values[1];
-
-	values[0] = Int64GetDatum(id);
-	return pgd_spi_exec("WITH t AS (DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) "
-						"(SELECT id FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1 "
-						" AND run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
-						" AND kind OPERATOR(pg_catalog.<>) 'http' FOR UPDATE SKIP LOCKED) "
-						"RETURNING id, instance_id, node_id, scope, kind, attempts) " CLAIM_RESULT,
-						1, types, values, NULL, false);
+	if (t->has_run &&
+		pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING, NULL, NULL, &g, &n))
+		pgd_apply_deliver(g);
 }
 
 /*
  * Claim the oldest due task nobody holds; when there is none, tell wake.c
- * and the executor when the next future task is due.  That time is read
- * without locks: a scan that skipped rows another executor held (with
- * SKIP LOCKED) would report a later time and hide a timer until the
- * safety poll.
+ * and the executor when the next future task is due.
  */
-static int
-scan_queue(long *sleep_ms)
+static bool
+scan_queue(PgdClaim *claim, long *sleep_ms)
 {
 	uint64		gen = pgd_queue_scan_begin();
-	bool		isnull;
-	Datum		next;
+	int64		id;
+	TimestampTz at;
 
-	if (pgd_spi_exec("SELECT id FROM df_internal.tasks "
-					 "WHERE run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
-					 "AND kind OPERATOR(pg_catalog.<>) 'http' "
-					 "ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
-					 0, NULL, NULL, NULL, false) > 0)
+	if (pgd_store_oldest_ready(&id))
 	{
 		/* after this one, another may be due at once: look again */
 		pgd_queue_scanned(gen, GetCurrentTimestamp());
-		return claim_by_id(strtoll(pgd_spi_getstring(0, 1), NULL, 10));
+		return pgd_store_claim_by_id(id, claim);
 	}
-	pgd_spi_exec("SELECT min(run_at) FROM df_internal.tasks "
-				 "WHERE run_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
-				 "AND kind OPERATOR(pg_catalog.<>) 'http'",
-				 0, NULL, NULL, NULL, false);
-	next = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	if (isnull)
+	if (!pgd_store_next_due(&at))
 		pgd_queue_scanned(gen, DT_NOEND);
 	else
 	{
-		TimestampTz at = DatumGetTimestampTz(next);
 		TimestampTz now = GetCurrentTimestamp();
 
 		pgd_queue_scanned(gen, at);
 		*sleep_ms = Min(*sleep_ms, at > now ? Max(1L, (long) ((at - now) / 1000) + 1) : 1L);
 	}
-	return 0;
+	return false;
 }
 
 /*
@@ -494,11 +330,11 @@ scan_queue(long *sleep_ms)
  * (wake.c), by its primary key.  The queue itself is scanned when wake.c
  * says something may be ready that the ring does not hold or a timer is
  * due (at most every FULL_SCAN_MS while the ring has work, so that timers
- * are not starved), and at the safety poll.  Returns the number of rows
- * claimed (0 or 1); with 0, *sleep_ms says how long to sleep.
+ * are not starved), and at the safety poll.  Returns false when there was
+ * none; then *sleep_ms says how long to sleep.
  */
-static int
-claim_task(long *sleep_ms)
+static bool
+claim_task(PgdClaim *claim, long *sleep_ms)
 {
 	static TimestampTz last_scan = 0;
 	TimestampTz now = GetCurrentTimestamp();
@@ -512,19 +348,19 @@ claim_task(long *sleep_ms)
 	if (safety || (due && TimestampDifferenceExceeds(last_scan, now, FULL_SCAN_MS)))
 	{
 		last_scan = now;
-		if (scan_queue(sleep_ms) > 0)
-			return 1;
+		if (scan_queue(claim, sleep_ms))
+			return true;
 		due = safety = false;
 	}
 	while (pgd_ready_pop(&id))
-		if (claim_by_id(id) > 0)
-			return 1;
+		if (pgd_store_claim_by_id(id, claim))
+			return true;
 	if (due)
 	{
 		last_scan = now;
-		return scan_queue(sleep_ms);
+		return scan_queue(claim, sleep_ms);
 	}
-	return 0;
+	return false;
 }
 
 /*
@@ -534,38 +370,36 @@ claim_task(long *sleep_ms)
 static bool
 process_one(long *sleep_ms)
 {
-	Task		t;
-	int			n;
+	PgdClaim	t;
 	bool		committed_here = true;
 
-	pgd_event_set_attempt(NULL, 0);
+	pgd_store_set_attempt(NULL, 0);
 	pgd_begin_unit("pg_durable: looking for work");
-	n = claim_task(sleep_ms);
-	if (n == 0)
+	if (!claim_task(&t, sleep_ms))
 	{
 		pgd_end_unit();
 		return false;
 	}
 
 	pgd_executor_set_idle(false);
-	t.id = strtoll(pgd_spi_getstring(0, 1), NULL, 10);
-	t.instance_id = pgd_spi_getstring(0, 2);
-	t.node_id = pgd_spi_getstring(0, 3);
-	t.scope = pgd_spi_getstring(0, 4);
-	t.kind = pgd_spi_getstring(0, 5);
-	t.attempts = atoi(pgd_spi_getstring(0, 6));
-	t.has_run = read_run(7, &t.run);
-
-	if (strcmp(t.kind, "start") == 0)
-		run_start_task(&t);
-	else if (strcmp(t.kind, "step") == 0)
-		committed_here = run_step_task(&t);
-	else if (strcmp(t.kind, "timer") == 0)
-		run_timer_task(&t);
-	else if (strcmp(t.kind, "deliver") == 0)
-		run_deliver_task(&t);
-	else
-		elog(ERROR, "pg_durable: unknown task kind \"%s\"", t.kind);
+	switch (t.kind)
+	{
+		case PGD_TASK_START:
+			run_start_task(&t);
+			break;
+		case PGD_TASK_STEP:
+			committed_here = run_step_task(&t);
+			break;
+		case PGD_TASK_TIMER:
+			run_timer_task(&t);
+			break;
+		case PGD_TASK_DELIVER:
+			run_deliver_task(&t);
+			break;
+		case PGD_TASK_HTTP:
+			elog(ERROR, "an executor claimed HTTP task %lld", (long long) t.id);
+			break;
+	}
 
 	if (committed_here)
 		pgd_end_unit();
@@ -605,12 +439,8 @@ process_available_work(void)
 		}
 		PG_CATCH();
 		{
-			MemoryContextSwitchTo(old);
-			EmitErrorReport();
-			FlushErrorState();
-			AbortCurrentTransaction();
+			pgd_unit_recover(old);
 			pgd_queue_rescan();	/* the claimed task is back in the queue */
-			SPI_finish();		/* harmless when not connected */
 			did = false;
 			sleep_ms = 1000L;	/* do not spin on a persistent engine error */
 		}

@@ -67,10 +67,14 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "engine/engine.h"
-#include "steps/http.h"
 #include "core/settings.h"
 #include "core/shmem.h"
+#include "core/unit.h"
+#include "engine/apply.h"
+#include "engine/store.h"
+#include "engine/wake.h"
+#include "mb/pg_wchar.h"
+#include "steps/http.h"
 #include "worker/worker.h"
 
 #define LEASE_MARGIN_S 5
@@ -233,20 +237,11 @@ pgd_http_worker_settings(PG_FUNCTION_ARGS)
 static void
 complete(PgdHttpRequest *req, PgdOutcome outcome)
 {
-	Oid			types[1] = {INT8OID};
-	Datum		values[1];
-	PgdRunInfo	run;
 	PgdGraph   *g;
-	char	   *status;
-	char	   *token;
 	int			n;
 
 	pgd_begin_unit("pg_durable: completing an HTTP step");
-	values[0] = Int64GetDatum(req->task_id);
-	if (pgd_spi_exec("SELECT lease_token::text FROM df_internal.tasks "
-					 "WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED",
-					 1, types, values, NULL, false) == 0 ||
-		(token = pgd_spi_getstring(0, 1)) == NULL || strcmp(token, req->token) != 0)
+	if (!pgd_store_http_lease_held(req->task_id, req->token))
 	{
 		/* fenced: the lease was taken over, or the task is gone */
 		if (pgd_log_allowed())
@@ -261,25 +256,22 @@ complete(PgdHttpRequest *req, PgdOutcome outcome)
 	{
 		char	   *msg = pstrdup(outcome.result);
 
+		/* cut at a character boundary, as the executor does */
 		if (strlen(msg) > PGD_EVENT_ERROR_LEN)
-			msg[PGD_EVENT_ERROR_LEN] = '\0';
+			msg[pg_mbcliplen(msg, strlen(msg), PGD_EVENT_ERROR_LEN)] = '\0';
 		ereport(LOG,
 				(errmsg("pg_durable: node %s of instance %s failed: %s",
 						req->node_id, req->instance_id, msg)));
 	}
 
-	if (pgd_load_run(req->instance_id, &run) && pgd_lock_run(req->instance_id, &status) &&
-		strcmp(status, "running") == 0 &&
-		(g = pgd_graph_get(req->instance_id, run.token)) != NULL &&
-		(n = pgd_graph_find(g, req->node_id)) >= 0 &&
-		pgd_node_is_live(g, n, req->scope))
+	if (pgd_lock_target(req->instance_id, NULL, PGD_INSTANCE_RUNNING, req->node_id, req->scope,
+						&g, &n))
 	{
-		pgd_event_set_attempt(req->node_id, req->attempt);
-		pgd_transition_complete(g, n, req->scope, outcome);
-		pgd_event_set_attempt(NULL, 0);
+		pgd_store_set_attempt(req->node_id, req->attempt);
+		pgd_apply_complete(g, n, req->scope, outcome);
+		pgd_store_set_attempt(NULL, 0);
 	}
-	pgd_spi_exec("DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1",
-				 1, types, values, NULL, false);
+	pgd_store_task_delete(req->task_id);
 	pgd_end_unit();
 }
 
@@ -474,6 +466,7 @@ reap(void)
 	CURLMsg    *msg;
 	int			left;
 	int			done = 0;
+	MemoryContext cxt = CurrentMemoryContext;
 
 	while ((msg = curl_multi_info_read(multi, &left)) != NULL)
 	{
@@ -493,10 +486,7 @@ reap(void)
 		PG_CATCH();
 		{
 			/* the lease expires and the call is made again */
-			EmitErrorReport();
-			FlushErrorState();
-			AbortCurrentTransaction();
-			SPI_finish();
+			pgd_unit_recover(cxt);
 		}
 		PG_END_TRY();
 		free_transfer(t);
@@ -516,67 +506,35 @@ reap(void)
 static int
 claim(int max, long *next_ms)
 {
-	Oid			types[2] = {INT8OID, INT4OID};
-	Datum		values[2];
 	PgdHttpRequest **reqs;
+	PgdHttpDue *due;
 	int			nreqs = 0;
 	int			n;
+	long		ms;
 
 	*next_ms = IDLE_POLL_MS;
 	reqs = palloc(sizeof(PgdHttpRequest *) * Max(max, 1));	/* outlives the unit */
 	pgd_begin_unit("pg_durable: claiming HTTP steps");
-	values[0] = Int64GetDatum(max);
-	n = pgd_spi_exec("SELECT id, instance_id, node_id, scope, attempts FROM df_internal.tasks "
-					 "WHERE kind OPERATOR(pg_catalog.=) 'http' "
-					 "AND run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
-					 "AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) "
-					 "ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED",
-					 1, types, values, NULL, false);
-	if (n > 0)
+	n = pgd_store_http_due(max, &due);
+	for (int i = 0; i < n; i++)
 	{
-		SPITupleTable *claimed = SPI_tuptable;
+		PgdHttpRequest *req;
 
-		for (int i = 0; i < n; i++)
+		req = due[i].node_id ?
+			pgd_http_prepare(http_cxt, due[i].id, due[i].instance_id, due[i].node_id,
+							 due[i].scope, due[i].attempts + 1) : NULL;
+		if (req == NULL)
 		{
-			HeapTuple	tup = claimed->vals[i];
-			TupleDesc	desc = claimed->tupdesc;
-			int64		id = strtoll(SPI_getvalue(tup, desc, 1), NULL, 10);
-			char	   *instance_id = SPI_getvalue(tup, desc, 2);
-			char	   *node_id = SPI_getvalue(tup, desc, 3);
-			char	   *scope = SPI_getvalue(tup, desc, 4);
-			int			attempts = atoi(SPI_getvalue(tup, desc, 5));
-			PgdHttpRequest *req;
-
-			values[0] = Int64GetDatum(id);
-			req = node_id ? pgd_http_prepare(http_cxt, id, instance_id, node_id, scope, attempts + 1) : NULL;
-			if (req == NULL)
-			{
-				pgd_spi_exec("DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1",
-							 1, types, values, NULL, false);
-				continue;
-			}
-			values[1] = Int32GetDatum((req->decided ? 0 : req->timeout_s) + LEASE_MARGIN_S);
-			pgd_spi_exec("UPDATE df_internal.tasks SET attempts = attempts OPERATOR(pg_catalog.+) 1, "
-						 "lease_token = pg_catalog.gen_random_uuid(), "
-						 "lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) "
-						 "pg_catalog.make_interval(secs => $2) "
-						 "WHERE id OPERATOR(pg_catalog.=) $1 RETURNING lease_token::text",
-						 2, types, values, NULL, false);
-			req->token = MemoryContextStrdup(req->cxt, pgd_spi_getstring(0, 1));
-			reqs[nreqs++] = req;
+			pgd_store_task_delete(due[i].id);
+			continue;
 		}
+		req->token = MemoryContextStrdup(req->cxt,
+										 pgd_store_http_lease(due[i].id,
+															  (req->decided ? 0 : req->timeout_s) + LEASE_MARGIN_S));
+		reqs[nreqs++] = req;
 	}
-	if (n < max &&
-		pgd_spi_exec("SELECT (EXTRACT(epoch FROM min(GREATEST(run_at, COALESCE(lease_until, run_at))) "
-					 "OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint "
-					 "FROM df_internal.tasks WHERE kind OPERATOR(pg_catalog.=) 'http'",
-					 0, NULL, NULL, NULL, false) > 0)
-	{
-		char	   *ms = pgd_spi_getstring(0, 1);
-
-		if (ms != NULL)
-			*next_ms = Max(1L, Min(IDLE_POLL_MS, strtol(ms, NULL, 10) + 1));
-	}
+	if (n < max && pgd_store_http_next_due(&ms))
+		*next_ms = Max(1L, Min(IDLE_POLL_MS, ms + 1));
 	pgd_end_unit();
 
 	/* the leases are committed: now the calls (or the decided outcomes) */
@@ -649,11 +607,7 @@ claim_guarded(int max, MemoryContext loop_cxt, long *next_ms)
 	}
 	PG_CATCH();
 	{
-		MemoryContextSwitchTo(loop_cxt);
-		EmitErrorReport();
-		FlushErrorState();
-		AbortCurrentTransaction();
-		SPI_finish();
+		pgd_unit_recover(loop_cxt);
 		*next_ms = 1000L;		/* do not spin on a persistent error */
 		if (!pgd_extension_exists())
 			proc_exit(0);		/* DROP EXTENSION: the launcher starts us again */

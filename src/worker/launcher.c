@@ -41,9 +41,9 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "engine/engine.h"
 #include "core/settings.h"
 #include "core/shmem.h"
+#include "core/unit.h"
 #include "worker/worker.h"
 
 #define PGD_LAUNCHER_RESTART_SECONDS 5
@@ -55,14 +55,9 @@ pgd_register_launcher(void)
 {
 	BackgroundWorker worker;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	pgd_worker_describe(&worker, "pgd_launcher_main", "pg_durable launcher",
+						"pg_durable launcher", (Datum) 0, 0);
 	worker.bgw_restart_time = PGD_LAUNCHER_RESTART_SECONDS;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_durable");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "pgd_launcher_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_durable launcher");
-	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_durable launcher");
 	RegisterBackgroundWorker(&worker);
 }
 
@@ -119,17 +114,7 @@ start_worker(const char *function, const char *name, const char *type, Datum arg
 	BackgroundWorker worker;
 	BackgroundWorkerHandle *handle;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_durable");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "%s", function);
-	snprintf(worker.bgw_name, BGW_MAXLEN, "%s", name);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "%s", type);
-	worker.bgw_main_arg = arg;
-	worker.bgw_notify_pid = MyProcPid;
-
+	pgd_worker_describe(&worker, function, name, type, arg, MyProcPid);
 	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
 		return NULL;
 	return handle;

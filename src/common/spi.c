@@ -1,17 +1,19 @@
 /*-------------------------------------------------------------------------
  *
- * engine_sql.c
- *	  Small SPI helpers for the engine's own statements.
+ * spi.c
+ *	  Small SPI helpers for the statements pg_durable runs from C.
  *
- * Every engine statement uses $n parameters and schema-qualified names with
+ * Every statement uses $n parameters and schema-qualified names with
  * OPERATOR(pg_catalog.x) where an operator is involved, so neither the
  * caller's search_path nor user data can change what it does.  Each
  * distinct statement is prepared once per process and kept (the plan cache
- * re-plans it after DDL, a role change or a new extension), so a step does
- * not parse and plan the engine's ten-odd statements again.
+ * re-plans it after DDL, a role change or a new extension), so a call does
+ * not parse and plan it again.  The engine's own statements go through its
+ * store (engine/store.c), which names each of them and keeps their plans
+ * by number; the monitoring functions and df.start use these helpers
+ * directly.
  *
- * Locks: pgd_lock_run takes the instance's df_internal.runs row lock
- * (FOR UPDATE); see engine.h for the order rules.
+ * Locks: none of its own.
  *
  *-------------------------------------------------------------------------
  */
@@ -24,7 +26,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
-#include "engine/engine.h"
+#include "common/spi.h"
 
 #define PLAN_KEY_LEN 4096
 
@@ -87,8 +89,6 @@ pgd_spi_exec(const char *sql, int nargs, const Oid *types, const Datum *values,
 	int			rc;
 	SPIPlanPtr	plan;
 
-	/* buffered node updates go first: see transition.c */
-	pgd_flush_node_writes();
 	plan = prepared(sql, nargs, types);
 
 	if (plan != NULL)
@@ -132,26 +132,6 @@ Datum
 pgd_text_datum(const char *s)
 {
 	return PointerGetDatum(cstring_to_text(s));
-}
-
-/*
- * Lock the instance's runs row.  Returns false when the instance has no
- * runs row (finished and cleaned up, or never existed); else sets *status.
- */
-bool
-pgd_lock_run(const char *instance_id, char **status)
-{
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
-
-	values[0] = pgd_text_datum(instance_id);
-	if (pgd_spi_exec("SELECT status FROM df_internal.runs "
-					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-					 1, types, values, NULL, false) == 0)
-		return false;
-	if (status)
-		*status = pgd_spi_getstring(0, 1);
-	return true;
 }
 
 /*

@@ -1,18 +1,18 @@
 /*-------------------------------------------------------------------------
  *
- * instance_graph.c
+ * graph_cache.c
  *	  The structure of an instance's graph, loaded from df.nodes once per
- *	  process and cached.
+ *	  process and cached, its node configs parsed once.
  *
  * A graph never changes after df.start, so the cache can never be stale:
  * entries are only dropped to bound memory (and when an instance ends).
  * Because an id may be reused once an old instance is deleted, each entry
  * carries a token (the creation time of the instance's runs row) that the
  * caller must match.
- * The persisted form keeps IF/LOOP conditions as {"condition_node":"<id>"}
- * and JOIN extras as {"extra_nodes":["<id>",...]} in the query column; this
- * file turns that back into parent/child links.  Only nodes reachable from
- * the instance's root_node are part of the graph.
+ * The persisted form keeps IF/LOOP conditions and JOIN extras in the
+ * query column (graph/persisted.h); this file turns that back into
+ * parent/child links.  Only nodes reachable from the instance's root_node
+ * are part of the graph.
  *
  * Locks: none (plain reads of df.instances and df.nodes).
  *
@@ -20,14 +20,14 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
-#include "executor/spi.h"
 #include "miscadmin.h"
-#include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
-#include "engine/engine.h"
+#include "common/json.h"
+#include "engine/graph_cache.h"
+#include "engine/store.h"
+#include "graph/persisted.h"
 
 #define GRAPH_CACHE_MAX 2000
 
@@ -86,52 +86,99 @@ typedef struct IdIndex
 	int			index;
 } IdIndex;
 
-/* Children referenced from a node's query config ({"condition_node":..}, {"extra_nodes":[..]}). */
+/* Children referenced from a node's query config (condition, extra branches). */
 static void
-parse_config_links(PgdGraph *g, PgdNode *n, int self, HTAB *ids)
+link_config_children(PgdGraph *g, PgdNode *n, int self, HTAB *ids)
+{
+	DfConfigLinks links;
+	IdIndex    *e;
+	bool		found;
+	int			i;
+
+	df_config_links(n->type, n->query, &links);
+	if (links.condition_id != NULL &&
+		(e = hash_search(ids, links.condition_id, HASH_FIND, &found)) != NULL)
+	{
+		n->condition = e->index;
+		g->nodes[e->index].parent = self;
+	}
+	if (n->type == DF_NODE_JOIN && links.nextras > 0)
+		n->extras = palloc0(sizeof(int) * links.nextras);
+	for (i = 0; i < links.nextras; i++)
+		if ((e = hash_search(ids, links.extra_ids[i], HASH_FIND, &found)) != NULL)
+		{
+			n->extras[n->nextras++] = e->index;
+			g->nodes[e->index].parent = self;
+		}
+}
+
+/* The node's config as a JSON object (an empty one when it has none). */
+static DfJson *
+node_config(const PgdNode *n)
+{
+	char	   *err = NULL;
+	DfJson	   *cfg = n->query ? dfjson_parse(n->query, strlen(n->query), &err) : NULL;
+
+	return (cfg && cfg->type == DFJ_OBJECT) ? cfg : dfjson_make_object();
+}
+
+/* df.break()'s value as JSON: a JSON text as itself, other text as a string, else null. */
+static char *
+break_value(const DfJson *bv)
+{
+	char	   *err = NULL;
+	StringInfoData buf;
+
+	if (bv == NULL || bv->type != DFJ_STRING)
+		return pstrdup("null");
+	if (dfjson_parse(bv->str, strlen(bv->str), &err) != NULL)
+		return bv->str;
+	initStringInfo(&buf);
+	dfjson_write_string(&buf, bv->str);
+	return buf.data;
+}
+
+/*
+ * Parse the config of the nodes that have one, once.  Bad configs are kept
+ * as what the node fails with when it starts (validation at df.start makes
+ * them rare: a graph written by hand into df.nodes).
+ */
+static void
+parse_config(PgdNode *n)
 {
 	DfJson	   *cfg;
 	DfJson	   *v;
-	char	   *err = NULL;
-	bool		found;
 
-	if (n->query == NULL || (n->type != DF_NODE_IF && n->type != DF_NODE_LOOP &&
-							 n->type != DF_NODE_JOIN))
-		return;
-	cfg = dfjson_parse(n->query, strlen(n->query), &err);
-	if (cfg == NULL)
-		return;
-
-	v = dfjson_get(cfg, "condition_node");
-	if (v != NULL && v->type == DFJ_STRING && n->type != DF_NODE_JOIN)
+	switch (n->type)
 	{
-		IdIndex    *e = hash_search(ids, v->str, HASH_FIND, &found);
-
-		if (found)
-		{
-			n->condition = e->index;
-			g->nodes[e->index].parent = self;
-		}
-	}
-	v = dfjson_get(cfg, "extra_nodes");
-	if (v != NULL && v->type == DFJ_ARRAY && n->type == DF_NODE_JOIN)
-	{
-		int			i;
-
-		n->extras = palloc0(sizeof(int) * Max(v->count, 1));
-		for (i = 0; i < v->count; i++)
-		{
-			IdIndex    *e;
-
-			if (v->items[i]->type != DFJ_STRING)
-				continue;
-			e = hash_search(ids, v->items[i]->str, HASH_FIND, &found);
-			if (found)
-			{
-				n->extras[n->nextras++] = e->index;
-				g->nodes[e->index].parent = self;
-			}
-		}
+		case DF_NODE_SLEEP:
+			n->sleep_seconds = n->query ? strtoll(n->query, NULL, 10) : 0;
+			break;
+		case DF_NODE_WAIT_SCHEDULE:
+			v = dfjson_get(node_config(n), "cron_expr");
+			n->cron_expr = (v && v->type == DFJ_STRING) ? v->str : "";
+			if (v == NULL || v->type != DFJ_STRING)
+				n->cron_error = "missing cron_expr";
+			else if (!df_cron_parse(v->str, &n->cron, &n->cron_error) && n->cron_error == NULL)
+				n->cron_error = "missing cron_expr";
+			break;
+		case DF_NODE_SIGNAL:
+			cfg = node_config(n);
+			v = dfjson_get(cfg, "signal_name");
+			n->signal_name = (v && v->type == DFJ_STRING) ? v->str : NULL;
+			v = dfjson_get(cfg, "timeout_seconds");
+			n->has_timeout = (v != NULL && v->type == DFJ_NUMBER);
+			n->timeout_seconds = n->has_timeout ? strtoll(v->str, NULL, 10) : 0;
+			break;
+		case DF_NODE_BREAK:
+			n->break_value = break_value(n->query ? dfjson_get(node_config(n), "break_value") : NULL);
+			break;
+		case DF_NODE_IF:
+			v = dfjson_get(node_config(n), "result_name");
+			n->if_rows_name = (v && v->type == DFJ_STRING) ? v->str : NULL;
+			break;
+		default:
+			break;
 	}
 }
 
@@ -141,22 +188,14 @@ graph_load(const char *instance_id)
 	int			n,
 				i;
 	char	   *root_id;
+	PgdStoredNode *rows;
 	PgdGraph   *g;
 	MemoryContext cxt,
 				old;
 	HASHCTL		ctl;
 	HTAB	   *ids;
-	char	  **lefts;
-	char	  **rights;
 
-	if (PGD_EXEC("SELECT root_node FROM df.instances WHERE id OPERATOR(pg_catalog.=) $1",
-				 instance_id) == 0)
-		return NULL;
-	root_id = pgd_spi_getstring(0, 1);
-
-	n = PGD_EXEC("SELECT id, node_type, query, result_name, left_node, right_node "
-					 "FROM df.nodes WHERE instance_id OPERATOR(pg_catalog.=) $1",
-				 instance_id);
+	n = pgd_store_load_nodes(instance_id, &root_id, &rows);
 	if (n == 0)
 		return NULL;
 
@@ -168,8 +207,6 @@ graph_load(const char *instance_id)
 	g->nnodes = n;
 	g->nodes = palloc0(sizeof(PgdNode) * n);
 	g->root = -1;
-	lefts = palloc0(sizeof(char *) * n);
-	rights = palloc0(sizeof(char *) * n);
 
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.keysize = PGD_ID_LEN + 1;
@@ -180,19 +217,15 @@ graph_load(const char *instance_id)
 	for (i = 0; i < n; i++)
 	{
 		PgdNode    *node = &g->nodes[i];
-		char	   *type = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
 		IdIndex    *e;
 		bool		found;
 
-		strlcpy(node->id, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
-				sizeof(node->id));
-		if (!df_node_type_from_name(type, &node->type))
-			elog(ERROR, "pg_durable: instance %s has a node of unknown type \"%s\"",
-				 instance_id, type);
-		node->query = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3);
-		node->result_name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4);
-		lefts[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 5);
-		rights[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 6);
+		strlcpy(node->id, rows[i].id, sizeof(node->id));
+		if (!df_node_type_from_name(rows[i].type, &node->type))
+			elog(ERROR, "instance %s has a node of unknown type \"%s\"",
+				 instance_id, rows[i].type);
+		node->query = rows[i].query ? pstrdup(rows[i].query) : NULL;
+		node->result_name = rows[i].result_name ? pstrdup(rows[i].result_name) : NULL;
 		node->parent = node->left = node->right = node->condition = -1;
 		e = hash_search(ids, node->id, HASH_ENTER, &found);
 		e->index = i;
@@ -205,25 +238,25 @@ graph_load(const char *instance_id)
 		IdIndex    *e;
 		bool		found;
 
-		if (lefts[i] && (e = hash_search(ids, lefts[i], HASH_FIND, &found)) != NULL)
+		if (rows[i].left && (e = hash_search(ids, rows[i].left, HASH_FIND, &found)) != NULL)
 		{
 			node->left = e->index;
 			g->nodes[e->index].parent = i;
 		}
-		if (rights[i] && (e = hash_search(ids, rights[i], HASH_FIND, &found)) != NULL)
+		if (rows[i].right && (e = hash_search(ids, rows[i].right, HASH_FIND, &found)) != NULL)
 		{
 			node->right = e->index;
 			g->nodes[e->index].parent = i;
 		}
-		parse_config_links(g, node, i, ids);
+		link_config_children(g, node, i, ids);
+		parse_config(node);
 	}
 	hash_destroy(ids);
 	MemoryContextSwitchTo(old);
-
 	if (g->root < 0)
 	{
 		MemoryContextDelete(cxt);
-		elog(ERROR, "pg_durable: instance %s has no root node %s", instance_id, root_id);
+		elog(ERROR, "instance %s has no root node %s", instance_id, root_id);
 	}
 	return g;
 }

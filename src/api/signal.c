@@ -1,0 +1,80 @@
+/*-------------------------------------------------------------------------
+ *
+ * signal.c
+ *	  df.signal: send a signal to an instance.
+ *
+ * Signals are buffered (a deliberate divergence from the reference, which
+ * drops a signal sent before the wait exists): the signal goes into the
+ * instance's mailbox with a "deliver" task, in the caller's transaction,
+ * and the engine hands it to a waiting SIGNAL node (engine/apply.c,
+ * engine/timers.c).  Nothing of the instance is locked (DESIGN.md §5
+ * rule 2).  The instance must be visible to the caller (row-level
+ * security decides) and not have ended.
+ *
+ * Locks: none; row inserts only (as the bootstrap superuser, since users
+ * have no privileges on df_internal).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+
+#include "common/json.h"
+#include "common/spi.h"
+#include "engine/store.h"
+#include "engine/types.h"
+
+PG_FUNCTION_INFO_V1(pgd_signal);
+Datum
+pgd_signal(PG_FUNCTION_ARGS)
+{
+	char	   *id = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *data = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	char	   *status = NULL;
+	char	   *err = NULL;
+	bool		is_json;
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+	Oid			save_userid;
+	int			save_sec;
+
+	if (id[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("Instance id cannot be empty")));
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("Signal name cannot be empty")));
+
+	/* visibility as the caller (row-level security decides) */
+	values[0] = pgd_text_datum(id);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (pgd_spi_exec("SELECT status FROM df.instances WHERE id OPERATOR(pg_catalog.=) $1",
+					 1, types, values, NULL, false) > 0)
+		status = pgd_spi_getstring(0, 1);
+	if (status == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("Instance not found or access denied: %s", id)));
+	if (pgd_is_terminal(status))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("Failed to send signal: instance %s is %s", id, status)));
+
+	is_json = dfjson_parse(data, strlen(data), &err) != NULL;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	pgd_store_signal_send(id, name, data, is_json);
+	SetUserIdAndSecContext(save_userid, save_sec);
+	SPI_finish();
+	PG_RETURN_TEXT_P(cstring_to_text("OK"));
+}

@@ -1,0 +1,44 @@
+/*-------------------------------------------------------------------------
+ *
+ * spi.h
+ *	  Small SPI helpers (spi.c): run a statement with $n parameters from a
+ *	  plan prepared once per process, read a column as text, and recover
+ *	  from an error in an internal subtransaction.
+ *
+ * Locks: none of its own.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_DURABLE_SPI_H
+#define PG_DURABLE_SPI_H
+
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "utils/resowner.h"
+
+/*
+ * Run one statement; returns SPI_processed.  Every statement gets a fresh
+ * snapshot (read committed): a read that reused the transaction's first
+ * snapshot could miss what committed just before a task was claimed, and
+ * call a live step dead.  read_only is accepted for documentation only.
+ */
+extern int	pgd_spi_exec(const char *sql, int nargs, const Oid *types,
+						 const Datum *values, const char *nulls, bool read_only);
+extern int	pgd_exec(const char *sql, int nargs, const char *const *args);
+extern char *pgd_spi_getstring(int row, int col);
+
+/* Run a statement whose parameters $1..$n are all text (a NULL pointer is SQL NULL). */
+#define PGD_EXEC(sql, ...) \
+	pgd_exec((sql), (int) (sizeof((const char *[]) {__VA_ARGS__}) / sizeof(const char *)), \
+			 (const char *[]) {__VA_ARGS__})
+extern Datum pgd_text_datum(const char *s);
+
+/*
+ * In the PG_CATCH of a PG_TRY around an internal subtransaction begun in
+ * oldcxt with oldowner: the error (copied into oldcxt), the subtransaction
+ * rolled back, the caller's memory context and resource owner restored.
+ */
+extern ErrorData *pgd_subxact_caught(MemoryContext oldcxt, ResourceOwner oldowner);
+
+#endif							/* PG_DURABLE_SPI_H */

@@ -1,0 +1,117 @@
+/*-------------------------------------------------------------------------
+ *
+ * unit.c
+ *	  Units of work of the background workers, their recovery from errors,
+ *	  the rate limit of their log lines, and their registration.
+ *
+ * A worker loop runs one unit of work per transaction (STYLE.md: the
+ * background-worker skeleton of PostgreSQL's own modules).  An error in a
+ * unit is logged, its transaction rolled back, and the loop goes on:
+ * whatever the unit claimed is back in the queue.
+ *
+ * Locks: none of its own.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "core/unit.h"
+
+/* Log rate limit: at most LOG_BURST lines per LOG_WINDOW_MS, per process. */
+#define LOG_BURST 10
+#define LOG_WINDOW_MS 60000L
+
+static TimestampTz log_window_start = 0;
+static int	log_count = 0;
+static int	log_suppressed = 0;
+
+void
+pgd_begin_unit(const char *activity)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, activity);
+}
+
+void
+pgd_end_unit(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+void
+pgd_unit_recover(MemoryContext cxt)
+{
+	MemoryContextSwitchTo(cxt);
+	EmitErrorReport();
+	FlushErrorState();
+	AbortCurrentTransaction();
+	SPI_finish();				/* harmless when not connected */
+	MemoryContextSwitchTo(cxt);
+}
+
+bool
+pgd_extension_exists(void)
+{
+	bool		exists;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	exists = OidIsValid(get_extension_oid("pg_durable", true));
+	CommitTransactionCommand();
+	return exists;
+}
+
+bool
+pgd_log_allowed(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (log_window_start == 0 ||
+		TimestampDifferenceExceeds(log_window_start, now, LOG_WINDOW_MS))
+	{
+		if (log_suppressed > 0)
+			ereport(LOG,
+					(errmsg("pg_durable: %d log lines suppressed in the last minute", log_suppressed)));
+		log_window_start = now;
+		log_count = 0;
+		log_suppressed = 0;
+	}
+	if (log_count < LOG_BURST)
+	{
+		log_count++;
+		return true;
+	}
+	log_suppressed++;
+	return false;
+}
+
+void
+pgd_worker_describe(BackgroundWorker *worker, const char *function, const char *name,
+					const char *type, Datum arg, pid_t notify_pid)
+{
+	memset(worker, 0, sizeof(*worker));
+	worker->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker->bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker->bgw_library_name, BGW_MAXLEN, "pg_durable");
+	snprintf(worker->bgw_function_name, BGW_MAXLEN, "%s", function);
+	snprintf(worker->bgw_name, BGW_MAXLEN, "%s", name);
+	snprintf(worker->bgw_type, BGW_MAXLEN, "%s", type);
+	worker->bgw_main_arg = arg;
+	worker->bgw_notify_pid = notify_pid;
+}

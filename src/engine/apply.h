@@ -1,0 +1,83 @@
+/*-------------------------------------------------------------------------
+ *
+ * apply.h
+ *	  The driver of the state machine (apply.c): it reads what a decision
+ *	  of transition.c needs through the store, takes the decision, and
+ *	  writes it through the store, recursively up and down the graph.
+ *
+ * Everything here runs inside SPI, in the transaction that consumed the
+ * triggering input (a claimed task, df.cancel), with the instance's
+ * df_internal.runs row locked.  A transition therefore commits together
+ * with the step that caused it: there is no second transaction that could
+ * fail after the first one committed (DESIGN.md §5 rule 3).  Each entry
+ * point writes the buffered node updates before it returns.
+ *
+ * Locks: only rows of the instance whose runs row the caller holds; tasks
+ * claimed by others are skipped (SKIP LOCKED), never waited for.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_DURABLE_APPLY_H
+#define PG_DURABLE_APPLY_H
+
+#include "postgres.h"
+
+#include "common/json.h"
+#include "engine/graph_cache.h"
+#include "engine/store.h"
+#include "engine/types.h"
+
+/*
+ * The prologue of every transition on a task: lock the instance's runs
+ * row, check the instance has the status 'want', load its graph and, when
+ * node_id is given, find the node and check it is still live in scope.
+ * run is the runs row as the claim read it (NULL: read it now).  False,
+ * having changed nothing, when any of this does not hold.
+ */
+extern bool pgd_lock_target(const char *instance_id, const PgdRunInfo *run,
+							PgdInstanceStatus want, const char *node_id, const char *scope,
+							PgdGraph **g, int *n);
+
+/* Is node n, run in scope, still wanted?  (The caller checks the instance's status.) */
+extern bool pgd_node_is_live(const PgdGraph *g, int n, const char *scope);
+
+/*
+ * An instance's start task, first: the submitter must still be the one
+ * df.instances records and still be allowed; else the instance fails
+ * before any step runs (and this returns false).
+ */
+extern bool pgd_submitter_still_allowed(const char *instance_id, Oid submitter);
+
+/* An instance's start task, then: it is running, and so is its root. */
+extern void pgd_apply_start(PgdGraph *g);
+
+/* Node n finished in scope with outcome: record it and let its parents react. */
+extern void pgd_apply_complete(PgdGraph *g, int n, const char *scope, PgdOutcome outcome);
+
+/* A timer of node n fell due: a wait ends, or a loop's next iteration begins. */
+extern void pgd_apply_timer(PgdGraph *g, int n, const char *scope);
+
+/* Signals arrived: hand them to the instance's waits. */
+extern void pgd_apply_deliver(PgdGraph *g);
+
+/*
+ * df.cancel: the instance becomes cancelled (unless it has ended) and its
+ * engine state goes.  The caller has not locked anything; false when the
+ * instance has no runs row any more.
+ */
+extern bool pgd_apply_cancel(const char *instance_id, const char *reason);
+
+/*
+ * An instance has ended (the caller set its status and holds its runs
+ * lock): remove its engine state, interrupt whatever of it still runs, and
+ * wake df.await_instance at commit.
+ */
+extern void pgd_apply_end_instance(const char *instance_id);
+
+/* The named results a node in scope sees: its own scope's, then each enclosing scope's. */
+extern DfJson *pgd_visible_results(const char *instance_id, const char *scope);
+
+/* The variables a step sees: the captured ones plus sys_instance_id and sys_label. */
+extern DfJson *pgd_step_vars(const char *instance_id, const PgdRunInfo *run);
+
+#endif							/* PG_DURABLE_APPLY_H */

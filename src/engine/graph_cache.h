@@ -1,0 +1,76 @@
+/*-------------------------------------------------------------------------
+ *
+ * graph_cache.h
+ *	  The structure of an instance's graph as the engine sees it, loaded
+ *	  from df.nodes once per process and cached (graph_cache.c).
+ *
+ * A graph never changes after df.start, so a cached one is never stale;
+ * its node configs are parsed once, when it is loaded, into the fields
+ * below (a config that does not parse leaves them unset, and the node
+ * fails with the message it always gave when it starts).
+ *
+ * Locks: none (plain reads of df.instances and df.nodes).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_DURABLE_GRAPH_CACHE_H
+#define PG_DURABLE_GRAPH_CACHE_H
+
+#include "postgres.h"
+
+#include "common/cron.h"
+#include "engine/types.h"
+#include "graph/graph.h"
+
+/* A node of an instance's graph (immutable). */
+typedef struct PgdNode
+{
+	char		id[PGD_ID_LEN + 1];
+	DfNodeType	type;
+	char	   *query;			/* as stored in df.nodes (config or SQL) */
+	char	   *result_name;	/* NULL if none */
+	int			parent;			/* index in PgdGraph.nodes, -1 for the root */
+	int			left;			/* child indexes, -1 when absent */
+	int			right;
+	int			condition;
+	int			nextras;
+	int		   *extras;
+
+	/* the config, parsed at load */
+	int64		sleep_seconds;	/* SLEEP */
+	char	   *signal_name;	/* SIGNAL; NULL: none given */
+	bool		has_timeout;	/* SIGNAL */
+	int64		timeout_seconds;
+	char	   *cron_expr;		/* WAIT_SCHEDULE; "" when missing */
+	char	   *cron_error;		/* NULL when cron is valid */
+	DfCron		cron;
+	char	   *break_value;	/* BREAK: the value as JSON text */
+	char	   *if_rows_name;	/* IF without a condition node (df.if_rows) */
+} PgdNode;
+
+/* The immutable structure of one instance. */
+typedef struct PgdGraph
+{
+	char		instance_id[PGD_ID_LEN + 1];
+	int			root;			/* index of the root node */
+	int			nnodes;
+	PgdNode    *nodes;
+	char	   *token;			/* identifies this incarnation of the id */
+	MemoryContext cxt;			/* owns everything above */
+} PgdGraph;
+
+/*
+ * The graph of an instance, from the cache or loaded now (inside SPI).
+ * token is the runs row's (PgdRunInfo.token): an id reused by a newer
+ * instance does not find the old graph.  NULL when the instance or its
+ * nodes do not exist.
+ */
+extern PgdGraph *pgd_graph_get(const char *instance_id, const char *token);
+
+/* Index of node_id in g, or -1. */
+extern int	pgd_graph_find(const PgdGraph *g, const char *node_id);
+
+/* Drop an instance's graph (it ended). */
+extern void pgd_graph_forget(const char *instance_id);
+
+#endif							/* PG_DURABLE_GRAPH_CACHE_H */

@@ -1,0 +1,95 @@
+/*-------------------------------------------------------------------------
+ *
+ * scope.c
+ *	  Execution-scope arithmetic: names of the scopes that JOIN/RACE
+ *	  branches and loop bodies run in, and the way back up (scope.h).
+ *
+ * Locks: none; pure functions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "engine/scope.h"
+
+char *
+pgd_root_scope(const char *instance_id, int generation)
+{
+	return psprintf("%s::%d", instance_id, generation);
+}
+
+char *
+pgd_branch_scope(const PgdGraph *g, int branch, const char *scope)
+{
+	return psprintf("%s::%s::1", scope, g->nodes[branch].id);
+}
+
+bool
+pgd_opens_scope(const PgdGraph *g, int p)
+{
+	DfNodeType	t = g->nodes[p].type;
+
+	return t == DF_NODE_JOIN || t == DF_NODE_RACE ||
+		(t == DF_NODE_LOOP && g->nodes[p].parent >= 0);
+}
+
+int
+pgd_scope_depth(const char *scope)
+{
+	int			n = 0;
+	const char *p = scope;
+
+	while ((p = strstr(p, "::")) != NULL)
+	{
+		n++;
+		p += 2;
+	}
+	return n;
+}
+
+char *
+pgd_strip_scope(const char *scope)
+{
+	char	   *s = pstrdup(scope);
+	int			i;
+	int			seps = 0;
+
+	for (i = strlen(s) - 1; i > 0; i--)
+	{
+		if (s[i] == ':' && s[i - 1] == ':')
+		{
+			if (++seps == 2)
+			{
+				s[i - 1] = '\0';
+				return s;
+			}
+			i--;
+		}
+	}
+	elog(ERROR, "malformed execution scope \"%s\"", scope);
+	return NULL;				/* keep compiler quiet */
+}
+
+char *
+pgd_parent_scope(const PgdGraph *g, int node, const char *scope)
+{
+	int			p = g->nodes[node].parent;
+
+	if (p >= 0 && pgd_opens_scope(g, p))
+		return pgd_strip_scope(scope);
+	return pstrdup(scope);
+}
+
+bool
+pgd_is_root_loop(const PgdGraph *g, int loop)
+{
+	return g->nodes[loop].parent < 0;
+}
+
+char *
+pgd_loop_body_scope(const PgdGraph *g, int loop, const char *loop_scope, int gen)
+{
+	if (pgd_is_root_loop(g, loop))
+		return pgd_root_scope(g->instance_id, gen);
+	return psprintf("%s::%s::%d", loop_scope, g->nodes[loop].id, gen);
+}

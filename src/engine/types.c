@@ -1,0 +1,132 @@
+/*-------------------------------------------------------------------------
+ *
+ * types.c
+ *	  Text forms of the engine's enums (types.h) and small constructors.
+ *
+ * Locks: none; pure functions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "lib/stringinfo.h"
+
+#include "engine/types.h"
+
+static const char *const task_kinds[] = {
+	[PGD_TASK_START] = "start",
+	[PGD_TASK_STEP] = "step",
+	[PGD_TASK_TIMER] = "timer",
+	[PGD_TASK_DELIVER] = "deliver",
+	[PGD_TASK_HTTP] = "http",
+};
+
+static const char *const instance_statuses[] = {
+	[PGD_INSTANCE_PENDING] = "pending",
+	[PGD_INSTANCE_RUNNING] = "running",
+	[PGD_INSTANCE_COMPLETED] = "completed",
+	[PGD_INSTANCE_FAILED] = "failed",
+	[PGD_INSTANCE_CANCELLED] = "cancelled",
+};
+
+static const char *const node_statuses[] = {
+	[PGD_NODE_PENDING] = "pending",
+	[PGD_NODE_RUNNING] = "running",
+	[PGD_NODE_COMPLETED] = "completed",
+	[PGD_NODE_FAILED] = "failed",
+};
+
+static bool
+parse_name(const char *const *names, int n, const char *name, int *out)
+{
+	int			i;
+
+	if (name == NULL)
+		return false;
+	for (i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+		{
+			*out = i;
+			return true;
+		}
+	return false;
+}
+
+const char *
+pgd_task_kind_name(PgdTaskKind kind)
+{
+	return task_kinds[kind];
+}
+
+bool
+pgd_task_kind_parse(const char *name, PgdTaskKind *kind)
+{
+	int			i;
+
+	if (!parse_name(task_kinds, lengthof(task_kinds), name, &i))
+		return false;
+	*kind = (PgdTaskKind) i;
+	return true;
+}
+
+const char *
+pgd_instance_status_name(PgdInstanceStatus status)
+{
+	return instance_statuses[status];
+}
+
+bool
+pgd_instance_status_parse(const char *name, PgdInstanceStatus *status)
+{
+	int			i;
+
+	if (!parse_name(instance_statuses, lengthof(instance_statuses), name, &i))
+		return false;
+	*status = (PgdInstanceStatus) i;
+	return true;
+}
+
+bool
+pgd_node_status_parse(const char *name, PgdNodeStatus *status)
+{
+	int			i;
+
+	if (!parse_name(node_statuses, lengthof(node_statuses), name, &i))
+		return false;
+	*status = (PgdNodeStatus) i;
+	return true;
+}
+
+bool
+pgd_is_terminal(const char *status)
+{
+	PgdInstanceStatus s;
+
+	return pgd_instance_status_parse(status, &s) &&
+		(s == PGD_INSTANCE_COMPLETED || s == PGD_INSTANCE_FAILED ||
+		 s == PGD_INSTANCE_CANCELLED);
+}
+
+PgdOutcome
+pgd_failure(const char *fmt,...)
+{
+	PgdOutcome	o;
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (;;)
+	{
+		va_list		args;
+		int			needed;
+
+		va_start(args, fmt);
+		needed = appendStringInfoVA(&buf, fmt, args);
+		va_end(args);
+		if (needed == 0)
+			break;
+		enlargeStringInfo(&buf, needed);
+	}
+	o.ok = false;
+	o.result = buf.data;
+	return o;
+}

@@ -1,0 +1,103 @@
+/*-------------------------------------------------------------------------
+ *
+ * types.h
+ *	  The engine's vocabulary: ids, outcomes, task kinds and the statuses of
+ *	  instances and nodes, as enums instead of strings.
+ *
+ * Vocabulary.
+ *	 scope		 an execution scope, named by its execution id: for the root
+ *				 "<instance>::<generation>" (the generation grows with each
+ *				 iteration of a root loop), for each JOIN/RACE branch
+ *				 "<parent scope>::<branch root id>::1", and for the body of a
+ *				 loop that is not the root "<parent scope>::<loop id>::<gen>"
+ *				 (scope.c).  A node's status_details is {"execution_id":
+ *				 <its scope>}, so a step of an old generation or a lost
+ *				 branch no longer matches its node and is recognised as
+ *				 stale.  Named results live per scope.
+ *	 task		 a row of df_internal.tasks (PgdTaskKind).  Compound nodes
+ *				 never have tasks: transitions start and finish them.
+ *
+ * The text forms are the ones stored in the tables (df.instances.status,
+ * df.nodes.status, df_internal.tasks.kind) and shown to users.
+ *
+ * Locks: none; pure functions (types.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_DURABLE_ENGINE_TYPES_H
+#define PG_DURABLE_ENGINE_TYPES_H
+
+#include "postgres.h"
+
+/* Instance and node ids: 8 characters (df.start makes them). */
+#define PGD_ID_LEN 8
+
+/* The outcome of a node. */
+typedef struct PgdOutcome
+{
+	bool		ok;
+	char	   *result;			/* ok: result JSON text; else the error text */
+} PgdOutcome;
+
+/*
+ * What a task row asks for.  Every task is deleted by the transaction that
+ * consumes it; an 'http' task first takes a lease (worker/http_worker.c).
+ */
+typedef enum PgdTaskKind
+{
+	PGD_TASK_START,				/* df.start made it; -> the root starts */
+	PGD_TASK_STEP,				/* a SQL leaf runs; -> the node completes, or
+								 * the task is put back (user deadlock) */
+	PGD_TASK_TIMER,				/* a SLEEP, WAIT_SCHEDULE, signal timeout or
+								 * loop iteration fell due; -> the node moves on */
+	PGD_TASK_DELIVER,			/* df.signal: buffered signals meet their waits */
+	PGD_TASK_HTTP				/* an HTTP leaf; claimed only by the HTTP worker */
+} PgdTaskKind;
+
+/*
+ * df.instances.status.  pending -> running (the start task) -> completed |
+ * failed (the root finishes) | cancelled (df.cancel, from pending or
+ * running).  The last three are terminal: nothing moves an instance on.
+ */
+typedef enum PgdInstanceStatus
+{
+	PGD_INSTANCE_PENDING,
+	PGD_INSTANCE_RUNNING,
+	PGD_INSTANCE_COMPLETED,
+	PGD_INSTANCE_FAILED,
+	PGD_INSTANCE_CANCELLED
+} PgdInstanceStatus;
+
+/*
+ * df.nodes.status.  pending -> running (the node starts in a scope) ->
+ * completed | failed.  A loop body node goes back to running in its next
+ * generation; the stamp (status_details) says which generation a row
+ * belongs to.
+ */
+typedef enum PgdNodeStatus
+{
+	PGD_NODE_PENDING,
+	PGD_NODE_RUNNING,
+	PGD_NODE_COMPLETED,
+	PGD_NODE_FAILED
+} PgdNodeStatus;
+
+/* The terminal instance statuses as a SQL list, for "status NOT IN (...)". */
+#define PGD_SQL_TERMINAL_STATUSES "('completed', 'failed', 'cancelled')"
+
+extern const char *pgd_task_kind_name(PgdTaskKind kind);
+extern bool pgd_task_kind_parse(const char *name, PgdTaskKind *kind);
+extern const char *pgd_instance_status_name(PgdInstanceStatus status);
+extern bool pgd_instance_status_parse(const char *name, PgdInstanceStatus *status);
+extern bool pgd_node_status_parse(const char *name, PgdNodeStatus *status);
+
+/*
+ * Is this status (of an instance or a node, as text) one that nothing
+ * moves on from?  completed, failed, cancelled; NULL is not.
+ */
+extern bool pgd_is_terminal(const char *status);
+
+/* A failed outcome with a formatted message. */
+extern PgdOutcome pgd_failure(const char *fmt,...) pg_attribute_printf(1, 2);
+
+#endif							/* PG_DURABLE_ENGINE_TYPES_H */
