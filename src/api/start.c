@@ -238,6 +238,110 @@ raise_graph_error(const char *msg)
 			 errmsg("%s", msg)));
 }
 
+/* 2. database => 'x': it must exist and the caller may CONNECT; true when it is another one. */
+static bool
+check_database(const char *database, Oid userid)
+{
+	Oid			dboid;
+
+	if (database == NULL)
+		return false;
+	dboid = get_database_oid(database, true);
+	if (!OidIsValid(dboid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_DATABASE),
+				 errmsg("database \"%s\" does not exist", database)));
+	if (pgd_database_aclcheck(dboid, userid, ACL_CONNECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for database \"%s\"", database),
+				 errdetail("current_user \"%s\" does not have CONNECT privilege on it; "
+						   "the workflow's steps would run there as that role.",
+						   GetUserNameFromId(userid, false))));
+	return dboid != MyDatabaseId;
+}
+
+/* The nodes of the graph with their new ids, in pre-order. */
+static void
+collect_nodes(NodeList *list, const DfNode *root)
+{
+	HASHCTL		ctl;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = PGD_ID_LEN + 1;
+	ctl.entrysize = PGD_ID_LEN + 1;
+	ctl.hcxt = CurrentMemoryContext;
+	list->ids = hash_create("pg_durable new node ids", 64, &ctl,
+							HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	list->cap = 64;
+	list->count = 0;
+	list->rows = palloc(sizeof(NodeRow) * list->cap);
+	collect(list, root);
+}
+
+/* The df.instances row, under a fresh random id (inside SPI). */
+static void
+insert_instance(char *instance_id, const char *label, const char *root_id, Oid userid,
+				const char *database)
+{
+	int			attempt;
+
+	for (attempt = 0;; attempt++)
+	{
+		Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, OIDOID, TEXTOID};
+		Datum		values[5];
+		char		nulls[5] = "     ";
+
+		if (attempt == ID_ATTEMPTS)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("failed to start durable function: could not find a free instance id")));
+		random_id(instance_id);
+		values[0] = pgd_text_datum(instance_id);
+		if (label)
+			values[1] = pgd_text_datum(label);
+		else
+			nulls[1] = 'n';
+		values[2] = pgd_text_datum(root_id);
+		values[3] = ObjectIdGetDatum(userid);
+		if (database)
+			values[4] = pgd_text_datum(database);
+		else
+			nulls[4] = 'n';
+		if (pgd_spi_exec("INSERT INTO df.instances (id, label, root_node, submitted_by, database) "
+						 "VALUES ($1, $2, $3, $4::pg_catalog.regrole, $5) "
+						 "ON CONFLICT (id) DO NOTHING RETURNING id",
+						 5, types, values, nulls, false) == 1)
+			return;
+	}
+}
+
+/* The engine's runs row, with the caller's variables captured, and the start task (inside SPI). */
+static void
+insert_run(const char *instance_id, Oid userid, const char *label, const char *database)
+{
+	Oid			types[4] = {TEXTOID, OIDOID, TEXTOID, TEXTOID};
+	Datum		values[4];
+	char		nulls[4] = "    ";
+
+	values[0] = pgd_text_datum(instance_id);
+	values[1] = ObjectIdGetDatum(userid);
+	if (label)
+		values[2] = pgd_text_datum(label);
+	else
+		nulls[2] = 'n';
+	if (database)
+		values[3] = pgd_text_datum(database);
+	else
+		nulls[3] = 'n';
+	pgd_spi_exec("INSERT INTO df_internal.runs (instance_id, submitted_by, label, database, vars) "
+				 "SELECT $1, $2, $3, $4, COALESCE(pg_catalog.jsonb_object_agg(name, value), '{}') "
+				 "FROM df.vars WHERE owner OPERATOR(pg_catalog.=) $2::pg_catalog.regrole",
+				 4, types, values, nulls, false);
+	/* the start task; its commit wakes an executor */
+	pgd_store_task_add(instance_id, NULL, instance_id, PGD_TASK_START);
+}
+
 PG_FUNCTION_INFO_V1(pgd_start);
 Datum
 pgd_start(PG_FUNCTION_ARGS)
@@ -253,10 +357,8 @@ pgd_start(PG_FUNCTION_ARGS)
 	Oid			save_userid;
 	int			save_sec;
 	NodeList	list;
-	HASHCTL		ctl;
 	char		instance_id[PGD_ID_LEN + 1];
-	int			attempt;
-	bool		remote = false;
+	bool		remote;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -284,23 +386,7 @@ pgd_start(PG_FUNCTION_ARGS)
 		raise_graph_error(df_graph_check_text(fut, &root));
 
 	/* 2. database */
-	if (database != NULL)
-	{
-		Oid			dboid = get_database_oid(database, true);
-
-		if (!OidIsValid(dboid))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_DATABASE),
-					 errmsg("database \"%s\" does not exist", database)));
-		if (pgd_database_aclcheck(dboid, userid, ACL_CONNECT) != ACLCHECK_OK)
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("permission denied for database \"%s\"", database),
-					 errdetail("current_user \"%s\" does not have CONNECT privilege on it; "
-							   "the workflow's steps would run there as that role.",
-							   GetUserNameFromId(userid, false))));
-		remote = (dboid != MyDatabaseId);
-	}
+	remote = check_database(database, userid);
 
 	/* 3. identity, 4. superuser guard */
 	pgd_check_start_identity(userid);
@@ -315,17 +401,7 @@ pgd_start(PG_FUNCTION_ARGS)
 	else if ((msg = df_graph_validate(root)) != NULL)
 		raise_graph_error(psprintf("Invalid durable function graph: %s", msg));
 
-	/* ids, in pre-order */
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = PGD_ID_LEN + 1;
-	ctl.entrysize = PGD_ID_LEN + 1;
-	ctl.hcxt = CurrentMemoryContext;
-	list.ids = hash_create("pg_durable new node ids", 64, &ctl,
-						   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-	list.cap = 64;
-	list.count = 0;
-	list.rows = palloc(sizeof(NodeRow) * list.cap);
-	collect(&list, root);
+	collect_nodes(&list, root);
 
 	/*
 	 * Inside a workflow step the caller runs in a security-restricted
@@ -339,62 +415,10 @@ pgd_start(PG_FUNCTION_ARGS)
 						   (save_sec & ~SECURITY_RESTRICTED_OPERATION) | SECURITY_LOCAL_USERID_CHANGE);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_durable: SPI_connect failed");
-
-	for (attempt = 0;; attempt++)
-	{
-		Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, OIDOID, TEXTOID};
-		Datum		values[5];
-		char		nulls[5] = "     ";
-
-		if (attempt == ID_ATTEMPTS)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNIQUE_VIOLATION),
-					 errmsg("failed to start durable function: could not find a free instance id")));
-		random_id(instance_id);
-		values[0] = pgd_text_datum(instance_id);
-		if (label)
-			values[1] = pgd_text_datum(label);
-		else
-			nulls[1] = 'n';
-		values[2] = pgd_text_datum(list.rows[0].id);
-		values[3] = ObjectIdGetDatum(userid);
-		if (database)
-			values[4] = pgd_text_datum(database);
-		else
-			nulls[4] = 'n';
-		if (pgd_spi_exec("INSERT INTO df.instances (id, label, root_node, submitted_by, database) "
-						 "VALUES ($1, $2, $3, $4::pg_catalog.regrole, $5) "
-						 "ON CONFLICT (id) DO NOTHING RETURNING id",
-						 5, types, values, nulls, false) == 1)
-			break;
-	}
-
+		elog(ERROR, "SPI_connect failed");
+	insert_instance(instance_id, label, list.rows[0].id, userid, database);
 	insert_nodes(instance_id, userid, database, &list);
-
-	{
-		Oid			types[4] = {TEXTOID, OIDOID, TEXTOID, TEXTOID};
-		Datum		values[4];
-		char		nulls[4] = "    ";
-
-		values[0] = pgd_text_datum(instance_id);
-		values[1] = ObjectIdGetDatum(userid);
-		if (label)
-			values[2] = pgd_text_datum(label);
-		else
-			nulls[2] = 'n';
-		if (database)
-			values[3] = pgd_text_datum(database);
-		else
-			nulls[3] = 'n';
-		pgd_spi_exec("INSERT INTO df_internal.runs (instance_id, submitted_by, label, database, vars) "
-					 "SELECT $1, $2, $3, $4, COALESCE(pg_catalog.jsonb_object_agg(name, value), '{}') "
-					 "FROM df.vars WHERE owner OPERATOR(pg_catalog.=) $2::pg_catalog.regrole",
-					 4, types, values, nulls, false);
-		/* the start task; its commit wakes an executor */
-		pgd_store_task_add(instance_id, NULL, instance_id, PGD_TASK_START);
-	}
-
+	insert_run(instance_id, userid, label, database);
 	SPI_finish();
 	SetUserIdAndSecContext(save_userid, save_sec);
 

@@ -39,8 +39,9 @@ int			pgd_http_max_response_body = 10 * 1024 * 1024;
 int			pgd_http_max_timeout = 300;
 int			pgd_http_max_concurrent = 500;
 
-void
-pgd_settings_define(void)
+/* The engine's settings: where and as whom it runs, its limits and pace. */
+static void
+define_engine_settings(void)
 {
 	DefineCustomStringVariable("pg_durable.worker_role",
 							   "Role the pg_durable background workers connect as.",
@@ -125,13 +126,17 @@ pgd_settings_define(void)
 							"Keeps a loop without waits from spinning; tests may lower it.",
 							&pgd_loop_iteration_floor, 1000, 0, 3600000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+}
 
-	/*
-	 * The HTTP destination policy and limits.  Only the HTTP worker applies
-	 * them, with the values of the server's configuration (PGC_SIGHUP:
-	 * postgresql.conf or ALTER SYSTEM, then a reload); no session can
-	 * change them for itself.
-	 */
+/*
+ * The HTTP destination policy and limits.  Only the HTTP worker applies
+ * them, with the values of the server's configuration (PGC_SIGHUP:
+ * postgresql.conf or ALTER SYSTEM, then a reload); no session can change
+ * them for itself.
+ */
+static void
+define_http_settings(void)
+{
 	DefineCustomStringVariable("pg_durable.http_allowed_hosts",
 							   "Hosts HTTP steps may call: comma-separated host names or suffixes.",
 							   "\"example.com\" allows example.com and its subdomains, \".example.com\" only "
@@ -170,6 +175,12 @@ pgd_settings_define(void)
 							NULL,
 							&pgd_http_max_concurrent, 500, 1, 10000,
 							PGC_SIGHUP, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+}
 
+void
+pgd_settings_define(void)
+{
+	define_engine_settings();
+	define_http_settings();
 	MarkGUCPrefixReserved("pg_durable");
 }

@@ -3,8 +3,10 @@
  * store.c
  *	  The engine store: every statement the engine runs, named in one
  *	  table at the top, prepared once per process and run one way
- *	  (store_run); typed functions around them (store.h); and the buffer
- *	  of node writes with its commit hook.
+ *	  (store_run); the buffer of node writes with its commit hook; and the
+ *	  history.  The typed functions around the other statements are in
+ *	  store_state.c (instances, JOINs, loops, results, signals) and
+ *	  store_tasks.c (tasks, HTTP leases, maintenance).
  *
  * Statements use $n parameters, schema-qualified names and
  * OPERATOR(pg_catalog.x), so neither search_path nor user data can change
@@ -47,81 +49,11 @@
 #include "common/spi.h"
 #include "core/settings.h"
 #include "engine/store.h"
+#include "engine/store_stmt.h"
 #include "engine/wake.h"
 
 #define T TEXTOID
 #define TA TEXTARRAYOID
-
-/*
- * The statements.  The order of the enum and of the table is the same;
- * each entry says what the statement is for.
- */
-typedef enum PgdStmt
-{
-	STMT_RUN_LOCK,
-	STMT_RUN_LOAD,
-	STMT_RUN_STARTED,
-	STMT_INSTANCE_STARTED,
-	STMT_INSTANCE_FINISHED,
-	STMT_INSTANCE_SUBMITTER,
-	STMT_END_INSTANCE,
-	STMT_INSTANCE_ROOT,
-	STMT_NODES_LOAD,
-	STMT_TASK_START,
-	STMT_TASK_STEP,
-	STMT_TASK_HTTP,
-	STMT_TASK_DELIVER,
-	STMT_TASK_TIMER,
-	STMT_TASK_REQUEUE,
-	STMT_TASK_DELETE,
-	STMT_TASKS_DROP_SCOPE,
-	STMT_WAITS_DROP_SCOPE,
-	STMT_TASK_DROP_WAIT_TIMER,
-	STMT_TASK_CLAIM,
-	STMT_TASK_OLDEST_READY,
-	STMT_TASK_NEXT_DUE,
-	STMT_HTTP_DUE,
-	STMT_HTTP_LEASE,
-	STMT_HTTP_LEASE_TOKEN,
-	STMT_HTTP_NEXT_DUE,
-	STMT_NODE_WRITES,
-	STMT_NODE_STATE,
-	STMT_NODE_STAMPS,
-	STMT_EVENT_ADD,
-	STMT_JOIN_OPEN,
-	STMT_JOIN_COUNT,
-	STMT_JOIN_CLOSE,
-	STMT_JOINS_DROP_SCOPE,
-	STMT_LOOP_OPEN,
-	STMT_LOOP_FORGET,
-	STMT_LOOP_NEXT_GENERATION,
-	STMT_LOOP_MOVE_SCOPE,
-	STMT_LOOP_COUNT_ITERATION,
-	STMT_RESULT_SAVE,
-	STMT_RESULTS_COPY,
-	STMT_RESULTS_DROP_SCOPE,
-	STMT_RESULTS_MOVE,
-	STMT_RESULTS_DROP_BELOW,
-	STMT_RESULTS_IN,
-	STMT_SIGNAL_TAKE,
-	STMT_SIGNAL_SEND,
-	STMT_WAIT_ADD,
-	STMT_WAIT_REMOVE,
-	STMT_WAIT_MATCHED,
-	STMT_READY_ANNOUNCE,
-	STMT_EPOCH_CLEAR,
-	STMT_EPOCH_NEW,
-	STMT_HEARTBEAT,
-	STMT_RETENTION_BATCH,
-	STMT_PROBLEMS,
-	STMT_PROBLEM_STILL_THERE,
-	STMT_DROP_TASKS_OF_FINISHED,
-	STMT_RESTORE_STEP_TASK,
-	STMT_RESTORE_TIMER,
-	STMT_COUNT
-} PgdStmt;
-
-#define PGD_STMT_MAX_ARGS 9
 
 typedef struct PgdStmtDef
 {
@@ -472,14 +404,12 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 
 static SPIPlanPtr plans[STMT_COUNT];
 
-static void store_flush_node_writes(void);
-
 /*
  * The one way the engine runs a statement: buffered node writes first,
  * then the statement's kept plan.  Returns SPI_processed; the rows are in
  * SPI_tuptable.
  */
-static int
+int
 store_run(PgdStmt s, const Datum *values, const char *nulls)
 {
 	const PgdStmtDef *def = &stmts[s];
@@ -506,7 +436,7 @@ store_run(PgdStmt s, const Datum *values, const char *nulls)
 }
 
 /* store_run with text arguments only (a NULL pointer is SQL NULL). */
-static int
+int
 store_run_text(PgdStmt s, int nargs, const char *const *args)
 {
 	Datum		values[PGD_STMT_MAX_ARGS];
@@ -522,24 +452,20 @@ store_run_text(PgdStmt s, int nargs, const char *const *args)
 	return store_run(s, values, nulls);
 }
 
-#define RUN(stmt, ...) \
-	store_run_text((stmt), (int) (sizeof((const char *[]) {__VA_ARGS__}) / sizeof(const char *)), \
-				   (const char *[]) {__VA_ARGS__})
-
-static char *
-get_string(int row, int col)
+char *
+store_get_string(int row, int col)
 {
 	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
 }
 
-static Datum
-get_datum(int row, int col, bool *isnull)
+Datum
+store_get_datum(int row, int col, bool *isnull)
 {
 	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
 }
 
-static Datum
-text_array(int n, const char *const *items)
+Datum
+store_text_array(int n, const char *const *items)
 {
 	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
 	bool	   *nulls = palloc(sizeof(bool) * Max(n, 1));
@@ -554,336 +480,6 @@ text_array(int n, const char *const *items)
 	}
 	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs,
 											  TEXTOID, -1, false, TYPALIGN_INT));
-}
-
-/* ---------------------------------------------------------------------
- * Instances and their runs rows
- * ---------------------------------------------------------------------
- */
-
-/*
- * Lock the instance's runs row.  Returns false when the instance has no
- * runs row (finished and cleaned up, or never existed); else sets *status
- * (when status is not NULL).
- */
-bool
-pgd_store_lock_run(const char *instance_id, char **status)
-{
-	if (RUN(STMT_RUN_LOCK, instance_id) == 0)
-		return false;
-	if (status)
-		*status = get_string(0, 1);
-	return true;
-}
-
-/*
- * The runs row in the first result row, from column col on: submitted_by,
- * label, vars::text, status, created_at::text, database.  False when the
- * row had none (submitted_by NULL: an outer join found no runs row).
- */
-static bool
-read_run(int col, PgdRunInfo *run)
-{
-	char	   *submitted_by = get_string(0, col);
-
-	if (submitted_by == NULL)
-		return false;
-	run->submitted_by = (Oid) strtoul(submitted_by, NULL, 10);
-	run->label = get_string(0, col + 1);
-	run->vars = get_string(0, col + 2);
-	run->status = get_string(0, col + 3);
-	run->token = get_string(0, col + 4);
-	run->database = get_string(0, col + 5);
-	/* steps of the engine's own database run here */
-	if (run->database != NULL && strcmp(run->database, pgd_database) == 0)
-		run->database = NULL;
-	return true;
-}
-
-bool
-pgd_store_load_run(const char *instance_id, PgdRunInfo *run)
-{
-	return RUN(STMT_RUN_LOAD, instance_id) > 0 &&
-		read_run(1, run);
-}
-
-/* An instance begins: it is running (the caller holds its runs row). */
-void
-pgd_store_instance_started(const char *instance_id)
-{
-	RUN(STMT_INSTANCE_STARTED, instance_id, "pending");
-	RUN(STMT_RUN_STARTED, instance_id);
-}
-
-/* An instance ends with status, unless it has ended already; true if it changed. */
-bool
-pgd_store_instance_finished(const char *instance_id, PgdInstanceStatus status)
-{
-	return RUN(STMT_INSTANCE_FINISHED, instance_id, pgd_instance_status_name(status)) > 0;
-}
-
-/* The submitter df.instances records, InvalidOid if none. */
-Oid
-pgd_store_instance_submitter(const char *instance_id)
-{
-	if (RUN(STMT_INSTANCE_SUBMITTER, instance_id) == 0)
-		return InvalidOid;
-	return (Oid) strtoul(get_string(0, 1), NULL, 10);
-}
-
-/*
- * An instance has ended: remove its engine state.  Tasks claimed by
- * running steps are skipped; those steps find the runs row gone and
- * discard themselves.
- */
-void
-pgd_store_end_instance(const char *instance_id)
-{
-	RUN(STMT_END_INSTANCE, instance_id);
-}
-
-/* The node rows of an instance and its root's id; 0 when it has none. */
-int
-pgd_store_load_nodes(const char *instance_id, char **root_id, PgdStoredNode **rows)
-{
-	int			n,
-				i;
-
-	if (RUN(STMT_INSTANCE_ROOT, instance_id) == 0)
-		return 0;
-	*root_id = get_string(0, 1);
-	n = RUN(STMT_NODES_LOAD, instance_id);
-	*rows = palloc(sizeof(PgdStoredNode) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		(*rows)[i].id = get_string(i, 1);
-		(*rows)[i].type = get_string(i, 2);
-		(*rows)[i].query = get_string(i, 3);
-		(*rows)[i].result_name = get_string(i, 4);
-		(*rows)[i].left = get_string(i, 5);
-		(*rows)[i].right = get_string(i, 6);
-	}
-	return n;
-}
-
-/* ---------------------------------------------------------------------
- * Tasks
- * ---------------------------------------------------------------------
- */
-
-/*
- * A task that is ready now, with the wake-up its commit owes: an executor
- * for start and step tasks (by id), the HTTP worker for http tasks, a
- * queue scan for deliver tasks.  Timers go through pgd_store_timer_add.
- */
-void
-pgd_store_task_add(const char *instance_id, const char *node_id, const char *scope,
-				   PgdTaskKind kind)
-{
-	switch (kind)
-	{
-		case PGD_TASK_START:
-			RUN(STMT_TASK_START, instance_id);
-			pgd_task_ready_at_commit(strtoll(get_string(0, 1), NULL, 10));
-			break;
-		case PGD_TASK_STEP:
-			RUN(STMT_TASK_STEP, instance_id, node_id, scope);
-			pgd_task_ready_at_commit(strtoll(get_string(0, 1), NULL, 10));
-			break;
-		case PGD_TASK_HTTP:
-			RUN(STMT_TASK_HTTP, instance_id, node_id, scope);
-			pgd_http_wake_at_commit();
-			break;
-		case PGD_TASK_DELIVER:
-			RUN(STMT_TASK_DELIVER, instance_id);
-			pgd_wake_at_commit(1);
-			break;
-		case PGD_TASK_TIMER:
-			elog(ERROR, "a timer needs its time: use pgd_store_timer_add");
-			break;
-	}
-}
-
-/* A timer task due at 'at'; an idle executor must recompute how long to sleep. */
-void
-pgd_store_timer_add(const char *instance_id, const char *node_id, const char *scope,
-					TimestampTz at)
-{
-	Datum		values[4];
-
-	values[0] = pgd_text_datum(instance_id);
-	values[1] = pgd_text_datum(node_id);
-	values[2] = pgd_text_datum(scope);
-	values[3] = TimestampTzGetDatum(at);
-	store_run(STMT_TASK_TIMER, values, NULL);
-	pgd_task_due_at_commit(at);
-}
-
-/* Put a claimed task back, one attempt further, due at 'at'. */
-void
-pgd_store_task_requeue(const PgdClaim *task, TimestampTz at)
-{
-	Datum		values[6];
-	char		nulls[6] = "      ";
-
-	values[0] = pgd_text_datum(task->instance_id);
-	if (task->node_id)
-		values[1] = pgd_text_datum(task->node_id);
-	else
-		nulls[1] = 'n';
-	values[2] = pgd_text_datum(task->scope);
-	values[3] = pgd_text_datum(pgd_task_kind_name(task->kind));
-	values[4] = Int32GetDatum(task->attempts + 1);
-	values[5] = TimestampTzGetDatum(at);
-	store_run(STMT_TASK_REQUEUE, values, nulls);
-	pgd_task_due_at_commit(at);
-}
-
-void
-pgd_store_task_delete(int64 task_id)
-{
-	Datum		values[1];
-
-	values[0] = Int64GetDatum(task_id);
-	store_run(STMT_TASK_DELETE, values, NULL);
-}
-
-/*
- * A scope is abandoned (a lost RACE branch, a loop body that broke or
- * moved to its next generation): remove the pending tasks of the scope and
- * everything below it (running ones are skipped) and its registered signal
- * waits, which would otherwise stay until the instance ends, one more per
- * loop iteration.
- */
-void
-pgd_store_drop_scope(const char *instance_id, const char *scope)
-{
-	RUN(STMT_TASKS_DROP_SCOPE, instance_id, scope);
-	RUN(STMT_WAITS_DROP_SCOPE, instance_id, scope);
-}
-
-/* A wait got its signal: its timeout timer is not needed (one being fired finds the wait gone). */
-void
-pgd_store_drop_wait_timer(const char *instance_id, const char *node_id, const char *scope)
-{
-	RUN(STMT_TASK_DROP_WAIT_TIMER, instance_id, node_id, scope);
-}
-
-/* Claim the task with this id if it is due and nobody holds it. */
-bool
-pgd_store_claim_by_id(int64 task_id, PgdClaim *c)
-{
-	Datum		values[1];
-	char	   *kind;
-
-	values[0] = Int64GetDatum(task_id);
-	if (store_run(STMT_TASK_CLAIM, values, NULL) == 0)
-		return false;
-	c->id = strtoll(get_string(0, 1), NULL, 10);
-	c->instance_id = get_string(0, 2);
-	c->node_id = get_string(0, 3);
-	c->scope = get_string(0, 4);
-	kind = get_string(0, 5);
-	if (!pgd_task_kind_parse(kind, &c->kind))
-		elog(ERROR, "unknown task kind \"%s\"", kind);
-	c->attempts = atoi(get_string(0, 6));
-	c->has_run = read_run(7, &c->run);
-	return true;
-}
-
-/* The id of the oldest due task nobody holds (the caller claims it). */
-bool
-pgd_store_oldest_ready(int64 *task_id)
-{
-	if (store_run(STMT_TASK_OLDEST_READY, NULL, NULL) == 0)
-		return false;
-	*task_id = strtoll(get_string(0, 1), NULL, 10);
-	return true;
-}
-
-/*
- * When the next future task is due.  Read without locks: a scan that
- * skipped rows another executor held (with SKIP LOCKED) would report a
- * later time and hide a timer until the safety poll.
- */
-bool
-pgd_store_next_due(TimestampTz *at)
-{
-	bool		isnull;
-	Datum		next;
-
-	store_run(STMT_TASK_NEXT_DUE, NULL, NULL);
-	next = get_datum(0, 1, &isnull);
-	if (isnull)
-		return false;
-	*at = DatumGetTimestampTz(next);
-	return true;
-}
-
-/* ---------------------------------------------------------------------
- * HTTP leases
- * ---------------------------------------------------------------------
- */
-
-/* Up to max due HTTP tasks whose lease is free, locked (SKIP LOCKED). */
-int
-pgd_store_http_due(int max, PgdHttpDue **rows)
-{
-	Datum		values[1];
-	int			n,
-				i;
-
-	values[0] = Int64GetDatum(max);
-	n = store_run(STMT_HTTP_DUE, values, NULL);
-	*rows = palloc(sizeof(PgdHttpDue) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		(*rows)[i].id = strtoll(get_string(i, 1), NULL, 10);
-		(*rows)[i].instance_id = get_string(i, 2);
-		(*rows)[i].node_id = get_string(i, 3);
-		(*rows)[i].scope = get_string(i, 4);
-		(*rows)[i].attempts = atoi(get_string(i, 5));
-	}
-	return n;
-}
-
-/* Lease a task for 'seconds': returns the new lease token. */
-char *
-pgd_store_http_lease(int64 task_id, int seconds)
-{
-	Datum		values[2];
-
-	values[0] = Int64GetDatum(task_id);
-	values[1] = Int32GetDatum(seconds);
-	store_run(STMT_HTTP_LEASE, values, NULL);
-	return get_string(0, 1);
-}
-
-/*
- * Is the lease this token names still held?  Locks the task row (SKIP
- * LOCKED: a row another worker holds is not ours any more).
- */
-bool
-pgd_store_http_lease_held(int64 task_id, const char *token)
-{
-	Datum		values[1];
-	char	   *held;
-
-	values[0] = Int64GetDatum(task_id);
-	return store_run(STMT_HTTP_LEASE_TOKEN, values, NULL) > 0 &&
-		(held = get_string(0, 1)) != NULL && strcmp(held, token) == 0;
-}
-
-/* Milliseconds until the next HTTP task or lease falls due; false when none. */
-bool
-pgd_store_http_next_due(long *ms)
-{
-	char	   *v;
-
-	if (store_run(STMT_HTTP_NEXT_DUE, NULL, NULL) == 0 || (v = get_string(0, 1)) == NULL)
-		return false;
-	*ms = strtol(v, NULL, 10);
-	return true;
 }
 
 /* ---------------------------------------------------------------------
@@ -912,7 +508,7 @@ static bool flushing = false;
 static char current_node[PGD_ID_LEN + 1];
 static int	current_attempt = 0;
 
-static void
+void
 store_flush_node_writes(void)
 {
 	Datum		values[7];
@@ -940,12 +536,12 @@ store_flush_node_writes(void)
 		attempts[i] = Int32GetDatum(w->attempt);
 	}
 	values[0] = pgd_text_datum(pending_instance);
-	values[1] = text_array(n, ids);
-	values[2] = text_array(n, scopes);
-	values[3] = text_array(n, states);
-	values[4] = text_array(n, results);
+	values[1] = store_text_array(n, ids);
+	values[2] = store_text_array(n, scopes);
+	values[3] = store_text_array(n, states);
+	values[4] = store_text_array(n, results);
 	values[5] = PointerGetDatum(construct_array(attempts, n, INT4OID, 4, true, TYPALIGN_INT));
-	values[6] = text_array(n, details);
+	values[6] = store_text_array(n, details);
 
 	npending = 0;
 	flushing = true;
@@ -1028,11 +624,11 @@ pgd_store_node_state(const char *instance_id, const char *node_id, char **status
 {
 	if (RUN(STMT_NODE_STATE, instance_id, node_id) == 0)
 		elog(ERROR, "node %s of instance %s disappeared", node_id, instance_id);
-	*status = get_string(0, 1);
+	*status = store_get_string(0, 1);
 	if (*status != NULL && strcmp(*status, "failed") == 0)
-		*result = get_string(0, 3);
+		*result = store_get_string(0, 3);
 	else
-		*result = get_string(0, 2);
+		*result = store_get_string(0, 2);
 }
 
 /* id, status and stamp (execution_id) of the named nodes that exist. */
@@ -1045,16 +641,16 @@ pgd_store_node_stamps(const char *instance_id, const char *const *node_ids, int 
 				i;
 
 	values[0] = pgd_text_datum(instance_id);
-	values[1] = text_array(n, node_ids);
+	values[1] = store_text_array(n, node_ids);
 	rows = store_run(STMT_NODE_STAMPS, values, NULL);
 	*ids = palloc(sizeof(char *) * Max(rows, 1));
 	*statuses = palloc(sizeof(char *) * Max(rows, 1));
 	*stamps = palloc(sizeof(char *) * Max(rows, 1));
 	for (i = 0; i < rows; i++)
 	{
-		(*ids)[i] = get_string(i, 1);
-		(*statuses)[i] = get_string(i, 2);
-		(*stamps)[i] = get_string(i, 3);
+		(*ids)[i] = store_get_string(i, 1);
+		(*statuses)[i] = store_get_string(i, 2);
+		(*stamps)[i] = store_get_string(i, 3);
 	}
 	return rows;
 }
@@ -1108,308 +704,6 @@ pgd_store_set_attempt(const char *node_id, int attempt)
 	}
 	strlcpy(current_node, node_id, sizeof(current_node));
 	current_attempt = attempt;
-}
-
-/* ---------------------------------------------------------------------
- * JOIN counters and loop state
- * ---------------------------------------------------------------------
- */
-
-void
-pgd_store_join_open(const char *instance_id, const char *node_id, const char *scope,
-					int branches)
-{
-	Datum		values[4];
-
-	values[0] = pgd_text_datum(instance_id);
-	values[1] = pgd_text_datum(node_id);
-	values[2] = pgd_text_datum(scope);
-	values[3] = Int32GetDatum(branches);
-	store_run(STMT_JOIN_OPEN, values, NULL);
-}
-
-/* One branch fewer: the number still running. */
-int
-pgd_store_join_count(const char *instance_id, const char *node_id, const char *scope)
-{
-	bool		isnull;
-
-	if (RUN(STMT_JOIN_COUNT, instance_id, node_id, scope) == 0)
-		elog(ERROR, "JOIN %s of instance %s has no branch counter", node_id, instance_id);
-	return DatumGetInt32(get_datum(0, 1, &isnull));
-}
-
-void
-pgd_store_join_close(const char *instance_id, const char *node_id, const char *scope)
-{
-	RUN(STMT_JOIN_CLOSE, instance_id, node_id, scope);
-}
-
-void
-pgd_store_joins_drop_scope(const char *instance_id, const char *scope)
-{
-	RUN(STMT_JOINS_DROP_SCOPE, instance_id, scope);
-}
-
-void
-pgd_store_loop_open(const char *instance_id, const char *node_id, const char *scope)
-{
-	RUN(STMT_LOOP_OPEN, instance_id, node_id, scope);
-}
-
-void
-pgd_store_loop_forget(const char *instance_id, const char *node_id, const char *scope)
-{
-	RUN(STMT_LOOP_FORGET, instance_id, node_id, scope);
-}
-
-/* The loop's next generation begins now: returns its number. */
-int
-pgd_store_loop_next_generation(const char *instance_id, const char *node_id,
-							   const char *scope)
-{
-	bool		isnull;
-
-	if (RUN(STMT_LOOP_NEXT_GENERATION, instance_id, node_id, scope) == 0)
-		elog(ERROR, "loop %s of instance %s has no state", node_id, instance_id);
-	return DatumGetInt32(get_datum(0, 1, &isnull));
-}
-
-void
-pgd_store_loop_move_scope(const char *instance_id, const char *node_id,
-						  const char *from_scope, const char *to_scope)
-{
-	RUN(STMT_LOOP_MOVE_SCOPE, instance_id, node_id, to_scope, from_scope);
-}
-
-/* Count an iteration: the count so far and when the current one began. */
-bool
-pgd_store_loop_count_iteration(const char *instance_id, const char *node_id,
-							   const char *scope, int64 *iterations, TimestampTz *started)
-{
-	bool		isnull;
-
-	if (RUN(STMT_LOOP_COUNT_ITERATION, instance_id, node_id, scope) == 0)
-		elog(ERROR, "loop %s of instance %s has no state", node_id, instance_id);
-	*iterations = DatumGetInt64(get_datum(0, 1, &isnull));
-	*started = DatumGetTimestampTz(get_datum(0, 2, &isnull));
-	return true;
-}
-
-/* ---------------------------------------------------------------------
- * Named results
- * ---------------------------------------------------------------------
- */
-
-void
-pgd_store_result_save(const char *instance_id, const char *scope, const char *name,
-					  const char *value)
-{
-	RUN(STMT_RESULT_SAVE, instance_id, scope, name, value);
-}
-
-/*
- * A branch scope's named results join to_scope (later wins) when keep,
- * then the branch's (and those below it) are dropped.
- */
-void
-pgd_store_results_merge(const char *instance_id, const char *from_scope,
-						const char *to_scope, bool keep)
-{
-	if (keep)
-		RUN(STMT_RESULTS_COPY, instance_id, from_scope, to_scope);
-	RUN(STMT_RESULTS_DROP_SCOPE, instance_id, from_scope);
-}
-
-/* A scope's named results move to another scope (a loop's next generation). */
-void
-pgd_store_results_move(const char *instance_id, const char *from_scope, const char *to_scope)
-{
-	RUN(STMT_RESULTS_MOVE, instance_id, from_scope, to_scope);
-}
-
-/* The named results of the scopes below 'scope' are dropped (its own stay). */
-void
-pgd_store_results_drop_below(const char *instance_id, const char *scope)
-{
-	RUN(STMT_RESULTS_DROP_BELOW, instance_id, scope);
-}
-
-/* Names and values (JSON text) of the named results of these scopes, outermost first. */
-int
-pgd_store_results_in(const char *instance_id, const char *const *scopes, int nscopes,
-					 char ***names, char ***values)
-{
-	Datum		args[2];
-	int			n,
-				i;
-
-	args[0] = pgd_text_datum(instance_id);
-	args[1] = text_array(nscopes, scopes);
-	n = store_run(STMT_RESULTS_IN, args, NULL);
-	*names = palloc(sizeof(char *) * Max(n, 1));
-	*values = palloc(sizeof(char *) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		(*names)[i] = get_string(i, 1);
-		(*values)[i] = get_string(i, 2);
-	}
-	return n;
-}
-
-/* ---------------------------------------------------------------------
- * Signals and waits
- * ---------------------------------------------------------------------
- */
-
-/* Take the oldest buffered signal of this name; *payload is its JSON text. */
-bool
-pgd_store_signal_take(const char *instance_id, const char *name, char **payload)
-{
-	if (RUN(STMT_SIGNAL_TAKE, instance_id, name) == 0)
-		return false;
-	*payload = get_string(0, 1);
-	return true;
-}
-
-/*
- * A signal into the instance's mailbox and a deliver task, in the caller's
- * transaction; nothing of the instance is locked (DESIGN.md §5 rule 2).
- */
-void
-pgd_store_signal_send(const char *instance_id, const char *name, const char *data,
-					  bool is_json)
-{
-	Datum		values[4];
-
-	values[0] = pgd_text_datum(instance_id);
-	values[1] = pgd_text_datum(name);
-	values[2] = pgd_text_datum(data);
-	values[3] = BoolGetDatum(is_json);
-	store_run(STMT_SIGNAL_SEND, values, NULL);
-	pgd_store_task_add(instance_id, NULL, instance_id, PGD_TASK_DELIVER);
-}
-
-void
-pgd_store_wait_add(const char *instance_id, const char *node_id, const char *scope,
-				   const char *name)
-{
-	RUN(STMT_WAIT_ADD, instance_id, node_id, scope, name);
-}
-
-/* Remove a wait; false when it was not there (delivered meanwhile). */
-bool
-pgd_store_wait_remove(const char *instance_id, const char *node_id, const char *scope)
-{
-	return RUN(STMT_WAIT_REMOVE, instance_id, node_id, scope) > 0;
-}
-
-/* The oldest registered wait for which a signal of its name is buffered. */
-bool
-pgd_store_wait_matched(const char *instance_id, char **node_id, char **scope, char **name)
-{
-	if (RUN(STMT_WAIT_MATCHED, instance_id) == 0)
-		return false;
-	*node_id = get_string(0, 1);
-	*scope = get_string(0, 2);
-	*name = get_string(0, 3);
-	return true;
-}
-
-/* ---------------------------------------------------------------------
- * Executor 0: readiness, heartbeat, maintenance
- * ---------------------------------------------------------------------
- */
-
-/* Mark the engine ready and begin a new worker epoch; returns its id. */
-char *
-pgd_store_announce_ready(void)
-{
-	store_run(STMT_READY_ANNOUNCE, NULL, NULL);
-	store_run(STMT_EPOCH_CLEAR, NULL, NULL);
-	store_run(STMT_EPOCH_NEW, NULL, NULL);
-	return get_string(0, 1);
-}
-
-/* Refresh the heartbeat; false when the epoch is gone (the extension was recreated). */
-bool
-pgd_store_heartbeat(const char *epoch_id)
-{
-	return RUN(STMT_HEARTBEAT, epoch_id) > 0;
-}
-
-/* One batch of retention; returns the number of instances removed. */
-int
-pgd_store_retention_batch(int days, int keep, int batch)
-{
-	Datum		values[3];
-
-	values[0] = Int32GetDatum(days);
-	values[1] = Int32GetDatum(keep);
-	values[2] = Int32GetDatum(batch);
-	return store_run(STMT_RETENTION_BATCH, values, NULL);
-}
-
-/* What df.check() reports, in CurrentMemoryContext. */
-int
-pgd_store_problems(PgdProblem **problems)
-{
-	int			n = store_run(STMT_PROBLEMS, NULL, NULL);
-	int			i;
-
-	*problems = palloc(sizeof(PgdProblem) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		PgdProblem *p = &(*problems)[i];
-		char	   *v;
-
-		p->instance_id = pstrdup(get_string(i, 1));
-		p->problem = pstrdup(get_string(i, 2));
-		p->node_id = (v = get_string(i, 3)) ? pstrdup(v) : NULL;
-		p->scope = (v = get_string(i, 4)) ? pstrdup(v) : NULL;
-		p->detail = pstrdup(get_string(i, 5));
-	}
-	return n;
-}
-
-/* Is the problem still there?  Asked under the instance's runs lock. */
-bool
-pgd_store_problem_still_there(const char *instance_id, const char *problem,
-							  const char *node_id)
-{
-	return RUN(STMT_PROBLEM_STILL_THERE, instance_id, problem, node_id) > 0;
-}
-
-/* Tasks of a finished or missing instance (SKIP LOCKED: a claimed one is left to its holder). */
-void
-pgd_store_drop_tasks_of_finished(const char *instance_id)
-{
-	RUN(STMT_DROP_TASKS_OF_FINISHED, instance_id);
-}
-
-/* A running SQL/HTTP leaf without a task gets a new one, as if just enqueued. */
-bool
-pgd_store_restore_step_task(const char *instance_id, const char *node_id, const char *scope)
-{
-	if (RUN(STMT_RESTORE_STEP_TASK, instance_id, node_id, scope) == 0)
-		return false;
-	if (strcmp(get_string(0, 1), "http") == 0)
-		pgd_http_wake_at_commit();
-	pgd_wake_at_commit(1);
-	return true;
-}
-
-/*
- * A running SLEEP gets its timer back, due when the node started plus its
- * seconds; a WAIT_SCHEDULE the next cron tick after it started.
- */
-bool
-pgd_store_restore_timer(const char *instance_id, const char *node_id, const char *scope)
-{
-	if (RUN(STMT_RESTORE_TIMER, instance_id, node_id, scope) == 0)
-		return false;
-	pgd_wake_at_commit(1);
-	return true;
 }
 
 /* ---------------------------------------------------------------------

@@ -131,19 +131,63 @@ start_executor(int slot)
 
 /* The HTTP worker (http_worker.c): one per server, in pg_durable.database. */
 static BackgroundWorkerHandle *
-start_http_worker(void)
+start_http_worker(int unused)
 {
 	return start_worker("pgd_http_worker_main", "pg_durable http worker",
 						"pg_durable http worker", (Datum) 0);
 }
 
+/* A worker the launcher keeps running: its handle, and when it last stopped. */
+typedef struct Supervised
+{
+	BackgroundWorkerHandle *handle;
+	TimestampTz stopped_at;
+} Supervised;
+
+typedef enum SupervisedState
+{
+	SUPERVISED_RUNNING,
+	SUPERVISED_WAITING,			/* stopped a moment ago: restarted soon */
+	SUPERVISED_MISSING			/* no free background worker slot */
+} SupervisedState;
+
+/*
+ * Keep one worker running: notice that it stopped, and start it again,
+ * after EXECUTOR_RESTART_MS.  *timeout: when the launcher must look again.
+ */
+static SupervisedState
+supervise(Supervised *w, BackgroundWorkerHandle *(*start) (int), int arg, long *timeout)
+{
+	pid_t		pid;
+
+	if (w->handle != NULL && GetBackgroundWorkerPid(w->handle, &pid) == BGWH_STOPPED)
+	{
+		pfree(w->handle);
+		w->handle = NULL;
+		w->stopped_at = GetCurrentTimestamp();
+	}
+	if (w->handle != NULL)
+		return SUPERVISED_RUNNING;
+	/* back off a little after it stopped */
+	if (w->stopped_at != 0 &&
+		!TimestampDifferenceExceeds(w->stopped_at, GetCurrentTimestamp(), EXECUTOR_RESTART_MS))
+	{
+		*timeout = EXECUTOR_RESTART_MS;
+		return SUPERVISED_WAITING;
+	}
+	if ((w->handle = start(arg)) == NULL)
+	{
+		*timeout = DATABASE_POLL_MS;
+		return SUPERVISED_MISSING;
+	}
+	return SUPERVISED_RUNNING;
+}
+
 void
 pgd_launcher_main(Datum main_arg)
 {
-	BackgroundWorkerHandle *http_handle = NULL;
-	TimestampTz http_stopped_at = 0;
-	BackgroundWorkerHandle *handles[PGD_MAX_EXECUTORS];
-	TimestampTz stopped_at[PGD_MAX_EXECUTORS];
+	Supervised	http_worker = {NULL, 0};
+	Supervised	executors[PGD_MAX_EXECUTORS];
 	int			nworkers = Min(pgd_workers, PGD_MAX_EXECUTORS);
 	bool		started = false;
 	bool		warned_slots = false;
@@ -162,8 +206,7 @@ pgd_launcher_main(Datum main_arg)
 	SpinLockRelease(&pgd_shared->mutex);
 	before_shmem_exit(pgd_launcher_detach, (Datum) 0);
 
-	memset(handles, 0, sizeof(handles));
-	memset(stopped_at, 0, sizeof(stopped_at));
+	memset(executors, 0, sizeof(executors));
 
 	ereport(LOG,
 			(errmsg("pg_durable launcher started"),
@@ -197,66 +240,19 @@ pgd_launcher_main(Datum main_arg)
 
 			for (i = 0; i < nworkers; i++)
 			{
-				pid_t		pid;
+				SupervisedState st = supervise(&executors[i], start_executor, i, &timeout);
 
-				if (handles[i] != NULL &&
-					GetBackgroundWorkerPid(handles[i], &pid) == BGWH_STOPPED)
-				{
-					pfree(handles[i]);
-					handles[i] = NULL;
-					stopped_at[i] = GetCurrentTimestamp();
-				}
-				if (handles[i] == NULL)
-				{
-					/* back off a little after an executor stopped */
-					if (stopped_at[i] != 0 &&
-						!TimestampDifferenceExceeds(stopped_at[i], GetCurrentTimestamp(),
-													EXECUTOR_RESTART_MS))
-					{
-						timeout = EXECUTOR_RESTART_MS;
-						continue;
-					}
-					handles[i] = start_executor(i);
-					if (handles[i] == NULL)
-					{
-						missing++;
-						timeout = DATABASE_POLL_MS;
-						continue;
-					}
-				}
-				running++;
+				running += (st == SUPERVISED_RUNNING);
+				missing += (st == SUPERVISED_MISSING);
 			}
-
 			/* the HTTP worker, supervised like an executor */
-			if (http_handle != NULL)
-			{
-				pid_t		pid;
-
-				if (GetBackgroundWorkerPid(http_handle, &pid) == BGWH_STOPPED)
-				{
-					pfree(http_handle);
-					http_handle = NULL;
-					http_stopped_at = GetCurrentTimestamp();
-				}
-			}
-			if (http_handle == NULL)
-			{
-				if (http_stopped_at != 0 &&
-					!TimestampDifferenceExceeds(http_stopped_at, GetCurrentTimestamp(),
-												EXECUTOR_RESTART_MS))
-					timeout = EXECUTOR_RESTART_MS;
-				else if ((http_handle = start_http_worker()) == NULL)
-				{
-					missing++;
-					timeout = DATABASE_POLL_MS;
-				}
-			}
+			missing += (supervise(&http_worker, start_http_worker, 0, &timeout) == SUPERVISED_MISSING);
 
 			if (missing > 0 && !warned_slots)
 			{
 				ereport(LOG,
 						(errmsg("pg_durable launcher started only %d of %d executors%s: no free background worker slots",
-								running, nworkers, http_handle == NULL ? " and no HTTP worker" : ""),
+								running, nworkers, http_worker.handle == NULL ? " and no HTTP worker" : ""),
 						 errhint("Raise max_worker_processes (it also serves parallel query) or lower pg_durable.workers.")));
 				warned_slots = true;
 			}

@@ -1,0 +1,365 @@
+/*-------------------------------------------------------------------------
+ *
+ * store_state.c
+ *	  The engine store's functions for the state of instances: runs rows
+ *	  and instance statuses, JOIN counters, loop state, named results,
+ *	  signals and waits, readiness (store.h; the statements are in
+ *	  store.c's table).
+ *
+ * Locks: pgd_store_lock_run takes the instance's runs row (FOR UPDATE);
+ * everything else writes rows of the instance whose runs row the caller
+ * holds, or (df.signal) inserts rows without locking the instance.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "common/spi.h"
+#include "core/settings.h"
+#include "engine/store.h"
+#include "engine/store_stmt.h"
+#include "engine/wake.h"
+
+/* ---------------------------------------------------------------------
+ * Instances and their runs rows
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Lock the instance's runs row.  Returns false when the instance has no
+ * runs row (finished and cleaned up, or never existed); else sets *status
+ * (when status is not NULL).
+ */
+bool
+pgd_store_lock_run(const char *instance_id, char **status)
+{
+	if (RUN(STMT_RUN_LOCK, instance_id) == 0)
+		return false;
+	if (status)
+		*status = store_get_string(0, 1);
+	return true;
+}
+
+/*
+ * The runs row in the first result row, from column col on: submitted_by,
+ * label, vars::text, status, created_at::text, database.  False when the
+ * row had none (submitted_by NULL: an outer join found no runs row).
+ */
+bool
+store_read_run(int col, PgdRunInfo *run)
+{
+	char	   *submitted_by = store_get_string(0, col);
+
+	if (submitted_by == NULL)
+		return false;
+	run->submitted_by = (Oid) strtoul(submitted_by, NULL, 10);
+	run->label = store_get_string(0, col + 1);
+	run->vars = store_get_string(0, col + 2);
+	run->status = store_get_string(0, col + 3);
+	run->token = store_get_string(0, col + 4);
+	run->database = store_get_string(0, col + 5);
+	/* steps of the engine's own database run here */
+	if (run->database != NULL && strcmp(run->database, pgd_database) == 0)
+		run->database = NULL;
+	return true;
+}
+
+bool
+pgd_store_load_run(const char *instance_id, PgdRunInfo *run)
+{
+	return RUN(STMT_RUN_LOAD, instance_id) > 0 &&
+		store_read_run(1, run);
+}
+
+/* An instance begins: it is running (the caller holds its runs row). */
+void
+pgd_store_instance_started(const char *instance_id)
+{
+	RUN(STMT_INSTANCE_STARTED, instance_id, "pending");
+	RUN(STMT_RUN_STARTED, instance_id);
+}
+
+/* An instance ends with status, unless it has ended already; true if it changed. */
+bool
+pgd_store_instance_finished(const char *instance_id, PgdInstanceStatus status)
+{
+	return RUN(STMT_INSTANCE_FINISHED, instance_id, pgd_instance_status_name(status)) > 0;
+}
+
+/* The submitter df.instances records, InvalidOid if none. */
+Oid
+pgd_store_instance_submitter(const char *instance_id)
+{
+	if (RUN(STMT_INSTANCE_SUBMITTER, instance_id) == 0)
+		return InvalidOid;
+	return (Oid) strtoul(store_get_string(0, 1), NULL, 10);
+}
+
+/*
+ * An instance has ended: remove its engine state.  Tasks claimed by
+ * running steps are skipped; those steps find the runs row gone and
+ * discard themselves.
+ */
+void
+pgd_store_end_instance(const char *instance_id)
+{
+	RUN(STMT_END_INSTANCE, instance_id);
+}
+
+/* The node rows of an instance and its root's id; 0 when it has none. */
+int
+pgd_store_load_nodes(const char *instance_id, char **root_id, PgdStoredNode **rows)
+{
+	int			n,
+				i;
+
+	if (RUN(STMT_INSTANCE_ROOT, instance_id) == 0)
+		return 0;
+	*root_id = store_get_string(0, 1);
+	n = RUN(STMT_NODES_LOAD, instance_id);
+	*rows = palloc(sizeof(PgdStoredNode) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		(*rows)[i].id = store_get_string(i, 1);
+		(*rows)[i].type = store_get_string(i, 2);
+		(*rows)[i].query = store_get_string(i, 3);
+		(*rows)[i].result_name = store_get_string(i, 4);
+		(*rows)[i].left = store_get_string(i, 5);
+		(*rows)[i].right = store_get_string(i, 6);
+	}
+	return n;
+}
+
+/* ---------------------------------------------------------------------
+ * JOIN counters and loop state
+ * ---------------------------------------------------------------------
+ */
+
+void
+pgd_store_join_open(const char *instance_id, const char *node_id, const char *scope,
+					int branches)
+{
+	Datum		values[4];
+
+	values[0] = pgd_text_datum(instance_id);
+	values[1] = pgd_text_datum(node_id);
+	values[2] = pgd_text_datum(scope);
+	values[3] = Int32GetDatum(branches);
+	store_run(STMT_JOIN_OPEN, values, NULL);
+}
+
+/* One branch fewer: the number still running. */
+int
+pgd_store_join_count(const char *instance_id, const char *node_id, const char *scope)
+{
+	bool		isnull;
+
+	if (RUN(STMT_JOIN_COUNT, instance_id, node_id, scope) == 0)
+		elog(ERROR, "JOIN %s of instance %s has no branch counter", node_id, instance_id);
+	return DatumGetInt32(store_get_datum(0, 1, &isnull));
+}
+
+void
+pgd_store_join_close(const char *instance_id, const char *node_id, const char *scope)
+{
+	RUN(STMT_JOIN_CLOSE, instance_id, node_id, scope);
+}
+
+void
+pgd_store_joins_drop_scope(const char *instance_id, const char *scope)
+{
+	RUN(STMT_JOINS_DROP_SCOPE, instance_id, scope);
+}
+
+void
+pgd_store_loop_open(const char *instance_id, const char *node_id, const char *scope)
+{
+	RUN(STMT_LOOP_OPEN, instance_id, node_id, scope);
+}
+
+void
+pgd_store_loop_forget(const char *instance_id, const char *node_id, const char *scope)
+{
+	RUN(STMT_LOOP_FORGET, instance_id, node_id, scope);
+}
+
+/* The loop's next generation begins now: returns its number. */
+int
+pgd_store_loop_next_generation(const char *instance_id, const char *node_id,
+							   const char *scope)
+{
+	bool		isnull;
+
+	if (RUN(STMT_LOOP_NEXT_GENERATION, instance_id, node_id, scope) == 0)
+		elog(ERROR, "loop %s of instance %s has no state", node_id, instance_id);
+	return DatumGetInt32(store_get_datum(0, 1, &isnull));
+}
+
+void
+pgd_store_loop_move_scope(const char *instance_id, const char *node_id,
+						  const char *from_scope, const char *to_scope)
+{
+	RUN(STMT_LOOP_MOVE_SCOPE, instance_id, node_id, to_scope, from_scope);
+}
+
+/* Count an iteration: the count so far and when the current one began. */
+bool
+pgd_store_loop_count_iteration(const char *instance_id, const char *node_id,
+							   const char *scope, int64 *iterations, TimestampTz *started)
+{
+	bool		isnull;
+
+	if (RUN(STMT_LOOP_COUNT_ITERATION, instance_id, node_id, scope) == 0)
+		elog(ERROR, "loop %s of instance %s has no state", node_id, instance_id);
+	*iterations = DatumGetInt64(store_get_datum(0, 1, &isnull));
+	*started = DatumGetTimestampTz(store_get_datum(0, 2, &isnull));
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * Named results
+ * ---------------------------------------------------------------------
+ */
+
+void
+pgd_store_result_save(const char *instance_id, const char *scope, const char *name,
+					  const char *value)
+{
+	RUN(STMT_RESULT_SAVE, instance_id, scope, name, value);
+}
+
+/*
+ * A branch scope's named results join to_scope (later wins) when keep,
+ * then the branch's (and those below it) are dropped.
+ */
+void
+pgd_store_results_merge(const char *instance_id, const char *from_scope,
+						const char *to_scope, bool keep)
+{
+	if (keep)
+		RUN(STMT_RESULTS_COPY, instance_id, from_scope, to_scope);
+	RUN(STMT_RESULTS_DROP_SCOPE, instance_id, from_scope);
+}
+
+/* A scope's named results move to another scope (a loop's next generation). */
+void
+pgd_store_results_move(const char *instance_id, const char *from_scope, const char *to_scope)
+{
+	RUN(STMT_RESULTS_MOVE, instance_id, from_scope, to_scope);
+}
+
+/* The named results of the scopes below 'scope' are dropped (its own stay). */
+void
+pgd_store_results_drop_below(const char *instance_id, const char *scope)
+{
+	RUN(STMT_RESULTS_DROP_BELOW, instance_id, scope);
+}
+
+/* Names and values (JSON text) of the named results of these scopes, outermost first. */
+int
+pgd_store_results_in(const char *instance_id, const char *const *scopes, int nscopes,
+					 char ***names, char ***values)
+{
+	Datum		args[2];
+	int			n,
+				i;
+
+	args[0] = pgd_text_datum(instance_id);
+	args[1] = store_text_array(nscopes, scopes);
+	n = store_run(STMT_RESULTS_IN, args, NULL);
+	*names = palloc(sizeof(char *) * Max(n, 1));
+	*values = palloc(sizeof(char *) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		(*names)[i] = store_get_string(i, 1);
+		(*values)[i] = store_get_string(i, 2);
+	}
+	return n;
+}
+
+/* ---------------------------------------------------------------------
+ * Signals and waits
+ * ---------------------------------------------------------------------
+ */
+
+/* Take the oldest buffered signal of this name; *payload is its JSON text. */
+bool
+pgd_store_signal_take(const char *instance_id, const char *name, char **payload)
+{
+	if (RUN(STMT_SIGNAL_TAKE, instance_id, name) == 0)
+		return false;
+	*payload = store_get_string(0, 1);
+	return true;
+}
+
+/*
+ * A signal into the instance's mailbox and a deliver task, in the caller's
+ * transaction; nothing of the instance is locked (DESIGN.md §5 rule 2).
+ */
+void
+pgd_store_signal_send(const char *instance_id, const char *name, const char *data,
+					  bool is_json)
+{
+	Datum		values[4];
+
+	values[0] = pgd_text_datum(instance_id);
+	values[1] = pgd_text_datum(name);
+	values[2] = pgd_text_datum(data);
+	values[3] = BoolGetDatum(is_json);
+	store_run(STMT_SIGNAL_SEND, values, NULL);
+	pgd_store_task_add(instance_id, NULL, instance_id, PGD_TASK_DELIVER);
+}
+
+void
+pgd_store_wait_add(const char *instance_id, const char *node_id, const char *scope,
+				   const char *name)
+{
+	RUN(STMT_WAIT_ADD, instance_id, node_id, scope, name);
+}
+
+/* Remove a wait; false when it was not there (delivered meanwhile). */
+bool
+pgd_store_wait_remove(const char *instance_id, const char *node_id, const char *scope)
+{
+	return RUN(STMT_WAIT_REMOVE, instance_id, node_id, scope) > 0;
+}
+
+/* The oldest registered wait for which a signal of its name is buffered. */
+bool
+pgd_store_wait_matched(const char *instance_id, char **node_id, char **scope, char **name)
+{
+	if (RUN(STMT_WAIT_MATCHED, instance_id) == 0)
+		return false;
+	*node_id = store_get_string(0, 1);
+	*scope = store_get_string(0, 2);
+	*name = store_get_string(0, 3);
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * Executor 0: readiness and heartbeat
+ * ---------------------------------------------------------------------
+ */
+
+/* Mark the engine ready and begin a new worker epoch; returns its id. */
+char *
+pgd_store_announce_ready(void)
+{
+	store_run(STMT_READY_ANNOUNCE, NULL, NULL);
+	store_run(STMT_EPOCH_CLEAR, NULL, NULL);
+	store_run(STMT_EPOCH_NEW, NULL, NULL);
+	return store_get_string(0, 1);
+}
+
+/* Refresh the heartbeat; false when the epoch is gone (the extension was recreated). */
+bool
+pgd_store_heartbeat(const char *epoch_id)
+{
+	return RUN(STMT_HEARTBEAT, epoch_id) > 0;
+}
+

@@ -1,0 +1,123 @@
+/*-------------------------------------------------------------------------
+ *
+ * store_stmt.h
+ *	  Inside the engine store (store.c, store_state.c, store_tasks.c): the
+ *	  names of its statements and the one way to run them.
+ *
+ * Nothing outside the store includes this header.
+ *
+ * Locks: see store.h.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_DURABLE_STORE_STMT_H
+#define PG_DURABLE_STORE_STMT_H
+
+#include "postgres.h"
+
+#include "executor/spi.h"
+
+struct PgdRunInfo;				/* store.h */
+
+/*
+ * The statements.  The order of the enum and of the table is the same;
+ * each entry says what the statement is for.
+ */
+typedef enum PgdStmt
+{
+	STMT_RUN_LOCK,
+	STMT_RUN_LOAD,
+	STMT_RUN_STARTED,
+	STMT_INSTANCE_STARTED,
+	STMT_INSTANCE_FINISHED,
+	STMT_INSTANCE_SUBMITTER,
+	STMT_END_INSTANCE,
+	STMT_INSTANCE_ROOT,
+	STMT_NODES_LOAD,
+	STMT_TASK_START,
+	STMT_TASK_STEP,
+	STMT_TASK_HTTP,
+	STMT_TASK_DELIVER,
+	STMT_TASK_TIMER,
+	STMT_TASK_REQUEUE,
+	STMT_TASK_DELETE,
+	STMT_TASKS_DROP_SCOPE,
+	STMT_WAITS_DROP_SCOPE,
+	STMT_TASK_DROP_WAIT_TIMER,
+	STMT_TASK_CLAIM,
+	STMT_TASK_OLDEST_READY,
+	STMT_TASK_NEXT_DUE,
+	STMT_HTTP_DUE,
+	STMT_HTTP_LEASE,
+	STMT_HTTP_LEASE_TOKEN,
+	STMT_HTTP_NEXT_DUE,
+	STMT_NODE_WRITES,
+	STMT_NODE_STATE,
+	STMT_NODE_STAMPS,
+	STMT_EVENT_ADD,
+	STMT_JOIN_OPEN,
+	STMT_JOIN_COUNT,
+	STMT_JOIN_CLOSE,
+	STMT_JOINS_DROP_SCOPE,
+	STMT_LOOP_OPEN,
+	STMT_LOOP_FORGET,
+	STMT_LOOP_NEXT_GENERATION,
+	STMT_LOOP_MOVE_SCOPE,
+	STMT_LOOP_COUNT_ITERATION,
+	STMT_RESULT_SAVE,
+	STMT_RESULTS_COPY,
+	STMT_RESULTS_DROP_SCOPE,
+	STMT_RESULTS_MOVE,
+	STMT_RESULTS_DROP_BELOW,
+	STMT_RESULTS_IN,
+	STMT_SIGNAL_TAKE,
+	STMT_SIGNAL_SEND,
+	STMT_WAIT_ADD,
+	STMT_WAIT_REMOVE,
+	STMT_WAIT_MATCHED,
+	STMT_READY_ANNOUNCE,
+	STMT_EPOCH_CLEAR,
+	STMT_EPOCH_NEW,
+	STMT_HEARTBEAT,
+	STMT_RETENTION_BATCH,
+	STMT_PROBLEMS,
+	STMT_PROBLEM_STILL_THERE,
+	STMT_DROP_TASKS_OF_FINISHED,
+	STMT_RESTORE_STEP_TASK,
+	STMT_RESTORE_TIMER,
+	STMT_COUNT
+} PgdStmt;
+
+#define PGD_STMT_MAX_ARGS 9
+
+/*
+ * Run statement s: the buffered node writes first, then its kept plan.
+ * Returns SPI_processed; the rows are in SPI_tuptable.
+ */
+extern int	store_run(PgdStmt s, const Datum *values, const char *nulls);
+
+/* store_run with text arguments only (a NULL pointer is SQL NULL). */
+extern int	store_run_text(PgdStmt s, int nargs, const char *const *args);
+
+#define RUN(stmt, ...) \
+	store_run_text((stmt), (int) (sizeof((const char *[]) {__VA_ARGS__}) / sizeof(const char *)), \
+				   (const char *[]) {__VA_ARGS__})
+
+/* Column col (1-based) of a result row, as text (NULL for SQL NULL) or a Datum. */
+extern char *store_get_string(int row, int col);
+extern Datum store_get_datum(int row, int col, bool *isnull);
+
+/* A text[] of n items (NULL items are SQL NULLs). */
+extern Datum store_text_array(int n, const char *const *items);
+
+/*
+ * The runs row in the first result row, from column col on: submitted_by,
+ * label, vars::text, status, created_at::text, database.  False when the
+ * row had none (an outer join found no runs row).
+ */
+extern bool store_read_run(int col, struct PgdRunInfo *run);
+
+/* Write the buffered node updates now. */
+extern void store_flush_node_writes(void);
+
+#endif							/* PG_DURABLE_STORE_STMT_H */

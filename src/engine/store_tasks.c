@@ -1,0 +1,324 @@
+/*-------------------------------------------------------------------------
+ *
+ * store_tasks.c
+ *	  The engine store's functions for the queue: tasks and timers,
+ *	  claims, HTTP leases, and the repairs and retention of maintenance
+ *	  (store.h; the statements are in store.c's table).
+ *
+ * Locks: claims and deletes of tasks that others may hold use SKIP LOCKED
+ * (DESIGN.md §5 rule 1); repairs run under the instance's runs row.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "common/spi.h"
+#include "core/settings.h"
+#include "engine/store.h"
+#include "engine/store_stmt.h"
+#include "engine/wake.h"
+
+/* ---------------------------------------------------------------------
+ * Tasks
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * A task that is ready now, with the wake-up its commit owes: an executor
+ * for start and step tasks (by id), the HTTP worker for http tasks, a
+ * queue scan for deliver tasks.  Timers go through pgd_store_timer_add.
+ */
+void
+pgd_store_task_add(const char *instance_id, const char *node_id, const char *scope,
+				   PgdTaskKind kind)
+{
+	switch (kind)
+	{
+		case PGD_TASK_START:
+			RUN(STMT_TASK_START, instance_id);
+			pgd_task_ready_at_commit(strtoll(store_get_string(0, 1), NULL, 10));
+			break;
+		case PGD_TASK_STEP:
+			RUN(STMT_TASK_STEP, instance_id, node_id, scope);
+			pgd_task_ready_at_commit(strtoll(store_get_string(0, 1), NULL, 10));
+			break;
+		case PGD_TASK_HTTP:
+			RUN(STMT_TASK_HTTP, instance_id, node_id, scope);
+			pgd_http_wake_at_commit();
+			break;
+		case PGD_TASK_DELIVER:
+			RUN(STMT_TASK_DELIVER, instance_id);
+			pgd_wake_at_commit(1);
+			break;
+		case PGD_TASK_TIMER:
+			elog(ERROR, "a timer needs its time: use pgd_store_timer_add");
+			break;
+	}
+}
+
+/* A timer task due at 'at'; an idle executor must recompute how long to sleep. */
+void
+pgd_store_timer_add(const char *instance_id, const char *node_id, const char *scope,
+					TimestampTz at)
+{
+	Datum		values[4];
+
+	values[0] = pgd_text_datum(instance_id);
+	values[1] = pgd_text_datum(node_id);
+	values[2] = pgd_text_datum(scope);
+	values[3] = TimestampTzGetDatum(at);
+	store_run(STMT_TASK_TIMER, values, NULL);
+	pgd_task_due_at_commit(at);
+}
+
+/* Put a claimed task back, one attempt further, due at 'at'. */
+void
+pgd_store_task_requeue(const PgdClaim *task, TimestampTz at)
+{
+	Datum		values[6];
+	char		nulls[6] = "      ";
+
+	values[0] = pgd_text_datum(task->instance_id);
+	if (task->node_id)
+		values[1] = pgd_text_datum(task->node_id);
+	else
+		nulls[1] = 'n';
+	values[2] = pgd_text_datum(task->scope);
+	values[3] = pgd_text_datum(pgd_task_kind_name(task->kind));
+	values[4] = Int32GetDatum(task->attempts + 1);
+	values[5] = TimestampTzGetDatum(at);
+	store_run(STMT_TASK_REQUEUE, values, nulls);
+	pgd_task_due_at_commit(at);
+}
+
+void
+pgd_store_task_delete(int64 task_id)
+{
+	Datum		values[1];
+
+	values[0] = Int64GetDatum(task_id);
+	store_run(STMT_TASK_DELETE, values, NULL);
+}
+
+/*
+ * A scope is abandoned (a lost RACE branch, a loop body that broke or
+ * moved to its next generation): remove the pending tasks of the scope and
+ * everything below it (running ones are skipped) and its registered signal
+ * waits, which would otherwise stay until the instance ends, one more per
+ * loop iteration.
+ */
+void
+pgd_store_drop_scope(const char *instance_id, const char *scope)
+{
+	RUN(STMT_TASKS_DROP_SCOPE, instance_id, scope);
+	RUN(STMT_WAITS_DROP_SCOPE, instance_id, scope);
+}
+
+/* A wait got its signal: its timeout timer is not needed (one being fired finds the wait gone). */
+void
+pgd_store_drop_wait_timer(const char *instance_id, const char *node_id, const char *scope)
+{
+	RUN(STMT_TASK_DROP_WAIT_TIMER, instance_id, node_id, scope);
+}
+
+/* Claim the task with this id if it is due and nobody holds it. */
+bool
+pgd_store_claim_by_id(int64 task_id, PgdClaim *c)
+{
+	Datum		values[1];
+	char	   *kind;
+
+	values[0] = Int64GetDatum(task_id);
+	if (store_run(STMT_TASK_CLAIM, values, NULL) == 0)
+		return false;
+	c->id = strtoll(store_get_string(0, 1), NULL, 10);
+	c->instance_id = store_get_string(0, 2);
+	c->node_id = store_get_string(0, 3);
+	c->scope = store_get_string(0, 4);
+	kind = store_get_string(0, 5);
+	if (!pgd_task_kind_parse(kind, &c->kind))
+		elog(ERROR, "unknown task kind \"%s\"", kind);
+	c->attempts = atoi(store_get_string(0, 6));
+	c->has_run = store_read_run(7, &c->run);
+	return true;
+}
+
+/* The id of the oldest due task nobody holds (the caller claims it). */
+bool
+pgd_store_oldest_ready(int64 *task_id)
+{
+	if (store_run(STMT_TASK_OLDEST_READY, NULL, NULL) == 0)
+		return false;
+	*task_id = strtoll(store_get_string(0, 1), NULL, 10);
+	return true;
+}
+
+/*
+ * When the next future task is due.  Read without locks: a scan that
+ * skipped rows another executor held (with SKIP LOCKED) would report a
+ * later time and hide a timer until the safety poll.
+ */
+bool
+pgd_store_next_due(TimestampTz *at)
+{
+	bool		isnull;
+	Datum		next;
+
+	store_run(STMT_TASK_NEXT_DUE, NULL, NULL);
+	next = store_get_datum(0, 1, &isnull);
+	if (isnull)
+		return false;
+	*at = DatumGetTimestampTz(next);
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * HTTP leases
+ * ---------------------------------------------------------------------
+ */
+
+/* Up to max due HTTP tasks whose lease is free, locked (SKIP LOCKED). */
+int
+pgd_store_http_due(int max, PgdHttpDue **rows)
+{
+	Datum		values[1];
+	int			n,
+				i;
+
+	values[0] = Int64GetDatum(max);
+	n = store_run(STMT_HTTP_DUE, values, NULL);
+	*rows = palloc(sizeof(PgdHttpDue) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		(*rows)[i].id = strtoll(store_get_string(i, 1), NULL, 10);
+		(*rows)[i].instance_id = store_get_string(i, 2);
+		(*rows)[i].node_id = store_get_string(i, 3);
+		(*rows)[i].scope = store_get_string(i, 4);
+		(*rows)[i].attempts = atoi(store_get_string(i, 5));
+	}
+	return n;
+}
+
+/* Lease a task for 'seconds': returns the new lease token. */
+char *
+pgd_store_http_lease(int64 task_id, int seconds)
+{
+	Datum		values[2];
+
+	values[0] = Int64GetDatum(task_id);
+	values[1] = Int32GetDatum(seconds);
+	store_run(STMT_HTTP_LEASE, values, NULL);
+	return store_get_string(0, 1);
+}
+
+/*
+ * Is the lease this token names still held?  Locks the task row (SKIP
+ * LOCKED: a row another worker holds is not ours any more).
+ */
+bool
+pgd_store_http_lease_held(int64 task_id, const char *token)
+{
+	Datum		values[1];
+	char	   *held;
+
+	values[0] = Int64GetDatum(task_id);
+	return store_run(STMT_HTTP_LEASE_TOKEN, values, NULL) > 0 &&
+		(held = store_get_string(0, 1)) != NULL && strcmp(held, token) == 0;
+}
+
+/* Milliseconds until the next HTTP task or lease falls due; false when none. */
+bool
+pgd_store_http_next_due(long *ms)
+{
+	char	   *v;
+
+	if (store_run(STMT_HTTP_NEXT_DUE, NULL, NULL) == 0 || (v = store_get_string(0, 1)) == NULL)
+		return false;
+	*ms = strtol(v, NULL, 10);
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * Maintenance: retention and repairs (worker/maintenance.c)
+ * ---------------------------------------------------------------------
+ */
+
+/* One batch of retention; returns the number of instances removed. */
+int
+pgd_store_retention_batch(int days, int keep, int batch)
+{
+	Datum		values[3];
+
+	values[0] = Int32GetDatum(days);
+	values[1] = Int32GetDatum(keep);
+	values[2] = Int32GetDatum(batch);
+	return store_run(STMT_RETENTION_BATCH, values, NULL);
+}
+
+/* What df.check() reports, in CurrentMemoryContext. */
+int
+pgd_store_problems(PgdProblem **problems)
+{
+	int			n = store_run(STMT_PROBLEMS, NULL, NULL);
+	int			i;
+
+	*problems = palloc(sizeof(PgdProblem) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		PgdProblem *p = &(*problems)[i];
+		char	   *v;
+
+		p->instance_id = pstrdup(store_get_string(i, 1));
+		p->problem = pstrdup(store_get_string(i, 2));
+		p->node_id = (v = store_get_string(i, 3)) ? pstrdup(v) : NULL;
+		p->scope = (v = store_get_string(i, 4)) ? pstrdup(v) : NULL;
+		p->detail = pstrdup(store_get_string(i, 5));
+	}
+	return n;
+}
+
+/* Is the problem still there?  Asked under the instance's runs lock. */
+bool
+pgd_store_problem_still_there(const char *instance_id, const char *problem,
+							  const char *node_id)
+{
+	return RUN(STMT_PROBLEM_STILL_THERE, instance_id, problem, node_id) > 0;
+}
+
+/* Tasks of a finished or missing instance (SKIP LOCKED: a claimed one is left to its holder). */
+void
+pgd_store_drop_tasks_of_finished(const char *instance_id)
+{
+	RUN(STMT_DROP_TASKS_OF_FINISHED, instance_id);
+}
+
+/* A running SQL/HTTP leaf without a task gets a new one, as if just enqueued. */
+bool
+pgd_store_restore_step_task(const char *instance_id, const char *node_id, const char *scope)
+{
+	if (RUN(STMT_RESTORE_STEP_TASK, instance_id, node_id, scope) == 0)
+		return false;
+	if (strcmp(store_get_string(0, 1), "http") == 0)
+		pgd_http_wake_at_commit();
+	pgd_wake_at_commit(1);
+	return true;
+}
+
+/*
+ * A running SLEEP gets its timer back, due when the node started plus its
+ * seconds; a WAIT_SCHEDULE the next cron tick after it started.
+ */
+bool
+pgd_store_restore_timer(const char *instance_id, const char *node_id, const char *scope)
+{
+	if (RUN(STMT_RESTORE_TIMER, instance_id, node_id, scope) == 0)
+		return false;
+	pgd_wake_at_commit(1);
+	return true;
+}
+
