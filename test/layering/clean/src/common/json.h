@@ -1,0 +1,2 @@
+#include "postgres.h"
+#include "lib/stringinfo.h"

@@ -1,0 +1,2 @@
+#include "engine/store.h"
+#include "engine/transition.h"

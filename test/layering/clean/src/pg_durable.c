@@ -1,0 +1,3 @@
+#include "postgres.h"
+#include "worker/worker.h"
+#include "api/start.h"

@@ -1,0 +1,2 @@
+#include "graph/b.h"
+#include "graph/c.h"

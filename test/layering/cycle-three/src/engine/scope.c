@@ -1,0 +1,3 @@
+#include "engine/scope.h"
+
+#include "engine/apply.h"

@@ -1,0 +1,2 @@
+#include "core/units.h"
+#include "engine/store.h"

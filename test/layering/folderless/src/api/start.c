@@ -1,0 +1,3 @@
+#include "postgres.h"
+#include "miscadmin.h"
+#include "engine.h"

@@ -1,0 +1,2 @@
+#include "postgres.h"
+#include "engine.h"

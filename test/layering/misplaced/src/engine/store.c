@@ -1,0 +1,1 @@
+#include "inbox/inbox.h"

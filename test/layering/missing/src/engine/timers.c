@@ -1,0 +1,3 @@
+#include "postgres.h"
+#include "engine/engine.h"
+#include "engine/wake.h"

@@ -1,0 +1,3 @@
+#include "postgres.h"
+#include "common/json.h"
+#include "api/cancel.h"
