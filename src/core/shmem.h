@@ -1,7 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.h
- *	  pg_durable's shared-memory segment.
+ *	  pg_durable's shared-memory segment (shmem.c): the registry of the
+ *	  launcher, the executors, the HTTP worker and the sessions waiting in
+ *	  df.await_instance, and the ring of task ids published at commit.
+ *
+ * Nothing in it is needed for correctness after a crash: the tables are
+ * the truth, and every process registers itself again when it starts.
+ *
+ * Locks: mutex protects the registry (launcher, executors, awaiters, the
+ * HTTP worker's fields); ready_mutex the ring and the scan hints.  Both
+ * are spinlocks, held for a few instructions, never across a call.
  *
  *-------------------------------------------------------------------------
  */
@@ -38,7 +47,7 @@ typedef struct PgdAwaiter
 
 typedef struct PgdShared
 {
-	slock_t		mutex;			/* protects everything but the CV */
+	slock_t		mutex;			/* protects the registry (all but the ring) */
 	pid_t		launcher_pid;	/* 0 when no launcher runs */
 	Latch	   *launcher_latch; /* the launcher's process latch, or NULL */
 	PgdExecutorSlot executors[PGD_MAX_EXECUTORS];

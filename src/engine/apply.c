@@ -169,7 +169,7 @@ pgd_lock_target(const char *instance_id, const PgdRunInfo *run, PgdInstanceStatu
 				const char *node_id, const char *scope, PgdGraph **g, int *n)
 {
 	PgdRunInfo	loaded;
-	char	   *status;
+	PgdInstanceStatus status;
 
 	if (run == NULL)
 	{
@@ -177,8 +177,7 @@ pgd_lock_target(const char *instance_id, const PgdRunInfo *run, PgdInstanceStatu
 			return false;
 		run = &loaded;
 	}
-	if (!pgd_store_lock_run(instance_id, &status) ||
-		strcmp(status, pgd_instance_status_name(want)) != 0)
+	if (!pgd_store_lock_run(instance_id, &status) || status != want)
 		return false;
 	if ((*g = pgd_graph_get(instance_id, run->token)) == NULL)
 		return false;

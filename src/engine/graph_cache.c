@@ -5,7 +5,9 @@
  *	  process and cached, its node configs parsed once.
  *
  * A graph never changes after df.start, so the cache can never be stale:
- * entries are only dropped to bound memory (and when an instance ends).
+ * entries are only dropped to bound memory (the whole cache, at
+ * GRAPH_CACHE_MAX entries) and when an id turns out to belong to a newer
+ * instance.
  * Because an id may be reused once an old instance is deleted, each entry
  * carries a token (the creation time of the instance's runs row) that the
  * caller must match.

@@ -40,7 +40,7 @@ typedef struct PgdRunInfo
 	Oid			submitted_by;
 	char	   *label;
 	char	   *vars;			/* jsonb text */
-	char	   *status;
+	PgdInstanceStatus status;
 	char	   *token;			/* created_at: this incarnation of the id */
 	char	   *database;		/* where the steps run; NULL = here */
 } PgdRunInfo;
@@ -90,7 +90,7 @@ typedef struct PgdProblem
 } PgdProblem;
 
 /* --- instances and their runs rows --- */
-extern bool pgd_store_lock_run(const char *instance_id, char **status);
+extern bool pgd_store_lock_run(const char *instance_id, PgdInstanceStatus *status);
 extern bool pgd_store_load_run(const char *instance_id, PgdRunInfo *run);
 extern void pgd_store_instance_started(const char *instance_id);
 extern bool pgd_store_instance_finished(const char *instance_id, PgdInstanceStatus status);

@@ -31,17 +31,29 @@
  */
 
 /*
+ * The status a runs row holds: only the engine writes it (pending, then
+ * running).  Any other text is treated as an ended instance, which no
+ * transition acts on.
+ */
+static void
+run_status(const char *text, PgdInstanceStatus *status)
+{
+	if (!pgd_instance_status_parse(text, status))
+		*status = PGD_INSTANCE_FAILED;
+}
+
+/*
  * Lock the instance's runs row.  Returns false when the instance has no
  * runs row (finished and cleaned up, or never existed); else sets *status
  * (when status is not NULL).
  */
 bool
-pgd_store_lock_run(const char *instance_id, char **status)
+pgd_store_lock_run(const char *instance_id, PgdInstanceStatus *status)
 {
 	if (RUN(STMT_RUN_LOCK, instance_id) == 0)
 		return false;
 	if (status)
-		*status = store_get_string(0, 1);
+		run_status(store_get_string(0, 1), status);
 	return true;
 }
 
@@ -60,7 +72,7 @@ store_read_run(int col, PgdRunInfo *run)
 	run->submitted_by = (Oid) strtoul(submitted_by, NULL, 10);
 	run->label = store_get_string(0, col + 1);
 	run->vars = store_get_string(0, col + 2);
-	run->status = store_get_string(0, col + 3);
+	run_status(store_get_string(0, col + 3), &run->status);
 	run->token = store_get_string(0, col + 4);
 	run->database = store_get_string(0, col + 5);
 	/* steps of the engine's own database run here */

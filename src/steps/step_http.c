@@ -236,7 +236,7 @@ pgd_http_prepare(MemoryContext parent, int64 task_id, const char *instance_id,
 	 * to its own context after every statement, so nothing that must outlive
 	 * the claim transaction is allocated here.
 	 */
-	if (!pgd_store_load_run(instance_id, &run) || strcmp(run.status, "running") != 0 ||
+	if (!pgd_store_load_run(instance_id, &run) || run.status != PGD_INSTANCE_RUNNING ||
 		(g = pgd_graph_get(instance_id, run.token)) == NULL ||
 		(n = pgd_graph_find(g, node_id)) < 0 ||
 		!pgd_node_is_live(g, n, scope))

@@ -145,11 +145,11 @@ requeue_task(PgdClaim *t)
 static void
 run_start_task(PgdClaim *t)
 {
-	char	   *status;
+	PgdInstanceStatus status;
 	PgdGraph   *g;
 
 	if (!t->has_run || !pgd_store_lock_run(t->instance_id, &status) ||
-		strcmp(status, "pending") != 0 ||
+		status != PGD_INSTANCE_PENDING ||
 		!pgd_submitter_still_allowed(t->instance_id, t->run.submitted_by))
 		return;
 	g = pgd_graph_get(t->instance_id, t->run.token);
@@ -242,7 +242,7 @@ run_step_task(PgdClaim *t)
 	 * put back after an interrupt (its RACE lost, its instance cancelled):
 	 * running it again would be wasted.
 	 */
-	if (!t->has_run || strcmp(t->run.status, "running") != 0 ||
+	if (!t->has_run || t->run.status != PGD_INSTANCE_RUNNING ||
 		(g = pgd_graph_get(t->instance_id, t->run.token)) == NULL ||
 		(n = pgd_graph_find(g, t->node_id)) < 0 ||
 		(t->attempts > 0 && !pgd_node_is_live(g, n, t->scope)))
