@@ -10,7 +10,10 @@
  * lease tasks.  Nothing outside the store writes an engine table, except
  * df.start's own inserts of the instance it creates (api/start.c).
  *
- * Everything runs inside SPI, in the caller's transaction.  Node writes
+ * Everything runs inside SPI, in the caller's transaction.  What a
+ * function returns (strings, arrays) is allocated in SPI's context and
+ * lasts until the caller's SPI_finish, unless it takes a memory context
+ * of its own.  Node writes
  * are buffered (pgd_store_node_running / _done) and written by the next
  * statement of the store or by pgd_store_flush; a transaction that would
  * commit with writes still buffered is refused by the store's commit hook.
@@ -183,7 +186,7 @@ extern bool pgd_store_wait_matched(const char *instance_id, char **node_id, char
 extern char *pgd_store_announce_ready(void);
 extern bool pgd_store_heartbeat(const char *epoch_id);
 extern int	pgd_store_retention_batch(int days, int keep, int batch);
-extern int	pgd_store_problems(PgdProblem **problems);
+extern int	pgd_store_problems(MemoryContext cxt, PgdProblem **problems);
 extern bool pgd_store_problem_still_there(const char *instance_id, const char *problem,
 										  const char *node_id);
 extern void pgd_store_drop_tasks_of_finished(const char *instance_id);

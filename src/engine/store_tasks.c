@@ -15,6 +15,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "common/spi.h"
@@ -260,24 +261,27 @@ pgd_store_retention_batch(int days, int keep, int batch)
 	return store_run(STMT_RETENTION_BATCH, values, NULL);
 }
 
-/* What df.check() reports, in CurrentMemoryContext. */
+/*
+ * What df.check() reports, allocated in cxt (it outlives the unit of
+ * work: each problem is repaired in a transaction of its own).
+ */
 int
-pgd_store_problems(PgdProblem **problems)
+pgd_store_problems(MemoryContext cxt, PgdProblem **problems)
 {
 	int			n = store_run(STMT_PROBLEMS, NULL, NULL);
 	int			i;
 
-	*problems = palloc(sizeof(PgdProblem) * Max(n, 1));
+	*problems = MemoryContextAlloc(cxt, sizeof(PgdProblem) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{
 		PgdProblem *p = &(*problems)[i];
 		char	   *v;
 
-		p->instance_id = pstrdup(store_get_string(i, 1));
-		p->problem = pstrdup(store_get_string(i, 2));
-		p->node_id = (v = store_get_string(i, 3)) ? pstrdup(v) : NULL;
-		p->scope = (v = store_get_string(i, 4)) ? pstrdup(v) : NULL;
-		p->detail = pstrdup(store_get_string(i, 5));
+		p->instance_id = MemoryContextStrdup(cxt, store_get_string(i, 1));
+		p->problem = MemoryContextStrdup(cxt, store_get_string(i, 2));
+		p->node_id = (v = store_get_string(i, 3)) ? MemoryContextStrdup(cxt, v) : NULL;
+		p->scope = (v = store_get_string(i, 4)) ? MemoryContextStrdup(cxt, v) : NULL;
+		p->detail = (v = store_get_string(i, 5)) ? MemoryContextStrdup(cxt, v) : MemoryContextStrdup(cxt, "");
 	}
 	return n;
 }

@@ -130,8 +130,7 @@ run_reconcile(void)
 	int			logged = 0;
 
 	pgd_begin_unit("pg_durable: reconciliation");
-	MemoryContextSwitchTo(cxt);
-	n = pgd_store_problems(&problems);
+	n = pgd_store_problems(cxt, &problems);
 	pgd_end_unit();
 
 	for (i = 0; i < n; i++)
