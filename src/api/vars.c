@@ -26,6 +26,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "common/messages.h"
 #include "core/settings.h"
 #include "steps/step_sql.h"
 #include "dsl/dsl.h"
@@ -36,7 +37,7 @@ refuse_inside_workflow(const char *fn)
 	if (pgd_in_workflow())
 		ereport(ERROR,
 				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
-				 errmsg("%s() cannot be called inside a workflow - variables are captured when df.start() is called", fn),
+				 errmsg(PGD_MSG_VARS_IN_WORKFLOW, fn),
 				 errhint("Call %s() before df.start(), or pass values between steps with named results ($name).", fn)));
 }
 

@@ -43,6 +43,7 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "common/messages.h"
 #include "engine/engine.h"
 #include "monitor/monitor.h"
 #include "core/settings.h"
@@ -58,7 +59,7 @@ check_limit_at_least_one(int limit)
 	if (limit < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("limit_count must be at least 1")));
+				 errmsg(PGD_MSG_LIMIT_AT_LEAST_ONE)));
 }
 
 static void
@@ -66,7 +67,7 @@ invalid_cursor(void)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("df.list_instances: invalid after_cursor"),
+			 errmsg(PGD_MSG_INVALID_CURSOR),
 			 errhint("Pass the next_cursor of the previous page unchanged, or NULL for the first page.")));
 }
 
@@ -231,8 +232,7 @@ list_instances(FunctionCallInfo fcinfo, bool paged)
 	if (limit > pgd_list_instances_max_limit)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("df.list_instances: limit_count (%d) exceeds pg_durable.list_instances_max_limit (%d); "
-						"request at most %d rows per call and page with after_cursor",
+				 errmsg(PGD_MSG_LIMIT_EXCEEDS_MAX,
 						limit, pgd_list_instances_max_limit, pgd_list_instances_max_limit)));
 
 	if (PG_ARGISNULL(0))
