@@ -11,9 +11,9 @@
  * no header injection), the timeout, and for multipart the shape of every
  * part.  Where the destination may go (allow-list, private addresses) is
  * decided at execution, not here.  Each check returns NULL when the value
- * is acceptable, else a palloc'd message with the reference's wording: the
- * builders raise it as an ERROR, validation prefixes it with the node's
- * path.
+ * is acceptable, else a palloc'd message (the reference's text where it
+ * pins one, from common/messages.h): the builders raise it as an ERROR,
+ * validation prefixes it with the node's path.
  *
  * Locks: none.
  *
@@ -39,26 +39,26 @@ df_http_check_url(const char *url)
 
 	for (const unsigned char *c = (const unsigned char *) url; *c; c++)
 		if (*c < 0x20 || *c == 0x7f)
-			return psprintf("Invalid URL '%s': it contains a control character", url);
+			return psprintf("invalid URL '%s': it contains a control character", url);
 
 	/* templated URLs ({var}) are checked when the step runs */
 	if (strchr(url, '{') != NULL)
 		return NULL;
 
 	if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z')))
-		return psprintf("Invalid URL '%s': expected an absolute http:// or https:// URL", url);
+		return psprintf("invalid URL '%s': expected an absolute http:// or https:// URL", url);
 	while ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
 		   (*p >= '0' && *p <= '9') || *p == '+' || *p == '-' || *p == '.')
 		p++;
 	if (*p != ':')
-		return psprintf("Invalid URL '%s': expected an absolute http:// or https:// URL", url);
+		return psprintf("invalid URL '%s': expected an absolute http:// or https:// URL", url);
 	scheme = pnstrdup(url, p - url);
 	for (char *c = scheme; *c; c++)
 		*c = pg_ascii_tolower((unsigned char) *c);
 	if (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)
 		return psprintf(PGD_MSG_HTTP_BAD_SCHEME, scheme);
 	if (strncmp(p, "://", 3) != 0 || p[3] == '\0' || strchr("/?#", p[3]) != NULL)
-		return psprintf("Invalid URL '%s': missing host", url);
+		return psprintf("invalid URL '%s': missing host", url);
 	return NULL;
 }
 
