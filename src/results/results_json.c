@@ -228,7 +228,7 @@ append_json_text(StringInfo buf, const char *text, const char *colname,
 
 	if (doc == NULL)
 	{
-		*errmsg = psprintf("Column '%s' holds JSON that cannot be used as a step result: %s",
+		*errmsg = psprintf("column '%s' holds JSON that cannot be used as a step result: %s",
 						   colname, perr);
 		return false;
 	}
