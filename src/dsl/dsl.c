@@ -13,7 +13,8 @@
  * operands.
  *
  * Builders are pure: no table access, no side effects, IMMUTABLE.  Errors
- * a user can cause are ereport()s with the reference's message texts.
+ * a user can cause are ereport()s, with the reference's texts
+ * (common/messages.h) where it pins them.
  *
  * The HTTP builders are in dsl_http.c.
  *
@@ -84,7 +85,7 @@ dsl_operand(const char *text)
 			if (is_partial_if(text))
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("Invalid if-then-else: ?> must be completed with !> (else branch)"),
+						 errmsg("incomplete if-then-else: ?> must be completed with !> (else branch)"),
 						 errhint("Write condition ?> then_step !> else_step, or use df.if(condition, then_step, else_step).")));
 			node = df_node_new(DF_NODE_SQL);
 			node->query = pstrdup(text);
