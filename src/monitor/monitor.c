@@ -260,7 +260,7 @@ list_instances(FunctionCallInfo fcinfo, bool paged)
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_durable: SPI_connect failed");
+		elog(ERROR, "SPI_connect failed");
 	n = pgd_spi_exec(LIST_SQL, 5, types, values, nulls, true);
 	nrows = Min(n, limit);
 	if (paged && n > limit)
@@ -320,7 +320,7 @@ pgd_instance_info(PG_FUNCTION_ARGS)
 	values[0] = PG_GETARG_DATUM(0);
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_durable: SPI_connect failed");
+		elog(ERROR, "SPI_connect failed");
 	if (pgd_spi_exec("SELECT i.id, i.label, i.status, " PGD_SQL_EXECUTION_COUNT ", " PGD_SQL_OUTPUT " "
 					 "FROM " PGD_SQL_ROOT_JOIN " WHERE i.id OPERATOR(pg_catalog.=) $1",
 					 1, types, values, NULL, true) > 0)
@@ -380,7 +380,7 @@ pgd_instance_executions(PG_FUNCTION_ARGS)
 	values[0] = PG_GETARG_DATUM(0);
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_durable: SPI_connect failed");
+		elog(ERROR, "SPI_connect failed");
 	if (pgd_spi_exec("SELECT i.status, " PGD_SQL_EXECUTION_COUNT ", " PGD_SQL_OUTPUT " "
 					 "FROM " PGD_SQL_ROOT_JOIN " WHERE i.id OPERATOR(pg_catalog.=) $1",
 					 1, types, values, NULL, true) == 0)
@@ -488,7 +488,7 @@ pgd_metrics(PG_FUNCTION_ARGS)
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_durable: SPI_connect failed");
+		elog(ERROR, "SPI_connect failed");
 	pgd_spi_exec("SELECT pg_catalog.count(*), "
 				 "pg_catalog.count(*) FILTER (WHERE i.status OPERATOR(pg_catalog.=) ANY ('{pending,running}'::text[])), "
 				 "pg_catalog.count(*) FILTER (WHERE i.status OPERATOR(pg_catalog.=) 'completed'), "
