@@ -138,7 +138,7 @@ pgd_ssrf_check_url(const char *url, char **host)
 	rc = curl_url_set(h, CURLUPART_URL, url, 0);
 	if (rc != CURLUE_OK)
 	{
-		result = psprintf("Invalid URL '%s': %s", url, curl_url_strerror(rc));
+		result = psprintf("invalid URL '%s': %s", url, curl_url_strerror(rc));
 		goto done;
 	}
 	if (curl_url_get(h, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
@@ -149,7 +149,7 @@ pgd_ssrf_check_url(const char *url, char **host)
 	}
 	if (curl_url_get(h, CURLUPART_HOST, &chost, 0) != CURLUE_OK || chost[0] == '\0')
 	{
-		result = psprintf("Invalid URL '%s': missing host", url);
+		result = psprintf("invalid URL '%s': missing host", url);
 		goto done;
 	}
 	*host = pstrdup(chost);

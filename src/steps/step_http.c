@@ -486,7 +486,7 @@ base64_text(const char *data, size_t len)
 	int			n = pg_b64_encode(data, len, out, enc_len);
 
 	if (n < 0)
-		elog(ERROR, "pg_durable: base64 encoding failed");
+		elog(ERROR, "base64 encoding failed");
 	out[n] = '\0';
 	return out;
 }
