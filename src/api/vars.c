@@ -26,6 +26,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "common/messages.h"
 #include "core/settings.h"
 #include "steps/step_sql.h"
 #include "dsl/dsl.h"
@@ -36,7 +37,7 @@ refuse_inside_workflow(const char *fn)
 	if (pgd_in_workflow())
 		ereport(ERROR,
 				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
-				 errmsg("%s() cannot be called inside a workflow - variables are captured when df.start() is called", fn),
+				 errmsg(PGD_MSG_VARS_IN_WORKFLOW, fn),
 				 errhint("Call %s() before df.start(), or pass values between steps with named results ($name).", fn)));
 }
 
@@ -56,14 +57,16 @@ vars_exec(const char *sql, int nargs, Datum name, Datum value, bool read_only)
 	Oid			argtypes[3] = {OIDOID, TEXTOID, TEXTOID};
 	Datum		values[3];
 	uint64		processed;
+	int			rc;
 
 	values[0] = ObjectIdGetDatum(GetUserId());
 	values[1] = name;
 	values[2] = value;
 
 	SPI_connect();
-	if (SPI_execute_with_args(sql, nargs, argtypes, values, NULL, read_only, 0) < 0)
-		elog(ERROR, "pg_durable: could not run \"%s\"", sql);
+	rc = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, read_only, 0);
+	if (rc < 0)
+		elog(ERROR, "SPI_execute_with_args failed for \"%s\": %s", sql, SPI_result_code_string(rc));
 	processed = SPI_processed;
 	return processed;			/* caller finishes SPI */
 }

@@ -37,6 +37,7 @@
 #include "utils/timestamp.h"
 
 #include "common/cron.h"
+#include "common/messages.h"
 
 /* ASCII only: the server's locale must not change what a cron field means */
 #define CRON_ISSPACE(c) ((c) == ' ' || (c) == '\t' || (c) == '\n' || (c) == '\r' || (c) == '\f' || (c) == '\v')
@@ -442,7 +443,7 @@ pgd_cron_next(PG_FUNCTION_ARGS)
 	if (!df_cron_parse(expr, &cron, &detail))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("Invalid cron expression '%s': %s", expr, detail)));
+				 errmsg(PGD_MSG_INVALID_CRON, expr, detail)));
 
 	if (!df_cron_next(&cron, after, &next))
 		PG_RETURN_NULL();

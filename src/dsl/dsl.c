@@ -13,7 +13,8 @@
  * operands.
  *
  * Builders are pure: no table access, no side effects, IMMUTABLE.  Errors
- * a user can cause are ereport()s with the reference's message texts.
+ * a user can cause are ereport()s, with the reference's texts
+ * (common/messages.h) where it pins them.
  *
  * The HTTP builders are in dsl_http.c.
  *
@@ -28,6 +29,7 @@
 #include "fmgr.h"
 #include "graph/graph.h"
 #include "common/json.h"
+#include "common/messages.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 
@@ -82,7 +84,7 @@ dsl_operand(const char *text)
 			if (is_partial_if(text))
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("Invalid if-then-else: ?> must be completed with !> (else branch)"),
+						 errmsg("incomplete if-then-else: ?> must be completed with !> (else branch)"),
 						 errhint("Write condition ?> then_step !> else_step, or use df.if(condition, then_step, else_step).")));
 			node = df_node_new(DF_NODE_SQL);
 			node->query = pstrdup(text);
@@ -94,7 +96,7 @@ dsl_operand(const char *text)
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-			 errmsg("Invalid Durofut JSON: %s", r.errmsg)));
+			 errmsg(PGD_MSG_INVALID_DUROFUT_JSON, r.errmsg)));
 	return NULL;				/* keep compiler quiet */
 }
 
@@ -126,8 +128,7 @@ check_result_name(const char *func, const char *name)
 	if (!df_is_valid_result_name(name))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s: result name '%s' is not a valid identifier — must match [a-zA-Z_][a-zA-Z0-9_]*",
-						func, name)));
+				 errmsg("%s: " PGD_MSG_INVALID_RESULT_NAME, func, name)));
 }
 
 /* df.sql(query): the query is taken literally, never parsed as Durofut. */
@@ -172,7 +173,7 @@ pgd_sleep(PG_FUNCTION_ARGS)
 	if (seconds < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("Sleep duration must be non-negative")));
+				 errmsg(PGD_MSG_SLEEP_NEGATIVE)));
 	node = df_node_new(DF_NODE_SLEEP);
 	node->query = psprintf(INT64_FORMAT, seconds);
 	PG_RETURN_DATUM(graph_datum(node));
@@ -191,7 +192,7 @@ pgd_wait_for_schedule(PG_FUNCTION_ARGS)
 	if (!df_cron_parse(expr, &cron, &err))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("Invalid cron expression '%s': %s", expr, err),
+				 errmsg(PGD_MSG_INVALID_CRON, expr, err),
 				 errhint("Use five fields: minute hour day-of-month month day-of-week, e.g. '*/5 * * * *'.")));
 	cfg = dfjson_make_object();
 	dfjson_object_add(cfg, "cron_expr", dfjson_make_string(expr));
@@ -320,7 +321,7 @@ not_a_partial_if(void)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("Invalid if-then-else: left side of !> must be a ?> expression"),
+			 errmsg(PGD_MSG_IF_ELSE_WITHOUT_IF),
 			 errhint("Write condition ?> then_step !> else_step.")));
 }
 
@@ -402,11 +403,11 @@ pgd_wait_for_signal(PG_FUNCTION_ARGS)
 	if (name[strspn(name, " \t\r\n")] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("Signal name cannot be empty")));
+				 errmsg(PGD_MSG_SIGNAL_NAME_EMPTY)));
 	if (!PG_ARGISNULL(1) && PG_GETARG_INT32(1) <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("Timeout must be positive")));
+				 errmsg(PGD_MSG_TIMEOUT_NOT_POSITIVE)));
 
 	cfg = dfjson_make_object();
 	dfjson_object_add(cfg, "signal_name", dfjson_make_string(name));

@@ -22,6 +22,7 @@
 #include "storage/proc.h"
 
 #include "common/compat.h"
+#include "common/messages.h"
 #include "dsl/dsl.h"
 
 #define MAX_NOTES 8
@@ -78,8 +79,7 @@ pgd_check_not_helper_result(const char *operand)
 		if (strcmp(notes[i].result, operand) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s cannot be used as a workflow step. Call %s before df.start().",
-							notes[i].helper, notes[i].helper),
+					 errmsg(PGD_MSG_HELPER_AS_STEP, notes[i].helper, notes[i].helper),
 					 errdetail("Its result '%s' was passed to a workflow composer in the same statement.",
 							   operand)));
 }

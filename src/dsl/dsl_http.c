@@ -20,6 +20,7 @@
 #include "utils/jsonb.h"
 
 #include "common/json.h"
+#include "common/messages.h"
 #include "dsl/dsl.h"
 #include "graph/http_config.h"
 
@@ -91,7 +92,7 @@ http_build(FunctionCallInfo fcinfo, bool multipart)
 	http_error(df_http_check_headers(headers));
 	require_arg(fcinfo, 4, "timeout_seconds");
 	if (PG_GETARG_INT32(4) <= 0)
-		http_error("Timeout must be positive");
+		http_error(PGD_MSG_TIMEOUT_NOT_POSITIVE);
 
 	cfg = dfjson_make_object();
 	dfjson_object_add(cfg, "url", dfjson_make_string(url));

@@ -23,6 +23,7 @@
 
 #include "graph/graph.h"
 #include "common/json.h"
+#include "common/messages.h"
 #include "miscadmin.h"
 
 /* A node waiting to be converted, and where it hangs in the tree. */
@@ -121,7 +122,7 @@ take_child(ParseState *ps, int i, const char *key, const char *edge,
 	if (v == NULL || v->type == DFJ_NULL)
 		return true;
 	if (v->type != DFJ_OBJECT)
-		return malformed(ps, i, psprintf("%s must be a Durofut JSON object", key));
+		return malformed(ps, i, psprintf(PGD_MSG_CHILD_NOT_OBJECT, key));
 	push_item(ps, v, slot, i, edge, 0);
 	return true;
 }
@@ -162,8 +163,7 @@ convert_item(ParseState *ps, int i)
 		r->status = DF_PARSE_UNKNOWN_TYPE;
 		r->type_name = pstrdup(name);
 		if (i == 0)
-			r->errmsg = psprintf("Unknown node_type '%s'. Valid types: %s",
-								 name, DF_VALID_NODE_TYPES);
+			r->errmsg = psprintf(PGD_MSG_UNKNOWN_NODE_TYPE, name, DF_VALID_NODE_TYPES);
 		else
 			r->errmsg = psprintf("Unknown node_type '%s' at %s. Valid types: %s",
 								 name, item_path(ps, i), DF_VALID_NODE_TYPES);
@@ -194,7 +194,7 @@ convert_item(ParseState *ps, int i)
 			for (int k = 0; k < extras->count; k++)
 			{
 				if (extras->items[k]->type != DFJ_OBJECT)
-					return malformed(ps, i, "extra_nodes entries must be Durofut JSON objects");
+					return malformed(ps, i, PGD_MSG_EXTRAS_NOT_OBJECTS);
 				push_item(ps, extras->items[k], &node->extras[k], i, "extra_nodes", k);
 			}
 		}

@@ -26,16 +26,12 @@
 #include "fmgr.h"
 #include "graph/graph.h"
 #include "common/json.h"
+#include "common/messages.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
-#define DEPTH_MESSAGE \
-	"Graph exceeds maximum nesting depth of 256. Split the workflow into smaller workflows."
-#define COUNT_MESSAGE \
-	"Workflow exceeds maximum node count of 10000. Split the workflow into smaller workflows."
-
 StaticAssertDecl(DF_MAX_DEPTH == 256 && DF_MAX_NODES == 10000,
-				 "the limit messages spell the limits out");
+				 "PGD_MSG_GRAPH_TOO_DEEP and PGD_MSG_GRAPH_TOO_MANY_NODES spell the limits out");
 
 /* Where a node hangs: a chain of these on the C stack makes its path. */
 typedef struct VPath
@@ -145,22 +141,22 @@ check_if(const DfNode *n)
 	}
 	cfg = dfjson_parse(n->query, strlen(n->query), &err);
 	if (cfg == NULL)
-		return psprintf("query in IF must be valid JSON config: %s", err);
+		return psprintf(PGD_MSG_IF_QUERY_CONFIG, err);
 	if (cfg->type != DFJ_OBJECT)
-		return pstrdup("query in IF must be valid JSON config: expected a JSON object");
+		return psprintf(PGD_MSG_IF_QUERY_CONFIG, "expected a JSON object");
 	if (dfjson_get(cfg, "condition_node") != NULL)
-		return pstrdup("condition_node in IF must be a first-class Durofut field, not embedded in query");
+		return pstrdup(PGD_MSG_IF_CONDITION_IN_QUERY);
 	if (n->condition != NULL)
 		return pstrdup("IF node cannot have both condition_node and a query config");
 	v = dfjson_get(cfg, "condition_type");
 	if (v == NULL || v->type != DFJ_STRING || strcmp(v->str, "result_has_rows") != 0)
-		return pstrdup("query in IF must be valid JSON config: condition_type must be \"result_has_rows\"");
+		return psprintf(PGD_MSG_IF_QUERY_CONFIG, "condition_type must be \"result_has_rows\"");
 	v = dfjson_get(cfg, "result_name");
 	if (v == NULL || v->type != DFJ_STRING)
-		return pstrdup("query in IF must be valid JSON config: result_name must be a string");
+		return psprintf(PGD_MSG_IF_QUERY_CONFIG, "result_name must be a string");
 	if (!df_is_valid_result_name(v->str))
-		return psprintf("query in IF must be valid JSON config: result name '%s' is not a valid identifier — must match [a-zA-Z_][a-zA-Z0-9_]*",
-						v->str);
+		return psprintf(PGD_MSG_IF_QUERY_CONFIG,
+						psprintf(PGD_MSG_INVALID_RESULT_NAME, v->str));
 	return NULL;
 }
 
@@ -199,7 +195,7 @@ check_wait_schedule(const DfNode *n)
 	if (v == NULL || v->type != DFJ_STRING)
 		return pstrdup("WAIT_SCHEDULE query must be a JSON object {\"cron_expr\": \"<5-field cron expression>\"}");
 	if (!df_cron_parse(v->str, &cron, &err))
-		return psprintf("Invalid cron expression '%s': %s", v->str, err);
+		return psprintf(PGD_MSG_INVALID_CRON, v->str, err);
 	return NULL;
 }
 
@@ -214,13 +210,13 @@ check_signal(const DfNode *n)
 	if (cfg == NULL || name == NULL || name->type != DFJ_STRING)
 		return pstrdup("SIGNAL query must be a JSON object {\"signal_name\": \"<name>\", \"timeout_seconds\": <seconds or null>}");
 	if (is_blank(name->str))
-		return pstrdup("Signal name cannot be empty");
+		return pstrdup(PGD_MSG_SIGNAL_NAME_EMPTY);
 	if (timeout != NULL && timeout->type != DFJ_NULL)
 	{
 		if (!dfjson_get_int64(timeout, &t))
 			return pstrdup("SIGNAL timeout_seconds must be a whole number of seconds or null");
 		if (t <= 0)
-			return pstrdup("Timeout must be positive");
+			return pstrdup(PGD_MSG_TIMEOUT_NOT_POSITIVE);
 		if (t > PG_INT32_MAX)
 			return pstrdup("SIGNAL timeout_seconds is out of range");
 	}
@@ -242,8 +238,7 @@ check_node(const DfNode *n)
 	bool		has_children = n->left || n->right || n->condition || n->nextras > 0;
 
 	if (n->result_name != NULL && !df_is_valid_result_name(n->result_name))
-		return psprintf("result name '%s' is not a valid identifier — must match [a-zA-Z_][a-zA-Z0-9_]*",
-						n->result_name);
+		return psprintf(PGD_MSG_INVALID_RESULT_NAME, n->result_name);
 	if (is_leaf_type(n->type) && has_children)
 		return psprintf("%s node cannot have child nodes (left_node, right_node, condition_node or extra_nodes)",
 						tname);
@@ -343,9 +338,9 @@ df_graph_validate(const DfNode *root)
 	VPath		path = {NULL, NULL, 0};
 
 	if (!depth_ok(root, 1))
-		return pstrdup(DEPTH_MESSAGE);
+		return pstrdup(PGD_MSG_GRAPH_TOO_DEEP);
 	if (df_graph_count(root) > DF_MAX_NODES)
-		return pstrdup(COUNT_MESSAGE);
+		return pstrdup(PGD_MSG_GRAPH_TOO_MANY_NODES);
 	return validate_tree(root, &path);
 }
 
@@ -361,17 +356,17 @@ df_graph_check_text(const char *text, DfNode **out)
 		case DF_PARSE_OK:
 			break;
 		case DF_PARSE_NOT_DUROFUT:
-			return pstrdup("Invalid durable function: not Durofut JSON (expected an object with \"node_type\"); build workflows with the df.* functions and operators");
+			return psprintf(PGD_MSG_INVALID_FUNCTION,
+							"not Durofut JSON (expected an object with \"node_type\"); build workflows with the df.* functions and operators");
 		case DF_PARSE_BAD_JSON:
-			return psprintf("Invalid durable function: invalid JSON: %s", r.errmsg);
+			return psprintf(PGD_MSG_INVALID_FUNCTION, psprintf("invalid JSON: %s", r.errmsg));
 		case DF_PARSE_UNKNOWN_TYPE:
-			return psprintf("Invalid durable function: %s", r.errmsg);
+			return psprintf(PGD_MSG_INVALID_FUNCTION, r.errmsg);
 		case DF_PARSE_MALFORMED:
-			return psprintf("Malformed Durofut JSON with node_type '%s': %s",
-							r.type_name, r.errmsg);
+			return psprintf(PGD_MSG_MALFORMED_DUROFUT, r.type_name, r.errmsg);
 	}
 	if ((err = df_graph_validate(r.node)) != NULL)
-		return psprintf("Invalid durable function graph: %s", err);
+		return psprintf(PGD_MSG_INVALID_GRAPH, err);
 	*out = r.node;
 	return NULL;
 }

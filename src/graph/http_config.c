@@ -11,9 +11,9 @@
  * no header injection), the timeout, and for multipart the shape of every
  * part.  Where the destination may go (allow-list, private addresses) is
  * decided at execution, not here.  Each check returns NULL when the value
- * is acceptable, else a palloc'd message with the reference's wording: the
- * builders raise it as an ERROR, validation prefixes it with the node's
- * path.
+ * is acceptable, else a palloc'd message (the reference's text where it
+ * pins one, from common/messages.h): the builders raise it as an ERROR,
+ * validation prefixes it with the node's path.
  *
  * Locks: none.
  *
@@ -22,9 +22,8 @@
 #include "postgres.h"
 
 #include "common/json.h"
+#include "common/messages.h"
 #include "graph/http_config.h"
-
-#define WHOLE_VALUE_REFERENCES "$name, $name?, $name.col, $name.col?, {var}"
 
 static bool
 has_crlf(const char *s)
@@ -40,27 +39,26 @@ df_http_check_url(const char *url)
 
 	for (const unsigned char *c = (const unsigned char *) url; *c; c++)
 		if (*c < 0x20 || *c == 0x7f)
-			return psprintf("Invalid URL '%s': it contains a control character", url);
+			return psprintf("invalid URL '%s': it contains a control character", url);
 
 	/* templated URLs ({var}) are checked when the step runs */
 	if (strchr(url, '{') != NULL)
 		return NULL;
 
 	if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z')))
-		return psprintf("Invalid URL '%s': expected an absolute http:// or https:// URL", url);
+		return psprintf("invalid URL '%s': expected an absolute http:// or https:// URL", url);
 	while ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
 		   (*p >= '0' && *p <= '9') || *p == '+' || *p == '-' || *p == '.')
 		p++;
 	if (*p != ':')
-		return psprintf("Invalid URL '%s': expected an absolute http:// or https:// URL", url);
+		return psprintf("invalid URL '%s': expected an absolute http:// or https:// URL", url);
 	scheme = pnstrdup(url, p - url);
 	for (char *c = scheme; *c; c++)
 		*c = pg_ascii_tolower((unsigned char) *c);
 	if (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)
-		return psprintf("Blocked: unsupported URL scheme '%s'. Only http and https are allowed.",
-						scheme);
+		return psprintf(PGD_MSG_HTTP_BAD_SCHEME, scheme);
 	if (strncmp(p, "://", 3) != 0 || p[3] == '\0' || strchr("/?#", p[3]) != NULL)
-		return psprintf("Invalid URL '%s': missing host", url);
+		return psprintf("invalid URL '%s': missing host", url);
 	return NULL;
 }
 
@@ -84,7 +82,7 @@ df_http_check_method(const char *method, bool multipart, char **upper)
 			return NULL;
 		}
 	}
-	return psprintf("Invalid HTTP method: %s", method);
+	return psprintf(PGD_MSG_HTTP_BAD_METHOD, method);
 }
 
 /* Headers: a JSON object; names and string values without CR/LF. */
@@ -227,10 +225,9 @@ check_part(const DfJson *part, int i)
 		if (is_whole_value_reference(b64->str))
 			return NULL;
 		if (strpbrk(b64->str, "${") != NULL)
-			return psprintf("parts[%d] \"data_b64\" must be base64 or a single whole-value reference (%s)",
-							i, WHOLE_VALUE_REFERENCES);
+			return psprintf(PGD_MSG_PART_DATA_B64, i);
 		if ((err = df_http_check_base64(b64->str)) != NULL)
-			return psprintf("Invalid base64 in part '%s': %s", name->str, err);
+			return psprintf(PGD_MSG_INVALID_BASE64, name->str, err);
 	}
 	return NULL;
 }
@@ -241,11 +238,11 @@ df_http_check_parts(const DfJson *parts)
 	char	   *err;
 
 	if (parts == NULL || parts->type == DFJ_NULL)
-		return pstrdup("parts is required and cannot be NULL");
+		return pstrdup(PGD_MSG_PARTS_NULL);
 	if (parts->type != DFJ_ARRAY)
-		return pstrdup("parts must be a JSON array of part objects");
+		return pstrdup(PGD_MSG_PARTS_NOT_ARRAY);
 	if (parts->count == 0)
-		return pstrdup("parts must contain at least one part");
+		return pstrdup(PGD_MSG_PARTS_EMPTY);
 	for (int i = 0; i < parts->count; i++)
 		if ((err = check_part(parts->items[i], i)) != NULL)
 			return err;
@@ -262,7 +259,7 @@ check_timeout(const DfJson *v)
 	if (!dfjson_get_int64(v, &t))
 		return pstrdup("timeout_seconds must be a whole number of seconds");
 	if (t <= 0)
-		return pstrdup("Timeout must be positive");
+		return pstrdup(PGD_MSG_TIMEOUT_NOT_POSITIVE);
 	if (t > PG_INT32_MAX)
 		return pstrdup("timeout_seconds is out of range");
 	return NULL;

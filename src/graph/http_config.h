@@ -4,7 +4,7 @@
  *	  The checks of HTTP and HTTP_MULTIPART node configs (http_config.c).
  *
  * Each returns NULL when the value is acceptable, else a palloc'd message
- * with the reference's wording.
+ * (the reference's text where it pins one, from common/messages.h).
  *
  * Locks: none; pure functions.
  *

@@ -49,6 +49,7 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
+#include "common/messages.h"
 #include "common/spi.h"
 #include "monitor/explain.h"
 #include "graph/graph.h"
@@ -357,7 +358,7 @@ explain_instance(const char *id)
 	StringInfoData buf;
 
 	if (v == NULL)
-		return psprintf("Instance '%s' not found", id);
+		return psprintf(PGD_MSG_EXPLAIN_NOT_FOUND, id);
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "Instance: %s", v->id);
@@ -424,20 +425,21 @@ explain_graph_text(const DfParseResult *pr)
 		case DF_PARSE_OK:
 			problem = df_graph_validate(pr->node);
 			if (problem != NULL)
-				return psprintf("Invalid durable function graph: %s", problem);
+				return psprintf(PGD_MSG_INVALID_GRAPH, problem);
 			return df_explain_graph(pr->node, NULL, NULL);
 
 		case DF_PARSE_UNKNOWN_TYPE:
-			return psprintf("Invalid durable function graph: %s: Unknown node_type '%s'. Valid types: %s",
-							unknown_type_path(pr), pr->type_name, DF_VALID_NODE_TYPES);
+			return psprintf(PGD_MSG_INVALID_GRAPH,
+							psprintf("%s: " PGD_MSG_UNKNOWN_NODE_TYPE, unknown_type_path(pr),
+									 pr->type_name, DF_VALID_NODE_TYPES));
 
 		case DF_PARSE_MALFORMED:
 			/* errmsg is already "<path>: <msg>" */
-			return psprintf("Invalid durable function graph: %s", pr->errmsg);
+			return psprintf(PGD_MSG_INVALID_GRAPH, pr->errmsg);
 
 		case DF_PARSE_BAD_JSON:
-			return psprintf("Invalid durable function graph: root: Invalid Durofut JSON: %s",
-							pr->errmsg);
+			return psprintf(PGD_MSG_INVALID_GRAPH,
+							psprintf("root: " PGD_MSG_INVALID_DUROFUT_JSON, pr->errmsg));
 
 		case DF_PARSE_NOT_DUROFUT:
 			break;
@@ -476,17 +478,19 @@ explain_text(const char *input, bool allow_eval)
 		char	   *value = eval_dsl(input, &error);
 
 		if (error != NULL)
-			return psprintf("Cannot explain input: %s", error);
+			return psprintf(PGD_MSG_CANNOT_EXPLAIN, error);
 		if (value == NULL)
-			return pstrdup("Cannot explain input: the DSL expression returned NULL");
+			return psprintf(PGD_MSG_CANNOT_EXPLAIN, "the DSL expression returned NULL");
 		if (is_partial_if(value))
-			return pstrdup("Cannot explain input: incomplete if-then-else: ?> must be completed with !> (else branch)");
+			return psprintf(PGD_MSG_CANNOT_EXPLAIN,
+							"incomplete if-then-else: ?> must be completed with !> (else branch)");
 		return explain_text(value, false);
 	}
 
 	if (!allow_eval)
-		return pstrdup("Cannot explain input: the DSL expression returned text that is neither Durofut JSON nor SQL");
-	return pstrdup("Cannot explain input: " EXPLAIN_ACCEPTS);
+		return psprintf(PGD_MSG_CANNOT_EXPLAIN,
+						"the DSL expression returned text that is neither Durofut JSON nor SQL");
+	return psprintf(PGD_MSG_CANNOT_EXPLAIN, EXPLAIN_ACCEPTS);
 }
 
 PG_FUNCTION_INFO_V1(pgd_explain);

@@ -43,6 +43,7 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "common/messages.h"
 #include "common/spi.h"
 #include "monitor/monitor.h"
 #include "core/settings.h"
@@ -59,7 +60,7 @@ check_limit_at_least_one(int limit)
 	if (limit < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("limit_count must be at least 1")));
+				 errmsg(PGD_MSG_LIMIT_AT_LEAST_ONE)));
 }
 
 static void
@@ -67,7 +68,7 @@ invalid_cursor(void)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("df.list_instances: invalid after_cursor"),
+			 errmsg(PGD_MSG_INVALID_CURSOR),
 			 errhint("Pass the next_cursor of the previous page unchanged, or NULL for the first page.")));
 }
 
@@ -232,8 +233,7 @@ list_instances(FunctionCallInfo fcinfo, bool paged)
 	if (limit > pgd_list_instances_max_limit)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("df.list_instances: limit_count (%d) exceeds pg_durable.list_instances_max_limit (%d); "
-						"request at most %d rows per call and page with after_cursor",
+				 errmsg(PGD_MSG_LIMIT_EXCEEDS_MAX,
 						limit, pgd_list_instances_max_limit, pgd_list_instances_max_limit)));
 
 	if (PG_ARGISNULL(0))
@@ -261,7 +261,7 @@ list_instances(FunctionCallInfo fcinfo, bool paged)
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_durable: SPI_connect failed");
+		elog(ERROR, "SPI_connect failed");
 	n = pgd_spi_exec(LIST_SQL, 5, types, values, nulls, true);
 	nrows = Min(n, limit);
 	if (paged && n > limit)
@@ -321,7 +321,7 @@ pgd_instance_info(PG_FUNCTION_ARGS)
 	values[0] = PG_GETARG_DATUM(0);
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_durable: SPI_connect failed");
+		elog(ERROR, "SPI_connect failed");
 	if (pgd_spi_exec("SELECT i.id, i.label, i.status, " PGD_SQL_EXECUTION_COUNT ", " PGD_SQL_OUTPUT " "
 					 "FROM " PGD_SQL_ROOT_JOIN " WHERE i.id OPERATOR(pg_catalog.=) $1",
 					 1, types, values, NULL, true) > 0)
@@ -381,7 +381,7 @@ pgd_instance_executions(PG_FUNCTION_ARGS)
 	values[0] = PG_GETARG_DATUM(0);
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_durable: SPI_connect failed");
+		elog(ERROR, "SPI_connect failed");
 	if (pgd_spi_exec("SELECT i.status, " PGD_SQL_EXECUTION_COUNT ", " PGD_SQL_OUTPUT " "
 					 "FROM " PGD_SQL_ROOT_JOIN " WHERE i.id OPERATOR(pg_catalog.=) $1",
 					 1, types, values, NULL, true) == 0)
@@ -489,7 +489,7 @@ pgd_metrics(PG_FUNCTION_ARGS)
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_durable: SPI_connect failed");
+		elog(ERROR, "SPI_connect failed");
 	pgd_spi_exec("SELECT pg_catalog.count(*), "
 				 "pg_catalog.count(*) FILTER (WHERE i.status OPERATOR(pg_catalog.=) ANY ('{pending,running}'::text[])), "
 				 "pg_catalog.count(*) FILTER (WHERE i.status OPERATOR(pg_catalog.=) 'completed'), "

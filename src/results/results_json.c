@@ -55,6 +55,7 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
+#include "common/messages.h"
 #include "results/results.h"
 
 /* How one column is converted; decided once per column from its type. */
@@ -227,7 +228,7 @@ append_json_text(StringInfo buf, const char *text, const char *colname,
 
 	if (doc == NULL)
 	{
-		*errmsg = psprintf("Column '%s' holds JSON that cannot be used as a step result: %s",
+		*errmsg = psprintf("column '%s' holds JSON that cannot be used as a step result: %s",
 						   colname, perr);
 		return false;
 	}
@@ -324,8 +325,7 @@ pgd_spi_result_to_json(SPITupleTable *tuptable, uint64 nrows, char **errmsg)
 		/* like the reference, a type is only refused when a row is converted */
 		if (kinds[i] == COL_UNSUPPORTED && nrows > 0)
 		{
-			*errmsg = psprintf("Unsupported column type '%s' for column '%s'. "
-							   "Cast the column to a supported type (for example ::text) in the query.",
+			*errmsg = psprintf(PGD_MSG_UNSUPPORTED_COLUMN_TYPE,
 							   format_type_be(att->atttypid), NameStr(att->attname));
 			pfree(kinds);
 			return NULL;

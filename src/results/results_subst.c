@@ -85,6 +85,7 @@
 
 #include "lib/stringinfo.h"
 
+#include "common/messages.h"
 #include "results/results.h"
 
 /* One known name (a variable or a named result), for binary search. */
@@ -448,7 +449,7 @@ resolve_reference(StringInfo out, const DfJson *result, const char *name,
 			append_missing(out, mode);
 			return true;
 		}
-		*errmsg = psprintf("$%.*s has no rows — query returned zero results", namelen, name);
+		*errmsg = psprintf(PGD_MSG_REF_NO_ROWS, namelen, name);
 		return false;
 	}
 
@@ -468,8 +469,7 @@ resolve_reference(StringInfo out, const DfJson *result, const char *name,
 				return true;
 			}
 			if (rows != NULL)
-				*errmsg = psprintf("$%.*s is NULL — first column of first row is NULL",
-								   namelen, name);
+				*errmsg = psprintf(PGD_MSG_REF_FIRST_NULL, namelen, name);
 			else
 				*errmsg = psprintf("$%.*s is NULL", namelen, name);
 			return false;
@@ -488,7 +488,7 @@ resolve_reference(StringInfo out, const DfJson *result, const char *name,
 			appendBinaryStringInfo(out, literal, litlen);
 		else
 		{
-			*errmsg = psprintf("$%.*s.%.*s: result has no field '%.*s' (available: %s)",
+			*errmsg = psprintf(PGD_MSG_REF_NO_FIELD,
 							   namelen, name, collen, col, collen, col,
 							   field_list(holder));
 			return false;
@@ -502,7 +502,7 @@ resolve_reference(StringInfo out, const DfJson *result, const char *name,
 			append_missing(out, mode);
 			return true;
 		}
-		*errmsg = psprintf("$%.*s.%.*s is NULL", namelen, name, collen, col);
+		*errmsg = psprintf(PGD_MSG_REF_COLUMN_NULL, namelen, name, collen, col);
 		return false;
 	}
 	append_value(out, v, mode);

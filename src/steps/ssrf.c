@@ -34,6 +34,7 @@
 #include <netinet/in.h>
 #include <curl/curl.h>
 
+#include "common/messages.h"
 #include "steps/http.h"
 #include "core/settings.h"
 
@@ -137,19 +138,18 @@ pgd_ssrf_check_url(const char *url, char **host)
 	rc = curl_url_set(h, CURLUPART_URL, url, 0);
 	if (rc != CURLUE_OK)
 	{
-		result = psprintf("Invalid URL '%s': %s", url, curl_url_strerror(rc));
+		result = psprintf("invalid URL '%s': %s", url, curl_url_strerror(rc));
 		goto done;
 	}
 	if (curl_url_get(h, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
 		(pg_strcasecmp(scheme, "http") != 0 && pg_strcasecmp(scheme, "https") != 0))
 	{
-		result = psprintf("Blocked: unsupported URL scheme '%s'. Only http and https are allowed.",
-						  scheme ? scheme : "");
+		result = psprintf(PGD_MSG_HTTP_BAD_SCHEME, scheme ? scheme : "");
 		goto done;
 	}
 	if (curl_url_get(h, CURLUPART_HOST, &chost, 0) != CURLUE_OK || chost[0] == '\0')
 	{
-		result = psprintf("Invalid URL '%s': missing host", url);
+		result = psprintf("invalid URL '%s': missing host", url);
 		goto done;
 	}
 	*host = pstrdup(chost);
@@ -159,13 +159,9 @@ pgd_ssrf_check_url(const char *url, char **host)
 		bool		allowed = host_allowed(bh, &listed);
 
 		if (is_ip_literal(bh) && !listed)
-			result = psprintf("Blocked: requests to bare IP addresses are not permitted. "
-							  "Use a host name, or name the address '%s' in pg_durable.http_allowed_hosts.",
-							  bh);
+			result = psprintf(PGD_MSG_HTTP_BARE_IP, bh);
 		else if (!allowed)
-			result = psprintf("Blocked: '%s' is not in the allowed endpoint list. "
-							  "A superuser can add it to pg_durable.http_allowed_hosts.",
-							  bh);
+			result = psprintf(PGD_MSG_HTTP_HOST_NOT_ALLOWED, bh);
 	}
 
 done:
@@ -278,8 +274,5 @@ pgd_ssrf_address_allowed(const struct sockaddr *sa)
 char *
 pgd_ssrf_blocked_address_message(const char *host)
 {
-	return psprintf("Blocked: the resolved IP address for '%s' is in a restricted range. "
-					"Private, loopback and reserved addresses are refused unless "
-					"pg_durable.http_allow_private is on.",
-					host);
+	return psprintf(PGD_MSG_HTTP_RESTRICTED_ADDRESS, host);
 }

@@ -44,6 +44,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "common/messages.h"
 #include "common/spi.h"
 #include "core/identity.h"
 #include "core/settings.h"
@@ -181,12 +182,10 @@ prepare_parts(PgdHttpRequest *req, SubstCtx *sc, const DfJson *parts, size_t *to
 					return decide(req, err), false;
 			}
 			else if (strpbrk(b64, "${") != NULL)
-				return decide(req, psprintf("parts[%d] \"data_b64\" must be base64 or a single "
-											"whole-value reference ($name, $name?, $name.col, $name.col?, {var})",
-											i)), false;
+				return decide(req, psprintf(PGD_MSG_PART_DATA_B64, i)), false;
 			if ((bad = df_http_check_base64(text)) != NULL ||
 				(out->data = decode_base64(text, &out->len)) == NULL)
-				return decide(req, psprintf("Invalid base64 in part '%s': %s", out->name,
+				return decide(req, psprintf(PGD_MSG_INVALID_BASE64, out->name,
 											bad ? bad : "cannot decode")), false;
 		}
 		*total += out->len;
@@ -262,8 +261,7 @@ pgd_http_prepare(MemoryContext parent, int64 task_id, const char *instance_id,
 					 "pg_catalog.pg_get_userbyid($1)",
 					 2, types, values, NULL, false);
 		if (strcmp(pgd_spi_getstring(0, 1), "t") != 0)
-			problem = psprintf("Blocked: role '%s' does not have EXECUTE privilege on %s(). "
-							   "Grant it with df.grant_usage('%s', include_http => true).",
+			problem = psprintf(PGD_MSG_HTTP_NO_EXECUTE,
 							   pgd_spi_getstring(0, 2), fname, pgd_spi_getstring(0, 2));
 	}
 	if (problem != NULL)
@@ -492,7 +490,7 @@ base64_text(const char *data, size_t len)
 	int			n = pg_b64_encode(data, len, out, enc_len);
 
 	if (n < 0)
-		elog(ERROR, "pg_durable: base64 encoding failed");
+		elog(ERROR, "base64 encoding failed");
 	out[n] = '\0';
 	return out;
 }
@@ -518,7 +516,7 @@ pgd_http_envelope(PgdHttpRequest *req, const PgdHttpResponse *resp)
 		if (blen > PREVIEW_BYTES)
 			body[pg_mbcliplen(body, blen, PREVIEW_BYTES)] = '\0';
 		o.ok = false;
-		o.result = psprintf("HTTP %s %s returned %ld: %s", req->method, req->url, resp->status, body);
+		o.result = psprintf(PGD_MSG_HTTP_5XX, req->method, req->url, resp->status, body);
 		return o;
 	}
 
