@@ -22,6 +22,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
+#include "common/messages.h"
 #include "core/settings.h"
 #include "engine/store.h"
 #include "engine/wake.h"
@@ -43,7 +44,7 @@ _PG_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("pg_durable must be loaded via shared_preload_libraries"),
+				 errmsg(PGD_MSG_NOT_PRELOADED),
 				 errhint("Add pg_durable to shared_preload_libraries in postgresql.conf and restart the server.")));
 
 	pgd_settings_define();

@@ -38,6 +38,7 @@
 #include "utils/builtins.h"
 #include "utils/timeout.h"
 
+#include "common/messages.h"
 #include "api/api.h"
 #include "common/spi.h"
 #include "core/bgsql.h"
@@ -104,9 +105,7 @@ take_slot(void)
 		if (GetCurrentTimestamp() >= deadline)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("pg_durable: transaction_mode => 'new' launch limit reached "
-							"(max_new_transaction_starts=%d). Timed out after %ds waiting for a "
-							"launch slot before opening the loopback session.",
+					 errmsg(PGD_MSG_NEW_TXN_LIMIT,
 							pgd_max_new_transaction_starts, pgd_new_transaction_start_timeout)));
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 ADMISSION_POLL_MS, PG_WAIT_EXTENSION);
@@ -130,8 +129,8 @@ launch(const char *fut, const char *label, const char *database)
 		if (GetCurrentTimestamp() >= deadline)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("pg_durable: transaction_mode => 'new' could not start a background session: "
-							"no free background worker slot"),
+					 errmsg("could not start a background session for transaction_mode => 'new'"),
+					 errdetail("No background worker slot is free."),
 					 errhint("Raise max_worker_processes, or start the workflow in caller mode.")));
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 ADMISSION_POLL_MS, PG_WAIT_EXTENSION);
@@ -183,7 +182,7 @@ pgd_start_in_new_transaction(const char *fut, const char *label, const char *dat
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_FAILURE),
-			 errmsg("pg_durable: transaction_mode => 'new': the background session ended without "
+			 errmsg("the background session of transaction_mode => 'new' ended without "
 					"starting the workflow"),
 			 errdetail("It could not connect to database \"%s\" as role \"%s\" or stopped; "
 					   "the server log says why.",

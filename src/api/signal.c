@@ -24,6 +24,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "common/messages.h"
 #include "common/json.h"
 #include "common/spi.h"
 #include "engine/store.h"
@@ -47,11 +48,11 @@ pgd_signal(PG_FUNCTION_ARGS)
 	if (id[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("Instance id cannot be empty")));
+				 errmsg("instance id cannot be empty")));
 	if (name[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("Signal name cannot be empty")));
+				 errmsg(PGD_MSG_SIGNAL_NAME_EMPTY)));
 
 	/* visibility as the caller (row-level security decides) */
 	values[0] = pgd_text_datum(id);
@@ -63,11 +64,11 @@ pgd_signal(PG_FUNCTION_ARGS)
 	if (status == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("Instance not found or access denied: %s", id)));
+				 errmsg(PGD_MSG_INSTANCE_NOT_FOUND, id)));
 	if (pgd_is_terminal(status))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("Failed to send signal: instance %s is %s", id, status)));
+				 errmsg(PGD_MSG_SIGNAL_TERMINAL, id, status)));
 
 	is_json = dfjson_parse(data, strlen(data), &err) != NULL;
 

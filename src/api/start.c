@@ -46,6 +46,7 @@
 #include "utils/hsearch.h"
 #include "utils/syscache.h"
 
+#include "common/messages.h"
 #include "api/api.h"
 #include "common/spi.h"
 #include "core/identity.h"
@@ -250,7 +251,7 @@ check_database(const char *database, Oid userid)
 	if (!OidIsValid(dboid))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_DATABASE),
-				 errmsg("database \"%s\" does not exist", database)));
+				 errmsg(PGD_MSG_DATABASE_NOT_FOUND, database)));
 	if (pgd_database_aclcheck(dboid, userid, ACL_CONNECT) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -295,7 +296,7 @@ insert_instance(char *instance_id, const char *label, const char *root_id, Oid u
 		if (attempt == ID_ATTEMPTS)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNIQUE_VIOLATION),
-					 errmsg("failed to start durable function: could not find a free instance id")));
+					 errmsg(PGD_MSG_START_FAILED, "could not find a free instance id")));
 		random_id(instance_id);
 		values[0] = pgd_text_datum(instance_id);
 		if (label)
@@ -363,7 +364,7 @@ pgd_start(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("Invalid durable function: the workflow is NULL")));
+				 errmsg(PGD_MSG_INVALID_FUNCTION, "the workflow is NULL")));
 	fut = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
 	if (pg_strcasecmp(mode, "caller") != 0)
@@ -372,7 +373,7 @@ pgd_start(PG_FUNCTION_ARGS)
 			PG_RETURN_TEXT_P(cstring_to_text(pgd_start_in_new_transaction(fut, label, database)));
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid transaction_mode \"%s\" for df.start(): expected 'caller' or 'new'", mode)));
+				 errmsg(PGD_MSG_INVALID_TXN_MODE, mode)));
 	}
 
 	/* 1. parse */
@@ -399,7 +400,7 @@ pgd_start(PG_FUNCTION_ARGS)
 			raise_graph_error(msg);
 	}
 	else if ((msg = df_graph_validate(root)) != NULL)
-		raise_graph_error(psprintf("Invalid durable function graph: %s", msg));
+		raise_graph_error(psprintf(PGD_MSG_INVALID_GRAPH, msg));
 
 	collect_nodes(&list, root);
 
@@ -424,7 +425,7 @@ pgd_start(PG_FUNCTION_ARGS)
 
 	if (remote)
 		ereport(NOTICE,
-				(errmsg("pg_durable: the steps of instance %s run in database \"%s\" at least once",
+				(errmsg("the steps of instance %s run in database \"%s\" at least once",
 						instance_id, database),
 				 errdetail("A step in another database commits there before the engine records it; "
 						   "after a crash or restart in between, the step runs again. "

@@ -28,6 +28,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "common/messages.h"
 #include "common/spi.h"
 #include "core/settings.h"
 #include "dsl/dsl.h"
@@ -108,12 +109,12 @@ await_instance(const char *fn, const char *id, int timeout_seconds)
 	if (pgd_in_workflow())
 		ereport(ERROR,
 				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
-				 errmsg("%s() cannot be called inside a workflow - a step must not wait for an instance", fn),
+				 errmsg(PGD_MSG_AWAIT_IN_WORKFLOW, fn),
 				 errhint("Compose the waiting into the workflow instead (df.wait_for_signal, df.sleep).")));
 	if (timeout_seconds <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("Timeout must be positive")));
+				 errmsg(PGD_MSG_TIMEOUT_NOT_POSITIVE)));
 
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), (int64) timeout_seconds * 1000);
 	pgd_await_prepare(id);
@@ -127,15 +128,14 @@ await_instance(const char *fn, const char *id, int timeout_seconds)
 			if (status == NULL)
 				ereport(ERROR,
 						(errcode(ERRCODE_UNDEFINED_OBJECT),
-						 errmsg("Instance not found: %s", id)));
+						 errmsg(PGD_MSG_AWAIT_NOT_FOUND, id)));
 			if (pgd_is_terminal(status))
 				break;
 			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 			if (remaining <= 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_QUERY_CANCELED),
-						 errmsg("Timeout after %ds waiting for instance %s (status: %s). "
-								"The instance keeps running; wait again or check df.status().",
+						 errmsg(PGD_MSG_AWAIT_TIMEOUT,
 								timeout_seconds, id, status)));
 			pgd_await_wait(remaining);
 			CHECK_FOR_INTERRUPTS();
@@ -190,7 +190,7 @@ pgd_cancel(PG_FUNCTION_ARGS)
 	if (visible_status(id) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("Instance not found or access denied: %s", id)));
+				 errmsg(PGD_MSG_INSTANCE_NOT_FOUND, id)));
 
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE);
@@ -200,5 +200,5 @@ pgd_cancel(PG_FUNCTION_ARGS)
 	SPI_finish();
 	SetUserIdAndSecContext(save_userid, save_sec);
 
-	PG_RETURN_TEXT_P(cstring_to_text(psprintf("Instance %s cancelled: %s", id, reason)));
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf(PGD_MSG_INSTANCE_CANCELLED, id, reason)));
 }

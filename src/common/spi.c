@@ -64,10 +64,10 @@ prepared(const char *sql, int nargs, const Oid *types)
 
 	plan = SPI_prepare_cursor(sql, nargs, (Oid *) types, CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
-		elog(ERROR, "pg_durable: could not prepare (%s): %s",
+		elog(ERROR, "could not prepare (%s): %s",
 			 SPI_result_code_string(SPI_result), sql);
 	if (SPI_keepplan(plan) != 0)
-		elog(ERROR, "pg_durable: could not keep the plan of: %s", sql);
+		elog(ERROR, "could not keep the plan of: %s", sql);
 	/* an insertion copies PLAN_KEY_LEN bytes of the key: pad it */
 	memset(key, 0, sizeof(key));
 	strlcpy(key, sql, sizeof(key));
@@ -97,7 +97,7 @@ pgd_spi_exec(const char *sql, int nargs, const Oid *types, const Datum *values,
 		rc = SPI_execute_with_args(sql, nargs, (Oid *) types, (Datum *) values,
 								   nulls, false, 0);
 	if (rc < 0)
-		elog(ERROR, "pg_durable: SPI failed (%s) for: %s", SPI_result_code_string(rc), sql);
+		elog(ERROR, "SPI failed (%s) for: %s", SPI_result_code_string(rc), sql);
 	return (int) SPI_processed;
 }
 

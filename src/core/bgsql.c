@@ -443,14 +443,7 @@ serve(PgdBgsqlHandler handler, const char *data, Size nbytes, StringInfo reply)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(request_cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
-		SPI_finish();			/* harmless when not connected */
-		MemoryContextSwitchTo(request_cxt);
+		ErrorData  *edata = pgd_unit_abort(request_cxt);
 
 		resetStringInfo(reply);
 		append_reply(reply, PGD_BGSQL_ERROR, edata->sqlerrcode,

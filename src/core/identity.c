@@ -20,6 +20,7 @@
 #include "miscadmin.h"
 #include "utils/syscache.h"
 
+#include "common/messages.h"
 #include "core/identity.h"
 #include "core/settings.h"
 
@@ -43,16 +44,13 @@ pgd_check_start_identity(Oid userid)
 	if (!canlogin)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("current_user \"%s\" does not have LOGIN privilege. "
-						"Workflow steps run as the submitting role, which must be able to log in.",
+				 errmsg(PGD_MSG_NO_LOGIN,
 						role_name(userid))));
 
 	if (superuser_arg(userid) && !pgd_enable_superuser_instances)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("pg_durable: superuser instances are disabled. current_user \"%s\" is a superuser, "
-						"but pg_durable.enable_superuser_instances is off. "
-						"Start the workflow as an ordinary role, or turn the setting on.",
+				 errmsg(PGD_MSG_SUPERUSER_DISABLED,
 						role_name(userid))));
 }
 
@@ -69,18 +67,17 @@ pgd_identity_problem(Oid roleid)
 	char	   *problem = NULL;
 
 	if (!HeapTupleIsValid(tup))
-		return psprintf("pg_durable: the role that submitted this instance (OID %u) no longer exists; "
+		return psprintf("the role that submitted this instance (OID %u) no longer exists; "
 						"its steps cannot run. Start the workflow again as an existing role.",
 						roleid);
 	role = (Form_pg_authid) GETSTRUCT(tup);
 	if (!role->rolcanlogin)
-		problem = psprintf("pg_durable: role \"%s\" that submitted this instance no longer has LOGIN "
+		problem = psprintf("role \"%s\" that submitted this instance no longer has LOGIN "
 						   "privilege; its steps cannot run.",
 						   NameStr(role->rolname));
 	else if (role->rolsuper && !pgd_enable_superuser_instances)
-		problem = psprintf("pg_durable: superuser instances are disabled. role \"%s\" that submitted "
-						   "this instance is a superuser, but pg_durable.enable_superuser_instances "
-						   "is off; its steps cannot run.",
+		problem = psprintf("role \"%s\" that submitted this instance is a superuser, but "
+						   "pg_durable.enable_superuser_instances is off; its steps cannot run.",
 						   NameStr(role->rolname));
 	ReleaseSysCache(tup);
 	return problem;

@@ -64,6 +64,20 @@ pgd_unit_recover(MemoryContext cxt)
 	MemoryContextSwitchTo(cxt);
 }
 
+ErrorData *
+pgd_unit_abort(MemoryContext cxt)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	AbortCurrentTransaction();
+	SPI_finish();				/* harmless when not connected */
+	MemoryContextSwitchTo(cxt);
+	return edata;
+}
+
 bool
 pgd_extension_exists(void)
 {
@@ -86,7 +100,7 @@ pgd_log_allowed(void)
 	{
 		if (log_suppressed > 0)
 			ereport(LOG,
-					(errmsg("pg_durable: %d log lines suppressed in the last minute", log_suppressed)));
+					(errmsg("%d log lines of pg_durable suppressed in the last minute", log_suppressed)));
 		log_window_start = now;
 		log_count = 0;
 		log_suppressed = 0;

@@ -31,6 +31,12 @@ extern void pgd_end_unit(void);
  */
 extern void pgd_unit_recover(MemoryContext cxt);
 
+/*
+ * The same for a caller that hands the error on instead of logging it:
+ * returns it, copied into cxt.
+ */
+extern ErrorData *pgd_unit_abort(MemoryContext cxt);
+
 /* Is pg_durable installed in this database?  (A transaction of its own.) */
 extern bool pgd_extension_exists(void);
 

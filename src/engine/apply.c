@@ -33,6 +33,7 @@
 #include "miscadmin.h"
 #include "utils/timestamp.h"
 
+#include "common/messages.h"
 #include "core/identity.h"
 #include "core/settings.h"
 #include "engine/apply.h"
@@ -227,8 +228,8 @@ pgd_submitter_still_allowed(const char *instance_id, Oid submitter)
 	char	   *problem;
 
 	if (recorded != submitter)
-		problem = psprintf("pg_durable: submitted_by of instance %s was changed after df.start "
-						   "(started by OID %u, now OID %u); the instance fails without running",
+		problem = psprintf("The submitted_by of instance %s was changed after df.start "
+						   "(started by OID %u, now OID %u); the instance fails without running.",
 						   instance_id, submitter, recorded);
 	else
 		problem = pgd_identity_problem(submitter);
@@ -237,7 +238,7 @@ pgd_submitter_still_allowed(const char *instance_id, Oid submitter)
 
 	ereport(WARNING,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("pg_durable: instance %s failed when it was loaded", instance_id),
+			 errmsg("instance %s failed when it was loaded", instance_id),
 			 errdetail("%s", problem)));
 	pgd_store_instance_finished(instance_id, PGD_INSTANCE_FAILED);
 	pgd_apply_end_instance(instance_id);
@@ -539,7 +540,7 @@ race_decided(PgdGraph *g, int p, int winner, const char *pscope, PgdOutcome outc
 	abandon_scope(g, loser_scope);
 	if (g->nodes[loser].type == DF_NODE_LOOP)
 	{
-		PgdOutcome	lost = {false, pstrdup("Loop branch cancelled after losing RACE")};
+		PgdOutcome	lost = {false, pstrdup(PGD_MSG_LOOP_LOST_RACE)};
 
 		node_done(g, loser, loser_scope, lost);
 		pgd_store_loop_forget(g->instance_id, g->nodes[loser].id, loser_scope);

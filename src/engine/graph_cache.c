@@ -29,6 +29,7 @@
 #include "common/json.h"
 #include "engine/graph_cache.h"
 #include "engine/store.h"
+#include "graph/http_config.h"
 #include "graph/persisted.h"
 
 #define GRAPH_CACHE_MAX 2000
@@ -178,6 +179,12 @@ parse_config(PgdNode *n)
 		case DF_NODE_IF:
 			v = dfjson_get(node_config(n), "result_name");
 			n->if_rows_name = (v && v->type == DFJ_STRING) ? v->str : NULL;
+			break;
+		case DF_NODE_HTTP:
+		case DF_NODE_HTTP_MULTIPART:
+			/* validated at df.start, checked again: a graph is data */
+			n->config_problem = df_http_check_config(n->query, n->type == DF_NODE_HTTP_MULTIPART);
+			n->config = node_config(n);
 			break;
 		default:
 			break;

@@ -19,6 +19,7 @@
 #include "postgres.h"
 
 #include "common/cron.h"
+#include "common/json.h"
 #include "engine/types.h"
 #include "graph/graph.h"
 
@@ -46,6 +47,8 @@ typedef struct PgdNode
 	DfCron		cron;
 	char	   *break_value;	/* BREAK: the value as JSON text */
 	char	   *if_rows_name;	/* IF without a condition node (df.if_rows) */
+	DfJson	   *config;			/* HTTP, HTTP_MULTIPART: the config object */
+	char	   *config_problem; /* ... NULL when it passes the config checks */
 } PgdNode;
 
 /* The immutable structure of one instance. */

@@ -31,6 +31,7 @@
 #include "datatype/timestamp.h"
 #include "utils/timestamp.h"
 
+#include "common/messages.h"
 #include "common/json.h"
 #include "engine/store.h"
 #include "engine/timers.h"
@@ -87,7 +88,7 @@ pgd_timer_start(const PgdGraph *g, int n, const char *scope, PgdOutcome *outcome
 		case DF_NODE_WAIT_SCHEDULE:
 			if (node->cron_error != NULL)
 			{
-				*outcome = pgd_failure("Invalid cron expression '%s': %s",
+				*outcome = pgd_failure(PGD_MSG_INVALID_CRON,
 									   node->cron_expr, node->cron_error);
 				return true;
 			}
@@ -103,7 +104,7 @@ pgd_timer_start(const PgdGraph *g, int n, const char *scope, PgdOutcome *outcome
 		case DF_NODE_SIGNAL:
 			if (node->signal_name == NULL)
 			{
-				*outcome = pgd_failure("Signal name cannot be empty");
+				*outcome = pgd_failure(PGD_MSG_SIGNAL_NAME_EMPTY);
 				return true;
 			}
 			if (pgd_store_signal_take(g->instance_id, node->signal_name, &payload))

@@ -16,6 +16,7 @@
 
 #include "utils/timestamp.h"
 
+#include "common/messages.h"
 #include "engine/transition.h"
 #include "results/results.h"
 
@@ -123,13 +124,13 @@ pgd_if_rows_decide(const PgdNode *node, const DfJson *visible_results, char **er
 	r = dfjson_get(visible_results, node->if_rows_name);
 	if (r == NULL)
 	{
-		*error = psprintf("df.if_rows: result '%s' not found", node->if_rows_name);
+		*error = psprintf(PGD_MSG_IF_ROWS_NOT_FOUND, node->if_rows_name);
 		return false;
 	}
 	rc = dfjson_get(r, "row_count");
 	if (rc == NULL || rc->type != DFJ_NUMBER)
 	{
-		*error = psprintf("df.if_rows: result '%s' is not a SQL result (missing row_count)",
+		*error = psprintf(PGD_MSG_IF_ROWS_NOT_SQL,
 						  node->if_rows_name);
 		return false;
 	}
@@ -159,7 +160,7 @@ pgd_join_outcome(const PgdNode *join, char *const *statuses, char *const *result
 	/* the first failure in branch order decides; branches count from 1 */
 	for (i = 0; i < n; i++)
 		if (statuses[i] == NULL || strcmp(statuses[i], "completed") != 0)
-			return pgd_failure("JOIN branch %d failed: %s", i + 1,
+			return pgd_failure(PGD_MSG_JOIN_BRANCH_FAILED, i + 1,
 							   results[i] ? results[i] : "unknown error");
 
 	initStringInfo(&arr);
@@ -187,7 +188,7 @@ pgd_race_outcome(const PgdNode *race, int winner, PgdOutcome outcome)
 {
 	if (outcome.ok)
 		return outcome;
-	return pgd_failure("RACE %s branch failed: %s",
+	return pgd_failure(PGD_MSG_RACE_BRANCH_FAILED,
 					   winner == race->left ? "left" : "right", outcome.result);
 }
 
@@ -209,8 +210,7 @@ pgd_loop_pace(int64 iterations, TimestampTz started, TimestampTz now, int floor_
 PgdOutcome
 pgd_loop_limit_failure(void)
 {
-	return pgd_failure("Loop exceeded maximum iteration count of %d. "
-					   "End the loop with df.break() or a while-condition.",
+	return pgd_failure(PGD_MSG_LOOP_MAX_ITERATIONS,
 					   PGD_MAX_LOOP_ITERATIONS);
 }
 
@@ -227,8 +227,7 @@ pgd_enclosing_loop(const PgdGraph *g, int n)
 PgdOutcome
 pgd_break_outside_loop(void)
 {
-	return pgd_failure("df.break() was called outside of a loop. "
-					   "Use df.break() inside df.loop() (or @>) only.");
+	return pgd_failure(PGD_MSG_BREAK_OUTSIDE_LOOP);
 }
 
 PgdOutcome

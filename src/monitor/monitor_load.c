@@ -91,7 +91,7 @@ pgd_load_instance_view(const char *instance_id)
 
 	values[0] = pgd_text_datum(instance_id);
 	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_durable: SPI_connect failed");
+		elog(ERROR, "SPI_connect failed");
 
 	if (pgd_spi_exec("SELECT i.id, i.label, i.status, i.root_node, " PGD_SQL_OUTPUT " "
 					 "FROM " PGD_SQL_ROOT_JOIN " WHERE i.id OPERATOR(pg_catalog.=) $1",

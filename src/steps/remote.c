@@ -52,6 +52,7 @@
 
 #include "pgstat.h"
 
+#include "common/messages.h"
 #include "common/compat.h"
 #include "common/spi.h"
 #include "core/bgsql.h"
@@ -76,19 +77,19 @@ pgd_database_problem(const char *database, Oid submitter)
 	bool		allowconn;
 
 	if (!OidIsValid(dboid))
-		return psprintf("pg_durable: database \"%s\" of this instance does not exist; "
+		return psprintf("database \"%s\" of this instance does not exist; "
 						"its steps cannot run", database);
 	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(dboid));
 	if (!HeapTupleIsValid(tup))
-		return psprintf("pg_durable: database \"%s\" of this instance does not exist; "
+		return psprintf("database \"%s\" of this instance does not exist; "
 						"its steps cannot run", database);
 	allowconn = ((Form_pg_database) GETSTRUCT(tup))->datallowconn;
 	ReleaseSysCache(tup);
 	if (!allowconn)
-		return psprintf("pg_durable: database \"%s\" of this instance is not accepting connections; "
+		return psprintf("database \"%s\" of this instance is not accepting connections; "
 						"its steps cannot run", database);
 	if (pgd_database_aclcheck(dboid, submitter, ACL_CONNECT) != ACLCHECK_OK)
-		return psprintf("pg_durable: permission denied for database \"%s\": the role that submitted "
+		return psprintf("permission denied for database \"%s\": the role that submitted "
 						"this instance does not have CONNECT privilege; its steps cannot run", database);
 	return NULL;
 }
@@ -133,10 +134,10 @@ pgd_remote_step(const char *database, const char *query, Oid submitter,
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
 		{
 			/* wake.c: the step is probably no longer wanted; see under the runs lock */
-			*text = psprintf("SQL execution failed: %s", edata->message);
+			*text = psprintf(PGD_MSG_SQL_EXECUTION_FAILED, edata->message);
 			return PGD_BGSQL_RETRY;
 		}
-		*text = psprintf("pg_durable: could not run the step in database \"%s\": %s",
+		*text = psprintf("could not run the step in database \"%s\": %s",
 						 database, edata->message);
 		return PGD_BGSQL_FAILED;
 	}
@@ -145,7 +146,7 @@ pgd_remote_step(const char *database, const char *query, Oid submitter,
 	if (!ran)
 	{
 		*sqlstate = ERRCODE_CONFIGURATION_LIMIT_EXCEEDED;
-		*text = psprintf("pg_durable: no free background worker slot to run the step in database \"%s\"",
+		*text = psprintf("no free background worker slot to run the step in database \"%s\"",
 						 database);
 		return PGD_BGSQL_RETRY;
 	}
@@ -161,7 +162,7 @@ pgd_remote_step(const char *database, const char *query, Oid submitter,
 			break;
 		case PGD_BGSQL_ERROR:
 			/* outside the statement: e.g. a deferred constraint failing at commit */
-			*text = psprintf("SQL execution failed: %s", res.text ? res.text : "unknown error");
+			*text = psprintf(PGD_MSG_SQL_EXECUTION_FAILED, res.text ? res.text : "unknown error");
 			status = PGD_BGSQL_FAILED;
 			break;
 		default:
@@ -173,7 +174,7 @@ pgd_remote_step(const char *database, const char *query, Oid submitter,
 			 * executor's retry limit ends the rest.
 			 */
 			*sqlstate = ERRCODE_CONNECTION_FAILURE;
-			*text = psprintf("pg_durable: could not run the step in database \"%s\": the session there "
+			*text = psprintf("could not run the step in database \"%s\": the session there "
 							 "ended without an answer (the server log says why)", database);
 			status = PGD_BGSQL_RETRY;
 			break;

@@ -194,9 +194,135 @@ prepare_parts(PgdHttpRequest *req, SubstCtx *sc, const DfJson *parts, size_t *to
 }
 
 /*
- * Prepare the call of the task's node, inside the claim transaction (SPI
- * connected).  Returns NULL when the task is no longer wanted (instance
- * not running, node not live).  Otherwise the request, in a new memory
+ * (0) who runs it: the submitter, still allowed to run steps and to call
+ * out.  NULL when allowed, else why not (inside SPI).
+ */
+static char *
+caller_problem(Oid submitter, bool multipart)
+{
+	Oid			types[2] = {OIDOID, TEXTOID};
+	Datum		values[2];
+	char	   *problem;
+
+	if ((problem = pgd_identity_problem(submitter)) != NULL)
+		return problem;
+	values[0] = ObjectIdGetDatum(submitter);
+	values[1] = pgd_text_datum(multipart ?
+							   "df.http_multipart(text,text,jsonb,jsonb,integer)" :
+							   "df.http(text,text,text,jsonb,integer)");
+	pgd_spi_exec("SELECT pg_catalog.has_function_privilege($1, $2::pg_catalog.regprocedure, 'EXECUTE'), "
+				 "pg_catalog.pg_get_userbyid($1)",
+				 2, types, values, NULL, false);
+	if (strcmp(pgd_spi_getstring(0, 1), "t") != 0)
+		return psprintf(PGD_MSG_HTTP_NO_EXECUTE, pgd_spi_getstring(0, 2),
+						multipart ? "df.http_multipart" : "df.http", pgd_spi_getstring(0, 2));
+	return NULL;
+}
+
+/* Method, timeout, URL and host from the node's config; NULL or the problem. */
+static char *
+prepare_target(PgdHttpRequest *req, SubstCtx *sc, const DfJson *cfg)
+{
+	DfJson	   *v;
+	char	   *err = NULL;
+	char	   *problem;
+
+	v = dfjson_get(cfg, "method");
+	if (v != NULL && v->type == DFJ_STRING)
+		(void) df_http_check_method(v->str, req->multipart, &req->method);
+	req->timeout_s = DEFAULT_TIMEOUT_S;
+	v = dfjson_get(cfg, "timeout_seconds");
+	if (v != NULL && v->type == DFJ_NUMBER)
+	{
+		int64		t;
+
+		if (dfjson_get_int64(v, &t))
+			req->timeout_s = (int) t;
+	}
+	if (req->timeout_s > pgd_http_max_timeout)
+		return psprintf("timeout_seconds %d exceeds pg_durable.http_max_timeout (%d seconds)",
+						req->timeout_s, pgd_http_max_timeout);
+
+	/* (1)-(2) the URL and its host */
+	if ((req->url = subst(sc, dfjson_get(cfg, "url")->str, &err)) == NULL)
+	{
+		req->url = "";
+		return err;
+	}
+	if ((problem = df_http_check_url(req->url)) != NULL ||
+		(problem = pgd_ssrf_check_url(req->url, &req->host)) != NULL)
+		return problem;
+	return NULL;
+}
+
+/* The config's headers (an object of strings), substituted; NULL or the problem. */
+static char *
+prepare_headers(PgdHttpRequest *req, SubstCtx *sc, const DfJson *v)
+{
+	char	   *err = NULL;
+
+	if (v == NULL || v->type != DFJ_OBJECT)
+		return NULL;
+	req->headers = palloc0(sizeof(char *) * (v->count + 1));
+	for (int i = 0; i < v->count; i++)
+	{
+		const char *name = v->pairs[i].key;
+		char	   *value;
+
+		if (v->pairs[i].value->type != DFJ_STRING)
+			continue;			/* the reference drops them */
+		if (!valid_header_name(name))
+			return psprintf("invalid header name '%s'", name);
+		if (framing_header(name))
+			return psprintf("header '%s' is set by the HTTP client and cannot be given by a step", name);
+		if (pg_strcasecmp(name, "Idempotency-Key") == 0 ||
+			(req->multipart && pg_strcasecmp(name, "Content-Type") == 0))
+			continue;			/* ours / the multipart boundary's */
+		if ((value = subst(sc, v->pairs[i].value->str, &err)) == NULL)
+			return err;
+		if (has_crlf(value))
+			return psprintf("header '%s' value contains a CR or LF character", name);
+		req->headers[req->nheaders++] = psprintf("%s: %s", name, value);
+	}
+	return NULL;
+}
+
+/*
+ * The body or the parts, within pg_durable.http_max_request_body.  NULL or
+ * the problem; *decided when prepare_parts decided the outcome itself.
+ */
+static char *
+prepare_body(PgdHttpRequest *req, SubstCtx *sc, const DfJson *cfg, bool *decided)
+{
+	size_t		body_total = 0;
+	char	   *err = NULL;
+	DfJson	   *v;
+
+	*decided = false;
+	if (req->multipart)
+	{
+		if (!prepare_parts(req, sc, dfjson_get(cfg, "parts"), &body_total))
+		{
+			*decided = true;
+			return NULL;
+		}
+	}
+	else if ((v = dfjson_get(cfg, "body")) != NULL && v->type == DFJ_STRING)
+	{
+		if ((req->body = subst(sc, v->str, &err)) == NULL)
+			return err;
+		req->body_len = strlen(req->body);
+		body_total = req->body_len;
+	}
+	if (body_total > (size_t) pgd_http_max_request_body)
+		return psprintf("HTTP request body is %zu bytes, more than pg_durable.http_max_request_body (%d bytes)",
+						body_total, pgd_http_max_request_body);
+	return NULL;
+}
+
+/*
+ * Prepare the call of HTTP task task_id (inside the claim transaction):
+ * NULL when the step is no longer wanted; else a request in its own
  * context under parent; req->decided when the outcome is already known.
  */
 PgdHttpRequest *
@@ -211,13 +337,9 @@ pgd_http_prepare(MemoryContext parent, int64 task_id, const char *instance_id,
 	PgdGraph   *g;
 	PgdNode    *node;
 	int			n;
-	char	   *err = NULL;
-	char	   *problem = NULL;
-	DfJson	   *cfg;
-	DfJson	   *v;
+	char	   *problem;
 	SubstCtx	sc;
-	const char *fname;
-	size_t		body_total = 0;
+	bool		decided;
 
 	req->cxt = cxt;
 	req->task_id = task_id;
@@ -245,26 +367,7 @@ pgd_http_prepare(MemoryContext parent, int64 task_id, const char *instance_id,
 	}
 	node = &g->nodes[n];
 	req->multipart = node->type == DF_NODE_HTTP_MULTIPART;
-	fname = req->multipart ? "df.http_multipart" : "df.http";
-
-	/* (0) who runs it: the submitter, still allowed to run steps and to call out */
-	if ((problem = pgd_identity_problem(run.submitted_by)) == NULL)
-	{
-		Oid			types[2] = {OIDOID, TEXTOID};
-		Datum		values[2];
-
-		values[0] = ObjectIdGetDatum(run.submitted_by);
-		values[1] = pgd_text_datum(req->multipart ?
-								   "df.http_multipart(text,text,jsonb,jsonb,integer)" :
-								   "df.http(text,text,text,jsonb,integer)");
-		pgd_spi_exec("SELECT pg_catalog.has_function_privilege($1, $2::pg_catalog.regprocedure, 'EXECUTE'), "
-					 "pg_catalog.pg_get_userbyid($1)",
-					 2, types, values, NULL, false);
-		if (strcmp(pgd_spi_getstring(0, 1), "t") != 0)
-			problem = psprintf(PGD_MSG_HTTP_NO_EXECUTE,
-							   pgd_spi_getstring(0, 2), fname, pgd_spi_getstring(0, 2));
-	}
-	if (problem != NULL)
+	if ((problem = caller_problem(run.submitted_by, req->multipart)) != NULL)
 	{
 		decide(req, problem);
 		return req;
@@ -280,110 +383,15 @@ pgd_http_prepare(MemoryContext parent, int64 task_id, const char *instance_id,
 	/* from here on no SPI: everything lives in the request's context */
 	MemoryContextSwitchTo(cxt);
 
-	/* the config, as validated at df.start (checked again: it is data) */
-	if ((problem = df_http_check_config(node->query, req->multipart)) != NULL)
-		goto fail_with_problem;
-	cfg = dfjson_parse(node->query, strlen(node->query), &err);
-	v = dfjson_get(cfg, "method");
-	if (v != NULL && v->type == DFJ_STRING)
-		(void) df_http_check_method(v->str, req->multipart, &req->method);
-	req->timeout_s = DEFAULT_TIMEOUT_S;
-	v = dfjson_get(cfg, "timeout_seconds");
-	if (v != NULL && v->type == DFJ_NUMBER)
-	{
-		int64		t;
-
-		if (dfjson_get_int64(v, &t))
-			req->timeout_s = (int) t;
-	}
-	if (req->timeout_s > pgd_http_max_timeout)
-	{
-		problem = psprintf("timeout_seconds %d exceeds pg_durable.http_max_timeout (%d seconds)",
-						   req->timeout_s, pgd_http_max_timeout);
-		goto fail_with_problem;
-	}
-
-	/* (1)-(2) the URL and its host */
-	if ((req->url = subst(&sc, dfjson_get(cfg, "url")->str, &err)) == NULL)
-	{
-		req->url = "";
-		problem = err;
-		goto fail_with_problem;
-	}
-	if ((problem = df_http_check_url(req->url)) != NULL ||
-		(problem = pgd_ssrf_check_url(req->url, &req->host)) != NULL)
-		goto fail_with_problem;
-
-	/* headers */
-	v = dfjson_get(cfg, "headers");
-	if (v != NULL && v->type == DFJ_OBJECT)
-	{
-		req->headers = palloc0(sizeof(char *) * (v->count + 1));
-		for (int i = 0; i < v->count; i++)
-		{
-			const char *name = v->pairs[i].key;
-			char	   *value;
-
-			if (v->pairs[i].value->type != DFJ_STRING)
-				continue;		/* the reference drops them */
-			if (!valid_header_name(name))
-			{
-				problem = psprintf("invalid header name '%s'", name);
-				goto fail_with_problem;
-			}
-			if (framing_header(name))
-			{
-				problem = psprintf("header '%s' is set by the HTTP client and cannot be given by a step", name);
-				goto fail_with_problem;
-			}
-			if (pg_strcasecmp(name, "Idempotency-Key") == 0 ||
-				(req->multipart && pg_strcasecmp(name, "Content-Type") == 0))
-				continue;		/* ours / the multipart boundary's */
-			if ((value = subst(&sc, v->pairs[i].value->str, &err)) == NULL)
-			{
-				problem = err;
-				goto fail_with_problem;
-			}
-			if (has_crlf(value))
-			{
-				problem = psprintf("header '%s' value contains a CR or LF character", name);
-				goto fail_with_problem;
-			}
-			req->headers[req->nheaders++] = psprintf("%s: %s", name, value);
-		}
-	}
-
-	/* the body or the parts */
-	if (req->multipart)
-	{
-		if (!prepare_parts(req, &sc, dfjson_get(cfg, "parts"), &body_total))
-			goto done;
-	}
+	/* the config, as validated at df.start and checked again when the graph was loaded */
+	if ((problem = node->config_problem) == NULL &&
+		(problem = prepare_target(req, &sc, node->config)) == NULL &&
+		(problem = prepare_headers(req, &sc, dfjson_get(node->config, "headers"))) == NULL)
+		problem = prepare_body(req, &sc, node->config, &decided);
 	else
-	{
-		v = dfjson_get(cfg, "body");
-		if (v != NULL && v->type == DFJ_STRING)
-		{
-			if ((req->body = subst(&sc, v->str, &err)) == NULL)
-			{
-				problem = err;
-				goto fail_with_problem;
-			}
-			req->body_len = strlen(req->body);
-			body_total = req->body_len;
-		}
-	}
-	if (body_total > (size_t) pgd_http_max_request_body)
-	{
-		problem = psprintf("HTTP request body is %zu bytes, more than pg_durable.http_max_request_body (%d bytes)",
-						   body_total, pgd_http_max_request_body);
-		goto fail_with_problem;
-	}
-	goto done;
-
-fail_with_problem:
-	decide(req, problem);
-done:
+		decided = false;
+	if (problem != NULL && !decided)
+		decide(req, problem);
 	MemoryContextSwitchTo(old);
 	return req;
 }

@@ -62,6 +62,7 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
+#include "common/messages.h"
 #include "common/spi.h"
 #include "core/identity.h"
 #include "core/settings.h"
@@ -156,7 +157,7 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 					 errmsg("cannot insert multiple commands into a prepared statement")));
 
 		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "pg_durable: SPI_connect failed");
+			elog(ERROR, "SPI_connect failed");
 		rc = SPI_execute(query, false, 0);
 		if (rc == SPI_ERROR_TRANSACTION)
 			ereport(ERROR,
@@ -199,7 +200,7 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 		if (edata->sqlerrcode == ERRCODE_PGD_RESULT_CONVERSION)
 			outcome.result = pstrdup(edata->message);
 		else
-			outcome.result = psprintf("SQL execution failed: %s", edata->message);
+			outcome.result = psprintf(PGD_MSG_SQL_EXECUTION_FAILED, edata->message);
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();

@@ -170,7 +170,7 @@ log_step_failure(const char *node_id, const char *instance_id, const char *error
 	if (strlen(msg) > PGD_EVENT_ERROR_LEN)
 		msg[pg_mbcliplen(msg, strlen(msg), PGD_EVENT_ERROR_LEN)] = '\0';
 	ereport(LOG,
-			(errmsg("pg_durable: node %s of instance %s failed: %s",
+			(errmsg("node %s of instance %s failed: %s",
 					node_id, instance_id, msg)));
 }
 
@@ -217,7 +217,7 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 	{
 		if (pgd_log_allowed())
 			ereport(LOG,
-					(errmsg("pg_durable: retrying step %s of instance %s after %s (attempt %d)",
+					(errmsg("retrying step %s of instance %s after %s (attempt %d)",
 							t->node_id, t->instance_id, unpack_sql_state(sqlstate),
 							t->attempts + 1)));
 		requeue_task(t);

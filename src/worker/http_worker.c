@@ -246,7 +246,7 @@ complete(PgdHttpRequest *req, PgdOutcome outcome)
 		/* fenced: the lease was taken over, or the task is gone */
 		if (pgd_log_allowed())
 			ereport(LOG,
-					(errmsg("pg_durable: ignoring a late completion of HTTP step %s of instance %s: its lease is no longer held",
+					(errmsg("ignoring a late completion of HTTP step %s of instance %s: its lease is no longer held",
 							req->node_id, req->instance_id)));
 		pgd_end_unit();
 		return;
@@ -260,7 +260,7 @@ complete(PgdHttpRequest *req, PgdOutcome outcome)
 		if (strlen(msg) > PGD_EVENT_ERROR_LEN)
 			msg[pg_mbcliplen(msg, strlen(msg), PGD_EVENT_ERROR_LEN)] = '\0';
 		ereport(LOG,
-				(errmsg("pg_durable: node %s of instance %s failed: %s",
+				(errmsg("node %s of instance %s failed: %s",
 						req->node_id, req->instance_id, msg)));
 	}
 
@@ -586,7 +586,7 @@ reload_if_asked(void)
 	{
 		curl_multi_cleanup(multi);
 		if ((multi = curl_multi_init()) == NULL)
-			ereport(FATAL, (errmsg("pg_durable http worker: could not initialize libcurl")));
+			ereport(FATAL, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("could not initialize libcurl in the pg_durable HTTP worker")));
 		stale_connections = false;
 	}
 }
@@ -637,7 +637,7 @@ pgd_http_worker_main(Datum main_arg)
 	raise_fd_limit();
 
 	if (curl_global_init(CURL_GLOBAL_ALL) != 0 || (multi = curl_multi_init()) == NULL)
-		ereport(FATAL, (errmsg("pg_durable http worker: could not initialize libcurl")));
+		ereport(FATAL, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("could not initialize libcurl in the pg_durable HTTP worker")));
 	http_cxt = AllocSetContextCreate(TopMemoryContext, "pg_durable http calls", ALLOCSET_DEFAULT_SIZES);
 	loop_cxt = AllocSetContextCreate(TopMemoryContext, "pg_durable http worker", ALLOCSET_DEFAULT_SIZES);
 	publish_settings();

@@ -84,7 +84,7 @@ run_retention(void)
 			break;
 	}
 	if (total > 0)
-		ereport(LOG, (errmsg("pg_durable: retention removed %d finished instances", total)));
+		ereport(LOG, (errmsg("retention removed %d finished instances", total)));
 }
 
 /* Repair one problem; returns true if it was repaired. */
@@ -148,17 +148,17 @@ run_reconcile(void)
 		{
 			repaired++;
 			ereport(LOG,
-					(errmsg("pg_durable: reconciliation repaired instance %s: %s (%s)",
+					(errmsg("reconciliation repaired instance %s: %s (%s)",
 							p->instance_id, p->problem, p->detail)));
 		}
 		else if (logged++ < PGD_RECONCILE_LOG_MAX)
 			ereport(LOG,
-					(errmsg("pg_durable: reconciliation found instance %s: %s (%s)",
+					(errmsg("reconciliation found instance %s: %s (%s)",
 							p->instance_id, p->problem, p->detail)));
 	}
 	if (n > repaired + PGD_RECONCILE_LOG_MAX)
 		ereport(LOG,
-				(errmsg("pg_durable: reconciliation found %d problems, repaired %d, logged %d",
+				(errmsg("reconciliation found %d problems, repaired %d, logged %d",
 						n, repaired, PGD_RECONCILE_LOG_MAX)));
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);

@@ -78,7 +78,7 @@ sub instance_count
 my ($a1, $err) = start_as('alice',
 	"$insert ~> 'SELECT count(*) AS n, current_database() AS db FROM t', 'to-appdb', 'appdb'");
 like($a1, qr/^[0-9a-f]{8}$/, 'alice starts an instance in appdb');
-like($err, qr/NOTICE:  pg_durable: the steps of instance $a1 run in database "appdb" at least once/,
+like($err, qr/NOTICE:  the steps of instance $a1 run in database "appdb" at least once/,
 	'df.start says that steps in another database are at least once');
 is(await_as('alice', $a1), 'completed', 'it completes');
 is(node_results($a1),
@@ -145,13 +145,13 @@ $node->safe_psql('postgres', 'ALTER DATABASE closeme ALLOW_CONNECTIONS false');
 $node->safe_psql('postgres', 'REVOKE CONNECT ON DATABASE revokeme FROM PUBLIC');
 go($_) for ($d1, $d2, $d3);
 is(await_as('alice', $d1), 'failed', 'a dropped database fails the instance');
-like(node_results($d1), qr/^failed: pg_durable: database "dropme" of this instance does not exist/,
+like(node_results($d1), qr/^failed: database "dropme" of this instance does not exist/,
 	'the node says which database is gone');
 is(await_as('alice', $d2), 'failed', 'a database closed to connections fails the instance');
-like(node_results($d2), qr/^failed: pg_durable: database "closeme" of this instance is not accepting connections/,
+like(node_results($d2), qr/^failed: database "closeme" of this instance is not accepting connections/,
 	'the node says so');
 is(await_as('alice', $d3), 'failed', 'CONNECT revoked after df.start fails the instance');
-like(node_results($d3), qr/^failed: pg_durable: permission denied for database "revokeme"/,
+like(node_results($d3), qr/^failed: permission denied for database "revokeme"/,
 	'the node says so');
 is($node->safe_psql('revokeme', 'SELECT count(*) FROM t'), '0', 'and nothing ran there');
 
@@ -163,7 +163,7 @@ SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'pg_durable s
   or die "the step did not start in forcedb";
 $node->safe_psql('postgres', 'DROP DATABASE forcedb WITH (FORCE)');
 is(await_as('alice', $f1), 'failed', 'a database dropped under a running step fails the instance');
-like(node_results($f1), qr/^failed: pg_durable: database "forcedb" of this instance does not exist/,
+like(node_results($f1), qr/^failed: database "forcedb" of this instance does not exist/,
 	'naming the database');
 
 # the executors are still there and still work
