@@ -176,6 +176,55 @@ json_hex4(JsonParser *p, int pos)
  * UTF-8; \u0000 is refused because the result must fit a C string and a
  * PostgreSQL text value.
  */
+/*
+ * A \uXXXX escape (or a surrogate pair of them) at p->pos, appended to buf
+ * as UTF-8.  Leaves p->pos where the caller's "+= 2" moves past the escape;
+ * false with p->err on a bad escape.
+ */
+static bool
+json_parse_unicode_escape(JsonParser *p, StringInfo buf)
+{
+	int			at = p->pos;
+	int			cp = json_hex4(p, p->pos + 2);
+	unsigned char utf8[8];
+
+	if (cp < 0)
+	{
+		p->err = psprintf("invalid \\u escape at offset %d", at);
+		return false;
+	}
+	p->pos += 4;				/* now at the last hex digit - 1 */
+	if (cp == 0)
+	{
+		p->err = psprintf("\\u0000 is not allowed at offset %d", at);
+		return false;
+	}
+	if (cp >= 0xDC00 && cp <= 0xDFFF)
+	{
+		p->err = psprintf("invalid Unicode surrogate pair at offset %d", at);
+		return false;
+	}
+	if (cp >= 0xD800 && cp <= 0xDBFF)
+	{
+		int			lo = -1;
+
+		if (p->pos + 3 < p->len && p->s[p->pos + 2] == '\\' &&
+			p->s[p->pos + 3] == 'u')
+			lo = json_hex4(p, p->pos + 4);
+		if (lo < 0xDC00 || lo > 0xDFFF)
+		{
+			p->err = psprintf("invalid Unicode surrogate pair at offset %d", at);
+			return false;
+		}
+		cp = surrogate_pair_to_codepoint(cp, lo);
+		p->pos += 6;
+	}
+	memset(utf8, 0, sizeof(utf8));
+	unicode_to_utf8((pg_wchar) cp, utf8);
+	appendStringInfoString(buf, (char *) utf8);
+	return true;
+}
+
 static char *
 json_parse_string(JsonParser *p)
 {
@@ -263,46 +312,8 @@ json_parse_string(JsonParser *p)
 				appendStringInfoChar(&buf, '\t');
 				break;
 			case 'u':
-				{
-					int			at = p->pos;
-					int			cp = json_hex4(p, p->pos + 2);
-					unsigned char utf8[8];
-
-					if (cp < 0)
-					{
-						p->err = psprintf("invalid \\u escape at offset %d", at);
-						return NULL;
-					}
-					p->pos += 4;	/* now at the last hex digit - 1 */
-					if (cp == 0)
-					{
-						p->err = psprintf("\\u0000 is not allowed at offset %d", at);
-						return NULL;
-					}
-					if (cp >= 0xDC00 && cp <= 0xDFFF)
-					{
-						p->err = psprintf("invalid Unicode surrogate pair at offset %d", at);
-						return NULL;
-					}
-					if (cp >= 0xD800 && cp <= 0xDBFF)
-					{
-						int			lo = -1;
-
-						if (p->pos + 3 < p->len && p->s[p->pos + 2] == '\\' &&
-							p->s[p->pos + 3] == 'u')
-							lo = json_hex4(p, p->pos + 4);
-						if (lo < 0xDC00 || lo > 0xDFFF)
-						{
-							p->err = psprintf("invalid Unicode surrogate pair at offset %d", at);
-							return NULL;
-						}
-						cp = surrogate_pair_to_codepoint(cp, lo);
-						p->pos += 6;
-					}
-					memset(utf8, 0, sizeof(utf8));
-					unicode_to_utf8((pg_wchar) cp, utf8);
-					appendStringInfoString(&buf, (char *) utf8);
-				}
+				if (!json_parse_unicode_escape(p, &buf))
+					return NULL;
 				break;
 			default:
 				if (c >= 0x20 && c < 0x7f)
