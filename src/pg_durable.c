@@ -80,7 +80,8 @@ PG_FUNCTION_INFO_V1(pgd_version);
 Datum
 pgd_version(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_TEXT_P(cstring_to_text(PG_DURABLE_VERSION " (built " PG_DURABLE_BUILT ")"));
+	PG_RETURN_TEXT_P(cstring_to_text(PG_DURABLE_VERSION
+									 " (built " PG_DURABLE_BUILT ")"));
 }
 
 PG_FUNCTION_INFO_V1(pgd_target_database);

@@ -20,4 +20,4 @@ extern char *pgd_start_in_new_transaction(const char *fut, const char *label,
 /* new_txn.c: the entry point of the start sessions */
 PGDLLEXPORT void pgd_start_session_main(Datum main_arg);
 
-#endif							/* PG_DURABLE_API_H */
+#endif /* PG_DURABLE_API_H */

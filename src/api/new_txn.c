@@ -48,24 +48,25 @@
 #include "steps/step_sql.h"
 
 #define START_SESSION_ENTRY "pgd_start_session_main"
-#define START_SESSION_NAME "pg_durable start session"
+#define START_SESSION_NAME	"pg_durable start session"
 /* df.start in a new transaction waits at most this long for locks and overall */
 #define START_SESSION_TIMEOUT_MS 30000
 
-#define PGD_ADMISSION_KEY 1346982470	/* 0x50474446, "PGDF" */
+#define PGD_ADMISSION_KEY 1346982470 /* 0x50474446, "PGDF" */
 #define ADMISSION_POLL_MS 100L
 
 static void
 admission_tag(LOCKTAG *tag, int slot)
 {
 	/* what pg_try_advisory_lock(int4, int4) locks: objsubid 2 */
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) PGD_ADMISSION_KEY, (uint32) slot, 2);
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) PGD_ADMISSION_KEY,
+						 (uint32) slot, 2);
 }
 
 static bool
 try_slot(int slot)
 {
-	LOCKTAG		tag;
+	LOCKTAG			  tag;
 	LockAcquireResult r;
 
 	admission_tag(&tag, slot);
@@ -82,7 +83,7 @@ try_slot(int slot)
 static void
 release_slot(int slot)
 {
-	LOCKTAG		tag;
+	LOCKTAG tag;
 
 	admission_tag(&tag, slot);
 	LockRelease(&tag, ExclusiveLock, true);
@@ -92,12 +93,14 @@ release_slot(int slot)
 static pg_noinline int
 take_slot(void)
 {
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													   (int64) pgd_new_transaction_start_timeout * 1000);
+	TimestampTz deadline =
+		TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+									(int64) pgd_new_transaction_start_timeout *
+										1000);
 
 	for (;;)
 	{
-		int			slot;
+		int slot;
 
 		for (slot = 0; slot < pgd_max_new_transaction_starts; slot++)
 			if (try_slot(slot))
@@ -106,8 +109,10 @@ take_slot(void)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 					 errmsg(PGD_MSG_NEW_TXN_LIMIT,
-							pgd_max_new_transaction_starts, pgd_new_transaction_start_timeout)));
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							pgd_max_new_transaction_starts,
+							pgd_new_transaction_start_timeout)));
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 ADMISSION_POLL_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
@@ -118,13 +123,16 @@ take_slot(void)
 static PgdBgsqlResult
 launch(const char *fut, const char *label, const char *database)
 {
-	const char *args[3] = {fut, label, database};
+	const char	  *args[3] = {fut, label, database};
 	PgdBgsqlResult res;
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													   (int64) pgd_new_transaction_start_timeout * 1000);
+	TimestampTz	   deadline =
+		TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+									(int64) pgd_new_transaction_start_timeout *
+										1000);
 
-	while (!pgd_bgsql_run(START_SESSION_ENTRY, START_SESSION_NAME, MyDatabaseId,
-						  GetUserId(), GetUserId(), 3, args, &res))
+	while (!pgd_bgsql_run(START_SESSION_ENTRY, START_SESSION_NAME,
+						  MyDatabaseId, GetUserId(), GetUserId(), 3, args,
+						  &res))
 	{
 		if (GetCurrentTimestamp() >= deadline)
 			ereport(ERROR,
@@ -132,7 +140,8 @@ launch(const char *fut, const char *label, const char *database)
 					 errmsg("could not start a background session for transaction_mode => 'new'"),
 					 errdetail("No background worker slot is free."),
 					 errhint("Raise max_worker_processes, or start the workflow in caller mode.")));
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 ADMISSION_POLL_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
@@ -141,9 +150,10 @@ launch(const char *fut, const char *label, const char *database)
 }
 
 char *
-pgd_start_in_new_transaction(const char *fut, const char *label, const char *database)
+pgd_start_in_new_transaction(const char *fut, const char *label,
+							 const char *database)
 {
-	volatile int slot;
+	volatile int   slot;
 	PgdBgsqlResult res;
 
 	if (pgd_in_workflow())
@@ -172,8 +182,7 @@ pgd_start_in_new_transaction(const char *fut, const char *label, const char *dat
 			return res.text;
 		case PGD_BGSQL_ERROR:
 			ereport(ERROR,
-					(errcode(res.sqlstate),
-					 errmsg("%s", res.text),
+					(errcode(res.sqlstate), errmsg("%s", res.text),
 					 res.detail ? errdetail("%s", res.detail) : 0,
 					 res.hint ? errhint("%s", res.hint) : 0));
 			break;
@@ -186,8 +195,9 @@ pgd_start_in_new_transaction(const char *fut, const char *label, const char *dat
 					"starting the workflow"),
 			 errdetail("It could not connect to database \"%s\" as role \"%s\" or stopped; "
 					   "the server log says why.",
-					   get_database_name(MyDatabaseId), GetUserNameFromId(GetUserId(), false))));
-	return NULL;				/* keep the compiler quiet */
+					   get_database_name(MyDatabaseId),
+					   GetUserNameFromId(GetUserId(), false))));
+	return NULL; /* keep the compiler quiet */
 }
 
 /*
@@ -197,10 +207,10 @@ pgd_start_in_new_transaction(const char *fut, const char *label, const char *dat
 static void
 start_session_handler(const PgdBgsqlRequest *req, PgdBgsqlResult *result)
 {
-	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[3];
-	char		nulls[3] = "   ";
-	int			i;
+	Oid	  types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum values[3];
+	char  nulls[3] = "   ";
+	int	  i;
 
 	pgd_begin_unit("pg_durable: df.start in a new transaction");
 	/* a plain session of the caller's role, outside any workflow */
@@ -217,7 +227,8 @@ start_session_handler(const PgdBgsqlRequest *req, PgdBgsqlResult *result)
 	}
 	/* SPI does not arm statement_timeout by itself */
 	enable_timeout_after(STATEMENT_TIMEOUT, START_SESSION_TIMEOUT_MS);
-	pgd_spi_exec("SELECT df.start($1, $2, $3)", 3, types, values, nulls, false);
+	pgd_spi_exec("SELECT df.start($1, $2, $3)", 3, types, values, nulls,
+				 false);
 	disable_timeout(STATEMENT_TIMEOUT, false);
 	/* SPI_finish frees what was allocated since pgd_begin_unit */
 	result->text = MemoryContextStrdup(req->cxt, pgd_spi_getstring(0, 1));

@@ -34,16 +34,16 @@ PG_FUNCTION_INFO_V1(pgd_signal);
 Datum
 pgd_signal(PG_FUNCTION_ARGS)
 {
-	char	   *id = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	char	   *data = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	char	   *status = NULL;
-	char	   *err = NULL;
-	bool		is_json;
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
-	Oid			save_userid;
-	int			save_sec;
+	char *id = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char *name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char *data = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	char *status = NULL;
+	char *err = NULL;
+	bool  is_json;
+	Oid	  types[1] = {TEXTOID};
+	Datum values[1];
+	Oid	  save_userid;
+	int	  save_sec;
 
 	if (id[0] == '\0')
 		ereport(ERROR,
@@ -73,7 +73,8 @@ pgd_signal(PG_FUNCTION_ARGS)
 	is_json = dfjson_parse(data, strlen(data), &err) != NULL;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	pgd_store_signal_send(id, name, data, is_json);
 	SetUserIdAndSecContext(save_userid, save_sec);
 	SPI_finish();

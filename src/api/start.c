@@ -58,46 +58,47 @@
 #include "steps/remote.h"
 
 #define NODE_INSERT_BATCH 1000
-#define ID_ATTEMPTS 10
+#define ID_ATTEMPTS		  10
 
 typedef struct NodeRow
 {
 	const DfNode *node;
-	char		id[PGD_ID_LEN + 1];
-	int			left;
-	int			right;
-	int			condition;
-	int			nextras;
-	int		   *extras;
+	char		  id[PGD_ID_LEN + 1];
+	int			  left;
+	int			  right;
+	int			  condition;
+	int			  nextras;
+	int			 *extras;
 } NodeRow;
 
 typedef struct NodeList
 {
-	NodeRow    *rows;
-	int			count;
-	int			cap;
-	HTAB	   *ids;			/* ids used in this instance */
+	NodeRow *rows;
+	int		 count;
+	int		 cap;
+	HTAB	*ids; /* ids used in this instance */
 } NodeList;
 
 static void
 random_id(char *out)
 {
-	uint8		bytes[4];
+	uint8 bytes[4];
 
 	if (!pg_strong_random(bytes, sizeof(bytes)))
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("could not generate a random instance id")));
-	snprintf(out, PGD_ID_LEN + 1, "%02x%02x%02x%02x", bytes[0], bytes[1], bytes[2], bytes[3]);
+	snprintf(out, PGD_ID_LEN + 1, "%02x%02x%02x%02x", bytes[0], bytes[1],
+			 bytes[2], bytes[3]);
 }
 
 /* Number the nodes in pre-order (root, left, right, condition, extras). */
 static int
 collect(NodeList *list, const DfNode *node)
 {
-	int			self;
-	bool		found;
-	int			i;
+	int	 self;
+	bool found;
+	int	 i;
 
 	check_stack_depth();
 	if (list->count == list->cap)
@@ -116,11 +117,12 @@ collect(NodeList *list, const DfNode *node)
 
 	list->rows[self].left = node->left ? collect(list, node->left) : -1;
 	list->rows[self].right = node->right ? collect(list, node->right) : -1;
-	list->rows[self].condition = node->condition ? collect(list, node->condition) : -1;
+	list->rows[self].condition =
+		node->condition ? collect(list, node->condition) : -1;
 	list->rows[self].nextras = node->nextras;
 	if (node->nextras > 0)
 	{
-		int		   *extras = palloc(sizeof(int) * node->nextras);
+		int *extras = palloc(sizeof(int) * node->nextras);
 
 		for (i = 0; i < node->nextras; i++)
 			extras[i] = collect(list, node->extras[i]);
@@ -134,24 +136,28 @@ static char *
 persisted_query(NodeList *list, NodeRow *row)
 {
 	const DfNode *node = row->node;
-	DfJson	   *cfg;
-	char	   *err = NULL;
-	int			i;
+	DfJson		 *cfg;
+	char		 *err = NULL;
+	int			  i;
 
 	if (row->condition < 0 && row->nextras == 0)
 		return node->query;
 
-	cfg = node->query ? dfjson_parse(node->query, strlen(node->query), &err) : NULL;
+	cfg = node->query ? dfjson_parse(node->query, strlen(node->query), &err) :
+						NULL;
 	if (cfg == NULL || cfg->type != DFJ_OBJECT)
 		cfg = dfjson_make_object();
 	if (row->condition >= 0)
-		dfjson_object_add(cfg, "condition_node", dfjson_make_string(list->rows[row->condition].id));
+		dfjson_object_add(cfg, "condition_node",
+						  dfjson_make_string(list->rows[row->condition].id));
 	if (row->nextras > 0)
 	{
-		DfJson	   *arr = dfjson_make_array();
+		DfJson *arr = dfjson_make_array();
 
 		for (i = 0; i < row->nextras; i++)
-			dfjson_array_add(arr, dfjson_make_string(list->rows[row->extras[i]].id));
+			dfjson_array_add(arr,
+							 dfjson_make_string(list->rows[row->extras[i]]
+													.id));
 		dfjson_object_add(cfg, "extra_nodes", arr);
 	}
 	return dfjson_to_text(cfg);
@@ -160,29 +166,31 @@ persisted_query(NodeList *list, NodeRow *row)
 static Datum
 text_array(Datum *elems, bool *nulls, int n)
 {
-	int			dims[1] = {n};
-	int			lbs[1] = {1};
+	int dims[1] = {n};
+	int lbs[1] = {1};
 
-	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs, TEXTOID, -1, false,
+	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs,
+											  TEXTOID, -1, false,
 											  TYPALIGN_INT));
 }
 
 static void
-insert_nodes(const char *instance_id, Oid submitter, const char *database, NodeList *list)
+insert_nodes(const char *instance_id, Oid submitter, const char *database,
+			 NodeList *list)
 {
-	int			start;
+	int start;
 
 	for (start = 0; start < list->count; start += NODE_INSERT_BATCH)
 	{
-		int			n = Min(NODE_INSERT_BATCH, list->count - start);
-		Datum	   *cols[6];
-		bool	   *nulls[6];
-		Oid			types[9] = {TEXTOID, OIDOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
-		TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
-		Datum		values[9];
-		char		argnulls[9] = "         ";
-		int			c,
-					i;
+		int	   n = Min(NODE_INSERT_BATCH, list->count - start);
+		Datum *cols[6];
+		bool  *nulls[6];
+		Oid	   types[9] = {TEXTOID,		 OIDOID,	   TEXTOID,
+						   TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+						   TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
+		Datum  values[9];
+		char   argnulls[9] = "         ";
+		int	   c, i;
 
 		for (c = 0; c < 6; c++)
 		{
@@ -191,8 +199,8 @@ insert_nodes(const char *instance_id, Oid submitter, const char *database, NodeL
 		}
 		for (i = 0; i < n; i++)
 		{
-			NodeRow    *row = &list->rows[start + i];
-			char	   *q = persisted_query(list, row);
+			NodeRow *row = &list->rows[start + i];
+			char	*q = persisted_query(list, row);
 
 			cols[0][i] = pgd_text_datum(row->id);
 			cols[1][i] = pgd_text_datum(df_node_type_name(row->node->type));
@@ -235,15 +243,14 @@ static void
 raise_graph_error(const char *msg)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("%s", msg)));
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s", msg)));
 }
 
 /* 2. database => 'x': it must exist and the caller may CONNECT; true when it is another one. */
 static bool
 check_database(const char *database, Oid userid)
 {
-	Oid			dboid;
+	Oid dboid;
 
 	if (database == NULL)
 		return false;
@@ -266,7 +273,7 @@ check_database(const char *database, Oid userid)
 static void
 collect_nodes(NodeList *list, const DfNode *root)
 {
-	HASHCTL		ctl;
+	HASHCTL ctl;
 
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.keysize = PGD_ID_LEN + 1;
@@ -282,21 +289,22 @@ collect_nodes(NodeList *list, const DfNode *root)
 
 /* The df.instances row, under a fresh random id (inside SPI). */
 static void
-insert_instance(char *instance_id, const char *label, const char *root_id, Oid userid,
-				const char *database)
+insert_instance(char *instance_id, const char *label, const char *root_id,
+				Oid userid, const char *database)
 {
-	int			attempt;
+	int attempt;
 
 	for (attempt = 0;; attempt++)
 	{
-		Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, OIDOID, TEXTOID};
-		Datum		values[5];
-		char		nulls[5] = "     ";
+		Oid	  types[5] = {TEXTOID, TEXTOID, TEXTOID, OIDOID, TEXTOID};
+		Datum values[5];
+		char  nulls[5] = "     ";
 
 		if (attempt == ID_ATTEMPTS)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNIQUE_VIOLATION),
-					 errmsg(PGD_MSG_START_FAILED, "could not find a free instance id")));
+					 errmsg(PGD_MSG_START_FAILED,
+							"could not find a free instance id")));
 		random_id(instance_id);
 		values[0] = pgd_text_datum(instance_id);
 		if (label)
@@ -319,11 +327,12 @@ insert_instance(char *instance_id, const char *label, const char *root_id, Oid u
 
 /* The engine's runs row, with the caller's variables captured, and the start task (inside SPI). */
 static void
-insert_run(const char *instance_id, Oid userid, const char *label, const char *database)
+insert_run(const char *instance_id, Oid userid, const char *label,
+		   const char *database)
 {
-	Oid			types[4] = {TEXTOID, OIDOID, TEXTOID, TEXTOID};
-	Datum		values[4];
-	char		nulls[4] = "    ";
+	Oid	  types[4] = {TEXTOID, OIDOID, TEXTOID, TEXTOID};
+	Datum values[4];
+	char  nulls[4] = "    ";
 
 	values[0] = pgd_text_datum(instance_id);
 	values[1] = ObjectIdGetDatum(userid);
@@ -347,19 +356,22 @@ PG_FUNCTION_INFO_V1(pgd_start);
 Datum
 pgd_start(PG_FUNCTION_ARGS)
 {
-	char	   *fut;
-	char	   *label = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
-	char	   *database = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
-	char	   *mode = PG_ARGISNULL(3) ? pstrdup("caller") : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	char *fut;
+	char *label =
+		PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char *database =
+		PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	char		 *mode = PG_ARGISNULL(3) ? pstrdup("caller") :
+										   text_to_cstring(PG_GETARG_TEXT_PP(3));
 	DfParseResult pr;
-	DfNode	   *root = NULL;
-	char	   *msg;
-	Oid			userid = GetUserId();
-	Oid			save_userid;
-	int			save_sec;
-	NodeList	list;
-	char		instance_id[PGD_ID_LEN + 1];
-	bool		remote;
+	DfNode		 *root = NULL;
+	char		 *msg;
+	Oid			  userid = GetUserId();
+	Oid			  save_userid;
+	int			  save_sec;
+	NodeList	  list;
+	char		  instance_id[PGD_ID_LEN + 1];
+	bool		  remote;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -370,7 +382,9 @@ pgd_start(PG_FUNCTION_ARGS)
 	if (pg_strcasecmp(mode, "caller") != 0)
 	{
 		if (pg_strcasecmp(mode, "new") == 0)
-			PG_RETURN_TEXT_P(cstring_to_text(pgd_start_in_new_transaction(fut, label, database)));
+			PG_RETURN_TEXT_P(cstring_to_text(pgd_start_in_new_transaction(fut,
+																		  label,
+																		  database)));
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg(PGD_MSG_INVALID_TXN_MODE, mode)));
@@ -413,7 +427,8 @@ pgd_start(PG_FUNCTION_ARGS)
 	 */
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
-						   (save_sec & ~SECURITY_RESTRICTED_OPERATION) | SECURITY_LOCAL_USERID_CHANGE);
+						   (save_sec & ~SECURITY_RESTRICTED_OPERATION) |
+							   SECURITY_LOCAL_USERID_CHANGE);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");

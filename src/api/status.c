@@ -41,14 +41,14 @@
 static char *
 visible_status(const char *id)
 {
-	char	   *status = NULL;
+	char *status = NULL;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (PGD_EXEC("SELECT status FROM df.instances WHERE id OPERATOR(pg_catalog.=) $1",
 				 id) > 0)
 	{
-		char	   *s = pgd_spi_getstring(0, 1);
+		char *s = pgd_spi_getstring(0, 1);
 
 		if (s)
 		{
@@ -64,7 +64,7 @@ PG_FUNCTION_INFO_V1(pgd_status);
 Datum
 pgd_status(PG_FUNCTION_ARGS)
 {
-	char	   *status = visible_status(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	char *status = visible_status(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 
 	if (status == NULL)
 		PG_RETURN_NULL();
@@ -75,9 +75,9 @@ PG_FUNCTION_INFO_V1(pgd_result);
 Datum
 pgd_result(PG_FUNCTION_ARGS)
 {
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
-	text	   *result = NULL;
+	Oid	  types[1] = {TEXTOID};
+	Datum values[1];
+	text *result = NULL;
 
 	values[0] = PG_GETARG_DATUM(0);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -89,10 +89,12 @@ pgd_result(PG_FUNCTION_ARGS)
 					 "AND n.status OPERATOR(pg_catalog.=) 'completed'",
 					 1, types, values, NULL, true) > 0)
 	{
-		char	   *s = pgd_spi_getstring(0, 1);
+		char *s = pgd_spi_getstring(0, 1);
 
 		if (s)
-			result = (text *) SPI_datumTransfer(PointerGetDatum(cstring_to_text(s)), false, -1);
+			result =
+				(text *) SPI_datumTransfer(PointerGetDatum(cstring_to_text(s)),
+										   false, -1);
 	}
 	SPI_finish();
 	if (result == NULL)
@@ -104,7 +106,7 @@ static char *
 await_instance(const char *fn, const char *id, int timeout_seconds)
 {
 	TimestampTz deadline;
-	char	   *volatile status = NULL;
+	char *volatile status = NULL;
 
 	if (pgd_in_workflow())
 		ereport(ERROR,
@@ -116,13 +118,14 @@ await_instance(const char *fn, const char *id, int timeout_seconds)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg(PGD_MSG_TIMEOUT_NOT_POSITIVE)));
 
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), (int64) timeout_seconds * 1000);
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										   (int64) timeout_seconds * 1000);
 	pgd_await_prepare(id);
 	PG_TRY();
 	{
 		for (;;)
 		{
-			long		remaining;
+			long remaining;
 
 			status = visible_status(id);
 			if (status == NULL)
@@ -131,12 +134,13 @@ await_instance(const char *fn, const char *id, int timeout_seconds)
 						 errmsg(PGD_MSG_AWAIT_NOT_FOUND, id)));
 			if (pgd_is_terminal(status))
 				break;
-			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+														deadline);
 			if (remaining <= 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_QUERY_CANCELED),
-						 errmsg(PGD_MSG_AWAIT_TIMEOUT,
-								timeout_seconds, id, status)));
+						 errmsg(PGD_MSG_AWAIT_TIMEOUT, timeout_seconds, id,
+								status)));
 			pgd_await_wait(remaining);
 			CHECK_FOR_INTERRUPTS();
 		}
@@ -175,17 +179,18 @@ PG_FUNCTION_INFO_V1(pgd_run);
 Datum
 pgd_run(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_TEXT_P(cstring_to_text("df.run() is not needed: pg_durable executors run instances as soon as they are started"));
+	PG_RETURN_TEXT_P(cstring_to_text(
+		"df.run() is not needed: pg_durable executors run instances as soon as they are started"));
 }
 
 PG_FUNCTION_INFO_V1(pgd_cancel);
 Datum
 pgd_cancel(PG_FUNCTION_ARGS)
 {
-	char	   *id = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char	   *reason = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	Oid			save_userid;
-	int			save_sec;
+	char *id = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char *reason = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	Oid	  save_userid;
+	int	  save_sec;
 
 	if (visible_status(id) == NULL)
 		ereport(ERROR,
@@ -193,12 +198,14 @@ pgd_cancel(PG_FUNCTION_ARGS)
 				 errmsg(PGD_MSG_INSTANCE_NOT_FOUND, id)));
 
 	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	(void) pgd_apply_cancel(id, reason);
 	SPI_finish();
 	SetUserIdAndSecContext(save_userid, save_sec);
 
-	PG_RETURN_TEXT_P(cstring_to_text(psprintf(PGD_MSG_INSTANCE_CANCELLED, id, reason)));
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf(PGD_MSG_INSTANCE_CANCELLED, id,
+											  reason)));
 }

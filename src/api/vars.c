@@ -38,7 +38,8 @@ refuse_inside_workflow(const char *fn)
 		ereport(ERROR,
 				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
 				 errmsg(PGD_MSG_VARS_IN_WORKFLOW, fn),
-				 errhint("Call %s() before df.start(), or pass values between steps with named results ($name).", fn)));
+				 errhint("Call %s() before df.start(), or pass values between steps with named results ($name).",
+						 fn)));
 }
 
 static void
@@ -54,21 +55,23 @@ check_name(text *name)
 static uint64
 vars_exec(const char *sql, int nargs, Datum name, Datum value, bool read_only)
 {
-	Oid			argtypes[3] = {OIDOID, TEXTOID, TEXTOID};
-	Datum		values[3];
-	uint64		processed;
-	int			rc;
+	Oid	   argtypes[3] = {OIDOID, TEXTOID, TEXTOID};
+	Datum  values[3];
+	uint64 processed;
+	int	   rc;
 
 	values[0] = ObjectIdGetDatum(GetUserId());
 	values[1] = name;
 	values[2] = value;
 
 	SPI_connect();
-	rc = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, read_only, 0);
+	rc = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, read_only,
+							   0);
 	if (rc < 0)
-		elog(ERROR, "SPI_execute_with_args failed for \"%s\": %s", sql, SPI_result_code_string(rc));
+		elog(ERROR, "SPI_execute_with_args failed for \"%s\": %s", sql,
+			 SPI_result_code_string(rc));
 	processed = SPI_processed;
-	return processed;			/* caller finishes SPI */
+	return processed; /* caller finishes SPI */
 }
 
 PG_FUNCTION_INFO_V1(pgd_setvar);
@@ -91,15 +94,16 @@ PG_FUNCTION_INFO_V1(pgd_getvar);
 Datum
 pgd_getvar(PG_FUNCTION_ARGS)
 {
-	text	   *result = NULL;
+	text *result = NULL;
 
 	if (vars_exec("SELECT value FROM df.vars "
 				  "WHERE owner OPERATOR(pg_catalog.=) $1::pg_catalog.regrole "
 				  "AND name OPERATOR(pg_catalog.=) $2",
 				  2, PG_GETARG_DATUM(0), (Datum) 0, true) > 0)
 	{
-		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		bool  isnull;
+		Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+								1, &isnull);
 
 		if (!isnull)
 			result = (text *) SPI_datumTransfer(d, false, -1);

@@ -36,4 +36,4 @@
 	pg_database_aclcheck((dboid), (roleid), (mode))
 #endif
 
-#endif							/* PG_DURABLE_COMPAT_H */
+#endif /* PG_DURABLE_COMPAT_H */

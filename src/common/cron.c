@@ -40,9 +40,12 @@
 #include "common/messages.h"
 
 /* ASCII only: the server's locale must not change what a cron field means */
-#define CRON_ISSPACE(c) ((c) == ' ' || (c) == '\t' || (c) == '\n' || (c) == '\r' || (c) == '\f' || (c) == '\v')
+#define CRON_ISSPACE(c) \
+	((c) == ' ' || (c) == '\t' || (c) == '\n' || (c) == '\r' || \
+	 (c) == '\f' || (c) == '\v')
 #define CRON_ISDIGIT(c) ((c) >= '0' && (c) <= '9')
-#define CRON_ISALPHA(c) (((c) >= 'A' && (c) <= 'Z') || ((c) >= 'a' && (c) <= 'z'))
+#define CRON_ISALPHA(c) \
+	(((c) >= 'A' && (c) <= 'Z') || ((c) >= 'a' && (c) <= 'z'))
 
 /*
  * How far df_cron_next looks ahead.  Eight years covers every Feb 29, even
@@ -52,30 +55,26 @@
 
 typedef struct CronField
 {
-	const char *name;			/* for messages: "minute field: ..." */
-	int			min;
-	int			max;
-	const char *const *names;	/* accepted names, value = min + index; or
+	const char		  *name; /* for messages: "minute field: ..." */
+	int				   min;
+	int				   max;
+	const char *const *names; /* accepted names, value = min + index; or
 								 * NULL */
-	int			nnames;
+	int				   nnames;
 } CronField;
 
-static const char *const month_names[] = {
-	"JAN", "FEB", "MAR", "APR", "MAY", "JUN",
-	"JUL", "AUG", "SEP", "OCT", "NOV", "DEC"
-};
+static const char *const month_names[] = {"JAN", "FEB", "MAR", "APR",
+										  "MAY", "JUN", "JUL", "AUG",
+										  "SEP", "OCT", "NOV", "DEC"};
 
-static const char *const dow_names[] = {
-	"SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"
-};
+static const char *const dow_names[] = {"SUN", "MON", "TUE", "WED",
+										"THU", "FRI", "SAT"};
 
-static const CronField cron_fields[5] = {
-	{"minute", 0, 59, NULL, 0},
-	{"hour", 0, 23, NULL, 0},
-	{"day-of-month", 1, 31, NULL, 0},
-	{"month", 1, 12, month_names, 12},
-	{"day-of-week", 0, 7, dow_names, 7}
-};
+static const CronField cron_fields[5] = {{"minute", 0, 59, NULL, 0},
+										 {"hour", 0, 23, NULL, 0},
+										 {"day-of-month", 1, 31, NULL, 0},
+										 {"month", 1, 12, month_names, 12},
+										 {"day-of-week", 0, 7, dow_names, 7}};
 
 static bool cron_parse_value(const CronField *f, const char *tok, int *value,
 							 char **errmsg);
@@ -89,7 +88,8 @@ static bool cron_parse_field(const CronField *f, const char *text,
  * a three-letter name.
  */
 static bool
-cron_parse_value(const CronField *f, const char *tok, int *value, char **errmsg)
+cron_parse_value(const CronField *f, const char *tok, int *value,
+				 char **errmsg)
 {
 	const char *p;
 
@@ -101,13 +101,14 @@ cron_parse_value(const CronField *f, const char *tok, int *value, char **errmsg)
 
 	if (CRON_ISDIGIT(*tok))
 	{
-		int64		v = 0;
+		int64 v = 0;
 
 		for (p = tok; *p; p++)
 		{
 			if (!CRON_ISDIGIT(*p))
 			{
-				*errmsg = psprintf("%s field: invalid value '%s'", f->name, tok);
+				*errmsg =
+					psprintf("%s field: invalid value '%s'", f->name, tok);
 				return false;
 			}
 			/* saturate: anything this large is out of range anyway */
@@ -126,7 +127,7 @@ cron_parse_value(const CronField *f, const char *tok, int *value, char **errmsg)
 
 	if (CRON_ISALPHA(*tok) && f->names != NULL)
 	{
-		int			i;
+		int i;
 
 		for (i = 0; i < f->nnames; i++)
 		{
@@ -151,12 +152,12 @@ cron_parse_value(const CronField *f, const char *tok, int *value, char **errmsg)
 static bool
 cron_parse_item(const CronField *f, char *item, uint64 *bits, char **errmsg)
 {
-	char	   *slash;
-	char	   *dash;
-	int			lo;
-	int			hi;
-	int			step = 1;
-	int			v;
+	char *slash;
+	char *dash;
+	int	  lo;
+	int	  hi;
+	int	  step = 1;
+	int	  v;
 
 	if (*item == '\0')
 	{
@@ -194,8 +195,8 @@ cron_parse_item(const CronField *f, char *item, uint64 *bits, char **errmsg)
 		}
 		if (sv > f->max - f->min + 1)
 		{
-			*errmsg = psprintf("%s field: step %s out of range 1-%d",
-							   f->name, s, f->max - f->min + 1);
+			*errmsg = psprintf("%s field: step %s out of range 1-%d", f->name,
+							   s, f->max - f->min + 1);
 			return false;
 		}
 		step = (int) sv;
@@ -211,20 +212,22 @@ cron_parse_item(const CronField *f, char *item, uint64 *bits, char **errmsg)
 		dash = strchr(item, '-');
 		if (dash != NULL)
 		{
-			char	   *lotok = item;
-			char	   *hitok = dash + 1;
+			char *lotok = item;
+			char *hitok = dash + 1;
 
 			*dash = '\0';
 			if (strchr(hitok, '-') != NULL)
 			{
 				*dash = '-';
-				*errmsg = psprintf("%s field: invalid range '%s'", f->name, item);
+				*errmsg =
+					psprintf("%s field: invalid range '%s'", f->name, item);
 				return false;
 			}
 			if (*lotok == '\0' || *hitok == '\0')
 			{
 				*dash = '-';
-				*errmsg = psprintf("%s field: incomplete range '%s'", f->name, item);
+				*errmsg =
+					psprintf("%s field: incomplete range '%s'", f->name, item);
 				return false;
 			}
 			if (!cron_parse_value(f, lotok, &lo, errmsg) ||
@@ -253,15 +256,16 @@ cron_parse_item(const CronField *f, char *item, uint64 *bits, char **errmsg)
 
 /* A whole field: a comma list of items. */
 static bool
-cron_parse_field(const CronField *f, const char *text, uint64 *bits, char **errmsg)
+cron_parse_field(const CronField *f, const char *text, uint64 *bits,
+				 char **errmsg)
 {
-	char	   *copy = pstrdup(text);
-	char	   *item = copy;
+	char *copy = pstrdup(text);
+	char *item = copy;
 
 	*bits = 0;
 	for (;;)
 	{
-		char	   *comma = strchr(item, ',');
+		char *comma = strchr(item, ',');
 
 		if (comma != NULL)
 			*comma = '\0';
@@ -305,13 +309,15 @@ df_cron_parse(const char *expr, DfCron *cron, char **errmsg)
 
 	if (nfields == 0)
 	{
-		*errmsg = pstrdup("expression is empty; expected 5 fields (minute hour day-of-month month day-of-week)");
+		*errmsg =
+			pstrdup("expression is empty; expected 5 fields (minute hour day-of-month month day-of-week)");
 		return false;
 	}
 	if (nfields != 5)
 	{
-		*errmsg = psprintf("expected 5 fields (minute hour day-of-month month day-of-week), got %d",
-						   nfields);
+		*errmsg =
+			psprintf("expected 5 fields (minute hour day-of-month month day-of-week), got %d",
+					 nfields);
 		return false;
 	}
 
@@ -336,8 +342,8 @@ df_cron_parse(const char *expr, DfCron *cron, char **errmsg)
 static bool
 cron_day_matches(const DfCron *cron, int jd, int mday)
 {
-	bool		dom_ok = (cron->days_of_month & (((uint32) 1) << mday)) != 0;
-	bool		dow_ok = (cron->days_of_week & (1 << j2day(jd))) != 0;
+	bool dom_ok = (cron->days_of_month & (((uint32) 1) << mday)) != 0;
+	bool dow_ok = (cron->days_of_week & (1 << j2day(jd))) != 0;
 
 	if (cron->dom_restricted && cron->dow_restricted)
 		return dom_ok || dow_ok;
@@ -347,11 +353,11 @@ cron_day_matches(const DfCron *cron, int jd, int mday)
 bool
 df_cron_next(const DfCron *cron, TimestampTz after, TimestampTz *next)
 {
-	int64		minute_no;
-	int64		day_no;
-	int			jd;
-	int			minute_of_day;
-	int			end_jd;
+	int64 minute_no;
+	int64 day_no;
+	int	  jd;
+	int	  minute_of_day;
+	int	  end_jd;
 
 	if (TIMESTAMP_NOT_FINITE(after))
 		return false;
@@ -371,10 +377,10 @@ df_cron_next(const DfCron *cron, TimestampTz after, TimestampTz *next)
 
 	while (jd <= end_jd)
 	{
-		int			year;
-		int			month;
-		int			mday;
-		int			hour;
+		int year;
+		int month;
+		int mday;
+		int hour;
 
 		j2date(jd, &year, &month, &mday);
 
@@ -391,22 +397,26 @@ df_cron_next(const DfCron *cron, TimestampTz after, TimestampTz *next)
 
 		if (cron_day_matches(cron, jd, mday))
 		{
-			for (hour = minute_of_day / MINS_PER_HOUR; hour < HOURS_PER_DAY; hour++)
+			for (hour = minute_of_day / MINS_PER_HOUR; hour < HOURS_PER_DAY;
+				 hour++)
 			{
-				int			minute;
+				int minute;
 
 				if ((cron->hours & (((uint32) 1) << hour)) == 0)
 					continue;
 				minute = (hour == minute_of_day / MINS_PER_HOUR) ?
-					minute_of_day % MINS_PER_HOUR : 0;
+					minute_of_day % MINS_PER_HOUR :
+					0;
 				for (; minute < MINS_PER_HOUR; minute++)
 				{
 					if (cron->minutes & (UINT64CONST(1) << minute))
 					{
 						TimestampTz result;
 
-						result = (TimestampTz) (jd - POSTGRES_EPOCH_JDATE) * USECS_PER_DAY +
-							(TimestampTz) (hour * MINS_PER_HOUR + minute) * USECS_PER_MINUTE;
+						result = (TimestampTz) (jd - POSTGRES_EPOCH_JDATE) *
+								USECS_PER_DAY +
+							(TimestampTz) (hour * MINS_PER_HOUR + minute) *
+								USECS_PER_MINUTE;
 						if (!IS_VALID_TIMESTAMP(result))
 							return false;
 						*next = result;

@@ -22,13 +22,13 @@
 
 typedef struct DfCron
 {
-	uint64		minutes;		/* bit i set = minute i */
-	uint32		hours;
-	uint32		days_of_month;	/* bits 1..31 */
-	uint16		months;			/* bits 1..12 */
-	uint8		days_of_week;	/* bits 0..6, Sunday = 0 */
-	bool		dom_restricted; /* field was not '*' */
-	bool		dow_restricted;
+	uint64 minutes; /* bit i set = minute i */
+	uint32 hours;
+	uint32 days_of_month;  /* bits 1..31 */
+	uint16 months;		   /* bits 1..12 */
+	uint8  days_of_week;   /* bits 0..6, Sunday = 0 */
+	bool   dom_restricted; /* field was not '*' */
+	bool   dow_restricted;
 } DfCron;
 
 /*
@@ -42,6 +42,7 @@ extern bool df_cron_parse(const char *expr, DfCron *cron, char **errmsg);
  * The first tick strictly after 'after' (UTC).  Returns false when none
  * exists within the next several years (e.g. "0 0 31 2 *").
  */
-extern bool df_cron_next(const DfCron *cron, TimestampTz after, TimestampTz *next);
+extern bool df_cron_next(const DfCron *cron, TimestampTz after,
+						 TimestampTz *next);
 
-#endif							/* PG_DURABLE_CRON_H */
+#endif /* PG_DURABLE_CRON_H */

@@ -65,8 +65,8 @@ typedef struct JsonParser
  * whose value is being parsed. */
 typedef struct JsonFrame
 {
-	DfJson	   *container;
-	char	   *key;
+	DfJson *container;
+	char   *key;
 } JsonFrame;
 
 /*
@@ -88,13 +88,14 @@ json_unexpected(JsonParser *p)
 	if (c >= 0x20 && c < 0x7f)
 		p->err = psprintf("unexpected character '%c' at offset %d", c, p->pos);
 	else if (c < 0x80)
-		p->err = psprintf("unexpected character U+%04X at offset %d", c, p->pos);
+		p->err =
+			psprintf("unexpected character U+%04X at offset %d", c, p->pos);
 	else
 	{
-		int			l = pg_utf_mblen((const unsigned char *) &p->s[p->pos]);
+		int l = pg_utf_mblen((const unsigned char *) &p->s[p->pos]);
 
-		p->err = psprintf("unexpected character '%.*s' at offset %d",
-						  l, &p->s[p->pos], p->pos);
+		p->err = psprintf("unexpected character '%.*s' at offset %d", l,
+						  &p->s[p->pos], p->pos);
 	}
 }
 
@@ -103,7 +104,7 @@ json_skip_ws(JsonParser *p)
 {
 	while (p->pos < p->len)
 	{
-		char		c = p->s[p->pos];
+		char c = p->s[p->pos];
 
 		if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
 			break;
@@ -119,11 +120,11 @@ static bool
 json_check_encoding(JsonParser *p)
 {
 	const unsigned char *s = (const unsigned char *) p->s;
-	int			i = 0;
+	int					 i = 0;
 
 	while (i < p->len)
 	{
-		int			l;
+		int l;
 
 		if (s[i] == 0)
 		{
@@ -150,13 +151,13 @@ json_check_encoding(JsonParser *p)
 static int
 json_hex4(JsonParser *p, int pos)
 {
-	int			v = 0;
+	int v = 0;
 
 	if (pos + 4 > p->len)
 		return -1;
 	for (int i = 0; i < 4; i++)
 	{
-		char		c = p->s[pos + i];
+		char c = p->s[pos + i];
 
 		v <<= 4;
 		if (c >= '0' && c <= '9')
@@ -184,8 +185,8 @@ json_hex4(JsonParser *p, int pos)
 static bool
 json_parse_unicode_escape(JsonParser *p, StringInfo buf)
 {
-	int			at = p->pos;
-	int			cp = json_hex4(p, p->pos + 2);
+	int			  at = p->pos;
+	int			  cp = json_hex4(p, p->pos + 2);
 	unsigned char utf8[8];
 
 	if (cp < 0)
@@ -193,7 +194,7 @@ json_parse_unicode_escape(JsonParser *p, StringInfo buf)
 		p->err = psprintf("invalid \\u escape at offset %d", at);
 		return false;
 	}
-	p->pos += 4;				/* now at the last hex digit - 1 */
+	p->pos += 4; /* now at the last hex digit - 1 */
 	if (cp == 0)
 	{
 		p->err = psprintf("\\u0000 is not allowed at offset %d", at);
@@ -206,14 +207,15 @@ json_parse_unicode_escape(JsonParser *p, StringInfo buf)
 	}
 	if (cp >= 0xD800 && cp <= 0xDBFF)
 	{
-		int			lo = -1;
+		int lo = -1;
 
 		if (p->pos + 3 < p->len && p->s[p->pos + 2] == '\\' &&
 			p->s[p->pos + 3] == 'u')
 			lo = json_hex4(p, p->pos + 4);
 		if (lo < 0xDC00 || lo > 0xDFFF)
 		{
-			p->err = psprintf("invalid Unicode surrogate pair at offset %d", at);
+			p->err =
+				psprintf("invalid Unicode surrogate pair at offset %d", at);
 			return false;
 		}
 		cp = surrogate_pair_to_codepoint(cp, lo);
@@ -240,7 +242,7 @@ json_parse_string(JsonParser *p)
 
 		if (c == '"')
 		{
-			char	   *out = pnstrdup(&p->s[p->pos], i - p->pos);
+			char *out = pnstrdup(&p->s[p->pos], i - p->pos);
 
 			p->pos = i + 1;
 			return out;
@@ -252,7 +254,7 @@ json_parse_string(JsonParser *p)
 	initStringInfo(&buf);
 	for (;;)
 	{
-		int			start = p->pos;
+		int			  start = p->pos;
 		unsigned char c;
 
 		/* copy a run of ordinary bytes at once */
@@ -278,8 +280,9 @@ json_parse_string(JsonParser *p)
 		}
 		if (c < 0x20)
 		{
-			p->err = psprintf("unescaped control character U+%04X in string at offset %d",
-							  c, p->pos);
+			p->err =
+				psprintf("unescaped control character U+%04X in string at offset %d",
+						 c, p->pos);
 			return NULL;
 		}
 		/* backslash */
@@ -317,7 +320,8 @@ json_parse_string(JsonParser *p)
 				break;
 			default:
 				if (c >= 0x20 && c < 0x7f)
-					p->err = psprintf("invalid escape '\\%c' at offset %d", c, p->pos);
+					p->err = psprintf("invalid escape '\\%c' at offset %d", c,
+									  p->pos);
 				else
 					p->err = psprintf("invalid escape at offset %d", p->pos);
 				return NULL;
@@ -377,7 +381,7 @@ json_parse_number(JsonParser *p)
 static bool
 json_match_word(JsonParser *p, const char *word)
 {
-	int			l = strlen(word);
+	int l = strlen(word);
 
 	for (int i = 0; i < l; i++)
 	{
@@ -396,7 +400,7 @@ json_match_word(JsonParser *p, const char *word)
 static DfJson *
 json_parse_scalar(JsonParser *p)
 {
-	char		c;
+	char c;
 
 	if (p->pos >= p->len)
 	{
@@ -407,15 +411,16 @@ json_parse_scalar(JsonParser *p)
 	switch (c)
 	{
 		case '"':
-			{
-				char	   *s = json_parse_string(p);
+		{
+			char *s = json_parse_string(p);
 
-				return s ? dfjson_make_string(s) : NULL;
-			}
+			return s ? dfjson_make_string(s) : NULL;
+		}
 		case 't':
 			return json_match_word(p, "true") ? dfjson_make_bool(true) : NULL;
 		case 'f':
-			return json_match_word(p, "false") ? dfjson_make_bool(false) : NULL;
+			return json_match_word(p, "false") ? dfjson_make_bool(false) :
+												 NULL;
 		case 'n':
 			return json_match_word(p, "null") ? dfjson_make_null() : NULL;
 		default:
@@ -430,7 +435,7 @@ json_parse_scalar(JsonParser *p)
 static char *
 json_parse_key(JsonParser *p)
 {
-	char	   *key;
+	char *key;
 
 	json_skip_ws(p);
 	if (p->pos >= p->len || p->s[p->pos] != '"')
@@ -454,10 +459,10 @@ json_parse_key(JsonParser *p)
 DfJson *
 dfjson_parse(const char *text, int len, char **errmsg)
 {
-	JsonParser	p;
-	JsonFrame  *stack;
-	int			depth = 0;
-	int			stack_size = 16;
+	JsonParser p;
+	JsonFrame *stack;
+	int		   depth = 0;
+	int		   stack_size = 16;
 
 	p.s = text;
 	p.len = len;
@@ -474,31 +479,33 @@ dfjson_parse(const char *text, int len, char **errmsg)
 	stack = palloc(sizeof(JsonFrame) * stack_size);
 	for (;;)
 	{
-		DfJson	   *v;
+		DfJson *v;
 
 		/* expecting a value */
 		CHECK_FOR_INTERRUPTS();
 		json_skip_ws(&p);
 		if (p.pos < p.len && (p.s[p.pos] == '{' || p.s[p.pos] == '['))
 		{
-			bool		is_object = (p.s[p.pos] == '{');
-			char		close = is_object ? '}' : ']';
+			bool is_object = (p.s[p.pos] == '{');
+			char close = is_object ? '}' : ']';
 
 			v = is_object ? dfjson_make_object() : dfjson_make_array();
 			p.pos++;
 			json_skip_ws(&p);
 			if (p.pos < p.len && p.s[p.pos] == close)
-				p.pos++;		/* empty container: complete */
+				p.pos++; /* empty container: complete */
 			else
 			{
 				if (depth == stack_size)
 				{
 					stack_size *= 2;
-					stack = repalloc_huge(stack, sizeof(JsonFrame) * stack_size);
+					stack =
+						repalloc_huge(stack, sizeof(JsonFrame) * stack_size);
 				}
 				stack[depth].container = v;
 				stack[depth].key = NULL;
-				if (is_object && (stack[depth].key = json_parse_key(&p)) == NULL)
+				if (is_object &&
+					(stack[depth].key = json_parse_key(&p)) == NULL)
 					goto fail;
 				depth++;
 				continue;
@@ -510,7 +517,7 @@ dfjson_parse(const char *text, int len, char **errmsg)
 		/* v is complete: attach it to its container, closing as we go */
 		for (;;)
 		{
-			JsonFrame  *top;
+			JsonFrame *top;
 
 			if (depth == 0)
 			{
@@ -534,7 +541,7 @@ dfjson_parse(const char *text, int len, char **errmsg)
 				if (top->container->type == DFJ_OBJECT &&
 					(top->key = json_parse_key(&p)) == NULL)
 					goto fail;
-				break;			/* parse the next value */
+				break; /* parse the next value */
 			}
 			if (p.pos < p.len &&
 				p.s[p.pos] == (top->container->type == DFJ_OBJECT ? '}' : ']'))
@@ -568,7 +575,7 @@ dfjson_get(const DfJson *v, const char *key)
 static DfJson *
 dfjson_alloc(DfJsonType type)
 {
-	DfJson	   *v = palloc0(sizeof(DfJson));
+	DfJson *v = palloc0(sizeof(DfJson));
 
 	v->type = type;
 	return v;
@@ -583,7 +590,7 @@ dfjson_make_null(void)
 DfJson *
 dfjson_make_bool(bool b)
 {
-	DfJson	   *v = dfjson_alloc(DFJ_BOOL);
+	DfJson *v = dfjson_alloc(DFJ_BOOL);
 
 	v->boolean = b;
 	return v;
@@ -592,7 +599,7 @@ dfjson_make_bool(bool b)
 DfJson *
 dfjson_make_string(const char *s)
 {
-	DfJson	   *v = dfjson_alloc(DFJ_STRING);
+	DfJson *v = dfjson_alloc(DFJ_STRING);
 
 	v->str = pstrdup(s);
 	return v;
@@ -601,7 +608,7 @@ dfjson_make_string(const char *s)
 DfJson *
 dfjson_make_number(const char *text)
 {
-	DfJson	   *v = dfjson_alloc(DFJ_NUMBER);
+	DfJson *v = dfjson_alloc(DFJ_NUMBER);
 
 	v->str = pstrdup(text);
 	return v;
@@ -643,7 +650,7 @@ dfjson_needs_growth(int count, int *newcap)
 void
 dfjson_object_add(DfJson *obj, const char *key, DfJson *value)
 {
-	int			newcap;
+	int newcap;
 
 	Assert(obj->type == DFJ_OBJECT);
 	if (dfjson_needs_growth(obj->count, &newcap))
@@ -651,7 +658,8 @@ dfjson_object_add(DfJson *obj, const char *key, DfJson *value)
 		if (obj->pairs == NULL)
 			obj->pairs = palloc(sizeof(DfJsonPair) * newcap);
 		else
-			obj->pairs = repalloc_huge(obj->pairs, sizeof(DfJsonPair) * newcap);
+			obj->pairs =
+				repalloc_huge(obj->pairs, sizeof(DfJsonPair) * newcap);
 	}
 	obj->pairs[obj->count].key = pstrdup(key);
 	obj->pairs[obj->count].value = value;
@@ -661,7 +669,7 @@ dfjson_object_add(DfJson *obj, const char *key, DfJson *value)
 void
 dfjson_array_add(DfJson *arr, DfJson *value)
 {
-	int			newcap;
+	int newcap;
 
 	Assert(arr->type == DFJ_ARRAY);
 	if (dfjson_needs_growth(arr->count, &newcap))

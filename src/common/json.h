@@ -32,19 +32,19 @@ typedef struct DfJson DfJson;
 
 typedef struct DfJsonPair
 {
-	char	   *key;			/* NUL-terminated, UTF-8 */
-	DfJson	   *value;
+	char   *key; /* NUL-terminated, UTF-8 */
+	DfJson *value;
 } DfJsonPair;
 
 struct DfJson
 {
 	DfJsonType	type;
-	bool		boolean;		/* DFJ_BOOL */
-	char	   *str;			/* DFJ_STRING: decoded text; DFJ_NUMBER: the
+	bool		boolean; /* DFJ_BOOL */
+	char	   *str;	 /* DFJ_STRING: decoded text; DFJ_NUMBER: the
 								 * number's text exactly as written */
-	int			count;			/* DFJ_ARRAY: items; DFJ_OBJECT: pairs */
-	DfJson	  **items;			/* DFJ_ARRAY */
-	DfJsonPair *pairs;			/* DFJ_OBJECT, in input order */
+	int			count;	 /* DFJ_ARRAY: items; DFJ_OBJECT: pairs */
+	DfJson	  **items;	 /* DFJ_ARRAY */
+	DfJsonPair *pairs;	 /* DFJ_OBJECT, in input order */
 };
 
 /*
@@ -67,8 +67,9 @@ extern DfJson *dfjson_make_string(const char *s);
 extern DfJson *dfjson_make_number(const char *text);
 extern DfJson *dfjson_make_object(void);
 extern DfJson *dfjson_make_array(void);
-extern void dfjson_object_add(DfJson *obj, const char *key, DfJson *value);	/* appends */
-extern void dfjson_array_add(DfJson *arr, DfJson *value);
+extern void	   dfjson_object_add(DfJson *obj, const char *key,
+								 DfJson *value); /* appends */
+extern void	   dfjson_array_add(DfJson *arr, DfJson *value);
 
 /*
  * An integral number that fits int64 ("5", "-3"; not "5.0" or "5e1").
@@ -77,10 +78,10 @@ extern void dfjson_array_add(DfJson *arr, DfJson *value);
 extern bool dfjson_get_int64(const DfJson *v, int64 *out);
 
 /* Compact serialization ({"a":1,"b":[true,null]}), keys in stored order. */
-extern void dfjson_write(StringInfo buf, const DfJson *v);
+extern void	 dfjson_write(StringInfo buf, const DfJson *v);
 extern char *dfjson_to_text(const DfJson *v);
 
 /* Append s as a JSON string literal (quotes and escapes). */
 extern void dfjson_write_string(StringInfo buf, const char *s);
 
-#endif							/* PG_DURABLE_JSON_H */
+#endif /* PG_DURABLE_JSON_H */

@@ -54,11 +54,13 @@
 /* $name, $name.col on a result without rows */
 #define PGD_MSG_REF_NO_ROWS "$%.*s has no rows — query returned zero results"
 /* $name whose first column of the first row is NULL */
-#define PGD_MSG_REF_FIRST_NULL "$%.*s is NULL — first column of first row is NULL"
+#define PGD_MSG_REF_FIRST_NULL \
+	"$%.*s is NULL — first column of first row is NULL"
 /* $name.col that is NULL */
 #define PGD_MSG_REF_COLUMN_NULL "$%.*s.%.*s is NULL"
 /* $name.col of a missing column, in raw (HTTP) contexts */
-#define PGD_MSG_REF_NO_FIELD "$%.*s.%.*s: result has no field '%.*s' (available: %s)"
+#define PGD_MSG_REF_NO_FIELD \
+	"$%.*s.%.*s: result has no field '%.*s' (available: %s)"
 
 /* ---- §1.8 SQL execution --------------------------------------------- */
 
@@ -79,7 +81,8 @@
 /* ---- §2.1 extension --------------------------------------------------- */
 
 /* _PG_init outside shared_preload_libraries */
-#define PGD_MSG_NOT_PRELOADED "pg_durable must be loaded via shared_preload_libraries"
+#define PGD_MSG_NOT_PRELOADED \
+	"pg_durable must be loaded via shared_preload_libraries"
 
 /* ---- §2.3 DSL builders and operators -------------------------------- */
 
@@ -97,9 +100,11 @@
 /* an operand that carries node_type but is not valid Durofut */
 #define PGD_MSG_INVALID_DUROFUT_JSON "Invalid Durofut JSON: %s"
 /* the result of df.setvar & co. passed to a composer: helper, helper */
-#define PGD_MSG_HELPER_AS_STEP "%s cannot be used as a workflow step. Call %s before df.start()."
+#define PGD_MSG_HELPER_AS_STEP \
+	"%s cannot be used as a workflow step. Call %s before df.start()."
 /* !> whose left side is not a ?> */
-#define PGD_MSG_IF_ELSE_WITHOUT_IF "Invalid if-then-else: left side of !> must be a ?> expression"
+#define PGD_MSG_IF_ELSE_WITHOUT_IF \
+	"Invalid if-then-else: left side of !> must be a ?> expression"
 
 /* ---- §2.3 df.start ---------------------------------------------------- */
 
@@ -108,12 +113,14 @@
 /* the node_type, then DF_VALID_NODE_TYPES (graph/graph.h) */
 #define PGD_MSG_UNKNOWN_NODE_TYPE "Unknown node_type '%s'. Valid types: %s"
 /* a known root node_type with a malformed envelope: type, "<path>: <what>" */
-#define PGD_MSG_MALFORMED_DUROFUT "Malformed Durofut JSON with node_type '%s': %s"
+#define PGD_MSG_MALFORMED_DUROFUT \
+	"Malformed Durofut JSON with node_type '%s': %s"
 /* §2.3 df.start, §3.11 df.explain: wraps "<path>: <msg>" */
 #define PGD_MSG_INVALID_GRAPH "Invalid durable function graph: %s"
 /* graph messages after "<path>: " (the key: left_node, right_node, condition_node) */
 #define PGD_MSG_CHILD_NOT_OBJECT "%s must be a Durofut JSON object"
-#define PGD_MSG_EXTRAS_NOT_OBJECTS "extra_nodes entries must be Durofut JSON objects"
+#define PGD_MSG_EXTRAS_NOT_OBJECTS \
+	"extra_nodes entries must be Durofut JSON objects"
 #define PGD_MSG_IF_CONDITION_IN_QUERY \
 	"condition_node in IF must be a first-class Durofut field, not embedded in query"
 /* what is wrong with the if_rows config */
@@ -161,7 +168,7 @@
 
 /* df.list_instances, df.instance_executions */
 #define PGD_MSG_LIMIT_AT_LEAST_ONE "limit_count must be at least 1"
-#define PGD_MSG_INVALID_CURSOR "df.list_instances: invalid after_cursor"
+#define PGD_MSG_INVALID_CURSOR	   "df.list_instances: invalid after_cursor"
 /* limit, max, max */
 #define PGD_MSG_LIMIT_EXCEEDS_MAX \
 	"df.list_instances: limit_count (%d) exceeds pg_durable.list_instances_max_limit (%d); " \
@@ -170,7 +177,8 @@
 /* ---- §3.3 conditionals ------------------------------------------------- */
 
 #define PGD_MSG_IF_ROWS_NOT_FOUND "df.if_rows: result '%s' not found"
-#define PGD_MSG_IF_ROWS_NOT_SQL "df.if_rows: result '%s' is not a SQL result (missing row_count)"
+#define PGD_MSG_IF_ROWS_NOT_SQL \
+	"df.if_rows: result '%s' is not a SQL result (missing row_count)"
 
 /* ---- §3.4 join / race ------------------------------------------------- */
 
@@ -193,12 +201,13 @@
 /* ---- §3.8 HTTP ---------------------------------------------------------- */
 
 /* the scheme */
-#define PGD_MSG_HTTP_BAD_SCHEME "Blocked: unsupported URL scheme '%s'. Only http and https are allowed."
+#define PGD_MSG_HTTP_BAD_SCHEME \
+	"Blocked: unsupported URL scheme '%s'. Only http and https are allowed."
 /* the method as given */
 #define PGD_MSG_HTTP_BAD_METHOD "Invalid HTTP method: %s"
-#define PGD_MSG_PARTS_NULL "parts is required and cannot be NULL"
+#define PGD_MSG_PARTS_NULL		"parts is required and cannot be NULL"
 #define PGD_MSG_PARTS_NOT_ARRAY "parts must be a JSON array of part objects"
-#define PGD_MSG_PARTS_EMPTY "parts must contain at least one part"
+#define PGD_MSG_PARTS_EMPTY		"parts must contain at least one part"
 /* the part's index */
 #define PGD_MSG_PART_DATA_B64 \
 	"parts[%d] \"data_b64\" must be base64 or a single whole-value reference " \
@@ -239,4 +248,4 @@
 	"(max_new_transaction_starts=%d). Timed out after %ds waiting for a " \
 	"launch slot before opening the loopback session."
 
-#endif							/* PG_DURABLE_MESSAGES_H */
+#endif /* PG_DURABLE_MESSAGES_H */

@@ -32,8 +32,8 @@
 
 typedef struct PlanEntry
 {
-	char		sql[PLAN_KEY_LEN];	/* hash key: the statement text */
-	SPIPlanPtr	plan;
+	char	   sql[PLAN_KEY_LEN]; /* hash key: the statement text */
+	SPIPlanPtr plan;
 } PlanEntry;
 
 static HTAB *plans = NULL;
@@ -41,28 +41,30 @@ static HTAB *plans = NULL;
 static SPIPlanPtr
 prepared(const char *sql, int nargs, const Oid *types)
 {
-	PlanEntry  *e;
-	bool		found;
-	char		key[PLAN_KEY_LEN];
-	SPIPlanPtr	plan;
+	PlanEntry *e;
+	bool	   found;
+	char	   key[PLAN_KEY_LEN];
+	SPIPlanPtr plan;
 
 	if (strlen(sql) >= PLAN_KEY_LEN)
-		return NULL;			/* not worth keeping */
+		return NULL; /* not worth keeping */
 	if (plans == NULL)
 	{
-		HASHCTL		ctl;
+		HASHCTL ctl;
 
 		memset(&ctl, 0, sizeof(ctl));
 		ctl.keysize = PLAN_KEY_LEN;
 		ctl.entrysize = sizeof(PlanEntry);
-		plans = hash_create("pg_durable plans", 64, &ctl, HASH_ELEM | HASH_STRINGS);
+		plans = hash_create("pg_durable plans", 64, &ctl,
+							HASH_ELEM | HASH_STRINGS);
 	}
 	/* a lookup reads the key only up to its terminating zero */
 	e = hash_search(plans, sql, HASH_FIND, &found);
 	if (found)
 		return e->plan;
 
-	plan = SPI_prepare_cursor(sql, nargs, (Oid *) types, CURSOR_OPT_GENERIC_PLAN);
+	plan =
+		SPI_prepare_cursor(sql, nargs, (Oid *) types, CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR, "could not prepare (%s): %s",
 			 SPI_result_code_string(SPI_result), sql);
@@ -86,8 +88,8 @@ int
 pgd_spi_exec(const char *sql, int nargs, const Oid *types, const Datum *values,
 			 const char *nulls, bool read_only)
 {
-	int			rc;
-	SPIPlanPtr	plan;
+	int		   rc;
+	SPIPlanPtr plan;
 
 	plan = prepared(sql, nargs, types);
 
@@ -97,17 +99,18 @@ pgd_spi_exec(const char *sql, int nargs, const Oid *types, const Datum *values,
 		rc = SPI_execute_with_args(sql, nargs, (Oid *) types, (Datum *) values,
 								   nulls, false, 0);
 	if (rc < 0)
-		elog(ERROR, "SPI failed (%s) for: %s", SPI_result_code_string(rc), sql);
+		elog(ERROR, "SPI failed (%s) for: %s", SPI_result_code_string(rc),
+			 sql);
 	return (int) SPI_processed;
 }
 
 int
 pgd_exec(const char *sql, int nargs, const char *const *args)
 {
-	Oid			types[FUNC_MAX_ARGS];
-	Datum		values[FUNC_MAX_ARGS];
-	char		nulls[FUNC_MAX_ARGS];
-	int			i;
+	Oid	  types[FUNC_MAX_ARGS];
+	Datum values[FUNC_MAX_ARGS];
+	char  nulls[FUNC_MAX_ARGS];
+	int	  i;
 
 	Assert(nargs <= FUNC_MAX_ARGS);
 	for (i = 0; i < nargs; i++)
@@ -123,7 +126,8 @@ pgd_exec(const char *sql, int nargs, const char *const *args)
 char *
 pgd_spi_getstring(int row, int col)
 {
-	char	   *v = SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
+	char *v =
+		SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
 
 	return v;
 }
@@ -143,7 +147,7 @@ pgd_text_datum(const char *s)
 ErrorData *
 pgd_subxact_caught(MemoryContext oldcxt, ResourceOwner oldowner)
 {
-	ErrorData  *edata;
+	ErrorData *edata;
 
 	MemoryContextSwitchTo(oldcxt);
 	edata = CopyErrorData();

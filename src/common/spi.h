@@ -23,15 +23,18 @@
  * snapshot could miss what committed just before a task was claimed, and
  * call a live step dead.  read_only is accepted for documentation only.
  */
-extern int	pgd_spi_exec(const char *sql, int nargs, const Oid *types,
-						 const Datum *values, const char *nulls, bool read_only);
-extern int	pgd_exec(const char *sql, int nargs, const char *const *args);
+extern int	 pgd_spi_exec(const char *sql, int nargs, const Oid *types,
+						  const Datum *values, const char *nulls,
+						  bool read_only);
+extern int	 pgd_exec(const char *sql, int nargs, const char *const *args);
 extern char *pgd_spi_getstring(int row, int col);
 
 /* Run a statement whose parameters $1..$n are all text (a NULL pointer is SQL NULL). */
 #define PGD_EXEC(sql, ...) \
-	pgd_exec((sql), (int) (sizeof((const char *[]) {__VA_ARGS__}) / sizeof(const char *)), \
-			 (const char *[]) {__VA_ARGS__})
+	pgd_exec((sql), \
+			 (int) (sizeof((const char *[]){__VA_ARGS__}) / \
+					sizeof(const char *)), \
+			 (const char *[]){__VA_ARGS__})
 extern Datum pgd_text_datum(const char *s);
 
 /*
@@ -39,6 +42,7 @@ extern Datum pgd_text_datum(const char *s);
  * oldcxt with oldowner: the error (copied into oldcxt), the subtransaction
  * rolled back, the caller's memory context and resource owner restored.
  */
-extern ErrorData *pgd_subxact_caught(MemoryContext oldcxt, ResourceOwner oldowner);
+extern ErrorData *pgd_subxact_caught(MemoryContext oldcxt,
+									 ResourceOwner oldowner);
 
-#endif							/* PG_DURABLE_SPI_H */
+#endif /* PG_DURABLE_SPI_H */

@@ -81,37 +81,37 @@
 /* The segment: where the session connects, then the two queues. */
 typedef struct BgsqlShared
 {
-	Oid			dboid;
-	Oid			connect_as;		/* the worker's session user */
-	char		name[BGW_MAXLEN];	/* the session's application_name */
-	bool		persistent;		/* serve requests until idle, else one */
-	Size		req_offset;		/* caller -> session */
-	Size		rep_offset;		/* session -> caller */
+	Oid	 dboid;
+	Oid	 connect_as;	   /* the worker's session user */
+	char name[BGW_MAXLEN]; /* the session's application_name */
+	bool persistent;	   /* serve requests until idle, else one */
+	Size req_offset;	   /* caller -> session */
+	Size rep_offset;	   /* session -> caller */
 } BgsqlShared;
 
 /* A request: this header, then nargs optional strings. */
 typedef struct BgsqlRequestHeader
 {
-	Oid			run_as;			/* the role the work runs as */
-	int32		nargs;
+	Oid	  run_as; /* the role the work runs as */
+	int32 nargs;
 } BgsqlRequestHeader;
 
 /* A reply: this header, then text, detail and hint (optional strings). */
 typedef struct BgsqlReplyHeader
 {
-	int32		status;			/* PgdBgsqlStatus */
-	int32		sqlstate;
+	int32 status; /* PgdBgsqlStatus */
+	int32 sqlstate;
 } BgsqlReplyHeader;
 
 /* The caller's side of a session. */
 typedef struct BgsqlSession
 {
-	Oid			dboid;
-	dsm_segment *seg;
-	shm_mq_handle *req;
-	shm_mq_handle *rep;
+	Oid						dboid;
+	dsm_segment			   *seg;
+	shm_mq_handle		   *req;
+	shm_mq_handle		   *rep;
 	BackgroundWorkerHandle *handle;
-	TimestampTz last_used;
+	TimestampTz				last_used;
 } BgsqlSession;
 
 static void
@@ -149,21 +149,23 @@ read_opt_string(const char **p, const char *end, bool *isnull)
  * TopMemoryContext and its segment outlives transactions.
  */
 static BgsqlSession *
-session_open(const char *entry, const char *name, Oid dboid, Oid connect_as, bool persistent)
+session_open(const char *entry, const char *name, Oid dboid, Oid connect_as,
+			 bool persistent)
 {
-	MemoryContext old = MemoryContextSwitchTo(persistent ? TopMemoryContext : CurrentMemoryContext);
-	Size		req_offset = MAXALIGN(sizeof(BgsqlShared));
-	Size		rep_offset = req_offset + BGSQL_QUEUE_SIZE;
-	BgsqlSession *s = palloc0(sizeof(BgsqlSession));
-	BgsqlShared *shared;
-	shm_mq	   *req,
-			   *rep;
+	MemoryContext old =
+		MemoryContextSwitchTo(persistent ? TopMemoryContext :
+										   CurrentMemoryContext);
+	Size			 req_offset = MAXALIGN(sizeof(BgsqlShared));
+	Size			 rep_offset = req_offset + BGSQL_QUEUE_SIZE;
+	BgsqlSession	*s = palloc0(sizeof(BgsqlSession));
+	BgsqlShared		*shared;
+	shm_mq			*req, *rep;
 	BackgroundWorker worker;
 
 	s->dboid = dboid;
 	s->seg = dsm_create(rep_offset + BGSQL_QUEUE_SIZE, 0);
 	if (persistent)
-		dsm_pin_mapping(s->seg);	/* not tied to the current transaction */
+		dsm_pin_mapping(s->seg); /* not tied to the current transaction */
 	shared = dsm_segment_address(s->seg);
 	shared->dboid = dboid;
 	shared->connect_as = connect_as;
@@ -179,11 +181,12 @@ session_open(const char *entry, const char *name, Oid dboid, Oid connect_as, boo
 	s->rep = shm_mq_attach(rep, s->seg, NULL);
 
 	{
-		char		bgw_name[BGW_MAXLEN];
+		char bgw_name[BGW_MAXLEN];
 
 		snprintf(bgw_name, sizeof(bgw_name), "%s for PID %d", name, MyProcPid);
 		pgd_worker_describe(&worker, entry, bgw_name, "pg_durable session",
-							UInt32GetDatum(dsm_segment_handle(s->seg)), MyProcPid);
+							UInt32GetDatum(dsm_segment_handle(s->seg)),
+							MyProcPid);
 	}
 
 	if (!RegisterDynamicBackgroundWorker(&worker, &s->handle))
@@ -226,12 +229,12 @@ static void
 session_call(BgsqlSession *s, Oid run_as, int nargs, const char *const *args,
 			 PgdBgsqlResult *result)
 {
-	StringInfoData msg;
+	StringInfoData	   msg;
 	BgsqlRequestHeader hdr;
-	shm_mq_result res;
-	Size		nbytes = 0;
-	void	   *data = NULL;
-	int			i;
+	shm_mq_result	   res;
+	Size			   nbytes = 0;
+	void			  *data = NULL;
+	int				   i;
 
 	hdr.run_as = run_as;
 	hdr.nargs = nargs;
@@ -261,14 +264,10 @@ session_call(BgsqlSession *s, Oid run_as, int nargs, const char *const *args,
 	if (res == SHM_MQ_SUCCESS && nbytes >= sizeof(BgsqlReplyHeader))
 	{
 		BgsqlReplyHeader rh;
-		const char *p = (const char *) data + sizeof(BgsqlReplyHeader);
-		const char *end = (const char *) data + nbytes;
-		const char *text,
-				   *detail = NULL,
-				   *hint = NULL;
-		bool		tnull,
-					dnull = true,
-					hnull = true;
+		const char		*p = (const char *) data + sizeof(BgsqlReplyHeader);
+		const char		*end = (const char *) data + nbytes;
+		const char		*text, *detail = NULL, *hint = NULL;
+		bool			 tnull, dnull = true, hnull = true;
 
 		memcpy(&rh, data, sizeof(rh));
 		text = read_opt_string(&p, end, &tnull);
@@ -289,8 +288,9 @@ session_call(BgsqlSession *s, Oid run_as, int nargs, const char *const *args,
 }
 
 bool
-pgd_bgsql_run(const char *entry, const char *name, Oid dboid, Oid connect_as, Oid run_as,
-			  int nargs, const char *const *args, PgdBgsqlResult *result)
+pgd_bgsql_run(const char *entry, const char *name, Oid dboid, Oid connect_as,
+			  Oid run_as, int nargs, const char *const *args,
+			  PgdBgsqlResult *result)
 {
 	BgsqlSession *s;
 
@@ -313,26 +313,28 @@ pgd_bgsql_run(const char *entry, const char *name, Oid dboid, Oid connect_as, Oi
  * and be re-queued).  Idle sessions must not linger: DROP DATABASE waits
  * only 5 seconds for other sessions to leave.
  */
-#define BGSQL_MAX_CACHED 4
-#define BGSQL_REUSE_MS 1000
+#define BGSQL_MAX_CACHED   4
+#define BGSQL_REUSE_MS	   1000
 #define BGSQL_IDLE_EXIT_MS 2000
 
 static BgsqlSession *step_sessions[BGSQL_MAX_CACHED];
 
 bool
-pgd_bgsql_call_kept(const char *entry, const char *name, Oid dboid, Oid connect_as,
-					Oid run_as, int nargs, const char *const *args, PgdBgsqlResult *result)
+pgd_bgsql_call_kept(const char *entry, const char *name, Oid dboid,
+					Oid connect_as, Oid run_as, int nargs,
+					const char *const *args, PgdBgsqlResult *result)
 {
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz	  now = GetCurrentTimestamp();
 	BgsqlSession *s = NULL;
-	int			slot = -1;
-	int			i;
+	int			  slot = -1;
+	int			  i;
 
 	for (i = 0; i < BGSQL_MAX_CACHED; i++)
 	{
 		BgsqlSession *c = step_sessions[i];
 
-		if (c != NULL && TimestampDifferenceExceeds(c->last_used, now, BGSQL_REUSE_MS))
+		if (c != NULL &&
+			TimestampDifferenceExceeds(c->last_used, now, BGSQL_REUSE_MS))
 		{
 			session_close(c, false, false);
 			step_sessions[i] = c = NULL;
@@ -388,9 +390,9 @@ static bool
 parse_request(const char *data, Size nbytes, PgdBgsqlRequest *req)
 {
 	BgsqlRequestHeader hdr;
-	const char *p = data + sizeof(BgsqlRequestHeader);
-	const char *end = data + nbytes;
-	int			i;
+	const char		  *p = data + sizeof(BgsqlRequestHeader);
+	const char		  *end = data + nbytes;
+	int				   i;
 
 	if (nbytes < sizeof(BgsqlRequestHeader))
 		return false;
@@ -413,8 +415,8 @@ parse_request(const char *data, Size nbytes, PgdBgsqlRequest *req)
 }
 
 static void
-append_reply(StringInfo reply, PgdBgsqlStatus status, int sqlstate, const char *text,
-			 const char *detail, const char *hint)
+append_reply(StringInfo reply, PgdBgsqlStatus status, int sqlstate,
+			 const char *text, const char *detail, const char *hint)
 {
 	BgsqlReplyHeader hdr;
 
@@ -433,17 +435,18 @@ serve(PgdBgsqlHandler handler, const char *data, Size nbytes, StringInfo reply)
 	PG_TRY();
 	{
 		PgdBgsqlRequest req;
-		PgdBgsqlResult result;
+		PgdBgsqlResult	result;
 
 		if (!parse_request(data, nbytes, &req))
 			elog(ERROR, "malformed background session request");
 		memset(&result, 0, sizeof(result));
 		handler(&req, &result);
-		append_reply(reply, result.status, result.sqlstate, result.text, NULL, NULL);
+		append_reply(reply, result.status, result.sqlstate, result.text, NULL,
+					 NULL);
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata = pgd_unit_abort(request_cxt);
+		ErrorData *edata = pgd_unit_abort(request_cxt);
 
 		resetStringInfo(reply);
 		append_reply(reply, PGD_BGSQL_ERROR, edata->sqlerrcode,
@@ -456,11 +459,11 @@ serve(PgdBgsqlHandler handler, const char *data, Size nbytes, StringInfo reply)
 void
 pgd_bgsql_serve(Datum main_arg, PgdBgsqlHandler handler)
 {
-	dsm_segment *seg;
-	BgsqlShared *shared;
+	dsm_segment	  *seg;
+	BgsqlShared	  *shared;
 	shm_mq_handle *req;
 	shm_mq_handle *rep;
-	TimestampTz idle_since;
+	TimestampTz	   idle_since;
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -468,38 +471,47 @@ pgd_bgsql_serve(Datum main_arg, PgdBgsqlHandler handler)
 	CurrentResourceOwner = ResourceOwnerCreate(NULL, "pg_durable session");
 	seg = dsm_attach(DatumGetUInt32(main_arg));
 	if (seg == NULL)
-		proc_exit(0);			/* the caller gave up before we started */
+		proc_exit(0); /* the caller gave up before we started */
 	dsm_pin_mapping(seg);
 	shared = dsm_segment_address(seg);
-	shm_mq_set_receiver((shm_mq *) ((char *) shared + shared->req_offset), MyProc);
-	shm_mq_set_sender((shm_mq *) ((char *) shared + shared->rep_offset), MyProc);
-	req = shm_mq_attach((shm_mq *) ((char *) shared + shared->req_offset), seg, NULL);
-	rep = shm_mq_attach((shm_mq *) ((char *) shared + shared->rep_offset), seg, NULL);
+	shm_mq_set_receiver((shm_mq *) ((char *) shared + shared->req_offset),
+						MyProc);
+	shm_mq_set_sender((shm_mq *) ((char *) shared + shared->rep_offset),
+					  MyProc);
+	req = shm_mq_attach((shm_mq *) ((char *) shared + shared->req_offset), seg,
+						NULL);
+	rep = shm_mq_attach((shm_mq *) ((char *) shared + shared->rep_offset), seg,
+						NULL);
 
 	/* FATAL here (no such database, no LOGIN, no CONNECT...) detaches the queues */
-	BackgroundWorkerInitializeConnectionByOid(shared->dboid, shared->connect_as, 0);
+	BackgroundWorkerInitializeConnectionByOid(shared->dboid,
+											  shared->connect_as, 0);
 	pgstat_report_appname(shared->name);
-	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_isolation", "read committed",
+					PGC_SUSET, PGC_S_OVERRIDE);
 
-	request_cxt = AllocSetContextCreate(TopMemoryContext, "pg_durable session request",
-										ALLOCSET_DEFAULT_SIZES);
+	request_cxt =
+		AllocSetContextCreate(TopMemoryContext, "pg_durable session request",
+							  ALLOCSET_DEFAULT_SIZES);
 	idle_since = GetCurrentTimestamp();
 	for (;;)
 	{
-		Size		nbytes;
-		void	   *data;
-		shm_mq_result res;
+		Size		   nbytes;
+		void		  *data;
+		shm_mq_result  res;
 		StringInfoData reply;
 
 		CHECK_FOR_INTERRUPTS();
 		res = shm_mq_receive(req, &nbytes, &data, true);
 		if (res == SHM_MQ_DETACHED)
-			break;				/* the caller went away */
+			break; /* the caller went away */
 		if (res == SHM_MQ_WOULD_BLOCK)
 		{
-			if (TimestampDifferenceExceeds(idle_since, GetCurrentTimestamp(), BGSQL_IDLE_EXIT_MS))
+			if (TimestampDifferenceExceeds(idle_since, GetCurrentTimestamp(),
+										   BGSQL_IDLE_EXIT_MS))
 				break;
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+			(void) WaitLatch(MyLatch,
+							 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 BGSQL_IDLE_EXIT_MS, PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
 			continue;
@@ -510,7 +522,8 @@ pgd_bgsql_serve(Datum main_arg, PgdBgsqlHandler handler)
 		serve(handler, data, nbytes, &reply);
 		MemoryContextSwitchTo(request_cxt);
 		pgstat_report_activity(STATE_IDLE, NULL);
-		if (shm_mq_send(rep, reply.len, reply.data, false, true) != SHM_MQ_SUCCESS)
+		if (shm_mq_send(rep, reply.len, reply.data, false, true) !=
+			SHM_MQ_SUCCESS)
 			break;
 		MemoryContextSwitchTo(TopMemoryContext);
 		MemoryContextReset(request_cxt);

@@ -24,29 +24,29 @@
 /* How a request ended. */
 typedef enum PgdBgsqlStatus
 {
-	PGD_BGSQL_OK = 1,			/* text: the handler's answer */
-	PGD_BGSQL_FAILED,			/* the work failed; text: its error */
-	PGD_BGSQL_RETRY,			/* the work should be tried again; sqlstate says why */
-	PGD_BGSQL_ERROR,			/* an error was raised: sqlstate, text, detail, hint */
-	PGD_BGSQL_NO_ANSWER			/* the session ended without answering */
+	PGD_BGSQL_OK = 1,	/* text: the handler's answer */
+	PGD_BGSQL_FAILED,	/* the work failed; text: its error */
+	PGD_BGSQL_RETRY,	/* the work should be tried again; sqlstate says why */
+	PGD_BGSQL_ERROR,	/* an error was raised: sqlstate, text, detail, hint */
+	PGD_BGSQL_NO_ANSWER /* the session ended without answering */
 } PgdBgsqlStatus;
 
 typedef struct PgdBgsqlResult
 {
 	PgdBgsqlStatus status;
-	int			sqlstate;
-	char	   *text;
-	char	   *detail;			/* PGD_BGSQL_ERROR only, may be NULL */
-	char	   *hint;
+	int			   sqlstate;
+	char		  *text;
+	char		  *detail; /* PGD_BGSQL_ERROR only, may be NULL */
+	char		  *hint;
 } PgdBgsqlResult;
 
 /* A request as the session's handler receives it. */
 typedef struct PgdBgsqlRequest
 {
-	Oid			run_as;			/* the role the work runs as */
-	int			nargs;
-	char	   *args[PGD_BGSQL_MAX_ARGS];	/* NULL = SQL NULL */
-	MemoryContext cxt;			/* outlives the handler's transaction: put
+	Oid			  run_as; /* the role the work runs as */
+	int			  nargs;
+	char		 *args[PGD_BGSQL_MAX_ARGS]; /* NULL = SQL NULL */
+	MemoryContext cxt; /* outlives the handler's transaction: put
 								 * the answer's text here */
 } PgdBgsqlRequest;
 
@@ -55,7 +55,8 @@ typedef struct PgdBgsqlRequest
  * fill in status, sqlstate and text.  An error it raises becomes a
  * PGD_BGSQL_ERROR answer (the transaction is rolled back).
  */
-typedef void (*PgdBgsqlHandler) (const PgdBgsqlRequest *req, PgdBgsqlResult *result);
+typedef void (*PgdBgsqlHandler)(const PgdBgsqlRequest *req,
+								PgdBgsqlResult		  *result);
 
 /*
  * Start a one-shot session at entry point 'entry' (its application_name
@@ -64,9 +65,9 @@ typedef void (*PgdBgsqlHandler) (const PgdBgsqlRequest *req, PgdBgsqlResult *res
  * PGD_BGSQL_MAX_ARGS strings (NULL = SQL NULL).  An interrupt of the
  * caller (cancel, termination) terminates the session and propagates.
  */
-extern bool pgd_bgsql_run(const char *entry, const char *name, Oid dboid, Oid connect_as,
-						  Oid run_as, int nargs, const char *const *args,
-						  PgdBgsqlResult *result);
+extern bool pgd_bgsql_run(const char *entry, const char *name, Oid dboid,
+						  Oid connect_as, Oid run_as, int nargs,
+						  const char *const *args, PgdBgsqlResult *result);
 
 /*
  * The same in this process's kept session for database dboid (started if
@@ -75,9 +76,10 @@ extern bool pgd_bgsql_run(const char *entry, const char *name, Oid dboid, Oid co
  */
 extern bool pgd_bgsql_call_kept(const char *entry, const char *name, Oid dboid,
 								Oid connect_as, Oid run_as, int nargs,
-								const char *const *args, PgdBgsqlResult *result);
+								const char *const *args,
+								PgdBgsqlResult	  *result);
 
 /* The body of a session's entry point: serve requests with handler. */
 extern void pgd_bgsql_serve(Datum main_arg, PgdBgsqlHandler handler);
 
-#endif							/* PG_DURABLE_BGSQL_H */
+#endif /* PG_DURABLE_BGSQL_H */

@@ -33,8 +33,8 @@ role_name(Oid roleid)
 void
 pgd_check_start_identity(Oid userid)
 {
-	HeapTuple	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(userid));
-	bool		canlogin;
+	HeapTuple tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(userid));
+	bool	  canlogin;
 
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "cache lookup failed for role %u", userid);
@@ -44,14 +44,12 @@ pgd_check_start_identity(Oid userid)
 	if (!canlogin)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg(PGD_MSG_NO_LOGIN,
-						role_name(userid))));
+				 errmsg(PGD_MSG_NO_LOGIN, role_name(userid))));
 
 	if (superuser_arg(userid) && !pgd_enable_superuser_instances)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg(PGD_MSG_SUPERUSER_DISABLED,
-						role_name(userid))));
+				 errmsg(PGD_MSG_SUPERUSER_DISABLED, role_name(userid))));
 }
 
 /*
@@ -62,9 +60,9 @@ pgd_check_start_identity(Oid userid)
 char *
 pgd_identity_problem(Oid roleid)
 {
-	HeapTuple	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(roleid));
+	HeapTuple	   tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(roleid));
 	Form_pg_authid role;
-	char	   *problem = NULL;
+	char		  *problem = NULL;
 
 	if (!HeapTupleIsValid(tup))
 		return psprintf("the role that submitted this instance (OID %u) no longer exists; "
@@ -72,14 +70,15 @@ pgd_identity_problem(Oid roleid)
 						roleid);
 	role = (Form_pg_authid) GETSTRUCT(tup);
 	if (!role->rolcanlogin)
-		problem = psprintf("role \"%s\" that submitted this instance no longer has LOGIN "
-						   "privilege; its steps cannot run.",
-						   NameStr(role->rolname));
+		problem =
+			psprintf("role \"%s\" that submitted this instance no longer has LOGIN "
+					 "privilege; its steps cannot run.",
+					 NameStr(role->rolname));
 	else if (role->rolsuper && !pgd_enable_superuser_instances)
-		problem = psprintf("role \"%s\" that submitted this instance is a superuser, but "
-						   "pg_durable.enable_superuser_instances is off; its steps cannot run.",
-						   NameStr(role->rolname));
+		problem =
+			psprintf("role \"%s\" that submitted this instance is a superuser, but "
+					 "pg_durable.enable_superuser_instances is off; its steps cannot run.",
+					 NameStr(role->rolname));
 	ReleaseSysCache(tup);
 	return problem;
 }
-

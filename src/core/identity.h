@@ -21,4 +21,4 @@ extern void pgd_check_start_identity(Oid userid);
  */
 extern char *pgd_identity_problem(Oid roleid);
 
-#endif							/* PG_DURABLE_IDENTITY_H */
+#endif /* PG_DURABLE_IDENTITY_H */

@@ -18,26 +18,26 @@
 
 #include "core/settings.h"
 
-char	   *pgd_worker_role = NULL;
-char	   *pgd_database = NULL;
-int			pgd_max_management_connections = 6;
-int			pgd_max_duroxide_connections = 10;
-int			pgd_max_user_connections = 10;
-int			pgd_execution_acquire_timeout = 30;
-int			pgd_max_new_transaction_starts = 2;
-int			pgd_new_transaction_start_timeout = 5;
-bool		pgd_enable_superuser_instances = false;
-int			pgd_list_instances_max_limit = 1000;
-int			pgd_retention_days = 30;
-int			pgd_reconcile_interval = 3600;
-int			pgd_workers = 4;
-int			pgd_loop_iteration_floor = 1000;
-char	   *pgd_http_allowed_hosts = NULL;
-bool		pgd_http_allow_private = false;
-int			pgd_http_max_request_body = 10 * 1024 * 1024;
-int			pgd_http_max_response_body = 10 * 1024 * 1024;
-int			pgd_http_max_timeout = 300;
-int			pgd_http_max_concurrent = 500;
+char *pgd_worker_role = NULL;
+char *pgd_database = NULL;
+int	  pgd_max_management_connections = 6;
+int	  pgd_max_duroxide_connections = 10;
+int	  pgd_max_user_connections = 10;
+int	  pgd_execution_acquire_timeout = 30;
+int	  pgd_max_new_transaction_starts = 2;
+int	  pgd_new_transaction_start_timeout = 5;
+bool  pgd_enable_superuser_instances = false;
+int	  pgd_list_instances_max_limit = 1000;
+int	  pgd_retention_days = 30;
+int	  pgd_reconcile_interval = 3600;
+int	  pgd_workers = 4;
+int	  pgd_loop_iteration_floor = 1000;
+char *pgd_http_allowed_hosts = NULL;
+bool  pgd_http_allow_private = false;
+int	  pgd_http_max_request_body = 10 * 1024 * 1024;
+int	  pgd_http_max_response_body = 10 * 1024 * 1024;
+int	  pgd_http_max_timeout = 300;
+int	  pgd_http_max_concurrent = 500;
 
 /* The engine's settings: where and as whom it runs, its limits and pace. */
 static void
@@ -45,15 +45,14 @@ define_engine_settings(void)
 {
 	DefineCustomStringVariable("pg_durable.worker_role",
 							   "Role the pg_durable background workers connect as.",
-							   "Must be a superuser.",
-							   &pgd_worker_role, "postgres",
-							   PGC_POSTMASTER, 0, NULL, NULL, NULL);
+							   "Must be a superuser.", &pgd_worker_role,
+							   "postgres", PGC_POSTMASTER, 0, NULL, NULL,
+							   NULL);
 
 	DefineCustomStringVariable("pg_durable.database",
 							   "Database that holds the pg_durable extension and its engine.",
-							   NULL,
-							   &pgd_database, "postgres",
-							   PGC_POSTMASTER, 0, NULL, NULL, NULL);
+							   NULL, &pgd_database, "postgres", PGC_POSTMASTER,
+							   0, NULL, NULL, NULL);
 
 	DefineCustomIntVariable("pg_durable.max_management_connections",
 							"Size of the management pool (compatibility setting).",
@@ -69,8 +68,7 @@ define_engine_settings(void)
 
 	DefineCustomIntVariable("pg_durable.max_user_connections",
 							"Maximum number of SQL steps running at the same time.",
-							NULL,
-							&pgd_max_user_connections, 10, 1, 1000,
+							NULL, &pgd_max_user_connections, 10, 1, 1000,
 							PGC_POSTMASTER, 0, NULL, NULL, NULL);
 
 	DefineCustomIntVariable("pg_durable.execution_acquire_timeout",
@@ -81,45 +79,42 @@ define_engine_settings(void)
 
 	DefineCustomIntVariable("pg_durable.max_new_transaction_starts",
 							"Maximum number of concurrent df.start(..., transaction_mode => 'new') launches.",
-							NULL,
-							&pgd_max_new_transaction_starts, 2, 1, 1000,
+							NULL, &pgd_max_new_transaction_starts, 2, 1, 1000,
 							PGC_POSTMASTER, 0, NULL, NULL, NULL);
 
 	DefineCustomIntVariable("pg_durable.new_transaction_start_timeout",
 							"Seconds to wait for a launch slot for transaction_mode => 'new'.",
-							NULL,
-							&pgd_new_transaction_start_timeout, 5, 1, 3600,
-							PGC_POSTMASTER, GUC_UNIT_S, NULL, NULL, NULL);
+							NULL, &pgd_new_transaction_start_timeout, 5, 1,
+							3600, PGC_POSTMASTER, GUC_UNIT_S, NULL, NULL,
+							NULL);
 
 	DefineCustomBoolVariable("pg_durable.enable_superuser_instances",
 							 "Allow superusers to start workflow instances.",
 							 "Steps run as the submitting role; a superuser submitter runs them with full privileges.",
 							 &pgd_enable_superuser_instances, false,
-							 PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+							 PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL,
+							 NULL);
 
 	DefineCustomIntVariable("pg_durable.list_instances_max_limit",
 							"Largest page size df.list_instances accepts.",
-							NULL,
-							&pgd_list_instances_max_limit, 1000, 1, 1000000,
-							PGC_SUSET, 0, NULL, NULL, NULL);
+							NULL, &pgd_list_instances_max_limit, 1000, 1,
+							1000000, PGC_SUSET, 0, NULL, NULL, NULL);
 
 	DefineCustomIntVariable("pg_durable.retention_days",
 							"Days finished instances are kept before removal (0 keeps them only until the next pass).",
-							NULL,
-							&pgd_retention_days, 30, 0, 36500,
+							NULL, &pgd_retention_days, 30, 0, 36500,
 							PGC_POSTMASTER, 0, NULL, NULL, NULL);
 
 	DefineCustomIntVariable("pg_durable.reconcile_interval",
 							"Seconds between reconciliation and retention passes (0 disables them).",
-							NULL,
-							&pgd_reconcile_interval, 3600, 0, 86400,
+							NULL, &pgd_reconcile_interval, 3600, 0, 86400,
 							PGC_POSTMASTER, GUC_UNIT_S, NULL, NULL, NULL);
 
 	DefineCustomIntVariable("pg_durable.workers",
 							"Number of executor background workers.",
 							"The launcher starts no more executors than free background worker slots allow.",
-							&pgd_workers, 4, 1, 64,
-							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+							&pgd_workers, 4, 1, 64, PGC_POSTMASTER, 0, NULL,
+							NULL, NULL);
 
 	DefineCustomIntVariable("pg_durable.loop_iteration_floor",
 							"Least time between the starts of two iterations of a loop.",
@@ -142,38 +137,40 @@ define_http_settings(void)
 							   "\"example.com\" allows example.com and its subdomains, \".example.com\" only "
 							   "its subdomains, an IP address allows that bare address. Empty allows any host "
 							   "whose addresses are public.",
-							   &pgd_http_allowed_hosts, "",
-							   PGC_SIGHUP, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+							   &pgd_http_allowed_hosts, "", PGC_SIGHUP,
+							   GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("pg_durable.http_allow_private",
 							 "Allow HTTP steps to connect to private, loopback and reserved addresses.",
 							 "Off by default: a step may only connect to public addresses.",
-							 &pgd_http_allow_private, false,
-							 PGC_SIGHUP, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+							 &pgd_http_allow_private, false, PGC_SIGHUP,
+							 GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
 
 	DefineCustomIntVariable("pg_durable.http_max_request_body",
 							"Largest request body an HTTP step may send.",
-							NULL,
-							&pgd_http_max_request_body, 10 * 1024 * 1024, 0, 1024 * 1024 * 1024,
-							PGC_SIGHUP, GUC_UNIT_BYTE | GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+							NULL, &pgd_http_max_request_body, 10 * 1024 * 1024,
+							0, 1024 * 1024 * 1024, PGC_SIGHUP,
+							GUC_UNIT_BYTE | GUC_SUPERUSER_ONLY, NULL, NULL,
+							NULL);
 
 	DefineCustomIntVariable("pg_durable.http_max_response_body",
 							"Largest response body an HTTP step accepts.",
 							"A longer response fails the step.",
-							&pgd_http_max_response_body, 10 * 1024 * 1024, 0, 256 * 1024 * 1024,
-							PGC_SIGHUP, GUC_UNIT_BYTE | GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+							&pgd_http_max_response_body, 10 * 1024 * 1024, 0,
+							256 * 1024 * 1024, PGC_SIGHUP,
+							GUC_UNIT_BYTE | GUC_SUPERUSER_ONLY, NULL, NULL,
+							NULL);
 
 	DefineCustomIntVariable("pg_durable.http_max_timeout",
 							"Largest timeout_seconds an HTTP step may use.",
 							"A step asking for more fails; it bounds how long a call lost in a crash "
 							"holds its lease before it is made again.",
-							&pgd_http_max_timeout, 300, 1, 86400,
-							PGC_SIGHUP, GUC_UNIT_S | GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+							&pgd_http_max_timeout, 300, 1, 86400, PGC_SIGHUP,
+							GUC_UNIT_S | GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
 
 	DefineCustomIntVariable("pg_durable.http_max_concurrent",
 							"Most HTTP calls in flight at the same time.",
-							NULL,
-							&pgd_http_max_concurrent, 500, 1, 10000,
+							NULL, &pgd_http_max_concurrent, 500, 1, 10000,
 							PGC_SIGHUP, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
 }
 

@@ -22,26 +22,26 @@
 /* GUC variables (settings.c) */
 extern char *pgd_worker_role;
 extern char *pgd_database;
-extern int	pgd_max_management_connections;
-extern int	pgd_max_duroxide_connections;
-extern int	pgd_max_user_connections;
-extern int	pgd_execution_acquire_timeout;
-extern int	pgd_max_new_transaction_starts;
-extern int	pgd_new_transaction_start_timeout;
-extern bool pgd_enable_superuser_instances;
-extern int	pgd_list_instances_max_limit;
-extern int	pgd_retention_days;
-extern int	pgd_reconcile_interval;
-extern int	pgd_workers;
-extern int	pgd_loop_iteration_floor;
+extern int	 pgd_max_management_connections;
+extern int	 pgd_max_duroxide_connections;
+extern int	 pgd_max_user_connections;
+extern int	 pgd_execution_acquire_timeout;
+extern int	 pgd_max_new_transaction_starts;
+extern int	 pgd_new_transaction_start_timeout;
+extern bool	 pgd_enable_superuser_instances;
+extern int	 pgd_list_instances_max_limit;
+extern int	 pgd_retention_days;
+extern int	 pgd_reconcile_interval;
+extern int	 pgd_workers;
+extern int	 pgd_loop_iteration_floor;
 extern char *pgd_http_allowed_hosts;
-extern bool pgd_http_allow_private;
-extern int	pgd_http_max_request_body;
-extern int	pgd_http_max_response_body;
-extern int	pgd_http_max_timeout;
-extern int	pgd_http_max_concurrent;
+extern bool	 pgd_http_allow_private;
+extern int	 pgd_http_max_request_body;
+extern int	 pgd_http_max_response_body;
+extern int	 pgd_http_max_timeout;
+extern int	 pgd_http_max_concurrent;
 
 /* settings.c: define every pg_durable.* setting (from _PG_init) */
 extern void pgd_settings_define(void);
 
-#endif							/* PG_DURABLE_SETTINGS_H */
+#endif /* PG_DURABLE_SETTINGS_H */

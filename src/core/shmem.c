@@ -21,7 +21,7 @@
 #include "core/settings.h"
 #include "core/shmem.h"
 
-PgdShared  *pgd_shared = NULL;
+PgdShared *pgd_shared = NULL;
 
 void
 pgd_shmem_request(void)
@@ -32,7 +32,7 @@ pgd_shmem_request(void)
 void
 pgd_shmem_startup(void)
 {
-	bool		found;
+	bool found;
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	pgd_shared = ShmemInitStruct("pg_durable", sizeof(PgdShared), &found);

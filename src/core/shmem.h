@@ -23,23 +23,23 @@
 #include "utils/timestamp.h"
 
 #define PGD_MAX_EXECUTORS 64
-#define PGD_MAX_AWAITERS 128
-#define PGD_READY_RING 1024
+#define PGD_MAX_AWAITERS  128
+#define PGD_READY_RING	  1024
 
 typedef struct PgdExecutorSlot
 {
-	pid_t		pid;			/* 0 when the slot is free */
-	Latch	   *latch;
-	bool		idle;			/* waiting for work */
-	char		instance[9];	/* instance whose user SQL runs now, or "" */
-	char		scope[256];		/* its execution scope (truncated) */
+	pid_t  pid; /* 0 when the slot is free */
+	Latch *latch;
+	bool   idle;		/* waiting for work */
+	char   instance[9]; /* instance whose user SQL runs now, or "" */
+	char   scope[256];	/* its execution scope (truncated) */
 } PgdExecutorSlot;
 
 /* A session waiting in df.await_instance for one instance to end. */
 typedef struct PgdAwaiter
 {
-	Latch	   *latch;			/* NULL when the slot is free */
-	char		instance[9];
+	Latch *latch; /* NULL when the slot is free */
+	char   instance[9];
 } PgdAwaiter;
 
 /* What the HTTP worker runs with, published after each (re)load of its settings. */
@@ -47,21 +47,21 @@ typedef struct PgdAwaiter
 
 typedef struct PgdShared
 {
-	slock_t		mutex;			/* protects the registry (all but the ring) */
-	pid_t		launcher_pid;	/* 0 when no launcher runs */
-	Latch	   *launcher_latch; /* the launcher's process latch, or NULL */
+	slock_t			mutex; /* protects the registry (all but the ring) */
+	pid_t			launcher_pid;	/* 0 when no launcher runs */
+	Latch		   *launcher_latch; /* the launcher's process latch, or NULL */
 	PgdExecutorSlot executors[PGD_MAX_EXECUTORS];
-	PgdAwaiter	awaiters[PGD_MAX_AWAITERS]; /* sessions in df.await_instance */
+	PgdAwaiter awaiters[PGD_MAX_AWAITERS]; /* sessions in df.await_instance */
 
 	/*
 	 * Ids of tasks that became ready at a commit, oldest first: a hint that
 	 * lets an executor claim a task by its id instead of scanning the queue
 	 * (see wake.c).  Lost on overflow or a crash; the queue is the truth.
 	 */
-	slock_t		ready_mutex;	/* protects the fields below */
-	uint32		ready_head;		/* index of the oldest id */
-	uint32		ready_count;
-	int64		ready[PGD_READY_RING];
+	slock_t ready_mutex; /* protects the fields below */
+	uint32	ready_head;	 /* index of the oldest id */
+	uint32	ready_count;
+	int64	ready[PGD_READY_RING];
 
 	/*
 	 * What the ring does not say: a task may be ready that is not in it
@@ -73,9 +73,9 @@ typedef struct PgdShared
 	TimestampTz next_due;
 	uint64		due_gen;
 
-	pid_t		http_pid;		/* the HTTP worker, 0 when none runs */
-	Latch	   *http_latch;
-	char		http_settings[PGD_HTTP_SETTINGS_LEN];	/* "" when none runs */
+	pid_t  http_pid; /* the HTTP worker, 0 when none runs */
+	Latch *http_latch;
+	char   http_settings[PGD_HTTP_SETTINGS_LEN]; /* "" when none runs */
 } PgdShared;
 
 extern PgdShared *pgd_shared;
@@ -84,4 +84,4 @@ extern PgdShared *pgd_shared;
 extern void pgd_shmem_request(void);
 extern void pgd_shmem_startup(void);
 
-#endif							/* PG_DURABLE_SHMEM_H */
+#endif /* PG_DURABLE_SHMEM_H */

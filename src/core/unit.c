@@ -26,12 +26,12 @@
 #include "core/unit.h"
 
 /* Log rate limit: at most LOG_BURST lines per LOG_WINDOW_MS, per process. */
-#define LOG_BURST 10
+#define LOG_BURST	  10
 #define LOG_WINDOW_MS 60000L
 
 static TimestampTz log_window_start = 0;
-static int	log_count = 0;
-static int	log_suppressed = 0;
+static int		   log_count = 0;
+static int		   log_suppressed = 0;
 
 void
 pgd_begin_unit(const char *activity)
@@ -60,20 +60,20 @@ pgd_unit_recover(MemoryContext cxt)
 	EmitErrorReport();
 	FlushErrorState();
 	AbortCurrentTransaction();
-	SPI_finish();				/* harmless when not connected */
+	SPI_finish(); /* harmless when not connected */
 	MemoryContextSwitchTo(cxt);
 }
 
 ErrorData *
 pgd_unit_abort(MemoryContext cxt)
 {
-	ErrorData  *edata;
+	ErrorData *edata;
 
 	MemoryContextSwitchTo(cxt);
 	edata = CopyErrorData();
 	FlushErrorState();
 	AbortCurrentTransaction();
-	SPI_finish();				/* harmless when not connected */
+	SPI_finish(); /* harmless when not connected */
 	MemoryContextSwitchTo(cxt);
 	return edata;
 }
@@ -81,7 +81,7 @@ pgd_unit_abort(MemoryContext cxt)
 bool
 pgd_extension_exists(void)
 {
-	bool		exists;
+	bool exists;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -100,7 +100,8 @@ pgd_log_allowed(void)
 	{
 		if (log_suppressed > 0)
 			ereport(LOG,
-					(errmsg("%d log lines of pg_durable suppressed in the last minute", log_suppressed)));
+					(errmsg("%d log lines of pg_durable suppressed in the last minute",
+							log_suppressed)));
 		log_window_start = now;
 		log_count = 0;
 		log_suppressed = 0;
@@ -115,11 +116,13 @@ pgd_log_allowed(void)
 }
 
 void
-pgd_worker_describe(BackgroundWorker *worker, const char *function, const char *name,
-					const char *type, Datum arg, pid_t notify_pid)
+pgd_worker_describe(BackgroundWorker *worker, const char *function,
+					const char *name, const char *type, Datum arg,
+					pid_t notify_pid)
 {
 	memset(worker, 0, sizeof(*worker));
-	worker->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker->bgw_flags =
+		BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker->bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker->bgw_restart_time = BGW_NEVER_RESTART;
 	snprintf(worker->bgw_library_name, BGW_MAXLEN, "pg_durable");

@@ -57,4 +57,4 @@ extern void pgd_worker_describe(BackgroundWorker *worker, const char *function,
 								const char *name, const char *type, Datum arg,
 								pid_t notify_pid);
 
-#endif							/* PG_DURABLE_UNIT_H */
+#endif /* PG_DURABLE_UNIT_H */

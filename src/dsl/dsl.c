@@ -59,8 +59,8 @@ PG_FUNCTION_INFO_V1(pgd_wait_for_signal);
 static bool
 is_partial_if(const char *text)
 {
-	DfJson	   *json;
-	char	   *err;
+	DfJson *json;
+	char   *err;
 
 	if (strstr(text, "\"" PARTIAL_IF_KEY "\"") == NULL)
 		return false;
@@ -72,7 +72,7 @@ DfNode *
 dsl_operand(const char *text)
 {
 	DfParseResult r;
-	DfNode	   *node;
+	DfNode		 *node;
 
 	pgd_check_not_helper_result(text);
 	r = df_graph_parse(text);
@@ -97,7 +97,7 @@ dsl_operand(const char *text)
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 			 errmsg(PGD_MSG_INVALID_DUROFUT_JSON, r.errmsg)));
-	return NULL;				/* keep compiler quiet */
+	return NULL; /* keep compiler quiet */
 }
 
 static DfNode *
@@ -115,7 +115,7 @@ graph_datum(const DfNode *node)
 static DfNode *
 binary_node(DfNodeType type, DfNode *left, DfNode *right)
 {
-	DfNode	   *node = df_node_new(type);
+	DfNode *node = df_node_new(type);
 
 	node->left = left;
 	node->right = right;
@@ -135,7 +135,7 @@ check_result_name(const char *func, const char *name)
 Datum
 pgd_sql(PG_FUNCTION_ARGS)
 {
-	DfNode	   *node = df_node_new(DF_NODE_SQL);
+	DfNode *node = df_node_new(DF_NODE_SQL);
 
 	node->query = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	PG_RETURN_DATUM(graph_datum(node));
@@ -145,8 +145,8 @@ pgd_sql(PG_FUNCTION_ARGS)
 Datum
 pgd_seq(PG_FUNCTION_ARGS)
 {
-	DfNode	   *left = operand_arg(fcinfo, 0);
-	DfNode	   *right = operand_arg(fcinfo, 1);
+	DfNode *left = operand_arg(fcinfo, 0);
+	DfNode *right = operand_arg(fcinfo, 1);
 
 	PG_RETURN_DATUM(graph_datum(binary_node(DF_NODE_THEN, left, right)));
 }
@@ -155,8 +155,8 @@ pgd_seq(PG_FUNCTION_ARGS)
 Datum
 pgd_as(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	DfNode	   *node;
+	char   *name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	DfNode *node;
 
 	check_result_name("df.as", name);
 	node = operand_arg(fcinfo, 0);
@@ -167,8 +167,8 @@ pgd_as(PG_FUNCTION_ARGS)
 Datum
 pgd_sleep(PG_FUNCTION_ARGS)
 {
-	int64		seconds = PG_GETARG_INT64(0);
-	DfNode	   *node;
+	int64	seconds = PG_GETARG_INT64(0);
+	DfNode *node;
 
 	if (seconds < 0)
 		ereport(ERROR,
@@ -183,11 +183,11 @@ pgd_sleep(PG_FUNCTION_ARGS)
 Datum
 pgd_wait_for_schedule(PG_FUNCTION_ARGS)
 {
-	char	   *expr = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	DfCron		cron;
-	char	   *err;
-	DfJson	   *cfg;
-	DfNode	   *node;
+	char   *expr = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	DfCron	cron;
+	char   *err;
+	DfJson *cfg;
+	DfNode *node;
 
 	if (!df_cron_parse(expr, &cron, &err))
 		ereport(ERROR,
@@ -204,7 +204,7 @@ pgd_wait_for_schedule(PG_FUNCTION_ARGS)
 static DfNode *
 loop_node(DfNode *body, DfNode *condition)
 {
-	DfNode	   *node = df_node_new(DF_NODE_LOOP);
+	DfNode *node = df_node_new(DF_NODE_LOOP);
 
 	node->left = body;
 	node->condition = condition;
@@ -215,8 +215,8 @@ loop_node(DfNode *body, DfNode *condition)
 Datum
 pgd_loop(PG_FUNCTION_ARGS)
 {
-	DfNode	   *body;
-	DfNode	   *condition = NULL;
+	DfNode *body;
+	DfNode *condition = NULL;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -239,12 +239,13 @@ pgd_loop_prefix(PG_FUNCTION_ARGS)
 Datum
 pgd_break(PG_FUNCTION_ARGS)
 {
-	DfJson	   *cfg = dfjson_make_object();
-	DfNode	   *node = df_node_new(DF_NODE_BREAK);
+	DfJson *cfg = dfjson_make_object();
+	DfNode *node = df_node_new(DF_NODE_BREAK);
 
 	dfjson_object_add(cfg, "break_value",
-					  PG_ARGISNULL(0) ? dfjson_make_null() :
-					  dfjson_make_string(text_to_cstring(PG_GETARG_TEXT_PP(0))));
+					  PG_ARGISNULL(0) ?
+						  dfjson_make_null() :
+						  dfjson_make_string(text_to_cstring(PG_GETARG_TEXT_PP(0))));
 	node->query = dfjson_to_text(cfg);
 	PG_RETURN_DATUM(graph_datum(node));
 }
@@ -252,7 +253,7 @@ pgd_break(PG_FUNCTION_ARGS)
 static DfNode *
 if_node(DfNode *condition, DfNode *then_branch, DfNode *else_branch)
 {
-	DfNode	   *node = binary_node(DF_NODE_IF, then_branch, else_branch);
+	DfNode *node = binary_node(DF_NODE_IF, then_branch, else_branch);
 
 	node->condition = condition;
 	return node;
@@ -261,9 +262,9 @@ if_node(DfNode *condition, DfNode *then_branch, DfNode *else_branch)
 Datum
 pgd_if(PG_FUNCTION_ARGS)
 {
-	DfNode	   *condition = operand_arg(fcinfo, 0);
-	DfNode	   *then_branch = operand_arg(fcinfo, 1);
-	DfNode	   *else_branch = operand_arg(fcinfo, 2);
+	DfNode *condition = operand_arg(fcinfo, 0);
+	DfNode *then_branch = operand_arg(fcinfo, 1);
+	DfNode *else_branch = operand_arg(fcinfo, 2);
 
 	PG_RETURN_DATUM(graph_datum(if_node(condition, then_branch, else_branch)));
 }
@@ -271,18 +272,19 @@ pgd_if(PG_FUNCTION_ARGS)
 Datum
 pgd_if_rows(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	DfJson	   *cfg;
-	DfNode	   *then_branch;
-	DfNode	   *else_branch;
-	DfNode	   *node;
+	char   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	DfJson *cfg;
+	DfNode *then_branch;
+	DfNode *else_branch;
+	DfNode *node;
 
 	check_result_name("df.if_rows", name);
 	then_branch = operand_arg(fcinfo, 1);
 	else_branch = operand_arg(fcinfo, 2);
 	node = binary_node(DF_NODE_IF, then_branch, else_branch);
 	cfg = dfjson_make_object();
-	dfjson_object_add(cfg, "condition_type", dfjson_make_string("result_has_rows"));
+	dfjson_object_add(cfg, "condition_type",
+					  dfjson_make_string("result_has_rows"));
 	dfjson_object_add(cfg, "result_name", dfjson_make_string(name));
 	node->query = dfjson_to_text(cfg);
 	PG_RETURN_DATUM(graph_datum(node));
@@ -298,22 +300,24 @@ pgd_if_rows(PG_FUNCTION_ARGS)
 Datum
 pgd_if_then_op(PG_FUNCTION_ARGS)
 {
-	char	   *condition = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char	   *then_branch = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char		  *condition = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char		  *then_branch = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	StringInfoData buf;
-	Datum		jb;
+	Datum		   jb;
 
 	(void) dsl_operand(condition);
 	(void) dsl_operand(then_branch);
 
 	initStringInfo(&buf);
-	appendStringInfoString(&buf, "{\"" PARTIAL_IF_KEY "\":true,\"condition\":");
+	appendStringInfoString(&buf,
+						   "{\"" PARTIAL_IF_KEY "\":true,\"condition\":");
 	dfjson_write_string(&buf, condition);
 	appendStringInfoString(&buf, ",\"then_branch\":");
 	dfjson_write_string(&buf, then_branch);
 	appendStringInfoChar(&buf, '}');
 	jb = DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
-	PG_RETURN_TEXT_P(cstring_to_text(DatumGetCString(DirectFunctionCall1(jsonb_out, jb))));
+	PG_RETURN_TEXT_P(cstring_to_text(DatumGetCString(DirectFunctionCall1(jsonb_out,
+																		 jb))));
 }
 
 static void
@@ -334,20 +338,20 @@ partial_branch(const DfJson *v)
 	if (v != NULL && v->type == DFJ_OBJECT)
 		return dsl_operand(dfjson_to_text(v));
 	not_a_partial_if();
-	return NULL;				/* keep compiler quiet */
+	return NULL; /* keep compiler quiet */
 }
 
 /* !> : completes a partial if into df.if(condition, then, else). */
 Datum
 pgd_if_else_op(PG_FUNCTION_ARGS)
 {
-	char	   *partial = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	DfJson	   *json;
-	DfJson	   *flag;
-	char	   *err;
-	DfNode	   *condition;
-	DfNode	   *then_branch;
-	DfNode	   *else_branch;
+	char   *partial = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	DfJson *json;
+	DfJson *flag;
+	char   *err;
+	DfNode *condition;
+	DfNode *then_branch;
+	DfNode *else_branch;
 
 	json = dfjson_parse(partial, strlen(partial), &err);
 	flag = dfjson_get(json, PARTIAL_IF_KEY);
@@ -363,8 +367,8 @@ pgd_if_else_op(PG_FUNCTION_ARGS)
 Datum
 pgd_join(PG_FUNCTION_ARGS)
 {
-	DfNode	   *left = operand_arg(fcinfo, 0);
-	DfNode	   *right = operand_arg(fcinfo, 1);
+	DfNode *left = operand_arg(fcinfo, 0);
+	DfNode *right = operand_arg(fcinfo, 1);
 
 	PG_RETURN_DATUM(graph_datum(binary_node(DF_NODE_JOIN, left, right)));
 }
@@ -372,10 +376,10 @@ pgd_join(PG_FUNCTION_ARGS)
 Datum
 pgd_join3(PG_FUNCTION_ARGS)
 {
-	DfNode	   *left = operand_arg(fcinfo, 0);
-	DfNode	   *right = operand_arg(fcinfo, 1);
-	DfNode	   *third = operand_arg(fcinfo, 2);
-	DfNode	   *node = binary_node(DF_NODE_JOIN, left, right);
+	DfNode *left = operand_arg(fcinfo, 0);
+	DfNode *right = operand_arg(fcinfo, 1);
+	DfNode *third = operand_arg(fcinfo, 2);
+	DfNode *node = binary_node(DF_NODE_JOIN, left, right);
 
 	node->nextras = 1;
 	node->extras = palloc(sizeof(DfNode *));
@@ -386,8 +390,8 @@ pgd_join3(PG_FUNCTION_ARGS)
 Datum
 pgd_race(PG_FUNCTION_ARGS)
 {
-	DfNode	   *left = operand_arg(fcinfo, 0);
-	DfNode	   *right = operand_arg(fcinfo, 1);
+	DfNode *left = operand_arg(fcinfo, 0);
+	DfNode *right = operand_arg(fcinfo, 1);
 
 	PG_RETURN_DATUM(graph_datum(binary_node(DF_NODE_RACE, left, right)));
 }
@@ -396,9 +400,9 @@ pgd_race(PG_FUNCTION_ARGS)
 Datum
 pgd_wait_for_signal(PG_FUNCTION_ARGS)
 {
-	char	   *name = PG_ARGISNULL(0) ? "" : text_to_cstring(PG_GETARG_TEXT_PP(0));
-	DfJson	   *cfg;
-	DfNode	   *node;
+	char *name = PG_ARGISNULL(0) ? "" : text_to_cstring(PG_GETARG_TEXT_PP(0));
+	DfJson *cfg;
+	DfNode *node;
 
 	if (name[strspn(name, " \t\r\n")] == '\0')
 		ereport(ERROR,
@@ -412,8 +416,10 @@ pgd_wait_for_signal(PG_FUNCTION_ARGS)
 	cfg = dfjson_make_object();
 	dfjson_object_add(cfg, "signal_name", dfjson_make_string(name));
 	dfjson_object_add(cfg, "timeout_seconds",
-					  PG_ARGISNULL(1) ? dfjson_make_null() :
-					  dfjson_make_number(psprintf("%d", PG_GETARG_INT32(1))));
+					  PG_ARGISNULL(1) ?
+						  dfjson_make_null() :
+						  dfjson_make_number(psprintf("%d",
+													  PG_GETARG_INT32(1))));
 	node = df_node_new(DF_NODE_SIGNAL);
 	node->query = dfjson_to_text(cfg);
 	PG_RETURN_DATUM(graph_datum(node));

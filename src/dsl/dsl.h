@@ -29,4 +29,4 @@ extern DfNode *dsl_operand(const char *text);
 extern void pgd_note_helper_result(const char *helper, const char *result);
 extern void pgd_check_not_helper_result(const char *operand);
 
-#endif							/* PG_DURABLE_DSL_H */
+#endif /* PG_DURABLE_DSL_H */

@@ -29,27 +29,26 @@
 
 typedef struct HelperNote
 {
-	const char *helper;			/* static string */
+	const char *helper; /* static string */
 	char		result[32];
 } HelperNote;
 
-static HelperNote notes[MAX_NOTES];
-static int	nnotes = 0;
+static HelperNote		  notes[MAX_NOTES];
+static int				  nnotes = 0;
 static LocalTransactionId notes_lxid = InvalidLocalTransactionId;
-static TimestampTz notes_stmt = 0;
+static TimestampTz		  notes_stmt = 0;
 
 static bool
 notes_current(void)
 {
-	return nnotes > 0 &&
-		notes_lxid == PGD_MY_LXID &&
+	return nnotes > 0 && notes_lxid == PGD_MY_LXID &&
 		notes_stmt == GetCurrentStatementStartTimestamp();
 }
 
 void
 pgd_note_helper_result(const char *helper, const char *result)
 {
-	int			i;
+	int i;
 
 	if (!notes_current())
 	{
@@ -71,7 +70,7 @@ pgd_note_helper_result(const char *helper, const char *result)
 void
 pgd_check_not_helper_result(const char *operand)
 {
-	int			i;
+	int i;
 
 	if (!notes_current())
 		return;
@@ -79,7 +78,8 @@ pgd_check_not_helper_result(const char *operand)
 		if (strcmp(notes[i].result, operand) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg(PGD_MSG_HELPER_AS_STEP, notes[i].helper, notes[i].helper),
+					 errmsg(PGD_MSG_HELPER_AS_STEP, notes[i].helper,
+							notes[i].helper),
 					 errdetail("Its result '%s' was passed to a workflow composer in the same statement.",
 							   operand)));
 }

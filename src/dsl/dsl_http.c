@@ -31,13 +31,14 @@ PG_FUNCTION_INFO_V1(pgd_http_multipart);
 static DfJson *
 jsonb_arg(FunctionCallInfo fcinfo, int argno)
 {
-	char	   *text;
-	char	   *err;
-	DfJson	   *v;
+	char   *text;
+	char   *err;
+	DfJson *v;
 
 	if (PG_ARGISNULL(argno))
 		return NULL;
-	text = DatumGetCString(DirectFunctionCall1(jsonb_out, PG_GETARG_DATUM(argno)));
+	text = DatumGetCString(DirectFunctionCall1(jsonb_out,
+											   PG_GETARG_DATUM(argno)));
 	v = dfjson_parse(text, strlen(text), &err);
 	if (v == NULL)
 		elog(ERROR, "could not re-read jsonb output: %s", err);
@@ -49,8 +50,7 @@ http_error(const char *msg)
 {
 	if (msg != NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s", msg)));
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s", msg)));
 }
 
 static void
@@ -70,12 +70,12 @@ require_arg(FunctionCallInfo fcinfo, int argno, const char *what)
 static Datum
 http_build(FunctionCallInfo fcinfo, bool multipart)
 {
-	char	   *url;
-	char	   *method;
-	DfJson	   *cfg;
-	DfJson	   *headers;
-	DfJson	   *parts = NULL;
-	DfNode	   *node;
+	char   *url;
+	char   *method;
+	DfJson *cfg;
+	DfJson *headers;
+	DfJson *parts = NULL;
+	DfNode *node;
 
 	require_arg(fcinfo, 0, "url");
 	url = text_to_cstring(PG_GETARG_TEXT_PP(0));
@@ -100,8 +100,10 @@ http_build(FunctionCallInfo fcinfo, bool multipart)
 	if (multipart)
 		dfjson_object_add(cfg, "parts", parts);
 	else
-		dfjson_object_add(cfg, "body", PG_ARGISNULL(2) ? dfjson_make_null() :
-						  dfjson_make_string(text_to_cstring(PG_GETARG_TEXT_PP(2))));
+		dfjson_object_add(cfg, "body",
+						  PG_ARGISNULL(2) ?
+							  dfjson_make_null() :
+							  dfjson_make_string(text_to_cstring(PG_GETARG_TEXT_PP(2))));
 	dfjson_object_add(cfg, "headers", headers ? headers : dfjson_make_null());
 	dfjson_object_add(cfg, "timeout_seconds",
 					  dfjson_make_number(psprintf("%d", PG_GETARG_INT32(4))));

@@ -43,7 +43,8 @@
 #include "engine/wake.h"
 
 static void start_node(PgdGraph *g, int n, const char *scope);
-static void complete(PgdGraph *g, int n, const char *scope, PgdOutcome outcome);
+static void complete(PgdGraph *g, int n, const char *scope,
+					 PgdOutcome outcome);
 
 /* ---------------------------------------------------------------------
  * Node writes and named results
@@ -69,7 +70,8 @@ node_state(PgdGraph *g, int n, char **status, char **result)
 }
 
 static void
-merge_results(PgdGraph *g, const char *from_scope, const char *to_scope, bool keep)
+merge_results(PgdGraph *g, const char *from_scope, const char *to_scope,
+			  bool keep)
 {
 	pgd_store_results_merge(g->instance_id, from_scope, to_scope, keep);
 }
@@ -86,14 +88,13 @@ DfJson *
 pgd_visible_results(const char *instance_id, const char *scope)
 {
 	const char **scopes;
-	int			nscopes = 0;
-	int			cap = 4;
-	char	   *s = pstrdup(scope);
-	DfJson	   *map = dfjson_make_object();
-	char	  **names;
-	char	  **values;
-	int			n,
-				i;
+	int			 nscopes = 0;
+	int			 cap = 4;
+	char		*s = pstrdup(scope);
+	DfJson		*map = dfjson_make_object();
+	char	   **names;
+	char	   **values;
+	int			 n, i;
 
 	scopes = palloc(sizeof(char *) * cap);
 	for (;;)
@@ -110,10 +111,12 @@ pgd_visible_results(const char *instance_id, const char *scope)
 	n = pgd_store_results_in(instance_id, scopes, nscopes, &names, &values);
 	for (i = 0; i < n; i++)
 	{
-		char	   *err = NULL;
-		DfJson	   *v = values[i] ? dfjson_parse(values[i], strlen(values[i]), &err) : dfjson_make_null();
-		int			j;
-		bool		replaced = false;
+		char   *err = NULL;
+		DfJson *v = values[i] ?
+			dfjson_parse(values[i], strlen(values[i]), &err) :
+			dfjson_make_null();
+		int		j;
+		bool	replaced = false;
 
 		if (v == NULL)
 			v = dfjson_make_string(values[i]);
@@ -133,13 +136,16 @@ pgd_visible_results(const char *instance_id, const char *scope)
 DfJson *
 pgd_step_vars(const char *instance_id, const PgdRunInfo *run)
 {
-	char	   *err = NULL;
-	DfJson	   *vars = run->vars ? dfjson_parse(run->vars, strlen(run->vars), &err) : NULL;
+	char   *err = NULL;
+	DfJson *vars =
+		run->vars ? dfjson_parse(run->vars, strlen(run->vars), &err) : NULL;
 
 	if (vars == NULL || vars->type != DFJ_OBJECT)
 		vars = dfjson_make_object();
-	dfjson_object_add(vars, "sys_instance_id", dfjson_make_string(instance_id));
-	dfjson_object_add(vars, "sys_label", dfjson_make_string(run->label ? run->label : ""));
+	dfjson_object_add(vars, "sys_instance_id",
+					  dfjson_make_string(instance_id));
+	dfjson_object_add(vars, "sys_label",
+					  dfjson_make_string(run->label ? run->label : ""));
 	return vars;
 }
 
@@ -152,24 +158,25 @@ bool
 pgd_node_is_live(const PgdGraph *g, int n, const char *scope)
 {
 	const char **ids = palloc(sizeof(char *) * (DF_MAX_DEPTH + 2));
-	int			nids = 0;
-	int			a,
-				rows;
-	char	  **row_ids;
-	char	  **statuses;
-	char	  **stamps;
+	int			 nids = 0;
+	int			 a, rows;
+	char	   **row_ids;
+	char	   **statuses;
+	char	   **stamps;
 
 	for (a = n; a >= 0 && nids < DF_MAX_DEPTH + 2; a = g->nodes[a].parent)
 		ids[nids++] = g->nodes[a].id;
-	rows = pgd_store_node_stamps(g->instance_id, ids, nids, &row_ids, &statuses, &stamps);
+	rows = pgd_store_node_stamps(g->instance_id, ids, nids, &row_ids,
+								 &statuses, &stamps);
 	return pgd_live(g, n, scope, rows, row_ids, statuses, stamps);
 }
 
 bool
-pgd_lock_target(const char *instance_id, const PgdRunInfo *run, PgdInstanceStatus want,
-				const char *node_id, const char *scope, PgdGraph **g, int *n)
+pgd_lock_target(const char *instance_id, const PgdRunInfo *run,
+				PgdInstanceStatus want, const char *node_id, const char *scope,
+				PgdGraph **g, int *n)
 {
-	PgdRunInfo	loaded;
+	PgdRunInfo		  loaded;
 	PgdInstanceStatus status;
 
 	if (run == NULL)
@@ -184,7 +191,8 @@ pgd_lock_target(const char *instance_id, const PgdRunInfo *run, PgdInstanceStatu
 		return false;
 	if (node_id == NULL)
 		return true;
-	return (*n = pgd_graph_find(*g, node_id)) >= 0 && pgd_node_is_live(*g, *n, scope);
+	return (*n = pgd_graph_find(*g, node_id)) >= 0 &&
+		pgd_node_is_live(*g, *n, scope);
 }
 
 /* ---------------------------------------------------------------------
@@ -204,10 +212,15 @@ static void
 finish_instance(PgdGraph *g, const char *scope, PgdOutcome outcome)
 {
 	if (pgd_store_instance_finished(g->instance_id,
-									outcome.ok ? PGD_INSTANCE_COMPLETED : PGD_INSTANCE_FAILED))
-		pgd_store_event_add(g->instance_id, outcome.ok ? "instance_completed" : "instance_failed",
+									outcome.ok ? PGD_INSTANCE_COMPLETED :
+												 PGD_INSTANCE_FAILED))
+		pgd_store_event_add(g->instance_id,
+							outcome.ok ? "instance_completed" :
+										 "instance_failed",
 							NULL, scope, 0,
-							outcome.ok ? NULL : pgd_event_detail("error", outcome.result));
+							outcome.ok ?
+								NULL :
+								pgd_event_detail("error", outcome.result));
 	pgd_apply_end_instance(g->instance_id);
 }
 
@@ -224,13 +237,14 @@ finish_instance(PgdGraph *g, const char *scope, PgdOutcome outcome)
 bool
 pgd_submitter_still_allowed(const char *instance_id, Oid submitter)
 {
-	Oid			recorded = pgd_store_instance_submitter(instance_id);
-	char	   *problem;
+	Oid	  recorded = pgd_store_instance_submitter(instance_id);
+	char *problem;
 
 	if (recorded != submitter)
-		problem = psprintf("The submitted_by of instance %s was changed after df.start "
-						   "(started by OID %u, now OID %u); the instance fails without running.",
-						   instance_id, submitter, recorded);
+		problem =
+			psprintf("The submitted_by of instance %s was changed after df.start "
+					 "(started by OID %u, now OID %u); the instance fails without running.",
+					 instance_id, submitter, recorded);
 	else
 		problem = pgd_identity_problem(submitter);
 	if (problem == NULL)
@@ -248,10 +262,11 @@ pgd_submitter_still_allowed(const char *instance_id, Oid submitter)
 void
 pgd_apply_start(PgdGraph *g)
 {
-	char	   *scope = pgd_root_scope(g->instance_id, 1);
+	char *scope = pgd_root_scope(g->instance_id, 1);
 
 	pgd_store_instance_started(g->instance_id);
-	pgd_store_event_add(g->instance_id, "instance_started", NULL, scope, 0, NULL);
+	pgd_store_event_add(g->instance_id, "instance_started", NULL, scope, 0,
+						NULL);
 	start_node(g, g->root, scope);
 	pgd_store_flush();
 }
@@ -275,8 +290,8 @@ pgd_apply_cancel(const char *instance_id, const char *reason)
 
 /* The loop ends with outcome: its body's results join its scope, then it completes. */
 static void
-loop_finish(PgdGraph *g, int loop, const char *loop_scope, const char *body_scope,
-			PgdOutcome outcome)
+loop_finish(PgdGraph *g, int loop, const char *loop_scope,
+			const char *body_scope, PgdOutcome outcome)
 {
 	if (!pgd_is_root_loop(g, loop))
 		merge_results(g, body_scope, loop_scope, outcome.ok);
@@ -289,7 +304,9 @@ start_loop(PgdGraph *g, int loop, const char *scope)
 {
 	pgd_store_loop_open(g->instance_id, g->nodes[loop].id, scope);
 	start_node(g, g->nodes[loop].left,
-			   pgd_is_root_loop(g, loop) ? scope : pgd_loop_body_scope(g, loop, scope, 1));
+			   pgd_is_root_loop(g, loop) ?
+				   scope :
+				   pgd_loop_body_scope(g, loop, scope, 1));
 }
 
 /*
@@ -300,9 +317,10 @@ static void
 begin_iteration(PgdGraph *g, int loop, const char *loop_scope)
 {
 	const char *loop_id = g->nodes[loop].id;
-	int			gen = pgd_store_loop_next_generation(g->instance_id, loop_id, loop_scope);
-	char	   *old_body;
-	char	   *new_body;
+	int			gen =
+		pgd_store_loop_next_generation(g->instance_id, loop_id, loop_scope);
+	char *old_body;
+	char *new_body;
 
 	if (pgd_is_root_loop(g, loop))
 	{
@@ -310,7 +328,8 @@ begin_iteration(PgdGraph *g, int loop, const char *loop_scope)
 		old_body = pstrdup(loop_scope);
 		new_body = pgd_root_scope(g->instance_id, gen);
 		merge_results(g, old_body, old_body, false);
-		pgd_store_loop_move_scope(g->instance_id, loop_id, loop_scope, new_body);
+		pgd_store_loop_move_scope(g->instance_id, loop_id, loop_scope,
+								  new_body);
 		node_running(g, loop, new_body);
 	}
 	else
@@ -325,23 +344,26 @@ begin_iteration(PgdGraph *g, int loop, const char *loop_scope)
 
 /* A body run (and its while-condition) said "again": now, later, or never. */
 static void
-next_iteration(PgdGraph *g, int loop, const char *loop_scope, const char *body_scope)
+next_iteration(PgdGraph *g, int loop, const char *loop_scope,
+			   const char *body_scope)
 {
 	int64		iterations;
 	TimestampTz started;
 	TimestampTz due;
 
-	pgd_store_loop_count_iteration(g->instance_id, g->nodes[loop].id, loop_scope,
-								   &iterations, &started);
+	pgd_store_loop_count_iteration(g->instance_id, g->nodes[loop].id,
+								   loop_scope, &iterations, &started);
 	switch (pgd_loop_pace(iterations, started, GetCurrentTimestamp(),
 						  pgd_loop_iteration_floor, &due))
 	{
 		case PGD_LOOP_TOO_MANY:
-			loop_finish(g, loop, loop_scope, body_scope, pgd_loop_limit_failure());
+			loop_finish(g, loop, loop_scope, body_scope,
+						pgd_loop_limit_failure());
 			break;
 		case PGD_LOOP_LATER:
 			/* at most one iteration per floor: come back when it is due */
-			pgd_store_timer_add(g->instance_id, g->nodes[loop].id, loop_scope, due);
+			pgd_store_timer_add(g->instance_id, g->nodes[loop].id, loop_scope,
+								due);
 			break;
 		case PGD_LOOP_NOW:
 			begin_iteration(g, loop, loop_scope);
@@ -358,11 +380,11 @@ next_iteration(PgdGraph *g, int loop, const char *loop_scope, const char *body_s
 static void
 run_break(PgdGraph *g, int n, const char *scope)
 {
-	PgdOutcome	value = {true, g->nodes[n].break_value};
-	int			loop = pgd_enclosing_loop(g, n);
-	int			child = n;
-	char	   *s = pstrdup(scope);
-	char	   *loop_scope;
+	PgdOutcome value = {true, g->nodes[n].break_value};
+	int		   loop = pgd_enclosing_loop(g, n);
+	int		   child = n;
+	char	  *s = pstrdup(scope);
+	char	  *loop_scope;
 
 	if (loop < 0)
 	{
@@ -374,8 +396,8 @@ run_break(PgdGraph *g, int n, const char *scope)
 	node_done(g, n, s, value);
 	while (g->nodes[child].parent != loop)
 	{
-		int			p = g->nodes[child].parent;
-		char	   *ps = pgd_parent_scope(g, child, s);
+		int	  p = g->nodes[child].parent;
+		char *ps = pgd_parent_scope(g, child, s);
 
 		if (strcmp(ps, s) != 0)
 			merge_results(g, s, ps, true);
@@ -400,9 +422,10 @@ run_break(PgdGraph *g, int n, const char *scope)
 static void
 start_if_rows(PgdGraph *g, int n, const char *scope)
 {
-	char	   *error;
-	bool		yes = pgd_if_rows_decide(&g->nodes[n],
-								  pgd_visible_results(g->instance_id, scope), &error);
+	char *error;
+	bool  yes =
+		pgd_if_rows_decide(&g->nodes[n],
+						   pgd_visible_results(g->instance_id, scope), &error);
 
 	if (error)
 		complete(g, n, scope, pgd_failure("%s", error));
@@ -413,13 +436,13 @@ start_if_rows(PgdGraph *g, int n, const char *scope)
 static void
 start_branches(PgdGraph *g, int n, const char *scope)
 {
-	PgdNode    *join = &g->nodes[n];
-	int			i;
+	PgdNode *join = &g->nodes[n];
+	int		 i;
 
 	pgd_store_join_open(g->instance_id, join->id, scope, pgd_join_width(join));
 	for (i = 0; i < pgd_join_width(join); i++)
 	{
-		int			b = pgd_join_branch(join, i);
+		int b = pgd_join_branch(join, i);
 
 		start_node(g, b, pgd_branch_scope(g, b, scope));
 	}
@@ -428,9 +451,9 @@ start_branches(PgdGraph *g, int n, const char *scope)
 static void
 start_race(PgdGraph *g, int n, const char *scope)
 {
-	PgdNode    *race = &g->nodes[n];
-	char	   *status;
-	char	   *result;
+	PgdNode *race = &g->nodes[n];
+	char	*status;
+	char	*result;
 
 	start_node(g, race->left, pgd_branch_scope(g, race->left, scope));
 	/* the left branch may have decided the race already */
@@ -442,8 +465,8 @@ start_race(PgdGraph *g, int n, const char *scope)
 static void
 start_node(PgdGraph *g, int n, const char *scope)
 {
-	PgdNode    *node = &g->nodes[n];
-	PgdOutcome	outcome;
+	PgdNode	  *node = &g->nodes[n];
+	PgdOutcome outcome;
 
 	check_stack_depth();
 	node_running(g, n, scope);
@@ -496,12 +519,12 @@ start_node(PgdGraph *g, int n, const char *scope)
 static void
 join_branch_done(PgdGraph *g, int p, const char *pscope)
 {
-	PgdNode    *join = &g->nodes[p];
-	int			width = pgd_join_width(join);
-	char	  **statuses;
-	char	  **results;
-	PgdOutcome	outcome;
-	int			i;
+	PgdNode	  *join = &g->nodes[p];
+	int		   width = pgd_join_width(join);
+	char	 **statuses;
+	char	 **results;
+	PgdOutcome outcome;
+	int		   i;
 
 	if (pgd_store_join_count(g->instance_id, join->id, pscope) > 0)
 		return;
@@ -516,7 +539,7 @@ join_branch_done(PgdGraph *g, int p, const char *pscope)
 	/* the branches' named results join the JOIN's scope only when it succeeds */
 	for (i = 0; i < width; i++)
 	{
-		int			b = pgd_join_branch(join, i);
+		int b = pgd_join_branch(join, i);
 
 		merge_results(g, pgd_branch_scope(g, b, pscope), pscope, outcome.ok);
 	}
@@ -525,22 +548,23 @@ join_branch_done(PgdGraph *g, int p, const char *pscope)
 
 /* A RACE branch finished first: the other is abandoned, the race decided. */
 static void
-race_decided(PgdGraph *g, int p, int winner, const char *pscope, PgdOutcome outcome)
+race_decided(PgdGraph *g, int p, int winner, const char *pscope,
+			 PgdOutcome outcome)
 {
-	PgdNode    *race = &g->nodes[p];
-	int			loser = pgd_race_loser(race, winner);
-	char	   *loser_scope = pgd_branch_scope(g, loser, pscope);
-	char	   *status;
-	char	   *result;
+	PgdNode *race = &g->nodes[p];
+	int		 loser = pgd_race_loser(race, winner);
+	char	*loser_scope = pgd_branch_scope(g, loser, pscope);
+	char	*status;
+	char	*result;
 
 	node_state(g, p, &status, &result);
 	if (pgd_is_terminal(status))
-		return;					/* decided already; cannot happen for live branches */
+		return; /* decided already; cannot happen for live branches */
 
 	abandon_scope(g, loser_scope);
 	if (g->nodes[loser].type == DF_NODE_LOOP)
 	{
-		PgdOutcome	lost = {false, pstrdup(PGD_MSG_LOOP_LOST_RACE)};
+		PgdOutcome lost = {false, pstrdup(PGD_MSG_LOOP_LOST_RACE)};
 
 		node_done(g, loser, loser_scope, lost);
 		pgd_store_loop_forget(g->instance_id, g->nodes[loser].id, loser_scope);
@@ -554,9 +578,9 @@ race_decided(PgdGraph *g, int p, int winner, const char *pscope, PgdOutcome outc
 static PgdOutcome
 last_body_result(PgdGraph *g, int loop)
 {
-	char	   *status;
-	char	   *body_result;
-	PgdOutcome	last;
+	char	  *status;
+	char	  *body_result;
+	PgdOutcome last;
 
 	node_state(g, g->nodes[loop].left, &status, &body_result);
 	last.ok = true;
@@ -567,7 +591,7 @@ last_body_result(PgdGraph *g, int loop)
 static void
 complete(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 {
-	PgdNode    *node = &g->nodes[n];
+	PgdNode	   *node = &g->nodes[n];
 	int			p = node->parent;
 	char	   *pscope;
 	PgdReaction r;
@@ -575,7 +599,8 @@ complete(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 	check_stack_depth();
 	node_done(g, n, scope, outcome);
 	if (outcome.ok && node->result_name != NULL)
-		pgd_store_result_save(g->instance_id, scope, node->result_name, outcome.result);
+		pgd_store_result_save(g->instance_id, scope, node->result_name,
+							  outcome.result);
 
 	if (p < 0)
 	{
@@ -633,7 +658,7 @@ pgd_apply_complete(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 void
 pgd_apply_timer(PgdGraph *g, int n, const char *scope)
 {
-	PgdOutcome	outcome;
+	PgdOutcome outcome;
 
 	if (g->nodes[n].type == DF_NODE_LOOP)
 		begin_iteration(g, n, scope);
@@ -650,25 +675,27 @@ pgd_apply_timer(PgdGraph *g, int n, const char *scope)
 void
 pgd_apply_deliver(PgdGraph *g)
 {
-	char	   *node_id;
-	char	   *scope;
-	char	   *name;
-	char	   *payload;
-	int			n;
+	char *node_id;
+	char *scope;
+	char *name;
+	char *payload;
+	int	  n;
 
 	while (pgd_store_wait_matched(g->instance_id, &node_id, &scope, &name))
 	{
 		pgd_store_wait_remove(g->instance_id, node_id, scope);
 		n = pgd_graph_find(g, node_id);
 		if (n < 0 || !pgd_node_is_live(g, n, scope))
-			continue;			/* a stale wait: the signal stays for a live one */
+			continue; /* a stale wait: the signal stays for a live one */
 		pgd_store_drop_wait_timer(g->instance_id, node_id, scope);
 		if (!pgd_store_signal_take(g->instance_id, name, &payload))
-			elog(ERROR, "signal '%s' of instance %s vanished under the instance lock",
+			elog(ERROR,
+				 "signal '%s' of instance %s vanished under the instance lock",
 				 name, g->instance_id);
-		pgd_store_event_add(g->instance_id, "signal_received", node_id, scope, 0,
-							pgd_event_detail("name", name));
-		complete(g, n, scope, (PgdOutcome) {true, pgd_signal_result(name, false, payload)});
+		pgd_store_event_add(g->instance_id, "signal_received", node_id, scope,
+							0, pgd_event_detail("name", name));
+		complete(g, n, scope,
+				 (PgdOutcome){true, pgd_signal_result(name, false, payload)});
 	}
 	pgd_store_flush();
 }

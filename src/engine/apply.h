@@ -35,8 +35,8 @@
  * having changed nothing, when any of this does not hold.
  */
 extern bool pgd_lock_target(const char *instance_id, const PgdRunInfo *run,
-							PgdInstanceStatus want, const char *node_id, const char *scope,
-							PgdGraph **g, int *n);
+							PgdInstanceStatus want, const char *node_id,
+							const char *scope, PgdGraph **g, int *n);
 
 /* Is node n, run in scope, still wanted?  (The caller checks the instance's status.) */
 extern bool pgd_node_is_live(const PgdGraph *g, int n, const char *scope);
@@ -46,13 +46,15 @@ extern bool pgd_node_is_live(const PgdGraph *g, int n, const char *scope);
  * df.instances records and still be allowed; else the instance fails
  * before any step runs (and this returns false).
  */
-extern bool pgd_submitter_still_allowed(const char *instance_id, Oid submitter);
+extern bool pgd_submitter_still_allowed(const char *instance_id,
+										Oid			submitter);
 
 /* An instance's start task, then: it is running, and so is its root. */
 extern void pgd_apply_start(PgdGraph *g);
 
 /* Node n finished in scope with outcome: record it and let its parents react. */
-extern void pgd_apply_complete(PgdGraph *g, int n, const char *scope, PgdOutcome outcome);
+extern void pgd_apply_complete(PgdGraph *g, int n, const char *scope,
+							   PgdOutcome outcome);
 
 /* A timer of node n fell due: a wait ends, or a loop's next iteration begins. */
 extern void pgd_apply_timer(PgdGraph *g, int n, const char *scope);
@@ -80,4 +82,4 @@ extern DfJson *pgd_visible_results(const char *instance_id, const char *scope);
 /* The variables a step sees: the captured ones plus sys_instance_id and sys_label. */
 extern DfJson *pgd_step_vars(const char *instance_id, const PgdRunInfo *run);
 
-#endif							/* PG_DURABLE_APPLY_H */
+#endif /* PG_DURABLE_APPLY_H */

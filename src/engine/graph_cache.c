@@ -36,22 +36,23 @@
 
 typedef struct GraphCacheEntry
 {
-	char		instance_id[PGD_ID_LEN + 1];	/* hash key */
-	PgdGraph   *graph;
+	char	  instance_id[PGD_ID_LEN + 1]; /* hash key */
+	PgdGraph *graph;
 } GraphCacheEntry;
 
-static HTAB *graph_cache = NULL;
+static HTAB			*graph_cache = NULL;
 static MemoryContext graph_cache_cxt = NULL;
 
 static void
 cache_init(void)
 {
-	HASHCTL		ctl;
+	HASHCTL ctl;
 
 	if (graph_cache != NULL)
 		return;
-	graph_cache_cxt = AllocSetContextCreate(TopMemoryContext, "pg_durable graph cache",
-											ALLOCSET_DEFAULT_SIZES);
+	graph_cache_cxt =
+		AllocSetContextCreate(TopMemoryContext, "pg_durable graph cache",
+							  ALLOCSET_DEFAULT_SIZES);
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.keysize = PGD_ID_LEN + 1;
 	ctl.entrysize = sizeof(GraphCacheEntry);
@@ -74,7 +75,7 @@ cache_reset(void)
 int
 pgd_graph_find(const PgdGraph *g, const char *node_id)
 {
-	int			i;
+	int i;
 
 	/* graphs are small enough on average; a linear scan beats a hash build */
 	for (i = 0; i < g->nnodes; i++)
@@ -85,8 +86,8 @@ pgd_graph_find(const PgdGraph *g, const char *node_id)
 
 typedef struct IdIndex
 {
-	char		id[PGD_ID_LEN + 1];
-	int			index;
+	char id[PGD_ID_LEN + 1];
+	int	 index;
 } IdIndex;
 
 /* Children referenced from a node's query config (condition, extra branches). */
@@ -94,9 +95,9 @@ static void
 link_config_children(PgdGraph *g, PgdNode *n, int self, HTAB *ids)
 {
 	DfConfigLinks links;
-	IdIndex    *e;
-	bool		found;
-	int			i;
+	IdIndex		 *e;
+	bool		  found;
+	int			  i;
 
 	df_config_links(n->type, n->query, &links);
 	if (links.condition_id != NULL &&
@@ -108,7 +109,8 @@ link_config_children(PgdGraph *g, PgdNode *n, int self, HTAB *ids)
 	if (n->type == DF_NODE_JOIN && links.nextras > 0)
 		n->extras = palloc0(sizeof(int) * links.nextras);
 	for (i = 0; i < links.nextras; i++)
-		if ((e = hash_search(ids, links.extra_ids[i], HASH_FIND, &found)) != NULL)
+		if ((e = hash_search(ids, links.extra_ids[i], HASH_FIND, &found)) !=
+			NULL)
 		{
 			n->extras[n->nextras++] = e->index;
 			g->nodes[e->index].parent = self;
@@ -119,8 +121,9 @@ link_config_children(PgdGraph *g, PgdNode *n, int self, HTAB *ids)
 static DfJson *
 node_config(const PgdNode *n)
 {
-	char	   *err = NULL;
-	DfJson	   *cfg = n->query ? dfjson_parse(n->query, strlen(n->query), &err) : NULL;
+	char   *err = NULL;
+	DfJson *cfg =
+		n->query ? dfjson_parse(n->query, strlen(n->query), &err) : NULL;
 
 	return (cfg && cfg->type == DFJ_OBJECT) ? cfg : dfjson_make_object();
 }
@@ -129,7 +132,7 @@ node_config(const PgdNode *n)
 static char *
 break_value(const DfJson *bv)
 {
-	char	   *err = NULL;
+	char		  *err = NULL;
 	StringInfoData buf;
 
 	if (bv == NULL || bv->type != DFJ_STRING)
@@ -149,8 +152,8 @@ break_value(const DfJson *bv)
 static void
 parse_config(PgdNode *n)
 {
-	DfJson	   *cfg;
-	DfJson	   *v;
+	DfJson *cfg;
+	DfJson *v;
 
 	switch (n->type)
 	{
@@ -162,7 +165,8 @@ parse_config(PgdNode *n)
 			n->cron_expr = (v && v->type == DFJ_STRING) ? v->str : "";
 			if (v == NULL || v->type != DFJ_STRING)
 				n->cron_error = "missing cron_expr";
-			else if (!df_cron_parse(v->str, &n->cron, &n->cron_error) && n->cron_error == NULL)
+			else if (!df_cron_parse(v->str, &n->cron, &n->cron_error) &&
+					 n->cron_error == NULL)
 				n->cron_error = "missing cron_expr";
 			break;
 		case DF_NODE_SIGNAL:
@@ -171,10 +175,13 @@ parse_config(PgdNode *n)
 			n->signal_name = (v && v->type == DFJ_STRING) ? v->str : NULL;
 			v = dfjson_get(cfg, "timeout_seconds");
 			n->has_timeout = (v != NULL && v->type == DFJ_NUMBER);
-			n->timeout_seconds = n->has_timeout ? strtoll(v->str, NULL, 10) : 0;
+			n->timeout_seconds =
+				n->has_timeout ? strtoll(v->str, NULL, 10) : 0;
 			break;
 		case DF_NODE_BREAK:
-			n->break_value = break_value(n->query ? dfjson_get(node_config(n), "break_value") : NULL);
+			n->break_value = break_value(n->query ? dfjson_get(node_config(n),
+															   "break_value") :
+													NULL);
 			break;
 		case DF_NODE_IF:
 			v = dfjson_get(node_config(n), "result_name");
@@ -183,7 +190,9 @@ parse_config(PgdNode *n)
 		case DF_NODE_HTTP:
 		case DF_NODE_HTTP_MULTIPART:
 			/* validated at df.start, checked again: a graph is data */
-			n->config_problem = df_http_check_config(n->query, n->type == DF_NODE_HTTP_MULTIPART);
+			n->config_problem =
+				df_http_check_config(n->query,
+									 n->type == DF_NODE_HTTP_MULTIPART);
 			n->config = node_config(n);
 			break;
 		default:
@@ -194,21 +203,20 @@ parse_config(PgdNode *n)
 static PgdGraph *
 graph_load(const char *instance_id)
 {
-	int			n,
-				i;
-	char	   *root_id;
+	int			   n, i;
+	char		  *root_id;
 	PgdStoredNode *rows;
-	PgdGraph   *g;
-	MemoryContext cxt,
-				old;
-	HASHCTL		ctl;
-	HTAB	   *ids;
+	PgdGraph	  *g;
+	MemoryContext  cxt, old;
+	HASHCTL		   ctl;
+	HTAB		  *ids;
 
 	n = pgd_store_load_nodes(instance_id, &root_id, &rows);
 	if (n == 0)
 		return NULL;
 
-	cxt = AllocSetContextCreate(graph_cache_cxt, "pg_durable graph", ALLOCSET_SMALL_SIZES);
+	cxt = AllocSetContextCreate(graph_cache_cxt, "pg_durable graph",
+								ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(cxt);
 	g = palloc0(sizeof(PgdGraph));
 	g->cxt = cxt;
@@ -221,20 +229,22 @@ graph_load(const char *instance_id)
 	ctl.keysize = PGD_ID_LEN + 1;
 	ctl.entrysize = sizeof(IdIndex);
 	ctl.hcxt = CurrentMemoryContext;
-	ids = hash_create("pg_durable node ids", n, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	ids = hash_create("pg_durable node ids", n, &ctl,
+					  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
 
 	for (i = 0; i < n; i++)
 	{
-		PgdNode    *node = &g->nodes[i];
-		IdIndex    *e;
-		bool		found;
+		PgdNode *node = &g->nodes[i];
+		IdIndex *e;
+		bool	 found;
 
 		strlcpy(node->id, rows[i].id, sizeof(node->id));
 		if (!df_node_type_from_name(rows[i].type, &node->type))
 			elog(ERROR, "instance %s has a node of unknown type \"%s\"",
 				 instance_id, rows[i].type);
 		node->query = rows[i].query ? pstrdup(rows[i].query) : NULL;
-		node->result_name = rows[i].result_name ? pstrdup(rows[i].result_name) : NULL;
+		node->result_name =
+			rows[i].result_name ? pstrdup(rows[i].result_name) : NULL;
 		node->parent = node->left = node->right = node->condition = -1;
 		e = hash_search(ids, node->id, HASH_ENTER, &found);
 		e->index = i;
@@ -243,16 +253,18 @@ graph_load(const char *instance_id)
 	}
 	for (i = 0; i < n; i++)
 	{
-		PgdNode    *node = &g->nodes[i];
-		IdIndex    *e;
-		bool		found;
+		PgdNode *node = &g->nodes[i];
+		IdIndex *e;
+		bool	 found;
 
-		if (rows[i].left && (e = hash_search(ids, rows[i].left, HASH_FIND, &found)) != NULL)
+		if (rows[i].left &&
+			(e = hash_search(ids, rows[i].left, HASH_FIND, &found)) != NULL)
 		{
 			node->left = e->index;
 			g->nodes[e->index].parent = i;
 		}
-		if (rows[i].right && (e = hash_search(ids, rows[i].right, HASH_FIND, &found)) != NULL)
+		if (rows[i].right &&
+			(e = hash_search(ids, rows[i].right, HASH_FIND, &found)) != NULL)
 		{
 			node->right = e->index;
 			g->nodes[e->index].parent = i;
@@ -278,15 +290,15 @@ PgdGraph *
 pgd_graph_get(const char *instance_id, const char *token)
 {
 	GraphCacheEntry *e;
-	bool		found;
-	PgdGraph   *g;
+	bool			 found;
+	PgdGraph		*g;
 
 	cache_init();
 	e = hash_search(graph_cache, instance_id, HASH_FIND, &found);
 	if (found && strcmp(e->graph->token, token) == 0)
 		return e->graph;
 	if (found)
-		pgd_graph_forget(instance_id);	/* an old instance with the same id */
+		pgd_graph_forget(instance_id); /* an old instance with the same id */
 
 	if (hash_get_num_entries(graph_cache) >= GRAPH_CACHE_MAX)
 		cache_reset();
@@ -304,7 +316,7 @@ void
 pgd_graph_forget(const char *instance_id)
 {
 	GraphCacheEntry *e;
-	bool		found;
+	bool			 found;
 
 	if (graph_cache == NULL)
 		return;

@@ -26,40 +26,40 @@
 /* A node of an instance's graph (immutable). */
 typedef struct PgdNode
 {
-	char		id[PGD_ID_LEN + 1];
-	DfNodeType	type;
-	char	   *query;			/* as stored in df.nodes (config or SQL) */
-	char	   *result_name;	/* NULL if none */
-	int			parent;			/* index in PgdGraph.nodes, -1 for the root */
-	int			left;			/* child indexes, -1 when absent */
-	int			right;
-	int			condition;
-	int			nextras;
-	int		   *extras;
+	char	   id[PGD_ID_LEN + 1];
+	DfNodeType type;
+	char	  *query;		/* as stored in df.nodes (config or SQL) */
+	char	  *result_name; /* NULL if none */
+	int		   parent;		/* index in PgdGraph.nodes, -1 for the root */
+	int		   left;		/* child indexes, -1 when absent */
+	int		   right;
+	int		   condition;
+	int		   nextras;
+	int		  *extras;
 
 	/* the config, parsed at load */
-	int64		sleep_seconds;	/* SLEEP */
-	char	   *signal_name;	/* SIGNAL; NULL: none given */
-	bool		has_timeout;	/* SIGNAL */
-	int64		timeout_seconds;
-	char	   *cron_expr;		/* WAIT_SCHEDULE; "" when missing */
-	char	   *cron_error;		/* NULL when cron is valid */
-	DfCron		cron;
-	char	   *break_value;	/* BREAK: the value as JSON text */
-	char	   *if_rows_name;	/* IF without a condition node (df.if_rows) */
-	DfJson	   *config;			/* HTTP, HTTP_MULTIPART: the config object */
-	char	   *config_problem; /* ... NULL when it passes the config checks */
+	int64	sleep_seconds; /* SLEEP */
+	char   *signal_name;   /* SIGNAL; NULL: none given */
+	bool	has_timeout;   /* SIGNAL */
+	int64	timeout_seconds;
+	char   *cron_expr;	/* WAIT_SCHEDULE; "" when missing */
+	char   *cron_error; /* NULL when cron is valid */
+	DfCron	cron;
+	char   *break_value;	/* BREAK: the value as JSON text */
+	char   *if_rows_name;	/* IF without a condition node (df.if_rows) */
+	DfJson *config;			/* HTTP, HTTP_MULTIPART: the config object */
+	char   *config_problem; /* ... NULL when it passes the config checks */
 } PgdNode;
 
 /* The immutable structure of one instance. */
 typedef struct PgdGraph
 {
-	char		instance_id[PGD_ID_LEN + 1];
-	int			root;			/* index of the root node */
-	int			nnodes;
-	PgdNode    *nodes;
-	char	   *token;			/* identifies this incarnation of the id */
-	MemoryContext cxt;			/* owns everything above */
+	char		  instance_id[PGD_ID_LEN + 1];
+	int			  root; /* index of the root node */
+	int			  nnodes;
+	PgdNode		 *nodes;
+	char		 *token; /* identifies this incarnation of the id */
+	MemoryContext cxt;	 /* owns everything above */
 } PgdGraph;
 
 /*
@@ -71,9 +71,9 @@ typedef struct PgdGraph
 extern PgdGraph *pgd_graph_get(const char *instance_id, const char *token);
 
 /* Index of node_id in g, or -1. */
-extern int	pgd_graph_find(const PgdGraph *g, const char *node_id);
+extern int pgd_graph_find(const PgdGraph *g, const char *node_id);
 
 /* Drop an instance's graph (it ended). */
 extern void pgd_graph_forget(const char *instance_id);
 
-#endif							/* PG_DURABLE_GRAPH_CACHE_H */
+#endif /* PG_DURABLE_GRAPH_CACHE_H */

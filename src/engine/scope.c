@@ -27,7 +27,7 @@ pgd_branch_scope(const PgdGraph *g, int branch, const char *scope)
 bool
 pgd_opens_scope(const PgdGraph *g, int p)
 {
-	DfNodeType	t = g->nodes[p].type;
+	DfNodeType t = g->nodes[p].type;
 
 	return t == DF_NODE_JOIN || t == DF_NODE_RACE ||
 		(t == DF_NODE_LOOP && g->nodes[p].parent >= 0);
@@ -50,9 +50,9 @@ pgd_scope_depth(const char *scope)
 char *
 pgd_strip_scope(const char *scope)
 {
-	char	   *s = pstrdup(scope);
-	int			i;
-	int			seps = 0;
+	char *s = pstrdup(scope);
+	int	  i;
+	int	  seps = 0;
 
 	for (i = strlen(s) - 1; i > 0; i--)
 	{
@@ -67,13 +67,13 @@ pgd_strip_scope(const char *scope)
 		}
 	}
 	elog(ERROR, "malformed execution scope \"%s\"", scope);
-	return NULL;				/* keep compiler quiet */
+	return NULL; /* keep compiler quiet */
 }
 
 char *
 pgd_parent_scope(const PgdGraph *g, int node, const char *scope)
 {
-	int			p = g->nodes[node].parent;
+	int p = g->nodes[node].parent;
 
 	if (p >= 0 && pgd_opens_scope(g, p))
 		return pgd_strip_scope(scope);
@@ -87,7 +87,8 @@ pgd_is_root_loop(const PgdGraph *g, int loop)
 }
 
 char *
-pgd_loop_body_scope(const PgdGraph *g, int loop, const char *loop_scope, int gen)
+pgd_loop_body_scope(const PgdGraph *g, int loop, const char *loop_scope,
+					int gen)
 {
 	if (pgd_is_root_loop(g, loop))
 		return pgd_root_scope(g->instance_id, gen);

@@ -24,7 +24,8 @@
 extern char *pgd_root_scope(const char *instance_id, int generation);
 
 /* The scope of a JOIN/RACE branch: "<scope>::<branch root id>::1". */
-extern char *pgd_branch_scope(const PgdGraph *g, int branch, const char *scope);
+extern char *pgd_branch_scope(const PgdGraph *g, int branch,
+							  const char *scope);
 
 /* Does a child of node p run in a scope of its own below p's? */
 extern bool pgd_opens_scope(const PgdGraph *g, int p);
@@ -36,12 +37,13 @@ extern char *pgd_parent_scope(const PgdGraph *g, int node, const char *scope);
 extern char *pgd_strip_scope(const char *scope);
 
 /* Number of "::" separators: a root scope has one. */
-extern int	pgd_scope_depth(const char *scope);
+extern int pgd_scope_depth(const char *scope);
 
 /* The scope a loop's body runs in, for generation gen. */
-extern char *pgd_loop_body_scope(const PgdGraph *g, int loop, const char *loop_scope, int gen);
+extern char *pgd_loop_body_scope(const PgdGraph *g, int loop,
+								 const char *loop_scope, int gen);
 
 /* A loop that is the root restarts the whole instance each iteration. */
 extern bool pgd_is_root_loop(const PgdGraph *g, int loop);
 
-#endif							/* PG_DURABLE_SCOPE_H */
+#endif /* PG_DURABLE_SCOPE_H */

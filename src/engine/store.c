@@ -52,7 +52,7 @@
 #include "engine/store_stmt.h"
 #include "engine/wake.h"
 
-#define T TEXTOID
+#define T  TEXTOID
 #define TA TEXTARRAYOID
 
 typedef struct PgdStmtDef
@@ -65,337 +65,506 @@ typedef struct PgdStmtDef
 
 /* A task of this scope or of a scope below it. */
 #define IN_SCOPE(col, arg) \
-	"(" col " OPERATOR(pg_catalog.=) " arg \
-	" OR pg_catalog.starts_with(" col ", " arg " OPERATOR(pg_catalog.||) '::'))"
+	"(" col " OPERATOR(pg_catalog.=) " arg " OR pg_catalog.starts_with(" col \
+	", " arg " OPERATOR(pg_catalog.||) '::'))"
 
 /* The position of a node's id in the arrays of STMT_NODE_WRITES. */
 #define K "pg_catalog.array_position($2, n.id::text)"
 
 static const PgdStmtDef stmts[STMT_COUNT] = {
-	[STMT_RUN_LOCK] = {"lock the runs row",
-		"SELECT status FROM df_internal.runs "
-		"WHERE instance_id OPERATOR(pg_catalog.=) $1 FOR UPDATE", 1, {T}},
-	[STMT_RUN_LOAD] = {"read the runs row",
-		"SELECT submitted_by, label, vars::text, status, created_at::text, database "
-		"FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1", 1, {T}},
+	[STMT_RUN_LOCK] =
+		{"lock the runs row",
+		 "SELECT status FROM df_internal.runs "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+		 1,
+		 {T}},
+	[STMT_RUN_LOAD] =
+		{"read the runs row",
+		 "SELECT submitted_by, label, vars::text, status, created_at::text, database "
+		 "FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
+		 1,
+		 {T}},
 	[STMT_RUN_STARTED] = {"the runs row of a started instance",
-		"UPDATE df_internal.runs SET status = 'running' "
-		"WHERE instance_id OPERATOR(pg_catalog.=) $1", 1, {T}},
+						  "UPDATE df_internal.runs SET status = 'running' "
+						  "WHERE instance_id OPERATOR(pg_catalog.=) $1",
+						  1,
+						  {T}},
 
 	/*
 	 * 'pending' is a parameter: written as a constant, the (generic) plan
 	 * found the row through idx_instances_status, reading every pending
 	 * instance when thousands wait.
 	 */
-	[STMT_INSTANCE_STARTED] = {"an instance starts",
-		"UPDATE df.instances SET status = 'running', updated_at = pg_catalog.now() "
-		"WHERE id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) $2", 2, {T, T}},
-	[STMT_INSTANCE_FINISHED] = {"an instance ends",
-		"UPDATE df.instances SET status = $2, updated_at = pg_catalog.now(), "
-		"completed_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'completed' THEN pg_catalog.now() END "
-		"WHERE id OPERATOR(pg_catalog.=) $1 "
-		"AND status NOT IN " PGD_SQL_TERMINAL_STATUSES, 2, {T, T}},
-	[STMT_INSTANCE_SUBMITTER] = {"the submitter df.instances records",
-		"SELECT submitted_by::pg_catalog.oid FROM df.instances "
-		"WHERE id OPERATOR(pg_catalog.=) $1", 1, {T}},
+	[STMT_INSTANCE_STARTED] =
+		{"an instance starts",
+		 "UPDATE df.instances SET status = 'running', updated_at = pg_catalog.now() "
+		 "WHERE id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) $2",
+		 2,
+		 {T, T}},
+	[STMT_INSTANCE_FINISHED] =
+		{"an instance ends",
+		 "UPDATE df.instances SET status = $2, updated_at = pg_catalog.now(), "
+		 "completed_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'completed' THEN pg_catalog.now() END "
+		 "WHERE id OPERATOR(pg_catalog.=) $1 "
+		 "AND status NOT IN " PGD_SQL_TERMINAL_STATUSES,
+		 2,
+		 {T, T}},
+	[STMT_INSTANCE_SUBMITTER] =
+		{"the submitter df.instances records",
+		 "SELECT submitted_by::pg_catalog.oid FROM df.instances "
+		 "WHERE id OPERATOR(pg_catalog.=) $1",
+		 1,
+		 {T}},
 	/* one statement: an instance ends at every workflow's last step */
-	[STMT_END_INSTANCE] = {"remove an ended instance's engine state",
-		"WITH t AS (DELETE FROM df_internal.tasks WHERE id IN ("
-		" SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		" FOR UPDATE SKIP LOCKED)), "
-		"r AS (DELETE FROM df_internal.results WHERE instance_id OPERATOR(pg_catalog.=) $1), "
-		"j AS (DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1), "
-		"l AS (DELETE FROM df_internal.loops WHERE instance_id OPERATOR(pg_catalog.=) $1), "
-		"s AS (DELETE FROM df_internal.signals WHERE instance_id OPERATOR(pg_catalog.=) $1), "
-		"w AS (DELETE FROM df_internal.waits WHERE instance_id OPERATOR(pg_catalog.=) $1) "
-		"DELETE FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1", 1, {T}},
-	[STMT_INSTANCE_ROOT] = {"an instance's root node",
-		"SELECT root_node FROM df.instances WHERE id OPERATOR(pg_catalog.=) $1", 1, {T}},
-	[STMT_NODES_LOAD] = {"an instance's graph",
-		"SELECT id, node_type, query, result_name, left_node, right_node "
-		"FROM df.nodes WHERE instance_id OPERATOR(pg_catalog.=) $1", 1, {T}},
+	[STMT_END_INSTANCE] =
+		{"remove an ended instance's engine state",
+		 "WITH t AS (DELETE FROM df_internal.tasks WHERE id IN ("
+		 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 " FOR UPDATE SKIP LOCKED)), "
+		 "r AS (DELETE FROM df_internal.results WHERE instance_id OPERATOR(pg_catalog.=) $1), "
+		 "j AS (DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1), "
+		 "l AS (DELETE FROM df_internal.loops WHERE instance_id OPERATOR(pg_catalog.=) $1), "
+		 "s AS (DELETE FROM df_internal.signals WHERE instance_id OPERATOR(pg_catalog.=) $1), "
+		 "w AS (DELETE FROM df_internal.waits WHERE instance_id OPERATOR(pg_catalog.=) $1) "
+		 "DELETE FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
+		 1,
+		 {T}},
+	[STMT_INSTANCE_ROOT] =
+		{"an instance's root node",
+		 "SELECT root_node FROM df.instances WHERE id OPERATOR(pg_catalog.=) $1",
+		 1,
+		 {T}},
+	[STMT_NODES_LOAD] =
+		{"an instance's graph",
+		 "SELECT id, node_type, query, result_name, left_node, right_node "
+		 "FROM df.nodes WHERE instance_id OPERATOR(pg_catalog.=) $1",
+		 1,
+		 {T}},
 
-	[STMT_TASK_START] = {"the task that starts an instance",
-		"INSERT INTO df_internal.tasks (instance_id, scope, kind) VALUES ($1, $1, 'start') "
-		"RETURNING id", 1, {T}},
-	[STMT_TASK_STEP] = {"a SQL step's task",
-		"INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind) "
-		"VALUES ($1, $2, $3, 'step') RETURNING id", 3, {T, T, T}},
-	[STMT_TASK_HTTP] = {"an HTTP step's task (the HTTP worker's)",
-		"INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind) "
-		"VALUES ($1, $2, $3, 'http')", 3, {T, T, T}},
-	[STMT_TASK_DELIVER] = {"a task that delivers signals",
-		"INSERT INTO df_internal.tasks (instance_id, scope, kind) VALUES ($1, $1, 'deliver')",
-		1, {T}},
-	[STMT_TASK_TIMER] = {"a timer",
-		"INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, run_at) "
-		"VALUES ($1, $2, $3, 'timer', $4)", 4, {T, T, T, TIMESTAMPTZOID}},
-	[STMT_TASK_REQUEUE] = {"a task put back for a later attempt",
-		"INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, attempts, run_at) "
-		"VALUES ($1, $2, $3, $4, $5, $6)", 6, {T, T, T, T, INT4OID, TIMESTAMPTZOID}},
-	[STMT_TASK_DELETE] = {"a consumed task",
-		"DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1", 1, {INT8OID}},
-	[STMT_TASKS_DROP_SCOPE] = {"the unclaimed tasks of an abandoned scope",
-		"DELETE FROM df_internal.tasks WHERE id IN ("
-		" SELECT id FROM df_internal.tasks "
-		" WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		" AND " IN_SCOPE("scope", "$2") " "
-		" FOR UPDATE SKIP LOCKED)", 2, {T, T}},
+	[STMT_TASK_START] =
+		{"the task that starts an instance",
+		 "INSERT INTO df_internal.tasks (instance_id, scope, kind) VALUES ($1, $1, 'start') "
+		 "RETURNING id",
+		 1,
+		 {T}},
+	[STMT_TASK_STEP] =
+		{"a SQL step's task",
+		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind) "
+		 "VALUES ($1, $2, $3, 'step') RETURNING id",
+		 3,
+		 {T, T, T}},
+	[STMT_TASK_HTTP] =
+		{"an HTTP step's task (the HTTP worker's)",
+		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind) "
+		 "VALUES ($1, $2, $3, 'http')",
+		 3,
+		 {T, T, T}},
+	[STMT_TASK_DELIVER] =
+		{"a task that delivers signals",
+		 "INSERT INTO df_internal.tasks (instance_id, scope, kind) VALUES ($1, $1, 'deliver')",
+		 1,
+		 {T}},
+	[STMT_TASK_TIMER] =
+		{"a timer",
+		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, run_at) "
+		 "VALUES ($1, $2, $3, 'timer', $4)",
+		 4,
+		 {T, T, T, TIMESTAMPTZOID}},
+	[STMT_TASK_REQUEUE] =
+		{"a task put back for a later attempt",
+		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, attempts, run_at) "
+		 "VALUES ($1, $2, $3, $4, $5, $6)",
+		 6,
+		 {T, T, T, T, INT4OID, TIMESTAMPTZOID}},
+	[STMT_TASK_DELETE] =
+		{"a consumed task",
+		 "DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1",
+		 1,
+		 {INT8OID}},
+	[STMT_TASKS_DROP_SCOPE] =
+		{"the unclaimed tasks of an abandoned scope",
+		 "DELETE FROM df_internal.tasks WHERE id IN ("
+		 " SELECT id FROM df_internal.tasks "
+		 " WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 " AND " IN_SCOPE("scope", "$2") " "
+										 " FOR UPDATE SKIP LOCKED)",
+		 2,
+		 {T, T}},
 	[STMT_WAITS_DROP_SCOPE] = {"the signal waits of an abandoned scope",
-		"DELETE FROM df_internal.waits "
-		"WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		"AND " IN_SCOPE("scope", "$2"), 2, {T, T}},
-	[STMT_TASK_DROP_WAIT_TIMER] = {"the timeout of a wait that got its signal",
-		"DELETE FROM df_internal.tasks WHERE id IN ("
-		" SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		" AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
-		" AND kind OPERATOR(pg_catalog.=) 'timer' FOR UPDATE SKIP LOCKED)", 3, {T, T, T}},
+							   "DELETE FROM df_internal.waits "
+							   "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+							   "AND " IN_SCOPE("scope", "$2"),
+							   2,
+							   {T, T}},
+	[STMT_TASK_DROP_WAIT_TIMER] =
+		{"the timeout of a wait that got its signal",
+		 "DELETE FROM df_internal.tasks WHERE id IN ("
+		 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 " AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
+		 " AND kind OPERATOR(pg_catalog.=) 'timer' FOR UPDATE SKIP LOCKED)",
+		 3,
+		 {T, T, T}},
 	/* choose FOR UPDATE SKIP LOCKED (never waits), delete, read the runs row */
-	[STMT_TASK_CLAIM] = {"claim a task by its id",
-		"WITH t AS (DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) "
-		"(SELECT id FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1 "
-		" AND run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
-		" AND kind OPERATOR(pg_catalog.<>) 'http' FOR UPDATE SKIP LOCKED) "
-		"RETURNING id, instance_id, node_id, scope, kind, attempts) "
-		"SELECT t.id, t.instance_id, t.node_id, t.scope, t.kind, t.attempts, "
-		"r.submitted_by, r.label, r.vars::text, r.status, r.created_at::text, r.database "
-		"FROM t LEFT JOIN df_internal.runs r ON r.instance_id OPERATOR(pg_catalog.=) t.instance_id",
-		1, {INT8OID}},
-	[STMT_TASK_OLDEST_READY] = {"the oldest due task nobody holds",
-		"SELECT id FROM df_internal.tasks "
-		"WHERE run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
-		"AND kind OPERATOR(pg_catalog.<>) 'http' "
-		"ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED", 0, {0}},
-	[STMT_TASK_NEXT_DUE] = {"when the next future task is due (read without locks)",
-		"SELECT min(run_at) FROM df_internal.tasks "
-		"WHERE run_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
-		"AND kind OPERATOR(pg_catalog.<>) 'http'", 0, {0}},
+	[STMT_TASK_CLAIM] =
+		{"claim a task by its id",
+		 "WITH t AS (DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) "
+		 "(SELECT id FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1 "
+		 " AND run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
+		 " AND kind OPERATOR(pg_catalog.<>) 'http' FOR UPDATE SKIP LOCKED) "
+		 "RETURNING id, instance_id, node_id, scope, kind, attempts) "
+		 "SELECT t.id, t.instance_id, t.node_id, t.scope, t.kind, t.attempts, "
+		 "r.submitted_by, r.label, r.vars::text, r.status, r.created_at::text, r.database "
+		 "FROM t LEFT JOIN df_internal.runs r ON r.instance_id OPERATOR(pg_catalog.=) t.instance_id",
+		 1,
+		 {INT8OID}},
+	[STMT_TASK_OLDEST_READY] =
+		{"the oldest due task nobody holds",
+		 "SELECT id FROM df_internal.tasks "
+		 "WHERE run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
+		 "AND kind OPERATOR(pg_catalog.<>) 'http' "
+		 "ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
+		 0,
+		 {0}},
+	[STMT_TASK_NEXT_DUE] =
+		{"when the next future task is due (read without locks)",
+		 "SELECT min(run_at) FROM df_internal.tasks "
+		 "WHERE run_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
+		 "AND kind OPERATOR(pg_catalog.<>) 'http'",
+		 0,
+		 {0}},
 
-	[STMT_HTTP_DUE] = {"due HTTP tasks whose lease is free",
-		"SELECT id, instance_id, node_id, scope, attempts FROM df_internal.tasks "
-		"WHERE kind OPERATOR(pg_catalog.=) 'http' "
-		"AND run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
-		"AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) "
-		"ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED", 1, {INT8OID}},
-	[STMT_HTTP_LEASE] = {"lease an HTTP task",
-		"UPDATE df_internal.tasks SET attempts = attempts OPERATOR(pg_catalog.+) 1, "
-		"lease_token = pg_catalog.gen_random_uuid(), "
-		"lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) "
-		"pg_catalog.make_interval(secs => $2) "
-		"WHERE id OPERATOR(pg_catalog.=) $1 RETURNING lease_token::text", 2, {INT8OID, INT4OID}},
-	[STMT_HTTP_LEASE_TOKEN] = {"the lease token of an HTTP task",
-		"SELECT lease_token::text FROM df_internal.tasks "
-		"WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED", 1, {INT8OID}},
-	[STMT_HTTP_NEXT_DUE] = {"milliseconds until an HTTP task or lease falls due",
-		"SELECT (EXTRACT(epoch FROM min(GREATEST(run_at, COALESCE(lease_until, run_at))) "
-		"OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint "
-		"FROM df_internal.tasks WHERE kind OPERATOR(pg_catalog.=) 'http'", 0, {0}},
+	[STMT_HTTP_DUE] =
+		{"due HTTP tasks whose lease is free",
+		 "SELECT id, instance_id, node_id, scope, attempts FROM df_internal.tasks "
+		 "WHERE kind OPERATOR(pg_catalog.=) 'http' "
+		 "AND run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
+		 "AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) "
+		 "ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED",
+		 1,
+		 {INT8OID}},
+	[STMT_HTTP_LEASE] =
+		{"lease an HTTP task",
+		 "UPDATE df_internal.tasks SET attempts = attempts OPERATOR(pg_catalog.+) 1, "
+		 "lease_token = pg_catalog.gen_random_uuid(), "
+		 "lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) "
+		 "pg_catalog.make_interval(secs => $2) "
+		 "WHERE id OPERATOR(pg_catalog.=) $1 RETURNING lease_token::text",
+		 2,
+		 {INT8OID, INT4OID}},
+	[STMT_HTTP_LEASE_TOKEN] =
+		{"the lease token of an HTTP task",
+		 "SELECT lease_token::text FROM df_internal.tasks "
+		 "WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED",
+		 1,
+		 {INT8OID}},
+	[STMT_HTTP_NEXT_DUE] =
+		{"milliseconds until an HTTP task or lease falls due",
+		 "SELECT (EXTRACT(epoch FROM min(GREATEST(run_at, COALESCE(lease_until, run_at))) "
+		 "OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint "
+		 "FROM df_internal.tasks WHERE kind OPERATOR(pg_catalog.=) 'http'",
+		 0,
+		 {0}},
 
 	/*
 	 * The rows are found by the primary key (id = ANY), each row's new
 	 * values by its id's position k in $2: a join with the arrays let the
 	 * generic plan hash-join a scan of the whole table.
 	 */
-	[STMT_NODE_WRITES] = {"buffered node starts and ends, with their events",
-		"WITH o AS (SELECT n.id, n.updated_at FROM df.nodes n "
-		" WHERE n.instance_id OPERATOR(pg_catalog.=) $1 "
-		" AND n.id OPERATOR(pg_catalog.=) ANY ($2)), "
-		"u AS (UPDATE df.nodes n SET "
-		" status = CASE ($4)[" K "] WHEN 'r' THEN 'running' WHEN 'c' THEN 'completed' "
-		"  ELSE 'failed' END, "
-		" result = CASE ($4)[" K "] WHEN 'r' THEN NULL "
-		"  WHEN 'c' THEN (($5)[" K "])::pg_catalog.jsonb "
-		"  ELSE pg_catalog.to_jsonb(($5)[" K "]) END, "
-		" status_details = pg_catalog.jsonb_build_object('execution_id', ($3)[" K "]), "
-		" updated_at = pg_catalog.now() "
-		" WHERE n.instance_id OPERATOR(pg_catalog.=) $1 "
-		" AND n.id OPERATOR(pg_catalog.=) ANY ($2) "
-		" RETURNING n.id, n.result, " K " AS k) "
-		"INSERT INTO df_internal.events "
-		"(instance_id, kind, node_id, scope, attempt, duration_ms, detail) "
-		"SELECT $1, CASE ($4)[u.k] WHEN 'r' THEN 'node_started' WHEN 'c' THEN 'node_completed' "
-		" ELSE 'node_failed' END, u.id, ($3)[u.k], "
-		"CASE WHEN ($4)[u.k] OPERATOR(pg_catalog.<>) 'r' THEN NULLIF(($6)[u.k], 0) END, "
-		"CASE WHEN ($4)[u.k] OPERATOR(pg_catalog.<>) 'r' THEN "
-		" GREATEST(0, (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() "
-		" OPERATOR(pg_catalog.-) o.updated_at) OPERATOR(pg_catalog.*) 1000)::bigint) END, "
-		"CASE ($4)[u.k] WHEN 'r' THEN NULL WHEN 'f' THEN (($7)[u.k])::pg_catalog.jsonb "
-		" ELSE CASE WHEN pg_catalog.jsonb_typeof(u.result OPERATOR(pg_catalog.->) 'row_count') "
-		" OPERATOR(pg_catalog.=) 'number' "
-		" THEN pg_catalog.jsonb_build_object('row_count', u.result OPERATOR(pg_catalog.->) 'row_count') "
-		" END END "
-		"FROM u LEFT JOIN o ON o.id OPERATOR(pg_catalog.=) u.id ORDER BY u.k",
-		7, {T, TA, TA, TA, TA, INT4ARRAYOID, TA}},
-	[STMT_NODE_STATE] = {"a node's status and result",
-		"SELECT status, result::text, "
-		"CASE WHEN pg_catalog.jsonb_typeof(result) = 'string' "
-		"THEN result OPERATOR(pg_catalog.#>>) '{}' END "
-		"FROM df.nodes "
-		"WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2", 2, {T, T}},
-	[STMT_NODE_STAMPS] = {"status and stamp of a node and its ancestors",
-		"SELECT id, status, status_details OPERATOR(pg_catalog.->>) 'execution_id' "
-		"FROM df.nodes WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		"AND id OPERATOR(pg_catalog.=) ANY ($2)", 2, {T, TA}},
-	[STMT_EVENT_ADD] = {"an event of the history",
-		"INSERT INTO df_internal.events "
-		"(instance_id, kind, node_id, scope, attempt, duration_ms, detail) "
-		"SELECT $1, $2, $3, $4, NULLIF($5::pg_catalog.int4, 0), "
-		"CASE WHEN $2 OPERATOR(pg_catalog.~) '^instance_(completed|failed|cancelled)$' THEN "
-		"(SELECT GREATEST(0, (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() "
-		"OPERATOR(pg_catalog.-) i.created_at) OPERATOR(pg_catalog.*) 1000)::bigint) "
-		"FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) $1) END, "
-		"$6::pg_catalog.jsonb", 6, {T, T, T, T, T, T}},
+	[STMT_NODE_WRITES] =
+		{"buffered node starts and ends, with their events",
+		 "WITH o AS (SELECT n.id, n.updated_at FROM df.nodes n "
+		 " WHERE n.instance_id OPERATOR(pg_catalog.=) $1 "
+		 " AND n.id OPERATOR(pg_catalog.=) ANY ($2)), "
+		 "u AS (UPDATE df.nodes n SET "
+		 " status = CASE ($4)[" K
+		 "] WHEN 'r' THEN 'running' WHEN 'c' THEN 'completed' "
+		 "  ELSE 'failed' END, "
+		 " result = CASE ($4)[" K "] WHEN 'r' THEN NULL "
+		 "  WHEN 'c' THEN (($5)[" K "])::pg_catalog.jsonb "
+		 "  ELSE pg_catalog.to_jsonb(($5)[" K "]) END, "
+		 " status_details = pg_catalog.jsonb_build_object('execution_id', ($3)[" K
+		 "]), "
+		 " updated_at = pg_catalog.now() "
+		 " WHERE n.instance_id OPERATOR(pg_catalog.=) $1 "
+		 " AND n.id OPERATOR(pg_catalog.=) ANY ($2) "
+		 " RETURNING n.id, n.result, " K " AS k) "
+		 "INSERT INTO df_internal.events "
+		 "(instance_id, kind, node_id, scope, attempt, duration_ms, detail) "
+		 "SELECT $1, CASE ($4)[u.k] WHEN 'r' THEN 'node_started' WHEN 'c' THEN 'node_completed' "
+		 " ELSE 'node_failed' END, u.id, ($3)[u.k], "
+		 "CASE WHEN ($4)[u.k] OPERATOR(pg_catalog.<>) 'r' THEN NULLIF(($6)[u.k], 0) END, "
+		 "CASE WHEN ($4)[u.k] OPERATOR(pg_catalog.<>) 'r' THEN "
+		 " GREATEST(0, (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() "
+		 " OPERATOR(pg_catalog.-) o.updated_at) OPERATOR(pg_catalog.*) 1000)::bigint) END, "
+		 "CASE ($4)[u.k] WHEN 'r' THEN NULL WHEN 'f' THEN (($7)[u.k])::pg_catalog.jsonb "
+		 " ELSE CASE WHEN pg_catalog.jsonb_typeof(u.result OPERATOR(pg_catalog.->) 'row_count') "
+		 " OPERATOR(pg_catalog.=) 'number' "
+		 " THEN pg_catalog.jsonb_build_object('row_count', u.result OPERATOR(pg_catalog.->) 'row_count') "
+		 " END END "
+		 "FROM u LEFT JOIN o ON o.id OPERATOR(pg_catalog.=) u.id ORDER BY u.k",
+		 7,
+		 {T, TA, TA, TA, TA, INT4ARRAYOID, TA}},
+	[STMT_NODE_STATE] =
+		{"a node's status and result",
+		 "SELECT status, result::text, "
+		 "CASE WHEN pg_catalog.jsonb_typeof(result) = 'string' "
+		 "THEN result OPERATOR(pg_catalog.#>>) '{}' END "
+		 "FROM df.nodes "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
+		 2,
+		 {T, T}},
+	[STMT_NODE_STAMPS] =
+		{"status and stamp of a node and its ancestors",
+		 "SELECT id, status, status_details OPERATOR(pg_catalog.->>) 'execution_id' "
+		 "FROM df.nodes WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND id OPERATOR(pg_catalog.=) ANY ($2)",
+		 2,
+		 {T, TA}},
+	[STMT_EVENT_ADD] =
+		{"an event of the history",
+		 "INSERT INTO df_internal.events "
+		 "(instance_id, kind, node_id, scope, attempt, duration_ms, detail) "
+		 "SELECT $1, $2, $3, $4, NULLIF($5::pg_catalog.int4, 0), "
+		 "CASE WHEN $2 OPERATOR(pg_catalog.~) '^instance_(completed|failed|cancelled)$' THEN "
+		 "(SELECT GREATEST(0, (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() "
+		 "OPERATOR(pg_catalog.-) i.created_at) OPERATOR(pg_catalog.*) 1000)::bigint) "
+		 "FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) $1) END, "
+		 "$6::pg_catalog.jsonb",
+		 6,
+		 {T, T, T, T, T, T}},
 
-	[STMT_JOIN_OPEN] = {"a JOIN's branch counter",
-		"INSERT INTO df_internal.joins (instance_id, node_id, scope, remaining) "
-		"VALUES ($1, $2, $3, $4)", 4, {T, T, T, INT4OID}},
-	[STMT_JOIN_COUNT] = {"one JOIN branch fewer running",
-		"UPDATE df_internal.joins SET remaining = remaining OPERATOR(pg_catalog.-) 1 "
-		"WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
-		"AND scope OPERATOR(pg_catalog.=) $3 RETURNING remaining", 3, {T, T, T}},
-	[STMT_JOIN_CLOSE] = {"a finished JOIN's counter",
-		"DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		"AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3", 3, {T, T, T}},
-	[STMT_JOINS_DROP_SCOPE] = {"the JOIN counters of an abandoned scope",
-		"DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		"AND " IN_SCOPE("scope", "$2"), 2, {T, T}},
-	[STMT_LOOP_OPEN] = {"a loop's state",
-		"INSERT INTO df_internal.loops (instance_id, node_id, scope) VALUES ($1, $2, $3) "
-		"ON CONFLICT (instance_id, node_id, scope) DO UPDATE "
-		"SET generation = 1, iterations = 1, iteration_started_at = pg_catalog.clock_timestamp()",
-		3, {T, T, T}},
-	[STMT_LOOP_FORGET] = {"an ended loop's state",
-		"DELETE FROM df_internal.loops WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		"AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3", 3, {T, T, T}},
-	[STMT_LOOP_NEXT_GENERATION] = {"a loop's next generation begins",
-		"UPDATE df_internal.loops SET generation = generation OPERATOR(pg_catalog.+) 1, "
-		"iteration_started_at = pg_catalog.clock_timestamp() "
-		"WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
-		"AND scope OPERATOR(pg_catalog.=) $3 RETURNING generation", 3, {T, T, T}},
-	[STMT_LOOP_MOVE_SCOPE] = {"a root loop moves to its next root scope",
-		"UPDATE df_internal.loops SET scope = $3 "
-		"WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
-		"AND scope OPERATOR(pg_catalog.=) $4", 4, {T, T, T, T}},
-	[STMT_LOOP_COUNT_ITERATION] = {"count a loop iteration",
-		"UPDATE df_internal.loops SET iterations = iterations OPERATOR(pg_catalog.+) 1 "
-		"WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
-		"AND scope OPERATOR(pg_catalog.=) $3 "
-		"RETURNING iterations, iteration_started_at", 3, {T, T, T}},
+	[STMT_JOIN_OPEN] =
+		{"a JOIN's branch counter",
+		 "INSERT INTO df_internal.joins (instance_id, node_id, scope, remaining) "
+		 "VALUES ($1, $2, $3, $4)",
+		 4,
+		 {T, T, T, INT4OID}},
+	[STMT_JOIN_COUNT] =
+		{"one JOIN branch fewer running",
+		 "UPDATE df_internal.joins SET remaining = remaining OPERATOR(pg_catalog.-) 1 "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND scope OPERATOR(pg_catalog.=) $3 RETURNING remaining",
+		 3,
+		 {T, T, T}},
+	[STMT_JOIN_CLOSE] =
+		{"a finished JOIN's counter",
+		 "DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3",
+		 3,
+		 {T, T, T}},
+	[STMT_JOINS_DROP_SCOPE] =
+		{"the JOIN counters of an abandoned scope",
+		 "DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND " IN_SCOPE("scope", "$2"),
+		 2,
+		 {T, T}},
+	[STMT_LOOP_OPEN] =
+		{"a loop's state",
+		 "INSERT INTO df_internal.loops (instance_id, node_id, scope) VALUES ($1, $2, $3) "
+		 "ON CONFLICT (instance_id, node_id, scope) DO UPDATE "
+		 "SET generation = 1, iterations = 1, iteration_started_at = pg_catalog.clock_timestamp()",
+		 3,
+		 {T, T, T}},
+	[STMT_LOOP_FORGET] =
+		{"an ended loop's state",
+		 "DELETE FROM df_internal.loops WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3",
+		 3,
+		 {T, T, T}},
+	[STMT_LOOP_NEXT_GENERATION] =
+		{"a loop's next generation begins",
+		 "UPDATE df_internal.loops SET generation = generation OPERATOR(pg_catalog.+) 1, "
+		 "iteration_started_at = pg_catalog.clock_timestamp() "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND scope OPERATOR(pg_catalog.=) $3 RETURNING generation",
+		 3,
+		 {T, T, T}},
+	[STMT_LOOP_MOVE_SCOPE] =
+		{"a root loop moves to its next root scope",
+		 "UPDATE df_internal.loops SET scope = $3 "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND scope OPERATOR(pg_catalog.=) $4",
+		 4,
+		 {T, T, T, T}},
+	[STMT_LOOP_COUNT_ITERATION] =
+		{"count a loop iteration",
+		 "UPDATE df_internal.loops SET iterations = iterations OPERATOR(pg_catalog.+) 1 "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND scope OPERATOR(pg_catalog.=) $3 "
+		 "RETURNING iterations, iteration_started_at",
+		 3,
+		 {T, T, T}},
 
-	[STMT_RESULT_SAVE] = {"a named result",
-		"INSERT INTO df_internal.results AS r (instance_id, scope, name, value) "
-		"VALUES ($1, $2, $3, $4::pg_catalog.json) "
-		"ON CONFLICT (instance_id, scope, name) DO UPDATE "
-		"SET value = EXCLUDED.value, seq = EXCLUDED.seq", 4, {T, T, T, T}},
-	[STMT_RESULTS_COPY] = {"a branch's named results join the enclosing scope",
-		"INSERT INTO df_internal.results (instance_id, scope, name, value) "
-		"SELECT instance_id, $3, name, value FROM df_internal.results "
-		"WHERE instance_id OPERATOR(pg_catalog.=) $1 AND scope OPERATOR(pg_catalog.=) $2 "
-		"ORDER BY seq "
-		"ON CONFLICT (instance_id, scope, name) DO UPDATE "
-		"SET value = EXCLUDED.value, seq = EXCLUDED.seq", 3, {T, T, T}},
+	[STMT_RESULT_SAVE] =
+		{"a named result",
+		 "INSERT INTO df_internal.results AS r (instance_id, scope, name, value) "
+		 "VALUES ($1, $2, $3, $4::pg_catalog.json) "
+		 "ON CONFLICT (instance_id, scope, name) DO UPDATE "
+		 "SET value = EXCLUDED.value, seq = EXCLUDED.seq",
+		 4,
+		 {T, T, T, T}},
+	[STMT_RESULTS_COPY] =
+		{"a branch's named results join the enclosing scope",
+		 "INSERT INTO df_internal.results (instance_id, scope, name, value) "
+		 "SELECT instance_id, $3, name, value FROM df_internal.results "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND scope OPERATOR(pg_catalog.=) $2 "
+		 "ORDER BY seq "
+		 "ON CONFLICT (instance_id, scope, name) DO UPDATE "
+		 "SET value = EXCLUDED.value, seq = EXCLUDED.seq",
+		 3,
+		 {T, T, T}},
 	[STMT_RESULTS_DROP_SCOPE] = {"the named results of a scope and below",
-		"DELETE FROM df_internal.results "
-		"WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		"AND " IN_SCOPE("scope", "$2"), 2, {T, T}},
-	[STMT_RESULTS_MOVE] = {"a loop body's named results carried to its next generation",
-		"UPDATE df_internal.results SET scope = $3 "
-		"WHERE instance_id OPERATOR(pg_catalog.=) $1 AND scope OPERATOR(pg_catalog.=) $2",
-		3, {T, T, T}},
-	[STMT_RESULTS_DROP_BELOW] = {"the named results of the scopes below one",
-		"DELETE FROM df_internal.results WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		"AND pg_catalog.starts_with(scope, $2 OPERATOR(pg_catalog.||) '::')", 2, {T, T}},
+								 "DELETE FROM df_internal.results "
+								 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+								 "AND " IN_SCOPE("scope", "$2"),
+								 2,
+								 {T, T}},
+	[STMT_RESULTS_MOVE] =
+		{"a loop body's named results carried to its next generation",
+		 "UPDATE df_internal.results SET scope = $3 "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND scope OPERATOR(pg_catalog.=) $2",
+		 3,
+		 {T, T, T}},
+	[STMT_RESULTS_DROP_BELOW] =
+		{"the named results of the scopes below one",
+		 "DELETE FROM df_internal.results WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND pg_catalog.starts_with(scope, $2 OPERATOR(pg_catalog.||) '::')",
+		 2,
+		 {T, T}},
 	/* outermost first, so that inner scopes overwrite */
 	[STMT_RESULTS_IN] = {"the named results of some scopes",
-		"SELECT name, value::text FROM df_internal.results "
-		"WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		"AND scope OPERATOR(pg_catalog.=) ANY ($2) "
-		"ORDER BY pg_catalog.length(scope), seq", 2, {T, TA}},
+						 "SELECT name, value::text FROM df_internal.results "
+						 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+						 "AND scope OPERATOR(pg_catalog.=) ANY ($2) "
+						 "ORDER BY pg_catalog.length(scope), seq",
+						 2,
+						 {T, TA}},
 
-	[STMT_SIGNAL_TAKE] = {"take the oldest buffered signal of a name",
-		"DELETE FROM df_internal.signals WHERE id = ("
-		" SELECT id FROM df_internal.signals "
-		" WHERE instance_id OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) $2 "
-		" ORDER BY id LIMIT 1) RETURNING payload::text", 2, {T, T}},
-	[STMT_SIGNAL_SEND] = {"a signal into the mailbox",
-		"INSERT INTO df_internal.signals (instance_id, name, payload) "
-		"VALUES ($1, $2, CASE WHEN $4 THEN $3::pg_catalog.jsonb ELSE pg_catalog.to_jsonb($3) END)",
-		4, {T, T, T, BOOLOID}},
-	[STMT_WAIT_ADD] = {"a SIGNAL node waits",
-		"INSERT INTO df_internal.waits (instance_id, node_id, scope, name) "
-		"VALUES ($1, $2, $3, $4) "
-		"ON CONFLICT (instance_id, node_id, scope) DO UPDATE SET name = EXCLUDED.name",
-		4, {T, T, T, T}},
-	[STMT_WAIT_REMOVE] = {"a wait ends",
-		"DELETE FROM df_internal.waits WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		"AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3", 3, {T, T, T}},
-	[STMT_WAIT_MATCHED] = {"the oldest wait that has a signal",
-		"SELECT w.node_id, w.scope, w.name FROM df_internal.waits w "
-		"WHERE w.instance_id OPERATOR(pg_catalog.=) $1 AND EXISTS ("
-		" SELECT 1 FROM df_internal.signals s "
-		" WHERE s.instance_id OPERATOR(pg_catalog.=) w.instance_id "
-		" AND s.name OPERATOR(pg_catalog.=) w.name) "
-		"ORDER BY w.seq LIMIT 1", 1, {T}},
+	[STMT_SIGNAL_TAKE] =
+		{"take the oldest buffered signal of a name",
+		 "DELETE FROM df_internal.signals WHERE id = ("
+		 " SELECT id FROM df_internal.signals "
+		 " WHERE instance_id OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) $2 "
+		 " ORDER BY id LIMIT 1) RETURNING payload::text",
+		 2,
+		 {T, T}},
+	[STMT_SIGNAL_SEND] =
+		{"a signal into the mailbox",
+		 "INSERT INTO df_internal.signals (instance_id, name, payload) "
+		 "VALUES ($1, $2, CASE WHEN $4 THEN $3::pg_catalog.jsonb ELSE pg_catalog.to_jsonb($3) END)",
+		 4,
+		 {T, T, T, BOOLOID}},
+	[STMT_WAIT_ADD] =
+		{"a SIGNAL node waits",
+		 "INSERT INTO df_internal.waits (instance_id, node_id, scope, name) "
+		 "VALUES ($1, $2, $3, $4) "
+		 "ON CONFLICT (instance_id, node_id, scope) DO UPDATE SET name = EXCLUDED.name",
+		 4,
+		 {T, T, T, T}},
+	[STMT_WAIT_REMOVE] =
+		{"a wait ends",
+		 "DELETE FROM df_internal.waits WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3",
+		 3,
+		 {T, T, T}},
+	[STMT_WAIT_MATCHED] =
+		{"the oldest wait that has a signal",
+		 "SELECT w.node_id, w.scope, w.name FROM df_internal.waits w "
+		 "WHERE w.instance_id OPERATOR(pg_catalog.=) $1 AND EXISTS ("
+		 " SELECT 1 FROM df_internal.signals s "
+		 " WHERE s.instance_id OPERATOR(pg_catalog.=) w.instance_id "
+		 " AND s.name OPERATOR(pg_catalog.=) w.name) "
+		 "ORDER BY w.seq LIMIT 1",
+		 1,
+		 {T}},
 
-	[STMT_READY_ANNOUNCE] = {"the engine is ready",
-		"INSERT INTO df_internal._worker_ready (sentinel, schema_version) VALUES (true, 1) "
-		"ON CONFLICT (sentinel) DO UPDATE SET schema_version = 1, "
-		"initialized_at = pg_catalog.now()", 0, {0}},
+	[STMT_READY_ANNOUNCE] =
+		{"the engine is ready",
+		 "INSERT INTO df_internal._worker_ready (sentinel, schema_version) VALUES (true, 1) "
+		 "ON CONFLICT (sentinel) DO UPDATE SET schema_version = 1, "
+		 "initialized_at = pg_catalog.now()",
+		 0,
+		 {0}},
 	[STMT_EPOCH_CLEAR] = {"forget the previous worker epoch",
-		"DELETE FROM df._worker_epoch", 0, {0}},
-	[STMT_EPOCH_NEW] = {"a new worker epoch",
-		"INSERT INTO df._worker_epoch (epoch_id) VALUES (pg_catalog.gen_random_uuid()) "
-		"RETURNING epoch_id::text", 0, {0}},
-	[STMT_HEARTBEAT] = {"the heartbeat",
-		"UPDATE df._worker_epoch SET last_seen_at = pg_catalog.now() "
-		"WHERE epoch_id OPERATOR(pg_catalog.=) $1::uuid", 1, {T}},
-	[STMT_RETENTION_BATCH] = {"remove a batch of old finished instances",
-		"WITH ranked AS ("
-		" SELECT id, COALESCE(completed_at, created_at) AS t, "
-		" pg_catalog.row_number() OVER (ORDER BY COALESCE(completed_at, created_at) DESC, id) AS rn "
-		" FROM df.instances WHERE status IN " PGD_SQL_TERMINAL_STATUSES "), "
-		"victims AS ("
-		" SELECT i.id FROM df.instances i JOIN ranked r ON r.id OPERATOR(pg_catalog.=) i.id "
-		" WHERE (r.rn OPERATOR(pg_catalog.>) $2 OR r.t OPERATOR(pg_catalog.<) "
-		"  (pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1))) "
-		" AND i.status IN " PGD_SQL_TERMINAL_STATUSES " "
-		" LIMIT $3 FOR UPDATE OF i SKIP LOCKED), "
-		"ev AS (DELETE FROM df_internal.events e USING victims v "
-		" WHERE e.instance_id OPERATOR(pg_catalog.=) v.id), "
-		"nd AS (DELETE FROM df.nodes d USING victims v "
-		" WHERE d.instance_id OPERATOR(pg_catalog.=) v.id) "
-		"DELETE FROM df.instances i USING victims v "
-		"WHERE i.id OPERATOR(pg_catalog.=) v.id", 3, {INT4OID, INT4OID, INT4OID}},
+						  "DELETE FROM df._worker_epoch",
+						  0,
+						  {0}},
+	[STMT_EPOCH_NEW] =
+		{"a new worker epoch",
+		 "INSERT INTO df._worker_epoch (epoch_id) VALUES (pg_catalog.gen_random_uuid()) "
+		 "RETURNING epoch_id::text",
+		 0,
+		 {0}},
+	[STMT_HEARTBEAT] =
+		{"the heartbeat",
+		 "UPDATE df._worker_epoch SET last_seen_at = pg_catalog.now() "
+		 "WHERE epoch_id OPERATOR(pg_catalog.=) $1::uuid",
+		 1,
+		 {T}},
+	[STMT_RETENTION_BATCH] =
+		{"remove a batch of old finished instances",
+		 "WITH ranked AS ("
+		 " SELECT id, COALESCE(completed_at, created_at) AS t, "
+		 " pg_catalog.row_number() OVER (ORDER BY COALESCE(completed_at, created_at) DESC, id) AS rn "
+		 " FROM df.instances WHERE status IN " PGD_SQL_TERMINAL_STATUSES "), "
+		 "victims AS ("
+		 " SELECT i.id FROM df.instances i JOIN ranked r ON r.id OPERATOR(pg_catalog.=) i.id "
+		 " WHERE (r.rn OPERATOR(pg_catalog.>) $2 OR r.t OPERATOR(pg_catalog.<) "
+		 "  (pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1))) "
+		 " AND i.status IN " PGD_SQL_TERMINAL_STATUSES " "
+		 " LIMIT $3 FOR UPDATE OF i SKIP LOCKED), "
+		 "ev AS (DELETE FROM df_internal.events e USING victims v "
+		 " WHERE e.instance_id OPERATOR(pg_catalog.=) v.id), "
+		 "nd AS (DELETE FROM df.nodes d USING victims v "
+		 " WHERE d.instance_id OPERATOR(pg_catalog.=) v.id) "
+		 "DELETE FROM df.instances i USING victims v "
+		 "WHERE i.id OPERATOR(pg_catalog.=) v.id",
+		 3,
+		 {INT4OID, INT4OID, INT4OID}},
 	[STMT_PROBLEMS] = {"what df.check() reports",
-		"SELECT instance_id, problem, node_id, scope, detail "
-		"FROM df_internal.check_rows() ORDER BY 1, 2, 3", 0, {0}},
-	[STMT_PROBLEM_STILL_THERE] = {"is a reported problem still there",
-		"SELECT 1 FROM df_internal.check_rows() c "
-		"WHERE c.instance_id OPERATOR(pg_catalog.=) $1 "
-		"AND c.problem OPERATOR(pg_catalog.=) $2 "
-		"AND c.node_id IS NOT DISTINCT FROM $3", 3, {T, T, T}},
-	[STMT_DROP_TASKS_OF_FINISHED] = {"the unclaimed tasks of a finished instance",
-		"DELETE FROM df_internal.tasks WHERE id IN ("
-		" SELECT t.id FROM df_internal.tasks t "
-		" WHERE t.instance_id OPERATOR(pg_catalog.=) $1 AND NOT EXISTS ("
-		"  SELECT 1 FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) t.instance_id "
-		"  AND i.status IN ('pending', 'running')) "
-		" FOR UPDATE SKIP LOCKED)", 1, {T}},
-	[STMT_RESTORE_STEP_TASK] = {"a stranded step gets its task back",
-		"INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind) "
-		"SELECT n.instance_id, n.id, $3, "
-		"CASE WHEN n.node_type IN ('HTTP', 'HTTP_MULTIPART') THEN 'http' ELSE 'step' END "
-		"FROM df.nodes n WHERE n.instance_id OPERATOR(pg_catalog.=) $1 "
-		"AND n.id OPERATOR(pg_catalog.=) $2 RETURNING kind", 3, {T, T, T}},
-	[STMT_RESTORE_TIMER] = {"a running SLEEP or WAIT_SCHEDULE gets its timer back",
-		"INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, run_at) "
-		"SELECT n.instance_id, n.id, $3, 'timer', "
-		"CASE n.node_type WHEN 'SLEEP' THEN n.updated_at OPERATOR(pg_catalog.+) "
-		" pg_catalog.make_interval(secs => n.query::pg_catalog.float8) "
-		"ELSE df_internal.cron_next(n.query::pg_catalog.jsonb OPERATOR(pg_catalog.->>) 'cron_expr', "
-		" n.updated_at) END "
-		"FROM df.nodes n WHERE n.instance_id OPERATOR(pg_catalog.=) $1 "
-		"AND n.id OPERATOR(pg_catalog.=) $2", 3, {T, T, T}},
+					   "SELECT instance_id, problem, node_id, scope, detail "
+					   "FROM df_internal.check_rows() ORDER BY 1, 2, 3",
+					   0,
+					   {0}},
+	[STMT_PROBLEM_STILL_THERE] =
+		{"is a reported problem still there",
+		 "SELECT 1 FROM df_internal.check_rows() c "
+		 "WHERE c.instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND c.problem OPERATOR(pg_catalog.=) $2 "
+		 "AND c.node_id IS NOT DISTINCT FROM $3",
+		 3,
+		 {T, T, T}},
+	[STMT_DROP_TASKS_OF_FINISHED] =
+		{"the unclaimed tasks of a finished instance",
+		 "DELETE FROM df_internal.tasks WHERE id IN ("
+		 " SELECT t.id FROM df_internal.tasks t "
+		 " WHERE t.instance_id OPERATOR(pg_catalog.=) $1 AND NOT EXISTS ("
+		 "  SELECT 1 FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) t.instance_id "
+		 "  AND i.status IN ('pending', 'running')) "
+		 " FOR UPDATE SKIP LOCKED)",
+		 1,
+		 {T}},
+	[STMT_RESTORE_STEP_TASK] =
+		{"a stranded step gets its task back",
+		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind) "
+		 "SELECT n.instance_id, n.id, $3, "
+		 "CASE WHEN n.node_type IN ('HTTP', 'HTTP_MULTIPART') THEN 'http' ELSE 'step' END "
+		 "FROM df.nodes n WHERE n.instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND n.id OPERATOR(pg_catalog.=) $2 RETURNING kind",
+		 3,
+		 {T, T, T}},
+	[STMT_RESTORE_TIMER] =
+		{"a running SLEEP or WAIT_SCHEDULE gets its timer back",
+		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, run_at) "
+		 "SELECT n.instance_id, n.id, $3, 'timer', "
+		 "CASE n.node_type WHEN 'SLEEP' THEN n.updated_at OPERATOR(pg_catalog.+) "
+		 " pg_catalog.make_interval(secs => n.query::pg_catalog.float8) "
+		 "ELSE df_internal.cron_next(n.query::pg_catalog.jsonb OPERATOR(pg_catalog.->>) 'cron_expr', "
+		 " n.updated_at) END "
+		 "FROM df.nodes n WHERE n.instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND n.id OPERATOR(pg_catalog.=) $2",
+		 3,
+		 {T, T, T}},
 };
 
 #undef K
@@ -413,25 +582,29 @@ int
 store_run(PgdStmt s, const Datum *values, const char *nulls)
 {
 	const PgdStmtDef *def = &stmts[s];
-	int			rc;
+	int				  rc;
 
 	if (s != STMT_NODE_WRITES)
 		store_flush_node_writes();
 	if (plans[s] == NULL)
 	{
-		SPIPlanPtr	plan = SPI_prepare_cursor(def->sql, def->nargs, (Oid *) def->types,
-											  CURSOR_OPT_GENERIC_PLAN);
+		SPIPlanPtr plan =
+			SPI_prepare_cursor(def->sql, def->nargs, (Oid *) def->types,
+							   CURSOR_OPT_GENERIC_PLAN);
 
 		if (plan == NULL)
 			elog(ERROR, "could not prepare the engine statement \"%s\": %s",
 				 def->name, SPI_result_code_string(SPI_result));
 		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "could not keep the plan of the engine statement \"%s\"", def->name);
+			elog(ERROR,
+				 "could not keep the plan of the engine statement \"%s\"",
+				 def->name);
 		plans[s] = plan;
 	}
 	rc = SPI_execute_plan(plans[s], (Datum *) values, nulls, false, 0);
 	if (rc < 0)
-		elog(ERROR, "engine statement \"%s\" failed: %s", def->name, SPI_result_code_string(rc));
+		elog(ERROR, "engine statement \"%s\" failed: %s", def->name,
+			 SPI_result_code_string(rc));
 	return (int) SPI_processed;
 }
 
@@ -439,9 +612,9 @@ store_run(PgdStmt s, const Datum *values, const char *nulls)
 int
 store_run_text(PgdStmt s, int nargs, const char *const *args)
 {
-	Datum		values[PGD_STMT_MAX_ARGS];
-	char		nulls[PGD_STMT_MAX_ARGS];
-	int			i;
+	Datum values[PGD_STMT_MAX_ARGS];
+	char  nulls[PGD_STMT_MAX_ARGS];
+	int	  i;
 
 	Assert(nargs == stmts[s].nargs && nargs <= PGD_STMT_MAX_ARGS);
 	for (i = 0; i < nargs; i++)
@@ -461,17 +634,18 @@ store_get_string(int row, int col)
 Datum
 store_get_datum(int row, int col, bool *isnull)
 {
-	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
+	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col,
+						 isnull);
 }
 
 Datum
 store_text_array(int n, const char *const *items)
 {
-	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
-	bool	   *nulls = palloc(sizeof(bool) * Max(n, 1));
-	int			dims[1] = {n};
-	int			lbs[1] = {1};
-	int			i;
+	Datum *elems = palloc(sizeof(Datum) * Max(n, 1));
+	bool  *nulls = palloc(sizeof(bool) * Max(n, 1));
+	int	   dims[1] = {n};
+	int	   lbs[1] = {1};
+	int	   i;
 
 	for (i = 0; i < n; i++)
 	{
@@ -479,7 +653,8 @@ store_text_array(int n, const char *const *items)
 		elems[i] = nulls[i] ? (Datum) 0 : pgd_text_datum(items[i]);
 	}
 	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs,
-											  TEXTOID, -1, false, TYPALIGN_INT));
+											  TEXTOID, -1, false,
+											  TYPALIGN_INT));
 }
 
 /* ---------------------------------------------------------------------
@@ -490,19 +665,19 @@ store_text_array(int n, const char *const *items)
 
 typedef struct NodeWrite
 {
-	char		id[PGD_ID_LEN + 1];
-	char	   *scope;
-	bool		done;			/* else: started */
-	bool		ok;
-	char	   *result;
-	int			attempt;
-	char	   *detail;			/* the error event detail (jsonb text) */
+	char  id[PGD_ID_LEN + 1];
+	char *scope;
+	bool  done; /* else: started */
+	bool  ok;
+	char *result;
+	int	  attempt;
+	char *detail; /* the error event detail (jsonb text) */
 } NodeWrite;
 
-static char pending_instance[PGD_ID_LEN + 1];
+static char		 pending_instance[PGD_ID_LEN + 1];
 static NodeWrite pending[MAX_NODE_WRITES];
-static int	npending = 0;
-static bool flushing = false;
+static int		 npending = 0;
+static bool		 flushing = false;
 
 /* The step task being run, so that its node's end event carries the attempt. */
 static char current_node[PGD_ID_LEN + 1];
@@ -525,7 +700,7 @@ store_flush_node_writes(void)
 		return;
 	for (i = 0; i < n; i++)
 	{
-		NodeWrite  *w = &pending[i];
+		NodeWrite *w = &pending[i];
 
 		ids[i] = w->id;
 		scopes[i] = w->scope;
@@ -540,7 +715,8 @@ store_flush_node_writes(void)
 	values[2] = store_text_array(n, scopes);
 	values[3] = store_text_array(n, states);
 	values[4] = store_text_array(n, results);
-	values[5] = PointerGetDatum(construct_array(attempts, n, INT4OID, 4, true, TYPALIGN_INT));
+	values[5] = PointerGetDatum(construct_array(attempts, n, INT4OID, 4, true,
+												TYPALIGN_INT));
 	values[6] = store_text_array(n, details);
 
 	npending = 0;
@@ -571,11 +747,11 @@ current_attempt_of(const char *node_id)
 }
 
 static void
-buffer_node_write(const char *instance_id, const char *node_id, const char *scope,
-				  bool done, PgdOutcome outcome)
+buffer_node_write(const char *instance_id, const char *node_id,
+				  const char *scope, bool done, PgdOutcome outcome)
 {
-	NodeWrite  *w;
-	int			i;
+	NodeWrite *w;
+	int		   i;
 
 	if (npending > 0 && strcmp(pending_instance, instance_id) != 0)
 		store_flush_node_writes();
@@ -594,36 +770,42 @@ buffer_node_write(const char *instance_id, const char *node_id, const char *scop
 	w->scope = MemoryContextStrdup(TopTransactionContext, scope);
 	w->done = done;
 	w->ok = outcome.ok;
-	w->result = done && outcome.result ? MemoryContextStrdup(TopTransactionContext, outcome.result) : NULL;
+	w->result = done && outcome.result ?
+		MemoryContextStrdup(TopTransactionContext, outcome.result) :
+		NULL;
 	w->attempt = done ? current_attempt_of(node_id) : 0;
 	w->detail = done && !outcome.ok ?
-		MemoryContextStrdup(TopTransactionContext, pgd_event_detail("error", outcome.result)) : NULL;
+		MemoryContextStrdup(TopTransactionContext,
+							pgd_event_detail("error", outcome.result)) :
+		NULL;
 }
 
 /* The node starts in scope (its node_started event goes with the update). */
 void
-pgd_store_node_running(const char *instance_id, const char *node_id, const char *scope)
+pgd_store_node_running(const char *instance_id, const char *node_id,
+					   const char *scope)
 {
-	PgdOutcome	none = {true, NULL};
+	PgdOutcome none = {true, NULL};
 
 	buffer_node_write(instance_id, node_id, scope, false, none);
 }
 
 /* The node ends in scope with outcome. */
 void
-pgd_store_node_done(const char *instance_id, const char *node_id, const char *scope,
-					PgdOutcome outcome)
+pgd_store_node_done(const char *instance_id, const char *node_id,
+					const char *scope, PgdOutcome outcome)
 {
 	buffer_node_write(instance_id, node_id, scope, true, outcome);
 }
 
 /* Status and result (as JSON text; the error text of a failed node) of a node. */
 void
-pgd_store_node_state(const char *instance_id, const char *node_id, char **status,
-					 char **result)
+pgd_store_node_state(const char *instance_id, const char *node_id,
+					 char **status, char **result)
 {
 	if (RUN(STMT_NODE_STATE, instance_id, node_id) == 0)
-		elog(ERROR, "node %s of instance %s disappeared", node_id, instance_id);
+		elog(ERROR, "node %s of instance %s disappeared", node_id,
+			 instance_id);
 	*status = store_get_string(0, 1);
 	if (*status != NULL && strcmp(*status, "failed") == 0)
 		*result = store_get_string(0, 3);
@@ -633,12 +815,11 @@ pgd_store_node_state(const char *instance_id, const char *node_id, char **status
 
 /* id, status and stamp (execution_id) of the named nodes that exist. */
 int
-pgd_store_node_stamps(const char *instance_id, const char *const *node_ids, int n,
-					  char ***ids, char ***statuses, char ***stamps)
+pgd_store_node_stamps(const char *instance_id, const char *const *node_ids,
+					  int n, char ***ids, char ***statuses, char ***stamps)
 {
-	Datum		values[2];
-	int			rows,
-				i;
+	Datum values[2];
+	int	  rows, i;
 
 	values[0] = pgd_text_datum(instance_id);
 	values[1] = store_text_array(n, node_ids);
@@ -670,10 +851,11 @@ pgd_store_node_stamps(const char *instance_id, const char *const *node_ids, int 
  * The duration of instance ends is computed from the instance's creation.
  */
 void
-pgd_store_event_add(const char *instance_id, const char *kind, const char *node_id,
-					const char *scope, int attempt, const char *detail)
+pgd_store_event_add(const char *instance_id, const char *kind,
+					const char *node_id, const char *scope, int attempt,
+					const char *detail)
 {
-	char		attempt_s[16];
+	char attempt_s[16];
 
 	snprintf(attempt_s, sizeof(attempt_s), "%d", attempt);
 	RUN(STMT_EVENT_ADD, instance_id, kind, node_id, scope, attempt_s, detail);
@@ -683,8 +865,8 @@ pgd_store_event_add(const char *instance_id, const char *kind, const char *node_
 char *
 pgd_event_detail(const char *key, const char *text)
 {
-	DfJson	   *o = dfjson_make_object();
-	char	   *t = pstrdup(text ? text : "");
+	DfJson *o = dfjson_make_object();
+	char   *t = pstrdup(text ? text : "");
 
 	if (strlen(t) > PGD_EVENT_ERROR_LEN)
 		t[pg_mbcliplen(t, strlen(t), PGD_EVENT_ERROR_LEN)] = '\0';

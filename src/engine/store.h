@@ -40,12 +40,12 @@
 /* An instance's df_internal.runs row. */
 typedef struct PgdRunInfo
 {
-	Oid			submitted_by;
-	char	   *label;
-	char	   *vars;			/* jsonb text */
+	Oid				  submitted_by;
+	char			 *label;
+	char			 *vars; /* jsonb text */
 	PgdInstanceStatus status;
-	char	   *token;			/* created_at: this incarnation of the id */
-	char	   *database;		/* where the steps run; NULL = here */
+	char			 *token;	/* created_at: this incarnation of the id */
+	char			 *database; /* where the steps run; NULL = here */
 } PgdRunInfo;
 
 /* A claimed task, with its instance's runs row read in the same statement. */
@@ -53,50 +53,52 @@ typedef struct PgdClaim
 {
 	int64		id;
 	char	   *instance_id;
-	char	   *node_id;		/* NULL for start and deliver tasks */
+	char	   *node_id; /* NULL for start and deliver tasks */
 	char	   *scope;
 	PgdTaskKind kind;
 	int			attempts;
-	bool		has_run;		/* false: the instance has no runs row */
+	bool		has_run; /* false: the instance has no runs row */
 	PgdRunInfo	run;
 } PgdClaim;
 
 /* A df.nodes row as loaded for the graph cache. */
 typedef struct PgdStoredNode
 {
-	char	   *id;
-	char	   *type;
-	char	   *query;
-	char	   *result_name;
-	char	   *left;
-	char	   *right;
+	char *id;
+	char *type;
+	char *query;
+	char *result_name;
+	char *left;
+	char *right;
 } PgdStoredNode;
 
 /* A due HTTP task, for the HTTP worker's claim. */
 typedef struct PgdHttpDue
 {
-	int64		id;
-	char	   *instance_id;
-	char	   *node_id;
-	char	   *scope;
-	int			attempts;
+	int64 id;
+	char *instance_id;
+	char *node_id;
+	char *scope;
+	int	  attempts;
 } PgdHttpDue;
 
 /* One problem df.check() reports (df_internal.check_rows()). */
 typedef struct PgdProblem
 {
-	char	   *instance_id;
-	char	   *problem;
-	char	   *node_id;
-	char	   *scope;
-	char	   *detail;
+	char *instance_id;
+	char *problem;
+	char *node_id;
+	char *scope;
+	char *detail;
 } PgdProblem;
 
 /* --- instances and their runs rows --- */
-extern bool pgd_store_lock_run(const char *instance_id, PgdInstanceStatus *status);
+extern bool pgd_store_lock_run(const char		 *instance_id,
+							   PgdInstanceStatus *status);
 extern bool pgd_store_load_run(const char *instance_id, PgdRunInfo *run);
 extern void pgd_store_instance_started(const char *instance_id);
-extern bool pgd_store_instance_finished(const char *instance_id, PgdInstanceStatus status);
+extern bool pgd_store_instance_finished(const char		 *instance_id,
+										PgdInstanceStatus status);
 extern Oid	pgd_store_instance_submitter(const char *instance_id);
 extern void pgd_store_end_instance(const char *instance_id);
 extern int	pgd_store_load_nodes(const char *instance_id, char **root_id,
@@ -110,35 +112,37 @@ extern void pgd_store_timer_add(const char *instance_id, const char *node_id,
 extern void pgd_store_task_requeue(const PgdClaim *task, TimestampTz at);
 extern void pgd_store_task_delete(int64 task_id);
 extern void pgd_store_drop_scope(const char *instance_id, const char *scope);
-extern void pgd_store_drop_wait_timer(const char *instance_id, const char *node_id,
-									  const char *scope);
+extern void pgd_store_drop_wait_timer(const char *instance_id,
+									  const char *node_id, const char *scope);
 extern bool pgd_store_claim_by_id(int64 task_id, PgdClaim *claim);
 extern bool pgd_store_oldest_ready(int64 *task_id);
 extern bool pgd_store_next_due(TimestampTz *at);
 
 /* --- HTTP leases --- */
-extern int	pgd_store_http_due(int max, PgdHttpDue **rows);
+extern int	 pgd_store_http_due(int max, PgdHttpDue **rows);
 extern char *pgd_store_http_lease(int64 task_id, int seconds);
-extern bool pgd_store_http_lease_held(int64 task_id, const char *token);
-extern bool pgd_store_http_next_due(long *ms);
+extern bool	 pgd_store_http_lease_held(int64 task_id, const char *token);
+extern bool	 pgd_store_http_next_due(long *ms);
 
 /* --- nodes --- */
-extern void pgd_store_node_running(const char *instance_id, const char *node_id,
-								   const char *scope);
+extern void pgd_store_node_running(const char *instance_id,
+								   const char *node_id, const char *scope);
 extern void pgd_store_node_done(const char *instance_id, const char *node_id,
 								const char *scope, PgdOutcome outcome);
 extern void pgd_store_flush(void);
 extern void pgd_store_node_state(const char *instance_id, const char *node_id,
 								 char **status, char **result);
-extern int	pgd_store_node_stamps(const char *instance_id, const char *const *node_ids,
-								  int n, char ***ids, char ***statuses, char ***stamps);
+extern int	pgd_store_node_stamps(const char		*instance_id,
+								  const char *const *node_ids, int n,
+								  char ***ids, char ***statuses,
+								  char ***stamps);
 
 /* --- history --- */
-extern void pgd_store_event_add(const char *instance_id, const char *kind,
-								const char *node_id, const char *scope, int attempt,
-								const char *detail);
+extern void	 pgd_store_event_add(const char *instance_id, const char *kind,
+								 const char *node_id, const char *scope,
+								 int attempt, const char *detail);
 extern char *pgd_event_detail(const char *key, const char *text);
-extern void pgd_store_set_attempt(const char *node_id, int attempt);
+extern void	 pgd_store_set_attempt(const char *node_id, int attempt);
 
 /* --- JOIN counters and loop state --- */
 extern void pgd_store_join_open(const char *instance_id, const char *node_id,
@@ -147,55 +151,68 @@ extern int	pgd_store_join_count(const char *instance_id, const char *node_id,
 								 const char *scope);
 extern void pgd_store_join_close(const char *instance_id, const char *node_id,
 								 const char *scope);
-extern void pgd_store_joins_drop_scope(const char *instance_id, const char *scope);
+extern void pgd_store_joins_drop_scope(const char *instance_id,
+									   const char *scope);
 extern void pgd_store_loop_open(const char *instance_id, const char *node_id,
 								const char *scope);
 extern void pgd_store_loop_forget(const char *instance_id, const char *node_id,
 								  const char *scope);
-extern int	pgd_store_loop_next_generation(const char *instance_id, const char *node_id,
+extern int	pgd_store_loop_next_generation(const char *instance_id,
+										   const char *node_id,
 										   const char *scope);
-extern void pgd_store_loop_move_scope(const char *instance_id, const char *node_id,
-									  const char *from_scope, const char *to_scope);
-extern bool pgd_store_loop_count_iteration(const char *instance_id, const char *node_id,
-										   const char *scope, int64 *iterations,
+extern void pgd_store_loop_move_scope(const char *instance_id,
+									  const char *node_id,
+									  const char *from_scope,
+									  const char *to_scope);
+extern bool pgd_store_loop_count_iteration(const char  *instance_id,
+										   const char  *node_id,
+										   const char  *scope,
+										   int64	   *iterations,
 										   TimestampTz *started);
 
 /* --- named results --- */
 extern void pgd_store_result_save(const char *instance_id, const char *scope,
 								  const char *name, const char *value);
-extern void pgd_store_results_merge(const char *instance_id, const char *from_scope,
+extern void pgd_store_results_merge(const char *instance_id,
+									const char *from_scope,
 									const char *to_scope, bool keep);
-extern void pgd_store_results_move(const char *instance_id, const char *from_scope,
+extern void pgd_store_results_move(const char *instance_id,
+								   const char *from_scope,
 								   const char *to_scope);
-extern void pgd_store_results_drop_below(const char *instance_id, const char *scope);
-extern int	pgd_store_results_in(const char *instance_id, const char *const *scopes,
-								 int nscopes, char ***names, char ***values);
+extern void pgd_store_results_drop_below(const char *instance_id,
+										 const char *scope);
+extern int	pgd_store_results_in(const char		   *instance_id,
+								 const char *const *scopes, int nscopes,
+								 char ***names, char ***values);
 
 /* --- signals and waits --- */
-extern bool pgd_store_signal_take(const char *instance_id, const char *name, char **payload);
+extern bool pgd_store_signal_take(const char *instance_id, const char *name,
+								  char **payload);
 extern void pgd_store_signal_send(const char *instance_id, const char *name,
 								  const char *data, bool is_json);
 extern void pgd_store_wait_add(const char *instance_id, const char *node_id,
 							   const char *scope, const char *name);
 extern bool pgd_store_wait_remove(const char *instance_id, const char *node_id,
 								  const char *scope);
-extern bool pgd_store_wait_matched(const char *instance_id, char **node_id, char **scope,
-								   char **name);
+extern bool pgd_store_wait_matched(const char *instance_id, char **node_id,
+								   char **scope, char **name);
 
 /* --- executor 0: readiness and heartbeat; maintenance --- */
 extern char *pgd_store_announce_ready(void);
-extern bool pgd_store_heartbeat(const char *epoch_id);
-extern int	pgd_store_retention_batch(int days, int keep, int batch);
-extern int	pgd_store_problems(MemoryContext cxt, PgdProblem **problems);
-extern bool pgd_store_problem_still_there(const char *instance_id, const char *problem,
-										  const char *node_id);
-extern void pgd_store_drop_tasks_of_finished(const char *instance_id);
-extern bool pgd_store_restore_step_task(const char *instance_id, const char *node_id,
-										const char *scope);
-extern bool pgd_store_restore_timer(const char *instance_id, const char *node_id,
-									const char *scope);
+extern bool	 pgd_store_heartbeat(const char *epoch_id);
+extern int	 pgd_store_retention_batch(int days, int keep, int batch);
+extern int	 pgd_store_problems(MemoryContext cxt, PgdProblem **problems);
+extern bool	 pgd_store_problem_still_there(const char *instance_id,
+										   const char *problem,
+										   const char *node_id);
+extern void	 pgd_store_drop_tasks_of_finished(const char *instance_id);
+extern bool	 pgd_store_restore_step_task(const char *instance_id,
+										 const char *node_id,
+										 const char *scope);
+extern bool	 pgd_store_restore_timer(const char *instance_id,
+									 const char *node_id, const char *scope);
 
 /* the commit hook of the node buffer (from _PG_init) */
 extern void pgd_store_register_xact_callback(void);
 
-#endif							/* PG_DURABLE_STORE_H */
+#endif /* PG_DURABLE_STORE_H */

@@ -65,7 +65,7 @@ pgd_store_lock_run(const char *instance_id, PgdInstanceStatus *status)
 bool
 store_read_run(int col, PgdRunInfo *run)
 {
-	char	   *submitted_by = store_get_string(0, col);
+	char *submitted_by = store_get_string(0, col);
 
 	if (submitted_by == NULL)
 		return false;
@@ -84,8 +84,7 @@ store_read_run(int col, PgdRunInfo *run)
 bool
 pgd_store_load_run(const char *instance_id, PgdRunInfo *run)
 {
-	return RUN(STMT_RUN_LOAD, instance_id) > 0 &&
-		store_read_run(1, run);
+	return RUN(STMT_RUN_LOAD, instance_id) > 0 && store_read_run(1, run);
 }
 
 /* An instance begins: it is running (the caller holds its runs row). */
@@ -100,7 +99,8 @@ pgd_store_instance_started(const char *instance_id)
 bool
 pgd_store_instance_finished(const char *instance_id, PgdInstanceStatus status)
 {
-	return RUN(STMT_INSTANCE_FINISHED, instance_id, pgd_instance_status_name(status)) > 0;
+	return RUN(STMT_INSTANCE_FINISHED, instance_id,
+			   pgd_instance_status_name(status)) > 0;
 }
 
 /* The submitter df.instances records, InvalidOid if none. */
@@ -125,10 +125,10 @@ pgd_store_end_instance(const char *instance_id)
 
 /* The node rows of an instance and its root's id; 0 when it has none. */
 int
-pgd_store_load_nodes(const char *instance_id, char **root_id, PgdStoredNode **rows)
+pgd_store_load_nodes(const char *instance_id, char **root_id,
+					 PgdStoredNode **rows)
 {
-	int			n,
-				i;
+	int n, i;
 
 	if (RUN(STMT_INSTANCE_ROOT, instance_id) == 0)
 		return 0;
@@ -153,10 +153,10 @@ pgd_store_load_nodes(const char *instance_id, char **root_id, PgdStoredNode **ro
  */
 
 void
-pgd_store_join_open(const char *instance_id, const char *node_id, const char *scope,
-					int branches)
+pgd_store_join_open(const char *instance_id, const char *node_id,
+					const char *scope, int branches)
 {
-	Datum		values[4];
+	Datum values[4];
 
 	values[0] = pgd_text_datum(instance_id);
 	values[1] = pgd_text_datum(node_id);
@@ -167,17 +167,20 @@ pgd_store_join_open(const char *instance_id, const char *node_id, const char *sc
 
 /* One branch fewer: the number still running. */
 int
-pgd_store_join_count(const char *instance_id, const char *node_id, const char *scope)
+pgd_store_join_count(const char *instance_id, const char *node_id,
+					 const char *scope)
 {
-	bool		isnull;
+	bool isnull;
 
 	if (RUN(STMT_JOIN_COUNT, instance_id, node_id, scope) == 0)
-		elog(ERROR, "JOIN %s of instance %s has no branch counter", node_id, instance_id);
+		elog(ERROR, "JOIN %s of instance %s has no branch counter", node_id,
+			 instance_id);
 	return DatumGetInt32(store_get_datum(0, 1, &isnull));
 }
 
 void
-pgd_store_join_close(const char *instance_id, const char *node_id, const char *scope)
+pgd_store_join_close(const char *instance_id, const char *node_id,
+					 const char *scope)
 {
 	RUN(STMT_JOIN_CLOSE, instance_id, node_id, scope);
 }
@@ -189,13 +192,15 @@ pgd_store_joins_drop_scope(const char *instance_id, const char *scope)
 }
 
 void
-pgd_store_loop_open(const char *instance_id, const char *node_id, const char *scope)
+pgd_store_loop_open(const char *instance_id, const char *node_id,
+					const char *scope)
 {
 	RUN(STMT_LOOP_OPEN, instance_id, node_id, scope);
 }
 
 void
-pgd_store_loop_forget(const char *instance_id, const char *node_id, const char *scope)
+pgd_store_loop_forget(const char *instance_id, const char *node_id,
+					  const char *scope)
 {
 	RUN(STMT_LOOP_FORGET, instance_id, node_id, scope);
 }
@@ -205,10 +210,11 @@ int
 pgd_store_loop_next_generation(const char *instance_id, const char *node_id,
 							   const char *scope)
 {
-	bool		isnull;
+	bool isnull;
 
 	if (RUN(STMT_LOOP_NEXT_GENERATION, instance_id, node_id, scope) == 0)
-		elog(ERROR, "loop %s of instance %s has no state", node_id, instance_id);
+		elog(ERROR, "loop %s of instance %s has no state", node_id,
+			 instance_id);
 	return DatumGetInt32(store_get_datum(0, 1, &isnull));
 }
 
@@ -222,12 +228,14 @@ pgd_store_loop_move_scope(const char *instance_id, const char *node_id,
 /* Count an iteration: the count so far and when the current one began. */
 bool
 pgd_store_loop_count_iteration(const char *instance_id, const char *node_id,
-							   const char *scope, int64 *iterations, TimestampTz *started)
+							   const char *scope, int64 *iterations,
+							   TimestampTz *started)
 {
-	bool		isnull;
+	bool isnull;
 
 	if (RUN(STMT_LOOP_COUNT_ITERATION, instance_id, node_id, scope) == 0)
-		elog(ERROR, "loop %s of instance %s has no state", node_id, instance_id);
+		elog(ERROR, "loop %s of instance %s has no state", node_id,
+			 instance_id);
 	*iterations = DatumGetInt64(store_get_datum(0, 1, &isnull));
 	*started = DatumGetTimestampTz(store_get_datum(0, 2, &isnull));
 	return true;
@@ -239,8 +247,8 @@ pgd_store_loop_count_iteration(const char *instance_id, const char *node_id,
  */
 
 void
-pgd_store_result_save(const char *instance_id, const char *scope, const char *name,
-					  const char *value)
+pgd_store_result_save(const char *instance_id, const char *scope,
+					  const char *name, const char *value)
 {
 	RUN(STMT_RESULT_SAVE, instance_id, scope, name, value);
 }
@@ -260,7 +268,8 @@ pgd_store_results_merge(const char *instance_id, const char *from_scope,
 
 /* A scope's named results move to another scope (a loop's next generation). */
 void
-pgd_store_results_move(const char *instance_id, const char *from_scope, const char *to_scope)
+pgd_store_results_move(const char *instance_id, const char *from_scope,
+					   const char *to_scope)
 {
 	RUN(STMT_RESULTS_MOVE, instance_id, from_scope, to_scope);
 }
@@ -274,12 +283,11 @@ pgd_store_results_drop_below(const char *instance_id, const char *scope)
 
 /* Names and values (JSON text) of the named results of these scopes, outermost first. */
 int
-pgd_store_results_in(const char *instance_id, const char *const *scopes, int nscopes,
-					 char ***names, char ***values)
+pgd_store_results_in(const char *instance_id, const char *const *scopes,
+					 int nscopes, char ***names, char ***values)
 {
-	Datum		args[2];
-	int			n,
-				i;
+	Datum args[2];
+	int	  n, i;
 
 	args[0] = pgd_text_datum(instance_id);
 	args[1] = store_text_array(nscopes, scopes);
@@ -301,7 +309,8 @@ pgd_store_results_in(const char *instance_id, const char *const *scopes, int nsc
 
 /* Take the oldest buffered signal of this name; *payload is its JSON text. */
 bool
-pgd_store_signal_take(const char *instance_id, const char *name, char **payload)
+pgd_store_signal_take(const char *instance_id, const char *name,
+					  char **payload)
 {
 	if (RUN(STMT_SIGNAL_TAKE, instance_id, name) == 0)
 		return false;
@@ -314,10 +323,10 @@ pgd_store_signal_take(const char *instance_id, const char *name, char **payload)
  * transaction; nothing of the instance is locked (DESIGN.md §5 rule 2).
  */
 void
-pgd_store_signal_send(const char *instance_id, const char *name, const char *data,
-					  bool is_json)
+pgd_store_signal_send(const char *instance_id, const char *name,
+					  const char *data, bool is_json)
 {
-	Datum		values[4];
+	Datum values[4];
 
 	values[0] = pgd_text_datum(instance_id);
 	values[1] = pgd_text_datum(name);
@@ -328,22 +337,24 @@ pgd_store_signal_send(const char *instance_id, const char *name, const char *dat
 }
 
 void
-pgd_store_wait_add(const char *instance_id, const char *node_id, const char *scope,
-				   const char *name)
+pgd_store_wait_add(const char *instance_id, const char *node_id,
+				   const char *scope, const char *name)
 {
 	RUN(STMT_WAIT_ADD, instance_id, node_id, scope, name);
 }
 
 /* Remove a wait; false when it was not there (delivered meanwhile). */
 bool
-pgd_store_wait_remove(const char *instance_id, const char *node_id, const char *scope)
+pgd_store_wait_remove(const char *instance_id, const char *node_id,
+					  const char *scope)
 {
 	return RUN(STMT_WAIT_REMOVE, instance_id, node_id, scope) > 0;
 }
 
 /* The oldest registered wait for which a signal of its name is buffered. */
 bool
-pgd_store_wait_matched(const char *instance_id, char **node_id, char **scope, char **name)
+pgd_store_wait_matched(const char *instance_id, char **node_id, char **scope,
+					   char **name)
 {
 	if (RUN(STMT_WAIT_MATCHED, instance_id) == 0)
 		return false;
@@ -374,4 +385,3 @@ pgd_store_heartbeat(const char *epoch_id)
 {
 	return RUN(STMT_HEARTBEAT, epoch_id) > 0;
 }
-

@@ -17,7 +17,7 @@
 
 #include "executor/spi.h"
 
-struct PgdRunInfo;				/* store.h */
+struct PgdRunInfo; /* store.h */
 
 /*
  * The statements.  The order of the enum and of the table is the same;
@@ -94,14 +94,16 @@ typedef enum PgdStmt
  * Run statement s: the buffered node writes first, then its kept plan.
  * Returns SPI_processed; the rows are in SPI_tuptable.
  */
-extern int	store_run(PgdStmt s, const Datum *values, const char *nulls);
+extern int store_run(PgdStmt s, const Datum *values, const char *nulls);
 
 /* store_run with text arguments only (a NULL pointer is SQL NULL). */
-extern int	store_run_text(PgdStmt s, int nargs, const char *const *args);
+extern int store_run_text(PgdStmt s, int nargs, const char *const *args);
 
 #define RUN(stmt, ...) \
-	store_run_text((stmt), (int) (sizeof((const char *[]) {__VA_ARGS__}) / sizeof(const char *)), \
-				   (const char *[]) {__VA_ARGS__})
+	store_run_text((stmt), \
+				   (int) (sizeof((const char *[]){__VA_ARGS__}) / \
+						  sizeof(const char *)), \
+				   (const char *[]){__VA_ARGS__})
 
 /* Column col (1-based) of a result row, as text (NULL for SQL NULL) or a Datum. */
 extern char *store_get_string(int row, int col);
@@ -120,4 +122,4 @@ extern bool store_read_run(int col, struct PgdRunInfo *run);
 /* Write the buffered node updates now. */
 extern void store_flush_node_writes(void);
 
-#endif							/* PG_DURABLE_STORE_STMT_H */
+#endif /* PG_DURABLE_STORE_STMT_H */

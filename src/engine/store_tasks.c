@@ -35,18 +35,20 @@
  * queue scan for deliver tasks.  Timers go through pgd_store_timer_add.
  */
 void
-pgd_store_task_add(const char *instance_id, const char *node_id, const char *scope,
-				   PgdTaskKind kind)
+pgd_store_task_add(const char *instance_id, const char *node_id,
+				   const char *scope, PgdTaskKind kind)
 {
 	switch (kind)
 	{
 		case PGD_TASK_START:
 			RUN(STMT_TASK_START, instance_id);
-			pgd_task_ready_at_commit(strtoll(store_get_string(0, 1), NULL, 10));
+			pgd_task_ready_at_commit(strtoll(store_get_string(0, 1), NULL,
+											 10));
 			break;
 		case PGD_TASK_STEP:
 			RUN(STMT_TASK_STEP, instance_id, node_id, scope);
-			pgd_task_ready_at_commit(strtoll(store_get_string(0, 1), NULL, 10));
+			pgd_task_ready_at_commit(strtoll(store_get_string(0, 1), NULL,
+											 10));
 			break;
 		case PGD_TASK_HTTP:
 			RUN(STMT_TASK_HTTP, instance_id, node_id, scope);
@@ -64,10 +66,10 @@ pgd_store_task_add(const char *instance_id, const char *node_id, const char *sco
 
 /* A timer task due at 'at'; an idle executor must recompute how long to sleep. */
 void
-pgd_store_timer_add(const char *instance_id, const char *node_id, const char *scope,
-					TimestampTz at)
+pgd_store_timer_add(const char *instance_id, const char *node_id,
+					const char *scope, TimestampTz at)
 {
-	Datum		values[4];
+	Datum values[4];
 
 	values[0] = pgd_text_datum(instance_id);
 	values[1] = pgd_text_datum(node_id);
@@ -81,8 +83,8 @@ pgd_store_timer_add(const char *instance_id, const char *node_id, const char *sc
 void
 pgd_store_task_requeue(const PgdClaim *task, TimestampTz at)
 {
-	Datum		values[6];
-	char		nulls[6] = "      ";
+	Datum values[6];
+	char  nulls[6] = "      ";
 
 	values[0] = pgd_text_datum(task->instance_id);
 	if (task->node_id)
@@ -100,7 +102,7 @@ pgd_store_task_requeue(const PgdClaim *task, TimestampTz at)
 void
 pgd_store_task_delete(int64 task_id)
 {
-	Datum		values[1];
+	Datum values[1];
 
 	values[0] = Int64GetDatum(task_id);
 	store_run(STMT_TASK_DELETE, values, NULL);
@@ -122,7 +124,8 @@ pgd_store_drop_scope(const char *instance_id, const char *scope)
 
 /* A wait got its signal: its timeout timer is not needed (one being fired finds the wait gone). */
 void
-pgd_store_drop_wait_timer(const char *instance_id, const char *node_id, const char *scope)
+pgd_store_drop_wait_timer(const char *instance_id, const char *node_id,
+						  const char *scope)
 {
 	RUN(STMT_TASK_DROP_WAIT_TIMER, instance_id, node_id, scope);
 }
@@ -131,8 +134,8 @@ pgd_store_drop_wait_timer(const char *instance_id, const char *node_id, const ch
 bool
 pgd_store_claim_by_id(int64 task_id, PgdClaim *c)
 {
-	Datum		values[1];
-	char	   *kind;
+	Datum values[1];
+	char *kind;
 
 	values[0] = Int64GetDatum(task_id);
 	if (store_run(STMT_TASK_CLAIM, values, NULL) == 0)
@@ -167,8 +170,8 @@ pgd_store_oldest_ready(int64 *task_id)
 bool
 pgd_store_next_due(TimestampTz *at)
 {
-	bool		isnull;
-	Datum		next;
+	bool  isnull;
+	Datum next;
 
 	store_run(STMT_TASK_NEXT_DUE, NULL, NULL);
 	next = store_get_datum(0, 1, &isnull);
@@ -187,9 +190,8 @@ pgd_store_next_due(TimestampTz *at)
 int
 pgd_store_http_due(int max, PgdHttpDue **rows)
 {
-	Datum		values[1];
-	int			n,
-				i;
+	Datum values[1];
+	int	  n, i;
 
 	values[0] = Int64GetDatum(max);
 	n = store_run(STMT_HTTP_DUE, values, NULL);
@@ -209,7 +211,7 @@ pgd_store_http_due(int max, PgdHttpDue **rows)
 char *
 pgd_store_http_lease(int64 task_id, int seconds)
 {
-	Datum		values[2];
+	Datum values[2];
 
 	values[0] = Int64GetDatum(task_id);
 	values[1] = Int32GetDatum(seconds);
@@ -224,8 +226,8 @@ pgd_store_http_lease(int64 task_id, int seconds)
 bool
 pgd_store_http_lease_held(int64 task_id, const char *token)
 {
-	Datum		values[1];
-	char	   *held;
+	Datum values[1];
+	char *held;
 
 	values[0] = Int64GetDatum(task_id);
 	return store_run(STMT_HTTP_LEASE_TOKEN, values, NULL) > 0 &&
@@ -236,9 +238,10 @@ pgd_store_http_lease_held(int64 task_id, const char *token)
 bool
 pgd_store_http_next_due(long *ms)
 {
-	char	   *v;
+	char *v;
 
-	if (store_run(STMT_HTTP_NEXT_DUE, NULL, NULL) == 0 || (v = store_get_string(0, 1)) == NULL)
+	if (store_run(STMT_HTTP_NEXT_DUE, NULL, NULL) == 0 ||
+		(v = store_get_string(0, 1)) == NULL)
 		return false;
 	*ms = strtol(v, NULL, 10);
 	return true;
@@ -253,7 +256,7 @@ pgd_store_http_next_due(long *ms)
 int
 pgd_store_retention_batch(int days, int keep, int batch)
 {
-	Datum		values[3];
+	Datum values[3];
 
 	values[0] = Int32GetDatum(days);
 	values[1] = Int32GetDatum(keep);
@@ -268,8 +271,8 @@ pgd_store_retention_batch(int days, int keep, int batch)
 int
 pgd_store_problems(MemoryContext cxt, PgdProblem **problems)
 {
-	int			n = store_run(STMT_PROBLEMS, NULL, NULL);
-	int			i;
+	int n = store_run(STMT_PROBLEMS, NULL, NULL);
+	int i;
 
 	*problems = MemoryContextAlloc(cxt, sizeof(PgdProblem) * Max(n, 1));
 	for (i = 0; i < n; i++)
@@ -279,9 +282,13 @@ pgd_store_problems(MemoryContext cxt, PgdProblem **problems)
 
 		p->instance_id = MemoryContextStrdup(cxt, store_get_string(i, 1));
 		p->problem = MemoryContextStrdup(cxt, store_get_string(i, 2));
-		p->node_id = (v = store_get_string(i, 3)) ? MemoryContextStrdup(cxt, v) : NULL;
-		p->scope = (v = store_get_string(i, 4)) ? MemoryContextStrdup(cxt, v) : NULL;
-		p->detail = (v = store_get_string(i, 5)) ? MemoryContextStrdup(cxt, v) : MemoryContextStrdup(cxt, "");
+		p->node_id =
+			(v = store_get_string(i, 3)) ? MemoryContextStrdup(cxt, v) : NULL;
+		p->scope =
+			(v = store_get_string(i, 4)) ? MemoryContextStrdup(cxt, v) : NULL;
+		p->detail = (v = store_get_string(i, 5)) ?
+			MemoryContextStrdup(cxt, v) :
+			MemoryContextStrdup(cxt, "");
 	}
 	return n;
 }
@@ -303,7 +310,8 @@ pgd_store_drop_tasks_of_finished(const char *instance_id)
 
 /* A running SQL/HTTP leaf without a task gets a new one, as if just enqueued. */
 bool
-pgd_store_restore_step_task(const char *instance_id, const char *node_id, const char *scope)
+pgd_store_restore_step_task(const char *instance_id, const char *node_id,
+							const char *scope)
 {
 	if (RUN(STMT_RESTORE_STEP_TASK, instance_id, node_id, scope) == 0)
 		return false;
@@ -318,11 +326,11 @@ pgd_store_restore_step_task(const char *instance_id, const char *node_id, const 
  * seconds; a WAIT_SCHEDULE the next cron tick after it started.
  */
 bool
-pgd_store_restore_timer(const char *instance_id, const char *node_id, const char *scope)
+pgd_store_restore_timer(const char *instance_id, const char *node_id,
+						const char *scope)
 {
 	if (RUN(STMT_RESTORE_TIMER, instance_id, node_id, scope) == 0)
 		return false;
 	pgd_wake_at_commit(1);
 	return true;
 }
-

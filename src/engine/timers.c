@@ -39,7 +39,7 @@
 static PgdOutcome
 outcome_ok(char *json)
 {
-	PgdOutcome	o = {true, json};
+	PgdOutcome o = {true, json};
 
 	return o;
 }
@@ -58,9 +58,9 @@ after_seconds(TimestampTz now, int64 seconds)
 char *
 pgd_signal_result(const char *name, bool timed_out, const char *payload)
 {
-	DfJson	   *r = dfjson_make_object();
-	DfJson	   *data = NULL;
-	char	   *err = NULL;
+	DfJson *r = dfjson_make_object();
+	DfJson *data = NULL;
+	char   *err = NULL;
 
 	if (payload)
 		data = dfjson_parse(payload, strlen(payload), &err);
@@ -71,12 +71,13 @@ pgd_signal_result(const char *name, bool timed_out, const char *payload)
 }
 
 bool
-pgd_timer_start(const PgdGraph *g, int n, const char *scope, PgdOutcome *outcome)
+pgd_timer_start(const PgdGraph *g, int n, const char *scope,
+				PgdOutcome *outcome)
 {
 	const PgdNode *node = &g->nodes[n];
-	TimestampTz now = GetCurrentTimestamp();
-	TimestampTz next;
-	char	   *payload;
+	TimestampTz	   now = GetCurrentTimestamp();
+	TimestampTz	   next;
+	char		  *payload;
 
 	switch (node->type)
 	{
@@ -88,14 +89,15 @@ pgd_timer_start(const PgdGraph *g, int n, const char *scope, PgdOutcome *outcome
 		case DF_NODE_WAIT_SCHEDULE:
 			if (node->cron_error != NULL)
 			{
-				*outcome = pgd_failure(PGD_MSG_INVALID_CRON,
-									   node->cron_expr, node->cron_error);
+				*outcome = pgd_failure(PGD_MSG_INVALID_CRON, node->cron_expr,
+									   node->cron_error);
 				return true;
 			}
 			if (!df_cron_next(&node->cron, now, &next))
 			{
-				*outcome = pgd_failure("Cron expression '%s' has no upcoming time",
-									   node->cron_expr);
+				*outcome =
+					pgd_failure("Cron expression '%s' has no upcoming time",
+								node->cron_expr);
 				return true;
 			}
 			pgd_store_timer_add(g->instance_id, node->id, scope, next);
@@ -107,37 +109,46 @@ pgd_timer_start(const PgdGraph *g, int n, const char *scope, PgdOutcome *outcome
 				*outcome = pgd_failure(PGD_MSG_SIGNAL_NAME_EMPTY);
 				return true;
 			}
-			if (pgd_store_signal_take(g->instance_id, node->signal_name, &payload))
+			if (pgd_store_signal_take(g->instance_id, node->signal_name,
+									  &payload))
 			{
-				pgd_store_event_add(g->instance_id, "signal_received", node->id, scope, 0,
-									pgd_event_detail("name", node->signal_name));
-				*outcome = outcome_ok(pgd_signal_result(node->signal_name, false, payload));
+				pgd_store_event_add(g->instance_id, "signal_received",
+									node->id, scope, 0,
+									pgd_event_detail("name",
+													 node->signal_name));
+				*outcome = outcome_ok(pgd_signal_result(node->signal_name,
+														false, payload));
 				return true;
 			}
-			pgd_store_wait_add(g->instance_id, node->id, scope, node->signal_name);
+			pgd_store_wait_add(g->instance_id, node->id, scope,
+							   node->signal_name);
 			if (node->has_timeout)
 				pgd_store_timer_add(g->instance_id, node->id, scope,
 									after_seconds(now, node->timeout_seconds));
 			return false;
 
 		default:
-			elog(ERROR, "node type %s is not a timer", df_node_type_name(node->type));
+			elog(ERROR, "node type %s is not a timer",
+				 df_node_type_name(node->type));
 	}
-	return false;				/* keep compiler quiet */
+	return false; /* keep compiler quiet */
 }
 
 bool
-pgd_timer_fired(const PgdGraph *g, int n, const char *scope, PgdOutcome *outcome)
+pgd_timer_fired(const PgdGraph *g, int n, const char *scope,
+				PgdOutcome *outcome)
 {
 	const PgdNode *node = &g->nodes[n];
-	DfJson	   *r;
+	DfJson		  *r;
 
 	switch (node->type)
 	{
 		case DF_NODE_SLEEP:
 			r = dfjson_make_object();
 			dfjson_object_add(r, "slept", dfjson_make_bool(true));
-			dfjson_object_add(r, "seconds", dfjson_make_number(node->query ? node->query : "0"));
+			dfjson_object_add(r, "seconds",
+							  dfjson_make_number(node->query ? node->query :
+															   "0"));
 			*outcome = outcome_ok(dfjson_to_text(r));
 			return true;
 
@@ -147,13 +158,16 @@ pgd_timer_fired(const PgdGraph *g, int n, const char *scope, PgdOutcome *outcome
 
 		case DF_NODE_SIGNAL:
 			if (!pgd_store_wait_remove(g->instance_id, node->id, scope))
-				return false;	/* delivered meanwhile */
-			*outcome = outcome_ok(pgd_signal_result(node->signal_name ? node->signal_name : "",
+				return false; /* delivered meanwhile */
+			*outcome = outcome_ok(pgd_signal_result(node->signal_name ?
+														node->signal_name :
+														"",
 													true, NULL));
 			return true;
 
 		default:
-			elog(ERROR, "node type %s has no timer", df_node_type_name(node->type));
+			elog(ERROR, "node type %s has no timer",
+				 df_node_type_name(node->type));
 	}
-	return false;				/* keep compiler quiet */
+	return false; /* keep compiler quiet */
 }

@@ -25,16 +25,19 @@
  * the node is done at once (a signal was buffered, the config is bad) with
  * *outcome; else it now waits.
  */
-extern bool pgd_timer_start(const PgdGraph *g, int n, const char *scope, PgdOutcome *outcome);
+extern bool pgd_timer_start(const PgdGraph *g, int n, const char *scope,
+							PgdOutcome *outcome);
 
 /*
  * A timer of node n fell due (the caller checked that n is live in scope).
  * Returns true when the node is done with *outcome; false when there is
  * nothing to do (its signal was delivered meanwhile).
  */
-extern bool pgd_timer_fired(const PgdGraph *g, int n, const char *scope, PgdOutcome *outcome);
+extern bool pgd_timer_fired(const PgdGraph *g, int n, const char *scope,
+							PgdOutcome *outcome);
 
 /* The result of a SIGNAL node: {"signal_name":..,"timed_out":..,"data":..}. */
-extern char *pgd_signal_result(const char *name, bool timed_out, const char *payload);
+extern char *pgd_signal_result(const char *name, bool timed_out,
+							   const char *payload);
 
-#endif							/* PG_DURABLE_TIMERS_H */
+#endif /* PG_DURABLE_TIMERS_H */

@@ -37,7 +37,8 @@ pgd_start_action(const PgdNode *node)
 		case DF_NODE_THEN:
 			return PGD_START_LEFT;
 		case DF_NODE_IF:
-			return node->condition >= 0 ? PGD_START_CONDITION : PGD_START_IF_ROWS;
+			return node->condition >= 0 ? PGD_START_CONDITION :
+										  PGD_START_IF_ROWS;
 		case DF_NODE_JOIN:
 			return PGD_START_BRANCHES;
 		case DF_NODE_RACE:
@@ -53,8 +54,8 @@ pgd_start_action(const PgdNode *node)
 bool
 pgd_result_truthy(const char *result)
 {
-	char	   *err = NULL;
-	DfJson	   *v = dfjson_parse(result, strlen(result), &err);
+	char   *err = NULL;
+	DfJson *v = dfjson_parse(result, strlen(result), &err);
 
 	return v ? pgd_truthy(v) : pgd_truthy_text(result);
 }
@@ -85,7 +86,8 @@ pgd_react(const PgdGraph *g, int parent, int child, PgdOutcome outcome)
 		case DF_NODE_IF:
 			if (child == p->condition && outcome.ok)
 				return reaction(PGD_REACT_START,
-								pgd_result_truthy(outcome.result) ? p->left : p->right,
+								pgd_result_truthy(outcome.result) ? p->left :
+																	p->right,
 								outcome);
 			return reaction(PGD_REACT_COMPLETE, -1, outcome);
 
@@ -99,7 +101,8 @@ pgd_react(const PgdGraph *g, int parent, int child, PgdOutcome outcome)
 			if (!outcome.ok)
 				return reaction(PGD_REACT_LOOP_END, -1, outcome);
 			if (child == p->left && p->condition >= 0)
-				return reaction(PGD_REACT_LOOP_CONDITION, p->condition, outcome);
+				return reaction(PGD_REACT_LOOP_CONDITION, p->condition,
+								outcome);
 			if (child == p->condition && !pgd_result_truthy(outcome.result))
 				return reaction(PGD_REACT_LOOP_END_LAST, -1, outcome);
 			return reaction(PGD_REACT_LOOP_AGAIN, -1, outcome);
@@ -110,10 +113,11 @@ pgd_react(const PgdGraph *g, int parent, int child, PgdOutcome outcome)
 }
 
 bool
-pgd_if_rows_decide(const PgdNode *node, const DfJson *visible_results, char **error)
+pgd_if_rows_decide(const PgdNode *node, const DfJson *visible_results,
+				   char **error)
 {
-	DfJson	   *r;
-	DfJson	   *rc;
+	DfJson *r;
+	DfJson *rc;
 
 	*error = NULL;
 	if (node->if_rows_name == NULL)
@@ -130,8 +134,7 @@ pgd_if_rows_decide(const PgdNode *node, const DfJson *visible_results, char **er
 	rc = dfjson_get(r, "row_count");
 	if (rc == NULL || rc->type != DFJ_NUMBER)
 	{
-		*error = psprintf(PGD_MSG_IF_ROWS_NOT_SQL,
-						  node->if_rows_name);
+		*error = psprintf(PGD_MSG_IF_ROWS_NOT_SQL, node->if_rows_name);
 		return false;
 	}
 	return strtod(rc->str, NULL) > 0;
@@ -146,16 +149,19 @@ pgd_join_width(const PgdNode *join)
 int
 pgd_join_branch(const PgdNode *join, int i)
 {
-	return (i == 0) ? join->left : (i == 1) ? join->right : join->extras[i - 2];
+	return (i == 0) ? join->left :
+		(i == 1)	? join->right :
+					  join->extras[i - 2];
 }
 
 PgdOutcome
-pgd_join_outcome(const PgdNode *join, char *const *statuses, char *const *results)
+pgd_join_outcome(const PgdNode *join, char *const *statuses,
+				 char *const *results)
 {
-	int			n = pgd_join_width(join);
+	int			   n = pgd_join_width(join);
 	StringInfoData arr;
-	PgdOutcome	ok;
-	int			i;
+	PgdOutcome	   ok;
+	int			   i;
 
 	/* the first failure in branch order decides; branches count from 1 */
 	for (i = 0; i < n; i++)
@@ -189,7 +195,8 @@ pgd_race_outcome(const PgdNode *race, int winner, PgdOutcome outcome)
 	if (outcome.ok)
 		return outcome;
 	return pgd_failure(PGD_MSG_RACE_BRANCH_FAILED,
-					   winner == race->left ? "left" : "right", outcome.result);
+					   winner == race->left ? "left" : "right",
+					   outcome.result);
 }
 
 /*
@@ -198,8 +205,8 @@ pgd_race_outcome(const PgdNode *race, int winner, PgdOutcome outcome)
  * PGD_MAX_LOOP_ITERATIONS iterations.
  */
 PgdLoopPace
-pgd_loop_pace(int64 iterations, TimestampTz started, TimestampTz now, int floor_ms,
-			  TimestampTz *due)
+pgd_loop_pace(int64 iterations, TimestampTz started, TimestampTz now,
+			  int floor_ms, TimestampTz *due)
 {
 	if (iterations > PGD_MAX_LOOP_ITERATIONS)
 		return PGD_LOOP_TOO_MANY;
@@ -210,16 +217,16 @@ pgd_loop_pace(int64 iterations, TimestampTz started, TimestampTz now, int floor_
 PgdOutcome
 pgd_loop_limit_failure(void)
 {
-	return pgd_failure(PGD_MSG_LOOP_MAX_ITERATIONS,
-					   PGD_MAX_LOOP_ITERATIONS);
+	return pgd_failure(PGD_MSG_LOOP_MAX_ITERATIONS, PGD_MAX_LOOP_ITERATIONS);
 }
 
 int
 pgd_enclosing_loop(const PgdGraph *g, int n)
 {
-	int			a;
+	int a;
 
-	for (a = g->nodes[n].parent; a >= 0 && g->nodes[a].type != DF_NODE_LOOP; a = g->nodes[a].parent)
+	for (a = g->nodes[n].parent; a >= 0 && g->nodes[a].type != DF_NODE_LOOP;
+		 a = g->nodes[a].parent)
 		;
 	return a;
 }
@@ -241,7 +248,7 @@ bool
 pgd_live(const PgdGraph *g, int n, const char *scope, int rows,
 		 char *const *ids, char *const *statuses, char *const *stamps)
 {
-	int			i;
+	int i;
 
 	for (i = 0; i < rows; i++)
 	{

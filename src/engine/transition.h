@@ -36,19 +36,19 @@
 /* What starting a node does, besides marking it running. */
 typedef enum PgdStartAction
 {
-	PGD_START_STEP,				/* a SQL leaf: a step task */
-	PGD_START_HTTP,				/* an HTTP leaf: a task for the HTTP worker */
-	PGD_START_TIMER,			/* SLEEP, WAIT_SCHEDULE, SIGNAL: timers.c */
-	PGD_START_LEFT,				/* THEN: its left child, in its scope */
-	PGD_START_CONDITION,		/* IF: its condition node, in its scope */
-	PGD_START_IF_ROWS,			/* IF without a condition node: df.if_rows */
-	PGD_START_BRANCHES,			/* JOIN: a counter, then every branch in a
+	PGD_START_STEP,		  /* a SQL leaf: a step task */
+	PGD_START_HTTP,		  /* an HTTP leaf: a task for the HTTP worker */
+	PGD_START_TIMER,	  /* SLEEP, WAIT_SCHEDULE, SIGNAL: timers.c */
+	PGD_START_LEFT,		  /* THEN: its left child, in its scope */
+	PGD_START_CONDITION,  /* IF: its condition node, in its scope */
+	PGD_START_IF_ROWS,	  /* IF without a condition node: df.if_rows */
+	PGD_START_BRANCHES,	  /* JOIN: a counter, then every branch in a
 								 * scope of its own */
-	PGD_START_RACE,				/* RACE: the left branch, then the right one
+	PGD_START_RACE,		  /* RACE: the left branch, then the right one
 								 * unless the left decided the race */
-	PGD_START_LOOP,				/* LOOP: its state, then its body */
-	PGD_START_BREAK,			/* BREAK: unwind to the nearest loop */
-	PGD_START_UNSUPPORTED		/* a type this engine cannot run: it fails */
+	PGD_START_LOOP,		  /* LOOP: its state, then its body */
+	PGD_START_BREAK,	  /* BREAK: unwind to the nearest loop */
+	PGD_START_UNSUPPORTED /* a type this engine cannot run: it fails */
 } PgdStartAction;
 
 extern PgdStartAction pgd_start_action(const PgdNode *node);
@@ -56,36 +56,38 @@ extern PgdStartAction pgd_start_action(const PgdNode *node);
 /* How a parent reacts when one of its children finished. */
 typedef enum PgdReactionKind
 {
-	PGD_REACT_START,			/* start node `next` in the parent's scope */
-	PGD_REACT_COMPLETE,			/* the parent completes with `outcome` */
-	PGD_REACT_JOIN_COUNT,		/* one JOIN branch fewer running */
-	PGD_REACT_RACE_DECIDED,		/* the child decided the RACE */
-	PGD_REACT_LOOP_CONDITION,	/* run the while-condition `next` in the
+	PGD_REACT_START,		  /* start node `next` in the parent's scope */
+	PGD_REACT_COMPLETE,		  /* the parent completes with `outcome` */
+	PGD_REACT_JOIN_COUNT,	  /* one JOIN branch fewer running */
+	PGD_REACT_RACE_DECIDED,	  /* the child decided the RACE */
+	PGD_REACT_LOOP_CONDITION, /* run the while-condition `next` in the
 								 * body's scope */
-	PGD_REACT_LOOP_AGAIN,		/* the loop's next iteration */
-	PGD_REACT_LOOP_END,			/* the loop ends with `outcome` */
-	PGD_REACT_LOOP_END_LAST,	/* the loop ends with its last body result */
-	PGD_REACT_INVALID			/* the parent cannot have children */
+	PGD_REACT_LOOP_AGAIN,	  /* the loop's next iteration */
+	PGD_REACT_LOOP_END,		  /* the loop ends with `outcome` */
+	PGD_REACT_LOOP_END_LAST,  /* the loop ends with its last body result */
+	PGD_REACT_INVALID		  /* the parent cannot have children */
 } PgdReactionKind;
 
 typedef struct PgdReaction
 {
 	PgdReactionKind kind;
-	int			next;			/* START, LOOP_CONDITION */
-	PgdOutcome	outcome;		/* COMPLETE, LOOP_END */
+	int				next;	 /* START, LOOP_CONDITION */
+	PgdOutcome		outcome; /* COMPLETE, LOOP_END */
 } PgdReaction;
 
-extern PgdReaction pgd_react(const PgdGraph *g, int parent, int child, PgdOutcome outcome);
+extern PgdReaction pgd_react(const PgdGraph *g, int parent, int child,
+							 PgdOutcome outcome);
 
 /* Truthiness of a condition's result (reference §1.7), JSON or plain text. */
 extern bool pgd_result_truthy(const char *result);
 
 /* df.if_rows: does the named result have rows?  Sets *error when it cannot tell. */
-extern bool pgd_if_rows_decide(const PgdNode *node, const DfJson *visible_results, char **error);
+extern bool pgd_if_rows_decide(const PgdNode *node,
+							   const DfJson *visible_results, char **error);
 
 /* JOIN branches: how many, and the node of branch i (0-based). */
-extern int	pgd_join_width(const PgdNode *join);
-extern int	pgd_join_branch(const PgdNode *join, int i);
+extern int pgd_join_width(const PgdNode *join);
+extern int pgd_join_branch(const PgdNode *join, int i);
 
 /*
  * The outcome of a JOIN whose branches have all finished, from their
@@ -95,25 +97,27 @@ extern PgdOutcome pgd_join_outcome(const PgdNode *join, char *const *statuses,
 								   char *const *results);
 
 /* RACE: the branch that did not win, and the race's outcome. */
-extern int	pgd_race_loser(const PgdNode *race, int winner);
-extern PgdOutcome pgd_race_outcome(const PgdNode *race, int winner, PgdOutcome outcome);
+extern int		  pgd_race_loser(const PgdNode *race, int winner);
+extern PgdOutcome pgd_race_outcome(const PgdNode *race, int winner,
+								   PgdOutcome outcome);
 
 /* When the next loop iteration may begin. */
 typedef enum PgdLoopPace
 {
-	PGD_LOOP_NOW,				/* at once */
-	PGD_LOOP_LATER,				/* at *due (a timer) */
-	PGD_LOOP_TOO_MANY			/* never: the loop fails */
+	PGD_LOOP_NOW,	  /* at once */
+	PGD_LOOP_LATER,	  /* at *due (a timer) */
+	PGD_LOOP_TOO_MANY /* never: the loop fails */
 } PgdLoopPace;
 
 #define PGD_MAX_LOOP_ITERATIONS 100000
 
-extern PgdLoopPace pgd_loop_pace(int64 iterations, TimestampTz started, TimestampTz now,
-								 int floor_ms, TimestampTz *due);
-extern PgdOutcome pgd_loop_limit_failure(void);
+extern PgdLoopPace pgd_loop_pace(int64 iterations, TimestampTz started,
+								 TimestampTz now, int floor_ms,
+								 TimestampTz *due);
+extern PgdOutcome  pgd_loop_limit_failure(void);
 
 /* The nearest LOOP above node n, or -1; and the failure of a break outside any. */
-extern int	pgd_enclosing_loop(const PgdGraph *g, int n);
+extern int		  pgd_enclosing_loop(const PgdGraph *g, int n);
 extern PgdOutcome pgd_break_outside_loop(void);
 
 /* A node type the engine cannot run. */
@@ -126,6 +130,7 @@ extern PgdOutcome pgd_unsupported_node(const PgdNode *node);
  * a failed instance).
  */
 extern bool pgd_live(const PgdGraph *g, int n, const char *scope, int rows,
-					 char *const *ids, char *const *statuses, char *const *stamps);
+					 char *const *ids, char *const *statuses,
+					 char *const *stamps);
 
-#endif							/* PG_DURABLE_TRANSITION_H */
+#endif /* PG_DURABLE_TRANSITION_H */

@@ -14,18 +14,14 @@
 #include "engine/types.h"
 
 static const char *const task_kinds[] = {
-	[PGD_TASK_START] = "start",
-	[PGD_TASK_STEP] = "step",
-	[PGD_TASK_TIMER] = "timer",
-	[PGD_TASK_DELIVER] = "deliver",
+	[PGD_TASK_START] = "start", [PGD_TASK_STEP] = "step",
+	[PGD_TASK_TIMER] = "timer", [PGD_TASK_DELIVER] = "deliver",
 	[PGD_TASK_HTTP] = "http",
 };
 
 static const char *const instance_statuses[] = {
-	[PGD_INSTANCE_PENDING] = "pending",
-	[PGD_INSTANCE_RUNNING] = "running",
-	[PGD_INSTANCE_COMPLETED] = "completed",
-	[PGD_INSTANCE_FAILED] = "failed",
+	[PGD_INSTANCE_PENDING] = "pending",		[PGD_INSTANCE_RUNNING] = "running",
+	[PGD_INSTANCE_COMPLETED] = "completed", [PGD_INSTANCE_FAILED] = "failed",
 	[PGD_INSTANCE_CANCELLED] = "cancelled",
 };
 
@@ -39,7 +35,7 @@ static const char *const node_statuses[] = {
 static bool
 parse_name(const char *const *names, int n, const char *name, int *out)
 {
-	int			i;
+	int i;
 
 	if (name == NULL)
 		return false;
@@ -61,7 +57,7 @@ pgd_task_kind_name(PgdTaskKind kind)
 bool
 pgd_task_kind_parse(const char *name, PgdTaskKind *kind)
 {
-	int			i;
+	int i;
 
 	if (!parse_name(task_kinds, lengthof(task_kinds), name, &i))
 		return false;
@@ -78,7 +74,7 @@ pgd_instance_status_name(PgdInstanceStatus status)
 bool
 pgd_instance_status_parse(const char *name, PgdInstanceStatus *status)
 {
-	int			i;
+	int i;
 
 	if (!parse_name(instance_statuses, lengthof(instance_statuses), name, &i))
 		return false;
@@ -89,7 +85,7 @@ pgd_instance_status_parse(const char *name, PgdInstanceStatus *status)
 bool
 pgd_node_status_parse(const char *name, PgdNodeStatus *status)
 {
-	int			i;
+	int i;
 
 	if (!parse_name(node_statuses, lengthof(node_statuses), name, &i))
 		return false;
@@ -108,16 +104,16 @@ pgd_is_terminal(const char *status)
 }
 
 PgdOutcome
-pgd_failure(const char *fmt,...)
+pgd_failure(const char *fmt, ...)
 {
-	PgdOutcome	o;
+	PgdOutcome	   o;
 	StringInfoData buf;
 
 	initStringInfo(&buf);
 	for (;;)
 	{
-		va_list		args;
-		int			needed;
+		va_list args;
+		int		needed;
 
 		va_start(args, fmt);
 		needed = appendStringInfoVA(&buf, fmt, args);

@@ -35,8 +35,8 @@
 /* The outcome of a node. */
 typedef struct PgdOutcome
 {
-	bool		ok;
-	char	   *result;			/* ok: result JSON text; else the error text */
+	bool  ok;
+	char *result; /* ok: result JSON text; else the error text */
 } PgdOutcome;
 
 /*
@@ -45,13 +45,13 @@ typedef struct PgdOutcome
  */
 typedef enum PgdTaskKind
 {
-	PGD_TASK_START,				/* df.start made it; -> the root starts */
-	PGD_TASK_STEP,				/* a SQL leaf runs; -> the node completes, or
+	PGD_TASK_START,	  /* df.start made it; -> the root starts */
+	PGD_TASK_STEP,	  /* a SQL leaf runs; -> the node completes, or
 								 * the task is put back (user deadlock) */
-	PGD_TASK_TIMER,				/* a SLEEP, WAIT_SCHEDULE, signal timeout or
+	PGD_TASK_TIMER,	  /* a SLEEP, WAIT_SCHEDULE, signal timeout or
 								 * loop iteration fell due; -> the node moves on */
-	PGD_TASK_DELIVER,			/* df.signal: buffered signals meet their waits */
-	PGD_TASK_HTTP				/* an HTTP leaf; claimed only by the HTTP worker */
+	PGD_TASK_DELIVER, /* df.signal: buffered signals meet their waits */
+	PGD_TASK_HTTP	  /* an HTTP leaf; claimed only by the HTTP worker */
 } PgdTaskKind;
 
 /*
@@ -86,9 +86,10 @@ typedef enum PgdNodeStatus
 #define PGD_SQL_TERMINAL_STATUSES "('completed', 'failed', 'cancelled')"
 
 extern const char *pgd_task_kind_name(PgdTaskKind kind);
-extern bool pgd_task_kind_parse(const char *name, PgdTaskKind *kind);
+extern bool		   pgd_task_kind_parse(const char *name, PgdTaskKind *kind);
 extern const char *pgd_instance_status_name(PgdInstanceStatus status);
-extern bool pgd_instance_status_parse(const char *name, PgdInstanceStatus *status);
+extern bool		   pgd_instance_status_parse(const char		   *name,
+											 PgdInstanceStatus *status);
 extern bool pgd_node_status_parse(const char *name, PgdNodeStatus *status);
 
 /*
@@ -98,6 +99,6 @@ extern bool pgd_node_status_parse(const char *name, PgdNodeStatus *status);
 extern bool pgd_is_terminal(const char *status);
 
 /* A failed outcome with a formatted message. */
-extern PgdOutcome pgd_failure(const char *fmt,...) pg_attribute_printf(1, 2);
+extern PgdOutcome pgd_failure(const char *fmt, ...) pg_attribute_printf(1, 2);
 
-#endif							/* PG_DURABLE_ENGINE_TYPES_H */
+#endif /* PG_DURABLE_ENGINE_TYPES_H */

@@ -49,37 +49,37 @@
 #include "engine/wake.h"
 
 #define MAX_PENDING_INTERRUPTS 16
-#define MAX_PENDING_READY 64
+#define MAX_PENDING_READY	   64
 
 typedef struct PendingInterrupt
 {
-	char		instance[9];
-	char		scope[256];
+	char instance[9];
+	char scope[256];
 } PendingInterrupt;
 
-static int	pending_tasks = 0;	/* tasks this transaction made runnable */
-static int64 pending_ready[MAX_PENDING_READY];	/* ids of some of them */
-static int	npending_ready = 0;
-static bool pending_scan = false;	/* some ready task is not in pending_ready */
-static TimestampTz pending_due = DT_NOEND;	/* earliest future task made */
-static bool pending_http = false;	/* ... of which HTTP calls */
+static int	 pending_tasks = 0; /* tasks this transaction made runnable */
+static int64 pending_ready[MAX_PENDING_READY]; /* ids of some of them */
+static int	 npending_ready = 0;
+static bool pending_scan = false; /* some ready task is not in pending_ready */
+static TimestampTz		pending_due = DT_NOEND; /* earliest future task made */
+static bool				pending_http = false;	/* ... of which HTTP calls */
 static PendingInterrupt pending_interrupts[MAX_PENDING_INTERRUPTS];
-static int	npending_interrupts = 0;
+static int				npending_interrupts = 0;
 #define MAX_PENDING_FINISHED 32
 
-static int	npending_finished = 0;	/* instances this transaction ended */
-static char pending_finished[MAX_PENDING_FINISHED][9];	/* (all awaiters
+static int	npending_finished = 0; /* instances this transaction ended */
+static char pending_finished[MAX_PENDING_FINISHED][9]; /* (all awaiters
 														 * when it overflows) */
-static int	my_slot = -1;		/* executor slot of this process */
+static int	my_slot = -1; /* executor slot of this process */
 
 static void wake_at_commit(int ntasks);
 
 static void
 wake_executors(int ntasks)
 {
-	Latch	   *latches[PGD_MAX_EXECUTORS];
-	int			n = 0;
-	int			i;
+	Latch *latches[PGD_MAX_EXECUTORS];
+	int	   n = 0;
+	int	   i;
 
 	SpinLockAcquire(&pgd_shared->mutex);
 	for (i = 0; i < PGD_MAX_EXECUTORS && n < ntasks; i++)
@@ -102,12 +102,13 @@ wake_executors(int ntasks)
 static void
 publish_ready(void)
 {
-	int			i;
+	int i;
 
 	SpinLockAcquire(&pgd_shared->ready_mutex);
 	for (i = 0; i < npending_ready; i++)
 	{
-		uint32		at = (pgd_shared->ready_head + pgd_shared->ready_count) % PGD_READY_RING;
+		uint32 at = (pgd_shared->ready_head + pgd_shared->ready_count) %
+			PGD_READY_RING;
 
 		if (pgd_shared->ready_count == PGD_READY_RING)
 		{
@@ -135,12 +136,14 @@ publish_ready(void)
 bool
 pgd_queue_scan_due(TimestampTz now, long *sleep_ms)
 {
-	bool		scan;
+	bool scan;
 
 	SpinLockAcquire(&pgd_shared->ready_mutex);
 	scan = pgd_shared->scan_needed || pgd_shared->next_due <= now;
 	if (!scan && pgd_shared->next_due != DT_NOEND)
-		*sleep_ms = Min(*sleep_ms, Max(1L, (long) ((pgd_shared->next_due - now) / 1000) + 1));
+		*sleep_ms =
+			Min(*sleep_ms,
+				Max(1L, (long) ((pgd_shared->next_due - now) / 1000) + 1));
 	SpinLockRelease(&pgd_shared->ready_mutex);
 	return scan;
 }
@@ -158,10 +161,10 @@ pgd_queue_rescan(void)
 uint64
 pgd_queue_scan_begin(void)
 {
-	uint64		gen;
+	uint64 gen;
 
 	SpinLockAcquire(&pgd_shared->ready_mutex);
-	pgd_shared->scan_needed = false;	/* a later commit sets it again */
+	pgd_shared->scan_needed = false; /* a later commit sets it again */
 	gen = pgd_shared->due_gen;
 	SpinLockRelease(&pgd_shared->ready_mutex);
 	return gen;
@@ -186,7 +189,7 @@ pgd_queue_scanned(uint64 gen, TimestampTz earliest)
 bool
 pgd_ready_pop(int64 *task_id)
 {
-	bool		found = false;
+	bool found = false;
 
 	SpinLockAcquire(&pgd_shared->ready_mutex);
 	if (pgd_shared->ready_count > 0)
@@ -211,10 +214,9 @@ pgd_ready_pop(int64 *task_id)
 static void
 interrupt_executors(void)
 {
-	pid_t		pids[PGD_MAX_EXECUTORS];
-	int			n = 0;
-	int			i,
-				j;
+	pid_t pids[PGD_MAX_EXECUTORS];
+	int	  n = 0;
+	int	  i, j;
 
 	SpinLockAcquire(&pgd_shared->mutex);
 	for (i = 0; i < PGD_MAX_EXECUTORS; i++)
@@ -226,7 +228,7 @@ interrupt_executors(void)
 		for (j = 0; j < npending_interrupts; j++)
 		{
 			PendingInterrupt *p = &pending_interrupts[j];
-			size_t		len = strlen(p->scope);
+			size_t			  len = strlen(p->scope);
 
 			if (strcmp(slot->instance, p->instance) == 0 &&
 				strncmp(slot->scope, p->scope, len) == 0 &&
@@ -248,7 +250,7 @@ void
 pgd_interrupt_at_commit(const char *instance_id, const char *scope)
 {
 	if (npending_interrupts >= MAX_PENDING_INTERRUPTS)
-		return;					/* the steps will still find out at their end */
+		return; /* the steps will still find out at their end */
 	strlcpy(pending_interrupts[npending_interrupts].instance, instance_id,
 			sizeof(pending_interrupts[0].instance));
 	strlcpy(pending_interrupts[npending_interrupts].scope, scope,
@@ -260,7 +262,8 @@ void
 pgd_executor_set_running(const char *instance_id, const char *scope)
 {
 	SpinLockAcquire(&pgd_shared->mutex);
-	strlcpy(pgd_shared->executors[my_slot].instance, instance_id ? instance_id : "",
+	strlcpy(pgd_shared->executors[my_slot].instance,
+			instance_id ? instance_id : "",
 			sizeof(pgd_shared->executors[my_slot].instance));
 	strlcpy(pgd_shared->executors[my_slot].scope, scope ? scope : "",
 			sizeof(pgd_shared->executors[my_slot].scope));
@@ -271,11 +274,10 @@ pgd_executor_set_running(const char *instance_id, const char *scope)
 static void
 wake_awaiters(void)
 {
-	Latch	   *latches[PGD_MAX_AWAITERS];
-	int			n = 0;
-	int			i,
-				j;
-	bool		all = npending_finished > MAX_PENDING_FINISHED;
+	Latch *latches[PGD_MAX_AWAITERS];
+	int	   n = 0;
+	int	   i, j;
+	bool   all = npending_finished > MAX_PENDING_FINISHED;
 
 	SpinLockAcquire(&pgd_shared->mutex);
 	for (i = 0; i < PGD_MAX_AWAITERS; i++)
@@ -284,7 +286,8 @@ wake_awaiters(void)
 
 		if (a->latch == NULL)
 			continue;
-		for (j = 0; j < Min(npending_finished, MAX_PENDING_FINISHED) || all; j++)
+		for (j = 0; j < Min(npending_finished, MAX_PENDING_FINISHED) || all;
+			 j++)
 			if (all || strcmp(a->instance, pending_finished[j]) == 0)
 			{
 				latches[n++] = a->latch;
@@ -300,7 +303,7 @@ wake_awaiters(void)
 static void
 wake_http_worker(void)
 {
-	Latch	   *latch;
+	Latch *latch;
 
 	SpinLockAcquire(&pgd_shared->mutex);
 	latch = pgd_shared->http_latch;
@@ -316,7 +319,8 @@ pgd_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-			if ((npending_ready > 0 || pending_scan || pending_due != DT_NOEND) &&
+			if ((npending_ready > 0 || pending_scan ||
+				 pending_due != DT_NOEND) &&
 				pgd_shared != NULL)
 				publish_ready();
 			/* an executor runs one of the tasks it made itself */
@@ -430,7 +434,8 @@ void
 pgd_instance_finished_at_commit(const char *instance_id)
 {
 	if (npending_finished < MAX_PENDING_FINISHED)
-		strlcpy(pending_finished[npending_finished], instance_id, sizeof(pending_finished[0]));
+		strlcpy(pending_finished[npending_finished], instance_id,
+				sizeof(pending_finished[0]));
 	if (npending_finished <= MAX_PENDING_FINISHED)
 		npending_finished++;
 }
@@ -479,12 +484,12 @@ pgd_executor_set_idle(bool idle)
  * instances ending do not wake it.  When every slot is taken the session still
  * waits correctly, on its timeout-bounded poll.
  */
-static int	my_awaiter_slot = -1;
+static int my_awaiter_slot = -1;
 
 void
 pgd_await_prepare(const char *instance_id)
 {
-	int			i;
+	int i;
 
 	if (my_awaiter_slot >= 0)
 		return;

@@ -26,19 +26,21 @@ extern void pgd_task_ready_at_commit(int64 task_id);
 extern void pgd_task_due_at_commit(TimestampTz due);
 extern void pgd_http_wake_at_commit(void);
 extern void pgd_instance_finished_at_commit(const char *instance_id);
-extern void pgd_interrupt_at_commit(const char *instance_id, const char *scope);
+extern void pgd_interrupt_at_commit(const char *instance_id,
+									const char *scope);
 
 /* executors: the ring of published task ids and when to scan the queue */
-extern bool pgd_ready_pop(int64 *task_id);
-extern bool pgd_queue_scan_due(TimestampTz now, long *sleep_ms);
+extern bool	  pgd_ready_pop(int64 *task_id);
+extern bool	  pgd_queue_scan_due(TimestampTz now, long *sleep_ms);
 extern uint64 pgd_queue_scan_begin(void);
-extern void pgd_queue_rescan(void);
-extern void pgd_queue_scanned(uint64 gen, TimestampTz earliest);
+extern void	  pgd_queue_rescan(void);
+extern void	  pgd_queue_scanned(uint64 gen, TimestampTz earliest);
 
 /* the registry */
 extern void pgd_executor_attach(int slot);
 extern void pgd_executor_set_idle(bool idle);
-extern void pgd_executor_set_running(const char *instance_id, const char *scope);
+extern void pgd_executor_set_running(const char *instance_id,
+									 const char *scope);
 extern void pgd_http_worker_attach(void);
 
 /* df.await_instance */
@@ -46,4 +48,4 @@ extern void pgd_await_prepare(const char *instance_id);
 extern void pgd_await_wait(long timeout_ms);
 extern void pgd_await_cancel(void);
 
-#endif							/* PG_DURABLE_WAKE_H */
+#endif /* PG_DURABLE_WAKE_H */

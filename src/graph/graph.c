@@ -67,7 +67,7 @@ df_node_type_from_name(const char *name, DfNodeType *type)
 DfNode *
 df_node_new(DfNodeType type)
 {
-	DfNode	   *node = palloc0(sizeof(DfNode));
+	DfNode *node = palloc0(sizeof(DfNode));
 
 	node->type = type;
 	return node;
@@ -77,9 +77,9 @@ int
 df_graph_count(const DfNode *root)
 {
 	const DfNode **stack;
-	int			stack_size = 64;
-	int			depth = 0;
-	int			count = 0;
+	int			   stack_size = 64;
+	int			   depth = 0;
+	int			   count = 0;
 
 	if (root == NULL)
 		return 0;
@@ -88,7 +88,7 @@ df_graph_count(const DfNode *root)
 	while (depth > 0)
 	{
 		const DfNode *n = stack[--depth];
-		int			need = 3 + n->nextras;
+		int			  need = 3 + n->nextras;
 
 		CHECK_FOR_INTERRUPTS();
 		count++;
@@ -128,8 +128,8 @@ typedef enum WriteStage
 typedef struct WriteFrame
 {
 	const DfNode *node;
-	WriteStage	stage;
-	int			extra;			/* next extra to write in WS_EXTRAS */
+	WriteStage	  stage;
+	int			  extra; /* next extra to write in WS_EXTRAS */
 } WriteFrame;
 
 void
@@ -151,7 +151,7 @@ df_graph_write(StringInfo buf, const DfNode *root)
 
 	while (depth > 0)
 	{
-		WriteFrame *f = &stack[depth - 1];
+		WriteFrame	 *f = &stack[depth - 1];
 		const DfNode *n = f->node;
 		const DfNode *child = NULL;
 
@@ -190,7 +190,9 @@ df_graph_write(StringInfo buf, const DfNode *root)
 					f->stage = WS_TAIL;
 					break;
 				}
-				appendStringInfoString(buf, f->extra == 0 ? ",\"extra_nodes\":[" : ",");
+				appendStringInfoString(buf,
+									   f->extra == 0 ? ",\"extra_nodes\":[" :
+													   ",");
 				child = n->extras[f->extra++];
 				break;
 			case WS_TAIL:

@@ -38,8 +38,8 @@ typedef enum DfNodeType
 } DfNodeType;
 
 #define DF_NODE_TYPE_COUNT 12
-#define DF_MAX_DEPTH 256
-#define DF_MAX_NODES 10000
+#define DF_MAX_DEPTH	   256
+#define DF_MAX_NODES	   10000
 
 /* "SQL, THEN, IF, JOIN, LOOP, BREAK, RACE, SLEEP, WAIT_SCHEDULE, HTTP, HTTP_MULTIPART, SIGNAL" */
 #define DF_VALID_NODE_TYPES \
@@ -47,24 +47,24 @@ typedef enum DfNodeType
 
 typedef struct DfNode
 {
-	DfNodeType	type;
-	struct DfNode *left;		/* THEN/JOIN/RACE left, IF then-arm, LOOP body */
-	struct DfNode *right;		/* THEN/JOIN/RACE right, IF else-arm */
-	struct DfNode *condition;	/* IF condition, LOOP while-condition */
-	int			nextras;		/* JOIN extra branches */
+	DfNodeType		type;
+	struct DfNode  *left;  /* THEN/JOIN/RACE left, IF then-arm, LOOP body */
+	struct DfNode  *right; /* THEN/JOIN/RACE right, IF else-arm */
+	struct DfNode  *condition; /* IF condition, LOOP while-condition */
+	int				nextras;   /* JOIN extra branches */
 	struct DfNode **extras;
-	char	   *query;			/* NULL when absent */
-	char	   *result_name;	/* NULL when absent */
+	char		   *query;		 /* NULL when absent */
+	char		   *result_name; /* NULL when absent */
 } DfNode;
 
 extern const char *df_node_type_name(DfNodeType type);
-extern bool df_node_type_from_name(const char *name, DfNodeType *type);
+extern bool		   df_node_type_from_name(const char *name, DfNodeType *type);
 
 extern DfNode *df_node_new(DfNodeType type);
 
 /* Compact Durofut JSON text. */
 extern char *df_graph_to_text(const DfNode *node);
-extern void df_graph_write(StringInfo buf, const DfNode *node);
+extern void	 df_graph_write(StringInfo buf, const DfNode *node);
 
 /*
  * Result of df_graph_parse.  On success, node is set.  On failure node is
@@ -98,9 +98,9 @@ typedef enum DfParseStatus
 typedef struct DfParseResult
 {
 	DfParseStatus status;
-	DfNode	   *node;
-	char	   *errmsg;
-	char	   *type_name;
+	DfNode		 *node;
+	char		 *errmsg;
+	char		 *type_name;
 } DfParseResult;
 
 extern DfParseResult df_graph_parse(const char *text);
@@ -127,6 +127,6 @@ extern char *df_graph_check_text(const char *text, DfNode **out);
 extern bool df_is_valid_result_name(const char *name);
 
 /* Number of nodes in the tree. */
-extern int	df_graph_count(const DfNode *root);
+extern int df_graph_count(const DfNode *root);
 
-#endif							/* PG_DURABLE_GRAPH_H */
+#endif /* PG_DURABLE_GRAPH_H */

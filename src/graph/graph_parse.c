@@ -30,18 +30,18 @@
 typedef struct ParseItem
 {
 	const DfJson *obj;
-	DfNode	  **slot;			/* where the converted node goes */
-	int			parent;			/* index of the parent item, -1 for root */
-	const char *edge;			/* "left", "right", "condition_node",
+	DfNode		**slot;	  /* where the converted node goes */
+	int			  parent; /* index of the parent item, -1 for root */
+	const char	 *edge;	  /* "left", "right", "condition_node",
 								 * "extra_nodes" */
-	int			index;			/* position in extra_nodes */
+	int			  index;  /* position in extra_nodes */
 } ParseItem;
 
 typedef struct ParseState
 {
-	ParseItem  *items;
-	int			nitems;
-	int			size;
+	ParseItem	  *items;
+	int			   nitems;
+	int			   size;
 	DfParseResult *result;
 } ParseState;
 
@@ -57,8 +57,8 @@ static char *
 item_path(ParseState *ps, int i)
 {
 	StringInfoData buf;
-	int		   *chain;
-	int			n = 0;
+	int			  *chain;
+	int			   n = 0;
 
 	chain = palloc(sizeof(int) * ps->nitems);
 	for (int j = i; j >= 0; j = ps->items[j].parent)
@@ -68,7 +68,7 @@ item_path(ParseState *ps, int i)
 	/* chain[n - 1] is the root; segments are chain[n - 2] down to chain[0] */
 	for (int k = n - 2; k >= 0; k--)
 	{
-		ParseItem  *it = &ps->items[chain[k]];
+		ParseItem *it = &ps->items[chain[k]];
 
 		if (n - 1 > 2 * PATH_KEEP && k == n - 2 - PATH_KEEP)
 		{
@@ -89,7 +89,7 @@ static void
 push_item(ParseState *ps, const DfJson *obj, DfNode **slot, int parent,
 		  const char *edge, int index)
 {
-	ParseItem  *it;
+	ParseItem *it;
 
 	if (ps->nitems == ps->size)
 	{
@@ -145,11 +145,11 @@ take_string(ParseState *ps, int i, const char *key, char **out)
 static bool
 convert_item(ParseState *ps, int i)
 {
-	const DfJson *obj = ps->items[i].obj;
-	const DfJson *type_json = dfjson_get(obj, "node_type");
-	const DfJson *extras;
-	DfNodeType	type;
-	DfNode	   *node;
+	const DfJson  *obj = ps->items[i].obj;
+	const DfJson  *type_json = dfjson_get(obj, "node_type");
+	const DfJson  *extras;
+	DfNodeType	   type;
+	DfNode		  *node;
 	DfParseResult *r = ps->result;
 
 	if (type_json == NULL || type_json->type == DFJ_NULL)
@@ -158,15 +158,18 @@ convert_item(ParseState *ps, int i)
 		!df_node_type_from_name(type_json->str, &type))
 	{
 		const char *name = type_json->type == DFJ_STRING ?
-			type_json->str : dfjson_to_text(type_json);
+			type_json->str :
+			dfjson_to_text(type_json);
 
 		r->status = DF_PARSE_UNKNOWN_TYPE;
 		r->type_name = pstrdup(name);
 		if (i == 0)
-			r->errmsg = psprintf(PGD_MSG_UNKNOWN_NODE_TYPE, name, DF_VALID_NODE_TYPES);
+			r->errmsg =
+				psprintf(PGD_MSG_UNKNOWN_NODE_TYPE, name, DF_VALID_NODE_TYPES);
 		else
-			r->errmsg = psprintf("Unknown node_type '%s' at %s. Valid types: %s",
-								 name, item_path(ps, i), DF_VALID_NODE_TYPES);
+			r->errmsg =
+				psprintf("Unknown node_type '%s' at %s. Valid types: %s", name,
+						 item_path(ps, i), DF_VALID_NODE_TYPES);
 		return false;
 	}
 	if (i == 0)
@@ -179,14 +182,16 @@ convert_item(ParseState *ps, int i)
 		!take_string(ps, i, "result_name", &node->result_name) ||
 		!take_child(ps, i, "left_node", "left", &node->left) ||
 		!take_child(ps, i, "right_node", "right", &node->right) ||
-		!take_child(ps, i, "condition_node", "condition_node", &node->condition))
+		!take_child(ps, i, "condition_node", "condition_node",
+					&node->condition))
 		return false;
 
 	extras = dfjson_get(obj, "extra_nodes");
 	if (extras != NULL && extras->type != DFJ_NULL)
 	{
 		if (extras->type != DFJ_ARRAY)
-			return malformed(ps, i, "extra_nodes must be an array of Durofut JSON objects");
+			return malformed(ps, i,
+							 "extra_nodes must be an array of Durofut JSON objects");
 		if (extras->count > 0)
 		{
 			node->nextras = extras->count;
@@ -195,7 +200,8 @@ convert_item(ParseState *ps, int i)
 			{
 				if (extras->items[k]->type != DFJ_OBJECT)
 					return malformed(ps, i, PGD_MSG_EXTRAS_NOT_OBJECTS);
-				push_item(ps, extras->items[k], &node->extras[k], i, "extra_nodes", k);
+				push_item(ps, extras->items[k], &node->extras[k], i,
+						  "extra_nodes", k);
 			}
 		}
 	}
@@ -218,10 +224,10 @@ DfParseResult
 df_graph_parse(const char *text)
 {
 	DfParseResult result;
-	ParseState	ps;
-	DfJson	   *json;
-	char	   *jerr;
-	DfNode	   *root = NULL;
+	ParseState	  ps;
+	DfJson		 *json;
+	char		 *jerr;
+	DfNode		 *root = NULL;
 	const DfJson *type_json;
 
 	memset(&result, 0, sizeof(result));
@@ -229,12 +235,14 @@ df_graph_parse(const char *text)
 	json = dfjson_parse(text, strlen(text), &jerr);
 	if (json == NULL)
 	{
-		result.status = looks_like_durofut(text) ? DF_PARSE_BAD_JSON : DF_PARSE_NOT_DUROFUT;
+		result.status = looks_like_durofut(text) ? DF_PARSE_BAD_JSON :
+												   DF_PARSE_NOT_DUROFUT;
 		result.errmsg = jerr;
 		return result;
 	}
 	type_json = dfjson_get(json, "node_type");
-	if (json->type != DFJ_OBJECT || type_json == NULL || type_json->type == DFJ_NULL)
+	if (json->type != DFJ_OBJECT || type_json == NULL ||
+		type_json->type == DFJ_NULL)
 	{
 		result.status = DF_PARSE_NOT_DUROFUT;
 		result.errmsg = pstrdup("not a JSON object with a \"node_type\" key");

@@ -37,8 +37,8 @@ StaticAssertDecl(DF_MAX_DEPTH == 256 && DF_MAX_NODES == 10000,
 typedef struct VPath
 {
 	const struct VPath *parent;
-	const char *edge;			/* NULL for the root */
-	int			index;			/* extra_nodes position */
+	const char		   *edge;  /* NULL for the root */
+	int					index; /* extra_nodes position */
 } VPath;
 
 bool
@@ -105,8 +105,8 @@ depth_ok(const DfNode *n, int depth)
 static DfJson *
 config_object(const DfNode *n)
 {
-	DfJson	   *cfg;
-	char	   *err;
+	DfJson *cfg;
+	char   *err;
 
 	if (n->query == NULL)
 		return NULL;
@@ -129,9 +129,9 @@ is_blank(const char *s)
 static char *
 check_if(const DfNode *n)
 {
-	DfJson	   *cfg;
-	DfJson	   *v;
-	char	   *err;
+	DfJson *cfg;
+	DfJson *v;
+	char   *err;
 
 	if (n->query == NULL)
 	{
@@ -149,11 +149,14 @@ check_if(const DfNode *n)
 	if (n->condition != NULL)
 		return pstrdup("IF node cannot have both condition_node and a query config");
 	v = dfjson_get(cfg, "condition_type");
-	if (v == NULL || v->type != DFJ_STRING || strcmp(v->str, "result_has_rows") != 0)
-		return psprintf(PGD_MSG_IF_QUERY_CONFIG, "condition_type must be \"result_has_rows\"");
+	if (v == NULL || v->type != DFJ_STRING ||
+		strcmp(v->str, "result_has_rows") != 0)
+		return psprintf(PGD_MSG_IF_QUERY_CONFIG,
+						"condition_type must be \"result_has_rows\"");
 	v = dfjson_get(cfg, "result_name");
 	if (v == NULL || v->type != DFJ_STRING)
-		return psprintf(PGD_MSG_IF_QUERY_CONFIG, "result_name must be a string");
+		return psprintf(PGD_MSG_IF_QUERY_CONFIG,
+						"result_name must be a string");
 	if (!df_is_valid_result_name(v->str))
 		return psprintf(PGD_MSG_IF_QUERY_CONFIG,
 						psprintf(PGD_MSG_INVALID_RESULT_NAME, v->str));
@@ -163,8 +166,8 @@ check_if(const DfNode *n)
 static char *
 check_break(const DfNode *n)
 {
-	DfJson	   *cfg = config_object(n);
-	DfJson	   *v = dfjson_get(cfg, "break_value");
+	DfJson *cfg = config_object(n);
+	DfJson *v = dfjson_get(cfg, "break_value");
 
 	if (v == NULL || (v->type != DFJ_STRING && v->type != DFJ_NULL))
 		return pstrdup("BREAK query must be a JSON object {\"break_value\": <text or null>}");
@@ -181,16 +184,17 @@ check_sleep(const DfNode *n)
 		return pstrdup("SLEEP node requires a query with the number of seconds");
 	if (*q == '\0' || strspn(q, "0123456789") != strlen(q) ||
 		!dfjson_get_int64(dfjson_make_number(q), &seconds))
-		return psprintf("SLEEP query must be a non-negative whole number of seconds, got '%s'", q);
+		return psprintf("SLEEP query must be a non-negative whole number of seconds, got '%s'",
+						q);
 	return NULL;
 }
 
 static char *
 check_wait_schedule(const DfNode *n)
 {
-	DfJson	   *v = dfjson_get(config_object(n), "cron_expr");
-	DfCron		cron;
-	char	   *err;
+	DfJson *v = dfjson_get(config_object(n), "cron_expr");
+	DfCron	cron;
+	char   *err;
 
 	if (v == NULL || v->type != DFJ_STRING)
 		return pstrdup("WAIT_SCHEDULE query must be a JSON object {\"cron_expr\": \"<5-field cron expression>\"}");
@@ -202,10 +206,10 @@ check_wait_schedule(const DfNode *n)
 static char *
 check_signal(const DfNode *n)
 {
-	DfJson	   *cfg = config_object(n);
-	DfJson	   *name = dfjson_get(cfg, "signal_name");
-	DfJson	   *timeout = dfjson_get(cfg, "timeout_seconds");
-	int64		t;
+	DfJson *cfg = config_object(n);
+	DfJson *name = dfjson_get(cfg, "signal_name");
+	DfJson *timeout = dfjson_get(cfg, "timeout_seconds");
+	int64	t;
 
 	if (cfg == NULL || name == NULL || name->type != DFJ_STRING)
 		return pstrdup("SIGNAL query must be a JSON object {\"signal_name\": \"<name>\", \"timeout_seconds\": <seconds or null>}");
@@ -235,7 +239,7 @@ static char *
 check_node(const DfNode *n)
 {
 	const char *tname = df_node_type_name(n->type);
-	bool		has_children = n->left || n->right || n->condition || n->nextras > 0;
+	bool has_children = n->left || n->right || n->condition || n->nextras > 0;
 
 	if (n->result_name != NULL && !df_is_valid_result_name(n->result_name))
 		return psprintf(PGD_MSG_INVALID_RESULT_NAME, n->result_name);
@@ -257,7 +261,8 @@ check_node(const DfNode *n)
 		case DF_NODE_JOIN:
 		case DF_NODE_RACE:
 			if (n->left == NULL || n->right == NULL)
-				return psprintf("%s node requires left_node and right_node", tname);
+				return psprintf("%s node requires left_node and right_node",
+								tname);
 			if (n->query != NULL)
 				return psprintf("%s node cannot have a query", tname);
 			return NULL;
@@ -285,7 +290,8 @@ check_node(const DfNode *n)
 		case DF_NODE_HTTP_MULTIPART:
 			if (n->query == NULL)
 				return psprintf("%s node requires a query config", tname);
-			return df_http_check_config(n->query, n->type == DF_NODE_HTTP_MULTIPART);
+			return df_http_check_config(n->query,
+										n->type == DF_NODE_HTTP_MULTIPART);
 	}
 	return NULL;
 }
@@ -294,8 +300,8 @@ check_node(const DfNode *n)
 static char *
 validate_tree(const DfNode *n, const VPath *path)
 {
-	VPath		child;
-	char	   *err;
+	VPath child;
+	char *err;
 
 	check_stack_depth();
 	CHECK_FOR_INTERRUPTS();
@@ -335,7 +341,7 @@ validate_tree(const DfNode *n, const VPath *path)
 char *
 df_graph_validate(const DfNode *root)
 {
-	VPath		path = {NULL, NULL, 0};
+	VPath path = {NULL, NULL, 0};
 
 	if (!depth_ok(root, 1))
 		return pstrdup(PGD_MSG_GRAPH_TOO_DEEP);
@@ -348,7 +354,7 @@ char *
 df_graph_check_text(const char *text, DfNode **out)
 {
 	DfParseResult r = df_graph_parse(text);
-	char	   *err;
+	char		 *err;
 
 	*out = NULL;
 	switch (r.status)
@@ -359,7 +365,8 @@ df_graph_check_text(const char *text, DfNode **out)
 			return psprintf(PGD_MSG_INVALID_FUNCTION,
 							"not Durofut JSON (expected an object with \"node_type\"); build workflows with the df.* functions and operators");
 		case DF_PARSE_BAD_JSON:
-			return psprintf(PGD_MSG_INVALID_FUNCTION, psprintf("invalid JSON: %s", r.errmsg));
+			return psprintf(PGD_MSG_INVALID_FUNCTION,
+							psprintf("invalid JSON: %s", r.errmsg));
 		case DF_PARSE_UNKNOWN_TYPE:
 			return psprintf(PGD_MSG_INVALID_FUNCTION, r.errmsg);
 		case DF_PARSE_MALFORMED:
@@ -381,8 +388,9 @@ PG_FUNCTION_INFO_V1(pgd_validate_graph);
 Datum
 pgd_validate_graph(PG_FUNCTION_ARGS)
 {
-	DfNode	   *node;
-	char	   *err = df_graph_check_text(text_to_cstring(PG_GETARG_TEXT_PP(0)), &node);
+	DfNode *node;
+	char   *err =
+		df_graph_check_text(text_to_cstring(PG_GETARG_TEXT_PP(0)), &node);
 
 	if (err == NULL)
 		PG_RETURN_NULL();

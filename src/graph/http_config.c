@@ -39,25 +39,29 @@ df_http_check_url(const char *url)
 
 	for (const unsigned char *c = (const unsigned char *) url; *c; c++)
 		if (*c < 0x20 || *c == 0x7f)
-			return psprintf("invalid URL '%s': it contains a control character", url);
+			return psprintf("invalid URL '%s': it contains a control character",
+							url);
 
 	/* templated URLs ({var}) are checked when the step runs */
 	if (strchr(url, '{') != NULL)
 		return NULL;
 
 	if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z')))
-		return psprintf("invalid URL '%s': expected an absolute http:// or https:// URL", url);
+		return psprintf("invalid URL '%s': expected an absolute http:// or https:// URL",
+						url);
 	while ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
 		   (*p >= '0' && *p <= '9') || *p == '+' || *p == '-' || *p == '.')
 		p++;
 	if (*p != ':')
-		return psprintf("invalid URL '%s': expected an absolute http:// or https:// URL", url);
+		return psprintf("invalid URL '%s': expected an absolute http:// or https:// URL",
+						url);
 	scheme = pnstrdup(url, p - url);
 	for (char *c = scheme; *c; c++)
 		*c = pg_ascii_tolower((unsigned char) *c);
 	if (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)
 		return psprintf(PGD_MSG_HTTP_BAD_SCHEME, scheme);
-	if (strncmp(p, "://", 3) != 0 || p[3] == '\0' || strchr("/?#", p[3]) != NULL)
+	if (strncmp(p, "://", 3) != 0 || p[3] == '\0' ||
+		strchr("/?#", p[3]) != NULL)
 		return psprintf("invalid URL '%s': missing host", url);
 	return NULL;
 }
@@ -65,11 +69,12 @@ df_http_check_url(const char *url)
 char *
 df_http_check_method(const char *method, bool multipart, char **upper)
 {
-	static const char *const methods[] = {"GET", "POST", "PUT", "DELETE", "PATCH"};
+	static const char *const methods[] = {"GET", "POST", "PUT", "DELETE",
+										  "PATCH"};
 	static const char *const multipart_methods[] = {"POST", "PUT", "PATCH"};
-	const char *const *valid = multipart ? multipart_methods : methods;
-	int			nvalid = multipart ? lengthof(multipart_methods) : lengthof(methods);
-	char	   *u = pstrdup(method);
+	const char *const		*valid = multipart ? multipart_methods : methods;
+	int	  nvalid = multipart ? lengthof(multipart_methods) : lengthof(methods);
+	char *u = pstrdup(method);
 
 	for (char *c = u; *c; c++)
 		*c = pg_ascii_toupper((unsigned char) *c);
@@ -100,9 +105,11 @@ df_http_check_headers(const DfJson *headers)
 		if (h->key[0] == '\0')
 			return pstrdup("header names cannot be empty");
 		if (has_crlf(h->key))
-			return psprintf("header name '%s' contains a CR or LF character", h->key);
+			return psprintf("header name '%s' contains a CR or LF character",
+							h->key);
 		if (h->value->type == DFJ_STRING && has_crlf(h->value->str))
-			return psprintf("header '%s' value contains a CR or LF character", h->key);
+			return psprintf("header '%s' value contains a CR or LF character",
+							h->key);
 	}
 	return NULL;
 }
@@ -113,7 +120,8 @@ is_whole_value_reference(const char *s)
 {
 	const char *p = s;
 
-#define IDENT_START(c) (((c) >= 'A' && (c) <= 'Z') || ((c) >= 'a' && (c) <= 'z') || (c) == '_')
+#define IDENT_START(c) \
+	(((c) >= 'A' && (c) <= 'Z') || ((c) >= 'a' && (c) <= 'z') || (c) == '_')
 #define IDENT_CHAR(c) (IDENT_START(c) || ((c) >= '0' && (c) <= '9'))
 	if (*p == '{')
 	{
@@ -150,14 +158,15 @@ is_whole_value_reference(const char *s)
 char *
 df_http_check_base64(const char *s)
 {
-	int			n = 0;
-	int			pad = 0;
+	int n = 0;
+	int pad = 0;
 
 	for (const char *p = s; *p; p++)
 	{
-		char		c = *p;
+		char c = *p;
 
-		if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v')
+		if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
+			c == '\v')
 			continue;
 		if (c == '=')
 		{
@@ -169,11 +178,14 @@ df_http_check_base64(const char *s)
 			  (c >= '0' && c <= '9') || c == '+' || c == '/'))
 		{
 			if ((unsigned char) c >= 0x20 && (unsigned char) c < 0x7f)
-				return psprintf("invalid character '%c' at offset %d", c, (int) (p - s));
-			return psprintf("invalid byte 0x%02X at offset %d", (unsigned char) c, (int) (p - s));
+				return psprintf("invalid character '%c' at offset %d", c,
+								(int) (p - s));
+			return psprintf("invalid byte 0x%02X at offset %d",
+							(unsigned char) c, (int) (p - s));
 		}
 		if (pad > 0)
-			return psprintf("padding '=' before the end at offset %d", (int) (p - s));
+			return psprintf("padding '=' before the end at offset %d",
+							(int) (p - s));
 		n++;
 	}
 	if (pad > 2)
@@ -187,11 +199,11 @@ df_http_check_base64(const char *s)
 static char *
 check_part(const DfJson *part, int i)
 {
-	const DfJson *name = dfjson_get(part, "name");
-	const DfJson *data = dfjson_get(part, "data");
-	const DfJson *b64 = dfjson_get(part, "data_b64");
+	const DfJson	 *name = dfjson_get(part, "name");
+	const DfJson	 *data = dfjson_get(part, "data");
+	const DfJson	 *b64 = dfjson_get(part, "data_b64");
 	const char *const text_keys[] = {"filename", "content_type"};
-	char	   *err;
+	char			 *err;
 
 	if (part->type != DFJ_OBJECT)
 		return psprintf("parts[%d] must be a JSON object", i);
@@ -206,16 +218,19 @@ check_part(const DfJson *part, int i)
 		if (v == NULL || v->type == DFJ_NULL)
 			continue;
 		if (v->type != DFJ_STRING)
-			return psprintf("parts[%d] \"%s\" must be a string", i, text_keys[k]);
+			return psprintf("parts[%d] \"%s\" must be a string", i,
+							text_keys[k]);
 		if (has_crlf(v->str))
-			return psprintf("parts[%d] %s contains a CR or LF character", i, text_keys[k]);
+			return psprintf("parts[%d] %s contains a CR or LF character", i,
+							text_keys[k]);
 	}
 	if (data != NULL && data->type == DFJ_NULL)
 		data = NULL;
 	if (b64 != NULL && b64->type == DFJ_NULL)
 		b64 = NULL;
 	if ((data == NULL) == (b64 == NULL))
-		return psprintf("parts[%d] must have exactly one of \"data\" or \"data_b64\"", i);
+		return psprintf("parts[%d] must have exactly one of \"data\" or \"data_b64\"",
+						i);
 	if (data != NULL && data->type != DFJ_STRING)
 		return psprintf("parts[%d] \"data\" must be a string", i);
 	if (b64 != NULL)
@@ -235,7 +250,7 @@ check_part(const DfJson *part, int i)
 char *
 df_http_check_parts(const DfJson *parts)
 {
-	char	   *err;
+	char *err;
 
 	if (parts == NULL || parts->type == DFJ_NULL)
 		return pstrdup(PGD_MSG_PARTS_NULL);
@@ -252,7 +267,7 @@ df_http_check_parts(const DfJson *parts)
 static char *
 check_timeout(const DfJson *v)
 {
-	int64		t;
+	int64 t;
 
 	if (v == NULL || v->type == DFJ_NULL)
 		return NULL;
@@ -276,7 +291,8 @@ df_http_check_config(const char *query, bool multipart)
 
 	cfg = dfjson_parse(query, strlen(query), &err);
 	if (cfg == NULL || cfg->type != DFJ_OBJECT)
-		return psprintf("%s query must be a JSON config object {\"url\": ..., \"method\": ..., ...}", tname);
+		return psprintf("%s query must be a JSON config object {\"url\": ..., \"method\": ..., ...}",
+						tname);
 	v = dfjson_get(cfg, "url");
 	if (v == NULL || v->type != DFJ_STRING)
 		return psprintf("%s config requires a string \"url\"", tname);

@@ -18,10 +18,11 @@
 #include "common/json.h"
 
 extern char *df_http_check_url(const char *url);
-extern char *df_http_check_method(const char *method, bool multipart, char **upper);
+extern char *df_http_check_method(const char *method, bool multipart,
+								  char **upper);
 extern char *df_http_check_headers(const DfJson *headers);
 extern char *df_http_check_parts(const DfJson *parts);
 extern char *df_http_check_config(const char *query, bool multipart);
 extern char *df_http_check_base64(const char *s);
 
-#endif							/* PG_DURABLE_HTTP_CONFIG_H */
+#endif /* PG_DURABLE_HTTP_CONFIG_H */

@@ -15,9 +15,9 @@
 void
 df_config_links(DfNodeType type, const char *query, DfConfigLinks *links)
 {
-	DfJson	   *cfg;
-	DfJson	   *v;
-	char	   *err = NULL;
+	DfJson *cfg;
+	DfJson *v;
+	char   *err = NULL;
 
 	links->condition_id = NULL;
 	links->nextras = 0;
@@ -34,7 +34,7 @@ df_config_links(DfNodeType type, const char *query, DfConfigLinks *links)
 	v = dfjson_get(cfg, "extra_nodes");
 	if (v != NULL && v->type == DFJ_ARRAY && type == DF_NODE_JOIN)
 	{
-		int			i;
+		int i;
 
 		links->extra_ids = palloc(sizeof(char *) * Max(v->count, 1));
 		for (i = 0; i < v->count; i++)

@@ -24,8 +24,8 @@
 /* The ids a persisted node links to through its query config. */
 typedef struct DfConfigLinks
 {
-	const char *condition_id;	/* IF/LOOP condition, or NULL */
-	int			nextras;		/* JOIN branches after the second */
+	const char	*condition_id; /* IF/LOOP condition, or NULL */
+	int			 nextras;	   /* JOIN branches after the second */
 	const char **extra_ids;
 } DfConfigLinks;
 
@@ -34,6 +34,7 @@ typedef struct DfConfigLinks
  * has none, or when query is NULL or not a JSON object).  An entry of
  * extra_nodes that is not a string is left out.
  */
-extern void df_config_links(DfNodeType type, const char *query, DfConfigLinks *links);
+extern void df_config_links(DfNodeType type, const char *query,
+							DfConfigLinks *links);
 
-#endif							/* PG_DURABLE_PERSISTED_H */
+#endif /* PG_DURABLE_PERSISTED_H */

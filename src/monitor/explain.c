@@ -58,15 +58,15 @@
 
 /* Statement keywords that make an input a plain SQL step. */
 static const char *const sql_keywords[] = {
-	"SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "VALUES", "TABLE",
-	"CALL", "DO", "MERGE", "COPY", "CREATE", "ALTER", "DROP", "TRUNCATE",
-	"GRANT", "REVOKE", "COMMENT", "SECURITY", "EXPLAIN", "ANALYZE", "ANALYSE",
-	"VACUUM", "CLUSTER", "REINDEX", "REFRESH", "LOCK", "NOTIFY", "LISTEN",
-	"UNLISTEN", "SET", "RESET", "SHOW", "DISCARD", "IMPORT", "LOAD",
-	"CHECKPOINT", "DECLARE", "FETCH", "MOVE", "CLOSE", "PREPARE", "EXECUTE",
-	"DEALLOCATE", "REASSIGN", "SAVEPOINT", "RELEASE", "ROLLBACK", "COMMIT",
-	"BEGIN", "START", "END", "ABORT"
-};
+	"SELECT",	  "INSERT",		"UPDATE",	"DELETE",	 "WITH",	"VALUES",
+	"TABLE",	  "CALL",		"DO",		"MERGE",	 "COPY",	"CREATE",
+	"ALTER",	  "DROP",		"TRUNCATE", "GRANT",	 "REVOKE",	"COMMENT",
+	"SECURITY",	  "EXPLAIN",	"ANALYZE",	"ANALYSE",	 "VACUUM",	"CLUSTER",
+	"REINDEX",	  "REFRESH",	"LOCK",		"NOTIFY",	 "LISTEN",	"UNLISTEN",
+	"SET",		  "RESET",		"SHOW",		"DISCARD",	 "IMPORT",	"LOAD",
+	"CHECKPOINT", "DECLARE",	"FETCH",	"MOVE",		 "CLOSE",	"PREPARE",
+	"EXECUTE",	  "DEALLOCATE", "REASSIGN", "SAVEPOINT", "RELEASE", "ROLLBACK",
+	"COMMIT",	  "BEGIN",		"START",	"END",		 "ABORT"};
 
 #define EXPLAIN_ACCEPTS \
 	"expected an instance id (8 lowercase hex characters), Durofut JSON, " \
@@ -77,7 +77,7 @@ static char *explain_text(const char *input, bool allow_eval);
 static bool
 is_instance_id(const char *s)
 {
-	int			i;
+	int i;
 
 	for (i = 0; i < 8; i++)
 	{
@@ -97,7 +97,8 @@ is_ident_char(char c)
 static bool
 is_space(char c)
 {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
+		c == '\v';
 }
 
 /* Does the input start with a SQL statement keyword (as a whole word)? */
@@ -149,8 +150,8 @@ eval_dsl(const char *input, char **error)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
-	char	   *volatile result = NULL;
-	char	   *query = psprintf("SELECT %s", input);
+	char *volatile result = NULL;
+	char *query = psprintf("SELECT %s", input);
 
 	*error = NULL;
 	BeginInternalSubTransaction(NULL);
@@ -158,33 +159,42 @@ eval_dsl(const char *input, char **error)
 
 	PG_TRY();
 	{
-		SPIPlanPtr	plan;
-		int			rc;
+		SPIPlanPtr plan;
+		int		   rc;
 
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
 		plan = SPI_prepare(query, 0, NULL);
 		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+			elog(ERROR, "SPI_prepare failed: %s",
+				 SPI_result_code_string(SPI_result));
 		if (list_length(SPI_plan_get_plan_sources(plan)) != 1)
-			*error = MemoryContextStrdup(oldcxt, "a DSL expression must be a single expression, not several statements");
+			*error =
+				MemoryContextStrdup(oldcxt,
+									"a DSL expression must be a single expression, not several statements");
 		else
 		{
 			rc = SPI_execute_plan(plan, NULL, NULL, false, 2);
 			if (rc != SPI_OK_SELECT)
-				*error = MemoryContextStrdup(oldcxt, "the DSL expression did not produce a value");
+				*error =
+					MemoryContextStrdup(oldcxt,
+										"the DSL expression did not produce a value");
 			else if (SPI_processed != 1)
-				*error = MemoryContextStrdup(oldcxt,
-											 psprintf("the DSL expression returned " UINT64_FORMAT " rows instead of one",
-													  (uint64) SPI_processed));
+				*error =
+					MemoryContextStrdup(oldcxt,
+										psprintf("the DSL expression returned " UINT64_FORMAT
+												 " rows instead of one",
+												 (uint64) SPI_processed));
 			else if (SPI_tuptable->tupdesc->natts != 1)
-				*error = MemoryContextStrdup(oldcxt,
-											 psprintf("the DSL expression returned %d columns instead of one",
-													  SPI_tuptable->tupdesc->natts));
+				*error =
+					MemoryContextStrdup(oldcxt,
+										psprintf("the DSL expression returned %d columns instead of one",
+												 SPI_tuptable->tupdesc
+													 ->natts));
 			else
 			{
-				char	   *v = SPI_getvalue(SPI_tuptable->vals[0],
-											 SPI_tuptable->tupdesc, 1);
+				char *v = SPI_getvalue(SPI_tuptable->vals[0],
+									   SPI_tuptable->tupdesc, 1);
 
 				if (v != NULL)
 					result = MemoryContextStrdup(oldcxt, v);
@@ -200,7 +210,7 @@ eval_dsl(const char *input, char **error)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata = pgd_subxact_caught(oldcxt, oldowner);
+		ErrorData *edata = pgd_subxact_caught(oldcxt, oldowner);
 
 		/* a cancel or a shutdown is not the expression's error */
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
@@ -223,8 +233,8 @@ eval_dsl(const char *input, char **error)
 static bool
 is_partial_if(const char *text)
 {
-	DfJson	   *json;
-	char	   *err;
+	DfJson *json;
+	char   *err;
 
 	if (strstr(text, "\"_partial_if\"") == NULL)
 		return false;
@@ -255,14 +265,14 @@ status_icon(const char *status)
 typedef struct LiveTree
 {
 	PgdInstanceView *view;
-	DfNode	   *nodes;
-	bool	   *used;
+	DfNode			*nodes;
+	bool			*used;
 } LiveTree;
 
 static const char *
 live_marker(const DfNode *node, void *arg)
 {
-	LiveTree   *lt = (LiveTree *) arg;
+	LiveTree *lt = (LiveTree *) arg;
 
 	return status_icon(lt->view->nodes[node - lt->nodes].inferred);
 }
@@ -292,19 +302,20 @@ live_node(LiveTree *lt, int i)
 	node->left = live_node(lt, r->left);
 	node->right = live_node(lt, r->right);
 	node->condition = live_node(lt, r->condition);
-	if (r->condition >= 0 && (r->type == DF_NODE_IF || r->type == DF_NODE_LOOP))
-		node->query = NULL;		/* it only held {"condition_node": ...} */
+	if (r->condition >= 0 &&
+		(r->type == DF_NODE_IF || r->type == DF_NODE_LOOP))
+		node->query = NULL; /* it only held {"condition_node": ...} */
 	if (r->nextras > 0)
 	{
 		node->extras = palloc(sizeof(DfNode *) * r->nextras);
 		for (k = 0; k < r->nextras; k++)
 		{
-			DfNode	   *e = live_node(lt, r->extras[k]);
+			DfNode *e = live_node(lt, r->extras[k]);
 
 			if (e != NULL)
 				node->extras[node->nextras++] = e;
 		}
-		node->query = NULL;		/* it only held {"extra_nodes": [...]} */
+		node->query = NULL; /* it only held {"extra_nodes": [...]} */
 	}
 	return node;
 }
@@ -314,7 +325,7 @@ static void
 append_clipped_line(StringInfo buf, const char *s, int max, int keep)
 {
 	StringInfoData tmp;
-	bool		space = false;
+	bool		   space = false;
 
 	initStringInfo(&tmp);
 	for (; *s; s++)
@@ -331,7 +342,8 @@ append_clipped_line(StringInfo buf, const char *s, int max, int keep)
 	}
 	if (tmp.len > max)
 	{
-		appendBinaryStringInfo(buf, tmp.data, pg_mbcliplen(tmp.data, tmp.len, keep));
+		appendBinaryStringInfo(buf, tmp.data,
+							   pg_mbcliplen(tmp.data, tmp.len, keep));
 		appendStringInfoString(buf, "...");
 	}
 	else
@@ -339,7 +351,7 @@ append_clipped_line(StringInfo buf, const char *s, int max, int keep)
 	pfree(tmp.data);
 }
 
-#define EXPLAIN_OUTPUT_MAX 200
+#define EXPLAIN_OUTPUT_MAX	200
 #define EXPLAIN_OUTPUT_KEEP 197
 
 /*
@@ -352,10 +364,10 @@ static char *
 explain_instance(const char *id)
 {
 	PgdInstanceView *v = pgd_load_instance_view(id);
-	LiveTree	lt;
-	DfNode	   *root;
-	char	   *problem;
-	StringInfoData buf;
+	LiveTree		 lt;
+	DfNode			*root;
+	char			*problem;
+	StringInfoData	 buf;
 
 	if (v == NULL)
 		return psprintf(PGD_MSG_EXPLAIN_NOT_FOUND, id);
@@ -365,14 +377,17 @@ explain_instance(const char *id)
 	if (v->label != NULL)
 	{
 		appendStringInfoString(&buf, " (");
-		append_clipped_line(&buf, v->label, EXPLAIN_OUTPUT_MAX, EXPLAIN_OUTPUT_KEEP);
+		append_clipped_line(&buf, v->label, EXPLAIN_OUTPUT_MAX,
+							EXPLAIN_OUTPUT_KEEP);
 		appendStringInfoChar(&buf, ')');
 	}
-	appendStringInfo(&buf, "\nStatus:   %s %s", status_icon(v->status), v->status ? v->status : "unknown");
+	appendStringInfo(&buf, "\nStatus:   %s %s", status_icon(v->status),
+					 v->status ? v->status : "unknown");
 	if (v->output != NULL)
 	{
 		appendStringInfoString(&buf, "\nOutput: ");
-		append_clipped_line(&buf, v->output, EXPLAIN_OUTPUT_MAX, EXPLAIN_OUTPUT_KEEP);
+		append_clipped_line(&buf, v->output, EXPLAIN_OUTPUT_MAX,
+							EXPLAIN_OUTPUT_KEEP);
 	}
 	appendStringInfoString(&buf, "\n\n");
 
@@ -382,13 +397,15 @@ explain_instance(const char *id)
 	root = live_node(&lt, v->root);
 	if (root == NULL)
 	{
-		appendStringInfo(&buf, "(root node %s is missing)", v->root_id ? v->root_id : "?");
+		appendStringInfo(&buf, "(root node %s is missing)",
+						 v->root_id ? v->root_id : "?");
 		return buf.data;
 	}
 	problem = df_graph_validate(root);
 	if (problem != NULL)
 	{
-		appendStringInfo(&buf, "(the stored graph cannot be shown: %s)", problem);
+		appendStringInfo(&buf, "(the stored graph cannot be shown: %s)",
+						 problem);
 		return buf.data;
 	}
 	appendStringInfoString(&buf, df_explain_graph(root, live_marker, &lt));
@@ -418,7 +435,7 @@ unknown_type_path(const DfParseResult *pr)
 static char *
 explain_graph_text(const DfParseResult *pr)
 {
-	char	   *problem;
+	char *problem;
 
 	switch (pr->status)
 	{
@@ -430,8 +447,9 @@ explain_graph_text(const DfParseResult *pr)
 
 		case DF_PARSE_UNKNOWN_TYPE:
 			return psprintf(PGD_MSG_INVALID_GRAPH,
-							psprintf("%s: " PGD_MSG_UNKNOWN_NODE_TYPE, unknown_type_path(pr),
-									 pr->type_name, DF_VALID_NODE_TYPES));
+							psprintf("%s: " PGD_MSG_UNKNOWN_NODE_TYPE,
+									 unknown_type_path(pr), pr->type_name,
+									 DF_VALID_NODE_TYPES));
 
 		case DF_PARSE_MALFORMED:
 			/* errmsg is already "<path>: <msg>" */
@@ -439,13 +457,14 @@ explain_graph_text(const DfParseResult *pr)
 
 		case DF_PARSE_BAD_JSON:
 			return psprintf(PGD_MSG_INVALID_GRAPH,
-							psprintf("root: " PGD_MSG_INVALID_DUROFUT_JSON, pr->errmsg));
+							psprintf("root: " PGD_MSG_INVALID_DUROFUT_JSON,
+									 pr->errmsg));
 
 		case DF_PARSE_NOT_DUROFUT:
 			break;
 	}
 	elog(ERROR, "unexpected Durofut parse status %d", (int) pr->status);
-	return NULL;				/* keep compiler quiet */
+	return NULL; /* keep compiler quiet */
 }
 
 /*
@@ -466,7 +485,7 @@ explain_text(const char *input, bool allow_eval)
 
 	if (starts_with_sql_keyword(input))
 	{
-		DfNode	   *node = df_node_new(DF_NODE_SQL);
+		DfNode *node = df_node_new(DF_NODE_SQL);
 
 		node->query = pstrdup(input);
 		return df_explain_graph(node, NULL, NULL);
@@ -474,13 +493,14 @@ explain_text(const char *input, bool allow_eval)
 
 	if (allow_eval && looks_like_dsl(input))
 	{
-		char	   *error;
-		char	   *value = eval_dsl(input, &error);
+		char *error;
+		char *value = eval_dsl(input, &error);
 
 		if (error != NULL)
 			return psprintf(PGD_MSG_CANNOT_EXPLAIN, error);
 		if (value == NULL)
-			return psprintf(PGD_MSG_CANNOT_EXPLAIN, "the DSL expression returned NULL");
+			return psprintf(PGD_MSG_CANNOT_EXPLAIN,
+							"the DSL expression returned NULL");
 		if (is_partial_if(value))
 			return psprintf(PGD_MSG_CANNOT_EXPLAIN,
 							"incomplete if-then-else: ?> must be completed with !> (else branch)");
@@ -501,11 +521,11 @@ PG_FUNCTION_INFO_V1(pgd_explain);
 Datum
 pgd_explain(PG_FUNCTION_ARGS)
 {
-	char	   *input = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char		 *input = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	MemoryContext cxt;
 	MemoryContext oldcxt;
-	char	   *result;
-	text	   *out;
+	char		 *result;
+	text		 *out;
 
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "df.explain",
 								ALLOCSET_DEFAULT_SIZES);

@@ -24,7 +24,7 @@
  * for none.  Called once for each node that has a line of its own (an
  * unnamed THEN is flattened into its chain and has none).
  */
-typedef const char *(*DfExplainMarkerFn) (const DfNode *node, void *arg);
+typedef const char *(*DfExplainMarkerFn)(const DfNode *node, void *arg);
 
 /*
  * The tree of a valid graph (df_graph_validate returned NULL), lines joined
@@ -34,4 +34,4 @@ typedef const char *(*DfExplainMarkerFn) (const DfNode *node, void *arg);
 extern char *df_explain_graph(const DfNode *root, DfExplainMarkerFn marker,
 							  void *marker_arg);
 
-#endif							/* PG_DURABLE_EXPLAIN_H */
+#endif /* PG_DURABLE_EXPLAIN_H */

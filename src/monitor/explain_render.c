@@ -49,27 +49,27 @@
 #include "common/json.h"
 
 /* SQL text and break values longer than this are cut to _KEEP bytes + "..." */
-#define EXPLAIN_SQL_MAX 50
+#define EXPLAIN_SQL_MAX	 50
 #define EXPLAIN_SQL_KEEP 47
-#define EXPLAIN_URL_MAX 40
+#define EXPLAIN_URL_MAX	 40
 #define EXPLAIN_URL_KEEP 37
 
 #define EXPLAIN_ARROW "→ "
 
 typedef struct ExplainLine
 {
-	int			start;			/* offset of the line's text in text.data */
-	int			len;
-	const DfNode *node;			/* the node it shows, NULL for a header */
+	int			  start; /* offset of the line's text in text.data */
+	int			  len;
+	const DfNode *node; /* the node it shows, NULL for a header */
 } ExplainLine;
 
 typedef struct ExplainState
 {
-	StringInfoData text;		/* all line texts, back to back */
-	ExplainLine *lines;
-	int			nlines;
-	int			maxlines;
-	StringInfoData label;		/* scratch for building one label */
+	StringInfoData text; /* all line texts, back to back */
+	ExplainLine	  *lines;
+	int			   nlines;
+	int			   maxlines;
+	StringInfoData label; /* scratch for building one label */
 } ExplainState;
 
 static void render_node(ExplainState *st, const DfNode *node, int depth,
@@ -79,8 +79,8 @@ static void render_node(ExplainState *st, const DfNode *node, int depth,
 static void
 append_collapsed(StringInfo buf, const char *s)
 {
-	bool		pending_space = false;
-	bool		any = false;
+	bool pending_space = false;
+	bool any = false;
 
 	for (; *s; s++)
 	{
@@ -111,7 +111,7 @@ append_clipped(StringInfo buf, const char *s, int max, int keep)
 	append_collapsed(&tmp, s);
 	if (tmp.len > max)
 	{
-		int			cut = pg_mbcliplen(tmp.data, tmp.len, keep);
+		int cut = pg_mbcliplen(tmp.data, tmp.len, keep);
 
 		appendBinaryStringInfo(buf, tmp.data, cut);
 		appendStringInfoString(buf, "...");
@@ -125,8 +125,8 @@ append_clipped(StringInfo buf, const char *s, int max, int keep)
 static DfJson *
 node_config(const DfNode *node)
 {
-	DfJson	   *cfg;
-	char	   *err = NULL;
+	DfJson *cfg;
+	char   *err = NULL;
 
 	if (node->query == NULL)
 		return NULL;
@@ -140,7 +140,7 @@ node_config(const DfNode *node)
 static const char *
 config_string(const DfJson *cfg, const char *key)
 {
-	DfJson	   *v = cfg ? dfjson_get(cfg, key) : NULL;
+	DfJson *v = cfg ? dfjson_get(cfg, key) : NULL;
 
 	if (v == NULL || v->type != DFJ_STRING)
 		return NULL;
@@ -151,7 +151,7 @@ config_string(const DfJson *cfg, const char *key)
 static const char *
 config_number(const DfJson *cfg, const char *key)
 {
-	DfJson	   *v = cfg ? dfjson_get(cfg, key) : NULL;
+	DfJson *v = cfg ? dfjson_get(cfg, key) : NULL;
 
 	if (v == NULL || v->type != DFJ_NUMBER)
 		return NULL;
@@ -180,7 +180,8 @@ emit_line(ExplainState *st, int depth, const char *prefix, const DfNode *node)
 
 /* A header line ("║ branch 1:") with the child one level below it. */
 static void
-render_child(ExplainState *st, const char *header, const DfNode *child, int depth)
+render_child(ExplainState *st, const char *header, const DfNode *child,
+			 int depth)
 {
 	resetStringInfo(&st->label);
 	appendStringInfoString(&st->label, header);
@@ -208,9 +209,9 @@ static void
 render_chain(ExplainState *st, const DfNode *then_node, int depth,
 			 const char *prefix)
 {
-	List	   *items = NIL;
-	ListCell   *lc;
-	bool		first = true;
+	List	 *items = NIL;
+	ListCell *lc;
+	bool	  first = true;
 
 	collect_chain(then_node->left, &items);
 	collect_chain(then_node->right, &items);
@@ -260,13 +261,15 @@ append_leaf_label(StringInfo buf, const DfNode *node)
 			append_collapsed(buf, s ? s : "POST");
 			appendStringInfoChar(buf, ' ');
 			s = config_string(cfg, "url");
-			append_clipped(buf, s ? s : "?", EXPLAIN_URL_MAX, EXPLAIN_URL_KEEP);
+			append_clipped(buf, s ? s : "?", EXPLAIN_URL_MAX,
+						   EXPLAIN_URL_KEEP);
 			if (node->type == DF_NODE_HTTP_MULTIPART)
 			{
-				DfJson	   *parts = cfg ? dfjson_get(cfg, "parts") : NULL;
-				int			n = (parts && parts->type == DFJ_ARRAY) ? parts->count : 0;
+				DfJson *parts = cfg ? dfjson_get(cfg, "parts") : NULL;
+				int n = (parts && parts->type == DFJ_ARRAY) ? parts->count : 0;
 
-				appendStringInfo(buf, " (multipart, %d part%s)", n, n == 1 ? "" : "s");
+				appendStringInfo(buf, " (multipart, %d part%s)", n,
+								 n == 1 ? "" : "s");
 			}
 			break;
 
@@ -312,7 +315,8 @@ append_name(StringInfo buf, const DfNode *node)
 }
 
 static void
-render_node(ExplainState *st, const DfNode *node, int depth, const char *prefix)
+render_node(ExplainState *st, const DfNode *node, int depth,
+			const char *prefix)
 {
 	check_stack_depth();
 	CHECK_FOR_INTERRUPTS();
@@ -356,7 +360,8 @@ render_node(ExplainState *st, const DfNode *node, int depth, const char *prefix)
 
 		case DF_NODE_LOOP:
 			appendStringInfoString(&st->label,
-								   node->condition ? "LOOP (while)" : "LOOP (infinite)");
+								   node->condition ? "LOOP (while)" :
+													 "LOOP (infinite)");
 			append_name(&st->label, node);
 			emit_line(st, depth, prefix, node);
 			render_child(st, "↻ body:", node->left, depth + 1);
@@ -365,22 +370,22 @@ render_node(ExplainState *st, const DfNode *node, int depth, const char *prefix)
 			return;
 
 		case DF_NODE_JOIN:
-			{
-				char		header[32];
-				int			i;
+		{
+			char header[32];
+			int	 i;
 
-				appendStringInfo(&st->label, "JOIN (%d)", 2 + node->nextras);
-				append_name(&st->label, node);
-				emit_line(st, depth, prefix, node);
-				render_child(st, "║ branch 1:", node->left, depth + 1);
-				render_child(st, "║ branch 2:", node->right, depth + 1);
-				for (i = 0; i < node->nextras; i++)
-				{
-					snprintf(header, sizeof(header), "║ branch %d:", i + 3);
-					render_child(st, header, node->extras[i], depth + 1);
-				}
-				return;
+			appendStringInfo(&st->label, "JOIN (%d)", 2 + node->nextras);
+			append_name(&st->label, node);
+			emit_line(st, depth, prefix, node);
+			render_child(st, "║ branch 1:", node->left, depth + 1);
+			render_child(st, "║ branch 2:", node->right, depth + 1);
+			for (i = 0; i < node->nextras; i++)
+			{
+				snprintf(header, sizeof(header), "║ branch %d:", i + 3);
+				render_child(st, header, node->extras[i], depth + 1);
 			}
+			return;
+		}
 
 		case DF_NODE_RACE:
 			appendStringInfoString(&st->label, "RACE");
@@ -402,12 +407,12 @@ render_node(ExplainState *st, const DfNode *node, int depth, const char *prefix)
 static int
 line_width(const char *s, int len)
 {
-	int			width = 0;
-	int			i = 0;
+	int width = 0;
+	int i = 0;
 
 	while (i < len)
 	{
-		int			w = pg_dsplen(s + i);
+		int w = pg_dsplen(s + i);
 
 		width += (w > 0) ? w : 0;
 		i += pg_mblen(s + i);
@@ -416,13 +421,14 @@ line_width(const char *s, int len)
 }
 
 char *
-df_explain_graph(const DfNode *root, DfExplainMarkerFn marker, void *marker_arg)
+df_explain_graph(const DfNode *root, DfExplainMarkerFn marker,
+				 void *marker_arg)
 {
-	ExplainState st;
+	ExplainState   st;
 	StringInfoData out;
-	const char **markers = NULL;
-	int			maxwidth = 0;
-	int			i;
+	const char	 **markers = NULL;
+	int			   maxwidth = 0;
+	int			   i;
 
 	initStringInfo(&st.text);
 	initStringInfo(&st.label);
@@ -441,8 +447,9 @@ df_explain_graph(const DfNode *root, DfExplainMarkerFn marker, void *marker_arg)
 				continue;
 			markers[i] = marker(st.lines[i].node, marker_arg);
 			if (markers[i] != NULL)
-				maxwidth = Max(maxwidth, line_width(st.text.data + st.lines[i].start,
-													st.lines[i].len));
+				maxwidth = Max(maxwidth,
+							   line_width(st.text.data + st.lines[i].start,
+										  st.lines[i].len));
 		}
 	}
 
@@ -457,7 +464,9 @@ df_explain_graph(const DfNode *root, DfExplainMarkerFn marker, void *marker_arg)
 		if (markers != NULL && markers[i] != NULL)
 		{
 			appendStringInfoSpaces(&out,
-								   maxwidth - line_width(st.text.data + line->start, line->len));
+								   maxwidth -
+									   line_width(st.text.data + line->start,
+												  line->len));
 			appendStringInfoChar(&out, ' ');
 			appendStringInfoString(&out, markers[i]);
 		}

@@ -29,12 +29,11 @@ Datum
 pgd_history(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
-	Oid			save_userid;
-	int			save_sec;
-	int			n,
-				i;
+	Oid			   types[1] = {TEXTOID};
+	Datum		   values[1];
+	Oid			   save_userid;
+	int			   save_sec;
+	int			   n, i;
 
 	values[0] = PG_GETARG_DATUM(0);
 	InitMaterializedSRF(fcinfo, 0);
@@ -50,7 +49,8 @@ pgd_history(PG_FUNCTION_ARGS)
 	}
 
 	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	PG_TRY();
 	{
 		n = pgd_spi_exec("SELECT e.at, e.kind, e.node_id::text, n.node_type, e.scope, e.attempt, "
@@ -62,14 +62,16 @@ pgd_history(PG_FUNCTION_ARGS)
 						 1, types, values, NULL, false);
 		for (i = 0; i < n; i++)
 		{
-			Datum		out[8];
-			bool		outnull[8];
-			int			c;
+			Datum out[8];
+			bool  outnull[8];
+			int	  c;
 
 			for (c = 0; c < 8; c++)
-				out[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1,
-									   &outnull[c]);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnull);
+				out[c] =
+					SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+								  c + 1, &outnull[c]);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out,
+								 outnull);
 		}
 	}
 	PG_FINALLY();

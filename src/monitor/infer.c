@@ -49,16 +49,16 @@
 
 typedef struct ScopeGen
 {
-	char	   *key;			/* the scope, e.g. "ab12cd34::1::0f0f0f0f" */
-	int64		gen;
+	char *key; /* the scope, e.g. "ab12cd34::1::0f0f0f0f" */
+	int64 gen;
 } ScopeGen;
 
 typedef struct InferState
 {
 	PgdInstanceView *view;
-	ScopeGen   *scopes;			/* sorted by key, one entry per scope */
-	int			nscopes;
-	bool	   *visited;
+	ScopeGen		*scopes; /* sorted by key, one entry per scope */
+	int				 nscopes;
+	bool			*visited;
 } InferState;
 
 static int
@@ -99,7 +99,7 @@ parse_stamp(const char *stamp, char ***keys, int64 **gens)
 		const char *end = sep ? sep : p + strlen(p);
 
 		if (end == p)
-			return 0;			/* empty component */
+			return 0; /* empty component */
 		if (want_gen)
 		{
 			int64		g = 0;
@@ -129,11 +129,12 @@ parse_stamp(const char *stamp, char ***keys, int64 **gens)
 static int64
 current_gen(InferState *st, const char *key)
 {
-	ScopeGen	probe;
-	ScopeGen   *found;
+	ScopeGen  probe;
+	ScopeGen *found;
 
 	probe.key = (char *) key;
-	found = bsearch(&probe, st->scopes, st->nscopes, sizeof(ScopeGen), scopegen_cmp);
+	found = bsearch(&probe, st->scopes, st->nscopes, sizeof(ScopeGen),
+					scopegen_cmp);
 	return found ? found->gen : 0;
 }
 
@@ -142,17 +143,16 @@ static void
 collect_scopes(InferState *st)
 {
 	PgdInstanceView *v = st->view;
-	int			cap = 16;
-	int			n = 0;
-	int			i,
-				j;
+	int				 cap = 16;
+	int				 n = 0;
+	int				 i, j;
 
 	st->scopes = palloc(sizeof(ScopeGen) * cap);
 	for (i = 0; i < v->nnodes; i++)
 	{
-		char	  **keys;
-		int64	   *gens;
-		int			nlevels;
+		char **keys;
+		int64 *gens;
+		int	   nlevels;
 
 		if (v->nodes[i].stamp == NULL)
 			continue;
@@ -160,7 +160,8 @@ collect_scopes(InferState *st)
 		for (j = 0; j < nlevels; j++)
 		{
 			if (n == cap)
-				st->scopes = repalloc(st->scopes, sizeof(ScopeGen) * (cap *= 2));
+				st->scopes =
+					repalloc(st->scopes, sizeof(ScopeGen) * (cap *= 2));
 			st->scopes[n].key = keys[j];
 			st->scopes[n].gen = gens[j];
 			n++;
@@ -187,10 +188,10 @@ collect_scopes(InferState *st)
 static bool
 is_superseded(InferState *st, const char *stamp)
 {
-	char	  **keys;
-	int64	   *gens;
-	int			nlevels;
-	int			j;
+	char **keys;
+	int64 *gens;
+	int	   nlevels;
+	int	   j;
 
 	if (stamp == NULL)
 		return false;
@@ -214,9 +215,9 @@ static void
 visit(InferState *st, int i, int ancestor)
 {
 	PgdInstanceView *v = st->view;
-	PgdNodeRow *row;
-	int			below = ancestor;
-	int			k;
+	PgdNodeRow		*row;
+	int				 below = ancestor;
+	int				 k;
 
 	if (i < 0 || st->visited[i])
 		return;
@@ -237,7 +238,7 @@ visit(InferState *st, int i, int ancestor)
 		row->from_ancestor = ancestor;
 	}
 	else if (is_terminal(row->status))
-		row->inferred = "pending";	/* of an earlier generation: runs again */
+		row->inferred = "pending"; /* of an earlier generation: runs again */
 	else if (row->status != NULL && strcmp(row->status, "running") == 0)
 		row->inferred = "running";
 	else
@@ -267,8 +268,8 @@ visit(InferState *st, int i, int ancestor)
 void
 pgd_infer_statuses(PgdInstanceView *view)
 {
-	InferState	st;
-	int			i;
+	InferState st;
+	int		   i;
 
 	st.view = view;
 	st.visited = palloc0(sizeof(bool) * Max(view->nnodes, 1));
@@ -279,7 +280,8 @@ pgd_infer_statuses(PgdInstanceView *view)
 	for (i = 0; i < view->nnodes; i++)
 	{
 		/* what a row the walk does not reach shows */
-		view->nodes[i].inferred = view->nodes[i].status ? view->nodes[i].status : "pending";
+		view->nodes[i].inferred =
+			view->nodes[i].status ? view->nodes[i].status : "pending";
 		view->nodes[i].from_ancestor = -1;
 	}
 	visit(&st, view->root, -1);

@@ -49,10 +49,10 @@
 #include "core/settings.h"
 #include "engine/types.h"
 
-#define LIST_DEFAULT_LIMIT 100
-#define CURSOR_MAX_HEX 512
+#define LIST_DEFAULT_LIMIT		 100
+#define CURSOR_MAX_HEX			 512
 #define EXECUTIONS_DEFAULT_LIMIT 5
-#define EXECUTIONS_MAX_LIMIT 10000
+#define EXECUTIONS_MAX_LIMIT	 10000
 
 static void
 check_limit_at_least_one(int limit)
@@ -87,7 +87,7 @@ hex_value(char c)
 static bool
 digits(const char *s, int n)
 {
-	int			i;
+	int i;
 
 	for (i = 0; i < n; i++)
 		if (s[i] < '0' || s[i] > '9')
@@ -102,7 +102,7 @@ digits(const char *s, int n)
 static bool
 cursor_time_shape(const char *s)
 {
-	int			y = 0;
+	int y = 0;
 
 	while (s[y] >= '0' && s[y] <= '9')
 		y++;
@@ -110,8 +110,9 @@ cursor_time_shape(const char *s)
 		return false;
 	s += y;
 	if (!(s[0] == '-' && digits(s + 1, 2) && s[3] == '-' && digits(s + 4, 2) &&
-		  s[6] == 'T' && digits(s + 7, 2) && s[9] == ':' && digits(s + 10, 2) &&
-		  s[12] == ':' && digits(s + 13, 2) && s[15] == '.' && digits(s + 16, 6)))
+		  s[6] == 'T' && digits(s + 7, 2) && s[9] == ':' &&
+		  digits(s + 10, 2) && s[12] == ':' && digits(s + 13, 2) &&
+		  s[15] == '.' && digits(s + 16, 6)))
 		return false;
 	s += 22;
 	if ((s[0] != '+' && s[0] != '-') || !digits(s + 1, 2))
@@ -136,15 +137,16 @@ cursor_time(const char *s, TimestampTz *out)
 	MemoryContextSwitchTo(oldcxt);
 	PG_TRY();
 	{
-		*out = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
-													   CStringGetDatum(s),
-													   ObjectIdGetDatum(InvalidOid),
-													   Int32GetDatum(-1)));
+		*out =
+			DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
+													CStringGetDatum(s),
+													ObjectIdGetDatum(InvalidOid),
+													Int32GetDatum(-1)));
 		ReleaseCurrentSubTransaction();
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata = pgd_subxact_caught(oldcxt, oldowner);
+		ErrorData *edata = pgd_subxact_caught(oldcxt, oldowner);
 
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
 			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
@@ -162,18 +164,18 @@ cursor_time(const char *s, TimestampTz *out)
 static void
 parse_cursor(const char *cursor, TimestampTz *ts, char **id)
 {
-	int			len = strlen(cursor);
-	char	   *text;
-	char	   *bar;
-	int			i;
+	int	  len = strlen(cursor);
+	char *text;
+	char *bar;
+	int	  i;
 
 	if (len == 0 || len > CURSOR_MAX_HEX || len % 2 != 0)
 		invalid_cursor();
 	text = palloc(len / 2 + 1);
 	for (i = 0; i < len / 2; i++)
 	{
-		int			hi = hex_value(cursor[2 * i]);
-		int			lo = hex_value(cursor[2 * i + 1]);
+		int hi = hex_value(cursor[2 * i]);
+		int lo = hex_value(cursor[2 * i + 1]);
 
 		/* the cursor text is ASCII: no multibyte character can appear */
 		if (hi < 0 || lo < 0 || hi * 16 + lo < 0x20 || hi * 16 + lo > 0x7e)
@@ -192,14 +194,16 @@ parse_cursor(const char *cursor, TimestampTz *ts, char **id)
 	if (strlen(*id) != PGD_ID_LEN)
 		invalid_cursor();
 	for (i = 0; i < PGD_ID_LEN; i++)
-		if (!(((*id)[i] >= '0' && (*id)[i] <= '9') || ((*id)[i] >= 'a' && (*id)[i] <= 'f')))
+		if (!(((*id)[i] >= '0' && (*id)[i] <= '9') ||
+			  ((*id)[i] >= 'a' && (*id)[i] <= 'f')))
 			invalid_cursor();
 	if (!cursor_time_shape(text + 3) || !cursor_time(text + 3, ts))
 		invalid_cursor();
 }
 
 #define LIST_SQL \
-	"SELECT i.id, i.label, i.status, " PGD_SQL_EXECUTION_COUNT ", " PGD_SQL_OUTPUT ", " \
+	"SELECT i.id, i.label, i.status, " PGD_SQL_EXECUTION_COUNT \
+	", " PGD_SQL_OUTPUT ", " \
 	"i.created_at, i.completed_at, " \
 	"pg_catalog.encode(pg_catalog.convert_to('v1|' " \
 	"OPERATOR(pg_catalog.||) pg_catalog.to_char(i.created_at, 'YYYY-MM-DD\"T\"HH24:MI:SS.USOF') " \
@@ -220,21 +224,20 @@ static Datum
 list_instances(FunctionCallInfo fcinfo, bool paged)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int			limit = PG_ARGISNULL(1) ? LIST_DEFAULT_LIMIT : PG_GETARG_INT32(1);
-	Oid			types[5] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, INT8OID};
-	Datum		values[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-	int			n,
-				nrows,
-				i;
-	char	   *next_cursor = NULL;
+	int	  limit = PG_ARGISNULL(1) ? LIST_DEFAULT_LIMIT : PG_GETARG_INT32(1);
+	Oid	  types[5] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, INT8OID};
+	Datum values[5];
+	char  nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	int	  n, nrows, i;
+	char *next_cursor = NULL;
 
 	check_limit_at_least_one(limit);
 	if (limit > pgd_list_instances_max_limit)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg(PGD_MSG_LIMIT_EXCEEDS_MAX,
-						limit, pgd_list_instances_max_limit, pgd_list_instances_max_limit)));
+				 errmsg(PGD_MSG_LIMIT_EXCEEDS_MAX, limit,
+						pgd_list_instances_max_limit,
+						pgd_list_instances_max_limit)));
 
 	if (PG_ARGISNULL(0))
 		nulls[0] = 'n';
@@ -265,29 +268,32 @@ list_instances(FunctionCallInfo fcinfo, bool paged)
 	n = pgd_spi_exec(LIST_SQL, 5, types, values, nulls, true);
 	nrows = Min(n, limit);
 	if (paged && n > limit)
-		next_cursor = SPI_getvalue(SPI_tuptable->vals[limit - 1], SPI_tuptable->tupdesc, 8);
+		next_cursor = SPI_getvalue(SPI_tuptable->vals[limit - 1],
+								   SPI_tuptable->tupdesc, 8);
 
 	for (i = 0; i < nrows; i++)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		Datum		out[9];
-		bool		outnull[9];
-		bool		isnull;
+		HeapTuple tup = SPI_tuptable->vals[i];
+		TupleDesc desc = SPI_tuptable->tupdesc;
+		Datum	  out[9];
+		bool	  outnull[9];
+		bool	  isnull;
 
 		memset(outnull, 0, sizeof(outnull));
-		out[0] = SPI_getbinval(tup, desc, 1, &outnull[0]);	/* instance_id */
-		out[1] = SPI_getbinval(tup, desc, 2, &outnull[1]);	/* label */
+		out[0] = SPI_getbinval(tup, desc, 1, &outnull[0]); /* instance_id */
+		out[1] = SPI_getbinval(tup, desc, 2, &outnull[1]); /* label */
 		out[2] = CStringGetTextDatum(PGD_FUNCTION_NAME);
-		out[3] = SPI_getbinval(tup, desc, 3, &outnull[3]);	/* status */
-		out[4] = SPI_getbinval(tup, desc, 4, &outnull[4]);	/* execution_count */
-		out[5] = SPI_getbinval(tup, desc, 5, &outnull[5]);	/* output */
+		out[3] = SPI_getbinval(tup, desc, 3, &outnull[3]); /* status */
+		out[4] =
+			SPI_getbinval(tup, desc, 4, &outnull[4]); /* execution_count */
+		out[5] = SPI_getbinval(tup, desc, 5, &outnull[5]); /* output */
 		if (paged)
 		{
 			out[6] = SPI_getbinval(tup, desc, 6, &outnull[6]);
 			out[7] = SPI_getbinval(tup, desc, 7, &outnull[7]);
 			outnull[8] = (next_cursor == NULL);
-			out[8] = next_cursor ? CStringGetTextDatum(next_cursor) : (Datum) 0;
+			out[8] =
+				next_cursor ? CStringGetTextDatum(next_cursor) : (Datum) 0;
 		}
 		(void) isnull;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnull);
@@ -315,21 +321,23 @@ Datum
 pgd_instance_info(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
+	Oid			   types[1] = {TEXTOID};
+	Datum		   values[1];
 
 	values[0] = PG_GETARG_DATUM(0);
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (pgd_spi_exec("SELECT i.id, i.label, i.status, " PGD_SQL_EXECUTION_COUNT ", " PGD_SQL_OUTPUT " "
-					 "FROM " PGD_SQL_ROOT_JOIN " WHERE i.id OPERATOR(pg_catalog.=) $1",
+	if (pgd_spi_exec("SELECT i.id, i.label, i.status, " PGD_SQL_EXECUTION_COUNT
+					 ", " PGD_SQL_OUTPUT " "
+					 "FROM " PGD_SQL_ROOT_JOIN
+					 " WHERE i.id OPERATOR(pg_catalog.=) $1",
 					 1, types, values, NULL, true) > 0)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		Datum		out[7];
-		bool		outnull[7];
+		HeapTuple tup = SPI_tuptable->vals[0];
+		TupleDesc desc = SPI_tuptable->tupdesc;
+		Datum	  out[7];
+		bool	  outnull[7];
 
 		memset(outnull, 0, sizeof(outnull));
 		out[0] = SPI_getbinval(tup, desc, 1, &outnull[0]);
@@ -359,21 +367,21 @@ Datum
 pgd_instance_executions(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int			limit = PG_GETARG_INT32(1);
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
-	int64		current;
-	int64		g;
-	int64		last;
-	bool		isnull;
-	Datum		status;
-	Datum		output;
-	bool		output_null;
-	int64	   *gens = NULL;
-	int64	   *counts = NULL;
-	int64	   *durations = NULL;
-	int			ngens = 0;
-	int			i;
+	int			   limit = PG_GETARG_INT32(1);
+	Oid			   types[1] = {TEXTOID};
+	Datum		   values[1];
+	int64		   current;
+	int64		   g;
+	int64		   last;
+	bool		   isnull;
+	Datum		   status;
+	Datum		   output;
+	bool		   output_null;
+	int64		  *gens = NULL;
+	int64		  *counts = NULL;
+	int64		  *durations = NULL;
+	int			   ngens = 0;
+	int			   i;
 
 	check_limit_at_least_one(limit);
 	limit = Min(limit, EXECUTIONS_MAX_LIMIT);
@@ -382,42 +390,50 @@ pgd_instance_executions(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (pgd_spi_exec("SELECT i.status, " PGD_SQL_EXECUTION_COUNT ", " PGD_SQL_OUTPUT " "
-					 "FROM " PGD_SQL_ROOT_JOIN " WHERE i.id OPERATOR(pg_catalog.=) $1",
+	if (pgd_spi_exec("SELECT i.status, " PGD_SQL_EXECUTION_COUNT
+					 ", " PGD_SQL_OUTPUT " "
+					 "FROM " PGD_SQL_ROOT_JOIN
+					 " WHERE i.id OPERATOR(pg_catalog.=) $1",
 					 1, types, values, NULL, true) == 0)
 	{
 		SPI_finish();
 		return (Datum) 0;
 	}
-	status = SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull),
-							   false, -1);
-	current = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	output = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &output_null);
+	status =
+		SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0],
+										SPI_tuptable->tupdesc, 1, &isnull),
+						  false, -1);
+	current = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										  SPI_tuptable->tupdesc, 2, &isnull));
+	output = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3,
+						   &output_null);
 	if (!output_null)
 		output = SPI_datumTransfer(output, false, -1);
 
 	/* events per root generation, from the first level of each scope */
 	{
-		Oid			t2[2] = {TEXTOID, INT8OID};
-		Datum		v2[2];
-		Oid			save_userid;
-		int			save_sec;
+		Oid	  t2[2] = {TEXTOID, INT8OID};
+		Datum v2[2];
+		Oid	  save_userid;
+		int	  save_sec;
 
 		v2[0] = values[0];
 		v2[1] = Int64GetDatum(current);
 		GetUserIdAndSecContext(&save_userid, &save_sec);
-		SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE);
-		ngens = pgd_spi_exec("SELECT g, pg_catalog.count(*), "
-							 "GREATEST(0, (pg_catalog.date_part('epoch', "
-							 "CASE WHEN g OPERATOR(pg_catalog.=) $2 AND NOT pg_catalog.bool_or(kind "
-							 "OPERATOR(pg_catalog.~) '^instance_(completed|failed|cancelled)$') "
-							 "THEN pg_catalog.clock_timestamp() ELSE pg_catalog.max(at) END "
-							 "OPERATOR(pg_catalog.-) pg_catalog.min(at)) OPERATOR(pg_catalog.*) 1000)::bigint) "
-							 "FROM (SELECT COALESCE((pg_catalog.regexp_match(scope, "
-							 " '^[^:]+::([0-9]{1,18})(::|$)'))[1]::bigint, $2) AS g, kind, at "
-							 " FROM df_internal.events WHERE instance_id OPERATOR(pg_catalog.=) $1) s "
-							 "GROUP BY g",
-							 2, t2, v2, NULL, true);
+		SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+							   save_sec | SECURITY_LOCAL_USERID_CHANGE);
+		ngens =
+			pgd_spi_exec("SELECT g, pg_catalog.count(*), "
+						 "GREATEST(0, (pg_catalog.date_part('epoch', "
+						 "CASE WHEN g OPERATOR(pg_catalog.=) $2 AND NOT pg_catalog.bool_or(kind "
+						 "OPERATOR(pg_catalog.~) '^instance_(completed|failed|cancelled)$') "
+						 "THEN pg_catalog.clock_timestamp() ELSE pg_catalog.max(at) END "
+						 "OPERATOR(pg_catalog.-) pg_catalog.min(at)) OPERATOR(pg_catalog.*) 1000)::bigint) "
+						 "FROM (SELECT COALESCE((pg_catalog.regexp_match(scope, "
+						 " '^[^:]+::([0-9]{1,18})(::|$)'))[1]::bigint, $2) AS g, kind, at "
+						 " FROM df_internal.events WHERE instance_id OPERATOR(pg_catalog.=) $1) s "
+						 "GROUP BY g",
+						 2, t2, v2, NULL, true);
 		SetUserIdAndSecContext(save_userid, save_sec);
 	}
 	if (ngens > 0)
@@ -427,19 +443,25 @@ pgd_instance_executions(PG_FUNCTION_ARGS)
 		durations = palloc(sizeof(int64) * ngens);
 		for (i = 0; i < ngens; i++)
 		{
-			gens[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-			counts[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
-			durations[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull));
+			gens[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+												  SPI_tuptable->tupdesc, 1,
+												  &isnull));
+			counts[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+													SPI_tuptable->tupdesc, 2,
+													&isnull));
+			durations[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+													   SPI_tuptable->tupdesc,
+													   3, &isnull));
 		}
 	}
 
 	last = Max(1, current - limit + 1);
 	for (g = current; g >= last; g--)
 	{
-		Datum		out[5];
-		bool		outnull[5];
-		int64		count = 0;
-		int			found = -1;
+		Datum out[5];
+		bool  outnull[5];
+		int64 count = 0;
+		int	  found = -1;
 
 		for (i = 0; i < ngens; i++)
 			if (gens[i] == g)
@@ -479,27 +501,30 @@ Datum
 pgd_metrics(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Oid			save_userid;
-	int			save_sec;
-	Datum		out[6];
-	bool		outnull[6];
-	int			i;
+	Oid			   save_userid;
+	int			   save_sec;
+	Datum		   out[6];
+	bool		   outnull[6];
+	int			   i;
 
 	InitMaterializedSRF(fcinfo, 0);
 	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	pgd_spi_exec("SELECT pg_catalog.count(*), "
 				 "pg_catalog.count(*) FILTER (WHERE i.status OPERATOR(pg_catalog.=) ANY ('{pending,running}'::text[])), "
 				 "pg_catalog.count(*) FILTER (WHERE i.status OPERATOR(pg_catalog.=) 'completed'), "
 				 "pg_catalog.count(*) FILTER (WHERE i.status OPERATOR(pg_catalog.=) 'failed'), "
-				 "COALESCE(pg_catalog.sum(" PGD_SQL_EXECUTION_COUNT "), 0)::bigint, "
+				 "COALESCE(pg_catalog.sum(" PGD_SQL_EXECUTION_COUNT
+				 "), 0)::bigint, "
 				 "(SELECT pg_catalog.count(*) FROM df_internal.events) "
 				 "FROM " PGD_SQL_ROOT_JOIN,
 				 0, NULL, NULL, NULL, true);
 	for (i = 0; i < 6; i++)
-		out[i] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &outnull[i]);
+		out[i] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+							   i + 1, &outnull[i]);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnull);
 	SPI_finish();
 	SetUserIdAndSecContext(save_userid, save_sec);

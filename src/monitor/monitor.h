@@ -47,15 +47,15 @@ typedef struct PgdNodeRow
 	bool		updated_at_null;
 
 	/* links, indexes into the row array (-1 when absent) */
-	int			left;
-	int			right;
-	int			condition;
-	int			nextras;
-	int		   *extras;
+	int	 left;
+	int	 right;
+	int	 condition;
+	int	 nextras;
+	int *extras;
 
 	/* filled by pgd_infer_statuses */
-	const char *inferred;		/* pending|running|completed|failed|skipped */
-	int			from_ancestor;	/* index of the driving ancestor, or -1 */
+	const char *inferred;	   /* pending|running|completed|failed|skipped */
+	int			from_ancestor; /* index of the driving ancestor, or -1 */
 } PgdNodeRow;
 
 /* An instance as its owner sees it. */
@@ -65,11 +65,11 @@ typedef struct PgdInstanceView
 	char	   *label;
 	char	   *status;
 	char	   *root_id;
-	char	   *output;			/* PGD_SQL_OUTPUT, or NULL */
-	int			root;			/* index of the root row, -1 if missing */
+	char	   *output; /* PGD_SQL_OUTPUT, or NULL */
+	int			root;	/* index of the root row, -1 if missing */
 	int			nnodes;
 	PgdNodeRow *nodes;
-	int			norder;			/* rows in tree order (pre-order walk) */
+	int			norder; /* rows in tree order (pre-order walk) */
 	int		   *order;
 } PgdInstanceView;
 
@@ -101,4 +101,4 @@ extern PgdInstanceView *pgd_load_instance_view(const char *instance_id);
 	"df.instances i LEFT JOIN df.nodes n " \
 	"ON n.instance_id OPERATOR(pg_catalog.=) i.id AND n.id OPERATOR(pg_catalog.=) i.root_node"
 
-#endif							/* PG_DURABLE_MONITOR_H */
+#endif /* PG_DURABLE_MONITOR_H */

@@ -34,7 +34,7 @@
 static int
 find_row(const PgdInstanceView *v, const char *id)
 {
-	int			i;
+	int i;
 
 	if (id == NULL)
 		return -1;
@@ -47,23 +47,24 @@ find_row(const PgdInstanceView *v, const char *id)
 static void
 link_rows(PgdInstanceView *v)
 {
-	int			i;
+	int i;
 
 	for (i = 0; i < v->nnodes; i++)
 	{
-		PgdNodeRow *r = &v->nodes[i];
+		PgdNodeRow	 *r = &v->nodes[i];
 		DfConfigLinks links;
-		int			k;
+		int			  k;
 
 		r->left = find_row(v, r->left_id);
 		r->right = find_row(v, r->right_id);
 		df_config_links(r->type, r->query, &links);
 		r->condition = find_row(v, links.condition_id);
 		r->nextras = 0;
-		r->extras = links.nextras > 0 ? palloc(sizeof(int) * links.nextras) : NULL;
+		r->extras =
+			links.nextras > 0 ? palloc(sizeof(int) * links.nextras) : NULL;
 		for (k = 0; k < links.nextras; k++)
 		{
-			int			e = find_row(v, links.extra_ids[k]);
+			int e = find_row(v, links.extra_ids[k]);
 
 			if (e >= 0)
 				r->extras[r->nextras++] = e;
@@ -74,7 +75,8 @@ link_rows(PgdInstanceView *v)
 static char *
 copy_value(MemoryContext cxt, int row, int col)
 {
-	char	   *s = SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
+	char *s =
+		SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
 
 	return s ? MemoryContextStrdup(cxt, s) : NULL;
 }
@@ -82,19 +84,20 @@ copy_value(MemoryContext cxt, int row, int col)
 PgdInstanceView *
 pgd_load_instance_view(const char *instance_id)
 {
-	MemoryContext outer = CurrentMemoryContext;
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
+	MemoryContext	 outer = CurrentMemoryContext;
+	Oid				 types[1] = {TEXTOID};
+	Datum			 values[1];
 	PgdInstanceView *v;
-	int			n,
-				i;
+	int				 n, i;
 
 	values[0] = pgd_text_datum(instance_id);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	if (pgd_spi_exec("SELECT i.id, i.label, i.status, i.root_node, " PGD_SQL_OUTPUT " "
-					 "FROM " PGD_SQL_ROOT_JOIN " WHERE i.id OPERATOR(pg_catalog.=) $1",
+	if (pgd_spi_exec("SELECT i.id, i.label, i.status, i.root_node, " PGD_SQL_OUTPUT
+					 " "
+					 "FROM " PGD_SQL_ROOT_JOIN
+					 " WHERE i.id OPERATOR(pg_catalog.=) $1",
 					 1, types, values, NULL, false) == 0)
 	{
 		SPI_finish();
@@ -122,8 +125,10 @@ pgd_load_instance_view(const char *instance_id)
 
 		r->id = copy_value(outer, i, 1);
 		r->node_type = copy_value(outer, i, 2);
-		if (r->node_type == NULL || !df_node_type_from_name(r->node_type, &r->type))
-			r->type = DF_NODE_SQL;	/* a row CHECKs would reject: show it as a leaf */
+		if (r->node_type == NULL ||
+			!df_node_type_from_name(r->node_type, &r->type))
+			r->type =
+				DF_NODE_SQL; /* a row CHECKs would reject: show it as a leaf */
 		r->query = copy_value(outer, i, 3);
 		r->result_name = copy_value(outer, i, 4);
 		r->left_id = copy_value(outer, i, 5);
@@ -132,7 +137,8 @@ pgd_load_instance_view(const char *instance_id)
 		r->result = copy_value(outer, i, 8);
 		r->status_details = copy_value(outer, i, 9);
 		r->stamp = copy_value(outer, i, 10);
-		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 11, &isnull);
+		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 11,
+						  &isnull);
 		r->updated_at = isnull ? 0 : DatumGetTimestampTz(d);
 		r->updated_at_null = isnull;
 	}

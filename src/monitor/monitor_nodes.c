@@ -35,9 +35,9 @@ put_text(Datum *out, bool *outnull, int *c, const char *s)
 static Datum
 instance_nodes(FunctionCallInfo fcinfo, bool compat)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ReturnSetInfo	*rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	PgdInstanceView *v;
-	int			k;
+	int				 k;
 
 	InitMaterializedSRF(fcinfo, 0);
 	v = pgd_load_instance_view(text_to_cstring(PG_GETARG_TEXT_PP(0)));
@@ -67,7 +67,8 @@ instance_nodes(FunctionCallInfo fcinfo, bool compat)
 			put_text(out, outnull, &c, r->status_details);
 			put_text(out, outnull, &c, r->inferred);
 			put_text(out, outnull, &c,
-					 r->from_ancestor >= 0 ? v->nodes[r->from_ancestor].id : NULL);
+					 r->from_ancestor >= 0 ? v->nodes[r->from_ancestor].id :
+											 NULL);
 		}
 		out[c] = TimestampTzGetDatum(r->updated_at);
 		outnull[c] = r->updated_at_null;

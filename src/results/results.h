@@ -46,8 +46,8 @@ extern char *pgd_spi_result_to_json(SPITupleTable *tuptable, uint64 nrows,
 /* Where a substituted text goes. */
 typedef enum PgdSubstMode
 {
-	PGD_SUBST_SQL,				/* SQL text: values become SQL literals */
-	PGD_SUBST_RAW				/* HTTP url/body/headers, multipart fields:
+	PGD_SUBST_SQL, /* SQL text: values become SQL literals */
+	PGD_SUBST_RAW  /* HTTP url/body/headers, multipart fields:
 								 * values as plain text */
 } PgdSubstMode;
 
@@ -75,4 +75,4 @@ extern bool pgd_truthy(const DfJson *result);
 /* Same for text: JSON is parsed first; other text uses the string rule. */
 extern bool pgd_truthy_text(const char *text);
 
-#endif							/* PG_DURABLE_RESULTS_H */
+#endif /* PG_DURABLE_RESULTS_H */

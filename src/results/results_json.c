@@ -68,7 +68,7 @@ typedef enum ColKind
 	COL_INT8,
 	COL_FLOAT4,
 	COL_FLOAT8,
-	COL_TEXT,					/* text, varchar, bpchar */
+	COL_TEXT, /* text, varchar, bpchar */
 	COL_NAME,
 	COL_NUMERIC,
 	COL_UUID,
@@ -158,11 +158,13 @@ static void
 append_timestamp(StringInfo buf, Timestamp ts, bool utc)
 {
 	struct pg_tm tm;
-	fsec_t		fsec;
+	fsec_t		 fsec;
 
 	if (TIMESTAMP_NOT_FINITE(ts))
 	{
-		appendStringInfoString(buf, TIMESTAMP_IS_NOBEGIN(ts) ? "\"-infinity\"" : "\"infinity\"");
+		appendStringInfoString(buf,
+							   TIMESTAMP_IS_NOBEGIN(ts) ? "\"-infinity\"" :
+														  "\"infinity\"");
 		return;
 	}
 	if (timestamp2tm(ts, NULL, &tm, &fsec, NULL, NULL) != 0)
@@ -171,8 +173,8 @@ append_timestamp(StringInfo buf, Timestamp ts, bool utc)
 				 errmsg("timestamp out of range")));
 	appendStringInfoChar(buf, '"');
 	append_year(buf, tm.tm_year);
-	appendStringInfo(buf, "-%02d-%02dT%02d:%02d:%02d",
-					 tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	appendStringInfo(buf, "-%02d-%02dT%02d:%02d:%02d", tm.tm_mon, tm.tm_mday,
+					 tm.tm_hour, tm.tm_min, tm.tm_sec);
 	append_fraction(buf, fsec);
 	if (utc)
 		appendStringInfoChar(buf, 'Z');
@@ -182,13 +184,13 @@ append_timestamp(StringInfo buf, Timestamp ts, bool utc)
 static void
 append_date(StringInfo buf, DateADT date)
 {
-	int			year,
-				month,
-				day;
+	int year, month, day;
 
 	if (DATE_NOT_FINITE(date))
 	{
-		appendStringInfoString(buf, DATE_IS_NOBEGIN(date) ? "\"-infinity\"" : "\"infinity\"");
+		appendStringInfoString(buf,
+							   DATE_IS_NOBEGIN(date) ? "\"-infinity\"" :
+													   "\"infinity\"");
 		return;
 	}
 	j2date(date + POSTGRES_EPOCH_JDATE, &year, &month, &day);
@@ -201,7 +203,7 @@ append_date(StringInfo buf, DateADT date)
 static void
 append_float(StringInfo buf, double d, bool is_float4)
 {
-	char		tmp[DOUBLE_SHORTEST_DECIMAL_LEN + 1];
+	char tmp[DOUBLE_SHORTEST_DECIMAL_LEN + 1];
 
 	if (isnan(d) || isinf(d))
 	{
@@ -223,13 +225,14 @@ static bool
 append_json_text(StringInfo buf, const char *text, const char *colname,
 				 char **errmsg)
 {
-	char	   *perr = NULL;
-	DfJson	   *doc = dfjson_parse(text, strlen(text), &perr);
+	char   *perr = NULL;
+	DfJson *doc = dfjson_parse(text, strlen(text), &perr);
 
 	if (doc == NULL)
 	{
-		*errmsg = psprintf("column '%s' holds JSON that cannot be used as a step result: %s",
-						   colname, perr);
+		*errmsg =
+			psprintf("column '%s' holds JSON that cannot be used as a step result: %s",
+					 colname, perr);
 		return false;
 	}
 	dfjson_write(buf, doc);
@@ -268,10 +271,14 @@ append_value(StringInfo buf, ColKind kind, Datum d, const char *colname,
 			dfjson_write_string(buf, NameStr(*DatumGetName(d)));
 			break;
 		case COL_NUMERIC:
-			dfjson_write_string(buf, DatumGetCString(DirectFunctionCall1(numeric_out, d)));
+			dfjson_write_string(buf,
+								DatumGetCString(DirectFunctionCall1(numeric_out,
+																	d)));
 			break;
 		case COL_UUID:
-			dfjson_write_string(buf, DatumGetCString(DirectFunctionCall1(uuid_out, d)));
+			dfjson_write_string(buf,
+								DatumGetCString(DirectFunctionCall1(uuid_out,
+																	d)));
 			break;
 		case COL_TIMESTAMPTZ:
 			append_timestamp(buf, DatumGetTimestampTz(d), true);
@@ -283,14 +290,17 @@ append_value(StringInfo buf, ColKind kind, Datum d, const char *colname,
 			append_date(buf, DatumGetDateADT(d));
 			break;
 		case COL_JSON:
-			return append_json_text(buf, TextDatumGetCString(d), colname, errmsg);
+			return append_json_text(buf, TextDatumGetCString(d), colname,
+									errmsg);
 		case COL_JSONB:
-			{
-				Jsonb	   *jb = DatumGetJsonbP(d);
+		{
+			Jsonb *jb = DatumGetJsonbP(d);
 
-				return append_json_text(buf, JsonbToCString(NULL, &jb->root, VARSIZE(jb)),
-										colname, errmsg);
-			}
+			return append_json_text(buf,
+									JsonbToCString(NULL, &jb->root,
+												   VARSIZE(jb)),
+									colname, errmsg);
+		}
 		case COL_VOID:
 			appendStringInfoString(buf, "null");
 			break;
@@ -303,13 +313,13 @@ append_value(StringInfo buf, ColKind kind, Datum d, const char *colname,
 char *
 pgd_spi_result_to_json(SPITupleTable *tuptable, uint64 nrows, char **errmsg)
 {
-	MemoryContext callercxt = CurrentMemoryContext;
-	MemoryContext rowcxt;
+	MemoryContext  callercxt = CurrentMemoryContext;
+	MemoryContext  rowcxt;
 	StringInfoData buf;
-	TupleDesc	tupdesc;
-	ColKind    *kinds;
-	char	   *err = NULL;
-	uint64		row;
+	TupleDesc	   tupdesc;
+	ColKind		  *kinds;
+	char		  *err = NULL;
+	uint64		   row;
 
 	*errmsg = NULL;
 	if (tuptable == NULL)
@@ -325,8 +335,9 @@ pgd_spi_result_to_json(SPITupleTable *tuptable, uint64 nrows, char **errmsg)
 		/* like the reference, a type is only refused when a row is converted */
 		if (kinds[i] == COL_UNSUPPORTED && nrows > 0)
 		{
-			*errmsg = psprintf(PGD_MSG_UNSUPPORTED_COLUMN_TYPE,
-							   format_type_be(att->atttypid), NameStr(att->attname));
+			*errmsg =
+				psprintf(PGD_MSG_UNSUPPORTED_COLUMN_TYPE,
+						 format_type_be(att->atttypid), NameStr(att->attname));
 			pfree(kinds);
 			return NULL;
 		}
@@ -338,8 +349,8 @@ pgd_spi_result_to_json(SPITupleTable *tuptable, uint64 nrows, char **errmsg)
 								   ALLOCSET_DEFAULT_SIZES);
 	for (row = 0; row < nrows && err == NULL; row++)
 	{
-		HeapTuple	tuple = tuptable->vals[row];
-		bool		first = true;
+		HeapTuple tuple = tuptable->vals[row];
+		bool	  first = true;
 
 		MemoryContextSwitchTo(rowcxt);
 		if (row > 0)
@@ -348,8 +359,8 @@ pgd_spi_result_to_json(SPITupleTable *tuptable, uint64 nrows, char **errmsg)
 		for (int i = 0; i < tupdesc->natts && err == NULL; i++)
 		{
 			Form_pg_attribute att = TupleDescAttr(tupdesc, i);
-			bool		isnull;
-			Datum		d;
+			bool			  isnull;
+			Datum			  d;
 
 			if (att->attisdropped)
 				continue;
@@ -361,7 +372,8 @@ pgd_spi_result_to_json(SPITupleTable *tuptable, uint64 nrows, char **errmsg)
 			d = heap_getattr(tuple, i + 1, tupdesc, &isnull);
 			if (isnull)
 				appendStringInfoString(&buf, "null");
-			else if (!append_value(&buf, kinds[i], d, NameStr(att->attname), &err))
+			else if (!append_value(&buf, kinds[i], d, NameStr(att->attname),
+								   &err))
 			{
 				MemoryContextSwitchTo(callercxt);
 				*errmsg = pstrdup(err);

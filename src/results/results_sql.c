@@ -33,11 +33,11 @@ PG_FUNCTION_INFO_V1(pgd_is_whole_value_reference_sql);
 Datum
 pgd_step_result(PG_FUNCTION_ARGS)
 {
-	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char		 *query = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	MemoryContext callercxt = CurrentMemoryContext;
-	char	   *json;
-	char	   *err = NULL;
-	int			rc;
+	char		 *json;
+	char		 *err = NULL;
+	int			  rc;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -46,12 +46,12 @@ pgd_step_result(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(rc));
 	/* the JSON must outlive SPI_finish: build it in the caller's context */
 	MemoryContextSwitchTo(callercxt);
-	json = pgd_spi_result_to_json(SPI_tuptable, SPI_tuptable ? SPI_processed : 0, &err);
+	json = pgd_spi_result_to_json(SPI_tuptable,
+								  SPI_tuptable ? SPI_processed : 0, &err);
 	SPI_finish();
 	if (json == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s", err)));
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("%s", err)));
 	PG_RETURN_TEXT_P(cstring_to_text(json));
 }
 
@@ -59,9 +59,9 @@ pgd_step_result(PG_FUNCTION_ARGS)
 static DfJson *
 jsonb_arg(Jsonb *jb)
 {
-	char	   *text = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
-	char	   *err = NULL;
-	DfJson	   *doc = dfjson_parse(text, strlen(text), &err);
+	char   *text = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
+	char   *err = NULL;
+	DfJson *doc = dfjson_parse(text, strlen(text), &err);
 
 	if (doc == NULL)
 		ereport(ERROR,
@@ -73,19 +73,18 @@ jsonb_arg(Jsonb *jb)
 Datum
 pgd_substitute_sql(PG_FUNCTION_ARGS)
 {
-	char	   *template = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	DfJson	   *vars = jsonb_arg(PG_GETARG_JSONB_P(1));
-	DfJson	   *results = jsonb_arg(PG_GETARG_JSONB_P(2));
-	bool		raw = PG_GETARG_BOOL(3);
-	char	   *err = NULL;
-	char	   *out;
+	char *template = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	DfJson *vars = jsonb_arg(PG_GETARG_JSONB_P(1));
+	DfJson *results = jsonb_arg(PG_GETARG_JSONB_P(2));
+	bool	raw = PG_GETARG_BOOL(3);
+	char   *err = NULL;
+	char   *out;
 
 	out = pgd_substitute(template, vars, results,
 						 raw ? PGD_SUBST_RAW : PGD_SUBST_SQL, &err);
 	if (out == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s", err)));
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s", err)));
 	PG_RETURN_TEXT_P(cstring_to_text(out));
 }
 

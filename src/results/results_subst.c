@@ -91,25 +91,28 @@
 /* One known name (a variable or a named result), for binary search. */
 typedef struct SubstName
 {
-	const char *key;
-	int			keylen;
-	int			order;			/* position in the object: last one wins */
+	const char	 *key;
+	int			  keylen;
+	int			  order; /* position in the object: last one wins */
 	const DfJson *value;
 } SubstName;
 
 typedef struct SubstTable
 {
-	SubstName  *names;
-	int			count;
+	SubstName *names;
+	int		   count;
 } SubstTable;
 
-#define IS_IDENT_START(c) (((c) >= 'A' && (c) <= 'Z') || ((c) >= 'a' && (c) <= 'z') || (c) == '_')
-#define IS_IDENT_CHAR(c) (IS_IDENT_START(c) || ((c) >= '0' && (c) <= '9') || (unsigned char) (c) >= 0x80)
+#define IS_IDENT_START(c) \
+	(((c) >= 'A' && (c) <= 'Z') || ((c) >= 'a' && (c) <= 'z') || (c) == '_')
+#define IS_IDENT_CHAR(c) \
+	(IS_IDENT_START(c) || ((c) >= '0' && (c) <= '9') || \
+	 (unsigned char) (c) >= 0x80)
 
 static int
 subst_name_cmp_raw(const char *a, int alen, const char *b, int blen)
 {
-	int			r = memcmp(a, b, Min(alen, blen));
+	int r = memcmp(a, b, Min(alen, blen));
 
 	if (r != 0)
 		return r;
@@ -121,7 +124,7 @@ subst_name_qsort_cmp(const void *a, const void *b)
 {
 	const SubstName *x = a;
 	const SubstName *y = b;
-	int			r = subst_name_cmp_raw(x->key, x->keylen, y->key, y->keylen);
+	int r = subst_name_cmp_raw(x->key, x->keylen, y->key, y->keylen);
 
 	if (r != 0)
 		return r;
@@ -147,7 +150,7 @@ is_result_name(const char *s)
 static void
 subst_table_build(SubstTable *t, const DfJson *obj, bool only_result_names)
 {
-	int			n = 0;
+	int n = 0;
 
 	t->names = NULL;
 	t->count = 0;
@@ -173,7 +176,8 @@ subst_table_build(SubstTable *t, const DfJson *obj, bool only_result_names)
 	{
 		if (i + 1 < n &&
 			subst_name_cmp_raw(t->names[i].key, t->names[i].keylen,
-							   t->names[i + 1].key, t->names[i + 1].keylen) == 0)
+							   t->names[i + 1].key,
+							   t->names[i + 1].keylen) == 0)
 			continue;
 		t->names[t->count++] = t->names[i];
 	}
@@ -182,14 +186,13 @@ subst_table_build(SubstTable *t, const DfJson *obj, bool only_result_names)
 static const DfJson *
 subst_table_find(const SubstTable *t, const char *key, int keylen)
 {
-	int			lo = 0,
-				hi = t->count - 1;
+	int lo = 0, hi = t->count - 1;
 
 	while (lo <= hi)
 	{
-		int			mid = lo + (hi - lo) / 2;
-		int			r = subst_name_cmp_raw(key, keylen,
-										   t->names[mid].key, t->names[mid].keylen);
+		int mid = lo + (hi - lo) / 2;
+		int r = subst_name_cmp_raw(key, keylen, t->names[mid].key,
+								   t->names[mid].keylen);
 
 		if (r == 0)
 			return t->names[mid].value;
@@ -317,13 +320,14 @@ static bool
 expand_star(StringInfo out, const char *name, int namelen, const DfJson *rows,
 			const DfJson *single, PgdSubstMode mode, char **errmsg)
 {
-	int			nrows = rows ? rows->count : 1;
+	int			  nrows = rows ? rows->count : 1;
 	const DfJson *row0;
 
 	if (nrows > PGD_MAX_STAR_ROWS)
 	{
-		*errmsg = psprintf("$%.*s.* has %d rows — at most %d rows can be expanded",
-						   namelen, name, nrows, PGD_MAX_STAR_ROWS);
+		*errmsg =
+			psprintf("$%.*s.* has %d rows — at most %d rows can be expanded",
+					 namelen, name, nrows, PGD_MAX_STAR_ROWS);
 		return false;
 	}
 	if (mode == PGD_SUBST_RAW)
@@ -347,8 +351,9 @@ expand_star(StringInfo out, const char *name, int namelen, const DfJson *rows,
 	row0 = rows ? rows->items[0] : single;
 	if (row0->type != DFJ_OBJECT || row0->count == 0)
 	{
-		*errmsg = psprintf("$%.*s.* has no columns — its first row is not an object with at least one key",
-						   namelen, name);
+		*errmsg =
+			psprintf("$%.*s.* has no columns — its first row is not an object with at least one key",
+					 namelen, name);
 		return false;
 	}
 	appendStringInfoString(out, "(VALUES ");
@@ -361,7 +366,7 @@ expand_star(StringInfo out, const char *name, int namelen, const DfJson *rows,
 		appendStringInfoChar(out, '(');
 		for (int c = 0; c < row0->count; c++)
 		{
-			const char *col = row0->pairs[c].key;
+			const char	 *col = row0->pairs[c].key;
 			const DfJson *v;
 
 			if (c > 0)
@@ -412,9 +417,9 @@ field_list(const DfJson *obj)
 
 typedef enum RefForm
 {
-	REF_BARE,					/* $name */
-	REF_COLUMN,					/* $name.col */
-	REF_STAR					/* $name.* */
+	REF_BARE,	/* $name */
+	REF_COLUMN, /* $name.col */
+	REF_STAR	/* $name.* */
 } RefForm;
 
 /*
@@ -428,18 +433,20 @@ resolve_reference(StringInfo out, const DfJson *result, const char *name,
 				  PgdSubstMode mode, char **errmsg)
 {
 	const DfJson *rows = sql_rows(result);
-	const DfJson *holder;		/* the object $name.col reads */
+	const DfJson *holder; /* the object $name.col reads */
 	const DfJson *v;
 
 	if (form == REF_STAR)
 	{
 		if (rows == NULL && result->type != DFJ_OBJECT)
 		{
-			*errmsg = psprintf("$%.*s.* is not a row set — the result has no rows",
-							   namelen, name);
+			*errmsg =
+				psprintf("$%.*s.* is not a row set — the result has no rows",
+						 namelen, name);
 			return false;
 		}
-		return expand_star(out, name, namelen, rows, rows ? NULL : result, mode, errmsg);
+		return expand_star(out, name, namelen, rows, rows ? NULL : result,
+						   mode, errmsg);
 	}
 
 	if (rows != NULL && rows->count == 0)
@@ -460,7 +467,8 @@ resolve_reference(StringInfo out, const DfJson *result, const char *name,
 		else if (rows->items[0]->type != DFJ_OBJECT)
 			v = rows->items[0];
 		else
-			v = rows->items[0]->count > 0 ? rows->items[0]->pairs[0].value : NULL;
+			v = rows->items[0]->count > 0 ? rows->items[0]->pairs[0].value :
+											NULL;
 		if (v == NULL || v->type == DFJ_NULL)
 		{
 			if (optional)
@@ -488,9 +496,8 @@ resolve_reference(StringInfo out, const DfJson *result, const char *name,
 			appendBinaryStringInfo(out, literal, litlen);
 		else
 		{
-			*errmsg = psprintf(PGD_MSG_REF_NO_FIELD,
-							   namelen, name, collen, col, collen, col,
-							   field_list(holder));
+			*errmsg = psprintf(PGD_MSG_REF_NO_FIELD, namelen, name, collen,
+							   col, collen, col, field_list(holder));
 			return false;
 		}
 		return true;
@@ -502,7 +509,8 @@ resolve_reference(StringInfo out, const DfJson *result, const char *name,
 			append_missing(out, mode);
 			return true;
 		}
-		*errmsg = psprintf(PGD_MSG_REF_COLUMN_NULL, namelen, name, collen, col);
+		*errmsg =
+			psprintf(PGD_MSG_REF_COLUMN_NULL, namelen, name, collen, col);
 		return false;
 	}
 	append_value(out, v, mode);
@@ -513,9 +521,9 @@ resolve_reference(StringInfo out, const DfJson *result, const char *name,
 static char *
 substitute_vars(const char *text, const DfJson *vars)
 {
-	SubstTable	t;
+	SubstTable	   t;
 	StringInfoData out;
-	const char *p = text;
+	const char	  *p = text;
 
 	subst_table_build(&t, vars, false);
 	if (t.count == 0)
@@ -524,8 +532,8 @@ substitute_vars(const char *text, const DfJson *vars)
 	initStringInfo(&out);
 	while (*p)
 	{
-		const char *open = strchr(p, '{');
-		const char *q;
+		const char	 *open = strchr(p, '{');
+		const char	 *q;
 		const DfJson *v;
 
 		if (open == NULL)
@@ -560,9 +568,9 @@ static char *
 substitute_references(const char *text, const DfJson *results,
 					  PgdSubstMode mode, char **errmsg)
 {
-	SubstTable	t;
+	SubstTable	   t;
 	StringInfoData out;
-	const char *p = text;
+	const char	  *p = text;
 
 	subst_table_build(&t, results, true);
 	if (t.count == 0)
@@ -571,14 +579,14 @@ substitute_references(const char *text, const DfJson *results,
 	initStringInfo(&out);
 	while (*p)
 	{
-		const char *dollar = strchr(p, '$');
-		const char *name;
-		const char *q;
-		const char *col = NULL;
-		int			namelen;
-		int			collen = 0;
-		bool		optional = false;
-		RefForm		form;
+		const char	 *dollar = strchr(p, '$');
+		const char	 *name;
+		const char	 *q;
+		const char	 *col = NULL;
+		int			  namelen;
+		int			  collen = 0;
+		bool		  optional = false;
+		RefForm		  form;
 		const DfJson *result;
 
 		if (dollar == NULL)
@@ -637,7 +645,7 @@ char *
 pgd_substitute(const char *text, const DfJson *vars, const DfJson *results,
 			   PgdSubstMode mode, char **errmsg)
 {
-	char	   *aftervars;
+	char *aftervars;
 
 	*errmsg = NULL;
 	aftervars = substitute_vars(text, vars);

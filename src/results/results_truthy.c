@@ -27,7 +27,9 @@
 
 #include "results/results.h"
 
-#define TRUTHY_ISSPACE(c) ((c) == ' ' || (c) == '\t' || (c) == '\n' || (c) == '\r' || (c) == '\f' || (c) == '\v')
+#define TRUTHY_ISSPACE(c) \
+	((c) == ' ' || (c) == '\t' || (c) == '\n' || (c) == '\r' || \
+	 (c) == '\f' || (c) == '\v')
 #define TRUTHY_ISDIGIT(c) ((c) >= '0' && (c) <= '9')
 
 /*
@@ -37,8 +39,8 @@
 static bool
 parse_decimal(const char *s, int len, bool *zero)
 {
-	int			i = 0;
-	int			digits = 0;
+	int i = 0;
+	int digits = 0;
 
 	*zero = true;
 	if (i < len && (s[i] == '+' || s[i] == '-'))
@@ -54,7 +56,7 @@ parse_decimal(const char *s, int len, bool *zero)
 		return false;
 	if (i < len && (s[i] == 'e' || s[i] == 'E'))
 	{
-		int			expdigits = 0;
+		int expdigits = 0;
 
 		i++;
 		if (i < len && (s[i] == '+' || s[i] == '-'))
@@ -87,9 +89,11 @@ truthy_string(const char *s)
 	len = end - s;
 	if (len == 0)
 		return false;
-	if (word_is(s, len, "true") || word_is(s, len, "t") || word_is(s, len, "yes"))
+	if (word_is(s, len, "true") || word_is(s, len, "t") ||
+		word_is(s, len, "yes"))
 		return true;
-	if (word_is(s, len, "false") || word_is(s, len, "f") || word_is(s, len, "no"))
+	if (word_is(s, len, "false") || word_is(s, len, "f") ||
+		word_is(s, len, "no"))
 		return false;
 	if (parse_decimal(s, len, &zero))
 		return !zero;
@@ -100,7 +104,7 @@ truthy_string(const char *s)
 static bool
 truthy_value(const DfJson *v)
 {
-	bool		zero;
+	bool zero;
 
 	if (v == NULL)
 		return false;
@@ -112,7 +116,7 @@ truthy_value(const DfJson *v)
 			return v->boolean;
 		case DFJ_NUMBER:
 			if (!parse_decimal(v->str, strlen(v->str), &zero))
-				return true;	/* cannot happen for a parsed number */
+				return true; /* cannot happen for a parsed number */
 			return !zero;
 		case DFJ_STRING:
 			return truthy_string(v->str);
@@ -144,8 +148,8 @@ pgd_truthy(const DfJson *result)
 bool
 pgd_truthy_text(const char *text)
 {
-	char	   *err = NULL;
-	DfJson	   *doc;
+	char   *err = NULL;
+	DfJson *doc;
 
 	if (text == NULL)
 		return false;

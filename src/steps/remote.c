@@ -62,7 +62,7 @@
 #include "steps/step_sql.h"
 
 #define REMOTE_SESSION_ENTRY "pgd_remote_session_main"
-#define REMOTE_SESSION_NAME "pg_durable step session"
+#define REMOTE_SESSION_NAME	 "pg_durable step session"
 
 /*
  * Why the steps of an instance of this submitter cannot run in database,
@@ -72,25 +72,29 @@
 char *
 pgd_database_problem(const char *database, Oid submitter)
 {
-	Oid			dboid = get_database_oid(database, true);
-	HeapTuple	tup;
-	bool		allowconn;
+	Oid		  dboid = get_database_oid(database, true);
+	HeapTuple tup;
+	bool	  allowconn;
 
 	if (!OidIsValid(dboid))
 		return psprintf("database \"%s\" of this instance does not exist; "
-						"its steps cannot run", database);
+						"its steps cannot run",
+						database);
 	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(dboid));
 	if (!HeapTupleIsValid(tup))
 		return psprintf("database \"%s\" of this instance does not exist; "
-						"its steps cannot run", database);
+						"its steps cannot run",
+						database);
 	allowconn = ((Form_pg_database) GETSTRUCT(tup))->datallowconn;
 	ReleaseSysCache(tup);
 	if (!allowconn)
 		return psprintf("database \"%s\" of this instance is not accepting connections; "
-						"its steps cannot run", database);
+						"its steps cannot run",
+						database);
 	if (pgd_database_aclcheck(dboid, submitter, ACL_CONNECT) != ACLCHECK_OK)
 		return psprintf("permission denied for database \"%s\": the role that submitted "
-						"this instance does not have CONNECT privilege; its steps cannot run", database);
+						"this instance does not have CONNECT privilege; its steps cannot run",
+						database);
 	return NULL;
 }
 
@@ -98,12 +102,12 @@ PgdBgsqlStatus
 pgd_remote_step(const char *database, const char *query, Oid submitter,
 				char **text, int *sqlstate)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
+	MemoryContext  oldcxt = CurrentMemoryContext;
+	ResourceOwner  oldowner = CurrentResourceOwner;
 	PgdBgsqlResult res;
 	PgdBgsqlStatus status;
-	bool		ran = false;
-	char	   *problem;
+	bool		   ran = false;
+	char		  *problem;
 
 	*sqlstate = 0;
 	*text = NULL;
@@ -120,15 +124,16 @@ pgd_remote_step(const char *database, const char *query, Oid submitter,
 	PG_TRY();
 	{
 		ran = pgd_bgsql_call_kept(REMOTE_SESSION_ENTRY, REMOTE_SESSION_NAME,
-								  get_database_oid(database, false), GetAuthenticatedUserId(),
-								  submitter, 1, &query, &res);
+								  get_database_oid(database, false),
+								  GetAuthenticatedUserId(), submitter, 1,
+								  &query, &res);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata = pgd_subxact_caught(oldcxt, oldowner);
+		ErrorData *edata = pgd_subxact_caught(oldcxt, oldowner);
 
 		*sqlstate = edata->sqlerrcode;
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
@@ -146,8 +151,9 @@ pgd_remote_step(const char *database, const char *query, Oid submitter,
 	if (!ran)
 	{
 		*sqlstate = ERRCODE_CONFIGURATION_LIMIT_EXCEEDED;
-		*text = psprintf("no free background worker slot to run the step in database \"%s\"",
-						 database);
+		*text =
+			psprintf("no free background worker slot to run the step in database \"%s\"",
+					 database);
 		return PGD_BGSQL_RETRY;
 	}
 
@@ -162,7 +168,8 @@ pgd_remote_step(const char *database, const char *query, Oid submitter,
 			break;
 		case PGD_BGSQL_ERROR:
 			/* outside the statement: e.g. a deferred constraint failing at commit */
-			*text = psprintf(PGD_MSG_SQL_EXECUTION_FAILED, res.text ? res.text : "unknown error");
+			*text = psprintf(PGD_MSG_SQL_EXECUTION_FAILED,
+							 res.text ? res.text : "unknown error");
 			status = PGD_BGSQL_FAILED;
 			break;
 		default:
@@ -174,8 +181,10 @@ pgd_remote_step(const char *database, const char *query, Oid submitter,
 			 * executor's retry limit ends the rest.
 			 */
 			*sqlstate = ERRCODE_CONNECTION_FAILURE;
-			*text = psprintf("could not run the step in database \"%s\": the session there "
-							 "ended without an answer (the server log says why)", database);
+			*text =
+				psprintf("could not run the step in database \"%s\": the session there "
+						 "ended without an answer (the server log says why)",
+						 database);
 			status = PGD_BGSQL_RETRY;
 			break;
 	}
@@ -202,7 +211,9 @@ remote_step_handler(const PgdBgsqlRequest *req, PgdBgsqlResult *result)
 		outcome.result = MemoryContextStrdup(req->cxt, outcome.result);
 	pgd_end_unit();
 
-	result->status = retry ? PGD_BGSQL_RETRY : outcome.ok ? PGD_BGSQL_OK : PGD_BGSQL_FAILED;
+	result->status = retry ? PGD_BGSQL_RETRY :
+		outcome.ok		   ? PGD_BGSQL_OK :
+							 PGD_BGSQL_FAILED;
 	result->sqlstate = sqlstate;
 	result->text = outcome.result;
 }

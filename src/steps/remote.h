@@ -23,10 +23,11 @@ extern char *pgd_database_problem(const char *database, Oid submitter);
  * FAILED: *text is the node's failure; RETRY: re-queue the step, *sqlstate
  * says why.
  */
-extern PgdBgsqlStatus pgd_remote_step(const char *database, const char *query, Oid submitter,
-									  char **text, int *sqlstate);
+extern PgdBgsqlStatus pgd_remote_step(const char *database, const char *query,
+									  Oid submitter, char **text,
+									  int *sqlstate);
 
 /* The entry point of the step sessions. */
 PGDLLEXPORT void pgd_remote_session_main(Datum main_arg);
 
-#endif							/* PG_DURABLE_REMOTE_H */
+#endif /* PG_DURABLE_REMOTE_H */

@@ -41,7 +41,7 @@
 static char *
 lower_copy(const char *s)
 {
-	char	   *c = pstrdup(s);
+	char *c = pstrdup(s);
 
 	for (char *p = c; *p; p++)
 		*p = pg_ascii_tolower((unsigned char) *p);
@@ -52,8 +52,8 @@ lower_copy(const char *s)
 static char *
 bare_host(const char *host)
 {
-	char	   *h = lower_copy(host);
-	size_t		len = strlen(h);
+	char  *h = lower_copy(host);
+	size_t len = strlen(h);
 
 	if (len >= 2 && h[0] == '[' && h[len - 1] == ']')
 	{
@@ -69,27 +69,29 @@ bare_host(const char *host)
 static bool
 is_ip_literal(const char *host)
 {
-	unsigned char buf[sizeof(struct in6_addr)];
+	unsigned char  buf[sizeof(struct in6_addr)];
 	struct in_addr a4;
 
-	return inet_pton(AF_INET6, host, buf) == 1 || inet_pton(AF_INET, host, buf) == 1 ||
-		inet_aton(host, &a4) != 0;	/* 127.1, 0x7f.1 ... */
+	return inet_pton(AF_INET6, host, buf) == 1 ||
+		inet_pton(AF_INET, host, buf) == 1 ||
+		inet_aton(host, &a4) != 0; /* 127.1, 0x7f.1 ... */
 }
 
 /* Is host (lower case, no brackets) allowed by the list? *listed: it is named as is. */
 static bool
 host_allowed(const char *host, bool *listed)
 {
-	char	   *list = lower_copy(pgd_http_allowed_hosts ? pgd_http_allowed_hosts : "");
-	char	   *entry;
-	char	   *save = NULL;
-	bool		any = false;
+	char *list =
+		lower_copy(pgd_http_allowed_hosts ? pgd_http_allowed_hosts : "");
+	char *entry;
+	char *save = NULL;
+	bool  any = false;
 
 	*listed = false;
-	for (entry = strtok_r(list, ",", &save); entry != NULL; entry = strtok_r(NULL, ",", &save))
+	for (entry = strtok_r(list, ",", &save); entry != NULL;
+		 entry = strtok_r(NULL, ",", &save))
 	{
-		size_t		elen,
-					hlen = strlen(host);
+		size_t elen, hlen = strlen(host);
 
 		while (*entry == ' ' || *entry == '\t')
 			entry++;
@@ -126,11 +128,11 @@ host_allowed(const char *host, bool *listed)
 char *
 pgd_ssrf_check_url(const char *url, char **host)
 {
-	CURLU	   *h = curl_url();
-	char	   *scheme = NULL;
-	char	   *chost = NULL;
-	char	   *result = NULL;
-	CURLUcode	rc;
+	CURLU	 *h = curl_url();
+	char	 *scheme = NULL;
+	char	 *chost = NULL;
+	char	 *result = NULL;
+	CURLUcode rc;
 
 	*host = NULL;
 	if (h == NULL)
@@ -142,21 +144,23 @@ pgd_ssrf_check_url(const char *url, char **host)
 		goto done;
 	}
 	if (curl_url_get(h, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-		(pg_strcasecmp(scheme, "http") != 0 && pg_strcasecmp(scheme, "https") != 0))
+		(pg_strcasecmp(scheme, "http") != 0 &&
+		 pg_strcasecmp(scheme, "https") != 0))
 	{
 		result = psprintf(PGD_MSG_HTTP_BAD_SCHEME, scheme ? scheme : "");
 		goto done;
 	}
-	if (curl_url_get(h, CURLUPART_HOST, &chost, 0) != CURLUE_OK || chost[0] == '\0')
+	if (curl_url_get(h, CURLUPART_HOST, &chost, 0) != CURLUE_OK ||
+		chost[0] == '\0')
 	{
 		result = psprintf("invalid URL '%s': missing host", url);
 		goto done;
 	}
 	*host = pstrdup(chost);
 	{
-		char	   *bh = bare_host(chost);
-		bool		listed;
-		bool		allowed = host_allowed(bh, &listed);
+		char *bh = bare_host(chost);
+		bool  listed;
+		bool  allowed = host_allowed(bh, &listed);
 
 		if (is_ip_literal(bh) && !listed)
 			result = psprintf(PGD_MSG_HTTP_BARE_IP, bh);
@@ -178,28 +182,29 @@ ipv4_restricted(uint32 a)
 {
 	static const struct
 	{
-		uint32		net;
-		int			bits;
-	}			ranges[] = {
-		{0x00000000, 8},		/* 0.0.0.0/8 "this network" */
-		{0x0A000000, 8},		/* 10/8 private */
-		{0x64400000, 10},		/* 100.64/10 shared (CGN) */
-		{0x7F000000, 8},		/* 127/8 loopback */
-		{0xA9FE0000, 16},		/* 169.254/16 link-local (cloud metadata) */
-		{0xAC100000, 12},		/* 172.16/12 private */
-		{0xC0000000, 24},		/* 192.0.0/24 IETF assignments */
-		{0xC0000200, 24},		/* 192.0.2/24 documentation */
-		{0xC0A80000, 16},		/* 192.168/16 private */
-		{0xC6120000, 15},		/* 198.18/15 benchmarking */
-		{0xC6336400, 24},		/* 198.51.100/24 documentation */
-		{0xCB007100, 24},		/* 203.0.113/24 documentation */
-		{0xE0000000, 4},		/* 224/4 multicast */
-		{0xF0000000, 4},		/* 240/4 reserved, broadcast */
+		uint32 net;
+		int	   bits;
+	} ranges[] = {
+		{0x00000000, 8},  /* 0.0.0.0/8 "this network" */
+		{0x0A000000, 8},  /* 10/8 private */
+		{0x64400000, 10}, /* 100.64/10 shared (CGN) */
+		{0x7F000000, 8},  /* 127/8 loopback */
+		{0xA9FE0000, 16}, /* 169.254/16 link-local (cloud metadata) */
+		{0xAC100000, 12}, /* 172.16/12 private */
+		{0xC0000000, 24}, /* 192.0.0/24 IETF assignments */
+		{0xC0000200, 24}, /* 192.0.2/24 documentation */
+		{0xC0A80000, 16}, /* 192.168/16 private */
+		{0xC6120000, 15}, /* 198.18/15 benchmarking */
+		{0xC6336400, 24}, /* 198.51.100/24 documentation */
+		{0xCB007100, 24}, /* 203.0.113/24 documentation */
+		{0xE0000000, 4},  /* 224/4 multicast */
+		{0xF0000000, 4},  /* 240/4 reserved, broadcast */
 	};
 
 	for (int i = 0; i < lengthof(ranges); i++)
 	{
-		uint32		mask = ranges[i].bits == 0 ? 0 : ~((uint32) 0) << (32 - ranges[i].bits);
+		uint32 mask =
+			ranges[i].bits == 0 ? 0 : ~((uint32) 0) << (32 - ranges[i].bits);
 
 		if ((a & mask) == ranges[i].net)
 			return true;
@@ -210,7 +215,8 @@ ipv4_restricted(uint32 a)
 static uint32
 v4_at(const unsigned char *b)
 {
-	return ((uint32) b[0] << 24) | ((uint32) b[1] << 16) | ((uint32) b[2] << 8) | b[3];
+	return ((uint32) b[0] << 24) | ((uint32) b[1] << 16) |
+		((uint32) b[2] << 8) | b[3];
 }
 
 static bool
@@ -260,15 +266,17 @@ pgd_ssrf_address_allowed(const struct sockaddr *sa)
 	{
 		const struct sockaddr_in *in = (const struct sockaddr_in *) sa;
 
-		return pgd_http_allow_private || !ipv4_restricted(ntohl(in->sin_addr.s_addr));
+		return pgd_http_allow_private ||
+			!ipv4_restricted(ntohl(in->sin_addr.s_addr));
 	}
 	if (sa->sa_family == AF_INET6)
 	{
 		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) sa;
 
-		return pgd_http_allow_private || !ipv6_restricted(in6->sin6_addr.s6_addr);
+		return pgd_http_allow_private ||
+			!ipv6_restricted(in6->sin6_addr.s6_addr);
 	}
-	return false;				/* unix sockets and anything else */
+	return false; /* unix sockets and anything else */
 }
 
 char *

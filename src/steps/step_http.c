@@ -55,7 +55,7 @@
 #include "steps/http.h"
 
 #define DEFAULT_TIMEOUT_S 30
-#define PREVIEW_BYTES 512
+#define PREVIEW_BYTES	  512
 
 /* The instance's substitution context, loaded the first time a text needs it. */
 typedef struct SubstCtx
@@ -64,7 +64,7 @@ typedef struct SubstCtx
 	const char *scope;
 	PgdRunInfo *run;
 	DfJson	   *vars;
-	DfJson	   *results;	/* NULL when the config refers to none */
+	DfJson	   *results; /* NULL when the config refers to none */
 } SubstCtx;
 
 /* Pure: the variables and results were loaded before (they need SPI). */
@@ -97,7 +97,8 @@ valid_header_name(const char *s)
 	if (*s == '\0')
 		return false;
 	for (; *s; s++)
-		if (!(isalnum((unsigned char) *s) || strchr("!#$%&'*+-.^_`|~", *s) != NULL))
+		if (!(isalnum((unsigned char) *s) ||
+			  strchr("!#$%&'*+-.^_`|~", *s) != NULL))
 			return false;
 	return true;
 }
@@ -106,8 +107,9 @@ valid_header_name(const char *s)
 static bool
 framing_header(const char *name)
 {
-	static const char *const names[] = {"host", "content-length", "transfer-encoding",
-	"connection", "expect", "te", "upgrade", "trailer", "keep-alive"};
+	static const char *const names[] = {
+		"host", "content-length", "transfer-encoding", "connection", "expect",
+		"te",	"upgrade",		  "trailer",		   "keep-alive"};
 
 	for (int i = 0; i < lengthof(names); i++)
 		if (pg_strcasecmp(name, names[i]) == 0)
@@ -120,8 +122,8 @@ static char *
 decode_base64(const char *s, size_t *len)
 {
 	StringInfoData clean;
-	char	   *out;
-	int			n;
+	char		  *out;
+	int			   n;
 
 	initStringInfo(&clean);
 	for (const char *p = s; *p; p++)
@@ -137,29 +139,36 @@ decode_base64(const char *s, size_t *len)
 
 /* The multipart parts, substituted and decoded; false (and the outcome set) on a problem. */
 static bool
-prepare_parts(PgdHttpRequest *req, SubstCtx *sc, const DfJson *parts, size_t *total)
+prepare_parts(PgdHttpRequest *req, SubstCtx *sc, const DfJson *parts,
+			  size_t *total)
 {
-	char	   *err = NULL;
+	char *err = NULL;
 
 	req->nparts = parts->count;
 	req->parts = palloc0(sizeof(PgdHttpPart) * parts->count);
 	for (int i = 0; i < parts->count; i++)
 	{
 		const DfJson *p = parts->items[i];
-		PgdHttpPart *out = &req->parts[i];
+		PgdHttpPart	 *out = &req->parts[i];
 		const DfJson *v;
 
 		if ((out->name = subst(sc, dfjson_get(p, "name")->str, &err)) == NULL)
 			return decide(req, err), false;
 		if (has_crlf(out->name))
-			return decide(req, psprintf("parts[%d] name contains a CR or LF character", i)), false;
+			return decide(req,
+						  psprintf("parts[%d] name contains a CR or LF character",
+								   i)),
+				   false;
 		v = dfjson_get(p, "filename");
 		if (v != NULL && v->type == DFJ_STRING)
 		{
 			if ((out->filename = subst(sc, v->str, &err)) == NULL)
 				return decide(req, err), false;
 			if (has_crlf(out->filename) || strchr(out->filename, '"') != NULL)
-				return decide(req, psprintf("parts[%d] filename contains a CR, LF or '\"' character", i)), false;
+				return decide(req,
+							  psprintf("parts[%d] filename contains a CR, LF or '\"' character",
+									   i)),
+					   false;
 		}
 		v = dfjson_get(p, "content_type");
 		if (v != NULL && v->type == DFJ_STRING)
@@ -185,8 +194,10 @@ prepare_parts(PgdHttpRequest *req, SubstCtx *sc, const DfJson *parts, size_t *to
 				return decide(req, psprintf(PGD_MSG_PART_DATA_B64, i)), false;
 			if ((bad = df_http_check_base64(text)) != NULL ||
 				(out->data = decode_base64(text, &out->len)) == NULL)
-				return decide(req, psprintf(PGD_MSG_INVALID_BASE64, out->name,
-											bad ? bad : "cannot decode")), false;
+				return decide(req,
+							  psprintf(PGD_MSG_INVALID_BASE64, out->name,
+									   bad ? bad : "cannot decode")),
+					   false;
 		}
 		*total += out->len;
 	}
@@ -200,22 +211,24 @@ prepare_parts(PgdHttpRequest *req, SubstCtx *sc, const DfJson *parts, size_t *to
 static char *
 caller_problem(Oid submitter, bool multipart)
 {
-	Oid			types[2] = {OIDOID, TEXTOID};
-	Datum		values[2];
-	char	   *problem;
+	Oid	  types[2] = {OIDOID, TEXTOID};
+	Datum values[2];
+	char *problem;
 
 	if ((problem = pgd_identity_problem(submitter)) != NULL)
 		return problem;
 	values[0] = ObjectIdGetDatum(submitter);
-	values[1] = pgd_text_datum(multipart ?
-							   "df.http_multipart(text,text,jsonb,jsonb,integer)" :
-							   "df.http(text,text,text,jsonb,integer)");
+	values[1] =
+		pgd_text_datum(multipart ?
+						   "df.http_multipart(text,text,jsonb,jsonb,integer)" :
+						   "df.http(text,text,text,jsonb,integer)");
 	pgd_spi_exec("SELECT pg_catalog.has_function_privilege($1, $2::pg_catalog.regprocedure, 'EXECUTE'), "
 				 "pg_catalog.pg_get_userbyid($1)",
 				 2, types, values, NULL, false);
 	if (strcmp(pgd_spi_getstring(0, 1), "t") != 0)
 		return psprintf(PGD_MSG_HTTP_NO_EXECUTE, pgd_spi_getstring(0, 2),
-						multipart ? "df.http_multipart" : "df.http", pgd_spi_getstring(0, 2));
+						multipart ? "df.http_multipart" : "df.http",
+						pgd_spi_getstring(0, 2));
 	return NULL;
 }
 
@@ -223,9 +236,9 @@ caller_problem(Oid submitter, bool multipart)
 static char *
 prepare_target(PgdHttpRequest *req, SubstCtx *sc, const DfJson *cfg)
 {
-	DfJson	   *v;
-	char	   *err = NULL;
-	char	   *problem;
+	DfJson *v;
+	char   *err = NULL;
+	char   *problem;
 
 	v = dfjson_get(cfg, "method");
 	if (v != NULL && v->type == DFJ_STRING)
@@ -234,7 +247,7 @@ prepare_target(PgdHttpRequest *req, SubstCtx *sc, const DfJson *cfg)
 	v = dfjson_get(cfg, "timeout_seconds");
 	if (v != NULL && v->type == DFJ_NUMBER)
 	{
-		int64		t;
+		int64 t;
 
 		if (dfjson_get_int64(v, &t))
 			req->timeout_s = (int) t;
@@ -259,7 +272,7 @@ prepare_target(PgdHttpRequest *req, SubstCtx *sc, const DfJson *cfg)
 static char *
 prepare_headers(PgdHttpRequest *req, SubstCtx *sc, const DfJson *v)
 {
-	char	   *err = NULL;
+	char *err = NULL;
 
 	if (v == NULL || v->type != DFJ_OBJECT)
 		return NULL;
@@ -270,18 +283,20 @@ prepare_headers(PgdHttpRequest *req, SubstCtx *sc, const DfJson *v)
 		char	   *value;
 
 		if (v->pairs[i].value->type != DFJ_STRING)
-			continue;			/* the reference drops them */
+			continue; /* the reference drops them */
 		if (!valid_header_name(name))
 			return psprintf("invalid header name '%s'", name);
 		if (framing_header(name))
-			return psprintf("header '%s' is set by the HTTP client and cannot be given by a step", name);
+			return psprintf("header '%s' is set by the HTTP client and cannot be given by a step",
+							name);
 		if (pg_strcasecmp(name, "Idempotency-Key") == 0 ||
 			(req->multipart && pg_strcasecmp(name, "Content-Type") == 0))
-			continue;			/* ours / the multipart boundary's */
+			continue; /* ours / the multipart boundary's */
 		if ((value = subst(sc, v->pairs[i].value->str, &err)) == NULL)
 			return err;
 		if (has_crlf(value))
-			return psprintf("header '%s' value contains a CR or LF character", name);
+			return psprintf("header '%s' value contains a CR or LF character",
+							name);
 		req->headers[req->nheaders++] = psprintf("%s: %s", name, value);
 	}
 	return NULL;
@@ -292,11 +307,12 @@ prepare_headers(PgdHttpRequest *req, SubstCtx *sc, const DfJson *v)
  * the problem; *decided when prepare_parts decided the outcome itself.
  */
 static char *
-prepare_body(PgdHttpRequest *req, SubstCtx *sc, const DfJson *cfg, bool *decided)
+prepare_body(PgdHttpRequest *req, SubstCtx *sc, const DfJson *cfg,
+			 bool *decided)
 {
-	size_t		body_total = 0;
-	char	   *err = NULL;
-	DfJson	   *v;
+	size_t	body_total = 0;
+	char   *err = NULL;
+	DfJson *v;
 
 	*decided = false;
 	if (req->multipart)
@@ -329,17 +345,18 @@ PgdHttpRequest *
 pgd_http_prepare(MemoryContext parent, int64 task_id, const char *instance_id,
 				 const char *node_id, const char *scope, int attempt)
 {
-	MemoryContext cxt = AllocSetContextCreate(parent, "pg_durable http request",
-											  ALLOCSET_SMALL_SIZES);
-	MemoryContext old = CurrentMemoryContext;
+	MemoryContext cxt =
+		AllocSetContextCreate(parent, "pg_durable http request",
+							  ALLOCSET_SMALL_SIZES);
+	MemoryContext	old = CurrentMemoryContext;
 	PgdHttpRequest *req = MemoryContextAllocZero(cxt, sizeof(PgdHttpRequest));
-	PgdRunInfo	run;
-	PgdGraph   *g;
-	PgdNode    *node;
-	int			n;
-	char	   *problem;
-	SubstCtx	sc;
-	bool		decided;
+	PgdRunInfo		run;
+	PgdGraph	   *g;
+	PgdNode		   *node;
+	int				n;
+	char		   *problem;
+	SubstCtx		sc;
+	bool			decided;
 
 	req->cxt = cxt;
 	req->task_id = task_id;
@@ -349,18 +366,20 @@ pgd_http_prepare(MemoryContext parent, int64 task_id, const char *instance_id,
 	req->attempt = attempt;
 	req->method = "POST";
 	req->url = "";
-	req->idempotency_key = MemoryContextStrdup(cxt, psprintf("%s:%s:" INT64_FORMAT,
-															 instance_id, node_id, task_id));
+	req->idempotency_key =
+		MemoryContextStrdup(cxt,
+							psprintf("%s:%s:" INT64_FORMAT, instance_id,
+									 node_id, task_id));
 
 	/*
 	 * First what needs SPI, in the caller's (SPI) context: SPI switches back
 	 * to its own context after every statement, so nothing that must outlive
 	 * the claim transaction is allocated here.
 	 */
-	if (!pgd_store_load_run(instance_id, &run) || run.status != PGD_INSTANCE_RUNNING ||
+	if (!pgd_store_load_run(instance_id, &run) ||
+		run.status != PGD_INSTANCE_RUNNING ||
 		(g = pgd_graph_get(instance_id, run.token)) == NULL ||
-		(n = pgd_graph_find(g, node_id)) < 0 ||
-		!pgd_node_is_live(g, n, scope))
+		(n = pgd_graph_find(g, node_id)) < 0 || !pgd_node_is_live(g, n, scope))
 	{
 		MemoryContextDelete(cxt);
 		return NULL;
@@ -386,7 +405,9 @@ pgd_http_prepare(MemoryContext parent, int64 task_id, const char *instance_id,
 	/* the config, as validated at df.start and checked again when the graph was loaded */
 	if ((problem = node->config_problem) == NULL &&
 		(problem = prepare_target(req, &sc, node->config)) == NULL &&
-		(problem = prepare_headers(req, &sc, dfjson_get(node->config, "headers"))) == NULL)
+		(problem =
+			 prepare_headers(req, &sc, dfjson_get(node->config, "headers"))) ==
+			NULL)
 		problem = prepare_body(req, &sc, node->config, &decided);
 	else
 		decided = false;
@@ -406,11 +427,12 @@ pgd_http_call_error(PgdHttpRequest *req, const char *what)
 static bool
 textual_content_type(const char *ct)
 {
-	static const char *const app_text[] = {"json", "xml", "javascript", "ecmascript",
-	"x-www-form-urlencoded", "graphql", "yaml", "x-yaml"};
-	char	   *t = pstrdup(ct);
-	char	   *semi = strchr(t, ';');
-	size_t		len;
+	static const char *const app_text[] = {
+		"json",	   "xml",  "javascript", "ecmascript", "x-www-form-urlencoded",
+		"graphql", "yaml", "x-yaml"};
+	char  *t = pstrdup(ct);
+	char  *semi = strchr(t, ';');
+	size_t len;
 
 	if (semi)
 		*semi = '\0';
@@ -475,9 +497,10 @@ parse_headers(const char *raw, size_t len)
 			while (ve > vs && (ve[-1] == ' ' || ve[-1] == '\t'))
 				ve--;
 			value = pnstrdup(vs, ve - vs);
-			if (utf8_text(value, strlen(value)) && utf8_text(name, strlen(name)))
+			if (utf8_text(value, strlen(value)) &&
+				utf8_text(name, strlen(name)))
 			{
-				DfJson	   *prev = dfjson_get(obj, name);
+				DfJson *prev = dfjson_get(obj, name);
 
 				if (prev != NULL)
 					prev->str = psprintf("%s, %s", prev->str, value);
@@ -493,9 +516,9 @@ parse_headers(const char *raw, size_t len)
 static char *
 base64_text(const char *data, size_t len)
 {
-	int			enc_len = pg_b64_enc_len(len);
-	char	   *out = palloc(enc_len + 1);
-	int			n = pg_b64_encode(data, len, out, enc_len);
+	int	  enc_len = pg_b64_enc_len(len);
+	char *out = palloc(enc_len + 1);
+	int	  n = pg_b64_encode(data, len, out, enc_len);
 
 	if (n < 0)
 		elog(ERROR, "base64 encoding failed");
@@ -506,34 +529,44 @@ base64_text(const char *data, size_t len)
 PgdOutcome
 pgd_http_envelope(PgdHttpRequest *req, const PgdHttpResponse *resp)
 {
-	DfJson	   *env = dfjson_make_object();
-	PgdOutcome	o;
-	bool		text;
-	char	   *body;
+	DfJson	  *env = dfjson_make_object();
+	PgdOutcome o;
+	bool	   text;
+	char	  *body;
 
 	if (resp->content_type != NULL)
-		text = textual_content_type(resp->content_type) && utf8_text(resp->body, resp->body_len);
+		text = textual_content_type(resp->content_type) &&
+			utf8_text(resp->body, resp->body_len);
 	else
 		text = utf8_text(resp->body, resp->body_len);
-	body = text ? pnstrdup(resp->body, resp->body_len) : base64_text(resp->body, resp->body_len);
+	body = text ? pnstrdup(resp->body, resp->body_len) :
+				  base64_text(resp->body, resp->body_len);
 
 	if (resp->status >= 500)
 	{
-		size_t		blen = strlen(body);
+		size_t blen = strlen(body);
 
 		if (blen > PREVIEW_BYTES)
 			body[pg_mbcliplen(body, blen, PREVIEW_BYTES)] = '\0';
 		o.ok = false;
-		o.result = psprintf(PGD_MSG_HTTP_5XX, req->method, req->url, resp->status, body);
+		o.result = psprintf(PGD_MSG_HTTP_5XX, req->method, req->url,
+							resp->status, body);
 		return o;
 	}
 
-	dfjson_object_add(env, "status", dfjson_make_number(psprintf("%ld", resp->status)));
+	dfjson_object_add(env, "status",
+					  dfjson_make_number(psprintf("%ld", resp->status)));
 	dfjson_object_add(env, "body", dfjson_make_string(body));
-	dfjson_object_add(env, "encoding", dfjson_make_string(text ? "text" : "base64"));
-	dfjson_object_add(env, "headers", parse_headers(resp->headers, resp->headers_len));
-	dfjson_object_add(env, "ok", dfjson_make_bool(resp->status >= 200 && resp->status < 300));
-	dfjson_object_add(env, "duration_ms", dfjson_make_number(psprintf(INT64_FORMAT, resp->duration_ms)));
+	dfjson_object_add(env, "encoding",
+					  dfjson_make_string(text ? "text" : "base64"));
+	dfjson_object_add(env, "headers",
+					  parse_headers(resp->headers, resp->headers_len));
+	dfjson_object_add(env, "ok",
+					  dfjson_make_bool(resp->status >= 200 &&
+									   resp->status < 300));
+	dfjson_object_add(env, "duration_ms",
+					  dfjson_make_number(psprintf(INT64_FORMAT,
+												  resp->duration_ms)));
 	o.ok = true;
 	o.result = dfjson_to_text(env);
 	return o;

@@ -69,7 +69,7 @@
 #include "results/results.h"
 #include "steps/step_sql.h"
 
-#define ERRCODE_PGD_RESULT_CONVERSION MAKE_SQLSTATE('P','D','0','0','1')
+#define ERRCODE_PGD_RESULT_CONVERSION MAKE_SQLSTATE('P', 'D', '0', '0', '1')
 
 /* true while a step's statement runs; see pgd_in_workflow */
 static bool in_step = false;
@@ -117,10 +117,10 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
-	PgdOutcome	outcome = {false, NULL};
-	Oid			save_userid;
-	int			save_sec;
-	bool		save_in_step;
+	PgdOutcome	  outcome = {false, NULL};
+	Oid			  save_userid;
+	int			  save_sec;
+	bool		  save_in_step;
 
 	*retry = false;
 	*sqlstate = 0;
@@ -138,17 +138,18 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 
 	PG_TRY();
 	{
-		int			nest;
-		int			rc;
-		char	   *json;
-		char	   *err = NULL;
+		int	  nest;
+		int	  rc;
+		char *json;
+		char *err = NULL;
 
 		SetUserIdAndSecContext(submitter,
 							   save_sec | SECURITY_LOCAL_USERID_CHANGE |
-							   SECURITY_RESTRICTED_OPERATION);
+								   SECURITY_RESTRICTED_OPERATION);
 		nest = NewGUCNestLevel();
-		(void) set_config_option("df.in_workflow", "true", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("df.in_workflow", "true", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+								 false);
 
 		/* one statement, as the reference's extended-protocol query allows */
 		if (list_length(pg_parse_query(query)) > 1)
@@ -171,7 +172,8 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 		if (rc < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_SYNTAX_ERROR),
-					 errmsg("could not run the statement (%s)", SPI_result_code_string(rc))));
+					 errmsg("could not run the statement (%s)",
+							SPI_result_code_string(rc))));
 		json = pgd_spi_result_to_json(SPI_tuptable, SPI_processed, &err);
 		if (json == NULL)
 			ereport(ERROR,
@@ -190,17 +192,20 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata = pgd_subxact_caught(oldcxt, oldowner);
+		ErrorData *edata = pgd_subxact_caught(oldcxt, oldowner);
 
 		*sqlstate = edata->sqlerrcode;
 		*retry = is_retryable(edata->sqlerrcode) ||
-			(edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->message_id != NULL &&
-			 strcmp(edata->message_id, "canceling statement due to user request") == 0);
+			(edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
+			 edata->message_id != NULL &&
+			 strcmp(edata->message_id,
+					"canceling statement due to user request") == 0);
 		outcome.ok = false;
 		if (edata->sqlerrcode == ERRCODE_PGD_RESULT_CONVERSION)
 			outcome.result = pstrdup(edata->message);
 		else
-			outcome.result = psprintf(PGD_MSG_SQL_EXECUTION_FAILED, edata->message);
+			outcome.result =
+				psprintf(PGD_MSG_SQL_EXECUTION_FAILED, edata->message);
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();

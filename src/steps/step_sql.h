@@ -23,7 +23,7 @@ extern bool pgd_in_workflow(void);
  * failure or lock timeout, which re-queue the step instead of failing it;
  * *sqlstate is the error's code.
  */
-extern PgdOutcome pgd_run_user_sql(const char *query, Oid submitter, bool *retry,
-								   int *sqlstate);
+extern PgdOutcome pgd_run_user_sql(const char *query, Oid submitter,
+								   bool *retry, int *sqlstate);
 
-#endif							/* PG_DURABLE_STEP_SQL_H */
+#endif /* PG_DURABLE_STEP_SQL_H */

@@ -82,15 +82,15 @@
 #include "steps/step_sql.h"
 #include "worker/worker.h"
 
-#define SAFETY_POLL_MS 5000L
+#define SAFETY_POLL_MS	  5000L
 #define EXTENSION_POLL_MS 5000L
-#define HEARTBEAT_MS 5000L
-#define MAX_RETRIES 50
-#define FULL_SCAN_MS 50
+#define HEARTBEAT_MS	  5000L
+#define MAX_RETRIES		  50
+#define FULL_SCAN_MS	  50
 
-static int	my_slot;
-static void wait_for_extension(void);
-static char *epoch_id = NULL;
+static int		   my_slot;
+static void		   wait_for_extension(void);
+static char		  *epoch_id = NULL;
 static TimestampTz last_heartbeat = 0;
 
 
@@ -99,7 +99,8 @@ static void
 announce_ready(void)
 {
 	pgd_begin_unit("pg_durable: announcing readiness");
-	epoch_id = MemoryContextStrdup(TopMemoryContext, pgd_store_announce_ready());
+	epoch_id =
+		MemoryContextStrdup(TopMemoryContext, pgd_store_announce_ready());
 	pgd_end_unit();
 	last_heartbeat = GetCurrentTimestamp();
 }
@@ -108,11 +109,13 @@ static void
 heartbeat(void)
 {
 	if (epoch_id == NULL ||
-		!TimestampDifferenceExceeds(last_heartbeat, GetCurrentTimestamp(), HEARTBEAT_MS))
+		!TimestampDifferenceExceeds(last_heartbeat, GetCurrentTimestamp(),
+									HEARTBEAT_MS))
 		return;
 	pgd_begin_unit("pg_durable: heartbeat");
 	if (!pgd_store_heartbeat(epoch_id))
-		epoch_id = NULL;		/* the extension was recreated: announce again below */
+		epoch_id =
+			NULL; /* the extension was recreated: announce again below */
 	pgd_end_unit();
 	last_heartbeat = GetCurrentTimestamp();
 	if (epoch_id == NULL)
@@ -135,9 +138,10 @@ discard_task_after_abort(int64 id)
 static void
 requeue_task(PgdClaim *t)
 {
-	int			shift = Min(t->attempts, 8);
-	int64		base_us = 5000L << shift;	/* 5 ms doubling up to 1.3 s */
-	int64		delay_us = base_us / 2 + (int64) (pg_prng_double(&pg_global_prng_state) * base_us);
+	int	  shift = Min(t->attempts, 8);
+	int64 base_us = 5000L << shift; /* 5 ms doubling up to 1.3 s */
+	int64 delay_us = base_us / 2 +
+		(int64) (pg_prng_double(&pg_global_prng_state) * base_us);
 
 	pgd_store_task_requeue(t, GetCurrentTimestamp() + delay_us);
 }
@@ -146,7 +150,7 @@ static void
 run_start_task(PgdClaim *t)
 {
 	PgdInstanceStatus status;
-	PgdGraph   *g;
+	PgdGraph		 *g;
 
 	if (!t->has_run || !pgd_store_lock_run(t->instance_id, &status) ||
 		status != PGD_INSTANCE_PENDING ||
@@ -160,9 +164,10 @@ run_start_task(PgdClaim *t)
 
 /* Log a failed step (rate-limited, the error truncated, never a result). */
 static void
-log_step_failure(const char *node_id, const char *instance_id, const char *error)
+log_step_failure(const char *node_id, const char *instance_id,
+				 const char *error)
 {
-	char	   *msg;
+	char *msg;
 
 	if (!pgd_log_allowed())
 		return;
@@ -170,8 +175,8 @@ log_step_failure(const char *node_id, const char *instance_id, const char *error
 	if (strlen(msg) > PGD_EVENT_ERROR_LEN)
 		msg[pg_mbcliplen(msg, strlen(msg), PGD_EVENT_ERROR_LEN)] = '\0';
 	ereport(LOG,
-			(errmsg("node %s of instance %s failed: %s",
-					node_id, instance_id, msg)));
+			(errmsg("node %s of instance %s failed: %s", node_id, instance_id,
+					msg)));
 }
 
 /*
@@ -181,10 +186,10 @@ log_step_failure(const char *node_id, const char *instance_id, const char *error
 static bool
 run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 {
-	char	   *query = g->nodes[n].query;
-	char	   *err = NULL;
-	bool		retry;
-	int			sqlstate;
+	char *query = g->nodes[n].query;
+	char *err = NULL;
+	bool  retry;
+	int	  sqlstate;
 
 	/* variables and named results are read only when the text can refer to them */
 	if (strchr(query, '{') != NULL || strchr(query, '$') != NULL)
@@ -202,27 +207,33 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 	if (t->run.database != NULL)
 	{
 		/* another database: a background session runs it there (remote.c) */
-		PgdBgsqlStatus st = pgd_remote_step(t->run.database, query, t->run.submitted_by,
-											&outcome->result, &sqlstate);
+		PgdBgsqlStatus st =
+			pgd_remote_step(t->run.database, query, t->run.submitted_by,
+							&outcome->result, &sqlstate);
 
 		outcome->ok = (st == PGD_BGSQL_OK);
 		retry = (st == PGD_BGSQL_RETRY);
 	}
 	else
-		*outcome = pgd_run_user_sql(query, t->run.submitted_by, &retry, &sqlstate);
+		*outcome =
+			pgd_run_user_sql(query, t->run.submitted_by, &retry, &sqlstate);
 	pgd_executor_set_running(NULL, NULL);
 
 	/* waiting for a free worker slot is not a failure, however long it lasts */
-	if (retry && (t->attempts < MAX_RETRIES || sqlstate == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED))
+	if (retry &&
+		(t->attempts < MAX_RETRIES ||
+		 sqlstate == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED))
 	{
 		if (pgd_log_allowed())
 			ereport(LOG,
 					(errmsg("retrying step %s of instance %s after %s (attempt %d)",
-							t->node_id, t->instance_id, unpack_sql_state(sqlstate),
-							t->attempts + 1)));
+							t->node_id, t->instance_id,
+							unpack_sql_state(sqlstate), t->attempts + 1)));
 		requeue_task(t);
-		pgd_store_event_add(t->instance_id, "step_retried", t->node_id, t->scope, t->attempts + 1,
-							pgd_event_detail("sqlstate", unpack_sql_state(sqlstate)));
+		pgd_store_event_add(t->instance_id, "step_retried", t->node_id,
+							t->scope, t->attempts + 1,
+							pgd_event_detail("sqlstate",
+											 unpack_sql_state(sqlstate)));
 		return false;
 	}
 	return true;
@@ -232,9 +243,9 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 static bool
 run_step_task(PgdClaim *t)
 {
-	PgdGraph   *g;
-	int			n;
-	PgdOutcome	outcome;
+	PgdGraph  *g;
+	int		   n;
+	PgdOutcome outcome;
 
 	/*
 	 * A step that is no longer wanted is found out under the runs lock at
@@ -255,8 +266,8 @@ run_step_task(PgdClaim *t)
 		log_step_failure(t->node_id, t->instance_id, outcome.result);
 
 	/* step 3: under the instance lock, the step must still be wanted */
-	if (!pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING, t->node_id, t->scope,
-						 &g, &n))
+	if (!pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING,
+						 t->node_id, t->scope, &g, &n))
 	{
 		SPI_finish();
 		PopActiveSnapshot();
@@ -275,12 +286,12 @@ run_step_task(PgdClaim *t)
 static void
 run_timer_task(PgdClaim *t)
 {
-	PgdGraph   *g;
-	int			n;
+	PgdGraph *g;
+	int		  n;
 
 	if (t->has_run &&
-		pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING, t->node_id, t->scope,
-						&g, &n))
+		pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING,
+						t->node_id, t->scope, &g, &n))
 		pgd_apply_timer(g, n, t->scope);
 }
 
@@ -288,11 +299,12 @@ run_timer_task(PgdClaim *t)
 static void
 run_deliver_task(PgdClaim *t)
 {
-	PgdGraph   *g;
-	int			n;
+	PgdGraph *g;
+	int		  n;
 
 	if (t->has_run &&
-		pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING, NULL, NULL, &g, &n))
+		pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING, NULL,
+						NULL, &g, &n))
 		pgd_apply_deliver(g);
 }
 
@@ -320,7 +332,9 @@ scan_queue(PgdClaim *claim, long *sleep_ms)
 		TimestampTz now = GetCurrentTimestamp();
 
 		pgd_queue_scanned(gen, at);
-		*sleep_ms = Min(*sleep_ms, at > now ? Max(1L, (long) ((at - now) / 1000) + 1) : 1L);
+		*sleep_ms =
+			Min(*sleep_ms,
+				at > now ? Max(1L, (long) ((at - now) / 1000) + 1) : 1L);
 	}
 	return false;
 }
@@ -337,15 +351,16 @@ static bool
 claim_task(PgdClaim *claim, long *sleep_ms)
 {
 	static TimestampTz last_scan = 0;
-	TimestampTz now = GetCurrentTimestamp();
-	bool		due;
-	bool		safety;
-	int64		id;
+	TimestampTz		   now = GetCurrentTimestamp();
+	bool			   due;
+	bool			   safety;
+	int64			   id;
 
 	*sleep_ms = SAFETY_POLL_MS;
 	due = pgd_queue_scan_due(now, sleep_ms);
 	safety = TimestampDifferenceExceeds(last_scan, now, SAFETY_POLL_MS);
-	if (safety || (due && TimestampDifferenceExceeds(last_scan, now, FULL_SCAN_MS)))
+	if (safety ||
+		(due && TimestampDifferenceExceeds(last_scan, now, FULL_SCAN_MS)))
 	{
 		last_scan = now;
 		if (scan_queue(claim, sleep_ms))
@@ -370,8 +385,8 @@ claim_task(PgdClaim *claim, long *sleep_ms)
 static bool
 process_one(long *sleep_ms)
 {
-	PgdClaim	t;
-	bool		committed_here = true;
+	PgdClaim t;
+	bool	 committed_here = true;
 
 	pgd_store_set_attempt(NULL, 0);
 	pgd_begin_unit("pg_durable: looking for work");
@@ -397,7 +412,8 @@ process_one(long *sleep_ms)
 			run_deliver_task(&t);
 			break;
 		case PGD_TASK_HTTP:
-			elog(ERROR, "an executor claimed HTTP task %lld", (long long) t.id);
+			elog(ERROR, "an executor claimed HTTP task %lld",
+				 (long long) t.id);
 			break;
 	}
 
@@ -410,12 +426,13 @@ static void
 process_available_work(void)
 {
 	volatile long sleep_ms = SAFETY_POLL_MS;
-	MemoryContext work_cxt = AllocSetContextCreate(TopMemoryContext, "pg_durable executor",
-												   ALLOCSET_DEFAULT_SIZES);
+	MemoryContext work_cxt =
+		AllocSetContextCreate(TopMemoryContext, "pg_durable executor",
+							  ALLOCSET_DEFAULT_SIZES);
 
 	for (;;)
 	{
-		bool		did;
+		bool		  did;
 		MemoryContext old;
 
 		CHECK_FOR_INTERRUPTS();
@@ -432,7 +449,7 @@ process_available_work(void)
 		old = MemoryContextSwitchTo(work_cxt);
 		PG_TRY();
 		{
-			long		ms = SAFETY_POLL_MS;
+			long ms = SAFETY_POLL_MS;
 
 			did = process_one(&ms);
 			sleep_ms = ms;
@@ -440,9 +457,9 @@ process_available_work(void)
 		PG_CATCH();
 		{
 			pgd_unit_recover(old);
-			pgd_queue_rescan();	/* the claimed task is back in the queue */
+			pgd_queue_rescan(); /* the claimed task is back in the queue */
 			did = false;
-			sleep_ms = 1000L;	/* do not spin on a persistent engine error */
+			sleep_ms = 1000L; /* do not spin on a persistent engine error */
 		}
 		PG_END_TRY();
 		MemoryContextSwitchTo(old);
@@ -457,7 +474,7 @@ process_available_work(void)
 
 		if (my_slot == 0)
 		{
-			long		ms = sleep_ms;
+			long ms = sleep_ms;
 
 			heartbeat();
 			pgd_reconcile_maybe(&ms);
@@ -467,7 +484,7 @@ process_available_work(void)
 		if (did)
 			continue;
 
-		pgstat_report_stat(false);	/* make our statistics visible */
+		pgstat_report_stat(false); /* make our statistics visible */
 		pgstat_report_activity(STATE_IDLE, NULL);
 
 		/*
@@ -475,7 +492,8 @@ process_available_work(void)
 		 * idle executors show wait_event_type "Extension", wait_event
 		 * "Extension" in pg_stat_activity.
 		 */
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 sleep_ms, PG_WAIT_EXTENSION);
 	}
 }
@@ -494,9 +512,12 @@ pgd_executor_main(Datum main_arg)
 	pgstat_report_appname("pg_durable executor");
 
 	/* the engine relies on read committed: each statement sees the latest commits */
-	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_isolation", "read committed",
+					PGC_SUSET, PGC_S_OVERRIDE);
 
-	ereport(LOG, (errmsg("pg_durable executor %d started in database \"%s\"", my_slot, pgd_database)));
+	ereport(LOG,
+			(errmsg("pg_durable executor %d started in database \"%s\"",
+					my_slot, pgd_database)));
 
 	for (;;)
 	{
@@ -504,7 +525,9 @@ pgd_executor_main(Datum main_arg)
 		if (my_slot == 0)
 			announce_ready();
 		process_available_work();
-		ereport(LOG, (errmsg("pg_durable executor %d: the extension was dropped; waiting for it", my_slot)));
+		ereport(LOG,
+				(errmsg("pg_durable executor %d: the extension was dropped; waiting for it",
+						my_slot)));
 		epoch_id = NULL;
 	}
 }
@@ -514,8 +537,9 @@ wait_for_extension(void)
 {
 	while (!pgd_extension_exists())
 	{
-		pgd_executor_set_idle(true);	/* df.start would wake us */
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+		pgd_executor_set_idle(true); /* df.start would wake us */
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 EXTENSION_POLL_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();

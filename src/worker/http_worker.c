@@ -77,41 +77,41 @@
 #include "steps/http.h"
 #include "worker/worker.h"
 
-#define LEASE_MARGIN_S 5
-#define CLAIM_BATCH 64
-#define BUSY_POLL_MS 10
-#define IDLE_POLL_MS 5000L
+#define LEASE_MARGIN_S	 5
+#define CLAIM_BATCH		 64
+#define BUSY_POLL_MS	 10
+#define IDLE_POLL_MS	 5000L
 #define MAX_HEADER_BYTES (256 * 1024)
 
 PG_FUNCTION_INFO_V1(pgd_http_worker_settings);
 
 typedef struct Transfer
 {
-	PgdHttpRequest *req;
-	CURL	   *easy;
+	PgdHttpRequest	  *req;
+	CURL			  *easy;
 	struct curl_slist *hdrs;
-	curl_mime  *mime;
+	curl_mime		  *mime;
 	/* written by curl's callbacks: malloc'd, never palloc'd */
-	char	   *body;
-	size_t		body_len;
-	size_t		body_cap;
-	char	   *head;
-	size_t		head_len;
-	size_t		head_cap;
-	bool		too_large;
-	bool		blocked;
-	char		errbuf[CURL_ERROR_SIZE];
+	char  *body;
+	size_t body_len;
+	size_t body_cap;
+	char  *head;
+	size_t head_len;
+	size_t head_cap;
+	bool   too_large;
+	bool   blocked;
+	char   errbuf[CURL_ERROR_SIZE];
 } Transfer;
 
 static CURLM *multi = NULL;
-static int	inflight = 0;
+static int	  inflight = 0;
 
 /*
  * After a reload the address policy may be stricter: connections curl keeps
  * open were checked under the old one, so they are not reused; the cache
  * is dropped as soon as no call is in flight.
  */
-static bool stale_connections = false;
+static bool			 stale_connections = false;
 static MemoryContext http_cxt = NULL;
 
 /* ---------------------------------------------------------------------
@@ -124,8 +124,8 @@ append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
 {
 	if (*len + n + 1 > *cap)
 	{
-		size_t		ncap = Max(*cap * 2, *len + n + 1);
-		char	   *nb;
+		size_t ncap = Max(*cap * 2, *len + n + 1);
+		char  *nb;
 
 		ncap = Max(ncap, 1024);
 		nb = realloc(*buf, ncap);
@@ -143,8 +143,8 @@ append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
 static size_t
 write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
-	Transfer   *t = (Transfer *) userdata;
-	size_t		n = size * nmemb;
+	Transfer *t = (Transfer *) userdata;
+	size_t	  n = size * nmemb;
 
 	if (t->body_len + n > (size_t) pgd_http_max_response_body)
 	{
@@ -159,8 +159,8 @@ write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
 static size_t
 header_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
-	Transfer   *t = (Transfer *) userdata;
-	size_t		n = size * nmemb;
+	Transfer *t = (Transfer *) userdata;
+	size_t	  n = size * nmemb;
 
 	/* a status line starts a new response (after a 100 Continue ...) */
 	if (n >= 5 && strncmp(ptr, "HTTP/", 5) == 0)
@@ -179,7 +179,7 @@ header_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
 static curl_socket_t
 opensocket_cb(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
 {
-	Transfer   *t = (Transfer *) clientp;
+	Transfer *t = (Transfer *) clientp;
 
 	if (!pgd_ssrf_address_allowed(&addr->addr))
 	{
@@ -197,15 +197,15 @@ opensocket_cb(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
 static void
 publish_settings(void)
 {
-	char		buf[PGD_HTTP_SETTINGS_LEN];
+	char buf[PGD_HTTP_SETTINGS_LEN];
 
 	snprintf(buf, sizeof(buf),
 			 "allowed_hosts=%s allow_private=%s max_request_body=%d max_response_body=%d "
 			 "max_timeout=%d max_concurrent=%d",
 			 pgd_http_allowed_hosts ? pgd_http_allowed_hosts : "",
-			 pgd_http_allow_private ? "on" : "off",
-			 pgd_http_max_request_body, pgd_http_max_response_body,
-			 pgd_http_max_timeout, pgd_http_max_concurrent);
+			 pgd_http_allow_private ? "on" : "off", pgd_http_max_request_body,
+			 pgd_http_max_response_body, pgd_http_max_timeout,
+			 pgd_http_max_concurrent);
 	SpinLockAcquire(&pgd_shared->mutex);
 	strlcpy(pgd_shared->http_settings, buf, sizeof(pgd_shared->http_settings));
 	SpinLockRelease(&pgd_shared->mutex);
@@ -214,7 +214,7 @@ publish_settings(void)
 Datum
 pgd_http_worker_settings(PG_FUNCTION_ARGS)
 {
-	char		buf[PGD_HTTP_SETTINGS_LEN];
+	char buf[PGD_HTTP_SETTINGS_LEN];
 
 	if (!superuser())
 		ereport(ERROR,
@@ -237,8 +237,8 @@ pgd_http_worker_settings(PG_FUNCTION_ARGS)
 static void
 complete(PgdHttpRequest *req, PgdOutcome outcome)
 {
-	PgdGraph   *g;
-	int			n;
+	PgdGraph *g;
+	int		  n;
 
 	pgd_begin_unit("pg_durable: completing an HTTP step");
 	if (!pgd_store_http_lease_held(req->task_id, req->token))
@@ -254,18 +254,18 @@ complete(PgdHttpRequest *req, PgdOutcome outcome)
 
 	if (!outcome.ok && pgd_log_allowed())
 	{
-		char	   *msg = pstrdup(outcome.result);
+		char *msg = pstrdup(outcome.result);
 
 		/* cut at a character boundary, as the executor does */
 		if (strlen(msg) > PGD_EVENT_ERROR_LEN)
 			msg[pg_mbcliplen(msg, strlen(msg), PGD_EVENT_ERROR_LEN)] = '\0';
 		ereport(LOG,
-				(errmsg("node %s of instance %s failed: %s",
-						req->node_id, req->instance_id, msg)));
+				(errmsg("node %s of instance %s failed: %s", req->node_id,
+						req->instance_id, msg)));
 	}
 
-	if (pgd_lock_target(req->instance_id, NULL, PGD_INSTANCE_RUNNING, req->node_id, req->scope,
-						&g, &n))
+	if (pgd_lock_target(req->instance_id, NULL, PGD_INSTANCE_RUNNING,
+						req->node_id, req->scope, &g, &n))
 	{
 		pgd_store_set_attempt(req->node_id, req->attempt);
 		pgd_apply_complete(g, n, req->scope, outcome);
@@ -301,9 +301,9 @@ free_transfer(Transfer *t)
 static bool
 start_transfer(PgdHttpRequest *req)
 {
-	Transfer   *t = calloc(1, sizeof(Transfer));
-	CURL	   *e;
-	bool		has_ct = false;
+	Transfer *t = calloc(1, sizeof(Transfer));
+	CURL	 *e;
+	bool	  has_ct = false;
 
 	if (t == NULL || (e = curl_easy_init()) == NULL)
 	{
@@ -323,7 +323,8 @@ start_transfer(PgdHttpRequest *req)
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT, (long) req->timeout_s);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "pg_durable/" PG_DURABLE_VERSION);
-	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) pgd_http_max_response_body);
+	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
+					 (curl_off_t) pgd_http_max_response_body);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);
@@ -344,21 +345,24 @@ start_transfer(PgdHttpRequest *req)
 		t->hdrs = curl_slist_append(t->hdrs, req->headers[i]);
 	}
 	{
-		char		line[256];
+		char line[256];
 
-		snprintf(line, sizeof(line), "Idempotency-Key: %s", req->idempotency_key);
+		snprintf(line, sizeof(line), "Idempotency-Key: %s",
+				 req->idempotency_key);
 		t->hdrs = curl_slist_append(t->hdrs, line);
 	}
 	t->hdrs = curl_slist_append(t->hdrs, "Expect:");
 	if (!has_ct && !req->multipart)
-		t->hdrs = curl_slist_append(t->hdrs, "Content-Type:");	/* curl's form default off */
+		t->hdrs =
+			curl_slist_append(t->hdrs,
+							  "Content-Type:"); /* curl's form default off */
 
 	if (req->multipart)
 	{
 		t->mime = curl_mime_init(e);
 		for (int i = 0; i < req->nparts; i++)
 		{
-			PgdHttpPart *p = &req->parts[i];
+			PgdHttpPart	  *p = &req->parts[i];
 			curl_mimepart *mp = curl_mime_addpart(t->mime);
 
 			curl_mime_name(mp, p->name);
@@ -374,7 +378,8 @@ start_transfer(PgdHttpRequest *req)
 	}
 	else if (req->body != NULL || strcmp(req->method, "POST") == 0)
 	{
-		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) req->body_len);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+						 (curl_off_t) req->body_len);
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body ? req->body : "");
 		if (strcmp(req->method, "POST") != 0)
 			curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
@@ -405,15 +410,15 @@ static PgdOutcome
 transfer_outcome(Transfer *t, CURLcode rc)
 {
 	PgdHttpRequest *req = t->req;
-	MemoryContext old = MemoryContextSwitchTo(req->cxt);
-	PgdOutcome	o;
+	MemoryContext	old = MemoryContextSwitchTo(req->cxt);
+	PgdOutcome		o;
 
 	o.ok = false;
 	if (rc == CURLE_OK)
 	{
 		PgdHttpResponse resp;
-		char	   *ct = NULL;
-		curl_off_t	us = 0;
+		char		   *ct = NULL;
+		curl_off_t		us = 0;
 
 		curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &resp.status);
 		curl_easy_getinfo(t->easy, CURLINFO_CONTENT_TYPE, &ct);
@@ -429,13 +434,18 @@ transfer_outcome(Transfer *t, CURLcode rc)
 	else if (t->blocked)
 		o.result = pgd_ssrf_blocked_address_message(req->host);
 	else if (t->too_large || rc == CURLE_FILESIZE_EXCEEDED)
-		o.result = pgd_http_call_error(req,
-									   psprintf("the response is larger than pg_durable.http_max_response_body (%d bytes)",
-												pgd_http_max_response_body));
+		o.result =
+			pgd_http_call_error(req,
+								psprintf("the response is larger than pg_durable.http_max_response_body (%d bytes)",
+										 pgd_http_max_response_body));
 	else if (rc == CURLE_OPERATION_TIMEDOUT)
-		o.result = pgd_http_call_error(req, psprintf("timed out after %d seconds", req->timeout_s));
+		o.result = pgd_http_call_error(req,
+									   psprintf("timed out after %d seconds",
+												req->timeout_s));
 	else
-		o.result = pgd_http_call_error(req, t->errbuf[0] ? t->errbuf : curl_easy_strerror(rc));
+		o.result = pgd_http_call_error(req,
+									   t->errbuf[0] ? t->errbuf :
+													  curl_easy_strerror(rc));
 	MemoryContextSwitchTo(old);
 	return o;
 }
@@ -444,9 +454,8 @@ transfer_outcome(Transfer *t, CURLcode rc)
 static void
 curl_step(long wait_ms)
 {
-	sigset_t	all,
-				saved;
-	int			running;
+	sigset_t all, saved;
+	int		 running;
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &saved);
@@ -463,15 +472,15 @@ curl_step(long wait_ms)
 static int
 reap(void)
 {
-	CURLMsg    *msg;
-	int			left;
-	int			done = 0;
+	CURLMsg		 *msg;
+	int			  left;
+	int			  done = 0;
 	MemoryContext cxt = CurrentMemoryContext;
 
 	while ((msg = curl_multi_info_read(multi, &left)) != NULL)
 	{
-		Transfer   *t;
-		PgdOutcome	o;
+		Transfer  *t;
+		PgdOutcome o;
 
 		if (msg->msg != CURLMSG_DONE)
 			continue;
@@ -507,13 +516,14 @@ static int
 claim(int max, long *next_ms)
 {
 	PgdHttpRequest **reqs;
-	PgdHttpDue *due;
-	int			nreqs = 0;
-	int			n;
-	long		ms;
+	PgdHttpDue		*due;
+	int				 nreqs = 0;
+	int				 n;
+	long			 ms;
 
 	*next_ms = IDLE_POLL_MS;
-	reqs = palloc(sizeof(PgdHttpRequest *) * Max(max, 1));	/* outlives the unit */
+	reqs =
+		palloc(sizeof(PgdHttpRequest *) * Max(max, 1)); /* outlives the unit */
 	pgd_begin_unit("pg_durable: claiming HTTP steps");
 	n = pgd_store_http_due(max, &due);
 	for (int i = 0; i < n; i++)
@@ -521,16 +531,22 @@ claim(int max, long *next_ms)
 		PgdHttpRequest *req;
 
 		req = due[i].node_id ?
-			pgd_http_prepare(http_cxt, due[i].id, due[i].instance_id, due[i].node_id,
-							 due[i].scope, due[i].attempts + 1) : NULL;
+			pgd_http_prepare(http_cxt, due[i].id, due[i].instance_id,
+							 due[i].node_id, due[i].scope,
+							 due[i].attempts + 1) :
+			NULL;
 		if (req == NULL)
 		{
 			pgd_store_task_delete(due[i].id);
 			continue;
 		}
-		req->token = MemoryContextStrdup(req->cxt,
-										 pgd_store_http_lease(due[i].id,
-															  (req->decided ? 0 : req->timeout_s) + LEASE_MARGIN_S));
+		req->token =
+			MemoryContextStrdup(req->cxt,
+								pgd_store_http_lease(due[i].id,
+													 (req->decided ?
+														  0 :
+														  req->timeout_s) +
+														 LEASE_MARGIN_S));
 		reqs[nreqs++] = req;
 	}
 	if (n < max && pgd_store_http_next_due(&ms))
@@ -547,7 +563,8 @@ claim(int max, long *next_ms)
 		if (!req->decided)
 		{
 			req->outcome.ok = false;
-			req->outcome.result = pgd_http_call_error(req, "could not start the transfer");
+			req->outcome.result =
+				pgd_http_call_error(req, "could not start the transfer");
 		}
 		complete(req, req->outcome);
 		MemoryContextDelete(req->cxt);
@@ -586,7 +603,9 @@ reload_if_asked(void)
 	{
 		curl_multi_cleanup(multi);
 		if ((multi = curl_multi_init()) == NULL)
-			ereport(FATAL, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("could not initialize libcurl in the pg_durable HTTP worker")));
+			ereport(FATAL,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("could not initialize libcurl in the pg_durable HTTP worker")));
 		stale_connections = false;
 	}
 }
@@ -596,11 +615,11 @@ static int
 claim_guarded(int max, MemoryContext loop_cxt, long *next_ms)
 {
 	MemoryContext old = MemoryContextSwitchTo(loop_cxt);
-	volatile int claimed = 0;
+	volatile int  claimed = 0;
 
 	PG_TRY();
 	{
-		long		ms = IDLE_POLL_MS;
+		long ms = IDLE_POLL_MS;
 
 		claimed = claim(max, &ms);
 		*next_ms = ms;
@@ -608,9 +627,9 @@ claim_guarded(int max, MemoryContext loop_cxt, long *next_ms)
 	PG_CATCH();
 	{
 		pgd_unit_recover(loop_cxt);
-		*next_ms = 1000L;		/* do not spin on a persistent error */
+		*next_ms = 1000L; /* do not spin on a persistent error */
 		if (!pgd_extension_exists())
-			proc_exit(0);		/* DROP EXTENSION: the launcher starts us again */
+			proc_exit(0); /* DROP EXTENSION: the launcher starts us again */
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(old);
@@ -621,9 +640,9 @@ claim_guarded(int max, MemoryContext loop_cxt, long *next_ms)
 void
 pgd_http_worker_main(Datum main_arg)
 {
-	bool		look = true;
-	long		next_ms = 0;
-	TimestampTz next_look = 0;
+	bool		  look = true;
+	long		  next_ms = 0;
+	TimestampTz	  next_look = 0;
 	MemoryContext loop_cxt;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -633,19 +652,29 @@ pgd_http_worker_main(Datum main_arg)
 	BackgroundWorkerInitializeConnection(pgd_database, pgd_worker_role, 0);
 	pgd_http_worker_attach();
 	pgstat_report_appname("pg_durable http worker");
-	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_isolation", "read committed",
+					PGC_SUSET, PGC_S_OVERRIDE);
 	raise_fd_limit();
 
-	if (curl_global_init(CURL_GLOBAL_ALL) != 0 || (multi = curl_multi_init()) == NULL)
-		ereport(FATAL, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("could not initialize libcurl in the pg_durable HTTP worker")));
-	http_cxt = AllocSetContextCreate(TopMemoryContext, "pg_durable http calls", ALLOCSET_DEFAULT_SIZES);
-	loop_cxt = AllocSetContextCreate(TopMemoryContext, "pg_durable http worker", ALLOCSET_DEFAULT_SIZES);
+	if (curl_global_init(CURL_GLOBAL_ALL) != 0 ||
+		(multi = curl_multi_init()) == NULL)
+		ereport(FATAL,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not initialize libcurl in the pg_durable HTTP worker")));
+	http_cxt = AllocSetContextCreate(TopMemoryContext, "pg_durable http calls",
+									 ALLOCSET_DEFAULT_SIZES);
+	loop_cxt =
+		AllocSetContextCreate(TopMemoryContext, "pg_durable http worker",
+							  ALLOCSET_DEFAULT_SIZES);
 	publish_settings();
-	ereport(LOG, (errmsg("pg_durable http worker started in database \"%s\"", pgd_database)));
+	ereport(LOG,
+			(errmsg("pg_durable http worker started in database \"%s\"",
+					pgd_database)));
 
 	while (!pgd_extension_exists())
 	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 IDLE_POLL_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
@@ -667,19 +696,22 @@ pgd_http_worker_main(Datum main_arg)
 		}
 		if (look && inflight < pgd_http_max_concurrent)
 		{
-			int			batch = Min(CLAIM_BATCH, pgd_http_max_concurrent - inflight);
-			int			claimed = claim_guarded(batch, loop_cxt, &next_ms);
+			int batch = Min(CLAIM_BATCH, pgd_http_max_concurrent - inflight);
+			int claimed = claim_guarded(batch, loop_cxt, &next_ms);
 
 			/* a full batch: there may be more */
 			look = claimed > 0 && claimed >= batch;
-			next_look = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), next_ms);
+			next_look =
+				TimestampTzPlusMilliseconds(GetCurrentTimestamp(), next_ms);
 		}
 
 		if (inflight > 0)
 		{
 			MemoryContext old;
 
-			curl_step(look && inflight < pgd_http_max_concurrent ? 0 : BUSY_POLL_MS);
+			curl_step(look && inflight < pgd_http_max_concurrent ?
+						  0 :
+						  BUSY_POLL_MS);
 			old = MemoryContextSwitchTo(loop_cxt);
 			(void) reap();
 			MemoryContextSwitchTo(old);
@@ -690,7 +722,8 @@ pgd_http_worker_main(Datum main_arg)
 			continue;
 
 		pgstat_report_activity(STATE_IDLE, NULL);
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 Max(1L, next_ms), PG_WAIT_EXTENSION);
 	}
 }

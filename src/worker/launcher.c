@@ -47,8 +47,8 @@
 #include "worker/worker.h"
 
 #define PGD_LAUNCHER_RESTART_SECONDS 5
-#define DATABASE_POLL_MS 5000L
-#define EXECUTOR_RESTART_MS 1000L
+#define DATABASE_POLL_MS			 5000L
+#define EXECUTOR_RESTART_MS			 1000L
 
 void
 pgd_register_launcher(void)
@@ -81,10 +81,10 @@ pgd_launcher_detach(int code, Datum arg)
 static bool
 database_exists(void)
 {
-	bool		exists = false;
-	Relation	rel;
+	bool		  exists = false;
+	Relation	  rel;
 	TableScanDesc scan;
-	HeapTuple	tup;
+	HeapTuple	  tup;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -109,9 +109,10 @@ database_exists(void)
 
 /* A dynamic worker of the engine in pg_durable.database, reporting to the launcher. */
 static BackgroundWorkerHandle *
-start_worker(const char *function, const char *name, const char *type, Datum arg)
+start_worker(const char *function, const char *name, const char *type,
+			 Datum arg)
 {
-	BackgroundWorker worker;
+	BackgroundWorker		worker;
 	BackgroundWorkerHandle *handle;
 
 	pgd_worker_describe(&worker, function, name, type, arg, MyProcPid);
@@ -123,10 +124,11 @@ start_worker(const char *function, const char *name, const char *type, Datum arg
 static BackgroundWorkerHandle *
 start_executor(int slot)
 {
-	char		name[BGW_MAXLEN];
+	char name[BGW_MAXLEN];
 
 	snprintf(name, sizeof(name), "pg_durable executor %d", slot);
-	return start_worker("pgd_executor_main", name, "pg_durable executor", Int32GetDatum(slot));
+	return start_worker("pgd_executor_main", name, "pg_durable executor",
+						Int32GetDatum(slot));
 }
 
 /* The HTTP worker (http_worker.c): one per server, in pg_durable.database. */
@@ -141,14 +143,14 @@ start_http_worker(int unused)
 typedef struct Supervised
 {
 	BackgroundWorkerHandle *handle;
-	TimestampTz stopped_at;
+	TimestampTz				stopped_at;
 } Supervised;
 
 typedef enum SupervisedState
 {
 	SUPERVISED_RUNNING,
-	SUPERVISED_WAITING,			/* stopped a moment ago: restarted soon */
-	SUPERVISED_MISSING			/* no free background worker slot */
+	SUPERVISED_WAITING, /* stopped a moment ago: restarted soon */
+	SUPERVISED_MISSING	/* no free background worker slot */
 } SupervisedState;
 
 /*
@@ -156,11 +158,13 @@ typedef enum SupervisedState
  * after EXECUTOR_RESTART_MS.  *timeout: when the launcher must look again.
  */
 static SupervisedState
-supervise(Supervised *w, BackgroundWorkerHandle *(*start) (int), int arg, long *timeout)
+supervise(Supervised *w, BackgroundWorkerHandle *(*start)(int), int arg,
+		  long *timeout)
 {
-	pid_t		pid;
+	pid_t pid;
 
-	if (w->handle != NULL && GetBackgroundWorkerPid(w->handle, &pid) == BGWH_STOPPED)
+	if (w->handle != NULL &&
+		GetBackgroundWorkerPid(w->handle, &pid) == BGWH_STOPPED)
 	{
 		pfree(w->handle);
 		w->handle = NULL;
@@ -170,7 +174,8 @@ supervise(Supervised *w, BackgroundWorkerHandle *(*start) (int), int arg, long *
 		return SUPERVISED_RUNNING;
 	/* back off a little after it stopped */
 	if (w->stopped_at != 0 &&
-		!TimestampDifferenceExceeds(w->stopped_at, GetCurrentTimestamp(), EXECUTOR_RESTART_MS))
+		!TimestampDifferenceExceeds(w->stopped_at, GetCurrentTimestamp(),
+									EXECUTOR_RESTART_MS))
 	{
 		*timeout = EXECUTOR_RESTART_MS;
 		return SUPERVISED_WAITING;
@@ -186,12 +191,12 @@ supervise(Supervised *w, BackgroundWorkerHandle *(*start) (int), int arg, long *
 void
 pgd_launcher_main(Datum main_arg)
 {
-	Supervised	http_worker = {NULL, 0};
-	Supervised	executors[PGD_MAX_EXECUTORS];
-	int			nworkers = Min(pgd_workers, PGD_MAX_EXECUTORS);
-	bool		started = false;
-	bool		warned_slots = false;
-	int			i;
+	Supervised http_worker = {NULL, 0};
+	Supervised executors[PGD_MAX_EXECUTORS];
+	int		   nworkers = Min(pgd_workers, PGD_MAX_EXECUTORS);
+	bool	   started = false;
+	bool	   warned_slots = false;
+	int		   i;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -215,14 +220,15 @@ pgd_launcher_main(Datum main_arg)
 
 	for (;;)
 	{
-		long		timeout = -1L;
+		long timeout = -1L;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
-			ereport(LOG, (errmsg("pg_durable launcher reloaded its configuration")));
+			ereport(LOG,
+					(errmsg("pg_durable launcher reloaded its configuration")));
 		}
 
 		if (!started)
@@ -235,31 +241,37 @@ pgd_launcher_main(Datum main_arg)
 
 		if (started)
 		{
-			int			running = 0;
-			int			missing = 0;
+			int running = 0;
+			int missing = 0;
 
 			for (i = 0; i < nworkers; i++)
 			{
-				SupervisedState st = supervise(&executors[i], start_executor, i, &timeout);
+				SupervisedState st =
+					supervise(&executors[i], start_executor, i, &timeout);
 
 				running += (st == SUPERVISED_RUNNING);
 				missing += (st == SUPERVISED_MISSING);
 			}
 			/* the HTTP worker, supervised like an executor */
-			missing += (supervise(&http_worker, start_http_worker, 0, &timeout) == SUPERVISED_MISSING);
+			missing += (supervise(&http_worker, start_http_worker, 0,
+								  &timeout) == SUPERVISED_MISSING);
 
 			if (missing > 0 && !warned_slots)
 			{
 				ereport(LOG,
 						(errmsg("pg_durable launcher started only %d of %d executors%s: no free background worker slots",
-								running, nworkers, http_worker.handle == NULL ? " and no HTTP worker" : ""),
+								running, nworkers,
+								http_worker.handle == NULL ?
+									" and no HTTP worker" :
+									""),
 						 errhint("Raise max_worker_processes (it also serves parallel query) or lower pg_durable.workers.")));
 				warned_slots = true;
 			}
 		}
 
 		(void) WaitLatch(MyLatch,
-						 WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (timeout >= 0 ? WL_TIMEOUT : 0),
+						 WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
+							 (timeout >= 0 ? WL_TIMEOUT : 0),
 						 timeout, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}

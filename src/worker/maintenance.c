@@ -48,9 +48,10 @@
 #include "engine/store.h"
 #include "worker/worker.h"
 
-#define PGD_KEEP_FINISHED 10000
+#define PGD_KEEP_FINISHED	10000
 #define PGD_RETENTION_BATCH 500
-#define PGD_RETENTION_MAX_BATCHES 40	/* per pass: the executor has steps to run */
+#define PGD_RETENTION_MAX_BATCHES \
+	40 /* per pass: the executor has steps to run */
 #define PGD_RECONCILE_LOG_MAX 10
 
 static TimestampTz last_reconcile = 0;
@@ -59,10 +60,11 @@ static TimestampTz last_reconcile = 0;
 static int
 retention_batch(void)
 {
-	int			n;
+	int n;
 
 	pgd_begin_unit("pg_durable: retention");
-	n = pgd_store_retention_batch(pgd_retention_days, PGD_KEEP_FINISHED, PGD_RETENTION_BATCH);
+	n = pgd_store_retention_batch(pgd_retention_days, PGD_KEEP_FINISHED,
+								  PGD_RETENTION_BATCH);
 	pgd_end_unit();
 	return n;
 }
@@ -70,12 +72,12 @@ retention_batch(void)
 static void
 run_retention(void)
 {
-	int			total = 0;
-	int			b;
+	int total = 0;
+	int b;
 
 	for (b = 0; b < PGD_RETENTION_MAX_BATCHES; b++)
 	{
-		int			n;
+		int n;
 
 		CHECK_FOR_INTERRUPTS();
 		n = retention_batch();
@@ -84,7 +86,8 @@ run_retention(void)
 			break;
 	}
 	if (total > 0)
-		ereport(LOG, (errmsg("retention removed %d finished instances", total)));
+		ereport(LOG,
+				(errmsg("retention removed %d finished instances", total)));
 }
 
 /* Repair one problem; returns true if it was repaired. */
@@ -104,14 +107,17 @@ repair(const PgdProblem *p)
 		pgd_apply_end_instance(p->instance_id);
 		return true;
 	}
-	if (strcmp(p->problem, "stranded_step") == 0 || strcmp(p->problem, "missing_timer") == 0)
+	if (strcmp(p->problem, "stranded_step") == 0 ||
+		strcmp(p->problem, "missing_timer") == 0)
 	{
 		if (p->node_id == NULL || p->scope == NULL ||
 			!pgd_store_lock_run(p->instance_id, NULL) ||
-			!pgd_store_problem_still_there(p->instance_id, p->problem, p->node_id))
+			!pgd_store_problem_still_there(p->instance_id, p->problem,
+										   p->node_id))
 			return false;
 		if (strcmp(p->problem, "stranded_step") == 0)
-			return pgd_store_restore_step_task(p->instance_id, p->node_id, p->scope);
+			return pgd_store_restore_step_task(p->instance_id, p->node_id,
+											   p->scope);
 		return pgd_store_restore_timer(p->instance_id, p->node_id, p->scope);
 	}
 	return false;
@@ -120,14 +126,14 @@ repair(const PgdProblem *p)
 static void
 run_reconcile(void)
 {
-	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_durable reconcile",
-											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext cxt =
+		AllocSetContextCreate(CurrentMemoryContext, "pg_durable reconcile",
+							  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(cxt);
-	PgdProblem *problems;
-	int			n,
-				i;
-	int			repaired = 0;
-	int			logged = 0;
+	PgdProblem	 *problems;
+	int			  n, i;
+	int			  repaired = 0;
+	int			  logged = 0;
 
 	pgd_begin_unit("pg_durable: reconciliation");
 	n = pgd_store_problems(cxt, &problems);
@@ -179,7 +185,7 @@ pgd_reconcile_maybe(long *sleep_ms)
 	if (pgd_reconcile_interval <= 0)
 		return;
 	if (last_reconcile == 0)
-		last_reconcile = now;	/* the first pass one interval after start-up */
+		last_reconcile = now; /* the first pass one interval after start-up */
 	else if (TimestampDifferenceExceeds(last_reconcile, now, interval_ms))
 	{
 		MemoryContext old = CurrentMemoryContext;

@@ -15,7 +15,7 @@
 #include "postgres.h"
 
 /* launcher.c */
-extern void pgd_register_launcher(void);
+extern void		 pgd_register_launcher(void);
 PGDLLEXPORT void pgd_launcher_main(Datum main_arg);
 
 /* executor.c */
@@ -27,4 +27,4 @@ PGDLLEXPORT void pgd_http_worker_main(Datum main_arg);
 /* maintenance.c: retention and reconciliation, run by executor 0 */
 extern void pgd_reconcile_maybe(long *sleep_ms);
 
-#endif							/* PG_DURABLE_WORKER_H */
+#endif /* PG_DURABLE_WORKER_H */
