@@ -362,6 +362,63 @@ pgd_instance_info(PG_FUNCTION_ARGS)
  * The events are read as the bootstrap superuser once the instance is
  * known to be visible to the caller.
  */
+/*
+ * Events per root generation of an instance, from the first level of each
+ * scope: the generations, their event counts and durations (ms).  Read with
+ * the bootstrap superuser's privileges (users have none on df_internal);
+ * the caller checked that it sees the instance.  Inside SPI.
+ */
+static int
+load_generations(Datum id, int64 current, int64 **gens, int64 **counts,
+				 int64 **durations)
+{
+	Oid	  t2[2] = {TEXTOID, INT8OID};
+	Datum v2[2];
+	Oid	  save_userid;
+	int	  save_sec;
+	int	  ngens;
+	bool  isnull;
+	int	  i;
+
+	v2[0] = id;
+	v2[1] = Int64GetDatum(current);
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	ngens =
+		pgd_spi_exec("SELECT g, pg_catalog.count(*), "
+					 "GREATEST(0, (pg_catalog.date_part('epoch', "
+					 "CASE WHEN g OPERATOR(pg_catalog.=) $2 AND NOT pg_catalog.bool_or(kind "
+					 "OPERATOR(pg_catalog.~) '^instance_(completed|failed|cancelled)$') "
+					 "THEN pg_catalog.clock_timestamp() ELSE pg_catalog.max(at) END "
+					 "OPERATOR(pg_catalog.-) pg_catalog.min(at)) OPERATOR(pg_catalog.*) 1000)::bigint) "
+					 "FROM (SELECT COALESCE((pg_catalog.regexp_match(scope, "
+					 " '^[^:]+::([0-9]{1,18})(::|$)'))[1]::bigint, $2) AS g, kind, at "
+					 " FROM df_internal.events WHERE instance_id OPERATOR(pg_catalog.=) $1) s "
+					 "GROUP BY g",
+					 2, t2, v2, NULL, true);
+	SetUserIdAndSecContext(save_userid, save_sec);
+	*gens = *counts = *durations = NULL;
+	if (ngens == 0)
+		return 0;
+	*gens = palloc(sizeof(int64) * ngens);
+	*counts = palloc(sizeof(int64) * ngens);
+	*durations = palloc(sizeof(int64) * ngens);
+	for (i = 0; i < ngens; i++)
+	{
+		(*gens)[i] =
+			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+										SPI_tuptable->tupdesc, 1, &isnull));
+		(*counts)[i] =
+			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+										SPI_tuptable->tupdesc, 2, &isnull));
+		(*durations)[i] =
+			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+										SPI_tuptable->tupdesc, 3, &isnull));
+	}
+	return ngens;
+}
+
 PG_FUNCTION_INFO_V1(pgd_instance_executions);
 Datum
 pgd_instance_executions(PG_FUNCTION_ARGS)
@@ -410,50 +467,7 @@ pgd_instance_executions(PG_FUNCTION_ARGS)
 	if (!output_null)
 		output = SPI_datumTransfer(output, false, -1);
 
-	/* events per root generation, from the first level of each scope */
-	{
-		Oid	  t2[2] = {TEXTOID, INT8OID};
-		Datum v2[2];
-		Oid	  save_userid;
-		int	  save_sec;
-
-		v2[0] = values[0];
-		v2[1] = Int64GetDatum(current);
-		GetUserIdAndSecContext(&save_userid, &save_sec);
-		SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
-							   save_sec | SECURITY_LOCAL_USERID_CHANGE);
-		ngens =
-			pgd_spi_exec("SELECT g, pg_catalog.count(*), "
-						 "GREATEST(0, (pg_catalog.date_part('epoch', "
-						 "CASE WHEN g OPERATOR(pg_catalog.=) $2 AND NOT pg_catalog.bool_or(kind "
-						 "OPERATOR(pg_catalog.~) '^instance_(completed|failed|cancelled)$') "
-						 "THEN pg_catalog.clock_timestamp() ELSE pg_catalog.max(at) END "
-						 "OPERATOR(pg_catalog.-) pg_catalog.min(at)) OPERATOR(pg_catalog.*) 1000)::bigint) "
-						 "FROM (SELECT COALESCE((pg_catalog.regexp_match(scope, "
-						 " '^[^:]+::([0-9]{1,18})(::|$)'))[1]::bigint, $2) AS g, kind, at "
-						 " FROM df_internal.events WHERE instance_id OPERATOR(pg_catalog.=) $1) s "
-						 "GROUP BY g",
-						 2, t2, v2, NULL, true);
-		SetUserIdAndSecContext(save_userid, save_sec);
-	}
-	if (ngens > 0)
-	{
-		gens = palloc(sizeof(int64) * ngens);
-		counts = palloc(sizeof(int64) * ngens);
-		durations = palloc(sizeof(int64) * ngens);
-		for (i = 0; i < ngens; i++)
-		{
-			gens[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-												  SPI_tuptable->tupdesc, 1,
-												  &isnull));
-			counts[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-													SPI_tuptable->tupdesc, 2,
-													&isnull));
-			durations[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-													   SPI_tuptable->tupdesc,
-													   3, &isnull));
-		}
-	}
+	ngens = load_generations(values[0], current, &gens, &counts, &durations);
 
 	last = Max(1, current - limit + 1);
 	for (g = current; g >= last; g--)
