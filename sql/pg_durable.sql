@@ -285,9 +285,63 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_left_node_fkey
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_right_node_fkey
 	FOREIGN KEY (instance_id, right_node) REFERENCES df.nodes (instance_id, id)
 	DEFERRABLE INITIALLY DEFERRED;
-ALTER TABLE df.instances ADD CONSTRAINT instances_root_node_same_instance_fkey
-	FOREIGN KEY (id, root_node) REFERENCES df.nodes (instance_id, id)
-	DEFERRABLE INITIALLY DEFERRED;
+-- An instance's root node is one of its nodes.  Not a foreign key: with one
+-- from df.instances to df.nodes and one back, pg_dump finds a cycle between
+-- the two configuration tables, and pg_restore loads each table in a
+-- transaction of its own, so whichever comes first violates its key and the
+-- restore loses every instance.  These constraint triggers (deferred, under
+-- the key's name) check the same thing from both sides, except that an
+-- instance may have no nodes at all for a while: a restore loads
+-- df.instances first (nodes_instance_identity_fkey orders it so), then
+-- df.nodes, whose rows are checked against their instance's root node.
+CREATE FUNCTION df_internal.check_root_node() RETURNS trigger
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	inst varchar(8);
+	root varchar(8);
+BEGIN
+	IF TG_TABLE_NAME = 'instances' THEN
+		inst := NEW.id;
+	ELSIF TG_OP = 'DELETE' THEN
+		inst := OLD.instance_id;
+	ELSE
+		inst := NEW.instance_id;
+	END IF;
+	-- locked as a foreign key's check locks: no concurrent delete in between
+	SELECT i.root_node INTO root FROM df.instances i WHERE i.id = inst FOR KEY SHARE;
+	IF NOT FOUND THEN
+		RETURN NULL;
+	END IF;
+	PERFORM FROM df.nodes n WHERE n.instance_id = inst AND n.id = root FOR KEY SHARE;
+	IF FOUND THEN
+		RETURN NULL;
+	END IF;
+	IF TG_TABLE_NAME = 'instances' THEN
+		IF NOT EXISTS (SELECT FROM df.nodes n WHERE n.instance_id = inst) THEN
+			RETURN NULL;
+		END IF;
+		RAISE foreign_key_violation USING
+			MESSAGE = format('insert or update on table "instances" violates foreign key constraint "%s"', TG_NAME),
+			DETAIL = format('Key (id, root_node)=(%s, %s) is not present in table "nodes".', inst, root),
+			TABLE = 'instances', SCHEMA = 'df', CONSTRAINT = TG_NAME;
+	END IF;
+	RAISE foreign_key_violation USING
+		MESSAGE = format('insert, update or delete on table "nodes" violates foreign key constraint "%s" on table "instances"', TG_NAME),
+		DETAIL = format('Key (id, root_node)=(%s, %s) of table "instances" is not present in table "nodes".', inst, root),
+		TABLE = 'nodes', SCHEMA = 'df', CONSTRAINT = TG_NAME;
+END
+$$;
+COMMENT ON FUNCTION df_internal.check_root_node() IS 'the check of instances_root_node_same_instance_fkey: an instance''s root node is one of its nodes';
+REVOKE EXECUTE ON FUNCTION df_internal.check_root_node() FROM PUBLIC;
+CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
+	AFTER INSERT OR UPDATE OF id, root_node ON df.instances
+	DEFERRABLE INITIALLY DEFERRED
+	FOR EACH ROW EXECUTE FUNCTION df_internal.check_root_node();
+CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
+	AFTER INSERT OR UPDATE OF instance_id, id OR DELETE ON df.nodes
+	DEFERRABLE INITIALLY DEFERRED
+	FOR EACH ROW EXECUTE FUNCTION df_internal.check_root_node();
 CREATE INDEX idx_nodes_instance ON df.nodes (instance_id);
 COMMENT ON TABLE df.nodes IS 'one row per node of each workflow instance';
 
@@ -326,7 +380,7 @@ GRANT SELECT ON df_internal._worker_ready TO PUBLIC;
 -- one row per live instance: the per-instance lock and its captured context
 CREATE TABLE df_internal.runs (
 	instance_id varchar(8) PRIMARY KEY,
-	submitted_by oid NOT NULL,
+	submitted_by regrole NOT NULL,	-- regrole: a dump names the role, not its OID
 	label text,
 	database text,
 	vars jsonb NOT NULL DEFAULT '{}',
@@ -434,6 +488,12 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.runs', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.tasks', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.results', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.joins', '');
+-- the sequences behind the bigserial columns: restored ids must not collide
+-- with the ones the new cluster hands out
+SELECT pg_catalog.pg_extension_config_dump('df_internal.tasks_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.signals_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.results_seq_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.waits_seq_seq', '');
 
 -- ---------------------------------------------------------------------------
 -- Control.  df.start, df.cancel and df.signal (and df.metrics below) write or

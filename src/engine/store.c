@@ -68,6 +68,19 @@ typedef struct PgdStmtDef
 	"(" col " OPERATOR(pg_catalog.=) " arg " OR pg_catalog.starts_with(" col \
 	", " arg " OPERATOR(pg_catalog.||) '::'))"
 
+/*
+ * A task (alias k) that may be claimed: its instance has a runs row, or has
+ * finished (then the claim only consumes it).  A task with neither is left
+ * alone: while a restore loads the engine's tables one transaction at a
+ * time, its runs row may still be on its way.  Reconciliation removes the
+ * tasks of instances that are really gone (task_of_finished_instance).
+ */
+#define CLAIMABLE_K \
+	"(EXISTS (SELECT FROM df_internal.runs r " \
+	"WHERE r.instance_id OPERATOR(pg_catalog.=) k.instance_id) " \
+	"OR EXISTS (SELECT FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) k.instance_id " \
+	"AND i.status IN " PGD_SQL_TERMINAL_STATUSES "))"
+
 /* The position of a node's id in the arrays of STMT_NODE_WRITES. */
 #define K "pg_catalog.array_position($2, n.id::text)"
 
@@ -80,7 +93,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T}},
 	[STMT_RUN_LOAD] =
 		{"read the runs row",
-		 "SELECT submitted_by, label, vars::text, status, created_at::text, database "
+		 "SELECT submitted_by::pg_catalog.oid, label, vars::text, status, created_at::text, database "
 		 "FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
 		 1,
 		 {T}},
@@ -208,20 +221,22 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	[STMT_TASK_CLAIM] =
 		{"claim a task by its id",
 		 "WITH t AS (DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) "
-		 "(SELECT id FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1 "
+		 "(SELECT id FROM df_internal.tasks k WHERE id OPERATOR(pg_catalog.=) $1 "
 		 " AND run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
-		 " AND kind OPERATOR(pg_catalog.<>) 'http' FOR UPDATE SKIP LOCKED) "
+		 " AND kind OPERATOR(pg_catalog.<>) 'http' AND " CLAIMABLE_K
+		 " FOR UPDATE SKIP LOCKED) "
 		 "RETURNING id, instance_id, node_id, scope, kind, attempts) "
 		 "SELECT t.id, t.instance_id, t.node_id, t.scope, t.kind, t.attempts, "
-		 "r.submitted_by, r.label, r.vars::text, r.status, r.created_at::text, r.database "
+		 "r.submitted_by::pg_catalog.oid, r.label, r.vars::text, r.status, r.created_at::text, "
+		 "r.database "
 		 "FROM t LEFT JOIN df_internal.runs r ON r.instance_id OPERATOR(pg_catalog.=) t.instance_id",
 		 1,
 		 {INT8OID}},
 	[STMT_TASK_OLDEST_READY] =
 		{"the oldest due task nobody holds",
-		 "SELECT id FROM df_internal.tasks "
+		 "SELECT id FROM df_internal.tasks k "
 		 "WHERE run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
-		 "AND kind OPERATOR(pg_catalog.<>) 'http' "
+		 "AND kind OPERATOR(pg_catalog.<>) 'http' AND " CLAIMABLE_K " "
 		 "ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
 		 0,
 		 {0}},
@@ -235,8 +250,8 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 
 	[STMT_HTTP_DUE] =
 		{"due HTTP tasks whose lease is free",
-		 "SELECT id, instance_id, node_id, scope, attempts FROM df_internal.tasks "
-		 "WHERE kind OPERATOR(pg_catalog.=) 'http' "
+		 "SELECT id, instance_id, node_id, scope, attempts FROM df_internal.tasks k "
+		 "WHERE kind OPERATOR(pg_catalog.=) 'http' AND " CLAIMABLE_K " "
 		 "AND run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
 		 "AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) "
 		 "ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED",

@@ -17,7 +17,7 @@ use HTTP::Tiny;
 use JSON::PP;
 
 our @EXPORT = qw(
-  engine_node wait_engine_ready step_sql crash_shapes start_instance
+  engine_cluster engine_node wait_engine_ready step_sql crash_shapes start_instance
   wait_instances_done executor_pid_in_step check_effects check_engine_empty
   start_http_server http_get
   query_until
@@ -26,9 +26,10 @@ our @EXPORT = qw(
 # The role that starts workflows (superusers may not, by default).
 our $ROLE = 'df_user';
 
-# A running cluster with $workers executors and the extension ready.
+# A running cluster with pg_durable preloaded and $workers executors
+# configured, but no extension and no roles yet (a restore creates them).
 # $extra_conf is appended to postgresql.conf.
-sub engine_node
+sub engine_cluster
 {
 	my ($name, $workers, $extra_conf) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
@@ -43,6 +44,16 @@ max_worker_processes = 16
 log_min_messages = warning
 } . ($extra_conf // ''));
 	$node->start;
+	return $node;
+}
+
+# A running cluster with $workers executors and the extension ready.
+# $extra_conf is appended to postgresql.conf.
+sub engine_node
+{
+	my ($name, $workers, $extra_conf) = @_;
+	my $node = engine_cluster($name, $workers, $extra_conf);
+
 	$node->safe_psql('postgres', qq{
 CREATE EXTENSION pg_durable;
 CREATE ROLE $ROLE LOGIN;

@@ -1,0 +1,43 @@
+-- instances_root_node_same_instance_fkey: an instance's root node is one of
+-- its nodes, checked at commit from both tables (deferred constraint
+-- triggers, not a foreign key, so that pg_restore can load df.instances and
+-- then df.nodes in transactions of their own: issue 22).
+\set VERBOSITY terse
+CREATE FUNCTION pg_temp.node(inst text, id text) RETURNS void LANGUAGE sql AS $$
+	INSERT INTO df.nodes (id, instance_id, node_type, query, submitted_by)
+	VALUES (id, inst, 'SQL', 'SELECT 1', current_user::regrole) $$;
+
+-- the constraint triggers carry the key's name, deferrable and deferred
+SELECT conrelid::regclass, conname, contype, condeferrable, condeferred
+FROM pg_constraint WHERE conname = 'instances_root_node_same_instance_fkey' ORDER BY 1;
+
+-- an instance whose root is not among its nodes is refused at commit
+BEGIN;
+INSERT INTO df.instances (id, root_node, submitted_by) VALUES ('0000aa01', '0000bb01', current_user::regrole);
+SELECT pg_temp.node('0000aa01', '0000bb02');
+COMMIT;
+
+-- with its root node it is accepted, whatever the order of the inserts
+BEGIN;
+SELECT pg_temp.node('0000aa01', '0000bb01');
+INSERT INTO df.instances (id, root_node, submitted_by) VALUES ('0000aa01', '0000bb01', current_user::regrole);
+COMMIT;
+
+-- an instance without nodes is accepted (a restore loads df.nodes later) ...
+INSERT INTO df.instances (id, root_node, submitted_by) VALUES ('0000aa02', '0000bb03', current_user::regrole);
+-- ... but the nodes that come must include its root
+SELECT pg_temp.node('0000aa02', '0000bb04');
+SELECT pg_temp.node('0000aa02', '0000bb03');
+SELECT count(*) FROM df.nodes WHERE instance_id = '0000aa02';
+
+-- the root node cannot be deleted or moved while its instance exists
+DELETE FROM df.nodes WHERE instance_id = '0000aa01' AND id = '0000bb01';
+UPDATE df.nodes SET id = '0000bb09' WHERE instance_id = '0000aa01' AND id = '0000bb01';
+UPDATE df.instances SET root_node = '0000bb09' WHERE id = '0000aa01';
+-- another node can
+SELECT pg_temp.node('0000aa01', '0000bb05');
+DELETE FROM df.nodes WHERE instance_id = '0000aa01' AND id = '0000bb05';
+
+-- deleting the instance takes its nodes along
+DELETE FROM df.instances WHERE id IN ('0000aa01', '0000aa02');
+SELECT count(*) FROM df.nodes WHERE instance_id IN ('0000aa01', '0000aa02');
