@@ -45,7 +45,13 @@
  * events).  Step failures and retries are logged at LOG, rate-limited, with
  * the error text truncated and never a step's result.
  *
- * Locks: task rows (SKIP LOCKED), then one runs row; see engine.h.
+ * DROP EXTENSION: every unit first share-locks the extension object without
+ * waiting (unit.c).  While a drop is under way, or after it, the executor
+ * stays away from the engine's tables and waits for the extension to come
+ * back; a step already running finishes first, and the drop waits for it.
+ *
+ * Locks: the extension object (share, never waiting), task rows (SKIP
+ * LOCKED), then one runs row; see engine.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -98,7 +104,8 @@ static TimestampTz last_heartbeat = 0;
 static void
 announce_ready(void)
 {
-	pgd_begin_unit("pg_durable: announcing readiness");
+	if (!pgd_begin_engine_unit("pg_durable: announcing readiness"))
+		return; /* DROP or ALTER EXTENSION under way: the heartbeat retries */
 	epoch_id =
 		MemoryContextStrdup(TopMemoryContext, pgd_store_announce_ready());
 	pgd_end_unit();
@@ -108,11 +115,16 @@ announce_ready(void)
 static void
 heartbeat(void)
 {
-	if (epoch_id == NULL ||
-		!TimestampDifferenceExceeds(last_heartbeat, GetCurrentTimestamp(),
+	if (!TimestampDifferenceExceeds(last_heartbeat, GetCurrentTimestamp(),
 									HEARTBEAT_MS))
 		return;
-	pgd_begin_unit("pg_durable: heartbeat");
+	if (epoch_id == NULL)
+	{
+		announce_ready();
+		return;
+	}
+	if (!pgd_begin_engine_unit("pg_durable: heartbeat"))
+		return;
 	if (!pgd_store_heartbeat(epoch_id))
 		epoch_id =
 			NULL; /* the extension was recreated: announce again below */
@@ -126,7 +138,9 @@ heartbeat(void)
 static void
 discard_task_after_abort(int64 id)
 {
-	pgd_begin_unit("pg_durable: discarding a step that is no longer wanted");
+	/* when the extension is being dropped, the drop removes the task */
+	if (!pgd_begin_engine_unit("pg_durable: discarding a step that is no longer wanted"))
+		return;
 	pgd_store_task_delete(id);
 	pgd_end_unit();
 }
@@ -389,7 +403,11 @@ process_one(long *sleep_ms)
 	bool	 committed_here = true;
 
 	pgd_store_set_attempt(NULL, 0);
-	pgd_begin_unit("pg_durable: looking for work");
+	if (!pgd_begin_engine_unit("pg_durable: looking for work"))
+	{
+		*sleep_ms = 1000L; /* the loop below sees whether it was dropped */
+		return false;
+	}
 	if (!claim_task(&t, sleep_ms))
 	{
 		pgd_end_unit();
