@@ -671,6 +671,11 @@ pgd_apply_timer(PgdGraph *g, int n, const char *scope)
  * Hand buffered signals to registered waits: each wait, oldest first, gets
  * the oldest signal of its name.  Completing a wait may start new waits,
  * which look at the mailbox themselves, so the loop re-reads each time.
+ *
+ * One delivery covers every signal committed before it, so it first removes
+ * the instance's other deliver tasks: a burst of signals (of a name nobody
+ * waits for, say) costs one delivery, not one transaction under the runs
+ * lock per signal queued ahead of the instance's timers (issue 22).
  */
 void
 pgd_apply_deliver(PgdGraph *g)
@@ -681,6 +686,7 @@ pgd_apply_deliver(PgdGraph *g)
 	char *payload;
 	int	  n;
 
+	pgd_store_deliver_tasks_drop(g->instance_id);
 	while (pgd_store_wait_matched(g->instance_id, &node_id, &scope, &name))
 	{
 		pgd_store_wait_remove(g->instance_id, node_id, scope);

@@ -204,6 +204,13 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 " AND kind OPERATOR(pg_catalog.=) 'timer' FOR UPDATE SKIP LOCKED)",
 		 3,
 		 {T, T, T}},
+	[STMT_TASK_DELIVER_DROP] =
+		{"the deliver tasks a delivery makes redundant",
+		 "DELETE FROM df_internal.tasks WHERE id IN ("
+		 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 " AND kind OPERATOR(pg_catalog.=) 'deliver' FOR UPDATE SKIP LOCKED)",
+		 1,
+		 {T}},
 	/* choose FOR UPDATE SKIP LOCKED (never waits), delete, read the runs row */
 	[STMT_TASK_CLAIM] =
 		{"claim a task by its id",
