@@ -193,11 +193,22 @@ log_step_failure(const char *node_id, const char *instance_id,
 					msg)));
 }
 
+/* What became of a step's statement (run_statement). */
+typedef enum StepRun
+{
+	STEP_RAN,	   /* *outcome is the node's outcome */
+	STEP_REQUEUED, /* put back for a later attempt */
+	STEP_UNWANTED, /* interrupted or retried, and no longer wanted */
+} StepRun;
+
 /*
- * Run the step's statement (here, or in its instance's database); false
- * when it was put back for a later attempt instead.
+ * Run the step's statement (here, or in its instance's database).  A step
+ * that would be retried (a deadlock, an interrupt) is retried only if it is
+ * still wanted under the runs lock: the interrupt of a cancelled instance's
+ * step, or of a lost RACE's, is not a retry, and no step_retried event
+ * follows instance_cancelled (issue 22).
  */
-static bool
+static StepRun
 run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 {
 	char *query = g->nodes[n].query;
@@ -214,7 +225,7 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 	{
 		outcome->ok = false;
 		outcome->result = err;
-		return true;
+		return STEP_RAN;
 	}
 
 	pgd_executor_set_running(t->instance_id, t->scope);
@@ -238,6 +249,9 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 		(t->attempts < MAX_RETRIES ||
 		 sqlstate == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED))
 	{
+		if (!pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING,
+							 t->node_id, t->scope, &g, &n))
+			return STEP_UNWANTED;
 		if (pgd_log_allowed())
 			ereport(LOG,
 					(errmsg("retrying step %s of instance %s after %s (attempt %d)",
@@ -248,9 +262,9 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 							t->scope, t->attempts + 1,
 							pgd_event_detail("sqlstate",
 											 unpack_sql_state(sqlstate)));
-		return false;
+		return STEP_REQUEUED;
 	}
-	return true;
+	return STEP_RAN;
 }
 
 /* Returns false when the transaction was aborted (the step was not wanted). */
@@ -260,6 +274,7 @@ run_step_task(PgdClaim *t)
 	PgdGraph  *g;
 	int		   n;
 	PgdOutcome outcome;
+	StepRun	   ran;
 
 	/*
 	 * A step that is no longer wanted is found out under the runs lock at
@@ -274,13 +289,15 @@ run_step_task(PgdClaim *t)
 		return true;
 
 	pgstat_report_activity(STATE_RUNNING, g->nodes[n].query);
-	if (!run_statement(t, g, n, &outcome))
+	ran = run_statement(t, g, n, &outcome);
+	if (ran == STEP_REQUEUED)
 		return true;
-	if (!outcome.ok)
+	if (ran == STEP_RAN && !outcome.ok)
 		log_step_failure(t->node_id, t->instance_id, outcome.result);
 
 	/* step 3: under the instance lock, the step must still be wanted */
-	if (!pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING,
+	if (ran == STEP_UNWANTED ||
+		!pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING,
 						 t->node_id, t->scope, &g, &n))
 	{
 		SPI_finish();
