@@ -672,10 +672,8 @@ pgd_apply_timer(PgdGraph *g, int n, const char *scope)
  * the oldest signal of its name.  Completing a wait may start new waits,
  * which look at the mailbox themselves, so the loop re-reads each time.
  *
- * One delivery covers every signal committed before it, so it first removes
- * the instance's other deliver tasks: a burst of signals (of a name nobody
- * waits for, say) costs one delivery, not one transaction under the runs
- * lock per signal queued ahead of the instance's timers (issue 22).
+ * The executor has removed the instance's other deliver tasks first: one
+ * delivery covers every signal committed before it (issue 22).
  */
 void
 pgd_apply_deliver(PgdGraph *g)
@@ -686,7 +684,6 @@ pgd_apply_deliver(PgdGraph *g)
 	char *payload;
 	int	  n;
 
-	pgd_store_deliver_tasks_drop(g->instance_id);
 	while (pgd_store_wait_matched(g->instance_id, &node_id, &scope, &name))
 	{
 		pgd_store_wait_remove(g->instance_id, node_id, scope);

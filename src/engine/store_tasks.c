@@ -134,7 +134,8 @@ pgd_store_drop_wait_timer(const char *instance_id, const char *node_id,
  * A delivery is about to look at the mailbox: every committed deliver task
  * of the instance is covered by it (a signal commits with its task, so the
  * mailbox read after this statement sees the signal of every task it
- * deleted).  Tasks claimed by others are skipped.
+ * deleted; a pending instance's SIGNAL nodes read the mailbox when they
+ * start).  Tasks claimed by others are skipped.
  */
 void
 pgd_store_deliver_tasks_drop(const char *instance_id)

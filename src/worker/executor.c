@@ -326,13 +326,21 @@ run_timer_task(PgdClaim *t)
 		pgd_apply_timer(g, n, t->scope);
 }
 
-/* Signals arrived: hand them to the instance's waits. */
+/*
+ * Signals arrived: hand them to the instance's waits.  This delivery covers
+ * every signal committed before it, and one of a pending or finished
+ * instance has nothing to do, so the instance's other deliver tasks go
+ * first: a burst of signals (of a name nobody waits for, say) costs one
+ * transaction, not one per signal, each queued ahead of the instance's
+ * timers and under its runs lock (issue 22).
+ */
 static void
 run_deliver_task(PgdClaim *t)
 {
 	PgdGraph *g;
 	int		  n;
 
+	pgd_store_deliver_tasks_drop(t->instance_id);
 	if (t->has_run &&
 		pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING, NULL,
 						NULL, &g, &n))

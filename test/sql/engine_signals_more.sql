@@ -122,7 +122,7 @@ SELECT (SELECT count(*) FROM df_internal.signals) AS signals,
        (SELECT count(*) FROM df_internal.waits) AS waits,
        (SELECT count(*) FROM df_internal.runs) AS runs;
 
--- 10,000 signals of a name nobody waits for do not hold up the instance's
+-- 20,000 signals of a name nobody waits for do not hold up the instance's
 -- other work (issue 22: they delayed a 3 s sleep to 22 s while each one's
 -- delivery ran on its own, under the runs lock, queued ahead of the timer):
 -- a 3 s sleep beside a wait for another name still ends within 5 s, and the
@@ -130,7 +130,7 @@ SELECT (SELECT count(*) FROM df_internal.signals) AS signals,
 SET ROLE df_user;
 SELECT df.start(df.sleep(3) & df.wait_for_signal('go')) AS id \gset
 SELECT await_waits(:'id', 1);
-SELECT count(df.signal(:'id', 'noise', '{}')) AS noise_sent FROM generate_series(1, 10000);
+SELECT count(df.signal(:'id', 'noise', '{}')) AS noise_sent FROM generate_series(1, 20000);
 SELECT df.signal(:'id', 'go', '"went"');
 SELECT df.await_instance(:'id', 60);
 RESET ROLE;
