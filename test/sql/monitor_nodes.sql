@@ -181,17 +181,21 @@ SELECT * FROM show_nodes(:'id');
 SELECT df.start(df.join('SELECT pg_sleep(60) AS cancel_me', df.wait_for_signal('never'))
                 ~> 'SELECT 3', 'cancelled join') AS id \gset
 RESET ROLE;
+-- (inside pg_sleep: an executor shows the step's query just before it
+-- registers the step for interrupts)
 CREATE FUNCTION step_active(marker text, want boolean) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
 	deadline timestamptz := clock_timestamp() + interval '30 seconds';
 BEGIN
 	WHILE EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'pg_durable executor'
-	              AND state = 'active' AND query LIKE '%' || marker || '%') <> want LOOP
+	              AND state = 'active' AND query LIKE '%' || marker || '%'
+	              AND (wait_event = 'PgSleep' OR NOT want)) <> want LOOP
 		IF clock_timestamp() > deadline THEN
 			RETURN false;
 		END IF;
 		PERFORM pg_sleep(0.02);
+		PERFORM pg_stat_clear_snapshot();	-- else pg_stat_activity stays as first read
 	END LOOP;
 	RETURN true;
 END
