@@ -772,8 +772,18 @@ CREATE FUNCTION df_internal.check_rows()
 	LANGUAGE sql STABLE
 	SET search_path = pg_catalog, pg_temp
 	AS $check$
-WITH RECURSIVE live AS (
-	SELECT i.id, i.status FROM df.instances i WHERE i.status IN ('pending', 'running')
+WITH RECURSIVE ended AS (
+	-- how an instance ended, by its last instance_* event: the engine's word,
+	-- which its owner cannot change (df.instances.status it can: UPDATE)
+	SELECT DISTINCT ON (e.instance_id) e.instance_id AS id, substr(e.kind, 10) AS status
+	FROM df_internal.events e
+	WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled')
+	ORDER BY e.instance_id, e.id DESC
+), live AS (
+	-- live by the engine's own state: a runs row of an instance that has not ended
+	SELECT i.id, r.status, i.status AS shown
+	FROM df.instances i JOIN df_internal.runs r ON r.instance_id = i.id
+	WHERE NOT EXISTS (SELECT 1 FROM ended d WHERE d.id = i.id)
 ), nodes AS (
 	SELECT n.instance_id, n.id, n.node_type, n.status, n.query, n.left_node, n.right_node,
 		   n.status_details ->> 'execution_id' AS stamp
@@ -848,20 +858,41 @@ WHERE p0.node_type = 'THEN' AND p0.status = 'completed'
   AND c.status_details ->> 'execution_id' = p.stamp
 UNION ALL
 SELECT t.instance_id::text, 'task_of_finished_instance', t.node_id::text, t.scope,
-	   format('%s task %s points at a %s instance', t.kind, t.id, COALESCE(i.status, 'missing'))
+	   format('%s task %s points at a %s instance', t.kind, t.id,
+			  CASE WHEN i.id IS NULL THEN 'missing' ELSE COALESCE(d.status, 'finished') END)
 FROM df_internal.tasks t
 LEFT JOIN df.instances i ON i.id = t.instance_id
-WHERE i.id IS NULL OR i.status IN ('completed', 'failed', 'cancelled')
+LEFT JOIN ended d ON d.id = t.instance_id
+WHERE NOT EXISTS (SELECT 1 FROM live l WHERE l.id = t.instance_id)
 UNION ALL
 SELECT r.instance_id::text, 'orphan_run', NULL, NULL,
-	   format('engine state kept for a %s instance', COALESCE(i.status, 'missing'))
+	   format('engine state kept for a %s instance',
+			  CASE WHEN i.id IS NULL THEN 'missing' ELSE d.status END)
 FROM df_internal.runs r
 LEFT JOIN df.instances i ON i.id = r.instance_id
-WHERE i.id IS NULL OR i.status IN ('completed', 'failed', 'cancelled')
+LEFT JOIN ended d ON d.id = r.instance_id
+WHERE i.id IS NULL OR d.id IS NOT NULL
 UNION ALL
-SELECT l.id::text, 'missing_run', NULL, NULL, format('%s instance has no engine state', l.status)
+SELECT i.id::text, 'missing_run', NULL, NULL, format('%s instance has no engine state', i.status)
+FROM df.instances i
+WHERE i.status IN ('pending', 'running')
+  AND NOT EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = i.id)
+  AND NOT EXISTS (SELECT 1 FROM ended d WHERE d.id = i.id)
+UNION ALL
+-- df.instances.status disagrees with the engine (its owner may UPDATE it):
+-- shown only, the engine goes by its own state and writes the status again
+-- when the instance starts or ends
+SELECT l.id::text, 'status_mismatch', NULL, NULL,
+	   format('df.instances shows %s, the engine has the instance %s', l.shown, l.status)
 FROM live l
-WHERE NOT EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = l.id)
+WHERE l.shown IS DISTINCT FROM l.status
+UNION ALL
+SELECT i.id::text, 'status_mismatch', NULL, NULL,
+	   format('df.instances shows %s, the instance ended %s', i.status, d.status)
+FROM df.instances i
+JOIN ended d ON d.id = i.id
+WHERE i.status IS DISTINCT FROM d.status
+  AND NOT EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = i.id)
 UNION ALL
 SELECT j.instance_id::text, 'join_counter', j.node_id::text, j.scope,
 	   format('JOIN %s in scope %s counts %s running branches, %s are unfinished',
@@ -890,5 +921,6 @@ COMMENT ON FUNCTION df.check() IS
 	'one row per violated engine invariant (administrators only): a live instance with no task, '
 	'timer or wait; a running step, timer or signal wait that lost its task, timer or wait; a THEN '
 	'whose right child disagrees with it; a task or engine state of a finished instance; a live '
-	'instance without engine state; a JOIN whose branch counter disagrees with its branches. '
+	'instance without engine state; a df.instances.status that disagrees with the engine''s state; '
+	'a JOIN whose branch counter disagrees with its branches. '
 	'Reconciliation repairs what it safely can';

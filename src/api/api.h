@@ -14,6 +14,13 @@
 #include "postgres.h"
 
 /* new_txn.c: df.start(..., transaction_mode => 'new'); returns the instance id */
+/*
+ * The longest label df.start accepts, in bytes: well under the btree limit
+ * (about 2,700 bytes) of the index on df.instances (label, created_at, id),
+ * which a longer label would break inside the engine's INSERT.
+ */
+#define PGD_MAX_LABEL_BYTES 1024
+
 extern char *pgd_start_in_new_transaction(const char *fut, const char *label,
 										  const char *database);
 

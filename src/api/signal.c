@@ -9,9 +9,10 @@
  * and the engine hands it to a waiting SIGNAL node (engine/apply.c,
  * engine/timers.c).  Nothing of the instance is locked (DESIGN.md §5
  * rule 2).  The instance must be visible to the caller (row-level
- * security decides) and not have ended.
+ * security decides) and not have ended: have its runs row, whatever
+ * df.instances.status says.
  *
- * Locks: none; row inserts only (as the bootstrap superuser, since users
+ * Locks: none; a read of the runs row and row inserts only (as the bootstrap superuser, since users
  * have no privileges on df_internal).
  *
  *-------------------------------------------------------------------------
@@ -34,16 +35,17 @@ PG_FUNCTION_INFO_V1(pgd_signal);
 Datum
 pgd_signal(PG_FUNCTION_ARGS)
 {
-	char *id = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char *name = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	char *data = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	char *status = NULL;
-	char *err = NULL;
-	bool  is_json;
-	Oid	  types[1] = {TEXTOID};
-	Datum values[1];
-	Oid	  save_userid;
-	int	  save_sec;
+	char	  *id = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	  *name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	  *data = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	char	  *status = NULL;
+	char	  *err = NULL;
+	bool	   is_json;
+	PgdRunInfo run;
+	Oid		   types[1] = {TEXTOID};
+	Datum	   values[1];
+	Oid		   save_userid;
+	int		   save_sec;
 
 	if (id[0] == '\0')
 		ereport(ERROR,
@@ -65,16 +67,21 @@ pgd_signal(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg(PGD_MSG_INSTANCE_NOT_FOUND, id)));
-	if (pgd_is_terminal(status))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg(PGD_MSG_SIGNAL_TERMINAL, id, status)));
 
 	is_json = dfjson_parse(data, strlen(data), &err) != NULL;
 
+	/*
+	 * Whether it has ended is the engine's word (its runs row), not
+	 * df.instances.status, which the owner may UPDATE (issue 22).
+	 */
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
 						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	if (!pgd_store_load_run(id, &run))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg(PGD_MSG_SIGNAL_TERMINAL, id,
+						pgd_is_terminal(status) ? status : "finished")));
 	pgd_store_signal_send(id, name, data, is_json);
 	SetUserIdAndSecContext(save_userid, save_sec);
 	SPI_finish();

@@ -378,6 +378,13 @@ pgd_start(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg(PGD_MSG_INVALID_FUNCTION, "the workflow is NULL")));
 	fut = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	if (label != NULL && strlen(label) > PGD_MAX_LABEL_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
+				 errmsg("label is too long"),
+				 errdetail("The label is %zu bytes long; the limit is %d bytes.",
+						   strlen(label), PGD_MAX_LABEL_BYTES),
+				 errhint("Pass a shorter label, and keep longer data in the workflow's variables or tables.")));
 
 	if (pg_strcasecmp(mode, "caller") != 0)
 	{

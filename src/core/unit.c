@@ -9,17 +9,29 @@
  * unit is logged, its transaction rolled back, and the loop goes on:
  * whatever the unit claimed is back in the queue.
  *
- * Locks: none of its own.
+ * A unit that touches the engine's tables begins with
+ * pgd_begin_engine_unit: it holds a share lock on the extension object for
+ * the transaction, taken without waiting.  DROP EXTENSION locks that object
+ * exclusively before any of the extension's tables, so a worker either
+ * holds the lock first (the drop waits for the unit to end, and the unit
+ * never waits on the drop) or finds it taken and stays away from the tables
+ * (it would otherwise wait on a table the drop holds, while the drop waits
+ * on a table the unit holds: the deadlock of issue 22).
+ *
+ * Locks: AccessShareLock on the pg_durable extension object, without
+ * waiting, for the transaction of an engine unit.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/pg_extension.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/lmgr.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -42,6 +54,27 @@ pgd_begin_unit(const char *activity)
 		elog(ERROR, "SPI_connect failed");
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, activity);
+}
+
+bool
+pgd_begin_engine_unit(const char *activity)
+{
+	Oid	  ext;
+	char *name;
+
+	pgd_begin_unit(activity);
+	ext = get_extension_oid("pg_durable", true);
+	if (OidIsValid(ext) &&
+		ConditionalLockDatabaseObject(ExtensionRelationId, ext, 0,
+									  AccessShareLock))
+	{
+		/* locked: unless a drop committed just before, it stays */
+		name = get_extension_name(ext);
+		if (name != NULL)
+			return true;
+	}
+	pgd_end_unit();
+	return false;
 }
 
 void

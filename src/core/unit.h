@@ -25,6 +25,14 @@ extern void pgd_begin_unit(const char *activity);
 extern void pgd_end_unit(void);
 
 /*
+ * pgd_begin_unit for a unit that touches the engine's tables: also share
+ * locks the extension object, without waiting.  False (and no transaction
+ * open) when the extension is gone or being dropped or altered: the caller
+ * stays away from the tables and tries again later.
+ */
+extern bool pgd_begin_engine_unit(const char *activity);
+
+/*
  * In the PG_CATCH of a worker loop around units of work: log the error,
  * abort the transaction, leave SPI (harmless when not connected) and
  * return to cxt.  The loop goes on with its next unit.

@@ -671,6 +671,9 @@ pgd_apply_timer(PgdGraph *g, int n, const char *scope)
  * Hand buffered signals to registered waits: each wait, oldest first, gets
  * the oldest signal of its name.  Completing a wait may start new waits,
  * which look at the mailbox themselves, so the loop re-reads each time.
+ *
+ * The executor has removed the instance's other deliver tasks first: one
+ * delivery covers every signal committed before it (issue 22).
  */
 void
 pgd_apply_deliver(PgdGraph *g)

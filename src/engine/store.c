@@ -104,22 +104,23 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 						  {T}},
 
 	/*
-	 * 'pending' is a parameter: written as a constant, the (generic) plan
-	 * found the row through idx_instances_status, reading every pending
-	 * instance when thousands wait.
+	 * The engine's own state (the runs row, which the caller holds) says
+	 * where an instance is; df.instances.status only shows it.  Its owner
+	 * may UPDATE it (the reference's grants), so these two overwrite it
+	 * whatever it says (issue 22: a forged 'completed' kept a failing
+	 * instance 'completed', without its instance_failed event).
 	 */
 	[STMT_INSTANCE_STARTED] =
 		{"an instance starts",
 		 "UPDATE df.instances SET status = 'running', updated_at = pg_catalog.now() "
-		 "WHERE id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) $2",
-		 2,
-		 {T, T}},
+		 "WHERE id OPERATOR(pg_catalog.=) $1",
+		 1,
+		 {T}},
 	[STMT_INSTANCE_FINISHED] =
 		{"an instance ends",
 		 "UPDATE df.instances SET status = $2, updated_at = pg_catalog.now(), "
 		 "completed_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'completed' THEN pg_catalog.now() END "
-		 "WHERE id OPERATOR(pg_catalog.=) $1 "
-		 "AND status NOT IN " PGD_SQL_TERMINAL_STATUSES,
+		 "WHERE id OPERATOR(pg_catalog.=) $1",
 		 2,
 		 {T, T}},
 	[STMT_INSTANCE_SUBMITTER] =
@@ -217,6 +218,13 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 " AND kind OPERATOR(pg_catalog.=) 'timer' FOR UPDATE SKIP LOCKED)",
 		 3,
 		 {T, T, T}},
+	[STMT_TASK_DELIVER_DROP] =
+		{"the deliver tasks a delivery makes redundant",
+		 "DELETE FROM df_internal.tasks WHERE id IN ("
+		 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 " AND kind OPERATOR(pg_catalog.=) 'deliver' FOR UPDATE SKIP LOCKED)",
+		 1,
+		 {T}},
 	/* choose FOR UPDATE SKIP LOCKED (never waits), delete, read the runs row */
 	[STMT_TASK_CLAIM] =
 		{"claim a task by its id",
@@ -516,17 +524,24 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "WHERE epoch_id OPERATOR(pg_catalog.=) $1::uuid",
 		 1,
 		 {T}},
+	/*
+	 * Finished by the engine's state (no runs row), not by df.instances.status,
+	 * which the owner may UPDATE: a forged 'completed' must not have a live
+	 * instance deleted under the engine.
+	 */
 	[STMT_RETENTION_BATCH] =
 		{"remove a batch of old finished instances",
 		 "WITH ranked AS ("
 		 " SELECT id, COALESCE(completed_at, created_at) AS t, "
 		 " pg_catalog.row_number() OVER (ORDER BY COALESCE(completed_at, created_at) DESC, id) AS rn "
-		 " FROM df.instances WHERE status IN " PGD_SQL_TERMINAL_STATUSES "), "
+		 " FROM df.instances f WHERE NOT EXISTS (SELECT 1 FROM df_internal.runs r "
+		 "  WHERE r.instance_id OPERATOR(pg_catalog.=) f.id)), "
 		 "victims AS ("
 		 " SELECT i.id FROM df.instances i JOIN ranked r ON r.id OPERATOR(pg_catalog.=) i.id "
 		 " WHERE (r.rn OPERATOR(pg_catalog.>) $2 OR r.t OPERATOR(pg_catalog.<) "
 		 "  (pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1))) "
-		 " AND i.status IN " PGD_SQL_TERMINAL_STATUSES " "
+		 " AND NOT EXISTS (SELECT 1 FROM df_internal.runs r "
+		 "  WHERE r.instance_id OPERATOR(pg_catalog.=) i.id) "
 		 " LIMIT $3 FOR UPDATE OF i SKIP LOCKED), "
 		 "ev AS (DELETE FROM df_internal.events e USING victims v "
 		 " WHERE e.instance_id OPERATOR(pg_catalog.=) v.id), "
@@ -553,9 +568,12 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		{"the unclaimed tasks of a finished instance",
 		 "DELETE FROM df_internal.tasks WHERE id IN ("
 		 " SELECT t.id FROM df_internal.tasks t "
-		 " WHERE t.instance_id OPERATOR(pg_catalog.=) $1 AND NOT EXISTS ("
-		 "  SELECT 1 FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) t.instance_id "
-		 "  AND i.status IN ('pending', 'running')) "
+		 " WHERE t.instance_id OPERATOR(pg_catalog.=) $1 AND (NOT EXISTS ("
+		 "  SELECT 1 FROM df_internal.runs r "
+		 "  WHERE r.instance_id OPERATOR(pg_catalog.=) t.instance_id) OR EXISTS ("
+		 "  SELECT 1 FROM df_internal.events e "
+		 "  WHERE e.instance_id OPERATOR(pg_catalog.=) t.instance_id "
+		 "  AND e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled'))) "
 		 " FOR UPDATE SKIP LOCKED)",
 		 1,
 		 {T}},

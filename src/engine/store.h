@@ -112,6 +112,7 @@ extern void pgd_store_timer_add(const char *instance_id, const char *node_id,
 extern void pgd_store_task_requeue(const PgdClaim *task, TimestampTz at);
 extern void pgd_store_task_delete(int64 task_id);
 extern void pgd_store_drop_scope(const char *instance_id, const char *scope);
+extern void pgd_store_deliver_tasks_drop(const char *instance_id);
 extern void pgd_store_drop_wait_timer(const char *instance_id,
 									  const char *node_id, const char *scope);
 extern bool pgd_store_claim_by_id(int64 task_id, PgdClaim *claim);

@@ -91,11 +91,15 @@ pgd_store_load_run(const char *instance_id, PgdRunInfo *run)
 void
 pgd_store_instance_started(const char *instance_id)
 {
-	RUN(STMT_INSTANCE_STARTED, instance_id, "pending");
+	RUN(STMT_INSTANCE_STARTED, instance_id);
 	RUN(STMT_RUN_STARTED, instance_id);
 }
 
-/* An instance ends with status, unless it has ended already; true if it changed. */
+/*
+ * An instance ends with status (the caller holds its runs row, so it has not
+ * ended yet, whatever df.instances.status says); false when its df.instances
+ * row is gone.
+ */
 bool
 pgd_store_instance_finished(const char *instance_id, PgdInstanceStatus status)
 {

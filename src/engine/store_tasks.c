@@ -130,6 +130,19 @@ pgd_store_drop_wait_timer(const char *instance_id, const char *node_id,
 	RUN(STMT_TASK_DROP_WAIT_TIMER, instance_id, node_id, scope);
 }
 
+/*
+ * A delivery is about to look at the mailbox: every committed deliver task
+ * of the instance is covered by it (a signal commits with its task, so the
+ * mailbox read after this statement sees the signal of every task it
+ * deleted; a pending instance's SIGNAL nodes read the mailbox when they
+ * start).  Tasks claimed by others are skipped.
+ */
+void
+pgd_store_deliver_tasks_drop(const char *instance_id)
+{
+	RUN(STMT_TASK_DELIVER_DROP, instance_id);
+}
+
 /* Claim the task with this id if it is due and nobody holds it. */
 bool
 pgd_store_claim_by_id(int64 task_id, PgdClaim *c)

@@ -32,6 +32,13 @@
  *		  not terminal			   "skipped" below such an ancestor, else
  *								   its physical status (running/pending).
  *		inferred_status_from_ancestor_id names the ancestor for "skipped".
+ *	 3. An instance that has ended runs nothing more: a node still shown
+ *		"running" or "pending" after the walk is "skipped", with no
+ *		ancestor.  Only a cancelled instance (df.cancel writes no node row,
+ *		so the nodes it caught running stay physically "running", reference
+ *		§3.10) and one that failed when it was loaded (its nodes stay
+ *		"pending") have such nodes; a completed or failed root already makes
+ *		every node below it terminal or "skipped" (issue 22).
  *
  * Rows the walk does not reach (only possible in rows written by hand)
  * keep their physical status.  Each row is visited at most once, so even
@@ -285,6 +292,19 @@ pgd_infer_statuses(PgdInstanceView *view)
 		view->nodes[i].from_ancestor = -1;
 	}
 	visit(&st, view->root, -1);
+
+	if (view->status != NULL &&
+		(strcmp(view->status, "cancelled") == 0 || is_terminal(view->status)))
+		for (i = 0; i < view->nnodes; i++)
+		{
+			const char *s = view->nodes[i].inferred;
+
+			if (strcmp(s, "running") == 0 || strcmp(s, "pending") == 0)
+			{
+				view->nodes[i].inferred = "skipped";
+				view->nodes[i].from_ancestor = -1;
+			}
+		}
 
 	/* unreachable rows last, in id order as loaded */
 	for (i = 0; i < view->nnodes; i++)

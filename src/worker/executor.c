@@ -45,7 +45,13 @@
  * events).  Step failures and retries are logged at LOG, rate-limited, with
  * the error text truncated and never a step's result.
  *
- * Locks: task rows (SKIP LOCKED), then one runs row; see engine.h.
+ * DROP EXTENSION: every unit first share-locks the extension object without
+ * waiting (unit.c).  While a drop is under way, or after it, the executor
+ * stays away from the engine's tables and waits for the extension to come
+ * back; a step already running finishes first, and the drop waits for it.
+ *
+ * Locks: the extension object (share, never waiting), task rows (SKIP
+ * LOCKED), then one runs row; see engine.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -98,7 +104,8 @@ static TimestampTz last_heartbeat = 0;
 static void
 announce_ready(void)
 {
-	pgd_begin_unit("pg_durable: announcing readiness");
+	if (!pgd_begin_engine_unit("pg_durable: announcing readiness"))
+		return; /* DROP or ALTER EXTENSION under way: the heartbeat retries */
 	epoch_id =
 		MemoryContextStrdup(TopMemoryContext, pgd_store_announce_ready());
 	pgd_end_unit();
@@ -108,11 +115,16 @@ announce_ready(void)
 static void
 heartbeat(void)
 {
-	if (epoch_id == NULL ||
-		!TimestampDifferenceExceeds(last_heartbeat, GetCurrentTimestamp(),
+	if (!TimestampDifferenceExceeds(last_heartbeat, GetCurrentTimestamp(),
 									HEARTBEAT_MS))
 		return;
-	pgd_begin_unit("pg_durable: heartbeat");
+	if (epoch_id == NULL)
+	{
+		announce_ready();
+		return;
+	}
+	if (!pgd_begin_engine_unit("pg_durable: heartbeat"))
+		return;
 	if (!pgd_store_heartbeat(epoch_id))
 		epoch_id =
 			NULL; /* the extension was recreated: announce again below */
@@ -126,7 +138,9 @@ heartbeat(void)
 static void
 discard_task_after_abort(int64 id)
 {
-	pgd_begin_unit("pg_durable: discarding a step that is no longer wanted");
+	/* when the extension is being dropped, the drop removes the task */
+	if (!pgd_begin_engine_unit("pg_durable: discarding a step that is no longer wanted"))
+		return;
 	pgd_store_task_delete(id);
 	pgd_end_unit();
 }
@@ -179,11 +193,22 @@ log_step_failure(const char *node_id, const char *instance_id,
 					msg)));
 }
 
+/* What became of a step's statement (run_statement). */
+typedef enum StepRun
+{
+	STEP_RAN,	   /* *outcome is the node's outcome */
+	STEP_REQUEUED, /* put back for a later attempt */
+	STEP_UNWANTED, /* interrupted or retried, and no longer wanted */
+} StepRun;
+
 /*
- * Run the step's statement (here, or in its instance's database); false
- * when it was put back for a later attempt instead.
+ * Run the step's statement (here, or in its instance's database).  A step
+ * that would be retried (a deadlock, an interrupt) is retried only if it is
+ * still wanted under the runs lock: the interrupt of a cancelled instance's
+ * step, or of a lost RACE's, is not a retry, and no step_retried event
+ * follows instance_cancelled (issue 22).
  */
-static bool
+static StepRun
 run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 {
 	char *query = g->nodes[n].query;
@@ -200,7 +225,7 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 	{
 		outcome->ok = false;
 		outcome->result = err;
-		return true;
+		return STEP_RAN;
 	}
 
 	pgd_executor_set_running(t->instance_id, t->scope);
@@ -224,6 +249,9 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 		(t->attempts < MAX_RETRIES ||
 		 sqlstate == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED))
 	{
+		if (!pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING,
+							 t->node_id, t->scope, &g, &n))
+			return STEP_UNWANTED;
 		if (pgd_log_allowed())
 			ereport(LOG,
 					(errmsg("retrying step %s of instance %s after %s (attempt %d)",
@@ -234,9 +262,9 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 							t->scope, t->attempts + 1,
 							pgd_event_detail("sqlstate",
 											 unpack_sql_state(sqlstate)));
-		return false;
+		return STEP_REQUEUED;
 	}
-	return true;
+	return STEP_RAN;
 }
 
 /* Returns false when the transaction was aborted (the step was not wanted). */
@@ -246,6 +274,7 @@ run_step_task(PgdClaim *t)
 	PgdGraph  *g;
 	int		   n;
 	PgdOutcome outcome;
+	StepRun	   ran;
 
 	/*
 	 * A step that is no longer wanted is found out under the runs lock at
@@ -260,13 +289,15 @@ run_step_task(PgdClaim *t)
 		return true;
 
 	pgstat_report_activity(STATE_RUNNING, g->nodes[n].query);
-	if (!run_statement(t, g, n, &outcome))
+	ran = run_statement(t, g, n, &outcome);
+	if (ran == STEP_REQUEUED)
 		return true;
-	if (!outcome.ok)
+	if (ran == STEP_RAN && !outcome.ok)
 		log_step_failure(t->node_id, t->instance_id, outcome.result);
 
 	/* step 3: under the instance lock, the step must still be wanted */
-	if (!pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING,
+	if (ran == STEP_UNWANTED ||
+		!pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING,
 						 t->node_id, t->scope, &g, &n))
 	{
 		SPI_finish();
@@ -295,13 +326,21 @@ run_timer_task(PgdClaim *t)
 		pgd_apply_timer(g, n, t->scope);
 }
 
-/* Signals arrived: hand them to the instance's waits. */
+/*
+ * Signals arrived: hand them to the instance's waits.  This delivery covers
+ * every signal committed before it, and one of a pending or finished
+ * instance has nothing to do, so the instance's other deliver tasks go
+ * first: a burst of signals (of a name nobody waits for, say) costs one
+ * transaction, not one per signal, each queued ahead of the instance's
+ * timers and under its runs lock (issue 22).
+ */
 static void
 run_deliver_task(PgdClaim *t)
 {
 	PgdGraph *g;
 	int		  n;
 
+	pgd_store_deliver_tasks_drop(t->instance_id);
 	if (t->has_run &&
 		pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING, NULL,
 						NULL, &g, &n))
@@ -389,7 +428,11 @@ process_one(long *sleep_ms)
 	bool	 committed_here = true;
 
 	pgd_store_set_attempt(NULL, 0);
-	pgd_begin_unit("pg_durable: looking for work");
+	if (!pgd_begin_engine_unit("pg_durable: looking for work"))
+	{
+		*sleep_ms = 1000L; /* the loop below sees whether it was dropped */
+		return false;
+	}
 	if (!claim_task(&t, sleep_ms))
 	{
 		pgd_end_unit();

@@ -36,7 +36,9 @@
  * (http_proxy ...) are never used: the address curl connects to is the one
  * ssrf.c checked in the open-socket callback.
  *
- * Locks: task rows (SKIP LOCKED), then one runs row per completion.
+ * Locks: the extension object (share, never waiting: DROP EXTENSION goes
+ * first, see unit.c), task rows (SKIP LOCKED), then one runs row per
+ * completion.
  *
  *-------------------------------------------------------------------------
  */
@@ -240,7 +242,9 @@ complete(PgdHttpRequest *req, PgdOutcome outcome)
 	PgdGraph *g;
 	int		  n;
 
-	pgd_begin_unit("pg_durable: completing an HTTP step");
+	/* DROP EXTENSION under way: the drop removes the task */
+	if (!pgd_begin_engine_unit("pg_durable: completing an HTTP step"))
+		return;
 	if (!pgd_store_http_lease_held(req->task_id, req->token))
 	{
 		/* fenced: the lease was taken over, or the task is gone */
@@ -524,7 +528,13 @@ claim(int max, long *next_ms)
 	*next_ms = IDLE_POLL_MS;
 	reqs =
 		palloc(sizeof(PgdHttpRequest *) * Max(max, 1)); /* outlives the unit */
-	pgd_begin_unit("pg_durable: claiming HTTP steps");
+	if (!pgd_begin_engine_unit("pg_durable: claiming HTTP steps"))
+	{
+		*next_ms = 1000L;
+		if (!pgd_extension_exists())
+			proc_exit(0); /* DROP EXTENSION: the launcher starts us again */
+		return 0;
+	}
 	n = pgd_store_http_due(max, &due);
 	for (int i = 0; i < n; i++)
 	{

@@ -29,7 +29,8 @@
  * Everything else is logged (LOG, at most PGD_RECONCILE_LOG_MAX lines per
  * pass, no step results: the details name nodes, scopes and counts only).
  *
- * Locks: retention locks the df.instances rows it deletes (SKIP LOCKED);
+ * Locks: the extension object (share, never waiting; see unit.c); retention
+ * locks the df.instances rows it deletes (SKIP LOCKED);
  * each repair locks one runs row (DESIGN.md §5 rule 1) and, for deleted
  * tasks, only unclaimed task rows.
  *
@@ -62,7 +63,8 @@ retention_batch(void)
 {
 	int n;
 
-	pgd_begin_unit("pg_durable: retention");
+	if (!pgd_begin_engine_unit("pg_durable: retention"))
+		return 0;
 	n = pgd_store_retention_batch(pgd_retention_days, PGD_KEEP_FINISHED,
 								  PGD_RETENTION_BATCH);
 	pgd_end_unit();
@@ -130,14 +132,18 @@ run_reconcile(void)
 		AllocSetContextCreate(CurrentMemoryContext, "pg_durable reconcile",
 							  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(cxt);
-	PgdProblem	 *problems;
+	PgdProblem	 *problems = NULL;
 	int			  n, i;
 	int			  repaired = 0;
 	int			  logged = 0;
 
-	pgd_begin_unit("pg_durable: reconciliation");
-	n = pgd_store_problems(cxt, &problems);
-	pgd_end_unit();
+	if (!pgd_begin_engine_unit("pg_durable: reconciliation"))
+		n = 0;
+	else
+	{
+		n = pgd_store_problems(cxt, &problems);
+		pgd_end_unit();
+	}
 
 	for (i = 0; i < n; i++)
 	{
@@ -146,7 +152,8 @@ run_reconcile(void)
 
 		CHECK_FOR_INTERRUPTS();
 		MemoryContextSwitchTo(cxt);
-		pgd_begin_unit("pg_durable: reconciliation repair");
+		if (!pgd_begin_engine_unit("pg_durable: reconciliation repair"))
+			break;
 		done = repair(p);
 		pgd_end_unit();
 		MemoryContextSwitchTo(cxt);

@@ -121,3 +121,23 @@ SELECT engine_idle();
 SELECT (SELECT count(*) FROM df_internal.signals) AS signals,
        (SELECT count(*) FROM df_internal.waits) AS waits,
        (SELECT count(*) FROM df_internal.runs) AS runs;
+
+-- 20,000 signals of a name nobody waits for do not hold up the instance's
+-- other work (issue 22: they delayed a 3 s sleep to 22 s while each one's
+-- delivery ran on its own, under the runs lock, queued ahead of the timer):
+-- a 3 s sleep beside a wait for another name still ends within 5 s, and the
+-- waited signal is delivered after them
+SET ROLE df_user;
+SELECT df.start(df.sleep(3) & df.wait_for_signal('go')) AS id \gset
+SELECT await_waits(:'id', 1);
+SELECT count(df.signal(:'id', 'noise', '{}')) AS noise_sent FROM generate_series(1, 20000);
+SELECT df.signal(:'id', 'go', '"went"');
+SELECT df.await_instance(:'id', 60);
+RESET ROLE;
+SELECT (SELECT e.at FROM df_internal.events e JOIN df.nodes n
+          ON n.instance_id = e.instance_id AND n.id = e.node_id
+        WHERE e.instance_id = :'id' AND e.kind = 'node_completed' AND n.node_type = 'SLEEP')
+       - (SELECT at FROM df_internal.events WHERE instance_id = :'id' AND kind = 'instance_started')
+       AS sleep_took \gset
+SELECT :'sleep_took'::interval < interval '5 seconds' AS sleep_not_held_up,
+       (SELECT result->'data' FROM df.nodes WHERE instance_id = :'id' AND node_type = 'SIGNAL') AS go_data;

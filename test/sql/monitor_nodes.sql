@@ -172,5 +172,49 @@ SELECT df.signal(:'id', 'go');
 SELECT df.await_instance(:'id');
 SELECT * FROM show_nodes(:'id');
 
+-- ---------------------------------------------------------------------------
+-- A cancelled instance runs nothing more (issue 22): the nodes df.cancel
+-- caught running inside a JOIN, and those it never reached, are skipped, not
+-- running or pending; the step it interrupted is not retried (no
+-- step_retried event after instance_cancelled)
+-- ---------------------------------------------------------------------------
+SELECT df.start(df.join('SELECT pg_sleep(60) AS cancel_me', df.wait_for_signal('never'))
+                ~> 'SELECT 3', 'cancelled join') AS id \gset
+RESET ROLE;
+-- (inside pg_sleep: an executor shows the step's query just before it
+-- registers the step for interrupts)
+CREATE FUNCTION step_active(marker text, want boolean) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+	deadline timestamptz := clock_timestamp() + interval '30 seconds';
+BEGIN
+	WHILE EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'pg_durable executor'
+	              AND state = 'active' AND query LIKE '%' || marker || '%'
+	              AND (wait_event = 'PgSleep' OR NOT want)) <> want LOOP
+		IF clock_timestamp() > deadline THEN
+			RETURN false;
+		END IF;
+		PERFORM pg_sleep(0.02);
+		PERFORM pg_stat_clear_snapshot();	-- else pg_stat_activity stays as first read
+	END LOOP;
+	RETURN true;
+END
+$$;
+SELECT step_active('AS cancel_me', true) AS step_running;
+SET ROLE df_user;
+SELECT wait_running(:'id', 'SIGNAL');
+SELECT df.cancel(:'id') IS NOT NULL AS cancelled;
+RESET ROLE;
+SELECT step_active('AS cancel_me', false) AS step_interrupted;
+SELECT engine_idle();
+SELECT string_agg(kind, ', ' ORDER BY id) AS events_after_cancel
+FROM df_internal.events
+WHERE instance_id = :'id'
+  AND id > (SELECT id FROM df_internal.events WHERE instance_id = :'id' AND kind = 'instance_cancelled');
+DROP FUNCTION step_active(text, boolean);
+SET ROLE df_user;
+SELECT * FROM show_nodes(:'id');
+SELECT replace(df.explain(:'id'), :'id', '<id>') AS explain;
+
 RESET ROLE;
 SELECT engine_idle();
