@@ -488,6 +488,11 @@ CREATE FUNCTION df_internal.http_worker_settings() RETURNS text
 COMMENT ON FUNCTION df_internal.http_worker_settings() IS 'the HTTP destination policy and limits the running HTTP worker applies, or NULL when it does not run';
 REVOKE EXECUTE ON FUNCTION df_internal.http_worker_settings() FROM PUBLIC;
 
+CREATE FUNCTION df_internal.admission_slots_held() RETURNS integer
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_admission_slots_held';
+COMMENT ON FUNCTION df_internal.admission_slots_held() IS 'how many admission slots of transaction_mode => ''new'' are taken now, in the whole server';
+REVOKE EXECUTE ON FUNCTION df_internal.admission_slots_held() FROM PUBLIC;
+
 -- Step results, substitution and truthiness (results_*.c), for the tests
 -- ---------------------------------------------------------------------------
 
