@@ -826,14 +826,23 @@ $check$;
 REVOKE EXECUTE ON FUNCTION df_internal.check_rows() FROM PUBLIC;
 COMMENT ON FUNCTION df_internal.check_rows() IS 'df.check with the node and scope each problem concerns, for reconciliation';
 
+CREATE FUNCTION df_internal.engine_problems() RETURNS TABLE (problem text, detail text)
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_engine_problems';
+REVOKE EXECUTE ON FUNCTION df_internal.engine_problems() FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.engine_problems() IS 'what keeps the engine from running this database''s instances, for df.check: '
+	'this is not pg_durable.database (or that database does not exist), or pg_durable.worker_role was refused';
+
 CREATE FUNCTION df.check() RETURNS TABLE (instance_id text, problem text, detail text)
 	LANGUAGE sql STABLE
 	SET search_path = pg_catalog, pg_temp
-	AS $$ SELECT instance_id, problem, detail FROM df_internal.check_rows() ORDER BY 1, 2, 3 $$;
+	AS $$ SELECT instance_id, problem, detail FROM df_internal.check_rows()
+	      UNION ALL SELECT NULL, problem, detail FROM df_internal.engine_problems()
+	      ORDER BY 1, 2, 3 $$;
 REVOKE EXECUTE ON FUNCTION df.check() FROM PUBLIC;
 COMMENT ON FUNCTION df.check() IS
 	'one row per violated engine invariant (administrators only): a live instance with no task, '
 	'timer or wait; a running step, timer or signal wait that lost its task, timer or wait; a THEN '
 	'whose right child disagrees with it; a task or engine state of a finished instance; a live '
-	'instance without engine state; a JOIN whose branch counter disagrees with its branches. '
-	'Reconciliation repairs what it safely can';
+	'instance without engine state; a JOIN whose branch counter disagrees with its branches; and, '
+	'without an instance, what keeps the engine from running this database''s instances (it is not '
+	'pg_durable.database, or pg_durable.worker_role was refused). Reconciliation repairs what it safely can';

@@ -30,6 +30,21 @@
 /* the largest pg_durable.max_new_transaction_starts */
 #define PGD_MAX_NEW_STARTS 1000
 
+/*
+ * What the launcher is doing, for df.check() (worker/launcher.c) in any database.
+ * ABSENT: no launcher has run since the server started; WAITING_DATABASE:
+ * pg_durable.database does not exist (it looks again every 5 s);
+ * ROLE_REFUSED: pg_durable.worker_role is missing or not a superuser, so
+ * no worker is started (until a restart); RUNNING: the workers are started.
+ */
+typedef enum PgdLauncherState
+{
+	PGD_LAUNCHER_ABSENT = 0,
+	PGD_LAUNCHER_WAITING_DATABASE,
+	PGD_LAUNCHER_ROLE_REFUSED,
+	PGD_LAUNCHER_RUNNING
+} PgdLauncherState;
+
 typedef struct PgdExecutorSlot
 {
 	pid_t  pid; /* 0 when the slot is free */
@@ -51,10 +66,11 @@ typedef struct PgdAwaiter
 
 typedef struct PgdShared
 {
-	slock_t			mutex; /* protects the registry (all but the ring) */
-	pid_t			launcher_pid;	/* 0 when no launcher runs */
-	Latch		   *launcher_latch; /* the launcher's process latch, or NULL */
-	PgdExecutorSlot executors[PGD_MAX_EXECUTORS];
+	slock_t mutex;			/* protects the registry (all but the ring) */
+	pid_t	launcher_pid;	/* 0 when no launcher runs */
+	Latch  *launcher_latch; /* the launcher's process latch, or NULL */
+	PgdLauncherState launcher_state;
+	PgdExecutorSlot	 executors[PGD_MAX_EXECUTORS];
 	PgdAwaiter awaiters[PGD_MAX_AWAITERS]; /* sessions in df.await_instance */
 
 	/*
