@@ -548,6 +548,11 @@ CREATE FUNCTION df_internal.http_worker_settings() RETURNS text
 COMMENT ON FUNCTION df_internal.http_worker_settings() IS 'the HTTP destination policy and limits the running HTTP worker applies, or NULL when it does not run';
 REVOKE EXECUTE ON FUNCTION df_internal.http_worker_settings() FROM PUBLIC;
 
+CREATE FUNCTION df_internal.admission_slots_held() RETURNS integer
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_admission_slots_held';
+COMMENT ON FUNCTION df_internal.admission_slots_held() IS 'how many admission slots of transaction_mode => ''new'' are taken now, in the whole server';
+REVOKE EXECUTE ON FUNCTION df_internal.admission_slots_held() FROM PUBLIC;
+
 -- Step results, substitution and truthiness (results_*.c), for the tests
 -- ---------------------------------------------------------------------------
 
@@ -912,15 +917,24 @@ $check$;
 REVOKE EXECUTE ON FUNCTION df_internal.check_rows() FROM PUBLIC;
 COMMENT ON FUNCTION df_internal.check_rows() IS 'df.check with the node and scope each problem concerns, for reconciliation';
 
+CREATE FUNCTION df_internal.engine_problems() RETURNS TABLE (problem text, detail text)
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_engine_problems';
+REVOKE EXECUTE ON FUNCTION df_internal.engine_problems() FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.engine_problems() IS 'what keeps the engine from running this database''s instances, for df.check: '
+	'this is not pg_durable.database (or that database does not exist), or pg_durable.worker_role was refused';
+
 CREATE FUNCTION df.check() RETURNS TABLE (instance_id text, problem text, detail text)
 	LANGUAGE sql STABLE
 	SET search_path = pg_catalog, pg_temp
-	AS $$ SELECT instance_id, problem, detail FROM df_internal.check_rows() ORDER BY 1, 2, 3 $$;
+	AS $$ SELECT instance_id, problem, detail FROM df_internal.check_rows()
+	      UNION ALL SELECT NULL, problem, detail FROM df_internal.engine_problems()
+	      ORDER BY 1, 2, 3 $$;
 REVOKE EXECUTE ON FUNCTION df.check() FROM PUBLIC;
 COMMENT ON FUNCTION df.check() IS
 	'one row per violated engine invariant (administrators only): a live instance with no task, '
 	'timer or wait; a running step, timer or signal wait that lost its task, timer or wait; a THEN '
 	'whose right child disagrees with it; a task or engine state of a finished instance; a live '
 	'instance without engine state; a df.instances.status that disagrees with the engine''s state; '
-	'a JOIN whose branch counter disagrees with its branches. '
-	'Reconciliation repairs what it safely can';
+	'a JOIN whose branch counter disagrees with its branches; and, without an instance, what keeps '
+	'the engine from running this database''s instances (it is not pg_durable.database, or '
+	'pg_durable.worker_role was refused). Reconciliation repairs what it safely can';

@@ -5,11 +5,13 @@
  *	  transaction of its own, so that it survives the caller's ROLLBACK.
  *
  * As in the reference (§3.13): refused inside a workflow; the caller's
- * current_user must have LOGIN; the launch takes an admission slot, a
- * session-level advisory lock pg_try_advisory_lock(1346982470, slot) for
- * slot 0 .. pg_durable.max_new_transaction_starts - 1, polled every 100 ms
- * up to pg_durable.new_transaction_start_timeout seconds, else the
- * reference's error.  Holding a slot, the backend runs
+ * current_user must have LOGIN; the launch takes an admission slot, one
+ * of pg_durable.max_new_transaction_starts slots in shared memory (the
+ * whole server's, not a database's), polled every 100 ms up to
+ * pg_durable.new_transaction_start_timeout seconds, else the reference's
+ * error.  The reference's slots are advisory locks
+ * pg_try_advisory_lock(1346982470, slot), which any role can take and so
+ * block every launch (issue 22): ours only this file can take.  Holding a slot, the backend runs
  *	   SET df.in_workflow = false; SET lock_timeout / statement_timeout = 30 s;
  *	   SELECT df.start($1, $2, $3)
  * as the same role in the extension's database, in a background session
@@ -18,10 +20,12 @@
  * id.  df.start validates everything again there (database included), and
  * captures the variables that are committed: the caller's uncommitted
  * df.setvar is not seen.  The slot is released whatever happens (error,
- * cancel), in PG_FINALLY; a backend that dies releases it with its locks.
+ * cancel), in PG_FINALLY, and by a before_shmem_exit callback when the
+ * backend exits holding it; a backend that crashes makes the postmaster
+ * reinitialize shared memory, slots included.
  *
- * Locks: one advisory lock (objsubid 2) at session level, for the length
- * of the call; the background session takes df.start's locks.
+ * Locks: pgd_shared->admission_mutex (a spinlock), for a scan of the slots;
+ * the background session takes df.start's locks.
  *
  *-------------------------------------------------------------------------
  */
@@ -30,7 +34,8 @@
 #include "commands/dbcommands.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
-#include "storage/lock.h"
+#include "storage/ipc.h"
+#include "fmgr.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -44,6 +49,7 @@
 #include "core/bgsql.h"
 #include "core/identity.h"
 #include "core/settings.h"
+#include "core/shmem.h"
 #include "core/unit.h"
 #include "steps/step_sql.h"
 
@@ -52,45 +58,83 @@
 /* df.start in a new transaction waits at most this long for locks and overall */
 #define START_SESSION_TIMEOUT_MS 30000
 
-#define PGD_ADMISSION_KEY 1346982470 /* 0x50474446, "PGDF" */
 #define ADMISSION_POLL_MS 100L
 
-static void
-admission_tag(LOCKTAG *tag, int slot)
+/* the slot this backend holds, or -1; released at exit if still held */
+static int	held_slot = -1;
+static bool exit_hook_armed = false;
+
+static int
+admission_slots(void)
 {
-	/* what pg_try_advisory_lock(int4, int4) locks: objsubid 2 */
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) PGD_ADMISSION_KEY,
-						 (uint32) slot, 2);
+	return Min(pgd_max_new_transaction_starts, PGD_MAX_NEW_STARTS);
 }
 
+static void
+release_slot(void)
+{
+	if (held_slot < 0)
+		return;
+	SpinLockAcquire(&pgd_shared->admission_mutex);
+	if (pgd_shared->admission[held_slot] == MyProcPid)
+		pgd_shared->admission[held_slot] = 0;
+	SpinLockRelease(&pgd_shared->admission_mutex);
+	held_slot = -1;
+}
+
+/* A backend that exits (FATAL, terminate) while launching frees its slot. */
+static void
+release_slot_at_exit(int code, Datum arg)
+{
+	release_slot();
+}
+
+/*
+ * A free slot of shared memory, marked with this backend's PID.  Nothing
+ * but this file takes them: no role can hold them from SQL (issue 22).
+ */
 static bool
-try_slot(int slot)
+try_slot(void)
 {
-	LOCKTAG			  tag;
-	LockAcquireResult r;
+	int n = admission_slots();
+	int slot;
 
-	admission_tag(&tag, slot);
-	r = LockAcquire(&tag, ExclusiveLock, true, true);
-	if (r == LOCKACQUIRE_ALREADY_HELD || r == LOCKACQUIRE_ALREADY_CLEAR)
+	if (!exit_hook_armed)
 	{
-		/* this session took it itself (pg_advisory_lock by hand): not ours */
-		LockRelease(&tag, ExclusiveLock, true);
-		return false;
+		before_shmem_exit(release_slot_at_exit, (Datum) 0);
+		exit_hook_armed = true;
 	}
-	return r != LOCKACQUIRE_NOT_AVAIL;
+	SpinLockAcquire(&pgd_shared->admission_mutex);
+	for (slot = 0; slot < n; slot++)
+	{
+		if (pgd_shared->admission[slot] == 0)
+		{
+			pgd_shared->admission[slot] = MyProcPid;
+			held_slot = slot;
+			break;
+		}
+	}
+	SpinLockRelease(&pgd_shared->admission_mutex);
+	return held_slot >= 0;
 }
 
-static void
-release_slot(int slot)
+/* df_internal.admission_slots_held(): how many slots are taken now, server-wide. */
+PG_FUNCTION_INFO_V1(pgd_admission_slots_held);
+Datum
+pgd_admission_slots_held(PG_FUNCTION_ARGS)
 {
-	LOCKTAG tag;
+	int held = 0;
+	int slot;
 
-	admission_tag(&tag, slot);
-	LockRelease(&tag, ExclusiveLock, true);
+	SpinLockAcquire(&pgd_shared->admission_mutex);
+	for (slot = 0; slot < PGD_MAX_NEW_STARTS; slot++)
+		held += (pgd_shared->admission[slot] != 0);
+	SpinLockRelease(&pgd_shared->admission_mutex);
+	PG_RETURN_INT32(held);
 }
 
 /* An admission slot, or the reference's error after the timeout. */
-static pg_noinline int
+static pg_noinline void
 take_slot(void)
 {
 	TimestampTz deadline =
@@ -100,11 +144,8 @@ take_slot(void)
 
 	for (;;)
 	{
-		int slot;
-
-		for (slot = 0; slot < pgd_max_new_transaction_starts; slot++)
-			if (try_slot(slot))
-				return slot;
+		if (try_slot())
+			return;
 		if (GetCurrentTimestamp() >= deadline)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -153,7 +194,6 @@ char *
 pgd_start_in_new_transaction(const char *fut, const char *label,
 							 const char *database)
 {
-	volatile int   slot;
 	PgdBgsqlResult res;
 
 	if (pgd_in_workflow())
@@ -165,14 +205,14 @@ pgd_start_in_new_transaction(const char *fut, const char *label,
 						 "the step commits.")));
 
 	pgd_check_start_identity(GetUserId());
-	slot = take_slot();
+	take_slot();
 	PG_TRY();
 	{
 		res = launch(fut, label, database);
 	}
 	PG_FINALLY();
 	{
-		release_slot(slot);
+		release_slot();
 	}
 	PG_END_TRY();
 

@@ -13,6 +13,9 @@
  * finishes an instance sets at commit (wake.c): it returns as soon as the
  * finishing transaction commits, without polling.
  *
+ * Inside a step, df.cancel refuses the step's own instance (see
+ * refuse_own_instance); other instances it cancels with the step.
+ *
  * Locks: df.cancel locks the instance's runs row, then its df.instances
  * row, like every transition; it never waits for a claimed task (SKIP
  * LOCKED) — a running step finds out under the runs lock.
@@ -183,6 +186,30 @@ pgd_run(PG_FUNCTION_ARGS)
 		"df.run() is not needed: pg_durable executors run instances as soon as they are started"));
 }
 
+/*
+ * A step may cancel other instances (the cancel commits with the step), but
+ * not its own: the step's transaction would end the instance, its
+ * transition would then find the instance gone and roll back the whole
+ * step, cancel included, leaving the instance running with no task
+ * (issue 22).  Refused, the step fails with this error as its outcome.
+ */
+static void
+refuse_own_instance(const char *id)
+{
+	const char *own =
+		pgd_in_workflow() ? pgd_executor_running_instance() : NULL;
+
+	if (own != NULL && strcmp(own, id) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("df.cancel() cannot cancel the instance of the step that calls it"),
+				 errdetail("Instance %s is running this step; its end is decided by its graph, "
+						   "when the step commits.",
+						   id),
+				 errhint("Let the step fail (the instance fails with it), end a loop with df.break(), "
+						 "or call df.cancel() from outside the workflow.")));
+}
+
 PG_FUNCTION_INFO_V1(pgd_cancel);
 Datum
 pgd_cancel(PG_FUNCTION_ARGS)
@@ -196,6 +223,7 @@ pgd_cancel(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg(PGD_MSG_INSTANCE_NOT_FOUND, id)));
+	refuse_own_instance(id);
 
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,

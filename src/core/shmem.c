@@ -41,6 +41,7 @@ pgd_shmem_startup(void)
 		memset(pgd_shared, 0, sizeof(PgdShared));
 		SpinLockInit(&pgd_shared->mutex);
 		SpinLockInit(&pgd_shared->ready_mutex);
+		SpinLockInit(&pgd_shared->admission_mutex);
 		/* after a restart the ring is empty: look at the queue first */
 		pgd_shared->scan_needed = true;
 		pgd_shared->next_due = DT_NOEND;

@@ -3,13 +3,15 @@
  * shmem.h
  *	  pg_durable's shared-memory segment (shmem.c): the registry of the
  *	  launcher, the executors, the HTTP worker and the sessions waiting in
- *	  df.await_instance, and the ring of task ids published at commit.
+ *	  df.await_instance, the ring of task ids published at commit, and the
+ *	  admission slots of transaction_mode => 'new'.
  *
  * Nothing in it is needed for correctness after a crash: the tables are
  * the truth, and every process registers itself again when it starts.
  *
  * Locks: mutex protects the registry (launcher, executors, awaiters, the
- * HTTP worker's fields); ready_mutex the ring and the scan hints.  Both
+ * HTTP worker's fields); ready_mutex the ring and the scan hints;
+ * admission_mutex the admission slots of transaction_mode => 'new'.  All
  * are spinlocks, held for a few instructions, never across a call.
  *
  *-------------------------------------------------------------------------
@@ -25,6 +27,23 @@
 #define PGD_MAX_EXECUTORS 64
 #define PGD_MAX_AWAITERS  128
 #define PGD_READY_RING	  1024
+/* the largest pg_durable.max_new_transaction_starts */
+#define PGD_MAX_NEW_STARTS 1000
+
+/*
+ * What the launcher is doing, for df.check() (worker/launcher.c) in any database.
+ * ABSENT: no launcher has run since the server started; WAITING_DATABASE:
+ * pg_durable.database does not exist (it looks again every 5 s);
+ * ROLE_REFUSED: pg_durable.worker_role is missing or not a superuser, so
+ * no worker is started (until a restart); RUNNING: the workers are started.
+ */
+typedef enum PgdLauncherState
+{
+	PGD_LAUNCHER_ABSENT = 0,
+	PGD_LAUNCHER_WAITING_DATABASE,
+	PGD_LAUNCHER_ROLE_REFUSED,
+	PGD_LAUNCHER_RUNNING
+} PgdLauncherState;
 
 typedef struct PgdExecutorSlot
 {
@@ -47,10 +66,11 @@ typedef struct PgdAwaiter
 
 typedef struct PgdShared
 {
-	slock_t			mutex; /* protects the registry (all but the ring) */
-	pid_t			launcher_pid;	/* 0 when no launcher runs */
-	Latch		   *launcher_latch; /* the launcher's process latch, or NULL */
-	PgdExecutorSlot executors[PGD_MAX_EXECUTORS];
+	slock_t mutex;			/* protects the registry (all but the ring) */
+	pid_t	launcher_pid;	/* 0 when no launcher runs */
+	Latch  *launcher_latch; /* the launcher's process latch, or NULL */
+	PgdLauncherState launcher_state;
+	PgdExecutorSlot	 executors[PGD_MAX_EXECUTORS];
 	PgdAwaiter awaiters[PGD_MAX_AWAITERS]; /* sessions in df.await_instance */
 
 	/*
@@ -76,6 +96,15 @@ typedef struct PgdShared
 	pid_t  http_pid; /* the HTTP worker, 0 when none runs */
 	Latch *http_latch;
 	char   http_settings[PGD_HTTP_SETTINGS_LEN]; /* "" when none runs */
+
+	/*
+	 * The admission slots of transaction_mode => 'new' (api/new_txn.c): the
+	 * PID of the backend holding each, 0 when free.  Only the engine's code
+	 * takes them, so no role can block them; their holder releases them,
+	 * also when it exits.
+	 */
+	slock_t admission_mutex; /* protects admission[] */
+	pid_t	admission[PGD_MAX_NEW_STARTS];
 } PgdShared;
 
 extern PgdShared *pgd_shared;

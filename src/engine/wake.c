@@ -67,6 +67,9 @@ static PendingInterrupt pending_interrupts[MAX_PENDING_INTERRUPTS];
 static int				npending_interrupts = 0;
 #define MAX_PENDING_FINISHED 32
 
+/* the instance whose step this executor runs now, or "" (process-local) */
+static char running_instance[9] = "";
+
 static int	npending_finished = 0; /* instances this transaction ended */
 static char pending_finished[MAX_PENDING_FINISHED][9]; /* (all awaiters
 														 * when it overflows) */
@@ -261,6 +264,8 @@ pgd_interrupt_at_commit(const char *instance_id, const char *scope)
 void
 pgd_executor_set_running(const char *instance_id, const char *scope)
 {
+	strlcpy(running_instance, instance_id ? instance_id : "",
+			sizeof(running_instance));
 	SpinLockAcquire(&pgd_shared->mutex);
 	strlcpy(pgd_shared->executors[my_slot].instance,
 			instance_id ? instance_id : "",
@@ -268,6 +273,16 @@ pgd_executor_set_running(const char *instance_id, const char *scope)
 	strlcpy(pgd_shared->executors[my_slot].scope, scope ? scope : "",
 			sizeof(pgd_shared->executors[my_slot].scope));
 	SpinLockRelease(&pgd_shared->mutex);
+}
+
+/*
+ * The instance whose step this process runs now, or NULL: df.cancel refuses
+ * to end it from inside the step (status.c).
+ */
+const char *
+pgd_executor_running_instance(void)
+{
+	return running_instance[0] != '\0' ? running_instance : NULL;
 }
 
 /* Wake the sessions awaiting an instance this transaction ended. */

@@ -37,11 +37,12 @@ extern void	  pgd_queue_rescan(void);
 extern void	  pgd_queue_scanned(uint64 gen, TimestampTz earliest);
 
 /* the registry */
-extern void pgd_executor_attach(int slot);
-extern void pgd_executor_set_idle(bool idle);
-extern void pgd_executor_set_running(const char *instance_id,
-									 const char *scope);
-extern void pgd_http_worker_attach(void);
+extern void		   pgd_executor_attach(int slot);
+extern void		   pgd_executor_set_idle(bool idle);
+extern void		   pgd_executor_set_running(const char *instance_id,
+											const char *scope);
+extern void		   pgd_http_worker_attach(void);
+extern const char *pgd_executor_running_instance(void);
 
 /* df.await_instance */
 extern void pgd_await_prepare(const char *instance_id);

@@ -5,11 +5,17 @@
  *	  _PG_init that starts and supervises the executors and the HTTP
  *	  worker.
  *
- * The launcher connects to no database (it only needs the shared catalog
- * pg_database).  Once pg_durable.database exists it starts
- * pg_durable.workers executors as dynamic background workers — no more
- * than free worker slots allow, saying so in the log — and the HTTP worker
- * (http_worker.c), and restarts any that stops (after a back-off).  The executors wait by themselves for
+ * The launcher connects to no database (it only needs the shared catalogs
+ * pg_database and pg_authid).  Once pg_durable.database exists and
+ * pg_durable.worker_role is a superuser that can log in, it starts the
+ * HTTP worker (http_worker.c) and pg_durable.workers executors as dynamic
+ * background workers — executor 0, then the HTTP worker, then no more
+ * executors than free worker slots allow, saying in the log what was left
+ * out — and
+ * restarts any that stops (after a back-off).  Until then it starts
+ * nothing, looks again every 5 s, and says why in the log (a missing
+ * database every minute, a refused role once) and in shared memory, which
+ * df.check() reads through df_internal.engine_problems().  The executors wait by themselves for
  * CREATE EXTENSION.  SIGHUP re-reads the configuration, SIGTERM ends the
  * launcher, and postmaster death ends it (WL_EXIT_ON_PM_DEATH); the
  * postmaster restarts it 5 seconds after an abnormal exit, and a crash
@@ -27,7 +33,11 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_database.h"
+#include "commands/dbcommands.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
 #include "utils/snapmgr.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -49,6 +59,8 @@
 #define PGD_LAUNCHER_RESTART_SECONDS 5
 #define DATABASE_POLL_MS			 5000L
 #define EXECUTOR_RESTART_MS			 1000L
+/* how often a missing pg_durable.database is logged again */
+#define DATABASE_LOG_MS 60000L
 
 void
 pgd_register_launcher(void)
@@ -73,15 +85,26 @@ pgd_launcher_detach(int code, Datum arg)
 	SpinLockRelease(&pgd_shared->mutex);
 }
 
-/*
- * Does pg_durable.database exist?  A plain heap scan of the shared catalog
- * pg_database, as autovacuum's launcher does: without a database the
- * catalog indexes cannot be used.
- */
-static bool
-database_exists(void)
+/* What stops the launcher from starting the workers, if anything. */
+typedef enum StartProblem
 {
-	bool		  exists = false;
+	START_OK,
+	START_NO_DATABASE,	 /* pg_durable.database does not exist */
+	START_NO_ROLE,		 /* pg_durable.worker_role does not exist */
+	START_NOT_SUPERUSER, /* ... is not a superuser */
+	START_NO_LOGIN		 /* ... cannot log in: a worker cannot connect */
+} StartProblem;
+
+/*
+ * Can the workers start: does pg_durable.database exist, and is
+ * pg_durable.worker_role a superuser that may log in?  Plain heap scans of
+ * the shared catalogs pg_database and pg_authid, as autovacuum's launcher
+ * does: without a database the catalog indexes cannot be used.
+ */
+static StartProblem
+start_problem(void)
+{
+	StartProblem  problem = START_NO_DATABASE;
 	Relation	  rel;
 	TableScanDesc scan;
 	HeapTuple	  tup;
@@ -97,14 +120,83 @@ database_exists(void)
 
 		if (strcmp(NameStr(db->datname), pgd_database) == 0)
 		{
-			exists = true;
+			problem = START_NO_ROLE;
 			break;
 		}
 	}
 	table_endscan(scan);
 	table_close(rel, AccessShareLock);
+
+	if (problem == START_NO_ROLE)
+	{
+		rel = table_open(AuthIdRelationId, AccessShareLock);
+		scan = table_beginscan_catalog(rel, 0, NULL);
+		while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+		{
+			Form_pg_authid role = (Form_pg_authid) GETSTRUCT(tup);
+
+			if (strcmp(NameStr(role->rolname), pgd_worker_role) != 0)
+				continue;
+			problem = !role->rolsuper ? START_NOT_SUPERUSER :
+				!role->rolcanlogin	  ? START_NO_LOGIN :
+										START_OK;
+			break;
+		}
+		table_endscan(scan);
+		table_close(rel, AccessShareLock);
+	}
 	CommitTransactionCommand();
-	return exists;
+	return problem;
+}
+
+static void
+set_state(PgdLauncherState state)
+{
+	SpinLockAcquire(&pgd_shared->mutex);
+	pgd_shared->launcher_state = state;
+	SpinLockRelease(&pgd_shared->mutex);
+}
+
+/* Say once why no worker is started (the missing database every minute). */
+static void
+log_start_problem(StartProblem problem)
+{
+	const char *why = NULL;
+
+	if (problem == START_NO_DATABASE)
+	{
+		ereport(LOG,
+				(errmsg("pg_durable.database \"%s\" does not exist",
+						pgd_database),
+				 errdetail("The pg_durable launcher starts no executor until it exists: "
+						   "instances started meanwhile stay pending."),
+				 errhint("Create the database and the extension in it, or set pg_durable.database "
+						 "to the database that holds the extension and restart the server.")));
+		return;
+	}
+	switch (problem)
+	{
+		case START_NO_ROLE:
+			why = "does not exist";
+			break;
+		case START_NOT_SUPERUSER:
+			why = "is not a superuser";
+			break;
+		case START_NO_LOGIN:
+			why = "cannot log in";
+			break;
+		default:
+			return;
+	}
+	ereport(LOG,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("pg_durable.worker_role \"%s\" %s: no pg_durable worker is started",
+					pgd_worker_role, why),
+			 errdetail("The executors and the HTTP worker connect as this role and run the engine "
+					   "with its privileges, which needs a superuser with LOGIN."),
+			 errhint("Set pg_durable.worker_role to a superuser and restart the server, "
+					 "or make role \"%s\" a superuser with LOGIN.",
+					 pgd_worker_role)));
 }
 
 /* A dynamic worker of the engine in pg_durable.database, reporting to the launcher. */
@@ -188,15 +280,41 @@ supervise(Supervised *w, BackgroundWorkerHandle *(*start)(int), int arg,
 	return SUPERVISED_RUNNING;
 }
 
+/* Say which workers found no free background worker slot. */
+static void
+log_left_out(int running, int nworkers, int missing, bool http_missing)
+{
+	if (missing == 0)
+		ereport(LOG,
+				(errmsg("pg_durable launcher started no HTTP worker: no free background worker slot"),
+				 errdetail("HTTP steps wait until the launcher can start it, when a slot frees up."),
+				 errhint("Raise max_worker_processes (it also serves parallel query).")));
+	else
+		ereport(LOG,
+				(errmsg("pg_durable launcher started only %d of %d executors%s: no free background worker slots",
+						running, nworkers,
+						http_missing ? " and no HTTP worker" : ""),
+				 http_missing ?
+					 errdetail("%d executors and the HTTP worker were not started; HTTP steps wait for it. "
+							   "The launcher starts them when slots free up.",
+							   missing) :
+					 errdetail("%d executors were not started, the HTTP worker was; the launcher starts "
+							   "them when slots free up.",
+							   missing),
+				 errhint("Raise max_worker_processes (it also serves parallel query) or lower pg_durable.workers.")));
+}
+
 void
 pgd_launcher_main(Datum main_arg)
 {
-	Supervised http_worker = {NULL, 0};
-	Supervised executors[PGD_MAX_EXECUTORS];
-	int		   nworkers = Min(pgd_workers, PGD_MAX_EXECUTORS);
-	bool	   started = false;
-	bool	   warned_slots = false;
-	int		   i;
+	Supervised	 http_worker = {NULL, 0};
+	Supervised	 executors[PGD_MAX_EXECUTORS];
+	int			 nworkers = Min(pgd_workers, PGD_MAX_EXECUTORS);
+	bool		 started = false;
+	bool		 warned_slots = false;
+	StartProblem logged = START_OK;
+	TimestampTz	 logged_at = 0;
+	int			 i;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -233,10 +351,35 @@ pgd_launcher_main(Datum main_arg)
 
 		if (!started)
 		{
-			if (database_exists())
+			StartProblem problem = start_problem();
+
+			if (problem == START_OK)
+			{
 				started = true;
+				set_state(PGD_LAUNCHER_RUNNING);
+				if (logged != START_OK)
+					ereport(LOG,
+							(errmsg("pg_durable launcher is starting the workers in database \"%s\" as role \"%s\"",
+									pgd_database, pgd_worker_role)));
+			}
 			else
+			{
+				set_state(problem == START_NO_DATABASE ?
+							  PGD_LAUNCHER_WAITING_DATABASE :
+							  PGD_LAUNCHER_ROLE_REFUSED);
+				/* a role problem once; a missing database every minute */
+				if (problem != logged ||
+					(problem == START_NO_DATABASE &&
+					 TimestampDifferenceExceeds(logged_at,
+												GetCurrentTimestamp(),
+												DATABASE_LOG_MS)))
+				{
+					log_start_problem(problem);
+					logged = problem;
+					logged_at = GetCurrentTimestamp();
+				}
 				timeout = DATABASE_POLL_MS;
+			}
 		}
 
 		if (started)
@@ -244,27 +387,31 @@ pgd_launcher_main(Datum main_arg)
 			int running = 0;
 			int missing = 0;
 
+			bool			http_missing = false;
+			SupervisedState st;
+
+			/*
+			 * Executor 0 first (without an executor nothing runs, not even
+			 * the start of an instance), then the HTTP worker, then the other
+			 * executors: the HTTP worker is the only one that runs HTTP
+			 * steps, while any executor runs SQL steps, so when worker slots
+			 * are short an executor is left out, not the HTTP worker
+			 * (issue 22).
+			 */
 			for (i = 0; i < nworkers; i++)
 			{
-				SupervisedState st =
-					supervise(&executors[i], start_executor, i, &timeout);
-
+				st = supervise(&executors[i], start_executor, i, &timeout);
 				running += (st == SUPERVISED_RUNNING);
 				missing += (st == SUPERVISED_MISSING);
+				if (i == 0)
+					http_missing =
+						(supervise(&http_worker, start_http_worker, 0,
+								   &timeout) == SUPERVISED_MISSING);
 			}
-			/* the HTTP worker, supervised like an executor */
-			missing += (supervise(&http_worker, start_http_worker, 0,
-								  &timeout) == SUPERVISED_MISSING);
 
-			if (missing > 0 && !warned_slots)
+			if ((missing > 0 || http_missing) && !warned_slots)
 			{
-				ereport(LOG,
-						(errmsg("pg_durable launcher started only %d of %d executors%s: no free background worker slots",
-								running, nworkers,
-								http_worker.handle == NULL ?
-									" and no HTTP worker" :
-									""),
-						 errhint("Raise max_worker_processes (it also serves parallel query) or lower pg_durable.workers.")));
+				log_left_out(running, nworkers, missing, http_missing);
 				warned_slots = true;
 			}
 		}
@@ -275,4 +422,55 @@ pgd_launcher_main(Datum main_arg)
 						 timeout, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
+}
+
+static void
+add_problem(ReturnSetInfo *rsinfo, const char *problem, const char *detail)
+{
+	Datum values[2];
+	bool  nulls[2] = {false, false};
+
+	values[0] = CStringGetTextDatum(problem);
+	values[1] = CStringGetTextDatum(detail);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * df_internal.engine_problems(): what keeps the engine from running this
+ * database's instances, for df.check().  It runs in whatever database it is
+ * called in, so it compares that database with pg_durable.database and
+ * reads what the launcher published in shared memory.
+ */
+PG_FUNCTION_INFO_V1(pgd_engine_problems);
+Datum
+pgd_engine_problems(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo	*rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char			*here = get_database_name(MyDatabaseId);
+	PgdLauncherState state;
+	int				 attached = 0;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	SpinLockAcquire(&pgd_shared->mutex);
+	state = pgd_shared->launcher_state;
+	for (int i = 0; i < PGD_MAX_EXECUTORS; i++)
+		attached += (pgd_shared->executors[i].pid != 0);
+	SpinLockRelease(&pgd_shared->mutex);
+
+	if (here != NULL && strcmp(here, pgd_database) != 0)
+		add_problem(rsinfo, "not_engine_database",
+					psprintf("pg_durable.database is \"%s\"%s: no executor runs the instances "
+							 "of database \"%s\" (%d executors attached in \"%s\").",
+							 pgd_database,
+							 state == PGD_LAUNCHER_WAITING_DATABASE ?
+								 ", which does not exist" :
+								 "",
+							 here, attached, pgd_database));
+	if (state == PGD_LAUNCHER_ROLE_REFUSED)
+		add_problem(rsinfo, "worker_role_refused",
+					psprintf("pg_durable.worker_role \"%s\" is not a superuser that can log in: "
+							 "the launcher started no worker (the server log says why).",
+							 pgd_worker_role));
+	return (Datum) 0;
 }

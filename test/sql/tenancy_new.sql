@@ -2,7 +2,7 @@
 -- session of its own, as the caller's current_user, so it survives the
 -- caller's ROLLBACK and captures only committed variables.  Refused inside a
 -- workflow; LOGIN checked; errors of df.start come back unchanged; the
--- admission slot (an advisory lock) is never left behind.  The 4-concurrent-
+-- admission slot is never left behind.  The 4-concurrent-
 -- launches scenario of the reference is in t/013_new_transaction.pl.
 CREATE ROLE tn_alice LOGIN;
 CREATE ROLE tn_bob LOGIN;
@@ -13,10 +13,10 @@ SELECT df.grant_usage('tn_nologin');
 CREATE TABLE tn_effects (who text, what text);
 GRANT INSERT, SELECT ON tn_effects TO tn_alice, tn_bob;
 
--- admission slots held by anyone (pg_try_advisory_lock(1346982470, slot))
-CREATE VIEW tn_slots AS
-	SELECT count(*) AS held FROM pg_locks
-	WHERE locktype = 'advisory' AND classid = 1346982470 AND objsubid = 2;
+-- admission slots held by anyone (in shared memory, server-wide)
+CREATE FUNCTION tn_slots_held() RETURNS integer LANGUAGE sql SECURITY DEFINER
+	SET search_path = pg_catalog AS 'SELECT df_internal.admission_slots_held()';
+CREATE VIEW tn_slots AS SELECT tn_slots_held() AS held;
 GRANT SELECT ON tn_slots TO tn_alice, tn_bob;
 
 -- 1. survives the caller's ROLLBACK, runs as the caller's current_user
@@ -120,3 +120,4 @@ SELECT df.clearvars();
 RESET ROLE;
 DROP TABLE tn_effects;
 DROP VIEW tn_slots;
+DROP FUNCTION tn_slots_held();

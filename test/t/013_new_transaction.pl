@@ -4,7 +4,7 @@
 # = 2 and new_transaction_start_timeout = 5: two take the admission slots
 # and wait for the lock in their background sessions, two time out with
 # the reference's error; after the lock is released the two waiting ones
-# succeed.  No stray rows, no admission lock and no background session are
+# succeed.  No stray rows, no admission slot and no background session are
 # left.  Also: a 'new' start into another database, and the instances belong
 # to the caller (another role cannot see them).  The roles cannot connect to
 # the server at all (pg_hba.conf rejects them): no loopback connection is used.
@@ -93,9 +93,7 @@ ok( $node->poll_query_until('postgres', q{
 SELECT count(*) = 2 FROM pg_stat_activity
 WHERE backend_type = 'pg_durable session' AND wait_event_type = 'Lock'}),
 	'the other two wait for the lock in their background sessions');
-is( $node->safe_psql('postgres', q{
-SELECT count(*) FROM pg_locks
-WHERE locktype = 'advisory' AND classid = 1346982470 AND objsubid = 2 AND granted}),
+is( $node->safe_psql('postgres', 'SELECT df_internal.admission_slots_held()'),
 	'2', 'holding the two admission slots');
 
 $holder->query_safe('COMMIT');
@@ -122,9 +120,8 @@ for my $id (@ids)
 			"SET ROLE dave; SELECT count(*) FROM df.instances WHERE id = '$id'"),
 		'0', 'which dave cannot see');
 }
-is( $node->safe_psql('postgres', q{
-SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 1346982470}),
-	'0', 'no admission lock is left');
+is( $node->safe_psql('postgres', 'SELECT df_internal.admission_slots_held()'),
+	'0', 'no admission slot is left');
 ok( $node->poll_query_until('postgres', q{
 SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'pg_durable session'}),
 	'no background session is left');
