@@ -4,7 +4,8 @@
 #     instance) promptly with a message naming the setting, and the
 #     executor's peak memory does not grow with what the query could have
 #     returned (2 million rows, about 100MB as SPI would have held them);
-#     the executor goes on running steps.
+#     the executor goes on running steps.  The step session of another
+#     database (database => 'appdb') applies the same limit.
 #  B. unexpected engine errors on one task (a trigger on df.nodes refuses
 #     the node write, the way jsonb refused a too big result) are recorded:
 #     df.check() reports the task (repeated_engine_errors, with the count
@@ -97,8 +98,17 @@ SKIP:
 		"A: the executor's peak memory grew by " . ($peak_after - $peak_before)
 		  . ' kB, less than 40MB');
 }
+# the same limit in the step session of another database (remote.c)
+$node->safe_psql('postgres', 'CREATE DATABASE appdb');
+my $remote = $node->safe_psql('postgres',
+	"SET ROLE $PgDurableTest::ROLE; "
+	  . "SELECT df.start('SELECT generate_series(1, 2000000) AS g', database => 'appdb');");
+is(finished($remote), 'failed', 'A: so does such a step in another database');
+like(node_result($remote), qr/step result exceeds pg_durable\.max_result_size \(1MB\) at row \d+:/,
+	'A: with the same message');
+
 is($node->safe_psql('postgres',
-	"SELECT count(*) FROM df_internal.tasks WHERE instance_id IN ('$big', '$many')"),
+	"SELECT count(*) FROM df_internal.tasks WHERE instance_id IN ('$big', '$many', '$remote')"),
 	'0', 'A: no task is left to retry');
 is(finished(start('SELECT 2 AS after')), 'completed', 'A: the executor goes on');
 
