@@ -393,6 +393,9 @@ CREATE TABLE df_internal.runs (
 -- call sets lease_until and a fresh lease_token (committed before the call
 -- is made); its completion applies only while the token is still the same,
 -- and an expired lease makes the task claimable again (at-least-once).
+-- engine_errors counts the claims of the task that an unexpected error of
+-- the engine rolled back (recorded after the rollback, with the last
+-- error); df.check() reports a task whose errors repeat.
 CREATE TABLE df_internal.tasks (
 	id bigserial PRIMARY KEY,
 	instance_id varchar(8) NOT NULL,
@@ -402,7 +405,9 @@ CREATE TABLE df_internal.tasks (
 	run_at timestamptz NOT NULL DEFAULT now(),
 	attempts int NOT NULL DEFAULT 0,
 	lease_until timestamptz,
-	lease_token uuid
+	lease_token uuid,
+	engine_errors int NOT NULL DEFAULT 0,
+	last_engine_error text
 );
 CREATE INDEX tasks_run_at_idx ON df_internal.tasks (run_at, id) WHERE kind <> 'http';
 CREATE INDEX tasks_http_idx ON df_internal.tasks (run_at, id) WHERE kind = 'http';
@@ -913,6 +918,13 @@ CROSS JOIN LATERAL (
 			   AND b.status_details ->> 'execution_id' = j.scope || '::' || b.id || '::1')
 ) u
 WHERE u.unfinished <> j.remaining
+UNION ALL
+SELECT t.instance_id::text, 'repeated_engine_errors', t.node_id::text, t.scope,
+	   format('%s task %s%s failed %s times in the engine; last error: %s', t.kind, t.id,
+			  CASE WHEN t.node_id IS NOT NULL THEN format(' of node %s', t.node_id) ELSE '' END,
+			  t.engine_errors, left(t.last_engine_error, 200))
+FROM df_internal.tasks t
+WHERE t.engine_errors >= 2
 $check$;
 REVOKE EXECUTE ON FUNCTION df_internal.check_rows() FROM PUBLIC;
 COMMENT ON FUNCTION df_internal.check_rows() IS 'df.check with the node and scope each problem concerns, for reconciliation';
@@ -935,6 +947,7 @@ COMMENT ON FUNCTION df.check() IS
 	'timer or wait; a running step, timer or signal wait that lost its task, timer or wait; a THEN '
 	'whose right child disagrees with it; a task or engine state of a finished instance; a live '
 	'instance without engine state; a df.instances.status that disagrees with the engine''s state; '
-	'a JOIN whose branch counter disagrees with its branches; and, without an instance, what keeps '
-	'the engine from running this database''s instances (it is not pg_durable.database, or '
-	'pg_durable.worker_role was refused). Reconciliation repairs what it safely can';
+	'a JOIN whose branch counter disagrees with its branches; a task whose runs keep failing in the '
+	'engine itself (repeated_engine_errors); and, without an instance, what keeps the engine from '
+	'running this database''s instances (it is not pg_durable.database, or pg_durable.worker_role '
+	'was refused). Reconciliation repairs what it safely can';

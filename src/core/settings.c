@@ -32,6 +32,8 @@ int	  pgd_retention_days = 30;
 int	  pgd_reconcile_interval = 3600;
 int	  pgd_workers = 4;
 int	  pgd_loop_iteration_floor = 1000;
+int	  pgd_max_result_size = 64 * 1024; /* kB */
+int	  pgd_max_engine_errors = 10;
 char *pgd_http_allowed_hosts = NULL;
 bool  pgd_http_allow_private = false;
 int	  pgd_http_max_request_body = 10 * 1024 * 1024;
@@ -121,6 +123,23 @@ define_engine_settings(void)
 							"Keeps a loop without waits from spinning; tests may lower it.",
 							&pgd_loop_iteration_floor, 1000, 0, 3600000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+
+	/*
+	 * At most 256MB: a jsonb string or container holds no more, so a larger
+	 * result could never be stored.  The server's value, not a session's:
+	 * a step cannot raise it for itself.
+	 */
+	DefineCustomIntVariable("pg_durable.max_result_size",
+							"Largest result a SQL step may return, as JSON text.",
+							"A step whose rows exceed it fails, as soon as they do.",
+							&pgd_max_result_size, 64 * 1024, 1, 256 * 1024,
+							PGC_SIGHUP, GUC_UNIT_KB, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_durable.max_engine_errors",
+							"Unexpected engine errors on one SQL step's task before its node is failed.",
+							"0 retries such a task forever; df.check() reports it either way.",
+							&pgd_max_engine_errors, 10, 0, 1000, PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
 }
 
 /*

@@ -34,6 +34,8 @@ extern int	 pgd_retention_days;
 extern int	 pgd_reconcile_interval;
 extern int	 pgd_workers;
 extern int	 pgd_loop_iteration_floor;
+extern int	 pgd_max_result_size;
+extern int	 pgd_max_engine_errors;
 extern char *pgd_http_allowed_hosts;
 extern bool	 pgd_http_allow_private;
 extern int	 pgd_http_max_request_body;

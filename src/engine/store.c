@@ -233,10 +233,11 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 " AND run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
 		 " AND kind OPERATOR(pg_catalog.<>) 'http' AND " CLAIMABLE_K
 		 " FOR UPDATE SKIP LOCKED) "
-		 "RETURNING id, instance_id, node_id, scope, kind, attempts) "
+		 "RETURNING id, instance_id, node_id, scope, kind, attempts, engine_errors, "
+		 " last_engine_error) "
 		 "SELECT t.id, t.instance_id, t.node_id, t.scope, t.kind, t.attempts, "
 		 "r.submitted_by::pg_catalog.oid, r.label, r.vars::text, r.status, r.created_at::text, "
-		 "r.database "
+		 "r.database, t.engine_errors, t.last_engine_error "
 		 "FROM t LEFT JOIN df_internal.runs r ON r.instance_id OPERATOR(pg_catalog.=) t.instance_id",
 		 1,
 		 {INT8OID}},
@@ -255,6 +256,23 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "AND kind OPERATOR(pg_catalog.<>) 'http'",
 		 0,
 		 {0}},
+	/*
+	 * After the rollback of a claim that failed in the engine, in a
+	 * transaction of its own: count it, keep the error, and back off (1 s
+	 * doubling up to 60 s).  SKIP LOCKED: another executor that claimed the
+	 * task meanwhile records its own outcome.
+	 */
+	[STMT_TASK_ENGINE_ERROR] =
+		{"an engine error on a task",
+		 "UPDATE df_internal.tasks SET engine_errors = engine_errors OPERATOR(pg_catalog.+) 1, "
+		 "last_engine_error = $2, "
+		 "run_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) pg_catalog.make_interval("
+		 " secs => LEAST(60, pg_catalog.power(2, engine_errors))) "
+		 "WHERE id IN (SELECT id FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1 "
+		 " FOR UPDATE SKIP LOCKED) "
+		 "RETURNING run_at",
+		 2,
+		 {INT8OID, T}},
 
 	[STMT_HTTP_DUE] =
 		{"due HTTP tasks whose lease is free",

@@ -57,7 +57,9 @@ typedef struct PgdClaim
 	char	   *scope;
 	PgdTaskKind kind;
 	int			attempts;
-	bool		has_run; /* false: the instance has no runs row */
+	int			engine_errors;	   /* claims rolled back by an engine error */
+	char	   *last_engine_error; /* the last one's message, or NULL */
+	bool		has_run;		   /* false: the instance has no runs row */
 	PgdRunInfo	run;
 } PgdClaim;
 
@@ -116,6 +118,7 @@ extern void pgd_store_deliver_tasks_drop(const char *instance_id);
 extern void pgd_store_drop_wait_timer(const char *instance_id,
 									  const char *node_id, const char *scope);
 extern bool pgd_store_claim_by_id(int64 task_id, PgdClaim *claim);
+extern void pgd_store_task_engine_error(int64 task_id, const char *error);
 extern bool pgd_store_oldest_ready(int64 *task_id);
 extern bool pgd_store_next_due(TimestampTz *at);
 

@@ -162,7 +162,28 @@ pgd_store_claim_by_id(int64 task_id, PgdClaim *c)
 		elog(ERROR, "unknown task kind \"%s\"", kind);
 	c->attempts = atoi(store_get_string(0, 6));
 	c->has_run = store_read_run(7, &c->run);
+	c->engine_errors = atoi(store_get_string(0, 13));
+	c->last_engine_error = store_get_string(0, 14);
 	return true;
+}
+
+/*
+ * An unexpected error of the engine rolled back the claim of this task:
+ * record it on the task row (in a transaction of the caller's own, after
+ * the rollback) and delay the next claim.  df.check() reports a task whose
+ * errors repeat.
+ */
+void
+pgd_store_task_engine_error(int64 task_id, const char *error)
+{
+	Datum values[2];
+	bool  isnull;
+
+	values[0] = Int64GetDatum(task_id);
+	values[1] = pgd_text_datum(error);
+	if (store_run(STMT_TASK_ENGINE_ERROR, values, NULL) == 1)
+		pgd_task_due_at_commit(DatumGetTimestampTz(store_get_datum(0, 1,
+																   &isnull)));
 }
 
 /* The id of the oldest due task nobody holds (the caller claims it). */

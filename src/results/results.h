@@ -43,6 +43,27 @@
 extern char *pgd_spi_result_to_json(SPITupleTable *tuptable, uint64 nrows,
 									char **errmsg);
 
+/*
+ * The same result built row by row as a statement produces them (from a
+ * DestReceiver), within limit bytes of JSON text (0: no limit).  Begin
+ * with the rows' descriptor; add_row returns false with *errmsg set when
+ * the row cannot be converted (an unsupported column type, the first row
+ * only) or the result would exceed limit ("step result exceeds
+ * pg_durable.max_result_size (...) at row N: ..."); finish returns the
+ * JSON text and frees the builder, discard only frees it.  The text lives
+ * in the memory context current at begin.
+ */
+typedef struct PgdResultBuilder PgdResultBuilder;
+
+extern PgdResultBuilder *pgd_result_begin(TupleDesc tupdesc, Size limit);
+extern bool	 pgd_result_add_row(PgdResultBuilder *b, const Datum *values,
+								const bool *isnull, char **errmsg);
+extern char *pgd_result_finish(PgdResultBuilder *b);
+extern void	 pgd_result_discard(PgdResultBuilder *b);
+
+/* The result of a statement that returns no rows: {"rows":[],"row_count":0}. */
+extern char *pgd_result_empty(void);
+
 /* Where a substituted text goes. */
 typedef enum PgdSubstMode
 {

@@ -33,15 +33,30 @@
  *	- json text holding \u0000 (which json accepts and our DOM does not)
  *	  fails the step with a message naming the column.
  *
- * The output is built in one StringInfo (amortised linear); per-row
- * garbage from output functions lives in a memory context reset per row.
+ * The output is built in one StringInfo (amortised linear), row by row as
+ * the executor produces them (pgd_result_add_row is called from a
+ * DestReceiver, so the rows are never all held at once); per-row garbage
+ * from output functions lives in a memory context reset per row.
  *
- * Locks: none; a pure function of the tuple table.
+ * Size limit.  A result is stored as jsonb in df.nodes.result, whose
+ * strings and containers cannot exceed 256MB (and a varlena 1GB), and it is
+ * held in the executor's memory several times over (text, jsonb, the DOM of
+ * a later step that refers to it).  So a builder may be given a limit on
+ * the bytes of JSON text: a text or json value whose raw length does not
+ * fit is refused before it is detoasted or escaped, and the text is
+ * measured after every value, so the buffer never exceeds the limit by
+ * more than one value's JSON.  Past the limit the row fails with a
+ * message naming the limit and the setting (pg_durable.max_result_size,
+ * read by the caller: this file reads no settings).
+ *
+ * Locks: none; a pure function of the rows it is given.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
+#include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "common/shortest_dec.h"
 #include "datatype/timestamp.h"
@@ -57,6 +72,10 @@
 
 #include "common/messages.h"
 #include "results/results.h"
+
+#define PGD_MSG_RESULT_TOO_LARGE \
+	"step result exceeds pg_durable.max_result_size (%s) at row %llu: " \
+	"return fewer or smaller rows, or raise the setting"
 
 /* How one column is converted; decided once per column from its type. */
 typedef enum ColKind
@@ -310,86 +329,181 @@ append_value(StringInfo buf, ColKind kind, Datum d, const char *colname,
 	return true;
 }
 
-char *
-pgd_spi_result_to_json(SPITupleTable *tuptable, uint64 nrows, char **errmsg)
+/* The builder of one result; see pgd_result_begin. */
+struct PgdResultBuilder
 {
-	MemoryContext  callercxt = CurrentMemoryContext;
-	MemoryContext  rowcxt;
-	StringInfoData buf;
 	TupleDesc	   tupdesc;
 	ColKind		  *kinds;
-	char		  *err = NULL;
-	uint64		   row;
+	Size		   limit; /* bytes of JSON text, 0 for none */
+	uint64		   nrows;
+	StringInfoData buf;
+	MemoryContext  rowcxt; /* output functions' garbage, reset per row */
+};
 
-	*errmsg = NULL;
-	if (tuptable == NULL)
-		return pstrdup("{\"rows\":[],\"row_count\":0}");
+/* A limit as the setting shows it: MB when it is a whole number of them. */
+static char *
+size_text(Size bytes)
+{
+	if (bytes % (1024 * 1024) == 0)
+		return psprintf("%zuMB", bytes / (1024 * 1024));
+	if (bytes % 1024 == 0)
+		return psprintf("%zukB", bytes / 1024);
+	return psprintf("%zu bytes", bytes);
+}
 
-	tupdesc = tuptable->tupdesc;
-	kinds = palloc(sizeof(ColKind) * Max(tupdesc->natts, 1));
+/*
+ * Before converting a text or json value: its raw length already tells
+ * whether it fits, without detoasting, escaping or parsing a value that
+ * does not (a JSON string is never shorter than the text it holds).  A
+ * json value is measured as stored, whitespace included, although it is
+ * written back compactly: parsing a huge one only to find that it does not
+ * fit would cost far more than the limit.
+ */
+static bool
+value_fits(const PgdResultBuilder *b, ColKind kind, Datum d)
+{
+	if (b->limit == 0 || (kind != COL_TEXT && kind != COL_JSON))
+		return true;
+	return (Size) b->buf.len + toast_raw_datum_size(d) <= b->limit;
+}
+
+PgdResultBuilder *
+pgd_result_begin(TupleDesc tupdesc, Size limit)
+{
+	PgdResultBuilder *b = palloc0(sizeof(PgdResultBuilder));
+
+	b->tupdesc = tupdesc;
+	b->limit = limit;
+	b->kinds = palloc(sizeof(ColKind) * Max(tupdesc->natts, 1));
 	for (int i = 0; i < tupdesc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 
-		kinds[i] = att->attisdropped ? COL_VOID : column_kind(att->atttypid);
-		/* like the reference, a type is only refused when a row is converted */
-		if (kinds[i] == COL_UNSUPPORTED && nrows > 0)
+		b->kinds[i] =
+			att->attisdropped ? COL_VOID : column_kind(att->atttypid);
+	}
+	initStringInfo(&b->buf);
+	appendStringInfoString(&b->buf, "{\"rows\":[");
+	b->rowcxt = AllocSetContextCreate(CurrentMemoryContext,
+									  "pg_durable step result row",
+									  ALLOCSET_DEFAULT_SIZES);
+	return b;
+}
+
+bool
+pgd_result_add_row(PgdResultBuilder *b, const Datum *values,
+				   const bool *isnull, char **errmsg)
+{
+	TupleDesc	  tupdesc = b->tupdesc;
+	MemoryContext callercxt = CurrentMemoryContext;
+	char		 *err = NULL;
+	bool		  first = true;
+	bool		  too_large = false;
+
+	*errmsg = NULL;
+	/* like the reference, a type is only refused when a row is converted */
+	for (int i = 0; i < tupdesc->natts && b->nrows == 0; i++)
+		if (b->kinds[i] == COL_UNSUPPORTED)
 		{
+			Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
 			*errmsg =
 				psprintf(PGD_MSG_UNSUPPORTED_COLUMN_TYPE,
 						 format_type_be(att->atttypid), NameStr(att->attname));
-			pfree(kinds);
+			return false;
+		}
+
+	MemoryContextSwitchTo(b->rowcxt);
+	if (b->nrows > 0)
+		appendStringInfoChar(&b->buf, ',');
+	appendStringInfoChar(&b->buf, '{');
+	for (int i = 0; i < tupdesc->natts && err == NULL && !too_large; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+		if (att->attisdropped)
+			continue;
+		if (!first)
+			appendStringInfoChar(&b->buf, ',');
+		first = false;
+		dfjson_write_string(&b->buf, NameStr(att->attname));
+		appendStringInfoChar(&b->buf, ':');
+		if (isnull[i])
+			appendStringInfoString(&b->buf, "null");
+		else if (!value_fits(b, b->kinds[i], values[i]))
+			too_large = true;
+		else if (append_value(&b->buf, b->kinds[i], values[i],
+							  NameStr(att->attname), &err))
+			too_large = b->limit > 0 && (Size) b->buf.len > b->limit;
+	}
+	appendStringInfoChar(&b->buf, '}');
+	MemoryContextSwitchTo(callercxt);
+	if (too_large)
+		*errmsg = psprintf(PGD_MSG_RESULT_TOO_LARGE, size_text(b->limit),
+						   (unsigned long long) b->nrows + 1);
+	else if (err != NULL)
+		*errmsg = pstrdup(err);
+	MemoryContextReset(b->rowcxt);
+	if (*errmsg != NULL)
+		return false;
+	b->nrows++;
+	return true;
+}
+
+char *
+pgd_result_finish(PgdResultBuilder *b)
+{
+	char *json;
+
+	appendStringInfo(&b->buf, "],\"row_count\":" UINT64_FORMAT "}", b->nrows);
+	json = b->buf.data;
+	MemoryContextDelete(b->rowcxt);
+	pfree(b->kinds);
+	pfree(b);
+	return json;
+}
+
+void
+pgd_result_discard(PgdResultBuilder *b)
+{
+	pfree(b->buf.data);
+	MemoryContextDelete(b->rowcxt);
+	pfree(b->kinds);
+	pfree(b);
+}
+
+char *
+pgd_result_empty(void)
+{
+	return pstrdup("{\"rows\":[],\"row_count\":0}");
+}
+
+char *
+pgd_spi_result_to_json(SPITupleTable *tuptable, uint64 nrows, char **errmsg)
+{
+	PgdResultBuilder *b;
+	TupleDesc		  tupdesc;
+	Datum			 *values;
+	bool			 *isnull;
+
+	*errmsg = NULL;
+	if (tuptable == NULL)
+		return pgd_result_empty();
+
+	tupdesc = tuptable->tupdesc;
+	b = pgd_result_begin(tupdesc, 0);
+	values = palloc(sizeof(Datum) * Max(tupdesc->natts, 1));
+	isnull = palloc(sizeof(bool) * Max(tupdesc->natts, 1));
+	for (uint64 row = 0; row < nrows; row++)
+	{
+		heap_deform_tuple(tuptable->vals[row], tupdesc, values, isnull);
+		if (!pgd_result_add_row(b, values, isnull, errmsg))
+		{
+			pgd_result_discard(b);
 			return NULL;
 		}
 	}
-
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, "{\"rows\":[");
-	rowcxt = AllocSetContextCreate(callercxt, "pg_durable step result row",
-								   ALLOCSET_DEFAULT_SIZES);
-	for (row = 0; row < nrows && err == NULL; row++)
-	{
-		HeapTuple tuple = tuptable->vals[row];
-		bool	  first = true;
-
-		MemoryContextSwitchTo(rowcxt);
-		if (row > 0)
-			appendStringInfoChar(&buf, ',');
-		appendStringInfoChar(&buf, '{');
-		for (int i = 0; i < tupdesc->natts && err == NULL; i++)
-		{
-			Form_pg_attribute att = TupleDescAttr(tupdesc, i);
-			bool			  isnull;
-			Datum			  d;
-
-			if (att->attisdropped)
-				continue;
-			if (!first)
-				appendStringInfoChar(&buf, ',');
-			first = false;
-			dfjson_write_string(&buf, NameStr(att->attname));
-			appendStringInfoChar(&buf, ':');
-			d = heap_getattr(tuple, i + 1, tupdesc, &isnull);
-			if (isnull)
-				appendStringInfoString(&buf, "null");
-			else if (!append_value(&buf, kinds[i], d, NameStr(att->attname),
-								   &err))
-			{
-				MemoryContextSwitchTo(callercxt);
-				*errmsg = pstrdup(err);
-			}
-		}
-		appendStringInfoChar(&buf, '}');
-		MemoryContextSwitchTo(callercxt);
-		MemoryContextReset(rowcxt);
-	}
-	MemoryContextDelete(rowcxt);
-	pfree(kinds);
-	if (*errmsg != NULL)
-	{
-		pfree(buf.data);
-		return NULL;
-	}
-	appendStringInfo(&buf, "],\"row_count\":" UINT64_FORMAT "}", nrows);
-	return buf.data;
+	pfree(values);
+	pfree(isnull);
+	return pgd_result_finish(b);
 }

@@ -8,9 +8,11 @@
  * under a fresh GUC nest level with df.in_workflow = true.  Whatever it SETs
  * is undone when it ends, so nothing leaks into the next step, which may
  * belong to another user.  The rows it returns become the step's result
- * JSON while still inside the subtransaction, so that a result that cannot
- * be represented (an unsupported column type) rolls back the statement's
- * effects together with failing the node.
+ * JSON as the statement produces them (a DestReceiver, not SPI's tuple
+ * table), inside the subtransaction, so that a result that cannot be
+ * represented (an unsupported column type, more than
+ * pg_durable.max_result_size of JSON) stops the statement at that row and
+ * rolls back its effects together with failing the node.
  *
  * A step is one statement: text holding several is refused (the
  * reference runs it through the extended protocol, which refuses it too),
@@ -75,6 +77,49 @@
 static bool in_step = false;
 
 /*
+ * Where the statement's rows go: straight into the result JSON, so that a
+ * result past pg_durable.max_result_size stops the statement at the row
+ * that crosses it instead of after SPI has collected every row.
+ */
+typedef struct StepDest
+{
+	DestReceiver	  pub;
+	MemoryContext	  cxt; /* the builder and its text */
+	PgdResultBuilder *builder;
+} StepDest;
+
+static void
+step_dest_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+	StepDest	 *d = (StepDest *) self;
+	MemoryContext old = MemoryContextSwitchTo(d->cxt);
+
+	if (d->builder != NULL)
+		pgd_result_discard(d->builder);
+	d->builder = pgd_result_begin(typeinfo, (Size) pgd_max_result_size * 1024);
+	MemoryContextSwitchTo(old);
+}
+
+static bool
+step_dest_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	StepDest *d = (StepDest *) self;
+	char	 *err;
+
+	slot_getallattrs(slot);
+	if (!pgd_result_add_row(d->builder, slot->tts_values, slot->tts_isnull,
+							&err))
+		ereport(ERROR,
+				(errcode(ERRCODE_PGD_RESULT_CONVERSION), errmsg("%s", err)));
+	return true;
+}
+
+static void
+step_dest_noop(DestReceiver *self)
+{
+}
+
+/*
  * Whether the caller runs inside a workflow step.  The setting
  * df.in_workflow = 'true' counts too (the reference's only signal, and what
  * tests use outside the engine), but a step cannot turn the flag off.
@@ -118,6 +163,7 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
 	PgdOutcome	  outcome = {false, NULL};
+	StepDest	  dest;
 	Oid			  save_userid;
 	int			  save_sec;
 	bool		  save_in_step;
@@ -129,6 +175,16 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 	if (outcome.result != NULL)
 		return outcome;
 
+	memset(&dest, 0, sizeof(dest));
+	dest.pub.receiveSlot = step_dest_receive;
+	dest.pub.rStartup = step_dest_startup;
+	dest.pub.rShutdown = step_dest_noop;
+	dest.pub.rDestroy = step_dest_noop;
+	/* not DestSPI, which would make SPI check a tuple table it never built */
+	dest.pub.mydest = DestNone;
+	dest.cxt = AllocSetContextCreate(oldcxt, "pg_durable step result",
+									 ALLOCSET_DEFAULT_SIZES);
+
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	save_in_step = in_step;
 	in_step = true;
@@ -138,10 +194,9 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 
 	PG_TRY();
 	{
-		int	  nest;
-		int	  rc;
-		char *json;
-		char *err = NULL;
+		SPIExecuteOptions options;
+		int				  nest;
+		int				  rc;
 
 		SetUserIdAndSecContext(submitter,
 							   save_sec | SECURITY_LOCAL_USERID_CHANGE |
@@ -159,7 +214,9 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
-		rc = SPI_execute(query, false, 0);
+		memset(&options, 0, sizeof(options));
+		options.dest = &dest.pub;
+		rc = SPI_execute_extended(query, &options);
 		if (rc == SPI_ERROR_TRANSACTION)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_TRANSACTION_TERMINATION),
@@ -174,13 +231,12 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 					(errcode(ERRCODE_SYNTAX_ERROR),
 					 errmsg("could not run the statement (%s)",
 							SPI_result_code_string(rc))));
-		json = pgd_spi_result_to_json(SPI_tuptable, SPI_processed, &err);
-		if (json == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_PGD_RESULT_CONVERSION),
-					 errmsg("%s", err)));
 		outcome.ok = true;
-		outcome.result = MemoryContextStrdup(oldcxt, json);
+		outcome.result =
+			MemoryContextStrdup(oldcxt,
+								dest.builder == NULL ?
+									pgd_result_empty() :
+									pgd_result_finish(dest.builder));
 		SPI_finish();
 
 		AtEOXact_GUC(false, nest);
@@ -210,6 +266,7 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 	}
 	PG_END_TRY();
 
+	MemoryContextDelete(dest.cxt);
 	in_step = save_in_step;
 	discard_step_session_state();
 	return outcome;

@@ -30,7 +30,15 @@
  *
  * Deadlocks and serialization failures of the user's statement re-queue
  * the task with a jittered back-off.  Unexpected errors of the engine
- * itself are logged, the transaction is rolled back and the loop goes on.
+ * itself are logged, the transaction is rolled back and the loop goes on;
+ * then, in a transaction of its own, the error is recorded on the task
+ * row the rollback put back (a counter and the last message) and its next
+ * claim is delayed (1 s doubling up to 60 s), so that df.check() reports
+ * a task that keeps failing (repeated_engine_errors) instead of it being
+ * retried silently.  A SQL step's task claimed with
+ * pg_durable.max_engine_errors such errors behind it is not run again: its
+ * node fails with the last error.  Other tasks (start, timer, deliver)
+ * are retried, reported by df.check(), until an administrator acts.
  *
  * A step of an instance started with database => 'x' (another database)
  * runs in x in a background session (remote.c) at least once; the
@@ -93,10 +101,12 @@
 #define HEARTBEAT_MS	  5000L
 #define MAX_RETRIES		  50
 #define FULL_SCAN_MS	  50
+#define ENGINE_ERROR_LEN  1000 /* bytes of an engine error kept on its task */
 
-static int		   my_slot;
-static void		   wait_for_extension(void);
-static char		  *epoch_id = NULL;
+static int	 my_slot;
+static int64 claimed_task_id = 0; /* the task of the current unit, or 0 */
+static void	 wait_for_extension(void);
+static char *epoch_id = NULL;
 static TimestampTz last_heartbeat = 0;
 
 
@@ -267,6 +277,25 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 	return STEP_RAN;
 }
 
+/*
+ * A step whose runs failed in the engine pg_durable.max_engine_errors times
+ * (each rolled back, so none of its effects remain): fail its node with
+ * the last error instead of running it again.
+ */
+static bool
+engine_gave_up(const PgdClaim *t, PgdOutcome *outcome)
+{
+	if (pgd_max_engine_errors == 0 || t->engine_errors < pgd_max_engine_errors)
+		return false;
+	outcome->ok = false;
+	outcome->result =
+		psprintf("step abandoned after %d engine errors (pg_durable.max_engine_errors): %s",
+				 t->engine_errors,
+				 t->last_engine_error ? t->last_engine_error :
+										"unknown error");
+	return true;
+}
+
 /* Returns false when the transaction was aborted (the step was not wanted). */
 static bool
 run_step_task(PgdClaim *t)
@@ -288,8 +317,13 @@ run_step_task(PgdClaim *t)
 		(t->attempts > 0 && !pgd_node_is_live(g, n, t->scope)))
 		return true;
 
-	pgstat_report_activity(STATE_RUNNING, g->nodes[n].query);
-	ran = run_statement(t, g, n, &outcome);
+	if (engine_gave_up(t, &outcome))
+		ran = STEP_RAN;
+	else
+	{
+		pgstat_report_activity(STATE_RUNNING, g->nodes[n].query);
+		ran = run_statement(t, g, n, &outcome);
+	}
 	if (ran == STEP_REQUEUED)
 		return true;
 	if (ran == STEP_RAN && !outcome.ok)
@@ -428,6 +462,7 @@ process_one(long *sleep_ms)
 	bool	 committed_here = true;
 
 	pgd_store_set_attempt(NULL, 0);
+	claimed_task_id = 0;
 	if (!pgd_begin_engine_unit("pg_durable: looking for work"))
 	{
 		*sleep_ms = 1000L; /* the loop below sees whether it was dropped */
@@ -438,6 +473,7 @@ process_one(long *sleep_ms)
 		pgd_end_unit();
 		return false;
 	}
+	claimed_task_id = t.id;
 
 	pgd_executor_set_idle(false);
 	switch (t.kind)
@@ -462,7 +498,49 @@ process_one(long *sleep_ms)
 
 	if (committed_here)
 		pgd_end_unit();
+	claimed_task_id = 0;
 	return true;
+}
+
+/*
+ * The claim of task_id was rolled back by an unexpected error: record it
+ * on the task row, in a transaction of its own.  Failing to (the extension
+ * being dropped, the same fault) is logged and forgotten.
+ */
+static void
+record_engine_error(int64 task_id, const char *error)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		pgd_begin_unit("pg_durable: recording an engine error");
+		pgd_store_task_engine_error(task_id, error);
+		pgd_end_unit();
+	}
+	PG_CATCH();
+	{
+		pgd_unit_recover(cxt);
+	}
+	PG_END_TRY();
+}
+
+/*
+ * The message of the error being handled, truncated, in
+ * CurrentMemoryContext; NULL for a cancel, which wake.c sends to a step no
+ * longer wanted and which says nothing about the task.
+ */
+static char *
+current_error_text(void)
+{
+	ErrorData *edata = CopyErrorData();
+	char *msg = edata->message ? edata->message : pstrdup("unknown error");
+
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+		return NULL;
+	if (strlen(msg) > ENGINE_ERROR_LEN)
+		msg[pg_mbcliplen(msg, strlen(msg), ENGINE_ERROR_LEN)] = '\0';
+	return msg;
 }
 
 static void
@@ -499,7 +577,19 @@ process_available_work(void)
 		}
 		PG_CATCH();
 		{
+			int64 task_id = claimed_task_id;
+			char *error;
+
+			MemoryContextSwitchTo(work_cxt);
+			error = current_error_text();
 			pgd_unit_recover(old);
+			claimed_task_id = 0;
+			if (task_id != 0 && error != NULL)
+			{
+				MemoryContextSwitchTo(work_cxt);
+				record_engine_error(task_id, error);
+				MemoryContextSwitchTo(old);
+			}
 			pgd_queue_rescan(); /* the claimed task is back in the queue */
 			did = false;
 			sleep_ms = 1000L; /* do not spin on a persistent engine error */

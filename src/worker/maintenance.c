@@ -27,7 +27,9 @@
  *	 orphan_run				  the engine state of a finished or missing
  *							  instance is removed.
  * Everything else is logged (LOG, at most PGD_RECONCILE_LOG_MAX lines per
- * pass, no step results: the details name nodes, scopes and counts only).
+ * pass, no step results: the details name nodes, scopes and counts only,
+ * and for repeated_engine_errors the engine's own error, which the
+ * executor logged already).
  *
  * Locks: the extension object (share, never waiting; see unit.c); retention
  * locks the df.instances rows it deletes (SKIP LOCKED);
