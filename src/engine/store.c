@@ -528,9 +528,14 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 
 	[STMT_READY_ANNOUNCE] =
 		{"the engine is ready",
-		 "INSERT INTO df_internal._worker_ready (sentinel, schema_version) VALUES (true, 1) "
-		 "ON CONFLICT (sentinel) DO UPDATE SET schema_version = 1, "
+		 "INSERT INTO df_internal._worker_ready (sentinel, schema_version) VALUES (true, $1) "
+		 "ON CONFLICT (sentinel) DO UPDATE SET schema_version = $1, "
 		 "initialized_at = pg_catalog.now()",
+		 1,
+		 {INT4OID}},
+	[STMT_READY_VERSION] =
+		{"the engine version the readiness row says",
+		 "SELECT schema_version FROM df_internal._worker_ready",
 		 0,
 		 {0}},
 	[STMT_EPOCH_CLEAR] = {"forget the previous worker epoch",

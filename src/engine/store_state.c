@@ -377,10 +377,27 @@ pgd_store_wait_matched(const char *instance_id, char **node_id, char **scope,
 char *
 pgd_store_announce_ready(void)
 {
-	store_run(STMT_READY_ANNOUNCE, NULL, NULL);
+	Datum version = Int32GetDatum(PGD_ENGINE_SCHEMA_VERSION);
+
+	store_run(STMT_READY_ANNOUNCE, &version, NULL);
 	store_run(STMT_EPOCH_CLEAR, NULL, NULL);
 	store_run(STMT_EPOCH_NEW, NULL, NULL);
 	return store_get_string(0, 1);
+}
+
+/*
+ * The schema_version of the readiness row; false when there is no row (no
+ * executor has started since CREATE EXTENSION).
+ */
+bool
+pgd_store_ready_version(int *version)
+{
+	bool isnull;
+
+	if (store_run(STMT_READY_VERSION, NULL, NULL) == 0)
+		return false;
+	*version = DatumGetInt32(store_get_datum(0, 1, &isnull));
+	return !isnull;
 }
 
 /* Refresh the heartbeat; false when the epoch is gone (the extension was recreated). */
