@@ -279,10 +279,13 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_instance_identity_fkey
 	FOREIGN KEY (instance_id, submitted_by) REFERENCES df.instances (id, submitted_by)
 	ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED;
-ALTER TABLE df.nodes ADD CONSTRAINT nodes_left_node_fkey
+-- The graph references under the reference's names (its test 51 looks them
+-- up, with instances_root_node_same_instance_fkey below, and wants all three
+-- deferrable and deferred).
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_left_node_same_instance_fkey
 	FOREIGN KEY (instance_id, left_node) REFERENCES df.nodes (instance_id, id)
 	DEFERRABLE INITIALLY DEFERRED;
-ALTER TABLE df.nodes ADD CONSTRAINT nodes_right_node_fkey
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_right_node_same_instance_fkey
 	FOREIGN KEY (instance_id, right_node) REFERENCES df.nodes (instance_id, id)
 	DEFERRABLE INITIALLY DEFERRED;
 -- An instance's root node is one of its nodes.  Not a foreign key: with one
