@@ -918,7 +918,11 @@ CROSS JOIN LATERAL (
 	JOIN df.nodes b ON b.instance_id = e.instance_id AND b.id = e.child
 	WHERE e.instance_id = j.instance_id AND e.parent = j.node_id
 	  AND NOT (b.status IN ('completed', 'failed')
-			   AND b.status_details ->> 'execution_id' = j.scope || '::' || b.id || '::1')
+			   -- a branch ends in its own scope: "<scope>::<id>::1", or a later
+			   -- generation when its root is a loop
+			   AND starts_with(b.status_details ->> 'execution_id', j.scope || '::' || b.id || '::')
+			   AND substr(b.status_details ->> 'execution_id',
+						  length(j.scope || '::' || b.id || '::') + 1) ~ '^[0-9]+$')
 ) u
 WHERE u.unfinished <> j.remaining
 UNION ALL
