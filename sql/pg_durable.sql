@@ -548,6 +548,15 @@ CREATE FUNCTION df.signal(instance_id text, signal_name text, signal_data text D
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_signal';
 COMMENT ON FUNCTION df.signal(text, text, text) IS 'send a signal (buffered, in order) to a waiting or future df.wait_for_signal of an instance';
+-- The same with transaction_mode: 'caller' (sent when the caller commits,
+-- as the three-argument form) or 'new' (sent at once, in a transaction of
+-- its own).  No defaults, so that calls of the reference's three-argument
+-- form stay unambiguous: pass signal_data with transaction_mode.
+CREATE FUNCTION df.signal(instance_id text, signal_name text, signal_data text, transaction_mode text) RETURNS text
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_signal';
+COMMENT ON FUNCTION df.signal(text, text, text, text) IS 'send a signal; transaction_mode ''new'' sends it at once in a transaction of its own, ''caller'' when the caller commits';
 
 -- The settings the HTTP worker applies now (it reads them from the server's
 -- configuration; a reload reaches it asynchronously).  Superusers only.

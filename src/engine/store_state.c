@@ -14,6 +14,8 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
@@ -366,6 +368,35 @@ pgd_store_wait_matched(const char *instance_id, char **node_id, char **scope,
 	*scope = store_get_string(0, 2);
 	*name = store_get_string(0, 3);
 	return true;
+}
+
+/*
+ * Has the current transaction (or a subtransaction of it that has not
+ * aborted) sent signals to the instance, or cancelled it?  Neither reaches
+ * the engine before the transaction commits.
+ */
+void
+pgd_store_uncommitted_by_me(const char *instance_id, bool *signals,
+							bool *cancel)
+{
+	int rows = RUN(STMT_SIGNALS_AND_CANCELS_XMIN, instance_id);
+	int i;
+
+	*signals = *cancel = false;
+	for (i = 0; i < rows; i++)
+	{
+		bool		  isnull;
+		bool		  is_signal = DatumGetBool(store_get_datum(i, 1, &isnull));
+		TransactionId xmin =
+			DatumGetTransactionId(store_get_datum(i, 2, &isnull));
+
+		if (!TransactionIdIsCurrentTransactionId(xmin))
+			continue;
+		if (is_signal)
+			*signals = true;
+		else
+			*cancel = true;
+	}
 }
 
 /* ---------------------------------------------------------------------
