@@ -279,10 +279,13 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_instance_identity_fkey
 	FOREIGN KEY (instance_id, submitted_by) REFERENCES df.instances (id, submitted_by)
 	ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED;
-ALTER TABLE df.nodes ADD CONSTRAINT nodes_left_node_fkey
+-- The graph references under the reference's names (its test 51 looks them
+-- up, with instances_root_node_same_instance_fkey below, and wants all three
+-- deferrable and deferred).
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_left_node_same_instance_fkey
 	FOREIGN KEY (instance_id, left_node) REFERENCES df.nodes (instance_id, id)
 	DEFERRABLE INITIALLY DEFERRED;
-ALTER TABLE df.nodes ADD CONSTRAINT nodes_right_node_fkey
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_right_node_same_instance_fkey
 	FOREIGN KEY (instance_id, right_node) REFERENCES df.nodes (instance_id, id)
 	DEFERRABLE INITIALLY DEFERRED;
 -- An instance's root node is one of its nodes.  Not a foreign key: with one
@@ -545,6 +548,15 @@ CREATE FUNCTION df.signal(instance_id text, signal_name text, signal_data text D
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_signal';
 COMMENT ON FUNCTION df.signal(text, text, text) IS 'send a signal (buffered, in order) to a waiting or future df.wait_for_signal of an instance';
+-- The same with transaction_mode: 'caller' (sent when the caller commits,
+-- as the three-argument form) or 'new' (sent at once, in a transaction of
+-- its own).  No defaults, so that calls of the reference's three-argument
+-- form stay unambiguous: pass signal_data with transaction_mode.
+CREATE FUNCTION df.signal(instance_id text, signal_name text, signal_data text, transaction_mode text) RETURNS text
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_signal';
+COMMENT ON FUNCTION df.signal(text, text, text, text) IS 'send a signal; transaction_mode ''new'' sends it at once in a transaction of its own, ''caller'' when the caller commits';
 
 -- The settings the HTTP worker applies now (it reads them from the server's
 -- configuration; a reload reaches it asynchronously).  Superusers only.
@@ -915,7 +927,11 @@ CROSS JOIN LATERAL (
 	JOIN df.nodes b ON b.instance_id = e.instance_id AND b.id = e.child
 	WHERE e.instance_id = j.instance_id AND e.parent = j.node_id
 	  AND NOT (b.status IN ('completed', 'failed')
-			   AND b.status_details ->> 'execution_id' = j.scope || '::' || b.id || '::1')
+			   -- a branch ends in its own scope: "<scope>::<id>::1", or a later
+			   -- generation when its root is a loop
+			   AND starts_with(b.status_details ->> 'execution_id', j.scope || '::' || b.id || '::')
+			   AND substr(b.status_details ->> 'execution_id',
+						  length(j.scope || '::' || b.id || '::') + 1) ~ '^[0-9]+$')
 ) u
 WHERE u.unfinished <> j.remaining
 UNION ALL

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * api.h
- *	  What the files of the SQL interface share: df.start in a new
- *	  transaction (new_txn.c), used by df.start (start.c).
+ *	  What the files of the SQL interface share: df.start and df.signal in
+ *	  a new transaction (new_txn.c), used by df.start (start.c) and
+ *	  df.signal (signal.c).
  *
  * Locks: see each file.
  *
@@ -24,7 +25,12 @@
 extern char *pgd_start_in_new_transaction(const char *fut, const char *label,
 										  const char *database);
 
-/* new_txn.c: the entry point of the start sessions */
+/* new_txn.c: df.signal(..., transaction_mode => 'new'), committed before it returns */
+extern void pgd_signal_in_new_transaction(const char *instance_id,
+										  const char *name, const char *data);
+
+/* new_txn.c: the entry points of the start and signal sessions */
 PGDLLEXPORT void pgd_start_session_main(Datum main_arg);
+PGDLLEXPORT void pgd_signal_session_main(Datum main_arg);
 
 #endif /* PG_DURABLE_API_H */

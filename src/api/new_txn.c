@@ -2,7 +2,9 @@
  *
  * new_txn.c
  *	  df.start(..., transaction_mode => 'new'): start the instance in a
- *	  transaction of its own, so that it survives the caller's ROLLBACK.
+ *	  transaction of its own, so that it survives the caller's ROLLBACK;
+ *	  and df.signal(..., transaction_mode => 'new'): send the signal at
+ *	  once, in a transaction of its own, as the reference does (issue 21).
  *
  * As in the reference (§3.13): refused inside a workflow; the caller's
  * current_user must have LOGIN; the launch takes an admission slot, one
@@ -19,7 +21,11 @@
  * password and no trust authentication), which commits and returns the
  * id.  df.start validates everything again there (database included), and
  * captures the variables that are committed: the caller's uncommitted
- * df.setvar is not seen.  The slot is released whatever happens (error,
+ * df.setvar is not seen.  A signal goes the same way: the session runs
+ *	   SELECT df.signal($1, $2, $3)
+ * (caller mode there), commits, and the signal is delivered while the
+ * caller's transaction goes on; it does not see an instance the caller
+ * started and has not committed.  The slot is released whatever happens (error,
  * cancel), in PG_FINALLY, and by a before_shmem_exit callback when the
  * backend exits holding it; a backend that crashes makes the postmaster
  * reinitialize shared memory, slots included.
@@ -39,8 +45,10 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
+#include "utils/syscache.h"
 #include "utils/timeout.h"
 
 #include "common/messages.h"
@@ -53,10 +61,28 @@
 #include "core/unit.h"
 #include "steps/step_sql.h"
 
-#define START_SESSION_ENTRY "pgd_start_session_main"
-#define START_SESSION_NAME	"pg_durable start session"
-/* df.start in a new transaction waits at most this long for locks and overall */
+#define START_SESSION_ENTRY	 "pgd_start_session_main"
+#define START_SESSION_NAME	 "pg_durable start session"
+#define SIGNAL_SESSION_ENTRY "pgd_signal_session_main"
+#define SIGNAL_SESSION_NAME	 "pg_durable signal session"
+/* the work in a new transaction waits at most this long for locks and overall */
 #define START_SESSION_TIMEOUT_MS 30000
+
+/* What runs in a new transaction: the session's entry point and the words for errors. */
+typedef struct NewTxnWork
+{
+	const char *entry;
+	const char *session_name;
+	const char *what;	  /* "starting the workflow" */
+	const char *fallback; /* the hint when no worker slot is free */
+} NewTxnWork;
+
+static const NewTxnWork start_work = {
+	START_SESSION_ENTRY, START_SESSION_NAME, "starting the workflow",
+	"Raise max_worker_processes, or start the workflow in caller mode."};
+static const NewTxnWork signal_work = {
+	SIGNAL_SESSION_ENTRY, SIGNAL_SESSION_NAME, "sending the signal",
+	"Raise max_worker_processes, or send the signal in caller mode."};
 
 #define ADMISSION_POLL_MS 100L
 
@@ -160,27 +186,25 @@ take_slot(void)
 	}
 }
 
-/* Run df.start in a background session, waiting within the admission timeout for a worker slot. */
+/* Run the work in a background session, waiting within the admission timeout for a worker slot. */
 static PgdBgsqlResult
-launch(const char *fut, const char *label, const char *database)
+launch(const NewTxnWork *work, const char *const *args)
 {
-	const char	  *args[3] = {fut, label, database};
 	PgdBgsqlResult res;
 	TimestampTz	   deadline =
 		TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 									(int64) pgd_new_transaction_start_timeout *
 										1000);
 
-	while (!pgd_bgsql_run(START_SESSION_ENTRY, START_SESSION_NAME,
-						  MyDatabaseId, GetUserId(), GetUserId(), 3, args,
-						  &res))
+	while (!pgd_bgsql_run(work->entry, work->session_name, MyDatabaseId,
+						  GetUserId(), GetUserId(), 3, args, &res))
 	{
 		if (GetCurrentTimestamp() >= deadline)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 					 errmsg("could not start a background session for transaction_mode => 'new'"),
 					 errdetail("No background worker slot is free."),
-					 errhint("Raise max_worker_processes, or start the workflow in caller mode.")));
+					 errhint("%s", work->fallback)));
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 ADMISSION_POLL_MS, PG_WAIT_EXTENSION);
@@ -190,25 +214,16 @@ launch(const char *fut, const char *label, const char *database)
 	return res;
 }
 
-char *
-pgd_start_in_new_transaction(const char *fut, const char *label,
-							 const char *database)
+/* Take a slot, run the work in a background session, give the slot back; its answer or its error. */
+static char *
+run_in_new_transaction(const NewTxnWork *work, const char *const *args)
 {
 	PgdBgsqlResult res;
 
-	if (pgd_in_workflow())
-		ereport(ERROR,
-				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
-				 errmsg("df.start() with transaction_mode => 'new' cannot be called inside a workflow - "
-						"a step's work commits with the step"),
-				 errhint("Use transaction_mode => 'caller' (the default): the new instance starts when "
-						 "the step commits.")));
-
-	pgd_check_start_identity(GetUserId());
 	take_slot();
 	PG_TRY();
 	{
-		res = launch(fut, label, database);
+		res = launch(work, args);
 	}
 	PG_FINALLY();
 	{
@@ -232,7 +247,8 @@ pgd_start_in_new_transaction(const char *fut, const char *label,
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_FAILURE),
 			 errmsg("the background session of transaction_mode => 'new' ended without "
-					"starting the workflow"),
+					"%s",
+					work->what),
 			 errdetail("It could not connect to database \"%s\" as role \"%s\" or stopped; "
 					   "the server log says why.",
 					   get_database_name(MyDatabaseId),
@@ -240,19 +256,71 @@ pgd_start_in_new_transaction(const char *fut, const char *label,
 	return NULL; /* keep the compiler quiet */
 }
 
+char *
+pgd_start_in_new_transaction(const char *fut, const char *label,
+							 const char *database)
+{
+	const char *args[3] = {fut, label, database};
+
+	if (pgd_in_workflow())
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("df.start() with transaction_mode => 'new' cannot be called inside a workflow - "
+						"a step's work commits with the step"),
+				 errhint("Use transaction_mode => 'caller' (the default): the new instance starts when "
+						 "the step commits.")));
+
+	pgd_check_start_identity(GetUserId());
+	return run_in_new_transaction(&start_work, args);
+}
+
+void
+pgd_signal_in_new_transaction(const char *instance_id, const char *name,
+							  const char *data)
+{
+	const char *args[3] = {instance_id, name, data};
+	HeapTuple	tup;
+	bool		canlogin;
+
+	if (pgd_in_workflow())
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("df.signal() with transaction_mode => 'new' cannot be called inside a workflow - "
+						"a step's work commits with the step"),
+				 errhint("Use transaction_mode => 'caller': the signal is sent when the step commits.")));
+
+	/* the session logs in as the caller */
+	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(GetUserId()));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for role %u", GetUserId());
+	canlogin = ((Form_pg_authid) GETSTRUCT(tup))->rolcanlogin;
+	ReleaseSysCache(tup);
+	if (!canlogin)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("df.signal() with transaction_mode => 'new' needs a role that can log in"),
+				 errdetail("current_user \"%s\" does not have LOGIN privilege; the signal is sent by "
+						   "a background session connected as that role.",
+						   GetUserNameFromId(GetUserId(), false)),
+				 errhint("Send the signal in caller mode, or as a role with LOGIN.")));
+	(void) run_in_new_transaction(&signal_work, args);
+}
+
 /*
- * The session's side: df.start(fut, label, database) as the connected
- * role, in a transaction of its own, committed before the id goes back.
+ * The session's side: one statement of three text arguments as the
+ * connected role, in a transaction of its own, committed before its first
+ * column goes back.
  */
 static void
-start_session_handler(const PgdBgsqlRequest *req, PgdBgsqlResult *result)
+session_run(const PgdBgsqlRequest *req, PgdBgsqlResult *result,
+			const char *unit, const char *sql)
 {
 	Oid	  types[3] = {TEXTOID, TEXTOID, TEXTOID};
 	Datum values[3];
 	char  nulls[3] = "   ";
 	int	  i;
 
-	pgd_begin_unit("pg_durable: df.start in a new transaction");
+	pgd_begin_unit(unit);
 	/* a plain session of the caller's role, outside any workflow */
 	pgd_spi_exec("SELECT pg_catalog.set_config('df.in_workflow', 'false', false), "
 				 "pg_catalog.set_config('lock_timeout', '30000', false), "
@@ -267,8 +335,7 @@ start_session_handler(const PgdBgsqlRequest *req, PgdBgsqlResult *result)
 	}
 	/* SPI does not arm statement_timeout by itself */
 	enable_timeout_after(STATEMENT_TIMEOUT, START_SESSION_TIMEOUT_MS);
-	pgd_spi_exec("SELECT df.start($1, $2, $3)", 3, types, values, nulls,
-				 false);
+	pgd_spi_exec(sql, 3, types, values, nulls, false);
 	disable_timeout(STATEMENT_TIMEOUT, false);
 	/* SPI_finish frees what was allocated since pgd_begin_unit */
 	result->text = MemoryContextStrdup(req->cxt, pgd_spi_getstring(0, 1));
@@ -276,8 +343,30 @@ start_session_handler(const PgdBgsqlRequest *req, PgdBgsqlResult *result)
 	result->status = PGD_BGSQL_OK;
 }
 
+/* df.start(fut, label, database); the id goes back */
+static void
+start_session_handler(const PgdBgsqlRequest *req, PgdBgsqlResult *result)
+{
+	session_run(req, result, "pg_durable: df.start in a new transaction",
+				"SELECT df.start($1, $2, $3)");
+}
+
+/* df.signal(instance_id, signal_name, signal_data), in caller mode there */
+static void
+signal_session_handler(const PgdBgsqlRequest *req, PgdBgsqlResult *result)
+{
+	session_run(req, result, "pg_durable: df.signal in a new transaction",
+				"SELECT df.signal($1, $2, $3)");
+}
+
 void
 pgd_start_session_main(Datum main_arg)
 {
 	pgd_bgsql_serve(main_arg, start_session_handler);
+}
+
+void
+pgd_signal_session_main(Datum main_arg)
+{
+	pgd_bgsql_serve(main_arg, signal_session_handler);
 }

@@ -12,6 +12,14 @@
  * security decides) and not have ended: have its runs row, whatever
  * df.instances.status says.
  *
+ * In caller mode (the default) the signal is sent when the caller's
+ * transaction commits, like df.start in caller mode and NOTIFY: a
+ * transaction that rolls back sends nothing, and one that signals an
+ * instance cannot wait for the instance to react (df.await_instance
+ * refuses at once: status.c).  transaction_mode => 'new' (the overload
+ * with four arguments) sends it at once from a background session that
+ * commits on its own (new_txn.c), as the reference does.
+ *
  * Locks: none; a read of the runs row and row inserts only (as the bootstrap superuser, since users
  * have no privileges on df_internal).
  *
@@ -25,6 +33,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "api/api.h"
 #include "common/messages.h"
 #include "common/json.h"
 #include "common/spi.h"
@@ -55,6 +64,21 @@ pgd_signal(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg(PGD_MSG_SIGNAL_NAME_EMPTY)));
+	if (PG_NARGS() > 3)
+	{
+		char *mode = text_to_cstring(PG_GETARG_TEXT_PP(3));
+
+		if (pg_strcasecmp(mode, "new") == 0)
+		{
+			pgd_signal_in_new_transaction(id, name, data);
+			PG_RETURN_TEXT_P(cstring_to_text("OK"));
+		}
+		if (pg_strcasecmp(mode, "caller") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid transaction_mode \"%s\" for df.signal(): expected 'caller' or 'new'",
+							mode)));
+	}
 
 	/* visibility as the caller (row-level security decides) */
 	values[0] = pgd_text_datum(id);

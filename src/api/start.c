@@ -9,7 +9,9 @@
  * the rows rolled back.  At COMMIT an idle executor is woken (wake.c).
  *
  * Checks run in the reference's order: parse, database, identity (LOGIN),
- * superuser guard, graph validation.  The rows are written with the
+ * superuser guard, graph validation, then readiness (the reference's
+ * enqueue fails when its worker is not initialized; here the readiness row
+ * decides, see check_engine_ready).  The rows are written with the
  * privileges of the bootstrap superuser (the engine's tables are private);
  * submitted_by is the caller's current_user.  The engine checks the
  * identity again when it loads the instance (a forged submitted_by, a
@@ -352,6 +354,33 @@ insert_run(const char *instance_id, Oid userid, const char *label,
 	pgd_store_task_add(instance_id, NULL, instance_id, PGD_TASK_START);
 }
 
+/*
+ * Refuse the start while the readiness row says the engine is not ready: it
+ * holds another schema_version than the one the executors write.  Operators
+ * stop intake by changing it (the reference's way, §2.1) and resume by
+ * setting it back; running instances are not affected.  No row at all means
+ * no executor has started since CREATE EXTENSION: the start is accepted and
+ * runs once one does (a restore, or a start in the transaction that created
+ * the extension).  Raised before any row is written (inside SPI).
+ */
+static void
+check_engine_ready(void)
+{
+	int version;
+
+	if (pgd_store_ready_version(&version) &&
+		version != PGD_ENGINE_SCHEMA_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg(PGD_MSG_START_FAILED, PGD_MSG_ENGINE_NOT_READY),
+				 errdetail("df_internal._worker_ready.schema_version is %d; this engine's version is %d.",
+						   version, PGD_ENGINE_SCHEMA_VERSION),
+				 errhint("New workflows are refused while the readiness row holds another version. "
+						 "If it was changed to stop new workflows, set it back with "
+						 "UPDATE df_internal._worker_ready SET schema_version = %d.",
+						 PGD_ENGINE_SCHEMA_VERSION)));
+}
+
 PG_FUNCTION_INFO_V1(pgd_start);
 Datum
 pgd_start(PG_FUNCTION_ARGS)
@@ -439,6 +468,8 @@ pgd_start(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	/* 6. the engine takes new work */
+	check_engine_ready();
 	insert_instance(instance_id, label, list.rows[0].id, userid, database);
 	insert_nodes(instance_id, userid, database, &list);
 	insert_run(instance_id, userid, label, database);

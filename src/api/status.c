@@ -11,7 +11,10 @@
  *
  * df.await_instance sleeps on its latch, which the transaction that
  * finishes an instance sets at commit (wake.c): it returns as soon as the
- * finishing transaction commits, without polling.
+ * finishing transaction commits, without polling.  It refuses at once to
+ * wait for an instance that its own transaction has signalled or
+ * cancelled: those reach the engine only at commit, so the instance could
+ * not react before the wait ends (refuse_own_uncommitted).
  *
  * Inside a step, df.cancel refuses the step's own instance (see
  * refuse_own_instance); other instances it cancels with the step.
@@ -36,6 +39,7 @@
 #include "core/settings.h"
 #include "dsl/dsl.h"
 #include "engine/apply.h"
+#include "engine/store.h"
 #include "engine/types.h"
 #include "engine/wake.h"
 #include "steps/step_sql.h"
@@ -105,6 +109,50 @@ pgd_result(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(result);
 }
 
+/*
+ * Signals and cancels are delivered at commit (reference §6): a
+ * transaction that signals an instance and then waits for it would wait
+ * out its whole timeout, and one that cancels it would report a cancel
+ * that a rollback still undoes.  Say so at once instead.
+ */
+static void
+refuse_own_uncommitted(const char *fn, const char *id)
+{
+	bool signals;
+	bool cancel;
+	Oid	 save_userid;
+	int	 save_sec;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	pgd_store_uncommitted_by_me(id, &signals, &cancel);
+	SPI_finish();
+	SetUserIdAndSecContext(save_userid, save_sec);
+
+	if (cancel)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("%s() cannot wait for instance %s: this transaction cancelled it and has not committed",
+						fn, id),
+				 errdetail("df.cancel() takes effect when the transaction that calls it commits; "
+						   "until then the instance is not cancelled, and a rollback undoes the cancel."),
+				 errhint("Commit the transaction, then wait for the instance.")));
+	if (signals)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("%s() cannot wait for instance %s: this transaction has sent it signals that are "
+						"delivered only when it commits",
+						fn, id),
+				 errdetail("df.signal() is delivered when the transaction that calls it commits, so the "
+						   "instance cannot react to the signal while this transaction waits for it."),
+				 errhint("Commit the transaction before waiting, or send the signal with "
+						 "df.signal(instance_id, signal_name, signal_data, transaction_mode => 'new'), "
+						 "which sends it at once.")));
+}
+
 static char *
 await_instance(const char *fn, const char *id, int timeout_seconds)
 {
@@ -120,6 +168,8 @@ await_instance(const char *fn, const char *id, int timeout_seconds)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg(PGD_MSG_TIMEOUT_NOT_POSITIVE)));
+
+	refuse_own_uncommitted(fn, id);
 
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										   (int64) timeout_seconds * 1000);

@@ -34,8 +34,7 @@
  * from the reference on purpose (reference §6): "pg_durable: connection
  * limit reached (max_user_connections=N). ..." and "Failed to connect to
  * database ..." (§1.8: no loopback connections, a step waits for an
- * executor), "pg_durable background worker not yet initialized — ..."
- * (§2.3: df.start needs no running worker), "Instance <id> not found after
+ * executor), "Instance <id> not found after
  * 5s ..." (§3.14: the rows commit with the caller's transaction),
  * "Failed to cancel: ..." (§2.3: cancelling cannot fail in an engine
  * call), "df.http() is disabled. Rebuild with ..." and "Blocked: outbound
@@ -138,6 +137,13 @@
 	"Start the workflow as an ordinary role, or turn the setting on."
 /* a start that could not be enqueued */
 #define PGD_MSG_START_FAILED "failed to start durable function: %s"
+/*
+ * what PGD_MSG_START_FAILED wraps when the readiness row holds another
+ * schema_version than the engine's (operators stop intake that way; the
+ * reference's test 25 sets it to -1).  The reference pins the whole text.
+ */
+#define PGD_MSG_ENGINE_NOT_READY \
+	"pg_durable background worker not yet initialized — try again in a moment"
 /* transaction_mode other than caller/new */
 #define PGD_MSG_INVALID_TXN_MODE \
 	"invalid transaction_mode \"%s\" for df.start(): expected 'caller' or 'new'"

@@ -17,9 +17,14 @@
  * iteration count and when the current iteration began.  A root loop
  * restarts the whole instance each iteration: the root scope
  * "<instance>::<gen>" moves to the next generation and the named results
- * start empty.  Any other loop runs its body in a scope of its own,
- * "<scope>::<loop id>::<gen>", whose named results are carried to the next
- * generation and merged back into the loop's scope when the loop ends.
+ * start empty.  A loop that is the root of a JOIN/RACE branch runs, with
+ * its body, in the branch's scope, which moves the same way to
+ * "<parent scope>::<loop id>::<gen>" (one execution, as in the reference;
+ * issue 21), its named results carried along; the JOIN or RACE then finds
+ * the branch where its root was last stamped (branch_scope_now).  Any other
+ * loop runs its body in a scope of its own, "<scope>::<loop id>::<gen>",
+ * whose named results are carried to the next generation and merged back
+ * into the loop's scope when the loop ends.
  *
  * Every node start and end writes an event with the same statement that
  * updates the node (store.c); instance starts and ends write one too.
@@ -74,6 +79,29 @@ merge_results(PgdGraph *g, const char *from_scope, const char *to_scope,
 			  bool keep)
 {
 	pgd_store_results_merge(g->instance_id, from_scope, to_scope, keep);
+}
+
+/*
+ * The scope JOIN/RACE branch b (of the JOIN/RACE running in pscope) runs in
+ * now: where it started, unless its root is a loop, which moves the
+ * branch's scope on with each iteration; its root's stamp says where.
+ */
+static char *
+branch_scope_now(PgdGraph *g, int b, const char *pscope)
+{
+	char	   *first = pgd_branch_scope(g, b, pscope);
+	const char *id = g->nodes[b].id;
+	char	  **ids;
+	char	  **statuses;
+	char	  **stamps;
+
+	if (g->nodes[b].type != DF_NODE_LOOP)
+		return first;
+	if (pgd_store_node_stamps(g->instance_id, &id, 1, &ids, &statuses,
+							  &stamps) == 1 &&
+		stamps[0] != NULL && strcmp(pgd_strip_scope(stamps[0]), pscope) == 0)
+		return stamps[0];
+	return first;
 }
 
 /* A scope is abandoned: its pending tasks and waits go, its running steps are interrupted. */
@@ -293,7 +321,7 @@ static void
 loop_finish(PgdGraph *g, int loop, const char *loop_scope,
 			const char *body_scope, PgdOutcome outcome)
 {
-	if (!pgd_is_root_loop(g, loop))
+	if (!pgd_loop_moves_scope(g, loop))
 		merge_results(g, body_scope, loop_scope, outcome.ok);
 	pgd_store_loop_forget(g->instance_id, g->nodes[loop].id, loop_scope);
 	complete(g, loop, loop_scope, outcome);
@@ -304,7 +332,7 @@ start_loop(PgdGraph *g, int loop, const char *scope)
 {
 	pgd_store_loop_open(g->instance_id, g->nodes[loop].id, scope);
 	start_node(g, g->nodes[loop].left,
-			   pgd_is_root_loop(g, loop) ?
+			   pgd_loop_moves_scope(g, loop) ?
 				   scope :
 				   pgd_loop_body_scope(g, loop, scope, 1));
 }
@@ -312,6 +340,8 @@ start_loop(PgdGraph *g, int loop, const char *scope)
 /*
  * The next iteration, now: a new generation, a new body scope (empty named
  * results for a root loop, carried ones otherwise), the body started again.
+ * A loop that moves its scope (the root, a branch's root) moves its own
+ * state and stamp along.
  */
 static void
 begin_iteration(PgdGraph *g, int loop, const char *loop_scope)
@@ -322,12 +352,15 @@ begin_iteration(PgdGraph *g, int loop, const char *loop_scope)
 	char *old_body;
 	char *new_body;
 
-	if (pgd_is_root_loop(g, loop))
+	if (pgd_loop_moves_scope(g, loop))
 	{
-		/* the whole instance starts over: the loop node itself moves on */
+		/* the whole execution starts over: the loop node itself moves on */
 		old_body = pstrdup(loop_scope);
-		new_body = pgd_root_scope(g->instance_id, gen);
-		merge_results(g, old_body, old_body, false);
+		new_body = pgd_loop_body_scope(g, loop, loop_scope, gen);
+		if (pgd_is_root_loop(g, loop))
+			merge_results(g, old_body, old_body, false);
+		else
+			pgd_store_results_move(g->instance_id, old_body, new_body);
 		pgd_store_loop_move_scope(g->instance_id, loop_id, loop_scope,
 								  new_body);
 		node_running(g, loop, new_body);
@@ -541,7 +574,7 @@ join_branch_done(PgdGraph *g, int p, const char *pscope)
 	{
 		int b = pgd_join_branch(join, i);
 
-		merge_results(g, pgd_branch_scope(g, b, pscope), pscope, outcome.ok);
+		merge_results(g, branch_scope_now(g, b, pscope), pscope, outcome.ok);
 	}
 	complete(g, p, pscope, outcome);
 }
@@ -553,7 +586,7 @@ race_decided(PgdGraph *g, int p, int winner, const char *pscope,
 {
 	PgdNode *race = &g->nodes[p];
 	int		 loser = pgd_race_loser(race, winner);
-	char	*loser_scope = pgd_branch_scope(g, loser, pscope);
+	char	*loser_scope = branch_scope_now(g, loser, pscope);
 	char	*status;
 	char	*result;
 
@@ -570,7 +603,7 @@ race_decided(PgdGraph *g, int p, int winner, const char *pscope,
 		pgd_store_loop_forget(g->instance_id, g->nodes[loser].id, loser_scope);
 	}
 	merge_results(g, loser_scope, pscope, false);
-	merge_results(g, pgd_branch_scope(g, winner, pscope), pscope, outcome.ok);
+	merge_results(g, branch_scope_now(g, winner, pscope), pscope, outcome.ok);
 	complete(g, p, pscope, pgd_race_outcome(race, winner, outcome));
 }
 

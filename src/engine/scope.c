@@ -30,7 +30,7 @@ pgd_opens_scope(const PgdGraph *g, int p)
 	DfNodeType t = g->nodes[p].type;
 
 	return t == DF_NODE_JOIN || t == DF_NODE_RACE ||
-		(t == DF_NODE_LOOP && g->nodes[p].parent >= 0);
+		(t == DF_NODE_LOOP && !pgd_loop_moves_scope(g, p));
 }
 
 int
@@ -86,11 +86,36 @@ pgd_is_root_loop(const PgdGraph *g, int loop)
 	return g->nodes[loop].parent < 0;
 }
 
+bool
+pgd_loop_moves_scope(const PgdGraph *g, int loop)
+{
+	int p = g->nodes[loop].parent;
+
+	return p < 0 || g->nodes[p].type == DF_NODE_JOIN ||
+		g->nodes[p].type == DF_NODE_RACE;
+}
+
 char *
 pgd_loop_body_scope(const PgdGraph *g, int loop, const char *loop_scope,
 					int gen)
 {
 	if (pgd_is_root_loop(g, loop))
 		return pgd_root_scope(g->instance_id, gen);
+	if (pgd_loop_moves_scope(g, loop))
+	{
+		/* the branch "<parent scope>::<loop id>::<gen>", at generation gen */
+		char *s = pgd_strip_scope(loop_scope);
+
+		return psprintf("%s::%s::%d", s, g->nodes[loop].id, gen);
+	}
 	return psprintf("%s::%s::%d", loop_scope, g->nodes[loop].id, gen);
+}
+
+bool
+pgd_scope_within(const char *scope, const char *outer)
+{
+	size_t len = strlen(outer);
+
+	return strncmp(scope, outer, len) == 0 &&
+		(scope[len] == '\0' || (scope[len] == ':' && scope[len + 1] == ':'));
 }

@@ -6,8 +6,13 @@
  *
  * A scope names one execution of a subtree (see types.h).  Scopes nest by
  * appending "::<node id>::<generation>"; stripping the last two parts
- * gives the enclosing scope.  A root loop does not nest: each iteration
- * replaces the root scope "<instance>::<generation>".
+ * gives the enclosing scope.  A loop that is the root of the instance or of
+ * a JOIN/RACE branch does not nest: the loop node and its body run in the
+ * scope it was started in, and each iteration moves that scope to the next
+ * generation ("<instance>::<generation>" for the root, "<parent
+ * scope>::<loop id>::<generation>" for a branch), as the reference runs such
+ * a loop in one child execution (issue 21).  Any other loop runs its body
+ * in a scope of its own below the loop's.
  *
  * Locks: none; pure functions.
  *
@@ -23,7 +28,10 @@
 /* "<instance>::<generation>": the scope of a root generation. */
 extern char *pgd_root_scope(const char *instance_id, int generation);
 
-/* The scope of a JOIN/RACE branch: "<scope>::<branch root id>::1". */
+/*
+ * The scope a JOIN/RACE branch starts in: "<scope>::<branch root id>::1".
+ * A branch whose root is a loop moves on from there (pgd_loop_moves_scope).
+ */
 extern char *pgd_branch_scope(const PgdGraph *g, int branch,
 							  const char *scope);
 
@@ -45,5 +53,14 @@ extern char *pgd_loop_body_scope(const PgdGraph *g, int loop,
 
 /* A loop that is the root restarts the whole instance each iteration. */
 extern bool pgd_is_root_loop(const PgdGraph *g, int loop);
+
+/*
+ * A loop whose body runs in the loop's own scope, which moves to the next
+ * generation each iteration: the root loop and a JOIN/RACE branch's root.
+ */
+extern bool pgd_loop_moves_scope(const PgdGraph *g, int loop);
+
+/* Is scope the scope outer or one nested in it? */
+extern bool pgd_scope_within(const char *scope, const char *outer);
 
 #endif /* PG_DURABLE_SCOPE_H */

@@ -502,6 +502,15 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "VALUES ($1, $2, CASE WHEN $4 THEN $3::pg_catalog.jsonb ELSE pg_catalog.to_jsonb($3) END)",
 		 4,
 		 {T, T, T, BOOLOID}},
+	[STMT_SIGNALS_AND_CANCELS_XMIN] =
+		{"who wrote the buffered signals and the cancel of an instance",
+		 "SELECT true, xmin FROM df_internal.signals "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "UNION ALL SELECT false, xmin FROM df_internal.events "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND kind OPERATOR(pg_catalog.=) 'instance_cancelled'",
+		 1,
+		 {T}},
 	[STMT_WAIT_ADD] =
 		{"a SIGNAL node waits",
 		 "INSERT INTO df_internal.waits (instance_id, node_id, scope, name) "
@@ -528,9 +537,14 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 
 	[STMT_READY_ANNOUNCE] =
 		{"the engine is ready",
-		 "INSERT INTO df_internal._worker_ready (sentinel, schema_version) VALUES (true, 1) "
-		 "ON CONFLICT (sentinel) DO UPDATE SET schema_version = 1, "
+		 "INSERT INTO df_internal._worker_ready (sentinel, schema_version) VALUES (true, $1) "
+		 "ON CONFLICT (sentinel) DO UPDATE SET schema_version = $1, "
 		 "initialized_at = pg_catalog.now()",
+		 1,
+		 {INT4OID}},
+	[STMT_READY_VERSION] =
+		{"the engine version the readiness row says",
+		 "SELECT schema_version FROM df_internal._worker_ready",
 		 0,
 		 {0}},
 	[STMT_EPOCH_CLEAR] = {"forget the previous worker epoch",

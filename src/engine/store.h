@@ -198,11 +198,22 @@ extern void pgd_store_wait_add(const char *instance_id, const char *node_id,
 							   const char *scope, const char *name);
 extern bool pgd_store_wait_remove(const char *instance_id, const char *node_id,
 								  const char *scope);
+extern void pgd_store_uncommitted_by_me(const char *instance_id, bool *signals,
+										bool *cancel);
 extern bool pgd_store_wait_matched(const char *instance_id, char **node_id,
 								   char **scope, char **name);
 
 /* --- executor 0: readiness and heartbeat; maintenance --- */
+
+/*
+ * The version executor 0 writes into _worker_ready.schema_version when it
+ * starts (the reference's 1).  df.start refuses new work while the row
+ * holds another value: operators use that to stop intake.
+ */
+#define PGD_ENGINE_SCHEMA_VERSION 1
+
 extern char *pgd_store_announce_ready(void);
+extern bool	 pgd_store_ready_version(int *version);
 extern bool	 pgd_store_heartbeat(const char *epoch_id);
 extern int	 pgd_store_retention_batch(int days, int keep, int batch);
 extern int	 pgd_store_problems(MemoryContext cxt, PgdProblem **problems);

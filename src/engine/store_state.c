@@ -14,6 +14,8 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
@@ -368,6 +370,35 @@ pgd_store_wait_matched(const char *instance_id, char **node_id, char **scope,
 	return true;
 }
 
+/*
+ * Has the current transaction (or a subtransaction of it that has not
+ * aborted) sent signals to the instance, or cancelled it?  Neither reaches
+ * the engine before the transaction commits.
+ */
+void
+pgd_store_uncommitted_by_me(const char *instance_id, bool *signals,
+							bool *cancel)
+{
+	int rows = RUN(STMT_SIGNALS_AND_CANCELS_XMIN, instance_id);
+	int i;
+
+	*signals = *cancel = false;
+	for (i = 0; i < rows; i++)
+	{
+		bool		  isnull;
+		bool		  is_signal = DatumGetBool(store_get_datum(i, 1, &isnull));
+		TransactionId xmin =
+			DatumGetTransactionId(store_get_datum(i, 2, &isnull));
+
+		if (!TransactionIdIsCurrentTransactionId(xmin))
+			continue;
+		if (is_signal)
+			*signals = true;
+		else
+			*cancel = true;
+	}
+}
+
 /* ---------------------------------------------------------------------
  * Executor 0: readiness and heartbeat
  * ---------------------------------------------------------------------
@@ -377,10 +408,27 @@ pgd_store_wait_matched(const char *instance_id, char **node_id, char **scope,
 char *
 pgd_store_announce_ready(void)
 {
-	store_run(STMT_READY_ANNOUNCE, NULL, NULL);
+	Datum version = Int32GetDatum(PGD_ENGINE_SCHEMA_VERSION);
+
+	store_run(STMT_READY_ANNOUNCE, &version, NULL);
 	store_run(STMT_EPOCH_CLEAR, NULL, NULL);
 	store_run(STMT_EPOCH_NEW, NULL, NULL);
 	return store_get_string(0, 1);
+}
+
+/*
+ * The schema_version of the readiness row; false when there is no row (no
+ * executor has started since CREATE EXTENSION).
+ */
+bool
+pgd_store_ready_version(int *version)
+{
+	bool isnull;
+
+	if (store_run(STMT_READY_VERSION, NULL, NULL) == 0)
+		return false;
+	*version = DatumGetInt32(store_get_datum(0, 1, &isnull));
+	return !isnull;
 }
 
 /* Refresh the heartbeat; false when the epoch is gone (the extension was recreated). */

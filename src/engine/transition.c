@@ -17,6 +17,7 @@
 #include "utils/timestamp.h"
 
 #include "common/messages.h"
+#include "engine/scope.h"
 #include "engine/transition.h"
 #include "results/results.h"
 
@@ -260,6 +261,8 @@ pgd_live(const PgdGraph *g, int n, const char *scope, int rows,
 		}
 		else if (pgd_is_terminal(statuses[i]))
 			return false;
+		else if (stamps[i] != NULL && !pgd_scope_within(scope, stamps[i]))
+			return false; /* the ancestor runs another execution now */
 	}
 	return true;
 }

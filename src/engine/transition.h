@@ -126,8 +126,10 @@ extern PgdOutcome pgd_unsupported_node(const PgdNode *node);
 /*
  * Is node n, run in scope, still wanted, given the rows (id, status,
  * stamp) of n and its ancestors?  It must be running with the stamp of
- * this scope, and no ancestor may have finished (a decided RACE above it,
- * a failed instance).
+ * this scope, no ancestor may have finished (a decided RACE above it, a
+ * failed instance), and every ancestor must be stamped with this scope or
+ * one enclosing it: an ancestor stamped otherwise has moved on to another
+ * execution (the next generation of a loop around it), and n's is stale.
  */
 extern bool pgd_live(const PgdGraph *g, int n, const char *scope, int rows,
 					 char *const *ids, char *const *statuses,

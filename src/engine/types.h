@@ -8,8 +8,10 @@
  *	 scope		 an execution scope, named by its execution id: for the root
  *				 "<instance>::<generation>" (the generation grows with each
  *				 iteration of a root loop), for each JOIN/RACE branch
- *				 "<parent scope>::<branch root id>::1", and for the body of a
- *				 loop that is not the root "<parent scope>::<loop id>::<gen>"
+ *				 "<parent scope>::<branch root id>::<gen>" (the generation
+ *				 grows only when the branch root is a loop: the loop and
+ *				 its body run in the branch's scope), and for the body of
+ *				 any other loop "<parent scope>::<loop id>::<gen>"
  *				 (scope.c).  A node's status_details is {"execution_id":
  *				 <its scope>}, so a step of an old generation or a lost
  *				 branch no longer matches its node and is recognised as

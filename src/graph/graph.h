@@ -38,7 +38,7 @@ typedef enum DfNodeType
 } DfNodeType;
 
 #define DF_NODE_TYPE_COUNT 12
-#define DF_MAX_DEPTH	   256
+#define DF_MAX_DEPTH	   256 /* edges below the root (§1.10) */
 #define DF_MAX_NODES	   10000
 
 /* "SQL, THEN, IF, JOIN, LOOP, BREAK, RACE, SLEEP, WAIT_SCHEDULE, HTTP, HTTP_MULTIPART, SIGNAL" */

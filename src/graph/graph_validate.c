@@ -11,8 +11,8 @@
  * the node count, then each node's structure in pre-order (node, left,
  * right, condition, extras), so the first message is deterministic.
  *
- * Every recursive walk here is bounded: the depth walk stops one level
- * past DF_MAX_DEPTH and the structure walk only runs on graphs that passed
+ * Every recursive walk here is bounded: the depth walk (the root at depth
+ * 0) stops one level past DF_MAX_DEPTH and the structure walk only runs on graphs that passed
  * it.  Each also calls check_stack_depth().
  *
  * Locks: none; pure functions.
@@ -82,7 +82,12 @@ at_path(const VPath *path, const char *msg)
 	return buf.data;
 }
 
-/* True when no node is deeper than DF_MAX_DEPTH; never descends past it. */
+/*
+ * True when no node is deeper than DF_MAX_DEPTH; never descends past it.
+ * Depth counts edges from the root, as the reference does (§1.10): the root
+ * is at depth 0, so a chain of 257 steps (256 THENs) is exactly at the
+ * limit and one more step is over it.
+ */
 static bool
 depth_ok(const DfNode *n, int depth)
 {
@@ -343,7 +348,7 @@ df_graph_validate(const DfNode *root)
 {
 	VPath path = {NULL, NULL, 0};
 
-	if (!depth_ok(root, 1))
+	if (!depth_ok(root, 0))
 		return pstrdup(PGD_MSG_GRAPH_TOO_DEEP);
 	if (df_graph_count(root) > DF_MAX_NODES)
 		return pstrdup(PGD_MSG_GRAPH_TOO_MANY_NODES);

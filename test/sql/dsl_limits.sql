@@ -39,10 +39,12 @@ SELECT v(df.join(wide_join(6000), wide_join(6000))) AS two_halves;
 -- big graphs compose and round-trip unchanged
 SELECT (df.seq(wide_join(10000), 'x')::json->'left_node')::text = wide_join(10000) AS big_roundtrip;
 
--- depth: 256 levels accepted, 257 refused, whichever edge nests
-SELECT kind, v(deep(256, kind)) AS depth_256, v(deep(257, kind)) AS depth_257
+-- depth counts edges from the root, as in the reference (the root is at
+-- depth 0): 257 levels (depth 256) accepted, 258 (depth 257) refused,
+-- whichever edge nests
+SELECT kind, v(deep(257, kind)) AS depth_256, v(deep(258, kind)) AS depth_257
 FROM unnest(ARRAY['left', 'right', 'loop', 'condition', 'extra']) AS kind;
-SELECT v(df.seq(deep(255), 'x')) AS composed_256, v(df.seq(deep(256), 'x')) AS composed_257;
+SELECT v(df.seq(deep(256), 'x')) AS composed_256, v(df.seq(deep(257), 'x')) AS composed_257;
 -- the depth error wins over the count error and over errors deeper down
 SELECT v(df.seq(deep(300), wide_join(10000))) AS deep_and_big;
 SELECT v(replace(deep(400), '"query":"x"', '"query":""')) AS deep_with_bad_leaf;

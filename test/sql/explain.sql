@@ -144,7 +144,8 @@ SELECT df.explain('{"node_type":"THEN","left_node":{"node_type":"SQL","query":"a
 SELECT df.explain('{"node_type":"IF","left_node":{"node_type":"SQL","query":"a"},"right_node":{"node_type":"SQL","query":"b"}}');
 SELECT df.explain('{"node_type":"LOOP","left_node":{"node_type":"WAIT_SCHEDULE","query":"{\"cron_expr\":\"* * * *\"}"}}');
 SELECT df.explain('{"node_type":"SQL","query":"SELECT 1"');
--- depth: 256 levels are fine, 257 are not (a left-nested chain of n steps is n deep)
+-- depth: 256 is fine, 257 is not (a left-nested chain of n steps is n - 1
+-- deep: the root is at depth 0, as in the reference)
 CREATE FUNCTION explain_chain(n int) RETURNS text LANGUAGE sql AS $$
 	WITH RECURSIVE c(i, g) AS (
 		SELECT 1, df.sql('SELECT 1')
@@ -153,10 +154,11 @@ CREATE FUNCTION explain_chain(n int) RETURNS text LANGUAGE sql AS $$
 	)
 	SELECT g FROM c WHERE i = n
 $$;
-SELECT array_length(string_to_array(x, E'\n'), 1) AS lines, split_part(x, E'\n', 256) AS last
-FROM (SELECT df.explain(explain_chain(256)) AS x) s;
-SELECT df.explain(explain_chain(257));
--- 256 nested loops: every level two spaces below its header, the SQL at 4 * 255 spaces
+SELECT array_length(string_to_array(x, E'\n'), 1) AS lines, split_part(x, E'\n', 257) AS last
+FROM (SELECT df.explain(explain_chain(257)) AS x) s;
+SELECT df.explain(explain_chain(258));
+-- 256 nested loops (depth 256): every level two spaces below its header,
+-- the SQL at 4 * 256 spaces
 CREATE FUNCTION explain_loops(n int) RETURNS text LANGUAGE sql AS $$
 	WITH RECURSIVE c(i, g) AS (
 		SELECT 1, df.sql('SELECT 1')
@@ -166,11 +168,11 @@ CREATE FUNCTION explain_loops(n int) RETURNS text LANGUAGE sql AS $$
 	SELECT g FROM c WHERE i = n
 $$;
 SELECT array_length(string_to_array(x, E'\n'), 1) AS lines,
-	length(split_part(x, E'\n', 511)) - length(ltrim(split_part(x, E'\n', 511))) AS last_indent,
-	ltrim(split_part(x, E'\n', 511)) AS last_line,
+	length(split_part(x, E'\n', 513)) - length(ltrim(split_part(x, E'\n', 513))) AS last_indent,
+	ltrim(split_part(x, E'\n', 513)) AS last_line,
 	split_part(x, E'\n', 3) AS line3, split_part(x, E'\n', 4) AS line4
-FROM (SELECT df.explain(explain_loops(256)) AS x) s;
-SELECT df.explain(explain_loops(257));
+FROM (SELECT df.explain(explain_loops(257)) AS x) s;
+SELECT df.explain(explain_loops(258));
 -- node count: 10,000 nodes render (a JOIN of 9,999 branches), 10,001 do not
 CREATE FUNCTION explain_wide_join(n int) RETURNS text LANGUAGE sql AS $$
 	SELECT '{"node_type":"JOIN","left_node":{"node_type":"SQL","query":"SELECT 1"},"right_node":{"node_type":"SQL","query":"SELECT 2"},"extra_nodes":['

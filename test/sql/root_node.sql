@@ -11,6 +11,34 @@ CREATE FUNCTION pg_temp.node(inst text, id text) RETURNS void LANGUAGE sql AS $$
 SELECT conrelid::regclass, conname, contype, condeferrable, condeferred
 FROM pg_constraint WHERE conname = 'instances_root_node_same_instance_fkey' ORDER BY 1;
 
+-- the three graph references under the reference's names, all deferrable
+-- and deferred (the reference's test 51 counts exactly these three rows);
+-- the node references are foreign keys, the root one is the triggers above
+SELECT count(*) AS deferred_graph_references
+FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid
+	JOIN pg_namespace ns ON ns.oid = t.relnamespace
+WHERE ns.nspname = 'df'
+	AND (t.relname, c.conname) IN (('nodes', 'nodes_left_node_same_instance_fkey'),
+								   ('nodes', 'nodes_right_node_same_instance_fkey'),
+								   ('instances', 'instances_root_node_same_instance_fkey'))
+	AND c.condeferrable AND c.condeferred;
+SELECT conname, contype, pg_get_constraintdef(oid) AS definition
+FROM pg_constraint WHERE conrelid = 'df.nodes'::regclass AND contype = 'f' ORDER BY 1;
+
+-- a node whose child is not a node of the same instance is refused at commit
+BEGIN;
+INSERT INTO df.instances (id, root_node, submitted_by) VALUES ('0000aa03', '0000bb06', current_user::regrole);
+INSERT INTO df.nodes (id, instance_id, node_type, left_node, submitted_by)
+VALUES ('0000bb06', '0000aa03', 'LOOP', '0000bb07', current_user::regrole);
+COMMIT;
+BEGIN;
+INSERT INTO df.instances (id, root_node, submitted_by) VALUES ('0000aa03', '0000bb06', current_user::regrole);
+INSERT INTO df.nodes (id, instance_id, node_type, left_node, right_node, submitted_by)
+VALUES ('0000bb06', '0000aa03', 'THEN', '0000bb07', '0000bb08', current_user::regrole);
+SELECT pg_temp.node('0000aa03', '0000bb07');
+COMMIT;
+SELECT count(*) AS instance_without_all_children FROM df.instances WHERE id = '0000aa03';
+
 -- an instance whose root is not among its nodes is refused at commit
 BEGIN;
 INSERT INTO df.instances (id, root_node, submitted_by) VALUES ('0000aa01', '0000bb01', current_user::regrole);
