@@ -64,7 +64,48 @@ SET ROLE ssu_bob;
 CALL ssu_run('SELECT public.ssu_whoami() AS seen');
 RESET ROLE;
 
--- 3. no way back to the worker role (or to any other)
+-- 3. a step cancelled while it runs: the next step on that very executor
+--    is bob's own
+SET ROLE ssu_alice;
+SELECT df.start('SELECT pg_sleep(300) AS seen') AS sleeper \gset
+RESET ROLE;
+DO $$
+DECLARE
+	deadline timestamptz := clock_timestamp() + interval '60 seconds';
+BEGIN
+	WHILE NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'pg_durable executor'
+					  AND state = 'active' AND query LIKE '%pg_sleep(300)%') LOOP
+		IF clock_timestamp() > deadline THEN
+			RAISE EXCEPTION 'the sleeping step did not start within 60 seconds';
+		END IF;
+		PERFORM pg_sleep(0.01);
+		PERFORM pg_stat_clear_snapshot();
+	END LOOP;
+END
+$$;
+SELECT pid AS sleeper_pid FROM pg_stat_activity
+WHERE backend_type = 'pg_durable executor' AND query LIKE '%pg_sleep(300)%' \gset
+SELECT df.cancel(:'sleeper');
+SELECT set_config('ssu.sleeper_pid', :'sleeper_pid', false) IS NOT NULL AS noted;
+SET ROLE ssu_bob;
+DO $$
+DECLARE
+	st text;
+	res text;
+BEGIN
+	FOR i IN 1..500 LOOP
+		CALL public.ssu_run($q$SELECT pg_backend_pid() || ' ' || public.ssu_whoami() AS seen$q$, st, res);
+		IF split_part(res, ' ', 1)::int = current_setting('ssu.sleeper_pid')::int THEN
+			RAISE NOTICE 'on the cancelled step''s executor: %', substr(res, strpos(res, ' ') + 1);
+			RETURN;
+		END IF;
+	END LOOP;
+	RAISE EXCEPTION 'no step of bob ran on the cancelled step''s executor in 500 tries';
+END
+$$;
+RESET ROLE;
+
+-- 4. no way back to the worker role (or to any other)
 SET ROLE ssu_alice;
 CALL ssu_run('SET ROLE postgres');
 CALL ssu_run('SET SESSION AUTHORIZATION postgres');
