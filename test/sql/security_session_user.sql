@@ -85,7 +85,7 @@ END
 $$;
 SELECT pid AS sleeper_pid FROM pg_stat_activity
 WHERE backend_type = 'pg_durable executor' AND query LIKE '%pg_sleep(300)%' \gset
-SELECT df.cancel(:'sleeper');
+SELECT df.cancel(:'sleeper') LIKE '%cancelled%' AS cancelled;
 SELECT set_config('ssu.sleeper_pid', :'sleeper_pid', false) IS NOT NULL AS noted;
 SET ROLE ssu_bob;
 DO $$
