@@ -48,10 +48,12 @@ push @a, start_instance($node, "'$gated'", 'a') for 1 .. 6;
 ok(query_until($node, 'SELECT ' . gate_waiters() . ' = 2'),
 	"two of A's steps run, blocked on the gate");
 # (the claims of the two running steps are not committed: all 6 rows show)
-is( $node->safe_psql('postgres', qq{
-SELECT count(*) FROM df_internal.tasks WHERE kind = 'step'
+ok( query_until($node, qq{
+SELECT count(*) = 6 FROM df_internal.tasks WHERE kind = 'step'
 AND instance_id IN (@{[ join ', ', map { "'$_'" } @a ]})}),
-	'6', "A's four other steps wait in the queue");
+	"every instance of A started; its four other steps wait in the queue");
+is($node->safe_psql('postgres', 'SELECT ' . gate_waiters()), '2',
+	"and still only two of A's steps run");
 
 # B's workflows, while A's steps run
 my $b = $node->safe_psql('postgres', q{
