@@ -76,6 +76,13 @@ is( $node->safe_psql('postgres', 'SELECT ' . gate_waiters() . q{,
   (SELECT coalesce(max(attempts), 0) FROM df_internal.tasks)}),
 	'2|0|6|6|0',
 	"meanwhile A's steps are still blocked (2 running, 4 queued, never retried)");
+is( $node->safe_psql('postgres', qq{
+SELECT string_agg(DISTINCT n.status, ',') FROM df.instances i
+CROSS JOIN LATERAL df.instance_nodes(i.id) n
+WHERE i.id IN (@{[ join ', ', map { "'$_'" } @a ]})}),
+	'running', "df.instance_nodes shows A's steps running, as any step waiting for an executor");
+is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'),
+	'0', 'df.check() sees nothing wrong with the waiting steps');
 is( $node->safe_psql('postgres', q{
 SELECT (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_durable executor'),
        df_internal.admission_slots_held()}),
