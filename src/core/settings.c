@@ -31,6 +31,7 @@ int	  pgd_list_instances_max_limit = 1000;
 int	  pgd_retention_days = 30;
 int	  pgd_reconcile_interval = 3600;
 int	  pgd_workers = 4;
+int	  pgd_max_executors_per_role = 0;
 int	  pgd_loop_iteration_floor = 1000;
 int	  pgd_max_result_size = 64 * 1024; /* kB */
 int	  pgd_max_engine_errors = 10;
@@ -117,6 +118,17 @@ define_engine_settings(void)
 							"The launcher starts no more executors than free background worker slots allow.",
 							&pgd_workers, 4, 1, 64, PGC_POSTMASTER, 0, NULL,
 							NULL, NULL);
+
+	/*
+	 * The server's value, read by the executors at every claim: a reload
+	 * changes it for the next steps.
+	 */
+	DefineCustomIntVariable("pg_durable.max_executors_per_role",
+							"Most executors that SQL steps of one role may occupy at the same time.",
+							"0 means no limit. Steps over it wait in the queue while the other roles' "
+							"steps run.",
+							&pgd_max_executors_per_role, 0, 0, 64, PGC_SIGHUP,
+							0, NULL, NULL, NULL);
 
 	DefineCustomIntVariable("pg_durable.loop_iteration_floor",
 							"Least time between the starts of two iterations of a loop.",

@@ -52,6 +52,7 @@ typedef struct PgdExecutorSlot
 	bool   idle;		/* waiting for work */
 	char   instance[9]; /* instance whose user SQL runs now, or "" */
 	char   scope[256];	/* its execution scope (truncated) */
+	Oid	   step_role;	/* submitter of the SQL step it runs, or InvalidOid */
 } PgdExecutorSlot;
 
 /* A session waiting in df.await_instance for one instance to end. */
@@ -72,6 +73,13 @@ typedef struct PgdShared
 	PgdLauncherState launcher_state;
 	PgdExecutorSlot	 executors[PGD_MAX_EXECUTORS];
 	PgdAwaiter awaiters[PGD_MAX_AWAITERS]; /* sessions in df.await_instance */
+
+	/*
+	 * Some ready step was left in the queue because its role held its share
+	 * of the executors (share.c): the next executor to give a share back
+	 * asks for a queue scan, which the ring would not cause.
+	 */
+	bool share_deferred;
 
 	/*
 	 * Ids of tasks that became ready at a commit, oldest first: a hint that

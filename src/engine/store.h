@@ -120,6 +120,8 @@ extern void pgd_store_drop_wait_timer(const char *instance_id,
 extern bool pgd_store_claim_by_id(int64 task_id, PgdClaim *claim);
 extern void pgd_store_task_engine_error(int64 task_id, const char *error);
 extern bool pgd_store_oldest_ready(int64 *task_id);
+extern bool pgd_store_oldest_ready_except(const Oid *roles, int nroles,
+										  int64 *task_id);
 extern bool pgd_store_next_due(TimestampTz *at);
 
 /* --- HTTP leases --- */

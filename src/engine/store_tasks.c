@@ -14,6 +14,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -191,6 +192,31 @@ bool
 pgd_store_oldest_ready(int64 *task_id)
 {
 	if (store_run(STMT_TASK_OLDEST_READY, NULL, NULL) == 0)
+		return false;
+	*task_id = strtoll(store_get_string(0, 1), NULL, 10);
+	return true;
+}
+
+/*
+ * The same, passing over the steps of the nroles roles in roles[] (they
+ * hold their share of the executors); nroles = 0 passes over none.
+ */
+bool
+pgd_store_oldest_ready_except(const Oid *roles, int nroles, int64 *task_id)
+{
+	Datum *elems;
+	Datum  values[1];
+	int	   i;
+
+	if (nroles == 0)
+		return pgd_store_oldest_ready(task_id);
+	elems = palloc(sizeof(Datum) * nroles);
+	for (i = 0; i < nroles; i++)
+		elems[i] = ObjectIdGetDatum(roles[i]);
+	values[0] =
+		PointerGetDatum(construct_array(elems, nroles, OIDOID, sizeof(Oid),
+										true, TYPALIGN_INT));
+	if (store_run(STMT_TASK_OLDEST_READY_SHARE, values, NULL) == 0)
 		return false;
 	*task_id = strtoll(store_get_string(0, 1), NULL, 10);
 	return true;

@@ -160,6 +160,18 @@ pgd_queue_rescan(void)
 	SpinLockRelease(&pgd_shared->ready_mutex);
 }
 
+/*
+ * A step was left in the queue for its role's share, and that role just got
+ * a share back (core/share.c): have the queue scanned, by this executor and
+ * by one idle one, since the ring no longer holds the step's id.
+ */
+void
+pgd_queue_rescan_wake(void)
+{
+	pgd_queue_rescan();
+	wake_executors(1);
+}
+
 /* A scan begins: it answers for the state of this generation. */
 uint64
 pgd_queue_scan_begin(void)
@@ -465,6 +477,7 @@ executor_detach(int code, Datum arg)
 		pgd_shared->executors[my_slot].latch = NULL;
 		pgd_shared->executors[my_slot].idle = false;
 		pgd_shared->executors[my_slot].instance[0] = '\0';
+		pgd_shared->executors[my_slot].step_role = InvalidOid;
 	}
 	SpinLockRelease(&pgd_shared->mutex);
 }
@@ -479,6 +492,7 @@ pgd_executor_attach(int slot)
 	pgd_shared->executors[slot].pid = MyProcPid;
 	pgd_shared->executors[slot].latch = MyLatch;
 	pgd_shared->executors[slot].idle = false;
+	pgd_shared->executors[slot].step_role = InvalidOid;
 	SpinLockRelease(&pgd_shared->mutex);
 	my_slot = slot;
 	before_shmem_exit(executor_detach, (Datum) 0);

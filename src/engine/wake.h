@@ -34,6 +34,7 @@ extern bool	  pgd_ready_pop(int64 *task_id);
 extern bool	  pgd_queue_scan_due(TimestampTz now, long *sleep_ms);
 extern uint64 pgd_queue_scan_begin(void);
 extern void	  pgd_queue_rescan(void);
+extern void	  pgd_queue_rescan_wake(void);
 extern void	  pgd_queue_scanned(uint64 gen, TimestampTz earliest);
 
 /* the registry */

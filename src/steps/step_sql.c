@@ -34,6 +34,12 @@
  *	 - df.in_workflow: a step could SET it to false, so "inside a workflow"
  *	   is decided by an internal flag (pgd_in_workflow), the setting only
  *	   adding to it.
+ *
+ * What a step sees: current_user, session_user (and SHOW
+ * session_authorization) are the submitter, and is_superuser is the
+ * submitter's (off, unless superuser instances are enabled); see
+ * run_as_session_user.  pg_stat_activity still shows the executor's own
+ * role (usename), and the authenticated user stays the worker role.
  * Before switching to the submitter, the role is looked up again: a role
  * dropped since df.start, no longer LOGIN, or now a superuser while
  * pg_durable.enable_superuser_instances is off fails the step with a clear
@@ -149,6 +155,29 @@ discard_step_session_state(void)
 	ResetSequenceCaches();
 }
 
+/*
+ * Make the submitter the session user too, for the GUC nest level just
+ * opened: session_user, SHOW session_authorization and is_superuser then
+ * report the submitter, not the worker role, so that policies and functions
+ * keyed on them are not fooled.  It is what SET SESSION AUTHORIZATION does
+ * (the worker role, a superuser, is the authenticated user, so it may), as
+ * a saved setting of the nest level: popping the level restores the worker
+ * role as the session user, on success (pgd_run_user_sql pops it once the
+ * security restriction is lifted, as SetSessionAuthorization requires) and
+ * on error, when the subtransaction's rollback pops it after restoring the
+ * outer user id and security context.  The step itself cannot change
+ * either: SET SESSION AUTHORIZATION and SET ROLE are refused under a local
+ * user id change.
+ */
+static void
+run_as_session_user(Oid submitter)
+{
+	char *name = GetUserNameFromId(submitter, false);
+
+	(void) set_config_option("session_authorization", name, PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+}
+
 static bool
 is_retryable(int sqlerrcode)
 {
@@ -198,10 +227,11 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 		int				  nest;
 		int				  rc;
 
+		nest = NewGUCNestLevel();
+		run_as_session_user(submitter);
 		SetUserIdAndSecContext(submitter,
 							   save_sec | SECURITY_LOCAL_USERID_CHANGE |
 								   SECURITY_RESTRICTED_OPERATION);
-		nest = NewGUCNestLevel();
 		(void) set_config_option("df.in_workflow", "true", PGC_USERSET,
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
 								 false);
@@ -239,8 +269,9 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 									pgd_result_finish(dest.builder));
 		SPI_finish();
 
-		AtEOXact_GUC(false, nest);
+		/* this order: the session user is restored outside the restriction */
 		SetUserIdAndSecContext(save_userid, save_sec);
+		AtEOXact_GUC(false, nest);
 
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);

@@ -40,6 +40,11 @@
  * node fails with the last error.  Other tasks (start, timer, deliver)
  * are retried, reported by df.check(), until an administrator acts.
  *
+ * pg_durable.max_executors_per_role: a SQL step whose role already runs
+ * that many steps in other executors is not run; its claim is rolled back
+ * and queue scans pass over that role's steps until one of them ends
+ * (core/share.c), so other roles' work goes first.
+ *
  * A step of an instance started with database => 'x' (another database)
  * runs in x in a background session (remote.c) at least once; the
  * transition still commits here.
@@ -86,6 +91,7 @@
 #include "utils/wait_event.h"
 
 #include "core/settings.h"
+#include "core/share.h"
 #include "core/shmem.h"
 #include "core/unit.h"
 #include "engine/apply.h"
@@ -105,6 +111,7 @@
 
 static int	 my_slot;
 static int64 claimed_task_id = 0; /* the task of the current unit, or 0 */
+static bool	 share_taken = false; /* this unit holds a share of its role */
 static void	 wait_for_extension(void);
 static char *epoch_id = NULL;
 static TimestampTz last_heartbeat = 0;
@@ -319,8 +326,24 @@ run_step_task(PgdClaim *t)
 
 	if (engine_gave_up(t, &outcome))
 		ran = STEP_RAN;
+	else if (!pgd_share_take(my_slot, t->run.submitted_by))
+	{
+		/*
+		 * Its role runs its share of the executors already: roll the claim
+		 * back, which leaves the task as it was, for when the role has a
+		 * share free (core/share.c).  Nothing ran and nothing is recorded.
+		 */
+		ereport(DEBUG1,
+				(errmsg_internal("step %s of instance %s waits for its role's share of the executors",
+								 t->node_id, t->instance_id)));
+		SPI_finish();
+		PopActiveSnapshot();
+		AbortCurrentTransaction();
+		return false;
+	}
 	else
 	{
+		share_taken = true;
 		pgstat_report_activity(STATE_RUNNING, g->nodes[n].query);
 		ran = run_statement(t, g, n, &outcome);
 	}
@@ -389,10 +412,13 @@ static bool
 scan_queue(PgdClaim *claim, long *sleep_ms)
 {
 	uint64		gen = pgd_queue_scan_begin();
+	Oid			full[PGD_MAX_EXECUTORS];
+	int			nfull = pgd_share_full_roles(full);
 	int64		id;
 	TimestampTz at;
 
-	if (pgd_store_oldest_ready(&id))
+	/* the steps of roles that hold their share wait (core/share.c) */
+	if (pgd_store_oldest_ready_except(full, nfull, &id))
 	{
 		/* after this one, another may be due at once: look again */
 		pgd_queue_scanned(gen, GetCurrentTimestamp());
@@ -452,6 +478,21 @@ claim_task(PgdClaim *claim, long *sleep_ms)
 }
 
 /*
+ * The unit's step is over (committed, rolled back or failed): give its
+ * role's share back, and when a step waits for such a share, have the
+ * queue scanned (core/share.c).
+ */
+static void
+give_share_back(void)
+{
+	if (!share_taken)
+		return;
+	share_taken = false;
+	if (pgd_share_release(my_slot))
+		pgd_queue_rescan_wake();
+}
+
+/*
  * Claim and run one ready task.  Returns true if there was one; else sets
  * *sleep_ms to the time until the next timer is due (or the safety poll).
  */
@@ -498,6 +539,7 @@ process_one(long *sleep_ms)
 
 	if (committed_here)
 		pgd_end_unit();
+	give_share_back();
 	claimed_task_id = 0;
 	return true;
 }
@@ -583,6 +625,7 @@ process_available_work(void)
 			MemoryContextSwitchTo(work_cxt);
 			error = current_error_text();
 			pgd_unit_recover(old);
+			give_share_back();
 			claimed_task_id = 0;
 			if (task_id != 0 && error != NULL)
 			{
