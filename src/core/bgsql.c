@@ -319,6 +319,34 @@ pgd_bgsql_run(const char *entry, const char *name, Oid dboid, Oid connect_as,
 
 static BgsqlSession *step_sessions[BGSQL_MAX_CACHED];
 
+/*
+ * One request to the kept session s of step_sessions[slot], which is
+ * forgotten and closed if the request fails or gets no answer.  (A function
+ * of its own so that its PG_TRY sees no variable change: in the caller, gcc
+ * 14 reports the lookup loop's as clobbered.)
+ */
+static void
+kept_call(BgsqlSession *s, int slot, Oid run_as, int nargs,
+		  const char *const *args, PgdBgsqlResult *result)
+{
+	PG_TRY();
+	{
+		session_call(s, run_as, nargs, args, result);
+	}
+	PG_CATCH();
+	{
+		step_sessions[slot] = NULL;
+		session_close(s, true, false);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (result->status == PGD_BGSQL_NO_ANSWER)
+	{
+		step_sessions[slot] = NULL;
+		session_close(s, true, true);
+	}
+}
+
 bool
 pgd_bgsql_call_kept(const char *entry, const char *name, Oid dboid,
 					Oid connect_as, Oid run_as, int nargs,
@@ -362,22 +390,7 @@ pgd_bgsql_call_kept(const char *entry, const char *name, Oid dboid,
 		step_sessions[slot] = s;
 	}
 
-	PG_TRY();
-	{
-		session_call(s, run_as, nargs, args, result);
-	}
-	PG_CATCH();
-	{
-		step_sessions[slot] = NULL;
-		session_close(s, true, false);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	if (result->status == PGD_BGSQL_NO_ANSWER)
-	{
-		step_sessions[slot] = NULL;
-		session_close(s, true, true);
-	}
+	kept_call(s, slot, run_as, nargs, args, result);
 	return true;
 }
 
