@@ -63,7 +63,15 @@ PROVE_TESTS = test/t/*.pl
 PG_PROVE_FLAGS += -I test/perl
 EXTRA_CLEAN += tmp_check/
 
-.PHONY: prove_installcheck list-isolation list-tap
+.PHONY: prove_installcheck list-isolation list-tap dist
+
+# The release archive for PGXN: the committed tree at HEAD (git archive),
+# under the folder pg_durable-<version>/, after checking META.json.
+DIST = $(EXTENSION)-$(EXTVERSION).zip
+dist:
+	perl scripts/check-meta --tree . META.json
+	git archive --format zip --prefix=$(EXTENSION)-$(EXTVERSION)/ -o $(DIST) HEAD
+	@echo $(DIST)
 prove_installcheck:
 	$(prove_installcheck)
 
