@@ -14,7 +14,15 @@ EXTVERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION).
 
 MODULE_big = pg_durable
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/*/*.c)))
+# sql/pg_durable.sql is the schema of the current version, installed as
+# pg_durable--$(EXTVERSION).sql.  The install scripts of released versions
+# are frozen beside it (so that a test can create the old version and update
+# it), with the upgrade scripts between versions: every schema change goes
+# into pg_durable.sql AND the current upgrade script (src/README.md).
+OLD_VERSIONS = 0.3.0
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
+DATA = $(foreach v,$(OLD_VERSIONS),sql/$(EXTENSION)--$(v).sql) \
+	$(sort $(wildcard sql/$(EXTENSION)--*--*.sql))
 EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql
 
 PG_CONFIG ?= pg_config
@@ -55,7 +63,15 @@ PROVE_TESTS = test/t/*.pl
 PG_PROVE_FLAGS += -I test/perl
 EXTRA_CLEAN += tmp_check/
 
-.PHONY: prove_installcheck list-isolation list-tap
+.PHONY: prove_installcheck list-isolation list-tap dist
+
+# The release archive for PGXN: the committed tree at HEAD (git archive),
+# under the folder pg_durable-<version>/, after checking META.json.
+DIST = $(EXTENSION)-$(EXTVERSION).zip
+dist:
+	perl scripts/check-meta --tree . META.json
+	git archive --format zip --prefix=$(EXTENSION)-$(EXTVERSION)/ -o $(DIST) HEAD
+	@echo $(DIST)
 prove_installcheck:
 	$(prove_installcheck)
 

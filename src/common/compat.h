@@ -36,4 +36,14 @@
 	pg_database_aclcheck((dboid), (roleid), (mode))
 #endif
 
+/*
+ * PG 18 made the binary side of pg_b64_encode (its source) and pg_b64_decode
+ * (its destination) uint8 * instead of char *: cast to PgdB64Byte *.
+ */
+#if PG_VERSION_NUM >= 180000
+typedef uint8 PgdB64Byte;
+#else
+typedef char PgdB64Byte;
+#endif
+
 #endif /* PG_DURABLE_COMPAT_H */

@@ -221,6 +221,43 @@ session_close(BgsqlSession *s, bool terminate, bool wait)
 }
 
 /*
+ * Wait, with interrupts held (this runs on an error path), until a session
+ * asked to terminate has exited, for at most BGSQL_GONE_WAIT_MS.  A session
+ * dies at its next interrupt check, which a lock wait makes at once.
+ */
+#define BGSQL_GONE_WAIT_MS 10000
+
+static void
+wait_session_gone(BackgroundWorkerHandle *handle)
+{
+	TimestampTz deadline =
+		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), BGSQL_GONE_WAIT_MS);
+	pid_t pid;
+
+	HOLD_INTERRUPTS();
+	for (;;)
+	{
+		BgwHandleStatus st = GetBackgroundWorkerPid(handle, &pid);
+
+		if (st == BGWH_STOPPED || st == BGWH_POSTMASTER_DIED)
+			break;
+		if (GetCurrentTimestamp() >= deadline)
+		{
+			elog(WARNING,
+				 "pg_durable: a background session did not exit within %d ms "
+				 "of its caller's error",
+				 BGSQL_GONE_WAIT_MS);
+			break;
+		}
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	RESUME_INTERRUPTS();
+}
+
+/*
  * Send one request and wait for its reply.  An interrupt while waiting
  * terminates the session (its work must not go on) and propagates; the
  * caller forgets the session.
@@ -254,8 +291,16 @@ session_call(BgsqlSession *s, Oid run_as, int nargs, const char *const *args,
 	}
 	PG_CATCH();
 	{
-		/* cancelled, timed out or terminated: the session must not go on */
+		/*
+		 * Cancelled, timed out or terminated: the session must not go on,
+		 * and must be gone before this error releases the caller's locks.
+		 * TerminateBackgroundWorker only asks the postmaster to signal it;
+		 * a session waiting for a lock the caller holds would otherwise get
+		 * it at the caller's ROLLBACK and could commit its work (a workflow
+		 * the caller was told was not started) before the signal arrives.
+		 */
 		TerminateBackgroundWorker(s->handle);
+		wait_session_gone(s->handle);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -319,6 +364,34 @@ pgd_bgsql_run(const char *entry, const char *name, Oid dboid, Oid connect_as,
 
 static BgsqlSession *step_sessions[BGSQL_MAX_CACHED];
 
+/*
+ * One request to the kept session s of step_sessions[slot], which is
+ * forgotten and closed if the request fails or gets no answer.  (A function
+ * of its own so that its PG_TRY sees no variable change: in the caller, gcc
+ * 14 reports the lookup loop's as clobbered.)
+ */
+static void
+kept_call(BgsqlSession *s, int slot, Oid run_as, int nargs,
+		  const char *const *args, PgdBgsqlResult *result)
+{
+	PG_TRY();
+	{
+		session_call(s, run_as, nargs, args, result);
+	}
+	PG_CATCH();
+	{
+		step_sessions[slot] = NULL;
+		session_close(s, true, false);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (result->status == PGD_BGSQL_NO_ANSWER)
+	{
+		step_sessions[slot] = NULL;
+		session_close(s, true, true);
+	}
+}
+
 bool
 pgd_bgsql_call_kept(const char *entry, const char *name, Oid dboid,
 					Oid connect_as, Oid run_as, int nargs,
@@ -362,22 +435,7 @@ pgd_bgsql_call_kept(const char *entry, const char *name, Oid dboid,
 		step_sessions[slot] = s;
 	}
 
-	PG_TRY();
-	{
-		session_call(s, run_as, nargs, args, result);
-	}
-	PG_CATCH();
-	{
-		step_sessions[slot] = NULL;
-		session_close(s, true, false);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	if (result->status == PGD_BGSQL_NO_ANSWER)
-	{
-		step_sessions[slot] = NULL;
-		session_close(s, true, true);
-	}
+	kept_call(s, slot, run_as, nargs, args, result);
 	return true;
 }
 

@@ -44,6 +44,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "common/compat.h"
 #include "common/messages.h"
 #include "common/spi.h"
 #include "core/identity.h"
@@ -130,7 +131,8 @@ decode_base64(const char *s, size_t *len)
 		if (!isspace((unsigned char) *p))
 			appendStringInfoChar(&clean, *p);
 	out = palloc(pg_b64_dec_len(clean.len) + 1);
-	n = pg_b64_decode(clean.data, clean.len, out, pg_b64_dec_len(clean.len));
+	n = pg_b64_decode(clean.data, clean.len, (PgdB64Byte *) out,
+					  pg_b64_dec_len(clean.len));
 	if (n < 0)
 		return NULL;
 	*len = n;
@@ -518,7 +520,7 @@ base64_text(const char *data, size_t len)
 {
 	int	  enc_len = pg_b64_enc_len(len);
 	char *out = palloc(enc_len + 1);
-	int	  n = pg_b64_encode(data, len, out, enc_len);
+	int	  n = pg_b64_encode((const PgdB64Byte *) data, len, out, enc_len);
 
 	if (n < 0)
 		elog(ERROR, "base64 encoding failed");

@@ -2,19 +2,22 @@
 -- test/run; its base URL is the setting pgd_test.http_base): the envelope,
 -- verbs, bodies, headers, binary bodies, 4xx and 5xx, redirects, timeouts,
 -- connection errors, substitution, multipart, JOIN/RACE, the Idempotency-Key
--- and the EXECUTE re-check.  Durations and the server's port are masked.
+-- and the EXECUTE re-check.  Durations, the server's port and libcurl's
+-- wording of a refused connection are masked.
 SELECT df.grant_usage('df_user', include_http => true);
 
 -- the root node's result of a finished instance, masked
 CREATE FUNCTION http_show(iid text) RETURNS text LANGUAGE sql AS $$
-	SELECT i.status || ' ' || regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
+	SELECT i.status || ' ' || regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
 		CASE WHEN jsonb_typeof(n.result) = 'object' THEN (n.result - 'duration_ms')::text
 			 ELSE n.result #>> '{}' END,
 		'localhost:[0-9]+', 'localhost:PORT', 'g'),
 		'pg_durable/[0-9.]+', 'pg_durable/VERSION', 'g'),
 		'after [0-9]+ ms', 'after N ms', 'g'),
 		'[0-9a-f]{8}:[0-9a-f]{8}:[0-9]+', 'KEY', 'g'),
-		'"content-length": "[0-9]+"', '"content-length": "N"', 'g')
+		'"content-length": "[0-9]+"', '"content-length": "N"', 'g'),
+		-- (libcurl 7 says "Couldn't connect", 8 "Could not connect")
+		'Could(n''t| not) connect', 'Could not connect', 'g')
 	FROM df.instances i JOIN df.nodes n ON n.instance_id = i.id AND n.id = i.root_node
 	WHERE i.id = iid
 $$;

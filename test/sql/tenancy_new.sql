@@ -91,7 +91,9 @@ SELECT held FROM tn_slots;
 
 -- 8. a cancelled caller leaves no slot, no session and no instance: the
 --    background session waits for a lock held here and the caller's
---    statement_timeout cancels the wait
+--    statement_timeout cancels the wait (the instances are counted once the
+--    session is gone: one that outlived the caller's ROLLBACK could still
+--    get the lock and commit)
 SELECT count(*) AS instances_before FROM df.instances \gset
 BEGIN;
 LOCK df.instances IN SHARE MODE;
@@ -100,7 +102,6 @@ SET LOCAL ROLE tn_alice;
 SELECT df.start('SELECT 1', transaction_mode => 'new');
 ROLLBACK;
 SELECT held FROM tn_slots;
-SELECT count(*) - :instances_before AS no_rows_left_behind FROM df.instances;
 DO $$
 DECLARE
 	deadline timestamptz := clock_timestamp() + interval '30 seconds';
@@ -113,6 +114,7 @@ BEGIN
 	END LOOP;
 END
 $$;
+SELECT count(*) - :instances_before AS no_rows_left_behind FROM df.instances;
 
 SELECT engine_idle();
 SET ROLE tn_alice;

@@ -1,0 +1,953 @@
+/*
+ * pg_durable install script.
+ *
+ * The control file sets schema = pg_catalog so that the unqualified CREATE
+ * OPERATOR statements land in pg_catalog (usable whatever the search_path);
+ * everything else is created in schema df, or in the private schema
+ * df_internal that holds the engine's own objects.  Nothing is granted to
+ * PUBLIC except where a statement below says so: schema USAGE on df is the
+ * gate for ordinary users.
+ */
+
+\echo Use "CREATE EXTENSION pg_durable" to load this file. \quit
+
+DO $check$
+BEGIN
+	IF current_setting('pg_durable.database', true) IS NULL THEN
+		RAISE EXCEPTION 'pg_durable must be loaded via shared_preload_libraries'
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'Add pg_durable to shared_preload_libraries in postgresql.conf and restart the server.';
+	END IF;
+	IF current_database() OPERATOR(pg_catalog.<>) current_setting('pg_durable.database') THEN
+		RAISE EXCEPTION 'pg_durable extension must be created in database "%" (currently in "%"). Connect to "%" or change pg_durable.database.',
+			current_setting('pg_durable.database'), current_database(), current_setting('pg_durable.database')
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'pg_durable.database is a server setting; changing it requires a restart.';
+	END IF;
+END
+$check$;
+
+CREATE SCHEMA df;
+CREATE SCHEMA df_internal;
+REVOKE ALL ON SCHEMA df FROM PUBLIC;
+REVOKE ALL ON SCHEMA df_internal FROM PUBLIC;
+
+COMMENT ON SCHEMA df IS 'pg_durable: workflow DSL, control and monitoring functions';
+COMMENT ON SCHEMA df_internal IS 'pg_durable: private engine state';
+
+-- ---------------------------------------------------------------------------
+-- Information
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION df.version() RETURNS text
+	LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'pgd_version';
+COMMENT ON FUNCTION df.version() IS 'pg_durable version and build time';
+
+CREATE FUNCTION df.target_database() RETURNS text
+	LANGUAGE c STRICT IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'pgd_target_database';
+COMMENT ON FUNCTION df.target_database() IS 'the database the extension and its executors live in (pg_durable.database)';
+
+CREATE FUNCTION df.duroxide_schema() RETURNS text
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $$ SELECT 'df_internal'::text $$;
+COMMENT ON FUNCTION df.duroxide_schema() IS 'name of the private engine schema that holds _worker_ready';
+
+-- ---------------------------------------------------------------------------
+-- Variables
+-- ---------------------------------------------------------------------------
+
+CREATE TABLE df.vars (
+	name text NOT NULL,
+	value text,
+	owner regrole NOT NULL DEFAULT pg_catalog.quote_ident(current_user)::regrole,
+	PRIMARY KEY (owner, name)
+);
+ALTER TABLE df.vars ENABLE ROW LEVEL SECURITY;
+CREATE POLICY vars_user_isolation ON df.vars FOR ALL
+	USING (owner OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole)
+	WITH CHECK (owner OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole);
+SELECT pg_catalog.pg_extension_config_dump('df.vars', '');
+COMMENT ON TABLE df.vars IS 'workflow variables per role, snapshotted by df.start';
+
+CREATE FUNCTION df.setvar(name text, value text) RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_setvar';
+COMMENT ON FUNCTION df.setvar(text, text) IS 'set a workflow variable of the current role ({name} in workflow text)';
+
+CREATE FUNCTION df.getvar(name text) RETURNS text
+	LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'pgd_getvar';
+COMMENT ON FUNCTION df.getvar(text) IS 'value of a workflow variable of the current role, or NULL';
+
+CREATE FUNCTION df.unsetvar(name text) RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_unsetvar';
+COMMENT ON FUNCTION df.unsetvar(text) IS 'remove a workflow variable of the current role';
+
+CREATE FUNCTION df.clearvars() RETURNS text
+	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_clearvars';
+COMMENT ON FUNCTION df.clearvars() IS 'remove every workflow variable of the current role';
+
+-- ---------------------------------------------------------------------------
+-- DSL builders: pure functions returning Durofut JSON text
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION df.sql(query text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_sql';
+COMMENT ON FUNCTION df.sql(text) IS 'a SQL step';
+
+CREATE FUNCTION df.seq(a text, b text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_seq';
+COMMENT ON FUNCTION df.seq(text, text) IS 'run a, then b (operator ~>)';
+
+CREATE FUNCTION df.as(fut text, name text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_as';
+COMMENT ON FUNCTION df.as(text, text) IS 'name the result of a step so later steps can use $name (operator |=>)';
+
+CREATE FUNCTION df.as_op(fut text, name text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_as';
+COMMENT ON FUNCTION df.as_op(text, text) IS 'implementation of operator |=>';
+
+CREATE FUNCTION df.sleep(seconds bigint) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_sleep';
+COMMENT ON FUNCTION df.sleep(bigint) IS 'a durable timer of the given number of seconds';
+
+CREATE FUNCTION df.wait_for_schedule(cron_expr text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_wait_for_schedule';
+COMMENT ON FUNCTION df.wait_for_schedule(text) IS 'wait for the next tick of a 5-field cron expression (UTC)';
+
+CREATE FUNCTION df.loop(body text, condition text DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_loop';
+COMMENT ON FUNCTION df.loop(text, text) IS 'repeat body forever, or while condition is true after each run (prefix operator @>)';
+
+CREATE FUNCTION df.loop_prefix_op(body text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_loop_prefix';
+COMMENT ON FUNCTION df.loop_prefix_op(text) IS 'implementation of prefix operator @>';
+
+CREATE FUNCTION df.break(value text DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_break';
+COMMENT ON FUNCTION df.break(text) IS 'leave the nearest enclosing loop with a value';
+
+CREATE FUNCTION df.if(condition text, then_branch text, else_branch text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_if';
+COMMENT ON FUNCTION df.if(text, text, text) IS 'run then_branch if condition is truthy, else else_branch (operators ?> and !>)';
+
+CREATE FUNCTION df.if_rows(result_name text, then_branch text, else_branch text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_if_rows';
+COMMENT ON FUNCTION df.if_rows(text, text, text) IS 'run then_branch if the named result has rows, else else_branch';
+
+CREATE FUNCTION df.if_then_op(condition text, then_branch text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_if_then_op';
+COMMENT ON FUNCTION df.if_then_op(text, text) IS 'implementation of operator ?> (a partial if, completed by !>)';
+
+CREATE FUNCTION df.if_else_op(partial_if text, else_branch text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_if_else_op';
+COMMENT ON FUNCTION df.if_else_op(text, text) IS 'implementation of operator !>';
+
+CREATE FUNCTION df.join(a text, b text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_join';
+COMMENT ON FUNCTION df.join(text, text) IS 'run a and b in parallel and wait for both (operator &)';
+
+CREATE FUNCTION df.join3(a text, b text, c text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_join3';
+COMMENT ON FUNCTION df.join3(text, text, text) IS 'run three branches in parallel and wait for all';
+
+CREATE FUNCTION df.race(a text, b text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_race';
+COMMENT ON FUNCTION df.race(text, text) IS 'run a and b in parallel; the first to finish decides (operator |)';
+
+CREATE FUNCTION df.wait_for_signal(name text, timeout_seconds int DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_wait_for_signal';
+COMMENT ON FUNCTION df.wait_for_signal(text, int) IS 'wait for df.signal(instance, name, data), optionally with a timeout';
+
+CREATE FUNCTION df.http(url text, method text DEFAULT 'POST', body text DEFAULT NULL,
+						headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http';
+COMMENT ON FUNCTION df.http(text, text, text, jsonb, int) IS 'an HTTP request step';
+
+CREATE FUNCTION df.http_multipart(url text, method text DEFAULT 'POST', parts jsonb DEFAULT NULL,
+								  headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http_multipart';
+COMMENT ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, int) IS 'an HTTP multipart/form-data request step';
+
+REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, int) FROM PUBLIC;
+
+CREATE FUNCTION df_internal.validate_graph(graph text) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_validate_graph';
+COMMENT ON FUNCTION df_internal.validate_graph(text) IS 'NULL if df.start would accept the graph, else the error message it would raise';
+
+CREATE FUNCTION df.explain(input text) RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_explain';
+COMMENT ON FUNCTION df.explain(text) IS 'render a workflow graph, DSL expression or instance as a tree';
+
+CREATE FUNCTION df_internal.cron_next(cron_expr text, after timestamptz) RETURNS timestamptz
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_cron_next';
+COMMENT ON FUNCTION df_internal.cron_next(text, timestamptz) IS 'next tick of a cron expression strictly after a time (UTC); NULL if none';
+
+-- ---------------------------------------------------------------------------
+-- Operators (in pg_catalog: all share one precedence, left-associative)
+-- ---------------------------------------------------------------------------
+
+CREATE OPERATOR ~> (LEFTARG = text, RIGHTARG = text, FUNCTION = df.seq);
+CREATE OPERATOR |=> (LEFTARG = text, RIGHTARG = text, FUNCTION = df.as_op);
+CREATE OPERATOR & (LEFTARG = text, RIGHTARG = text, FUNCTION = df.join);
+CREATE OPERATOR | (LEFTARG = text, RIGHTARG = text, FUNCTION = df.race);
+CREATE OPERATOR ?> (LEFTARG = text, RIGHTARG = text, FUNCTION = df.if_then_op);
+CREATE OPERATOR !> (LEFTARG = text, RIGHTARG = text, FUNCTION = df.if_else_op);
+CREATE OPERATOR @> (RIGHTARG = text, FUNCTION = df.loop_prefix_op);
+
+COMMENT ON OPERATOR ~> (text, text) IS 'pg_durable: sequence (df.seq)';
+COMMENT ON OPERATOR |=> (text, text) IS 'pg_durable: name a result (df.as)';
+COMMENT ON OPERATOR & (text, text) IS 'pg_durable: parallel join (df.join)';
+COMMENT ON OPERATOR | (text, text) IS 'pg_durable: race (df.race)';
+COMMENT ON OPERATOR ?> (text, text) IS 'pg_durable: if-then, completed by !>';
+COMMENT ON OPERATOR !> (text, text) IS 'pg_durable: else (df.if)';
+COMMENT ON OPERATOR @> (NONE, text) IS 'pg_durable: loop (df.loop)';
+
+-- ---------------------------------------------------------------------------
+-- Instances and nodes (the reference's user-visible tables)
+-- ---------------------------------------------------------------------------
+
+CREATE TABLE df.instances (
+	id varchar(8) PRIMARY KEY,
+	label text,
+	root_node varchar(8) NOT NULL,
+	status text DEFAULT 'pending',
+	submitted_by regrole NOT NULL,
+	database text,
+	created_at timestamptz DEFAULT now(),
+	updated_at timestamptz DEFAULT now(),
+	completed_at timestamptz,
+	CONSTRAINT instances_identity_key UNIQUE (id, submitted_by)
+);
+ALTER TABLE df.instances ADD CONSTRAINT instances_id_check
+	CHECK (id OPERATOR(pg_catalog.~) '^[0-9a-f]{8}$') NOT VALID;
+ALTER TABLE df.instances ADD CONSTRAINT instances_root_node_check
+	CHECK (root_node OPERATOR(pg_catalog.~) '^[0-9a-f]{8}$') NOT VALID;
+ALTER TABLE df.instances ADD CONSTRAINT instances_status_check
+	CHECK (status IN ('pending', 'running', 'completed', 'failed', 'cancelled')) NOT VALID;
+CREATE INDEX idx_instances_status ON df.instances (status, created_at DESC, id);
+CREATE INDEX idx_instances_created_at ON df.instances (created_at DESC, id);
+CREATE INDEX idx_instances_label ON df.instances (label, created_at DESC, id) WHERE label IS NOT NULL;
+COMMENT ON TABLE df.instances IS 'one row per workflow instance';
+
+CREATE TABLE df.nodes (
+	id varchar(8) NOT NULL,
+	instance_id varchar(8) NOT NULL,
+	node_type text NOT NULL,
+	query text,
+	result_name text,
+	left_node varchar(8),
+	right_node varchar(8),
+	status text DEFAULT 'pending',
+	result jsonb,
+	error text,
+	submitted_by regrole,
+	database text,
+	created_at timestamptz DEFAULT now(),
+	updated_at timestamptz DEFAULT now(),
+	status_details jsonb,
+	CONSTRAINT nodes_pkey PRIMARY KEY (instance_id, id)
+) WITH (fillfactor = 50);
+-- Every node row is updated twice (running, then done) and grows by its
+-- result: room on its page keeps those updates HOT (no index writes).
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_id_check
+	CHECK (id OPERATOR(pg_catalog.~) '^[0-9a-f]{8}$') NOT VALID;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_instance_id_check
+	CHECK (instance_id OPERATOR(pg_catalog.~) '^[0-9a-f]{8}$') NOT VALID;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_submitted_by_not_null
+	CHECK (submitted_by IS NOT NULL) NOT VALID;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
+	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
+						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL')) NOT VALID;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_name_check
+	CHECK (result_name IS NULL OR result_name OPERATOR(pg_catalog.~) '^[A-Za-z_][A-Za-z0-9_]*$') NOT VALID;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_status_check
+	CHECK (status IN ('pending', 'running', 'completed', 'failed')) NOT VALID;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_check
+	CHECK (result IS NULL OR status IN ('completed', 'failed')) NOT VALID;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
+	CASE
+		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL')
+			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type = 'THEN' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'IF' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'LOOP' THEN left_node IS NOT NULL AND right_node IS NULL
+		WHEN node_type = 'JOIN' THEN left_node IS NOT NULL AND right_node IS NOT NULL
+		WHEN node_type = 'RACE' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		ELSE false
+	END) NOT VALID;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_instance_identity_fkey
+	FOREIGN KEY (instance_id, submitted_by) REFERENCES df.instances (id, submitted_by)
+	ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_left_node_fkey
+	FOREIGN KEY (instance_id, left_node) REFERENCES df.nodes (instance_id, id)
+	DEFERRABLE INITIALLY DEFERRED;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_right_node_fkey
+	FOREIGN KEY (instance_id, right_node) REFERENCES df.nodes (instance_id, id)
+	DEFERRABLE INITIALLY DEFERRED;
+-- An instance's root node is one of its nodes.  Not a foreign key: with one
+-- from df.instances to df.nodes and one back, pg_dump finds a cycle between
+-- the two configuration tables, and pg_restore loads each table in a
+-- transaction of its own, so whichever comes first violates its key and the
+-- restore loses every instance.  These constraint triggers (deferred, under
+-- the key's name) check the same thing from both sides, except that an
+-- instance may have no nodes at all for a while: a restore loads
+-- df.instances first (nodes_instance_identity_fkey orders it so), then
+-- df.nodes, whose rows are checked against their instance's root node.
+CREATE FUNCTION df_internal.check_root_node() RETURNS trigger
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	inst varchar(8);
+	root varchar(8);
+BEGIN
+	IF TG_TABLE_NAME = 'instances' THEN
+		inst := NEW.id;
+	ELSIF TG_OP = 'DELETE' THEN
+		inst := OLD.instance_id;
+	ELSE
+		inst := NEW.instance_id;
+	END IF;
+	-- locked as a foreign key's check locks: no concurrent delete in between
+	SELECT i.root_node INTO root FROM df.instances i WHERE i.id = inst FOR KEY SHARE;
+	IF NOT FOUND THEN
+		RETURN NULL;
+	END IF;
+	PERFORM FROM df.nodes n WHERE n.instance_id = inst AND n.id = root FOR KEY SHARE;
+	IF FOUND THEN
+		RETURN NULL;
+	END IF;
+	IF TG_TABLE_NAME = 'instances' THEN
+		IF NOT EXISTS (SELECT FROM df.nodes n WHERE n.instance_id = inst) THEN
+			RETURN NULL;
+		END IF;
+		RAISE foreign_key_violation USING
+			MESSAGE = format('insert or update on table "instances" violates foreign key constraint "%s"', TG_NAME),
+			DETAIL = format('Key (id, root_node)=(%s, %s) is not present in table "nodes".', inst, root),
+			TABLE = 'instances', SCHEMA = 'df', CONSTRAINT = TG_NAME;
+	END IF;
+	RAISE foreign_key_violation USING
+		MESSAGE = format('insert, update or delete on table "nodes" violates foreign key constraint "%s" on table "instances"', TG_NAME),
+		DETAIL = format('Key (id, root_node)=(%s, %s) of table "instances" is not present in table "nodes".', inst, root),
+		TABLE = 'nodes', SCHEMA = 'df', CONSTRAINT = TG_NAME;
+END
+$$;
+COMMENT ON FUNCTION df_internal.check_root_node() IS 'the check of instances_root_node_same_instance_fkey: an instance''s root node is one of its nodes';
+REVOKE EXECUTE ON FUNCTION df_internal.check_root_node() FROM PUBLIC;
+CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
+	AFTER INSERT OR UPDATE OF id, root_node ON df.instances
+	DEFERRABLE INITIALLY DEFERRED
+	FOR EACH ROW EXECUTE FUNCTION df_internal.check_root_node();
+CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
+	AFTER INSERT OR UPDATE OF instance_id, id OR DELETE ON df.nodes
+	DEFERRABLE INITIALLY DEFERRED
+	FOR EACH ROW EXECUTE FUNCTION df_internal.check_root_node();
+CREATE INDEX idx_nodes_instance ON df.nodes (instance_id);
+COMMENT ON TABLE df.nodes IS 'one row per node of each workflow instance';
+
+ALTER TABLE df.instances ENABLE ROW LEVEL SECURITY;
+ALTER TABLE df.nodes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY instances_user_isolation ON df.instances FOR ALL
+	USING (submitted_by OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole)
+	WITH CHECK (submitted_by OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole);
+CREATE POLICY nodes_user_isolation ON df.nodes FOR ALL
+	USING (submitted_by OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole)
+	WITH CHECK (submitted_by OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole);
+
+CREATE TABLE df._worker_epoch (
+	epoch_id uuid PRIMARY KEY,
+	started_at timestamptz DEFAULT now(),
+	last_seen_at timestamptz DEFAULT now()
+);
+COMMENT ON TABLE df._worker_epoch IS 'heartbeat of the pg_durable executors';
+
+SELECT pg_catalog.pg_extension_config_dump('df.instances', '');
+SELECT pg_catalog.pg_extension_config_dump('df.nodes', '');
+
+-- ---------------------------------------------------------------------------
+-- Engine state (private).  Every state transition of an instance locks its
+-- runs row first; see DESIGN.md "The step transaction".
+-- ---------------------------------------------------------------------------
+
+CREATE TABLE df_internal._worker_ready (
+	sentinel boolean PRIMARY KEY DEFAULT true CHECK (sentinel),
+	schema_version int NOT NULL,
+	initialized_at timestamptz NOT NULL DEFAULT now()
+);
+GRANT USAGE ON SCHEMA df_internal TO PUBLIC;
+GRANT SELECT ON df_internal._worker_ready TO PUBLIC;
+
+-- one row per live instance: the per-instance lock and its captured context
+CREATE TABLE df_internal.runs (
+	instance_id varchar(8) PRIMARY KEY,
+	submitted_by regrole NOT NULL,	-- regrole: a dump names the role, not its OID
+	label text,
+	database text,
+	vars jsonb NOT NULL DEFAULT '{}',
+	status text NOT NULL DEFAULT 'pending',
+	created_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- the ready queue; timers are tasks with a future run_at.  HTTP steps
+-- (kind 'http') belong to the HTTP worker, which leases them: a claimed
+-- call sets lease_until and a fresh lease_token (committed before the call
+-- is made); its completion applies only while the token is still the same,
+-- and an expired lease makes the task claimable again (at-least-once).
+-- engine_errors counts the claims of the task that an unexpected error of
+-- the engine rolled back (recorded after the rollback, with the last
+-- error); df.check() reports a task whose errors repeat.
+CREATE TABLE df_internal.tasks (
+	id bigserial PRIMARY KEY,
+	instance_id varchar(8) NOT NULL,
+	node_id varchar(8),
+	scope text NOT NULL,
+	kind text NOT NULL CHECK (kind IN ('start', 'step', 'timer', 'deliver', 'http')),
+	run_at timestamptz NOT NULL DEFAULT now(),
+	attempts int NOT NULL DEFAULT 0,
+	lease_until timestamptz,
+	lease_token uuid,
+	engine_errors int NOT NULL DEFAULT 0,
+	last_engine_error text
+);
+CREATE INDEX tasks_run_at_idx ON df_internal.tasks (run_at, id) WHERE kind <> 'http';
+CREATE INDEX tasks_http_idx ON df_internal.tasks (run_at, id) WHERE kind = 'http';
+CREATE INDEX tasks_instance_idx ON df_internal.tasks (instance_id);
+
+-- named results, per execution scope (JOIN/RACE branches get their own)
+CREATE TABLE df_internal.results (
+	instance_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	name text NOT NULL,
+	value json,				-- json, not jsonb: "first column" needs the column order
+	seq bigserial,
+	PRIMARY KEY (instance_id, scope, name)
+);
+
+-- branches still running per JOIN execution
+CREATE TABLE df_internal.joins (
+	instance_id varchar(8) NOT NULL,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	remaining int NOT NULL,
+	PRIMARY KEY (instance_id, node_id, scope)
+);
+
+-- running loops: generation and iteration count per loop node and scope
+CREATE TABLE df_internal.loops (
+	instance_id varchar(8) NOT NULL,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	generation int NOT NULL DEFAULT 1,
+	iterations bigint NOT NULL DEFAULT 1,
+	iteration_started_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+	PRIMARY KEY (instance_id, node_id, scope)
+);
+SELECT pg_catalog.pg_extension_config_dump('df_internal.loops', '');
+
+-- signals sent to an instance, delivered in order to waits of the same name
+CREATE TABLE df_internal.signals (
+	id bigserial PRIMARY KEY,
+	instance_id varchar(8) NOT NULL,
+	name text NOT NULL,
+	payload jsonb,
+	sent_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX signals_instance_idx ON df_internal.signals (instance_id, name, id);
+
+-- SIGNAL nodes waiting for a signal
+CREATE TABLE df_internal.waits (
+	instance_id varchar(8) NOT NULL,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	name text NOT NULL,
+	seq bigserial,
+	PRIMARY KEY (instance_id, node_id, scope)
+);
+
+-- the append-only history of every instance (events.c); rows are small:
+-- never a step's result, at most a truncated error text
+CREATE SEQUENCE df_internal.events_id_seq;
+CREATE TABLE df_internal.events (
+	id bigint NOT NULL DEFAULT pg_catalog.nextval('df_internal.events_id_seq'),
+	instance_id varchar(8) NOT NULL,
+	at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	kind text NOT NULL CHECK (kind IN ('instance_started', 'node_started', 'node_completed',
+									   'node_failed', 'step_retried', 'signal_received',
+									   'instance_completed', 'instance_failed',
+									   'instance_cancelled')),
+	node_id varchar(8),
+	scope text,
+	attempt int,
+	duration_ms bigint,
+	detail jsonb
+);
+ALTER SEQUENCE df_internal.events_id_seq OWNED BY df_internal.events.id;
+CREATE INDEX events_instance_idx ON df_internal.events (instance_id, id);
+COMMENT ON TABLE df_internal.events IS 'append-only event history of the instances (df.history)';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.events', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.events_id_seq', '');
+
+SELECT pg_catalog.pg_extension_config_dump('df_internal.signals', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.waits', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.runs', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.tasks', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.results', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.joins', '');
+-- the sequences behind the bigserial columns: restored ids must not collide
+-- with the ones the new cluster hands out
+SELECT pg_catalog.pg_extension_config_dump('df_internal.tasks_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.signals_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.results_seq_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.waits_seq_seq', '');
+
+-- ---------------------------------------------------------------------------
+-- Control.  df.start, df.cancel and df.signal (and df.metrics below) write or
+-- read the engine's state with the bootstrap superuser's privileges: they
+-- pin their search_path, so that no operator or function the caller planted
+-- in a schema of its own can be picked up by those statements.
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAULT NULL,
+						 transaction_mode text DEFAULT 'caller') RETURNS text
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_start';
+COMMENT ON FUNCTION df.start(text, text, text, text) IS 'start a workflow instance; returns its 8-hex id';
+
+CREATE FUNCTION df.status(instance_id text) RETURNS text
+	LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'pgd_status';
+COMMENT ON FUNCTION df.status(text) IS 'status of an instance (pending, running, completed, failed, cancelled) or NULL';
+
+CREATE FUNCTION df.result(instance_id text) RETURNS text
+	LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'pgd_result';
+COMMENT ON FUNCTION df.result(text) IS 'result of a completed instance (its root node''s result), else NULL';
+
+CREATE FUNCTION df.await_instance(instance_id text, timeout_seconds int DEFAULT 30) RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_await_instance';
+COMMENT ON FUNCTION df.await_instance(text, int) IS 'wait until an instance is finished; returns its status';
+
+CREATE FUNCTION df.wait_for_completion(instance_id text, timeout_seconds int DEFAULT 30) RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_wait_for_completion';
+COMMENT ON FUNCTION df.wait_for_completion(text, int) IS 'deprecated: use df.await_instance';
+
+CREATE FUNCTION df.run(instance_id text DEFAULT NULL) RETURNS text
+	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_run';
+COMMENT ON FUNCTION df.run(text) IS 'compatibility no-op: executors run instances by themselves';
+
+CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by user') RETURNS text
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_cancel';
+COMMENT ON FUNCTION df.cancel(text, text) IS 'cancel an instance that has not finished';
+
+CREATE FUNCTION df.signal(instance_id text, signal_name text, signal_data text DEFAULT '{}') RETURNS text
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_signal';
+COMMENT ON FUNCTION df.signal(text, text, text) IS 'send a signal (buffered, in order) to a waiting or future df.wait_for_signal of an instance';
+
+-- The settings the HTTP worker applies now (it reads them from the server's
+-- configuration; a reload reaches it asynchronously).  Superusers only.
+CREATE FUNCTION df_internal.http_worker_settings() RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_http_worker_settings';
+COMMENT ON FUNCTION df_internal.http_worker_settings() IS 'the HTTP destination policy and limits the running HTTP worker applies, or NULL when it does not run';
+REVOKE EXECUTE ON FUNCTION df_internal.http_worker_settings() FROM PUBLIC;
+
+CREATE FUNCTION df_internal.admission_slots_held() RETURNS integer
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_admission_slots_held';
+COMMENT ON FUNCTION df_internal.admission_slots_held() IS 'how many admission slots of transaction_mode => ''new'' are taken now, in the whole server';
+REVOKE EXECUTE ON FUNCTION df_internal.admission_slots_held() FROM PUBLIC;
+
+-- Step results, substitution and truthiness (results_*.c), for the tests
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION df_internal.step_result(query text) RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_step_result';
+COMMENT ON FUNCTION df_internal.step_result(text) IS 'run a query as the caller and return the step result JSON a SQL node would record';
+
+CREATE FUNCTION df_internal.substitute(template text, vars jsonb, results jsonb, raw boolean DEFAULT false) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_substitute_sql';
+COMMENT ON FUNCTION df_internal.substitute(text, jsonb, jsonb, boolean) IS 'substitute {variables} and $named results into a step text (raw: HTTP contexts)';
+
+CREATE FUNCTION df_internal.truthy(value text) RETURNS boolean
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_truthy_sql';
+COMMENT ON FUNCTION df_internal.truthy(text) IS 'truthiness of a step result for IF and loop conditions';
+
+CREATE FUNCTION df_internal.is_whole_value_reference(value text) RETURNS boolean
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_is_whole_value_reference_sql';
+COMMENT ON FUNCTION df_internal.is_whole_value_reference(text) IS 'true if the text is exactly one reference ($n, $n?, $n.c, $n.c? or {v}), as multipart data_b64 requires';
+
+REVOKE EXECUTE ON FUNCTION df_internal.validate_graph(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df_internal.cron_next(text, timestamptz) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df_internal.step_result(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df_internal.substitute(text, jsonb, jsonb, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df_internal.truthy(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df_internal.is_whole_value_reference(text) FROM PUBLIC;
+
+-- ---------------------------------------------------------------------------
+-- Monitoring (monitor*.c, infer.c).  Everything but df.metrics reads as the
+-- caller: row-level security decides which instances exist for it.
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION df.list_instances(status_filter text DEFAULT NULL, limit_count int DEFAULT 100)
+	RETURNS TABLE (instance_id text, label text, function_name text, status text,
+				   execution_count bigint, output text)
+	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_list_instances';
+COMMENT ON FUNCTION df.list_instances(text, int) IS
+	'instances visible to the caller, newest first (created_at DESC, id), optionally of one status; '
+	'execution_count = number of root generations (1 + root-loop iterations), output = root result '
+	'(completed) or failure text (failed); limit_count NULL means 100';
+
+CREATE FUNCTION df.list_instances(status_filter text, limit_count int, label_filter text,
+								  after_cursor text DEFAULT NULL)
+	RETURNS TABLE (instance_id text, label text, function_name text, status text,
+				   execution_count bigint, output text, created_at timestamptz,
+				   completed_at timestamptz, next_cursor text)
+	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_list_instances_paged';
+COMMENT ON FUNCTION df.list_instances(text, int, text, text) IS
+	'one page of the instances visible to the caller (created_at DESC, id ASC), optionally of one '
+	'status and label; pass next_cursor (the same on every row, NULL on the last page) as '
+	'after_cursor for the next page';
+
+CREATE FUNCTION df.instance_info(instance_id text)
+	RETURNS TABLE (instance_id text, label text, function_name text, function_version text,
+				   current_execution_id bigint, status text, output text)
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_instance_info';
+COMMENT ON FUNCTION df.instance_info(text) IS
+	'one row describing an instance visible to the caller (no row otherwise); '
+	'current_execution_id = number of root generations, function_version = the extension version';
+
+CREATE FUNCTION df.instance_executions(instance_id text, limit_count int DEFAULT 5)
+	RETURNS TABLE (execution_id bigint, status text, event_count bigint, duration_ms bigint,
+				   output text)
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_instance_executions';
+COMMENT ON FUNCTION df.instance_executions(text, int) IS
+	'the executions (root generations) of an instance visible to the caller, newest first, at most '
+	'limit_count (clamped to 10000); earlier generations of a root loop show as continued_as_new; '
+	'event_count is the number of events of that generation in df.history and duration_ms the time '
+	'from its first event to its last (to now while it runs)';
+
+CREATE FUNCTION df.instance_nodes(instance_id_param text)
+	RETURNS TABLE (node_id text, node_type text, query text, result_name text, left_node text,
+				   right_node text, status text, result text, status_details text,
+				   inferred_status text, inferred_status_from_ancestor_id text,
+				   updated_at timestamptz)
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_instance_nodes';
+COMMENT ON FUNCTION df.instance_nodes(text) IS
+	'the nodes of an instance visible to the caller, in tree order, with the physical status and '
+	'the status inferred from the execution stamps (pending, running, completed, failed, skipped) '
+	'and the ancestor it was inferred from';
+
+CREATE FUNCTION df.instance_nodes(instance_id_param text, _last_n_executions int)
+	RETURNS TABLE (execution_id bigint, node_id text, node_type text, query text,
+				   result_name text, left_node text, right_node text, status text, result text,
+				   updated_at timestamptz)
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_instance_nodes_compat';
+COMMENT ON FUNCTION df.instance_nodes(text, int) IS
+	'compatibility form of older releases: the nodes of an instance with execution_id 1 and no '
+	'inferred status; _last_n_executions is ignored';
+
+CREATE FUNCTION df.metrics()
+	RETURNS TABLE (total_instances bigint, running_instances bigint, completed_instances bigint,
+				   failed_instances bigint, total_executions bigint, total_events bigint)
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_metrics';
+COMMENT ON FUNCTION df.metrics() IS
+	'engine-wide counters over every instance whoever submitted it (administrators only): '
+	'running_instances counts pending and running ones, total_executions the root generations, '
+	'total_events the rows of the event history';
+REVOKE EXECUTE ON FUNCTION df.metrics() FROM PUBLIC;
+
+-- ---------------------------------------------------------------------------
+-- Administration: granting the use of pg_durable to a role.  Schema USAGE on
+-- df is the gate (ordinary functions keep PUBLIC EXECUTE); these helpers grant
+-- or revoke the exact set the reference grants.  They run as the invoker, so
+-- a caller can only pass on what it holds WITH GRANT OPTION (a superuser, or
+-- a role given df.grant_usage(..., with_grant => true)).
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION df.grant_usage(p_role text, include_http boolean DEFAULT false,
+							   with_grant boolean DEFAULT false) RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+DECLARE
+	opt text := CASE WHEN with_grant THEN ' WITH GRANT OPTION' ELSE '' END;
+BEGIN
+	IF p_role IS NULL OR p_role = '' THEN
+		RAISE EXCEPTION 'df.grant_usage: role name cannot be empty'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF NOT has_schema_privilege('df', 'USAGE WITH GRANT OPTION') THEN
+		RAISE EXCEPTION 'permission denied to grant pg_durable usage: current_user "%" does not hold USAGE on schema df WITH GRANT OPTION', current_user
+			USING ERRCODE = 'insufficient_privilege',
+				  HINT = 'A superuser can delegate this with df.grant_usage(role, with_grant => true).';
+	END IF;
+
+	EXECUTE format('GRANT USAGE ON SCHEMA df TO %I%s', p_role, opt);
+	IF include_http THEN
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer) TO %I%s', p_role, opt);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, integer) TO %I%s', p_role, opt);
+	END IF;
+	IF with_grant THEN
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.grant_usage(text, boolean, boolean) TO %I%s', p_role, opt);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.revoke_usage(text) TO %I%s', p_role, opt);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.metrics() TO %I%s', p_role, opt);
+	END IF;
+	EXECUTE format('GRANT SELECT, UPDATE (status, updated_at), '
+				   'INSERT (id, label, root_node, submitted_by, database) ON df.instances TO %I%s',
+				   p_role, opt);
+	EXECUTE format('GRANT SELECT, INSERT (id, instance_id, node_type, query, result_name, left_node, '
+				   'right_node, submitted_by, database) ON df.nodes TO %I%s',
+				   p_role, opt);
+	EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON df.vars TO %I%s', p_role, opt);
+
+	RAISE NOTICE 'pg_durable: granted df usage privileges to "%"', p_role;
+END
+$fn$;
+COMMENT ON FUNCTION df.grant_usage(text, boolean, boolean) IS
+	'grant a role the use of pg_durable (schema df, its tables under row-level security); '
+	'include_http adds df.http and df.http_multipart; with_grant makes every grant WITH GRANT '
+	'OPTION and adds df.grant_usage, df.revoke_usage and df.metrics, so the role can delegate';
+
+CREATE FUNCTION df.revoke_usage(p_role text) RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+DECLARE
+	fn text;
+BEGIN
+	IF p_role IS NULL OR p_role = '' THEN
+		RAISE EXCEPTION 'df.revoke_usage: role name cannot be empty'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF NOT has_schema_privilege('df', 'USAGE WITH GRANT OPTION') THEN
+		RAISE EXCEPTION 'permission denied to revoke pg_durable usage: current_user "%" does not hold USAGE on schema df WITH GRANT OPTION', current_user
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+
+	-- the caller may never have held these: nothing of its own to revoke
+	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer)',
+							  'df.http_multipart(text, text, jsonb, jsonb, integer)',
+							  'df.grant_usage(text, boolean, boolean)',
+							  'df.revoke_usage(text)',
+							  'df.metrics()']
+	LOOP
+		BEGIN
+			EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %I CASCADE', fn, p_role);
+		EXCEPTION WHEN insufficient_privilege THEN
+			NULL;
+		END;
+	END LOOP;
+	EXECUTE format('REVOKE SELECT, UPDATE (status, updated_at), '
+				   'INSERT (id, label, root_node, submitted_by, database) ON df.instances FROM %I CASCADE',
+				   p_role);
+	EXECUTE format('REVOKE SELECT, INSERT (id, instance_id, node_type, query, result_name, left_node, '
+				   'right_node, submitted_by, database) ON df.nodes FROM %I CASCADE',
+				   p_role);
+	EXECUTE format('REVOKE SELECT, INSERT, UPDATE, DELETE ON df.vars FROM %I CASCADE', p_role);
+	EXECUTE format('REVOKE USAGE ON SCHEMA df FROM %I CASCADE', p_role);
+
+	RAISE NOTICE 'pg_durable: revoked df usage privileges granted by "%" from "%"', current_user, p_role;
+END
+$fn$;
+COMMENT ON FUNCTION df.revoke_usage(text) IS
+	'revoke what df.grant_usage granted a role, as far as the caller granted it (CASCADE: '
+	'grants the role passed on go too); schema USAGE goes last';
+
+REVOKE EXECUTE ON FUNCTION df.grant_usage(text, boolean, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df.revoke_usage(text) FROM PUBLIC;
+
+-- ---------------------------------------------------------------------------
+-- History (events.c) and self-check (check.c)
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION df.history(instance_id text)
+	RETURNS TABLE (at timestamptz, kind text, node_id text, node_type text, execution_id text,
+				   attempt int, duration_ms bigint, detail jsonb)
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_history';
+COMMENT ON FUNCTION df.history(text) IS
+	'the event history of an instance visible to the caller, oldest first: instance and node '
+	'starts and ends (duration_ms for finished nodes and instances), retries, signals, cancels; '
+	'execution_id is the scope the node ran in; no rows for an instance the caller cannot see';
+
+-- One row per violated invariant, with the node and scope a repair needs.
+-- One statement, so one snapshot: every transition is atomic, so what it
+-- sees is a state some commit left behind.
+CREATE FUNCTION df_internal.check_rows()
+	RETURNS TABLE (instance_id text, problem text, node_id text, scope text, detail text)
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $check$
+WITH RECURSIVE ended AS (
+	-- how an instance ended, by its last instance_* event: the engine's word,
+	-- which its owner cannot change (df.instances.status it can: UPDATE)
+	SELECT DISTINCT ON (e.instance_id) e.instance_id AS id, substr(e.kind, 10) AS status
+	FROM df_internal.events e
+	WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled')
+	ORDER BY e.instance_id, e.id DESC
+), live AS (
+	-- live by the engine's own state: a runs row of an instance that has not ended
+	SELECT i.id, r.status, i.status AS shown
+	FROM df.instances i JOIN df_internal.runs r ON r.instance_id = i.id
+	WHERE NOT EXISTS (SELECT 1 FROM ended d WHERE d.id = i.id)
+), nodes AS (
+	SELECT n.instance_id, n.id, n.node_type, n.status, n.query, n.left_node, n.right_node,
+		   n.status_details ->> 'execution_id' AS stamp
+	FROM df.nodes n JOIN live l ON l.id = n.instance_id
+), edges AS (
+	SELECT n.instance_id, c.child, n.id AS parent
+	FROM nodes n
+	CROSS JOIN LATERAL (
+		SELECT n.left_node::text
+		UNION ALL SELECT n.right_node::text
+		UNION ALL SELECT n.query::jsonb ->> 'condition_node'
+			WHERE n.node_type IN ('IF', 'LOOP') AND n.query LIKE '{%'
+		UNION ALL SELECT e FROM jsonb_array_elements_text(
+			CASE WHEN n.node_type = 'JOIN' AND n.query LIKE '{%'
+				 AND jsonb_typeof(n.query::jsonb -> 'extra_nodes') = 'array'
+			THEN n.query::jsonb -> 'extra_nodes' ELSE '[]' END) e
+	) c(child)
+	JOIN df.nodes x ON x.instance_id = n.instance_id AND x.id = c.child
+	WHERE c.child IS NOT NULL
+), leaves AS (
+	SELECT n.* FROM nodes n JOIN live l ON l.id = n.instance_id AND l.status = 'running'
+	WHERE n.status = 'running' AND n.stamp IS NOT NULL
+	  AND n.node_type IN ('SQL', 'HTTP', 'HTTP_MULTIPART', 'SLEEP', 'WAIT_SCHEDULE', 'SIGNAL')
+), walk AS (
+	-- from each running leaf up to the root: every ancestor must be running
+	-- and stamped with the leaf's scope or an enclosing one
+	SELECT f.instance_id, f.id AS leaf, f.id AS node, f.stamp, true AS ok FROM leaves f
+	UNION ALL
+	SELECT w.instance_id, w.leaf, p.id, p.stamp,
+		   p.status = 'running' AND p.stamp IS NOT NULL
+		   AND (w.stamp = p.stamp OR starts_with(w.stamp, p.stamp || '::'))
+	FROM walk w
+	JOIN edges e ON e.instance_id = w.instance_id AND e.child = w.node
+	JOIN nodes p ON p.instance_id = e.instance_id AND p.id = e.parent
+	WHERE w.ok
+), live_leaves AS (
+	SELECT f.* FROM leaves f
+	WHERE NOT EXISTS (SELECT 1 FROM walk w
+					  WHERE w.instance_id = f.instance_id AND w.leaf = f.id AND NOT w.ok)
+)
+SELECT l.id::text, 'no_pending_work', NULL::text, NULL::text,
+	   format('%s instance has no task, timer or signal wait', l.status)
+FROM live l
+WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = l.id)
+  AND NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = l.id)
+UNION ALL
+SELECT f.instance_id::text,
+	   CASE f.node_type WHEN 'SIGNAL' THEN 'missing_wait'
+			WHEN 'SLEEP' THEN 'missing_timer' WHEN 'WAIT_SCHEDULE' THEN 'missing_timer'
+			ELSE 'stranded_step' END,
+	   f.id::text, f.stamp,
+	   format('running %s node %s in scope %s has no %s', f.node_type, f.id, f.stamp,
+			  CASE f.node_type WHEN 'SIGNAL' THEN 'registered signal wait'
+				   WHEN 'SLEEP' THEN 'timer' WHEN 'WAIT_SCHEDULE' THEN 'timer' ELSE 'task' END)
+FROM live_leaves f
+WHERE CASE WHEN f.node_type = 'SIGNAL' THEN
+		NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = f.instance_id
+					AND w.node_id = f.id AND w.scope = f.stamp)
+	  ELSE
+		NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = f.instance_id
+					AND t.node_id = f.id AND t.scope = f.stamp)
+	  END
+UNION ALL
+SELECT p.instance_id::text, 'node_state_mismatch', p.id::text, p.stamp,
+	   format('completed THEN node %s has its right child %s %s in the same scope',
+			  p.id, c.id, c.status)
+FROM df.nodes p0
+JOIN LATERAL (SELECT p0.instance_id, p0.id, p0.status_details ->> 'execution_id' AS stamp) p ON true
+JOIN df.nodes c ON c.instance_id = p0.instance_id AND c.id = p0.right_node
+WHERE p0.node_type = 'THEN' AND p0.status = 'completed'
+  AND c.status IN ('running', 'failed')
+  AND c.status_details ->> 'execution_id' = p.stamp
+UNION ALL
+SELECT t.instance_id::text, 'task_of_finished_instance', t.node_id::text, t.scope,
+	   format('%s task %s points at a %s instance', t.kind, t.id,
+			  CASE WHEN i.id IS NULL THEN 'missing' ELSE COALESCE(d.status, 'finished') END)
+FROM df_internal.tasks t
+LEFT JOIN df.instances i ON i.id = t.instance_id
+LEFT JOIN ended d ON d.id = t.instance_id
+WHERE NOT EXISTS (SELECT 1 FROM live l WHERE l.id = t.instance_id)
+UNION ALL
+SELECT r.instance_id::text, 'orphan_run', NULL, NULL,
+	   format('engine state kept for a %s instance',
+			  CASE WHEN i.id IS NULL THEN 'missing' ELSE d.status END)
+FROM df_internal.runs r
+LEFT JOIN df.instances i ON i.id = r.instance_id
+LEFT JOIN ended d ON d.id = r.instance_id
+WHERE i.id IS NULL OR d.id IS NOT NULL
+UNION ALL
+SELECT i.id::text, 'missing_run', NULL, NULL, format('%s instance has no engine state', i.status)
+FROM df.instances i
+WHERE i.status IN ('pending', 'running')
+  AND NOT EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = i.id)
+  AND NOT EXISTS (SELECT 1 FROM ended d WHERE d.id = i.id)
+UNION ALL
+-- df.instances.status disagrees with the engine (its owner may UPDATE it):
+-- shown only, the engine goes by its own state and writes the status again
+-- when the instance starts or ends
+SELECT l.id::text, 'status_mismatch', NULL, NULL,
+	   format('df.instances shows %s, the engine has the instance %s', l.shown, l.status)
+FROM live l
+WHERE l.shown IS DISTINCT FROM l.status
+UNION ALL
+SELECT i.id::text, 'status_mismatch', NULL, NULL,
+	   format('df.instances shows %s, the instance ended %s', i.status, d.status)
+FROM df.instances i
+JOIN ended d ON d.id = i.id
+WHERE i.status IS DISTINCT FROM d.status
+  AND NOT EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = i.id)
+UNION ALL
+SELECT j.instance_id::text, 'join_counter', j.node_id::text, j.scope,
+	   format('JOIN %s in scope %s counts %s running branches, %s are unfinished',
+			  j.node_id, j.scope, j.remaining, u.unfinished)
+FROM df_internal.joins j
+JOIN df.nodes jn ON jn.instance_id = j.instance_id AND jn.id = j.node_id
+CROSS JOIN LATERAL (
+	SELECT count(*) AS unfinished
+	FROM edges e
+	JOIN df.nodes b ON b.instance_id = e.instance_id AND b.id = e.child
+	WHERE e.instance_id = j.instance_id AND e.parent = j.node_id
+	  AND NOT (b.status IN ('completed', 'failed')
+			   AND b.status_details ->> 'execution_id' = j.scope || '::' || b.id || '::1')
+) u
+WHERE u.unfinished <> j.remaining
+UNION ALL
+SELECT t.instance_id::text, 'repeated_engine_errors', t.node_id::text, t.scope,
+	   format('%s task %s%s failed %s times in the engine; last error: %s', t.kind, t.id,
+			  CASE WHEN t.node_id IS NOT NULL THEN format(' of node %s', t.node_id) ELSE '' END,
+			  t.engine_errors, left(t.last_engine_error, 200))
+FROM df_internal.tasks t
+WHERE t.engine_errors >= 2
+$check$;
+REVOKE EXECUTE ON FUNCTION df_internal.check_rows() FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.check_rows() IS 'df.check with the node and scope each problem concerns, for reconciliation';
+
+CREATE FUNCTION df_internal.engine_problems() RETURNS TABLE (problem text, detail text)
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_engine_problems';
+REVOKE EXECUTE ON FUNCTION df_internal.engine_problems() FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.engine_problems() IS 'what keeps the engine from running this database''s instances, for df.check: '
+	'this is not pg_durable.database (or that database does not exist), or pg_durable.worker_role was refused';
+
+CREATE FUNCTION df.check() RETURNS TABLE (instance_id text, problem text, detail text)
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$ SELECT instance_id, problem, detail FROM df_internal.check_rows()
+	      UNION ALL SELECT NULL, problem, detail FROM df_internal.engine_problems()
+	      ORDER BY 1, 2, 3 $$;
+REVOKE EXECUTE ON FUNCTION df.check() FROM PUBLIC;
+COMMENT ON FUNCTION df.check() IS
+	'one row per violated engine invariant (administrators only): a live instance with no task, '
+	'timer or wait; a running step, timer or signal wait that lost its task, timer or wait; a THEN '
+	'whose right child disagrees with it; a task or engine state of a finished instance; a live '
+	'instance without engine state; a df.instances.status that disagrees with the engine''s state; '
+	'a JOIN whose branch counter disagrees with its branches; a task whose runs keep failing in the '
+	'engine itself (repeated_engine_errors); and, without an instance, what keeps the engine from '
+	'running this database''s instances (it is not pg_durable.database, or pg_durable.worker_role '
+	'was refused). Reconciliation repairs what it safely can';
