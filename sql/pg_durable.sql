@@ -110,6 +110,46 @@ CREATE FUNCTION df.sleep(seconds bigint) RETURNS text
 	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_sleep';
 COMMENT ON FUNCTION df.sleep(bigint) IS 'a durable timer of the given number of seconds';
 
+CREATE FUNCTION df.sleep(seconds float8) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_sleep_fraction';
+COMMENT ON FUNCTION df.sleep(float8) IS
+	'a durable timer of the given number of seconds, fractions allowed (to the millisecond); '
+	'a whole number writes the same graph as df.sleep(bigint)';
+
+-- Failure handling (orchestration-api.md §1): wrapper nodes whose settings
+-- are one JSON object in query, with only the keys that differ from the
+-- defaults.
+CREATE FUNCTION df.retry(step text, max_attempts int DEFAULT 3,
+						 initial_interval interval DEFAULT '1 second',
+						 backoff_rate float8 DEFAULT 2.0,
+						 max_interval interval DEFAULT '100 seconds',
+						 jitter text DEFAULT 'full', retry_on text[] DEFAULT NULL,
+						 non_retryable text[] DEFAULT NULL, max_duration interval DEFAULT NULL,
+						 attempt_timeout interval DEFAULT NULL, mode text DEFAULT 'step')
+	RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_retry';
+COMMENT ON FUNCTION df.retry(text, int, interval, float8, interval, text, text[], text[], interval,
+							 interval, text) IS
+	'node RETRY: every SQL or HTTP step under it that fails with a retryable error runs again '
+	'after a durable back-off, up to max_attempts tries in all (0 = unlimited)';
+
+CREATE FUNCTION df.timeout(step text, seconds float8) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_timeout';
+COMMENT ON FUNCTION df.timeout(text, float8) IS
+	'node TIMEOUT: a durable deadline over the step; when it passes, the step is abandoned '
+	'(its running SQL interrupted and rolled back) and the node fails with kind timeout';
+
+CREATE FUNCTION df.catch(step text, handler text, errors text[] DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_catch';
+COMMENT ON FUNCTION df.catch(text, text, text[]) IS
+	'node CATCH: when the step fails with an error matching the patterns (every error when NULL), '
+	'the handler runs with $error (kind, code, message, node) and its outcome is the node''s';
+
+CREATE FUNCTION df.fail(message text, retryable boolean DEFAULT false) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_fail';
+COMMENT ON FUNCTION df.fail(text, boolean) IS
+	'node FAIL: fails with kind fail and the message (substitution applies)';
+
 CREATE FUNCTION df.wait_for_schedule(cron_expr text) RETURNS text
 	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_wait_for_schedule';
 COMMENT ON FUNCTION df.wait_for_schedule(text) IS 'wait for the next tick of a 5-field cron expression (UTC)';
@@ -258,7 +298,8 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_submitted_by_not_null
 	CHECK (submitted_by IS NOT NULL) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
-						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL')) NOT VALID;
+						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL')) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_name_check
 	CHECK (result_name IS NULL OR result_name OPERATOR(pg_catalog.~) '^[A-Za-z_][A-Za-z0-9_]*$') NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_status_check
@@ -267,8 +308,13 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_check
 	CHECK (result IS NULL OR status IN ('completed', 'failed')) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 	CASE
-		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL')
+		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
+						   'FAIL')
 			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type IN ('RETRY', 'TIMEOUT')
+			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type = 'CATCH'
+			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
 		WHEN node_type = 'THEN' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
 		WHEN node_type = 'IF' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
 		WHEN node_type = 'LOOP' THEN left_node IS NOT NULL AND right_node IS NULL
@@ -474,7 +520,10 @@ CREATE TABLE df_internal.events (
 	kind text NOT NULL CHECK (kind IN ('instance_started', 'node_started', 'node_completed',
 									   'node_failed', 'step_retried', 'signal_received',
 									   'instance_completed', 'instance_failed',
-									   'instance_cancelled')),
+									   'instance_cancelled',
+									   -- failure handling (issue 15)
+									   'retry_scheduled', 'retries_exhausted',
+									   'error_caught', 'timeout_fired')),
 	node_id varchar(8),
 	scope text,
 	attempt int,

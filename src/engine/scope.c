@@ -29,7 +29,7 @@ pgd_opens_scope(const PgdGraph *g, int p)
 {
 	DfNodeType t = g->nodes[p].type;
 
-	return t == DF_NODE_JOIN || t == DF_NODE_RACE ||
+	return t == DF_NODE_JOIN || t == DF_NODE_RACE || t == DF_NODE_TIMEOUT ||
 		(t == DF_NODE_LOOP && g->nodes[p].parent >= 0);
 }
 

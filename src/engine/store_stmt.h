@@ -87,6 +87,12 @@ typedef enum PgdStmt
 	STMT_DROP_TASKS_OF_FINISHED,
 	STMT_RESTORE_STEP_TASK,
 	STMT_RESTORE_TIMER,
+	/* the wrapper nodes of orchestration/ (store_orch.c) */
+	STMT_NODE_DETAILS_MERGE,
+	STMT_NODE_DETAILS,
+	STMT_TASK_STEP_AT,
+	STMT_HTTP_RETRY_AT,
+	STMT_TASKS_OF_NODE_DROP,
 	STMT_COUNT
 } PgdStmt;
 

@@ -47,8 +47,27 @@ pgd_start_action(const PgdNode *node)
 			return PGD_START_LOOP;
 		case DF_NODE_BREAK:
 			return PGD_START_BREAK;
+		case DF_NODE_RETRY:
+		case DF_NODE_TIMEOUT:
+		case DF_NODE_CATCH:
+		case DF_NODE_FAIL:
+			return PGD_START_WRAPPER;
 	}
 	return PGD_START_UNSUPPORTED;
+}
+
+bool
+pgd_is_wrapper(const PgdNode *node)
+{
+	return node->type == DF_NODE_RETRY || node->type == DF_NODE_TIMEOUT ||
+		node->type == DF_NODE_CATCH || node->type == DF_NODE_FAIL;
+}
+
+bool
+pgd_is_step(const PgdNode *node)
+{
+	return node->type == DF_NODE_SQL || node->type == DF_NODE_HTTP ||
+		node->type == DF_NODE_HTTP_MULTIPART;
 }
 
 bool
@@ -107,6 +126,11 @@ pgd_react(const PgdGraph *g, int parent, int child, PgdOutcome outcome)
 				return reaction(PGD_REACT_LOOP_END_LAST, -1, outcome);
 			return reaction(PGD_REACT_LOOP_AGAIN, -1, outcome);
 
+		case DF_NODE_RETRY:
+		case DF_NODE_TIMEOUT:
+		case DF_NODE_CATCH:
+			return reaction(PGD_REACT_WRAPPER, -1, outcome);
+
 		default:
 			return reaction(PGD_REACT_INVALID, -1, outcome);
 	}
@@ -160,7 +184,7 @@ pgd_join_outcome(const PgdNode *join, char *const *statuses,
 {
 	int			   n = pgd_join_width(join);
 	StringInfoData arr;
-	PgdOutcome	   ok;
+	PgdOutcome	   ok = {0};
 	int			   i;
 
 	/* the first failure in branch order decides; branches count from 1 */

@@ -526,11 +526,29 @@ base64_text(const char *data, size_t len)
 	return out;
 }
 
+/*
+ * The Retry-After of a response in milliseconds (delay-seconds; an
+ * HTTP-date is not read), or 0.
+ */
+static int64
+retry_after_ms(const PgdHttpResponse *resp)
+{
+	DfJson *v = dfjson_get(parse_headers(resp->headers, resp->headers_len),
+						   "retry-after");
+	int64	s = 0;
+
+	if (v == NULL || v->type != DFJ_STRING || v->str[0] == '\0' ||
+		strspn(v->str, "0123456789") != strlen(v->str) || strlen(v->str) > 9)
+		return 0;
+	s = strtoll(v->str, NULL, 10);
+	return s * 1000;
+}
+
 PgdOutcome
 pgd_http_envelope(PgdHttpRequest *req, const PgdHttpResponse *resp)
 {
 	DfJson	  *env = dfjson_make_object();
-	PgdOutcome o;
+	PgdOutcome o = {0};
 	bool	   text;
 	char	  *body;
 
@@ -551,6 +569,9 @@ pgd_http_envelope(PgdHttpRequest *req, const PgdHttpResponse *resp)
 		o.ok = false;
 		o.result = psprintf(PGD_MSG_HTTP_5XX, req->method, req->url,
 							resp->status, body);
+		o.code = psprintf("http:%ld", resp->status);
+		if (resp->status == 503)
+			o.retry_after_ms = retry_after_ms(resp);
 		return o;
 	}
 

@@ -157,6 +157,22 @@ is_retryable(int sqlerrcode)
 		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
 }
 
+/*
+ * The error code of a failed statement (orchestration-api.md §0):
+ * "sql:<SQLSTATE>", or "timeout" when statement_timeout cancelled it (a
+ * retry's attempt_timeout).
+ */
+char *
+pgd_sql_error_code(const ErrorData *edata)
+{
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
+		edata->message_id != NULL &&
+		strcmp(edata->message_id,
+			   "canceling statement due to statement timeout") == 0)
+		return pstrdup("timeout");
+	return psprintf("sql:%s", unpack_sql_state(edata->sqlerrcode));
+}
+
 PgdOutcome
 pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 {
@@ -257,6 +273,7 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 			 strcmp(edata->message_id,
 					"canceling statement due to user request") == 0);
 		outcome.ok = false;
+		outcome.code = pgd_sql_error_code(edata);
 		if (edata->sqlerrcode == ERRCODE_PGD_RESULT_CONVERSION)
 			outcome.result = pstrdup(edata->message);
 		else

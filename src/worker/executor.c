@@ -248,6 +248,8 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 
 		outcome->ok = (st == PGD_BGSQL_OK);
 		retry = (st == PGD_BGSQL_RETRY);
+		if (!outcome->ok && sqlstate != 0)
+			outcome->code = psprintf("sql:%s", unpack_sql_state(sqlstate));
 	}
 	else
 		*outcome =
@@ -302,7 +304,7 @@ run_step_task(PgdClaim *t)
 {
 	PgdGraph  *g;
 	int		   n;
-	PgdOutcome outcome;
+	PgdOutcome outcome = {0};
 	StepRun	   ran;
 
 	/*

@@ -72,6 +72,7 @@
 #include "core/settings.h"
 #include "core/shmem.h"
 #include "core/unit.h"
+#include "orchestration/orchestration.h"
 #include "engine/apply.h"
 #include "engine/store.h"
 #include "engine/wake.h"
@@ -275,7 +276,9 @@ complete(PgdHttpRequest *req, PgdOutcome outcome)
 		pgd_apply_complete(g, n, req->scope, outcome);
 		pgd_store_set_attempt(NULL, 0);
 	}
-	pgd_store_task_delete(req->task_id);
+	/* a retry keeps the row for its next attempt (the same Idempotency-Key) */
+	if (!pgd_retry_kept_task(req->task_id))
+		pgd_store_task_delete(req->task_id);
 	pgd_end_unit();
 }
 
@@ -415,7 +418,7 @@ transfer_outcome(Transfer *t, CURLcode rc)
 {
 	PgdHttpRequest *req = t->req;
 	MemoryContext	old = MemoryContextSwitchTo(req->cxt);
-	PgdOutcome		o;
+	PgdOutcome		o = {0};
 
 	o.ok = false;
 	if (rc == CURLE_OK)
@@ -436,20 +439,29 @@ transfer_outcome(Transfer *t, CURLcode rc)
 		o = pgd_http_envelope(req, &resp);
 	}
 	else if (t->blocked)
+	{
 		o.result = pgd_ssrf_blocked_address_message(req->host);
+		o.code = pstrdup("connection");
+	}
 	else if (t->too_large || rc == CURLE_FILESIZE_EXCEEDED)
 		o.result =
 			pgd_http_call_error(req,
 								psprintf("the response is larger than pg_durable.http_max_response_body (%d bytes)",
 										 pgd_http_max_response_body));
 	else if (rc == CURLE_OPERATION_TIMEDOUT)
+	{
 		o.result = pgd_http_call_error(req,
 									   psprintf("timed out after %d seconds",
 												req->timeout_s));
+		o.code = pstrdup("timeout");
+	}
 	else
+	{
 		o.result = pgd_http_call_error(req,
 									   t->errbuf[0] ? t->errbuf :
 													  curl_easy_strerror(rc));
+		o.code = pstrdup("connection");
+	}
 	MemoryContextSwitchTo(old);
 	return o;
 }
@@ -484,7 +496,7 @@ reap(void)
 	while ((msg = curl_multi_info_read(multi, &left)) != NULL)
 	{
 		Transfer  *t;
-		PgdOutcome o;
+		PgdOutcome o = {0};
 
 		if (msg->msg != CURLMSG_DONE)
 			continue;

@@ -1,0 +1,178 @@
+-- Failure handling (issue 15, orchestration-api.md §0-§1): the JSON of
+-- df.retry, df.timeout, df.catch, df.fail and fractional df.sleep (defaults
+-- add no key), their build-time errors, error codes on failed nodes and in
+-- history, retries with back-off (a sequence counts the attempts), the
+-- default classification, retry_on, exhaustion, df.catch with $error,
+-- df.fail in an IF arm, df.timeout interrupting a running statement.
+SET ROLE df_user;
+
+-- exact JSON; reference graphs keep theirs
+SELECT df.sleep(5) AS sleep_int, df.sleep(5::float8) AS sleep_float_whole, df.sleep(0.25) AS sleep_fraction;
+SELECT df.retry('SELECT 1');
+SELECT df.retry('SELECT 1', max_attempts => 5, initial_interval => '10 ms', backoff_rate => 1.5,
+                max_interval => '2 s', jitter => 'none', retry_on => '{sql:40001,http:5xx}',
+                non_retryable => '{sql:23505}', max_duration => '1 min');
+SELECT df.retry('SELECT 1', 3, '1 second', 2.0, '100 seconds', 'full', NULL, NULL, NULL, NULL, 'step') AS all_defaults;
+SELECT df.timeout('SELECT pg_sleep(10)', 0.5);
+SELECT df.catch('SELECT 1/0', 'SELECT 1');
+SELECT df.catch('SELECT 1/0', 'SELECT 1', '{sql:22012,timeout}');
+SELECT df.fail('no stock');
+SELECT df.fail('version moved', retryable => true);
+SELECT df.retry('SELECT 1' ~> 'SELECT 2') ~> df.catch(df.fail('x'), 'SELECT 3') AS composed;
+
+-- validation at build time
+SELECT df.retry('SELECT 1', max_attempts => -1);
+SELECT df.retry('SELECT 1', initial_interval => '-1 s');
+SELECT df.retry('SELECT 1', backoff_rate => 0.5);
+SELECT df.retry('SELECT 1', max_interval => '0.5 s');
+SELECT df.retry('SELECT 1', jitter => 'some');
+SELECT df.retry('SELECT 1', retry_on => '{http:6xx}');
+SELECT df.retry('SELECT 1', non_retryable => '{bogus}');
+SELECT df.retry('SELECT 1', retry_on => ARRAY[NULL]::text[]);
+SELECT df.retry('SELECT 1', max_duration => '0 s');
+SELECT df.retry('SELECT 1', mode => 'tree');
+SELECT df.retry('SELECT 1', mode => 'subtree');
+SELECT df.retry('SELECT 1', attempt_timeout => '1 s');
+SELECT df.retry('SELECT 1', max_attempts => NULL);
+SELECT df.timeout('SELECT 1', 0);
+SELECT df.timeout('SELECT 1', -2);
+SELECT df.catch('SELECT 1', 'SELECT 2', '{sql:ABCDEFG}');
+SELECT df.sleep(-0.5);
+-- and at df.start for hand-written graphs
+SELECT df.start('{"node_type":"RETRY","left_node":{"node_type":"SQL","query":"SELECT 1"},"query":"{\"max_attempts\":-1}"}');
+SELECT df.start('{"node_type":"RETRY","left_node":{"node_type":"SQL","query":"SELECT 1"},"query":"{\"tries\":2}"}');
+SELECT df.start('{"node_type":"RETRY","query":"{}"}');
+SELECT df.start('{"node_type":"TIMEOUT","left_node":{"node_type":"SQL","query":"SELECT 1"},"query":"{\"seconds\":0}"}');
+SELECT df.start('{"node_type":"CATCH","left_node":{"node_type":"SQL","query":"SELECT 1"},"query":"{}"}');
+SELECT df.start('{"node_type":"FAIL","query":"{}"}');
+SELECT df.start('{"node_type":"SLEEP","query":"1.1234567"}');
+
+-- wait for an instance with a deadline
+CREATE FUNCTION fh_wait(iid text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN df.await_instance(iid, 60);
+END $$;
+
+-- a failed SQL step: its code in status_details and in the node_failed event
+SELECT df.start('SELECT 1/0') AS id \gset
+SELECT fh_wait(:'id');
+SELECT status, result #>> '{}' AS error, (status_details->'error') - 'node' AS error_code
+FROM df.nodes WHERE instance_id = :'id';
+SELECT kind, detail - 'error' AS detail FROM df.history(:'id') WHERE kind = 'node_failed';
+
+-- a step failing twice, then succeeding: 3 attempts, the effect of the last
+-- only (P0001 is retried by default; each failed attempt rolls back its insert)
+CREATE SEQUENCE fh_attempts;
+CREATE TABLE fh_effects (attempt bigint);
+CREATE FUNCTION fh_flaky(fail_below int) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE a bigint := nextval('fh_attempts');
+BEGIN
+	INSERT INTO fh_effects VALUES (a);
+	IF a < fail_below THEN
+		RAISE EXCEPTION 'attempt % fails', a;
+	END IF;
+	RETURN a;
+END $$;
+SELECT df.start(df.retry('SELECT fh_flaky(3) AS attempt', initial_interval => '10 ms', jitter => 'none')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT attempt FROM fh_effects;
+SELECT kind, attempt, detail->>'attempt' AS next_attempt, detail->>'delay_ms' AS delay_ms, detail->>'code' AS code
+FROM df.history(:'id') WHERE kind = 'retry_scheduled' ORDER BY at;
+
+-- back-off bounds with jitter 'none': 10, 20, 40, capped at 50 ms
+SELECT df.start(df.retry('SELECT 1/0', max_attempts => 5, initial_interval => '10 ms',
+                         max_interval => '50 ms', jitter => 'none', retry_on => '{sql:22012}')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT string_agg(detail->>'delay_ms', ',' ORDER BY at) AS delays FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+-- exhaustion: the last error, and history says after N attempts
+SELECT result #>> '{}' AS error FROM df.nodes n JOIN df.instances i ON i.root_node = n.id AND i.id = n.instance_id
+WHERE i.id = :'id';
+SELECT kind, attempt, detail->>'error' AS message, detail->>'reason' AS reason
+FROM df.history(:'id') WHERE kind = 'retries_exhausted';
+
+-- jitter 'full' stays within [0, delay] over 50 draws
+SELECT df.start(df.retry('SELECT 1/0', max_attempts => 51, initial_interval => '4 ms', backoff_rate => 1,
+                         max_interval => '4 ms', jitter => 'full', retry_on => '{sql}')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT count(*) AS draws, bool_and((detail->>'delay_ms')::int BETWEEN 0 AND 4) AS within_bounds
+FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+
+-- non-retryable codes fail at once: sql:23505, sql:42P01, fail
+CREATE TABLE fh_unique (k int PRIMARY KEY);
+INSERT INTO fh_unique VALUES (1);
+SELECT df.start(df.retry('INSERT INTO fh_unique VALUES (1)', initial_interval => '10 ms')) AS id1,
+       df.start(df.retry('SELECT * FROM fh_no_such_table', initial_interval => '10 ms')) AS id2,
+       df.start(df.retry(df.fail('refused'), initial_interval => '10 ms')) AS id3 \gset
+SELECT fh_wait(:'id1'), fh_wait(:'id2'), fh_wait(:'id3');
+SELECT i.id = :'id1' AS first, n.status_details->'error'->>'code' AS code,
+       (SELECT count(*) FROM df.history(i.id) h WHERE h.kind = 'retry_scheduled') AS retries
+FROM df.instances i JOIN df.nodes n ON n.instance_id = i.id AND n.id = i.root_node
+WHERE i.id IN (:'id1', :'id2', :'id3') ORDER BY i.id = :'id1' DESC, i.id = :'id2' DESC;
+
+-- retry_on restricts: division by zero is not in it
+SELECT df.start(df.retry('SELECT 1/0', initial_interval => '10 ms', retry_on => '{sql:40001}')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT count(*) AS retries FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+
+-- the nearest RETRY wins; a completed step never runs again
+CREATE SEQUENCE fh_first_runs;
+SELECT df.start(df.retry(df.retry($$SELECT nextval('fh_first_runs')$$ ~> 'SELECT fh_flaky(1000000)', max_attempts => 2,
+                                  initial_interval => '10 ms'),
+                         max_attempts => 5, initial_interval => '10 ms')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT last_value AS first_step_runs FROM fh_first_runs;
+SELECT count(*) AS retries FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+
+-- df.catch: a matching error runs the handler with $error; others propagate
+SELECT df.start(df.catch('SELECT 1/0', 'SELECT $error.code AS code, $error.kind AS kind')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT result->'rows' AS handler_rows FROM df.nodes n JOIN df.instances i ON i.root_node = n.id AND i.id = n.instance_id
+WHERE i.id = :'id';
+SELECT df.start(df.catch('SELECT 1/0', 'SELECT ''handled''', '{sql:23}')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT df.start(df.catch('SELECT 1/0', 'SELECT ''handled''', '{sql:22}')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT df.start(df.catch('SELECT 1', 'SELECT ''never''')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT result->'rows' AS step_rows FROM df.nodes n JOIN df.instances i ON i.root_node = n.id AND i.id = n.instance_id
+WHERE i.id = :'id';
+
+-- df.fail in an IF arm, with substitution; caught by kind
+CREATE TABLE fh_stock (item text, qty int);
+SELECT df.start(('UPDATE fh_stock SET qty = qty - 1 WHERE item = ''pen'' RETURNING qty' |=> 'upd')
+                ~> df.if('SELECT $upd.qty? IS NULL', df.fail('nothing updated for {sys_label}'), 'SELECT 1'),
+                'fh-label') AS id \gset
+SELECT fh_wait(:'id');
+SELECT status, result #>> '{}' AS error, status_details->'error'->>'code' AS code
+FROM df.nodes n WHERE instance_id = :'id' AND node_type = 'FAIL';
+SELECT df.start(df.catch(df.fail('business refusal'), 'SELECT $error.message AS m', '{fail}')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT result->'rows' AS handler_rows FROM df.nodes n JOIN df.instances i ON i.root_node = n.id AND i.id = n.instance_id
+WHERE i.id = :'id';
+
+-- fractional sleep
+SELECT df.start(df.sleep(0.25) ~> 'SELECT 1') AS id \gset
+SELECT fh_wait(:'id');
+SELECT result FROM df.nodes WHERE instance_id = :'id' AND node_type = 'SLEEP';
+
+-- df.timeout: a running statement is interrupted and rolled back, the node fails with kind timeout
+CREATE TABLE fh_timeout_effects (v int);
+SELECT df.start(df.timeout('INSERT INTO fh_timeout_effects SELECT 1 FROM pg_sleep(10)', 0.5)) AS id \gset
+SELECT clock_timestamp() AS t0 \gset
+SELECT fh_wait(:'id');
+SELECT clock_timestamp() - :'t0'::timestamptz < interval '5 s' AS within_seconds;
+SELECT count(*) AS effects FROM fh_timeout_effects;
+SELECT result #>> '{}' AS error, status_details->'error'->>'code' AS code
+FROM df.nodes n JOIN df.instances i ON i.root_node = n.id AND i.id = n.instance_id WHERE i.id = :'id';
+-- a step that finishes in time: the deadline goes, the result passes through
+SELECT df.start(df.timeout('SELECT 42 AS v' |=> 'v', 30) ~> 'SELECT $v.v AS again') AS id \gset
+SELECT fh_wait(:'id');
+SELECT result->'rows' AS rows FROM df.nodes n JOIN df.instances i ON i.root_node = n.id AND i.id = n.instance_id
+WHERE i.id = :'id';
+-- a timeout inside a catch
+SELECT df.start(df.catch(df.timeout('SELECT pg_sleep(10)', 0.3), 'SELECT $error.kind AS kind', '{timeout}')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT result->'rows' AS rows FROM df.nodes n JOIN df.instances i ON i.root_node = n.id AND i.id = n.instance_id
+WHERE i.id = :'id';
+
+RESET ROLE;

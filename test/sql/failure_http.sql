@@ -1,0 +1,51 @@
+-- Failure handling of HTTP steps (issue 15) against the local test server
+-- (test/http_server.pl: /flaky/<name>/<n>/<status> fails n times, then
+-- answers 200): a retried call keeps its Idempotency-Key, Retry-After sets
+-- the next delay, error codes of HTTP failures, df.timeout over a slow call.
+SELECT df.grant_usage('df_user', include_http => true);
+SET ROLE df_user;
+SELECT df.setvar('base', current_setting('pgd_test.http_base'));
+CREATE FUNCTION fhh_wait(iid text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN df.await_instance(iid, 60);
+END $$;
+
+-- 503 twice, then 200: three calls with one Idempotency-Key
+SELECT df.start(df.retry(df.http('{base}/flaky/{sys_instance_id}/2/503', 'GET'),
+                         initial_interval => '10 ms', jitter => 'none')) AS id \gset
+SELECT fhh_wait(:'id');
+SELECT result->>'status' AS status, result->>'body' AS body
+FROM df.nodes n JOIN df.instances i ON i.root_node = n.id AND i.id = n.instance_id WHERE i.id = :'id';
+SELECT string_agg(detail->>'code', ',' ORDER BY at) AS retried_on FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+-- the server's request log for this name
+SELECT df.start(df.http('{base}/log?path=/flaky/' || :'id' || '/', 'GET')) AS log_id \gset
+SELECT fhh_wait(:'log_id');
+SELECT jsonb_array_length((result->>'body')::jsonb) AS calls,
+       (SELECT count(DISTINCT e->>'key') FROM jsonb_array_elements((result->>'body')::jsonb) e) AS distinct_keys
+FROM df.nodes WHERE instance_id = :'log_id';
+
+-- 503 with Retry-After: 1: the next attempt waits at least a second (capped by max_interval)
+SELECT df.start(df.retry(df.http('{base}/flaky/{sys_instance_id}/1/503?retry_after=1', 'GET'),
+                         initial_interval => '10 ms', jitter => 'none')) AS id \gset
+SELECT fhh_wait(:'id');
+SELECT detail->>'delay_ms' AS delay_ms FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+SELECT df.start(df.retry(df.http('{base}/flaky/{sys_instance_id}/1/503?retry_after=100', 'GET'),
+                         initial_interval => '10 ms', max_interval => '200 ms', jitter => 'none')) AS id \gset
+SELECT fhh_wait(:'id');
+SELECT detail->>'delay_ms' AS capped_delay_ms FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+
+-- error codes: http:<status> for 5xx
+SELECT df.start(df.http('{base}/status/502', 'GET')) AS id \gset
+SELECT fhh_wait(:'id');
+SELECT status_details->'error'->>'code' AS code, status_details->'error'->>'kind' AS kind
+FROM df.nodes WHERE instance_id = :'id';
+
+-- df.timeout over a 10 s call: the node fails with kind timeout long before
+SELECT clock_timestamp() AS t0 \gset
+SELECT df.start(df.timeout(df.http('{base}/delay/10000', 'GET'), 0.5)) AS id \gset
+SELECT fhh_wait(:'id');
+SELECT clock_timestamp() - :'t0'::timestamptz < interval '5 s' AS within_seconds;
+SELECT result #>> '{}' AS error, status_details->'error'->>'code' AS code
+FROM df.nodes n JOIN df.instances i ON i.root_node = n.id AND i.id = n.instance_id WHERE i.id = :'id';
+
+RESET ROLE;
