@@ -176,3 +176,9 @@ SELECT result->'rows' AS rows FROM df.nodes n JOIN df.instances i ON i.root_node
 WHERE i.id = :'id';
 
 RESET ROLE;
+
+-- df.explain shows the wrappers with their settings, their step and handler
+SET ROLE df_user;
+SELECT df.explain(df.catch(df.retry('SELECT 1', max_attempts => 5), df.fail('refused'), '{sql:23}'));
+SELECT df.explain(df.timeout(df.sleep(0.25), 2));
+RESET ROLE;
