@@ -199,16 +199,19 @@ CREATE FUNCTION df.wait_for_signal(name text, timeout_seconds int DEFAULT NULL) 
 COMMENT ON FUNCTION df.wait_for_signal(text, int) IS 'wait for df.signal(instance, name, data), optionally with a timeout';
 
 CREATE FUNCTION df.http(url text, method text DEFAULT 'POST', body text DEFAULT NULL,
-						headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30) RETURNS text
+						headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30,
+						fail_on text DEFAULT NULL) RETURNS text
 	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http';
-COMMENT ON FUNCTION df.http(text, text, text, jsonb, int) IS 'an HTTP request step';
+COMMENT ON FUNCTION df.http(text, text, text, jsonb, int, text) IS
+	'an HTTP request step; fail_on lists the status classes or codes that fail it (''4xx,5xx'', '
+	'''402,409''; default: 5xx fails, 4xx is returned)';
 
 CREATE FUNCTION df.http_multipart(url text, method text DEFAULT 'POST', parts jsonb DEFAULT NULL,
 								  headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30) RETURNS text
 	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http_multipart';
 COMMENT ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, int) IS 'an HTTP multipart/form-data request step';
 
-REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, int) FROM PUBLIC;
 
 CREATE FUNCTION df_internal.validate_graph(graph text) RETURNS text
@@ -736,7 +739,7 @@ BEGIN
 
 	EXECUTE format('GRANT USAGE ON SCHEMA df TO %I%s', p_role, opt);
 	IF include_http THEN
-		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer) TO %I%s', p_role, opt);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text) TO %I%s', p_role, opt);
 		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, integer) TO %I%s', p_role, opt);
 	END IF;
 	IF with_grant THEN
@@ -777,7 +780,7 @@ BEGIN
 	END IF;
 
 	-- the caller may never have held these: nothing of its own to revoke
-	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer)',
+	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer, text)',
 							  'df.http_multipart(text, text, jsonb, jsonb, integer)',
 							  'df.grant_usage(text, boolean, boolean)',
 							  'df.revoke_usage(text)',

@@ -63,6 +63,7 @@ typedef struct PgdHttpRequest
 	int			 nparts;
 	PgdHttpPart *parts;
 	int			 timeout_s;
+	char		*fail_on; /* df.http(fail_on); NULL: 5xx fails */
 	char		*idempotency_key;
 } PgdHttpRequest;
 

@@ -221,7 +221,7 @@ caller_problem(Oid submitter, bool multipart)
 	values[1] =
 		pgd_text_datum(multipart ?
 						   "df.http_multipart(text,text,jsonb,jsonb,integer)" :
-						   "df.http(text,text,text,jsonb,integer)");
+						   "df.http(text,text,text,jsonb,integer,text)");
 	pgd_spi_exec("SELECT pg_catalog.has_function_privilege($1, $2::pg_catalog.regprocedure, 'EXECUTE'), "
 				 "pg_catalog.pg_get_userbyid($1)",
 				 2, types, values, NULL, false);
@@ -252,6 +252,9 @@ prepare_target(PgdHttpRequest *req, SubstCtx *sc, const DfJson *cfg)
 		if (dfjson_get_int64(v, &t))
 			req->timeout_s = (int) t;
 	}
+	v = dfjson_get(cfg, "fail_on");
+	if (v != NULL && v->type == DFJ_STRING)
+		req->fail_on = pstrdup(v->str);
 	if (req->timeout_s > pgd_http_max_timeout)
 		return psprintf("timeout_seconds %d exceeds pg_durable.http_max_timeout (%d seconds)",
 						req->timeout_s, pgd_http_max_timeout);
@@ -560,7 +563,8 @@ pgd_http_envelope(PgdHttpRequest *req, const PgdHttpResponse *resp)
 	body = text ? pnstrdup(resp->body, resp->body_len) :
 				  base64_text(resp->body, resp->body_len);
 
-	if (resp->status >= 500)
+	if (req->fail_on ? df_http_fail_on_matches(req->fail_on, resp->status) :
+					   resp->status >= 500)
 	{
 		size_t blen = strlen(body);
 
@@ -570,7 +574,7 @@ pgd_http_envelope(PgdHttpRequest *req, const PgdHttpResponse *resp)
 		o.result = psprintf(PGD_MSG_HTTP_5XX, req->method, req->url,
 							resp->status, body);
 		o.code = psprintf("http:%ld", resp->status);
-		if (resp->status == 503)
+		if (resp->status == 503 || resp->status == 429)
 			o.retry_after_ms = retry_after_ms(resp);
 		return o;
 	}

@@ -40,6 +40,32 @@ SELECT fhh_wait(:'id');
 SELECT status_details->'error'->>'code' AS code, status_details->'error'->>'kind' AS kind
 FROM df.nodes WHERE instance_id = :'id';
 
+-- fail_on: the statuses that fail the step (JSON only when given; checked at build time)
+SELECT df.http('http://example.com/pay', 'POST', fail_on => '4xx, 5xx') AS with_fail_on;
+SELECT df.http('http://example.com/pay', 'POST') AS without_fail_on;
+SELECT df.http('http://example.com/pay', fail_on => '4x2');
+SELECT df.http('http://example.com/pay', fail_on => '402,');
+SELECT df.http('http://example.com/pay', fail_on => '');
+SELECT df.start('{"node_type":"HTTP","query":"{\"url\":\"http://example.com\",\"fail_on\":\"600\"}"}');
+-- 402 is returned by default, fails with fail_on => '4xx'
+SELECT df.start(df.http('{base}/status/402', 'GET')) AS id1,
+       df.start(df.http('{base}/status/402', 'GET', fail_on => '4xx')) AS id2 \gset
+SELECT fhh_wait(:'id1') AS default_rule, fhh_wait(:'id2') AS fail_on_4xx;
+SELECT status_details->'error'->>'code' AS code FROM df.nodes WHERE instance_id = :'id2';
+-- 429 with Retry-After: 1 under a retry: the next attempt at least a second later
+SELECT df.start(df.retry(df.http('{base}/flaky/{sys_instance_id}/1/429?retry_after=1', 'GET', fail_on => '429'),
+                         initial_interval => '10 ms', jitter => 'none')) AS id \gset
+SELECT fhh_wait(:'id');
+SELECT (detail->>'delay_ms')::int >= 1000 AS waited_a_second, detail->>'code' AS code
+FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+SELECT (SELECT min(at) FROM df.history(:'id') h WHERE h.kind = 'node_completed' AND h.node_type = 'HTTP')
+       - (SELECT at FROM df.history(:'id') h WHERE h.kind = 'retry_scheduled') >= interval '1 s' AS next_attempt_after_1s;
+-- a 4xx other than 408 and 429 is not retried by default
+SELECT df.start(df.retry(df.http('{base}/flaky/{sys_instance_id}/1/409', 'GET', fail_on => '4xx'),
+                         initial_interval => '10 ms')) AS id \gset
+SELECT fhh_wait(:'id');
+SELECT count(*) AS retries FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+
 -- df.timeout over a 10 s call: the node fails with kind timeout long before
 SELECT clock_timestamp() AS t0 \gset
 SELECT df.start(df.timeout(df.http('{base}/delay/10000', 'GET'), 0.5)) AS id \gset
