@@ -560,11 +560,17 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.waits_seq_seq', '');
 -- ---------------------------------------------------------------------------
 
 CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAULT NULL,
-						 transaction_mode text DEFAULT 'caller') RETURNS text
+						 transaction_mode text DEFAULT 'caller', max_attempts int DEFAULT 1,
+						 max_backoff interval DEFAULT '16 seconds',
+						 on_failure text DEFAULT 'fail') RETURNS text
 	LANGUAGE c VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_start';
-COMMENT ON FUNCTION df.start(text, text, text, text) IS 'start a workflow instance; returns its 8-hex id';
+COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text) IS
+	'start a workflow instance; returns its 8-hex id.  max_attempts, max_backoff and on_failure '
+	'are the instance-wide failure policy: every SQL or HTTP step without its own df.retry is '
+	'retried up to max_attempts with a back-off from 1 s, doubling, capped at max_backoff; '
+	'on_failure ''continue'' lets a step that gives up end with {"error": {...}} as its result';
 
 CREATE FUNCTION df.status(instance_id text) RETURNS text
 	LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'pgd_status';

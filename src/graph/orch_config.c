@@ -299,6 +299,8 @@ df_retry_parse(const char *query, DfRetryPolicy *p)
 									   "max_duration",
 									   "attempt_timeout",
 									   "mode",
+									   "instance_policy",
+									   "on_failure",
 									   NULL};
 	char					*err;
 	DfJson					*cfg = settings_object("RETRY", query, &err);
@@ -360,6 +362,19 @@ df_retry_parse(const char *query, DfRetryPolicy *p)
 			(strcmp(v->str, "step") != 0 && strcmp(v->str, "subtree") != 0))
 			return pstrdup("RETRY mode must be \"step\" or \"subtree\"");
 		p->subtree = strcmp(v->str, "subtree") == 0;
+	}
+	if ((v = dfjson_get(cfg, "instance_policy")) != NULL)
+	{
+		if (v->type != DFJ_BOOL)
+			return pstrdup("RETRY instance_policy must be true or false");
+		p->instance_policy = v->boolean;
+	}
+	if ((v = dfjson_get(cfg, "on_failure")) != NULL)
+	{
+		if (v->type != DFJ_STRING ||
+			(strcmp(v->str, "fail") != 0 && strcmp(v->str, "continue") != 0))
+			return pstrdup("RETRY on_failure must be \"fail\" or \"continue\"");
+		p->on_failure_continue = strcmp(v->str, "continue") == 0;
 	}
 	return NULL;
 }

@@ -59,6 +59,10 @@ typedef struct DfRetryPolicy
 	int64	 max_duration_ms;	 /* -1: none */
 	int64	 attempt_timeout_ms; /* -1: none */
 	bool	 subtree;			 /* mode 'subtree' (else 'step') */
+	/* the instance-wide policy of df.start (a RETRY at the root) */
+	bool instance_policy;
+	bool on_failure_continue; /* a step that gives up completes with
+									 * {"error": {...}} */
 } DfRetryPolicy;
 
 /* The parsed settings of a wrapper node (one of the four kinds). */

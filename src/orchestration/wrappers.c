@@ -244,6 +244,20 @@ enclosing_retry(const PgdGraph *g, int n)
 	return -1;
 }
 
+/* The RETRY above node n whose policy is on_failure 'continue', or -1. */
+static int
+continuing_policy(const PgdGraph *g, int n)
+{
+	int a;
+
+	for (a = g->nodes[n].parent; a >= 0; a = g->nodes[a].parent)
+		if (g->nodes[a].type == DF_NODE_RETRY &&
+			g->nodes[a].wrapper_problem == NULL &&
+			g->nodes[a].wrapper->retry.on_failure_continue)
+			return a;
+	return -1;
+}
+
 /* The attempt under way and when the first began (from status_details). */
 static void
 read_attempt(const char *details, int *attempt, int64 *since_ms)
@@ -325,6 +339,8 @@ wrapper_step_failed(PgdGraph *g, int n, const char *scope, PgdOutcome *outcome)
 									  dfjson_make_null());
 	if (verdict != PGD_RETRY_AGAIN)
 	{
+		int c = continuing_policy(g, n);
+
 		if (attempt > 1)
 		{
 			dfjson_object_add(ev, "attempts",
@@ -338,6 +354,22 @@ wrapper_step_failed(PgdGraph *g, int n, const char *scope, PgdOutcome *outcome)
 								scope, attempt, dfjson_to_text(ev));
 			pgd_store_node_details_merge(g->instance_id, node->id,
 										 "{\"next_attempt_at\": null}");
+		}
+		if (c >= 0)
+		{
+			/* df.start(on_failure => 'continue'): the step ends with its error */
+			PgdOutcome go_on = {0};
+
+			go_on.ok = true;
+			go_on.result =
+				psprintf("{\"error\":%s}", pgd_error_json(*outcome));
+			pgd_store_event_add(g->instance_id, "error_caught", node->id,
+								scope, attempt,
+								pgd_event_detail("code",
+												 outcome->code ?
+													 outcome->code :
+													 "error"));
+			*outcome = go_on;
 		}
 		return false;
 	}

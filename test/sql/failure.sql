@@ -177,6 +177,43 @@ WHERE i.id = :'id';
 
 RESET ROLE;
 
+-- df.start's instance-wide policy: defaults change nothing (not even the graph)
+SET ROLE df_user;
+SELECT df.start('SELECT 1', max_attempts => 1, on_failure => 'fail') AS id \gset
+SELECT node_type FROM df.nodes WHERE instance_id = :'id';
+SELECT df.start('SELECT 1', max_attempts => -1);
+SELECT df.start('SELECT 1', max_backoff => '0 s');
+SELECT df.start('SELECT 1', on_failure => 'ignore');
+-- max_attempts: a step without its own retry is retried (back-off from 1 s)
+CREATE SEQUENCE fh_policy_attempts;
+CREATE FUNCTION fh_policy_flaky() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE a bigint := nextval('fh_policy_attempts');
+BEGIN
+	IF a < 2 THEN
+		RAISE EXCEPTION 'policy attempt % fails', a;
+	END IF;
+	RETURN a;
+END $$;
+SELECT df.start('SELECT fh_policy_flaky() AS a', max_attempts => 3, max_backoff => '5 s') AS id \gset
+SELECT fh_wait(:'id');
+SELECT detail->>'delay_ms' AS delay_ms, attempt FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+SELECT node_type, query FROM df.nodes WHERE instance_id = :'id' AND node_type = 'RETRY';
+-- on_failure 'continue' in a chain: the failed step ends with its error, the next one runs
+SELECT df.start(('SELECT 1/0' |=> 'bad') ~> 'SELECT ($bad.error)::jsonb->>''code'' AS code', on_failure => 'continue') AS id \gset
+SELECT fh_wait(:'id');
+SELECT n.query, n.status, n.result->'error'->>'code' AS error_code, n.result->'rows' AS rows FROM df.nodes n
+WHERE n.instance_id = :'id' AND n.node_type = 'SQL' ORDER BY n.query;
+-- ... and in a loop: a failed iteration goes on to the next one
+CREATE TABLE fh_loop_log (id serial);
+SELECT df.start(df.loop('INSERT INTO fh_loop_log DEFAULT VALUES'
+                        ~> 'SELECT 1 / (SELECT count(*) % 2 FROM fh_loop_log)::int'
+                        ~> df.if('SELECT count(*) >= 3 FROM fh_loop_log', df.break('done'), 'SELECT 1')),
+                on_failure => 'continue') AS id \gset
+SELECT fh_wait(:'id');
+SELECT count(*) AS iterations FROM fh_loop_log;
+SELECT count(*) AS failures_continued FROM df.history(:'id') WHERE kind = 'error_caught';
+RESET ROLE;
+
 -- df.explain shows the wrappers with their settings, their step and handler
 SET ROLE df_user;
 SELECT df.explain(df.catch(df.retry('SELECT 1', max_attempts => 5), df.fail('refused'), '{sql:23}'));
