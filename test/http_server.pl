@@ -62,6 +62,7 @@ my $sel = IO::Select->new($listen);
 my %conns;          # fileno => state
 my @log;
 my ($requests, $inflight, $max_inflight) = (0, 0, 0);
+my $aborted = 0;    # held calls whose client closed the connection first
 my %barrier;        # "N" => [fileno, ...]
 my %flaky;          # name => calls so far (/flaky)
 my $last_parent_check = time;
@@ -188,7 +189,7 @@ sub handle
 	{
 		respond($c, 200, [ [ 'Content-Type', 'application/json' ] ],
 			$json->encode({ requests => $requests, inflight => $inflight - 1,
-				max_inflight => $max_inflight }));
+				max_inflight => $max_inflight, aborted => $aborted }));
 	}
 	elsif ($path eq '/reset')
 	{
@@ -239,6 +240,7 @@ sub close_conn
 	if ($c->{held})
 	{
 		$inflight--;
+		$aborted++;    # the client gave up on a held (slow) call
 		for my $n (keys %barrier)
 		{
 			@{ $barrier{$n} } = grep { $_ != $c->{fd} } @{ $barrier{$n} };

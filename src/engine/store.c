@@ -662,6 +662,13 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 " FOR UPDATE SKIP LOCKED)",
 		 3,
 		 {T, T, T}},
+	/* plain reads: a task being completed is locked, and is not gone */
+	[STMT_HTTP_TASKS_GONE] =
+		{"which HTTP tasks of calls in flight are gone",
+		 "SELECT x FROM pg_catalog.unnest($1::pg_catalog.int8[]) AS x "
+		 "WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.id OPERATOR(pg_catalog.=) x)",
+		 1,
+		 {INT8ARRAYOID}},
 };
 
 #undef K

@@ -234,6 +234,7 @@ extern int64 pgd_store_http_retry_at(const char *instance_id,
 									 TimestampTz at);
 extern void	 pgd_store_node_tasks_drop(const char *instance_id,
 									   const char *node_id, const char *scope);
+extern void	 pgd_store_http_tasks_gone(const int64 *ids, int n, bool *gone);
 
 /* the commit hook of the node buffer (from _PG_init) */
 extern void pgd_store_register_xact_callback(void);

@@ -22,6 +22,7 @@
 
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
+#include "utils/array.h"
 #include "utils/timestamp.h"
 
 #include "common/json.h"
@@ -153,4 +154,27 @@ pgd_store_node_tasks_drop(const char *instance_id, const char *node_id,
 						  const char *scope)
 {
 	RUN(STMT_TASKS_OF_NODE_DROP, instance_id, node_id, scope);
+}
+
+/* For each task id: is its row gone (the call in flight is no longer wanted)? */
+void
+pgd_store_http_tasks_gone(const int64 *ids, int n, bool *gone)
+{
+	Datum *elems = palloc(sizeof(Datum) * Max(n, 1));
+	Datum  values[1];
+	int	   rows;
+
+	for (int i = 0; i < n; i++)
+		elems[i] = Int64GetDatum(ids[i]);
+	values[0] = PointerGetDatum(construct_array(elems, n, INT8OID, 8, true,
+												TYPALIGN_DOUBLE));
+	rows = store_run(STMT_HTTP_TASKS_GONE, values, NULL);
+	for (int r = 0; r < rows; r++)
+	{
+		int64 id = strtoll(store_get_string(r, 1), NULL, 10);
+
+		for (int i = 0; i < n; i++)
+			if (ids[i] == id)
+				gone[i] = true;
+	}
 }

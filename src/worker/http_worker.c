@@ -110,6 +110,18 @@ static CURLM *multi = NULL;
 static int	  inflight = 0;
 
 /*
+ * The transfers in flight, so that one whose task is gone (its TIMEOUT
+ * fired, its instance was cancelled, its RACE was lost) is aborted: the
+ * server sees the connection close, and no late completion is attempted.
+ * Checked every ORPHAN_CHECK_MS while calls are in flight.
+ */
+#define ORPHAN_CHECK_MS 200
+static Transfer	 **live = NULL;
+static int		   nlive = 0;
+static int		   live_cap = 0;
+static TimestampTz next_orphan_check = 0;
+
+/*
  * After a reload the address policy may be stricter: connections curl keeps
  * open were checked under the old one, so they are not reused; the cache
  * is dropped as soon as no call is in flight.
@@ -288,8 +300,20 @@ complete(PgdHttpRequest *req, PgdOutcome outcome)
  */
 
 static void
+forget_live(Transfer *t)
+{
+	for (int i = 0; i < nlive; i++)
+		if (live[i] == t)
+		{
+			live[i] = live[--nlive];
+			return;
+		}
+}
+
+static void
 free_transfer(Transfer *t)
 {
+	forget_live(t);
 	if (t->easy)
 	{
 		curl_multi_remove_handle(multi, t->easy);
@@ -409,6 +433,17 @@ start_transfer(PgdHttpRequest *req)
 		return false;
 	}
 	inflight++;
+	if (nlive == live_cap)
+	{
+		int		   cap = Max(16, live_cap * 2);
+		Transfer **nl = realloc(live, sizeof(Transfer *) * cap);
+
+		if (nl == NULL)
+			return true; /* not aborted early then; it still completes */
+		live = nl;
+		live_cap = cap;
+	}
+	live[nlive++] = t;
 	return true;
 }
 
@@ -517,6 +552,63 @@ reap(void)
 		free_transfer(t);
 	}
 	return done;
+}
+
+/*
+ * Abort the transfers whose task row is gone: a TIMEOUT fired, the
+ * instance was cancelled or ended, the branch lost its RACE.  Their
+ * completion would be fenced out anyway (the lease is no longer held);
+ * aborting closes the connection now instead of at the call's end.
+ */
+static void
+abort_orphans(void)
+{
+	int64		 *ids;
+	bool		 *gone;
+	int			  n = nlive;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (n == 0 || GetCurrentTimestamp() < next_orphan_check)
+		return;
+	next_orphan_check =
+		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ORPHAN_CHECK_MS);
+	ids = palloc(sizeof(int64) * n);
+	gone = palloc0(sizeof(bool) * n);
+	for (int i = 0; i < n; i++)
+		ids[i] = live[i]->req->task_id;
+	PG_TRY();
+	{
+		if (pgd_begin_engine_unit("pg_durable: checking HTTP calls in flight"))
+		{
+			pgd_store_http_tasks_gone(ids, n, gone);
+			pgd_end_unit();
+		}
+	}
+	PG_CATCH();
+	{
+		pgd_unit_recover(cxt);
+		memset(gone, 0, sizeof(bool) * n);
+	}
+	PG_END_TRY();
+
+	for (int i = 0; i < n; i++)
+	{
+		Transfer *t = NULL;
+
+		if (!gone[i])
+			continue;
+		for (int j = 0; j < nlive; j++)
+			if (live[j]->req->task_id == ids[i])
+				t = live[j];
+		if (t == NULL)
+			continue;
+		if (pgd_log_allowed())
+			ereport(LOG,
+					(errmsg("aborting HTTP step %s of instance %s: it is no longer wanted",
+							t->req->node_id, t->req->instance_id)));
+		inflight--;
+		free_transfer(t);
+	}
 }
 
 /* ---------------------------------------------------------------------
@@ -736,6 +828,7 @@ pgd_http_worker_main(Datum main_arg)
 						  BUSY_POLL_MS);
 			old = MemoryContextSwitchTo(loop_cxt);
 			(void) reap();
+			abort_orphans();
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(loop_cxt);
 			continue;

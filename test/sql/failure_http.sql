@@ -66,12 +66,50 @@ SELECT df.start(df.retry(df.http('{base}/flaky/{sys_instance_id}/1/409', 'GET', 
 SELECT fhh_wait(:'id');
 SELECT count(*) AS retries FROM df.history(:'id') WHERE kind = 'retry_scheduled';
 
--- df.timeout over a 10 s call: the node fails with kind timeout long before
+-- the test server's counters (/stats), read by a workflow: start, commit, wait
+CREATE PROCEDURE fhh_stat(key text, INOUT val int) LANGUAGE plpgsql AS $$
+DECLARE
+	iid text := df.start(df.http(current_setting('pgd_test.http_base') || '/stats', 'GET'));
+BEGIN
+	COMMIT;
+	PERFORM df.await_instance(iid, 30);
+	val := (SELECT ((result->>'body')::jsonb->>key)::int FROM df.nodes WHERE instance_id = iid);
+END $$;
+-- wait (with a deadline) until the counter is above n
+CREATE PROCEDURE fhh_wait_stat(key text, n int, INOUT ok boolean) LANGUAGE plpgsql AS $$
+DECLARE
+	v int;
+BEGIN
+	ok := false;
+	FOR i IN 1..100 LOOP
+		CALL fhh_stat(key, v);
+		IF v > n THEN
+			ok := true;
+			RETURN;
+		END IF;
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END $$;
+
+-- df.timeout over a 10 s call: the node fails with kind timeout long before,
+-- and the call is aborted (the server sees the connection close)
+CALL fhh_stat('aborted', NULL) \gset aborted_before_
 SELECT clock_timestamp() AS t0 \gset
 SELECT df.start(df.timeout(df.http('{base}/delay/10000', 'GET'), 0.5)) AS id \gset
 SELECT fhh_wait(:'id');
 SELECT clock_timestamp() - :'t0'::timestamptz < interval '5 s' AS within_seconds;
 SELECT result #>> '{}' AS error, status_details->'error'->>'code' AS code
 FROM df.nodes n JOIN df.instances i ON i.root_node = n.id AND i.id = n.instance_id WHERE i.id = :'id';
+CALL fhh_wait_stat('aborted', :aborted_before_val, NULL);
+SELECT clock_timestamp() - :'t0'::timestamptz < interval '8 s' AS aborted_well_before_its_end;
+-- no late transition: the timed-out instance's history ends with its failure
+SELECT kind FROM df.history(:'id') ORDER BY at DESC, kind LIMIT 1;
+
+-- df.cancel of an instance whose call is in flight aborts the call
+CALL fhh_stat('aborted', NULL) \gset aborted_before_
+SELECT df.start(df.http('{base}/delay/10000', 'GET')) AS id \gset
+CALL fhh_wait_stat('inflight', 0, NULL);
+SELECT df.cancel(:'id', 'test') IS NOT NULL AS cancelled;
+CALL fhh_wait_stat('aborted', :aborted_before_val, NULL);
 
 RESET ROLE;
