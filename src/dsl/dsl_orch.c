@@ -195,11 +195,11 @@ pgd_retry(PG_FUNCTION_ARGS)
 												   "max_duration", true)));
 	if (!PG_ARGISNULL(9))
 	{
-		(void) interval_us(fcinfo, 9, f, "attempt_timeout", true);
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("df.retry: attempt_timeout is not supported yet"),
-				 errhint("Wrap the step in df.timeout(step, seconds) inside the retry instead.")));
+		int64 us = interval_us(fcinfo, 9, f, "attempt_timeout", true);
+
+		if (us < 1000)
+			bad_arg(f, "attempt_timeout must be at least 1 millisecond");
+		dfjson_object_add(cfg, "attempt_timeout", seconds_json(us));
 	}
 
 	mode = text_to_cstring(PG_GETARG_TEXT_PP(10));

@@ -63,6 +63,19 @@ pgd_is_wrapper(const PgdNode *node)
 		node->type == DF_NODE_CATCH || node->type == DF_NODE_FAIL;
 }
 
+int64
+pgd_attempt_timeout_ms(const PgdGraph *g, int n)
+{
+	int a;
+
+	for (a = g->nodes[n].parent; a >= 0; a = g->nodes[a].parent)
+		if (g->nodes[a].type == DF_NODE_RETRY &&
+			g->nodes[a].wrapper_problem == NULL &&
+			!g->nodes[a].wrapper->retry.instance_policy)
+			return Max(g->nodes[a].wrapper->retry.attempt_timeout_ms, 0);
+	return 0;
+}
+
 bool
 pgd_is_step(const PgdNode *node)
 {

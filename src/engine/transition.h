@@ -61,6 +61,13 @@ extern bool pgd_is_wrapper(const PgdNode *node);
 /* SQL, HTTP, HTTP_MULTIPART: the steps a retry policy covers. */
 extern bool pgd_is_step(const PgdNode *node);
 
+/*
+ * The attempt_timeout of the nearest df.retry above step n, in
+ * milliseconds, or 0 when it has none (each attempt of the step is bounded:
+ * statement_timeout for SQL, the transfer's timeout for HTTP).
+ */
+extern int64 pgd_attempt_timeout_ms(const PgdGraph *g, int n);
+
 /* How a parent reacts when one of its children finished. */
 typedef enum PgdReactionKind
 {

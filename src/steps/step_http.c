@@ -50,6 +50,7 @@
 #include "core/settings.h"
 #include "engine/apply.h"
 #include "engine/store.h"
+#include "engine/transition.h"
 #include "graph/http_config.h"
 #include "results/results.h"
 #include "steps/http.h"
@@ -389,6 +390,7 @@ pgd_http_prepare(MemoryContext parent, int64 task_id, const char *instance_id,
 	}
 	node = &g->nodes[n];
 	req->multipart = node->type == DF_NODE_HTTP_MULTIPART;
+	req->attempt_timeout_ms = pgd_attempt_timeout_ms(g, n);
 	if ((problem = caller_problem(run.submitted_by, req->multipart)) != NULL)
 	{
 		decide(req, problem);

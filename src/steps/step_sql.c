@@ -53,6 +53,8 @@
  */
 #include "postgres.h"
 
+#include "utils/timeout.h"
+
 #include "access/xact.h"
 #include "commands/prepare.h"
 #include "commands/sequence.h"
@@ -157,6 +159,15 @@ is_retryable(int sqlerrcode)
 		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
 }
 
+/* The attempt_timeout of the next statement (pgd_set_attempt_timeout). */
+static int64 attempt_timeout_ms = 0;
+
+void
+pgd_set_attempt_timeout(int64 ms)
+{
+	attempt_timeout_ms = ms;
+}
+
 /*
  * The error code of a failed statement (orchestration-api.md §0):
  * "sql:<SQLSTATE>", or "timeout" when statement_timeout cancelled it (a
@@ -232,7 +243,19 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 			elog(ERROR, "SPI_connect failed");
 		memset(&options, 0, sizeof(options));
 		options.dest = &dest.pub;
+		/*
+		 * df.retry(attempt_timeout): this attempt's bound.  SPI does not arm
+		 * statement_timeout (only a client's statement does), so the timer
+		 * is armed here; it cancels the statement as statement_timeout
+		 * would ("canceling statement due to statement timeout": code
+		 * "timeout").
+		 */
+		if (attempt_timeout_ms > 0)
+			enable_timeout_after(STATEMENT_TIMEOUT,
+								 (int) Min(attempt_timeout_ms, PG_INT32_MAX));
 		rc = SPI_execute_extended(query, &options);
+		if (attempt_timeout_ms > 0)
+			disable_timeout(STATEMENT_TIMEOUT, false);
 		if (rc == SPI_ERROR_TRANSACTION)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_TRANSACTION_TERMINATION),
@@ -264,7 +287,11 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 	}
 	PG_CATCH();
 	{
-		ErrorData *edata = pgd_subxact_caught(oldcxt, oldowner);
+		ErrorData *edata;
+
+		if (attempt_timeout_ms > 0)
+			disable_timeout(STATEMENT_TIMEOUT, false);
+		edata = pgd_subxact_caught(oldcxt, oldowner);
 
 		*sqlstate = edata->sqlerrcode;
 		*retry = is_retryable(edata->sqlerrcode) ||

@@ -90,6 +90,7 @@
 #include "core/unit.h"
 #include "engine/apply.h"
 #include "engine/store.h"
+#include "engine/transition.h"
 #include "engine/wake.h"
 #include "results/results.h"
 #include "steps/remote.h"
@@ -252,8 +253,12 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 			outcome->code = psprintf("sql:%s", unpack_sql_state(sqlstate));
 	}
 	else
+	{
+		pgd_set_attempt_timeout(pgd_attempt_timeout_ms(g, n));
 		*outcome =
 			pgd_run_user_sql(query, t->run.submitted_by, &retry, &sqlstate);
+		pgd_set_attempt_timeout(0);
+	}
 	pgd_executor_set_running(NULL, NULL);
 
 	/* waiting for a free worker slot is not a failure, however long it lasts */
