@@ -32,7 +32,7 @@ SELECT df.retry('SELECT 1', retry_on => ARRAY[NULL]::text[]);
 SELECT df.retry('SELECT 1', max_duration => '0 s');
 SELECT df.retry('SELECT 1', mode => 'tree');
 SELECT df.retry('SELECT 1', mode => 'subtree');
-SELECT df.retry('SELECT 1', attempt_timeout => '1 s');
+SELECT df.retry('SELECT 1', attempt_timeout => '0 s');
 SELECT df.retry('SELECT 1', max_attempts => NULL);
 SELECT df.timeout('SELECT 1', 0);
 SELECT df.timeout('SELECT 1', -2);
@@ -175,6 +175,19 @@ SELECT fh_wait(:'id');
 SELECT result->'rows' AS rows FROM df.nodes n JOIN df.instances i ON i.root_node = n.id AND i.id = n.instance_id
 WHERE i.id = :'id';
 
+RESET ROLE;
+
+-- attempt_timeout bounds each attempt (statement_timeout), and a timeout is retried
+SET ROLE df_user;
+SELECT df.retry('SELECT 1', attempt_timeout => '1.5 s') AS with_attempt_timeout;
+SELECT df.start(df.retry('SELECT pg_sleep(10)', max_attempts => 2, initial_interval => '10 ms',
+                         attempt_timeout => '200 ms')) AS id \gset
+SELECT clock_timestamp() AS t0 \gset
+SELECT fh_wait(:'id');
+SELECT clock_timestamp() - :'t0'::timestamptz < interval '5 s' AS bounded;
+SELECT n.status_details->'error'->>'code' AS code, n.result #>> '{}' AS error,
+       (SELECT count(*) FROM df.history(:'id') h WHERE h.kind = 'retry_scheduled') AS retries
+FROM df.nodes n WHERE n.instance_id = :'id' AND n.node_type = 'SQL';
 RESET ROLE;
 
 -- df.start's instance-wide policy: defaults change nothing (not even the graph)

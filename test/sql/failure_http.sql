@@ -91,6 +91,16 @@ BEGIN
 	END LOOP;
 END $$;
 
+-- attempt_timeout bounds each call below its timeout_seconds
+SELECT df.start(df.retry(df.http('{base}/delay/5000', 'GET'), max_attempts => 2, initial_interval => '10 ms',
+                         attempt_timeout => '300 ms')) AS id \gset
+SELECT clock_timestamp() AS t0 \gset
+SELECT fhh_wait(:'id');
+SELECT clock_timestamp() - :'t0'::timestamptz < interval '4 s' AS bounded;
+SELECT n.status_details->'error'->>'code' AS code,
+       (SELECT count(*) FROM df.history(:'id') h WHERE h.kind = 'retry_scheduled') AS retries
+FROM df.nodes n WHERE n.instance_id = :'id' AND n.node_type = 'HTTP';
+
 -- df.timeout over a 10 s call: the node fails with kind timeout long before,
 -- and the call is aborted (the server sees the connection close)
 CALL fhh_stat('aborted', NULL) \gset aborted_before_
