@@ -203,15 +203,12 @@ pgd_retry(PG_FUNCTION_ARGS)
 	}
 
 	mode = text_to_cstring(PG_GETARG_TEXT_PP(10));
-	if (strcmp(mode, "subtree") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("df.retry: mode 'subtree' is not supported yet"),
-				 errhint("Use mode 'step', which retries each failed SQL or HTTP step.")));
-	if (strcmp(mode, "step") != 0)
+	if (strcmp(mode, "step") != 0 && strcmp(mode, "subtree") != 0)
 		bad_arg(f,
 				psprintf("unknown mode \"%s\": use 'step' or 'subtree'",
 						 mode));
+	if (strcmp(mode, "subtree") == 0)
+		dfjson_object_add(cfg, "mode", dfjson_make_string("subtree"));
 
 	return wrapper_datum(DF_NODE_RETRY, step, NULL, cfg);
 }

@@ -42,9 +42,10 @@
 typedef struct PgdOutcome
 {
 	bool  ok;
-	char *result; /* ok: result JSON text; else the error text */
-	char *code;	  /* failed: the error code, or NULL */
-	char *node;	  /* failed: the node that failed first (set by apply.c) */
+	char *result;	 /* ok: result JSON text; else the error text */
+	char *code;		 /* failed: the error code, or NULL */
+	char *node;		 /* failed: the node that failed first (set by apply.c) */
+	bool  retryable; /* failed: df.fail(retryable => true) */
 	int64 retry_after_ms;
 } PgdOutcome;
 

@@ -27,14 +27,15 @@ typedef enum PgdRetryVerdict
 } PgdRetryVerdict;
 
 /*
- * Attempt 'attempt' (1 = the first try) failed with code; elapsed_ms since
+ * Attempt 'attempt' (1 = the first try) failed with code (retryable_fail:
+ * a df.fail(retryable => true), retried unless non_retryable names fail); elapsed_ms since
  * the first try began; retry_after_ms the server's Retry-After (0: none);
  * draw a uniform number in [0, 1) for the jitter.
  */
 extern PgdRetryVerdict pgd_retry_decide(const DfRetryPolicy *p, int attempt,
-										const char *code, int64 retry_after_ms,
-										int64 elapsed_ms, double draw,
-										int64 *delay_ms);
+										const char *code, bool retryable_fail,
+										int64 retry_after_ms, int64 elapsed_ms,
+										double draw, int64 *delay_ms);
 
 /* Is code retried under p (retry_on / non_retryable / the default set)? */
 extern bool pgd_retry_classify(const DfRetryPolicy *p, const char *code);

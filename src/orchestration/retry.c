@@ -56,11 +56,13 @@ pgd_retry_delay_ms(const DfRetryPolicy *p, int attempt, double draw)
 
 PgdRetryVerdict
 pgd_retry_decide(const DfRetryPolicy *p, int attempt, const char *code,
-				 int64 retry_after_ms, int64 elapsed_ms, double draw,
-				 int64 *delay_ms)
+				 bool retryable_fail, int64 retry_after_ms, int64 elapsed_ms,
+				 double draw, int64 *delay_ms)
 {
 	*delay_ms = 0;
-	if (!pgd_retry_classify(p, code))
+	if (!pgd_retry_classify(p, code) &&
+		!(retryable_fail && code != NULL && strcmp(code, "fail") == 0 &&
+		  !df_error_matches_any(p->non_retryable, p->nnon_retryable, code)))
 		return PGD_RETRY_NOT_RETRYABLE;
 	if (p->max_attempts > 0 && attempt >= p->max_attempts)
 		return PGD_RETRY_EXHAUSTED;

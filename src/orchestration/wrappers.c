@@ -99,8 +99,12 @@ start_fail(PgdGraph *g, int n, const char *scope)
 		if (message == NULL)
 			message = err;
 	}
-	pgd_apply_finish_node(g, n, scope,
-						  failure_with_code("fail", pstrdup(message)));
+	{
+		PgdOutcome o = failure_with_code("fail", pstrdup(message));
+
+		o.retryable = node->wrapper->fail_retryable;
+		pgd_apply_finish_node(g, n, scope, o);
+	}
 }
 
 /* ---------------------------------------------------------------------
@@ -152,6 +156,149 @@ catch_matches(const DfWrapperConfig *cfg, const PgdOutcome *outcome)
 }
 
 /* ---------------------------------------------------------------------
+ * RETRY, mode 'subtree'
+ *
+ * The child runs in a scope of its own per generation,
+ * "<scope>::<retry id>::<generation>", as a loop body does.  A failure
+ * that the policy retries abandons that generation (its tasks, waits and
+ * named results go, its running steps are interrupted) and puts a timer on
+ * the RETRY at the back-off; the timer starts the child again in the next
+ * generation, so every step of it runs again (a late completion of the old
+ * generation finds its failed subtree root above it and is discarded).
+ * The attempt is in the RETRY node's status_details.
+ * ---------------------------------------------------------------------
+ */
+
+static char *
+generation_scope(const PgdGraph *g, int n, const char *scope, int gen)
+{
+	return psprintf("%s::%s::%d", scope, g->nodes[n].id, gen);
+}
+
+static void
+subtree_start(PgdGraph *g, int n, const char *scope)
+{
+	const PgdNode *node = &g->nodes[n];
+
+	pgd_store_node_details_merge(g->instance_id, node->id,
+								 psprintf("{\"attempt\": 1, \"max_attempts\": %d}",
+										  node->wrapper->retry.max_attempts));
+	pgd_apply_start_node(g, node->left, generation_scope(g, n, scope, 1));
+}
+
+static void	 read_attempt(const char *details, int *attempt, int64 *since_ms);
+static int64 now_ms(TimestampTz now);
+static const char *verdict_text(PgdRetryVerdict v);
+
+static void
+subtree_child_done(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
+{
+	const PgdNode		*node = &g->nodes[n];
+	const DfRetryPolicy *p = &node->wrapper->retry;
+	TimestampTz			 now = GetCurrentTimestamp();
+	int					 attempt;
+	int64				 since_ms;
+	int64				 delay_ms;
+	PgdRetryVerdict		 verdict;
+	char				*gen_scope;
+	DfJson				*d;
+	DfJson				*ev;
+	TimestampTz			 due;
+	char				*error;
+	char				*err = NULL;
+
+	read_attempt(pgd_store_node_details(g->instance_id, node->id), &attempt,
+				 &since_ms);
+	gen_scope = generation_scope(g, n, scope, attempt);
+	if (outcome.ok)
+	{
+		pgd_store_results_merge(g->instance_id, gen_scope, scope, true);
+		pgd_apply_finish_node(g, n, scope, outcome);
+		return;
+	}
+	if (since_ms < 0)
+		since_ms = now_ms(now);
+	verdict =
+		pgd_retry_decide(p, attempt, outcome.code, outcome.retryable,
+						 outcome.retry_after_ms, now_ms(now) - since_ms,
+						 pg_prng_double(&pg_global_prng_state), &delay_ms);
+	ev = dfjson_make_object();
+	dfjson_object_add(ev, "code",
+					  outcome.code ? dfjson_make_string(outcome.code) :
+									 dfjson_make_null());
+	dfjson_object_add(ev, "mode", dfjson_make_string("subtree"));
+	if (verdict != PGD_RETRY_AGAIN)
+	{
+		if (attempt > 1)
+		{
+			dfjson_object_add(ev, "attempts",
+							  dfjson_make_number(psprintf("%d", attempt)));
+			dfjson_object_add(ev, "reason",
+							  dfjson_make_string(verdict_text(verdict)));
+			dfjson_object_add(ev, "error",
+							  dfjson_make_string(psprintf("gave up after %d attempts",
+														  attempt)));
+			pgd_store_event_add(g->instance_id, "retries_exhausted", node->id,
+								scope, attempt, dfjson_to_text(ev));
+		}
+		pgd_store_results_merge(g->instance_id, gen_scope, scope, false);
+		pgd_apply_finish_node(g, n, scope, outcome);
+		return;
+	}
+
+	/* this generation is over: whatever of it still runs is not wanted */
+	pgd_apply_abandon_scope(g, gen_scope);
+	pgd_store_joins_drop_scope(g->instance_id, gen_scope);
+	pgd_store_results_merge(g->instance_id, gen_scope, scope, false);
+	due = TimestampTzPlusMilliseconds(now, delay_ms);
+	pgd_store_timer_add(g->instance_id, node->id, scope, due);
+
+	d = dfjson_make_object();
+	dfjson_object_add(d, "attempt",
+					  dfjson_make_number(psprintf("%d", attempt + 1)));
+	dfjson_object_add(d, "next_attempt_at",
+					  dfjson_make_string(timestamptz_to_str(due)));
+	dfjson_object_add(d, "retry_since_ms",
+					  dfjson_make_number(psprintf(INT64_FORMAT, since_ms)));
+	error = pgd_error_json(outcome);
+	dfjson_object_add(d, "last_error",
+					  dfjson_parse(error, strlen(error), &err));
+	pgd_store_node_details_merge(g->instance_id, node->id, dfjson_to_text(d));
+
+	dfjson_object_add(ev, "attempt",
+					  dfjson_make_number(psprintf("%d", attempt + 1)));
+	dfjson_object_add(ev, "delay_ms",
+					  dfjson_make_number(psprintf(INT64_FORMAT, delay_ms)));
+	dfjson_object_add(ev, "error",
+					  dfjson_make_string(outcome.result ? outcome.result :
+														  ""));
+	pgd_store_event_add(g->instance_id, "retry_scheduled", node->id, scope,
+						attempt, dfjson_to_text(ev));
+}
+
+/* The back-off of a subtree retry is over: the next generation starts. */
+static void
+subtree_timer(PgdGraph *g, int n, const char *scope)
+{
+	int	  attempt;
+	int64 since_ms;
+
+	read_attempt(pgd_store_node_details(g->instance_id, g->nodes[n].id),
+				 &attempt, &since_ms);
+	pgd_store_node_details_merge(g->instance_id, g->nodes[n].id,
+								 "{\"next_attempt_at\": null}");
+	pgd_apply_start_node(g, g->nodes[n].left,
+						 generation_scope(g, n, scope, attempt));
+}
+
+static bool
+is_subtree_retry(const PgdNode *node)
+{
+	return node->type == DF_NODE_RETRY && node->wrapper_problem == NULL &&
+		node->wrapper->retry.subtree;
+}
+
+/* ---------------------------------------------------------------------
  * The hooks
  * ---------------------------------------------------------------------
  */
@@ -176,6 +323,11 @@ wrapper_start(PgdGraph *g, int n, const char *scope)
 			start_timeout(g, n, scope);
 			break;
 		case DF_NODE_RETRY:
+			if (is_subtree_retry(node))
+				subtree_start(g, n, scope);
+			else
+				pgd_apply_start_node(g, node->left, scope);
+			break;
 		case DF_NODE_CATCH:
 			pgd_apply_start_node(g, node->left, scope);
 			break;
@@ -191,6 +343,11 @@ wrapper_child_done(PgdGraph *g, int n, int child, const char *scope,
 {
 	const PgdNode *node = &g->nodes[n];
 
+	if (is_subtree_retry(node))
+	{
+		subtree_child_done(g, n, scope, outcome);
+		return;
+	}
 	switch (node->type)
 	{
 		case DF_NODE_TIMEOUT:
@@ -228,6 +385,8 @@ wrapper_timer(PgdGraph *g, int n, const char *scope)
 {
 	if (g->nodes[n].type == DF_NODE_TIMEOUT)
 		timeout_fired(g, n, scope);
+	else if (is_subtree_retry(&g->nodes[n]))
+		subtree_timer(g, n, scope);
 }
 
 /* The nearest RETRY above node n (mode 'step'), or -1. */
@@ -238,9 +397,8 @@ enclosing_retry(const PgdGraph *g, int n)
 
 	for (a = g->nodes[n].parent; a >= 0; a = g->nodes[a].parent)
 		if (g->nodes[a].type == DF_NODE_RETRY &&
-			g->nodes[a].wrapper_problem == NULL &&
-			!g->nodes[a].wrapper->retry.subtree)
-			return a;
+			g->nodes[a].wrapper_problem == NULL)
+			return g->nodes[a].wrapper->retry.subtree ? -1 : a;
 	return -1;
 }
 
@@ -329,8 +487,8 @@ wrapper_step_failed(PgdGraph *g, int n, const char *scope, PgdOutcome *outcome)
 	if (since_ms < 0)
 		since_ms = now_ms(now);
 	verdict =
-		pgd_retry_decide(p, attempt, outcome->code, outcome->retry_after_ms,
-						 now_ms(now) - since_ms,
+		pgd_retry_decide(p, attempt, outcome->code, false,
+						 outcome->retry_after_ms, now_ms(now) - since_ms,
 						 pg_prng_double(&pg_global_prng_state), &delay_ms);
 
 	ev = dfjson_make_object();

@@ -356,7 +356,8 @@ start_transfer(PgdHttpRequest *req)
 	/* df.retry(attempt_timeout) bounds each attempt below timeout_seconds */
 	if (req->attempt_timeout_ms > 0 &&
 		req->attempt_timeout_ms < (int64) req->timeout_s * 1000)
-		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long) req->attempt_timeout_ms);
+		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
+						 (long) req->attempt_timeout_ms);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "pg_durable/" PG_DURABLE_VERSION);
 	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
 					 (curl_off_t) pgd_http_max_response_body);

@@ -190,6 +190,33 @@ SELECT n.status_details->'error'->>'code' AS code, n.result #>> '{}' AS error,
 FROM df.nodes n WHERE n.instance_id = :'id' AND n.node_type = 'SQL';
 RESET ROLE;
 
+-- mode 'subtree': a failure anywhere under the wrapper re-runs the whole subtree
+-- (read a version, act, and start over when df.fail(..., retryable => true) says it moved)
+SET ROLE df_user;
+CREATE SEQUENCE fh_generations;
+CREATE TABLE fh_sub_effects (generation bigint);
+SELECT df.start(df.retry((('SELECT nextval(''fh_generations'') AS g' |=> 'v')
+                          ~> 'INSERT INTO fh_sub_effects VALUES ($v.g)'
+                          ~> df.if('SELECT $v.g < 3', df.fail('version moved', retryable => true),
+                                   'SELECT $v.g AS final')),
+                         mode => 'subtree', initial_interval => '10 ms', jitter => 'none')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT result->'rows' AS rows FROM df.nodes n JOIN df.instances i ON i.root_node = n.id AND i.id = n.instance_id
+WHERE i.id = :'id';
+SELECT string_agg(generation::text, ',' ORDER BY generation) AS effects_of_every_generation FROM fh_sub_effects;
+SELECT count(*) AS subtree_retries, string_agg(detail->>'code', ',') AS codes
+FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+-- a df.fail that is not retryable ends it at once
+SELECT df.start(df.retry('SELECT 1' ~> df.fail('refused'), mode => 'subtree', initial_interval => '10 ms')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT count(*) AS retries FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+-- exhausted after max_attempts generations
+SELECT df.start(df.retry(df.fail('always moved', retryable => true), mode => 'subtree', max_attempts => 3,
+                         initial_interval => '10 ms')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT kind, attempt, detail->>'error' AS message FROM df.history(:'id') WHERE kind = 'retries_exhausted';
+RESET ROLE;
+
 -- df.start's instance-wide policy: defaults change nothing (not even the graph)
 SET ROLE df_user;
 SELECT df.start('SELECT 1', max_attempts => 1, on_failure => 'fail') AS id \gset
