@@ -570,6 +570,12 @@ join_branch_done(PgdGraph *g, int p, const char *pscope)
 	for (i = 0; i < width; i++)
 		node_state(g, pgd_join_branch(join, i), &statuses[i], &results[i]);
 	outcome = pgd_join_outcome(join, statuses, results);
+	/* the first failed branch's error code goes on (a CATCH above matches it) */
+	for (i = 0; i < width && !outcome.ok && outcome.code == NULL; i++)
+		if (statuses[i] == NULL || strcmp(statuses[i], "completed") != 0)
+			pgd_store_node_error_code(g->instance_id,
+									  g->nodes[pgd_join_branch(join, i)].id,
+									  &outcome);
 
 	/* the branches' named results join the JOIN's scope only when it succeeds */
 	for (i = 0; i < width; i++)

@@ -235,6 +235,9 @@ extern int64 pgd_store_http_retry_at(const char *instance_id,
 extern void	 pgd_store_node_tasks_drop(const char *instance_id,
 									   const char *node_id, const char *scope);
 extern void	 pgd_store_http_tasks_gone(const int64 *ids, int n, bool *gone);
+extern void	 pgd_store_node_error_code(const char *instance_id,
+									   const char *node_id,
+									   PgdOutcome *outcome);
 
 /* the commit hook of the node buffer (from _PG_init) */
 extern void pgd_store_register_xact_callback(void);

@@ -178,3 +178,25 @@ pgd_store_http_tasks_gone(const int64 *ids, int n, bool *gone)
 				gone[i] = true;
 	}
 }
+
+/*
+ * The error code and failing node a failed node recorded (status_details),
+ * into outcome: a JOIN fails with the code of its first failed branch.
+ */
+void
+pgd_store_node_error_code(const char *instance_id, const char *node_id,
+						  PgdOutcome *outcome)
+{
+	char   *details = pgd_store_node_details(instance_id, node_id);
+	char   *err = NULL;
+	DfJson *d = details ? dfjson_parse(details, strlen(details), &err) : NULL;
+	DfJson *e = d ? dfjson_get(d, "error") : NULL;
+	DfJson *v;
+
+	if (e == NULL || e->type != DFJ_OBJECT)
+		return;
+	if ((v = dfjson_get(e, "code")) != NULL && v->type == DFJ_STRING)
+		outcome->code = pstrdup(v->str);
+	if ((v = dfjson_get(e, "node")) != NULL && v->type == DFJ_STRING)
+		outcome->node = pstrdup(v->str);
+}

@@ -229,11 +229,17 @@ pgd_race_loser(const PgdNode *race, int winner)
 PgdOutcome
 pgd_race_outcome(const PgdNode *race, int winner, PgdOutcome outcome)
 {
+	PgdOutcome failed;
+
 	if (outcome.ok)
 		return outcome;
-	return pgd_failure(PGD_MSG_RACE_BRANCH_FAILED,
-					   winner == race->left ? "left" : "right",
-					   outcome.result);
+	failed =
+		pgd_failure(PGD_MSG_RACE_BRANCH_FAILED,
+					winner == race->left ? "left" : "right", outcome.result);
+	/* the branch's error code and node go on (a CATCH above matches them) */
+	failed.code = outcome.code;
+	failed.node = outcome.node;
+	return failed;
 }
 
 /*

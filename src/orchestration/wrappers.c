@@ -120,6 +120,10 @@ start_timeout(PgdGraph *g, int n, const char *scope)
 													 node->wrapper->timeout_ms);
 
 	pgd_store_timer_add(g->instance_id, node->id, scope, due);
+	/* the deadline, for df.instance_nodes */
+	pgd_store_node_details_merge(g->instance_id, node->id,
+								 psprintf("{\"deadline\": \"%s\"}",
+										  timestamptz_to_str(due)));
 	pgd_apply_start_node(g, node->left,
 						 pgd_branch_scope(g, node->left, scope));
 }

@@ -254,6 +254,34 @@ SELECT count(*) AS iterations FROM fh_loop_log;
 SELECT count(*) AS failures_continued FROM df.history(:'id') WHERE kind = 'error_caught';
 RESET ROLE;
 
+-- a JOIN or a RACE fails with its failed branch's code, so a CATCH above matches it
+SET ROLE df_user;
+SELECT df.start(df.catch(df.join('SELECT 1', 'SELECT 1/0'), 'SELECT $error.code AS code', '{sql:22}')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT result->'rows' AS rows FROM df.nodes n JOIN df.instances i ON i.root_node = n.id AND i.id = n.instance_id
+WHERE i.id = :'id';
+SELECT status_details->'error'->>'code' AS join_code FROM df.nodes WHERE instance_id = :'id' AND node_type = 'JOIN';
+SELECT df.start(df.race('SELECT 1/0', df.sleep(30))) AS id \gset
+SELECT fh_wait(:'id');
+SELECT status_details->'error'->>'code' AS race_code FROM df.nodes WHERE instance_id = :'id' AND node_type = 'RACE';
+-- a running TIMEOUT shows its deadline
+SELECT df.start(df.timeout(df.sleep(30), 60)) AS id \gset
+CREATE FUNCTION fh_deadline(iid text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1..600 LOOP
+		IF EXISTS (SELECT 1 FROM df.nodes WHERE instance_id = iid AND node_type = 'TIMEOUT'
+				   AND status_details ? 'deadline') THEN
+			RETURN (SELECT (status_details->>'deadline')::timestamptz > now() + interval '50 s'
+					FROM df.nodes WHERE instance_id = iid AND node_type = 'TIMEOUT');
+		END IF;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	RETURN false;
+END $$;
+SELECT fh_deadline(:'id') AS deadline_shown;
+SELECT df.cancel(:'id', 'done') IS NOT NULL AS cancelled;
+RESET ROLE;
+
 -- df.explain shows the wrappers with their settings, their step and handler
 SET ROLE df_user;
 SELECT df.explain(df.catch(df.retry('SELECT 1', max_attempts => 5), df.fail('refused'), '{sql:23}'));
