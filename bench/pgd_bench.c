@@ -25,6 +25,14 @@
  *	- HTTP steps (--http-url): chains of GET <url>/echo against the local
  *	  test server (test/http_server.pl, started by bench/run), measured as
  *	  the other chains: HTTP steps per second.
+ *	- Retries (--retry-workflows): the chain again, wrapped in a df.retry
+ *	  that never has to retry, then the plain chain once more: the wrapped
+ *	  chain's steps/s over the mean of the two plain runs around it (so
+ *	  that the tables' growth between phases does not count), then
+ *	  chains of --retry-steps SQL steps, each in a df.retry with a 10 ms
+ *	  back-off, that fail at random half of the time (a shared sequence:
+ *	  odd values fail, so a step fails once on average): retried steps per
+ *	  second (the retries counted from the history) and steps per second.
  *	- Commit rate: pgbench -n -f <one INSERT> at the executors' concurrency
  *	  (the executors are the sessions that commit steps) and at the
  *	  clients' one, on the same server, in the same run.
@@ -78,6 +86,8 @@ typedef struct PgdbOptions
 	const char *http_url;		/* base URL of test/http_server.pl, or NULL */
 	int			http_workflows;
 	int			http_steps;
+	int			retry_workflows; /* chains of flaky steps in df.retry */
+	int			retry_steps;
 	bool		verbose;
 } PgdbOptions;
 
@@ -372,6 +382,21 @@ http_leaf(PgdbBuf *s, int k)
 	buf_append(s, "df.http($u$%s/echo?k=%d$u$, 'GET')", http_leaf_url, k + 1);
 }
 
+/* A step that fails half of the time (odd values of a shared sequence), retried after 10 ms. */
+static void
+flaky_leaf(PgdbBuf *s, int k)
+{
+	(void) k;
+	/* (not CASE ... THEN 1 / 0: the planner folds the constant and always fails) */
+	buf_append(s, "df.retry($s$SELECT 1 / (nextval('bench_flaky') %% 2)::int$s$, "
+			   "max_attempts => 0, initial_interval => '10 ms', jitter => 'none', "
+			   "retry_on => '{sql:22012}')");
+}
+
+/* Wrap the whole graph in a df.retry (build_graph_in). */
+static const char *graph_prefix = "";
+static const char *graph_suffix = "";
+
 /* The workflow's JSON, built by the server's own DSL; malloc'd, or NULL. */
 static char *
 build_graph(Pgdb *b, const char *op, int n, void (*leaf) (PgdbBuf *, int))
@@ -379,9 +404,9 @@ build_graph(Pgdb *b, const char *op, int n, void (*leaf) (PgdbBuf *, int))
 	PgdbBuf		s = {0};
 	char	   *graph;
 
-	buf_append(&s, "SELECT (");
+	buf_append(&s, "SELECT %s(", graph_prefix);
 	balanced(&s, op, 0, n, leaf);
-	buf_append(&s, ")::text");
+	buf_append(&s, ")%s::text", graph_suffix);
 	graph = query_value(b, s.data);
 	free(s.data);
 	return graph;
@@ -656,6 +681,7 @@ setup(Pgdb *b)
 				 "SET client_min_messages = warning;"
 				 "CREATE TABLE IF NOT EXISTS bench_log (instance_id text, k int, ts timestamptz);"
 				 "CREATE TABLE IF NOT EXISTS bench_commit (v int, ts timestamptz);"
+				 "CREATE SEQUENCE IF NOT EXISTS bench_flaky;"
 				 "TRUNCATE bench_log, bench_commit", &b->err, b->errstr))
 		return false;
 	if ((v = query_value(b, "SHOW server_version")) == NULL)
@@ -951,7 +977,12 @@ pgdb_run(Pgdb *b)
 				fan = NAN,
 				flows = NAN,
 				http = NAN,
+				wrapped = NAN,
+				chain2 = NAN,
+				flaky = NAN,
+				retries = NAN,
 				dummy;
+	bool		ok;
 	char		v[32];
 	char		latlabel[32];
 
@@ -987,9 +1018,59 @@ pgdb_run(Pgdb *b)
 			return false;
 	}
 
+	if (o->retry_workflows > 0 && o->chain_workflows > 0)
+	{
+		/* the same chain inside a df.retry that never retries */
+		graph_prefix = "df.retry";
+		graph_suffix = "";
+		ok = throughput_phase(b, "chain in df.retry", "~>", o->chain_steps,
+							  o->chain_workflows, &wrapped, &dummy);
+		graph_prefix = "";
+		if (!ok ||
+			!throughput_phase(b, "chain again", "~>", o->chain_steps,
+							  o->chain_workflows, &chain2, &dummy))
+			return false;
+	}
+	if (o->retry_workflows > 0)
+	{
+		char	   *before = query_value(b, "SELECT count(*) FROM df_internal.events "
+										 "WHERE kind = 'retry_scheduled'");
+		char	   *after;
+
+		if (before == NULL)
+			return false;
+		if (!throughput_phase_of(b, "flaky chain", "~>", o->retry_steps, o->retry_workflows,
+								 flaky_leaf, &flaky, &dummy))
+			return false;
+		after = query_value(b, "SELECT count(*) FROM df_internal.events "
+							"WHERE kind = 'retry_scheduled'");
+		if (after == NULL)
+			return false;
+		retries = strtod(after, NULL) - strtod(before, NULL);
+		free(before);
+		free(after);
+	}
+
 	if (o->chain_workflows > 0)
 		add_row(b, "steps/s", fmt_num(v, chain), "chain: %d workflows x %d steps, %d clients",
 				o->chain_workflows, o->chain_steps, o->clients);
+	if (o->retry_workflows > 0 && o->chain_workflows > 0)
+	{
+		add_row(b, "steps/s", fmt_num(v, wrapped), "chain in a df.retry that never retries");
+		add_row(b, "steps/s", fmt_num(v, chain2), "chain again, after it");
+		add_row(b, "", fmt_num(v, wrapped / ((chain + chain2) / 2)),
+				"chain in df.retry / mean of the plain chains");
+	}
+	if (o->retry_workflows > 0)
+	{
+		add_row(b, "retries", fmt_num(v, retries),
+				"flaky steps: %d workflows x %d, 10 ms back-off", o->retry_workflows,
+				o->retry_steps);
+		add_row(b, "retries/s", fmt_num(v, flaky > 0 ? retries * flaky /
+										 ((double) o->retry_workflows * o->retry_steps) : NAN),
+				"flaky steps: retried steps per second");
+		add_row(b, "steps/s", fmt_num(v, flaky), "flaky steps: completed steps per second");
+	}
 	if (o->fanout_workflows > 0)
 		add_row(b, "steps/s", fmt_num(v, fan), "fan-out/join: %d workflows x %d branches",
 				o->fanout_workflows, o->fanout_width);
@@ -1079,6 +1160,10 @@ usage(const char *progname)
 		   "                              (GET URL/echo; the server needs pg_durable.http_allow_private)\n"
 		   "      --http-workflows=NUM    HTTP chain workflows (default: 400)\n"
 		   "      --http-steps=NUM        HTTP steps per chain (default: 5)\n"
+		   "      --retry-workflows=NUM   chains of steps that fail half of the time, each in a\n"
+		   "                              df.retry with a 10 ms back-off; also runs the chain\n"
+		   "                              inside a df.retry that never retries (default: 300; 0: none)\n"
+		   "      --retry-steps=NUM       steps per such chain (default: 5)\n"
 		   "  -v, --verbose               say what runs, on stderr\n"
 		   "  -V, --version               output version information, then exit\n"
 		   "  -?, --help                  show this help, then exit\n\n");
@@ -1127,6 +1212,8 @@ main(int argc, char **argv)
 		{"http-url", required_argument, NULL, 13},
 		{"http-workflows", required_argument, NULL, 14},
 		{"http-steps", required_argument, NULL, 15},
+		{"retry-workflows", required_argument, NULL, 16},
+		{"retry-steps", required_argument, NULL, 17},
 		{"verbose", no_argument, NULL, 'v'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, '?'},
@@ -1151,6 +1238,8 @@ main(int argc, char **argv)
 	b.opt.timeout = 60;
 	b.opt.http_workflows = 400;
 	b.opt.http_steps = 5;
+	b.opt.retry_workflows = 300;
+	b.opt.retry_steps = 5;
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
 	{
@@ -1220,6 +1309,12 @@ main(int argc, char **argv)
 				break;
 			case 15:
 				b.opt.http_steps = parse_count(optarg, "http-steps", 1);
+				break;
+			case 16:
+				b.opt.retry_workflows = parse_count(optarg, "retry-workflows", 0);
+				break;
+			case 17:
+				b.opt.retry_steps = parse_count(optarg, "retry-steps", 1);
 				break;
 			case 'v':
 				b.opt.verbose = true;

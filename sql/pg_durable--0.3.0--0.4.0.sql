@@ -179,3 +179,218 @@ SELECT t.instance_id::text, 'repeated_engine_errors', t.node_id::text, t.scope,
 FROM df_internal.tasks t
 WHERE t.engine_errors >= 2
 $check$;
+
+-- Failure handling (issue 15): df.sleep(float8), df.retry, df.timeout, df.catch, df.fail.
+CREATE FUNCTION df.sleep(seconds float8) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_sleep_fraction';
+COMMENT ON FUNCTION df.sleep(float8) IS
+	'a durable timer of the given number of seconds, fractions allowed (to the millisecond); '
+	'a whole number writes the same graph as df.sleep(bigint)';
+
+-- Failure handling (orchestration-api.md §1): wrapper nodes whose settings
+-- are one JSON object in query, with only the keys that differ from the
+-- defaults.
+CREATE FUNCTION df.retry(step text, max_attempts int DEFAULT 3,
+						 initial_interval interval DEFAULT '1 second',
+						 backoff_rate float8 DEFAULT 2.0,
+						 max_interval interval DEFAULT '100 seconds',
+						 jitter text DEFAULT 'full', retry_on text[] DEFAULT NULL,
+						 non_retryable text[] DEFAULT NULL, max_duration interval DEFAULT NULL,
+						 attempt_timeout interval DEFAULT NULL, mode text DEFAULT 'step')
+	RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_retry';
+COMMENT ON FUNCTION df.retry(text, int, interval, float8, interval, text, text[], text[], interval,
+							 interval, text) IS
+	'node RETRY: every SQL or HTTP step under it that fails with a retryable error runs again '
+	'after a durable back-off, up to max_attempts tries in all (0 = unlimited)';
+
+CREATE FUNCTION df.timeout(step text, seconds float8) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_timeout';
+COMMENT ON FUNCTION df.timeout(text, float8) IS
+	'node TIMEOUT: a durable deadline over the step; when it passes, the step is abandoned '
+	'(its running SQL interrupted and rolled back) and the node fails with kind timeout';
+
+CREATE FUNCTION df.catch(step text, handler text, errors text[] DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_catch';
+COMMENT ON FUNCTION df.catch(text, text, text[]) IS
+	'node CATCH: when the step fails with an error matching the patterns (every error when NULL), '
+	'the handler runs with $error (kind, code, message, node) and its outcome is the node''s';
+
+CREATE FUNCTION df.fail(message text, retryable boolean DEFAULT false) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_fail';
+COMMENT ON FUNCTION df.fail(text, boolean) IS
+	'node FAIL: fails with kind fail and the message (substitution applies)';
+
+
+-- df.http gains fail_on: a new signature, so the function is made anew; the
+-- roles that could call the old one (df.grant_usage) keep their EXECUTE.
+DO $upgrade$
+DECLARE
+	g record;
+	holders text[] := '{}';
+	fn oid;
+	init aclitem[];
+BEGIN
+	FOR g IN
+		SELECT a.grantee::regrole::text AS role, a.is_grantable
+		FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+		WHERE p.oid = 'df.http(text, text, text, jsonb, integer)'::pg_catalog.regprocedure
+		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		holders := holders || pg_catalog.format('%s%s', g.role,
+						CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+	END LOOP;
+	DROP FUNCTION df.http(text, text, text, jsonb, integer);
+	CREATE FUNCTION df.http(url text, method text DEFAULT 'POST', body text DEFAULT NULL,
+							headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30,
+							fail_on text DEFAULT NULL) RETURNS text
+		LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http';
+	REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int, text) FROM PUBLIC;
+	fn := 'df.http(text, text, text, jsonb, integer, text)'::pg_catalog.regprocedure;
+	SELECT p.proacl INTO init FROM pg_catalog.pg_proc p WHERE p.oid = fn;
+	FOR i IN 1 .. coalesce(pg_catalog.array_length(holders, 1), 0) LOOP
+		EXECUTE 'GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text) TO '
+			|| holders[i];
+	END LOOP;
+	-- A grant made in an extension script is recorded as one of the
+	-- extension's initial privileges, which pg_dump leaves out: the roles'
+	-- grants above would be lost by a dump and restore.  The initial
+	-- privileges stay those of a fresh install.
+	UPDATE pg_catalog.pg_init_privs SET initprivs = init
+	WHERE objoid = fn AND classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid = 0;
+END
+$upgrade$;
+COMMENT ON FUNCTION df.http(text, text, text, jsonb, int, text) IS
+	'an HTTP request step; fail_on lists the status classes or codes that fail it (''4xx,5xx'', '
+	'''402,409''; default: 5xx fails, 4xx is returned)';
+
+-- df.start gains the instance-wide failure policy.
+DROP FUNCTION df.start(text, text, text, text);
+CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAULT NULL,
+						 transaction_mode text DEFAULT 'caller', max_attempts int DEFAULT 1,
+						 max_backoff interval DEFAULT '16 seconds',
+						 on_failure text DEFAULT 'fail') RETURNS text
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_start';
+COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text) IS
+	'start a workflow instance; returns its 8-hex id.  max_attempts, max_backoff and on_failure '
+	'are the instance-wide failure policy: every SQL or HTTP step without its own df.retry is '
+	'retried up to max_attempts with a back-off from 1 s, doubling, capped at max_backoff; '
+	'on_failure ''continue'' lets a step that gives up end with {"error": {...}} as its result';
+
+
+-- The new node types and events.
+ALTER TABLE df.nodes DROP CONSTRAINT nodes_node_type_check;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
+	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
+						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL')) NOT VALID;
+ALTER TABLE df.nodes DROP CONSTRAINT nodes_structure_check;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
+	CASE
+		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
+						   'FAIL')
+			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type IN ('RETRY', 'TIMEOUT')
+			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type = 'CATCH'
+			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'THEN' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'IF' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'LOOP' THEN left_node IS NOT NULL AND right_node IS NULL
+		WHEN node_type = 'JOIN' THEN left_node IS NOT NULL AND right_node IS NOT NULL
+		WHEN node_type = 'RACE' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		ELSE false
+	END) NOT VALID;
+ALTER TABLE df_internal.events DROP CONSTRAINT events_kind_check;
+ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
+	CHECK (kind IN ('instance_started', 'node_started', 'node_completed',
+					'node_failed', 'step_retried', 'signal_received',
+					'instance_completed', 'instance_failed',
+					'instance_cancelled',
+					'retry_scheduled', 'retries_exhausted',
+					'error_caught', 'timeout_fired'));
+
+-- df.grant_usage and df.revoke_usage name the new df.http.
+CREATE OR REPLACE FUNCTION df.grant_usage(p_role text, include_http boolean DEFAULT false,
+							   with_grant boolean DEFAULT false) RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+DECLARE
+	opt text := CASE WHEN with_grant THEN ' WITH GRANT OPTION' ELSE '' END;
+BEGIN
+	IF p_role IS NULL OR p_role = '' THEN
+		RAISE EXCEPTION 'df.grant_usage: role name cannot be empty'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF NOT has_schema_privilege('df', 'USAGE WITH GRANT OPTION') THEN
+		RAISE EXCEPTION 'permission denied to grant pg_durable usage: current_user "%" does not hold USAGE on schema df WITH GRANT OPTION', current_user
+			USING ERRCODE = 'insufficient_privilege',
+				  HINT = 'A superuser can delegate this with df.grant_usage(role, with_grant => true).';
+	END IF;
+
+	EXECUTE format('GRANT USAGE ON SCHEMA df TO %I%s', p_role, opt);
+	IF include_http THEN
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text) TO %I%s', p_role, opt);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, integer) TO %I%s', p_role, opt);
+	END IF;
+	IF with_grant THEN
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.grant_usage(text, boolean, boolean) TO %I%s', p_role, opt);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.revoke_usage(text) TO %I%s', p_role, opt);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.metrics() TO %I%s', p_role, opt);
+	END IF;
+	EXECUTE format('GRANT SELECT, UPDATE (status, updated_at), '
+				   'INSERT (id, label, root_node, submitted_by, database) ON df.instances TO %I%s',
+				   p_role, opt);
+	EXECUTE format('GRANT SELECT, INSERT (id, instance_id, node_type, query, result_name, left_node, '
+				   'right_node, submitted_by, database) ON df.nodes TO %I%s',
+				   p_role, opt);
+	EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON df.vars TO %I%s', p_role, opt);
+
+	RAISE NOTICE 'pg_durable: granted df usage privileges to "%"', p_role;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION df.revoke_usage(p_role text) RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+DECLARE
+	fn text;
+BEGIN
+	IF p_role IS NULL OR p_role = '' THEN
+		RAISE EXCEPTION 'df.revoke_usage: role name cannot be empty'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF NOT has_schema_privilege('df', 'USAGE WITH GRANT OPTION') THEN
+		RAISE EXCEPTION 'permission denied to revoke pg_durable usage: current_user "%" does not hold USAGE on schema df WITH GRANT OPTION', current_user
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+
+	-- the caller may never have held these: nothing of its own to revoke
+	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer, text)',
+							  'df.http_multipart(text, text, jsonb, jsonb, integer)',
+							  'df.grant_usage(text, boolean, boolean)',
+							  'df.revoke_usage(text)',
+							  'df.metrics()']
+	LOOP
+		BEGIN
+			EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %I CASCADE', fn, p_role);
+		EXCEPTION WHEN insufficient_privilege THEN
+			NULL;
+		END;
+	END LOOP;
+	EXECUTE format('REVOKE SELECT, UPDATE (status, updated_at), '
+				   'INSERT (id, label, root_node, submitted_by, database) ON df.instances FROM %I CASCADE',
+				   p_role);
+	EXECUTE format('REVOKE SELECT, INSERT (id, instance_id, node_type, query, result_name, left_node, '
+				   'right_node, submitted_by, database) ON df.nodes FROM %I CASCADE',
+				   p_role);
+	EXECUTE format('REVOKE SELECT, INSERT, UPDATE, DELETE ON df.vars FROM %I CASCADE', p_role);
+	EXECUTE format('REVOKE USAGE ON SCHEMA df FROM %I CASCADE', p_role);
+
+	RAISE NOTICE 'pg_durable: revoked df usage privileges granted by "%" from "%"', current_user, p_role;
+END
+$fn$;

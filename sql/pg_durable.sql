@@ -110,6 +110,46 @@ CREATE FUNCTION df.sleep(seconds bigint) RETURNS text
 	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_sleep';
 COMMENT ON FUNCTION df.sleep(bigint) IS 'a durable timer of the given number of seconds';
 
+CREATE FUNCTION df.sleep(seconds float8) RETURNS text
+	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_sleep_fraction';
+COMMENT ON FUNCTION df.sleep(float8) IS
+	'a durable timer of the given number of seconds, fractions allowed (to the millisecond); '
+	'a whole number writes the same graph as df.sleep(bigint)';
+
+-- Failure handling (orchestration-api.md §1): wrapper nodes whose settings
+-- are one JSON object in query, with only the keys that differ from the
+-- defaults.
+CREATE FUNCTION df.retry(step text, max_attempts int DEFAULT 3,
+						 initial_interval interval DEFAULT '1 second',
+						 backoff_rate float8 DEFAULT 2.0,
+						 max_interval interval DEFAULT '100 seconds',
+						 jitter text DEFAULT 'full', retry_on text[] DEFAULT NULL,
+						 non_retryable text[] DEFAULT NULL, max_duration interval DEFAULT NULL,
+						 attempt_timeout interval DEFAULT NULL, mode text DEFAULT 'step')
+	RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_retry';
+COMMENT ON FUNCTION df.retry(text, int, interval, float8, interval, text, text[], text[], interval,
+							 interval, text) IS
+	'node RETRY: every SQL or HTTP step under it that fails with a retryable error runs again '
+	'after a durable back-off, up to max_attempts tries in all (0 = unlimited)';
+
+CREATE FUNCTION df.timeout(step text, seconds float8) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_timeout';
+COMMENT ON FUNCTION df.timeout(text, float8) IS
+	'node TIMEOUT: a durable deadline over the step; when it passes, the step is abandoned '
+	'(its running SQL interrupted and rolled back) and the node fails with kind timeout';
+
+CREATE FUNCTION df.catch(step text, handler text, errors text[] DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_catch';
+COMMENT ON FUNCTION df.catch(text, text, text[]) IS
+	'node CATCH: when the step fails with an error matching the patterns (every error when NULL), '
+	'the handler runs with $error (kind, code, message, node) and its outcome is the node''s';
+
+CREATE FUNCTION df.fail(message text, retryable boolean DEFAULT false) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_fail';
+COMMENT ON FUNCTION df.fail(text, boolean) IS
+	'node FAIL: fails with kind fail and the message (substitution applies)';
+
 CREATE FUNCTION df.wait_for_schedule(cron_expr text) RETURNS text
 	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_wait_for_schedule';
 COMMENT ON FUNCTION df.wait_for_schedule(text) IS 'wait for the next tick of a 5-field cron expression (UTC)';
@@ -159,16 +199,19 @@ CREATE FUNCTION df.wait_for_signal(name text, timeout_seconds int DEFAULT NULL) 
 COMMENT ON FUNCTION df.wait_for_signal(text, int) IS 'wait for df.signal(instance, name, data), optionally with a timeout';
 
 CREATE FUNCTION df.http(url text, method text DEFAULT 'POST', body text DEFAULT NULL,
-						headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30) RETURNS text
+						headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30,
+						fail_on text DEFAULT NULL) RETURNS text
 	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http';
-COMMENT ON FUNCTION df.http(text, text, text, jsonb, int) IS 'an HTTP request step';
+COMMENT ON FUNCTION df.http(text, text, text, jsonb, int, text) IS
+	'an HTTP request step; fail_on lists the status classes or codes that fail it (''4xx,5xx'', '
+	'''402,409''; default: 5xx fails, 4xx is returned)';
 
 CREATE FUNCTION df.http_multipart(url text, method text DEFAULT 'POST', parts jsonb DEFAULT NULL,
 								  headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30) RETURNS text
 	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http_multipart';
 COMMENT ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, int) IS 'an HTTP multipart/form-data request step';
 
-REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, int) FROM PUBLIC;
 
 CREATE FUNCTION df_internal.validate_graph(graph text) RETURNS text
@@ -258,7 +301,8 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_submitted_by_not_null
 	CHECK (submitted_by IS NOT NULL) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
-						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL')) NOT VALID;
+						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL')) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_name_check
 	CHECK (result_name IS NULL OR result_name OPERATOR(pg_catalog.~) '^[A-Za-z_][A-Za-z0-9_]*$') NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_status_check
@@ -267,8 +311,13 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_check
 	CHECK (result IS NULL OR status IN ('completed', 'failed')) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 	CASE
-		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL')
+		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
+						   'FAIL')
 			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type IN ('RETRY', 'TIMEOUT')
+			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type = 'CATCH'
+			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
 		WHEN node_type = 'THEN' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
 		WHEN node_type = 'IF' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
 		WHEN node_type = 'LOOP' THEN left_node IS NOT NULL AND right_node IS NULL
@@ -477,7 +526,10 @@ CREATE TABLE df_internal.events (
 	kind text NOT NULL CHECK (kind IN ('instance_started', 'node_started', 'node_completed',
 									   'node_failed', 'step_retried', 'signal_received',
 									   'instance_completed', 'instance_failed',
-									   'instance_cancelled')),
+									   'instance_cancelled',
+									   -- failure handling (issue 15)
+									   'retry_scheduled', 'retries_exhausted',
+									   'error_caught', 'timeout_fired')),
 	node_id varchar(8),
 	scope text,
 	attempt int,
@@ -511,11 +563,17 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.waits_seq_seq', '');
 -- ---------------------------------------------------------------------------
 
 CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAULT NULL,
-						 transaction_mode text DEFAULT 'caller') RETURNS text
+						 transaction_mode text DEFAULT 'caller', max_attempts int DEFAULT 1,
+						 max_backoff interval DEFAULT '16 seconds',
+						 on_failure text DEFAULT 'fail') RETURNS text
 	LANGUAGE c VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_start';
-COMMENT ON FUNCTION df.start(text, text, text, text) IS 'start a workflow instance; returns its 8-hex id';
+COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text) IS
+	'start a workflow instance; returns its 8-hex id.  max_attempts, max_backoff and on_failure '
+	'are the instance-wide failure policy: every SQL or HTTP step without its own df.retry is '
+	'retried up to max_attempts with a back-off from 1 s, doubling, capped at max_backoff; '
+	'on_failure ''continue'' lets a step that gives up end with {"error": {...}} as its result';
 
 CREATE FUNCTION df.status(instance_id text) RETURNS text
 	LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'pgd_status';
@@ -699,7 +757,7 @@ BEGIN
 
 	EXECUTE format('GRANT USAGE ON SCHEMA df TO %I%s', p_role, opt);
 	IF include_http THEN
-		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer) TO %I%s', p_role, opt);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text) TO %I%s', p_role, opt);
 		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, integer) TO %I%s', p_role, opt);
 	END IF;
 	IF with_grant THEN
@@ -740,7 +798,7 @@ BEGIN
 	END IF;
 
 	-- the caller may never have held these: nothing of its own to revoke
-	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer)',
+	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer, text)',
 							  'df.http_multipart(text, text, jsonb, jsonb, integer)',
 							  'df.grant_usage(text, boolean, boolean)',
 							  'df.revoke_usage(text)',

@@ -26,6 +26,7 @@
 #include "core/settings.h"
 #include "engine/store.h"
 #include "engine/wake.h"
+#include "orchestration/orchestration.h"
 #include "worker/worker.h"
 #include "core/shmem.h"
 
@@ -57,6 +58,7 @@ _PG_init(void)
 	pgd_register_launcher();
 	pgd_wake_register_xact_callback();
 	pgd_store_register_xact_callback();
+	pgd_orchestration_init();
 }
 
 

@@ -62,14 +62,17 @@ my $sel = IO::Select->new($listen);
 my %conns;          # fileno => state
 my @log;
 my ($requests, $inflight, $max_inflight) = (0, 0, 0);
+my $aborted = 0;    # held calls whose client closed the connection first
 my %barrier;        # "N" => [fileno, ...]
+my %flaky;          # name => calls so far (/flaky)
 my $last_parent_check = time;
 
 sub respond
 {
 	my ($c, $status, $headers, $body) = @_;
 	my %reason = (200 => 'OK', 201 => 'Created', 204 => 'No Content', 302 => 'Found',
-		400 => 'Bad Request', 404 => 'Not Found', 418 => "I'm a teapot",
+		400 => 'Bad Request', 402 => 'Payment Required', 404 => 'Not Found',
+		418 => "I'm a teapot", 429 => 'Too Many Requests',
 		500 => 'Internal Server Error', 502 => 'Bad Gateway', 503 => 'Service Unavailable');
 	my $out = "HTTP/1.1 $status " . ($reason{$status} // 'Status') . "\r\n";
 	for my $h (@$headers) { $out .= "$h->[0]: $h->[1]\r\n"; }
@@ -114,6 +117,23 @@ sub handle
 		my @h = ([ 'Content-Type', 'text/plain' ]);
 		push @h, [ 'Location', '/echo' ] if $1 >= 300 && $1 < 400;
 		respond($c, $1, \@h, "status $1");
+	}
+	elsif ($path =~ m{^/flaky/(\w+)/(\d+)/(\d{3})$})
+	{
+		# the first N calls of this name answer the status (with Retry-After
+		# when ?retry_after=S is given), the next ones 200
+		my ($name, $n, $status) = ($1, $2, $3);
+		my $calls = ++$flaky{$name};
+		my @h = ([ 'Content-Type', 'text/plain' ]);
+		if ($calls <= $n)
+		{
+			push @h, [ 'Retry-After', $q{retry_after} ] if defined $q{retry_after};
+			respond($c, $status, \@h, "call $calls of $name fails");
+		}
+		else
+		{
+			respond($c, 200, \@h, "call $calls of $name");
+		}
 	}
 	elsif ($path =~ m{^/delay/(\d+)$})
 	{
@@ -169,7 +189,7 @@ sub handle
 	{
 		respond($c, 200, [ [ 'Content-Type', 'application/json' ] ],
 			$json->encode({ requests => $requests, inflight => $inflight - 1,
-				max_inflight => $max_inflight }));
+				max_inflight => $max_inflight, aborted => $aborted }));
 	}
 	elsif ($path eq '/reset')
 	{
@@ -220,6 +240,7 @@ sub close_conn
 	if ($c->{held})
 	{
 		$inflight--;
+		$aborted++;    # the client gave up on a held (slow) call
 		for my $n (keys %barrier)
 		{
 			@{ $barrier{$n} } = grep { $_ != $c->{fd} } @{ $barrier{$n} };

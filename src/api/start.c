@@ -47,6 +47,7 @@
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "common/messages.h"
 #include "api/api.h"
@@ -56,7 +57,9 @@
 #include "engine/store.h"
 #include "engine/wake.h"
 #include "common/json.h"
+#include "dsl/dsl.h"
 #include "graph/graph.h"
+#include "graph/orch_config.h"
 #include "steps/remote.h"
 
 #define NODE_INSERT_BATCH 1000
@@ -381,6 +384,72 @@ check_engine_ready(void)
 						 PGD_ENGINE_SCHEMA_VERSION)));
 }
 
+/*
+ * df.start(…, max_attempts, max_backoff, on_failure): the instance-wide
+ * failure policy (orchestration-api.md §1).  Left at its defaults it
+ * changes nothing, not even the graph.  Otherwise the graph is wrapped in
+ * a RETRY at the root, marked instance_policy: every SQL or HTTP step
+ * without a RETRY of its own is retried up to max_attempts with a back-off
+ * from 1 s, doubling, capped at max_backoff (the nearest RETRY wins, so a
+ * step's own df.retry keeps its settings), and with on_failure 'continue' a
+ * step that gives up completes with {"error": {...}} instead of failing.
+ */
+static char *
+with_instance_policy(FunctionCallInfo fcinfo, char *fut)
+{
+	int32	max_attempts = 1;
+	int64	backoff_us = 16 * USECS_PER_SEC;
+	char   *on_failure = "fail";
+	DfJson *cfg;
+	DfNode *retry;
+
+	if (PG_NARGS() < 7)
+		return fut;
+	if (!PG_ARGISNULL(4))
+		max_attempts = PG_GETARG_INT32(4);
+	if (!PG_ARGISNULL(5))
+	{
+		Interval *iv = PG_GETARG_INTERVAL_P(5);
+
+		backoff_us = iv->time + (int64) iv->day * USECS_PER_DAY +
+			(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	}
+	if (!PG_ARGISNULL(6))
+		on_failure = text_to_cstring(PG_GETARG_TEXT_PP(6));
+	if (max_attempts < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("df.start: max_attempts must be 0 (unlimited) or more")));
+	if (backoff_us <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("df.start: max_backoff must be greater than zero")));
+	if (strcmp(on_failure, "fail") != 0 && strcmp(on_failure, "continue") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("df.start: unknown on_failure \"%s\": use 'fail' or 'continue'",
+						on_failure)));
+	if (max_attempts == 1 && strcmp(on_failure, "fail") == 0)
+		return fut;
+
+	cfg = dfjson_make_object();
+	dfjson_object_add(cfg, "instance_policy", dfjson_make_bool(true));
+	if (max_attempts != 1)
+		dfjson_object_add(cfg, "max_attempts",
+						  dfjson_make_number(psprintf("%d", max_attempts)));
+	else
+		dfjson_object_add(cfg, "max_attempts", dfjson_make_number("1"));
+	dfjson_object_add(cfg, "max_interval",
+					  dfjson_make_number(df_seconds_text(backoff_us)));
+	dfjson_object_add(cfg, "jitter", dfjson_make_string("none"));
+	if (strcmp(on_failure, "continue") == 0)
+		dfjson_object_add(cfg, "on_failure", dfjson_make_string("continue"));
+	retry = df_node_new(DF_NODE_RETRY);
+	retry->left = dsl_operand(fut);
+	retry->query = dfjson_to_text(cfg);
+	return df_graph_to_text(retry);
+}
+
 PG_FUNCTION_INFO_V1(pgd_start);
 Datum
 pgd_start(PG_FUNCTION_ARGS)
@@ -406,7 +475,7 @@ pgd_start(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg(PGD_MSG_INVALID_FUNCTION, "the workflow is NULL")));
-	fut = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	fut = with_instance_policy(fcinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	if (label != NULL && strlen(label) > PGD_MAX_LABEL_BYTES)
 		ereport(ERROR,
 				(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),

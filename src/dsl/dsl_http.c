@@ -107,6 +107,15 @@ http_build(FunctionCallInfo fcinfo, bool multipart)
 	dfjson_object_add(cfg, "headers", headers ? headers : dfjson_make_null());
 	dfjson_object_add(cfg, "timeout_seconds",
 					  dfjson_make_number(psprintf("%d", PG_GETARG_INT32(4))));
+	/* df.http(fail_on): a key only when given, so other graphs keep their JSON */
+	if (!multipart && PG_NARGS() > 5 && !PG_ARGISNULL(5))
+	{
+		char *fail_on;
+
+		http_error(df_http_check_fail_on(text_to_cstring(PG_GETARG_TEXT_PP(5)),
+										 &fail_on));
+		dfjson_object_add(cfg, "fail_on", dfjson_make_string(fail_on));
+	}
 
 	node = df_node_new(multipart ? DF_NODE_HTTP_MULTIPART : DF_NODE_HTTP);
 	node->query = dfjson_to_text(cfg);

@@ -51,6 +51,27 @@ static void start_node(PgdGraph *g, int n, const char *scope);
 static void complete(PgdGraph *g, int n, const char *scope,
 					 PgdOutcome outcome);
 
+static const PgdWrapperHooks *wrapper_hooks = NULL;
+
+void
+pgd_set_wrapper_hooks(const PgdWrapperHooks *hooks)
+{
+	wrapper_hooks = hooks;
+}
+
+void
+pgd_apply_start_node(PgdGraph *g, int n, const char *scope)
+{
+	start_node(g, n, scope);
+}
+
+void
+pgd_apply_finish_node(PgdGraph *g, int n, const char *scope,
+					  PgdOutcome outcome)
+{
+	complete(g, n, scope, outcome);
+}
+
 /* ---------------------------------------------------------------------
  * Node writes and named results
  * ---------------------------------------------------------------------
@@ -66,6 +87,8 @@ static void
 node_done(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 {
 	pgd_store_node_done(g->instance_id, g->nodes[n].id, scope, outcome);
+	if (!outcome.ok && outcome.code != NULL)
+		pgd_store_node_error(g->instance_id, g->nodes[n].id, outcome);
 }
 
 static void
@@ -110,6 +133,12 @@ abandon_scope(PgdGraph *g, const char *scope)
 {
 	pgd_store_drop_scope(g->instance_id, scope);
 	pgd_interrupt_at_commit(g->instance_id, scope);
+}
+
+void
+pgd_apply_abandon_scope(PgdGraph *g, const char *scope)
+{
+	abandon_scope(g, scope);
 }
 
 DfJson *
@@ -499,7 +528,7 @@ static void
 start_node(PgdGraph *g, int n, const char *scope)
 {
 	PgdNode	  *node = &g->nodes[n];
-	PgdOutcome outcome;
+	PgdOutcome outcome = {0};
 
 	check_stack_depth();
 	node_running(g, n, scope);
@@ -537,6 +566,12 @@ start_node(PgdGraph *g, int n, const char *scope)
 		case PGD_START_BREAK:
 			run_break(g, n, scope);
 			break;
+		case PGD_START_WRAPPER:
+			if (wrapper_hooks == NULL)
+				complete(g, n, scope, pgd_unsupported_node(node));
+			else
+				wrapper_hooks->start(g, n, scope);
+			break;
 		case PGD_START_UNSUPPORTED:
 			complete(g, n, scope, pgd_unsupported_node(node));
 			break;
@@ -556,7 +591,7 @@ join_branch_done(PgdGraph *g, int p, const char *pscope)
 	int		   width = pgd_join_width(join);
 	char	 **statuses;
 	char	 **results;
-	PgdOutcome outcome;
+	PgdOutcome outcome = {0};
 	int		   i;
 
 	if (pgd_store_join_count(g->instance_id, join->id, pscope) > 0)
@@ -568,6 +603,12 @@ join_branch_done(PgdGraph *g, int p, const char *pscope)
 	for (i = 0; i < width; i++)
 		node_state(g, pgd_join_branch(join, i), &statuses[i], &results[i]);
 	outcome = pgd_join_outcome(join, statuses, results);
+	/* the first failed branch's error code goes on (a CATCH above matches it) */
+	for (i = 0; i < width && !outcome.ok && outcome.code == NULL; i++)
+		if (statuses[i] == NULL || strcmp(statuses[i], "completed") != 0)
+			pgd_store_node_error_code(g->instance_id,
+									  g->nodes[pgd_join_branch(join, i)].id,
+									  &outcome);
 
 	/* the branches' named results join the JOIN's scope only when it succeeds */
 	for (i = 0; i < width; i++)
@@ -613,7 +654,7 @@ last_body_result(PgdGraph *g, int loop)
 {
 	char	  *status;
 	char	  *body_result;
-	PgdOutcome last;
+	PgdOutcome last = {0};
 
 	node_state(g, g->nodes[loop].left, &status, &body_result);
 	last.ok = true;
@@ -630,6 +671,11 @@ complete(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 	PgdReaction r;
 
 	check_stack_depth();
+	if (!outcome.ok && outcome.node == NULL)
+		outcome.node = node->id;
+	if (!outcome.ok && pgd_is_step(node) && wrapper_hooks != NULL &&
+		wrapper_hooks->step_failed(g, n, scope, &outcome))
+		return;
 	node_done(g, n, scope, outcome);
 	if (outcome.ok && node->result_name != NULL)
 		pgd_store_result_save(g->instance_id, scope, node->result_name,
@@ -669,6 +715,9 @@ complete(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 		case PGD_REACT_LOOP_END_LAST:
 			loop_finish(g, p, pscope, scope, last_body_result(g, p));
 			break;
+		case PGD_REACT_WRAPPER:
+			wrapper_hooks->child_done(g, p, n, pscope, outcome);
+			break;
 		case PGD_REACT_INVALID:
 			elog(ERROR, "a %s node cannot have children",
 				 df_node_type_name(g->nodes[p].type));
@@ -691,10 +740,12 @@ pgd_apply_complete(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 void
 pgd_apply_timer(PgdGraph *g, int n, const char *scope)
 {
-	PgdOutcome outcome;
+	PgdOutcome outcome = {0};
 
 	if (g->nodes[n].type == DF_NODE_LOOP)
 		begin_iteration(g, n, scope);
+	else if (pgd_is_wrapper(&g->nodes[n]) && wrapper_hooks != NULL)
+		wrapper_hooks->timer(g, n, scope);
 	else if (pgd_timer_fired(g, n, scope, &outcome))
 		complete(g, n, scope, outcome);
 	pgd_store_flush();

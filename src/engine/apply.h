@@ -76,6 +76,39 @@ extern bool pgd_apply_cancel(const char *instance_id, const char *reason);
  */
 extern void pgd_apply_end_instance(const char *instance_id);
 
+/*
+ * The wrapper nodes RETRY, TIMEOUT, CATCH and FAIL are run by
+ * orchestration/, which sits below the engine in the layer order: it
+ * installs these hooks when the library loads, and the driver calls them
+ * in the transition, under the runs lock.
+ *	 start		 wrapper n starts in scope (it is marked running)
+ *	 child_done	 a child of wrapper n finished; scope is n's
+ *	 step_failed a SQL or HTTP step failed: true when a policy took the
+ *				 failure over (a retry is scheduled, the node stays
+ *				 running); else the failure goes on with *outcome, which
+ *				 the hook may have changed
+ *	 timer		 a timer of wrapper n fell due
+ */
+typedef struct PgdWrapperHooks
+{
+	void (*start)(PgdGraph *g, int n, const char *scope);
+	void (*child_done)(PgdGraph *g, int n, int child, const char *scope,
+					   PgdOutcome outcome);
+	bool (*step_failed)(PgdGraph *g, int n, const char *scope,
+						PgdOutcome *outcome);
+	void (*timer)(PgdGraph *g, int n, const char *scope);
+} PgdWrapperHooks;
+
+extern void pgd_set_wrapper_hooks(const PgdWrapperHooks *hooks);
+
+/* For the hooks: start node n, or end it with outcome, inside a transition. */
+extern void pgd_apply_start_node(PgdGraph *g, int n, const char *scope);
+extern void pgd_apply_finish_node(PgdGraph *g, int n, const char *scope,
+								  PgdOutcome outcome);
+
+/* A scope is abandoned: its tasks and waits go, its running steps are interrupted. */
+extern void pgd_apply_abandon_scope(PgdGraph *g, const char *scope);
+
 /* The named results a node in scope sees: its own scope's, then each enclosing scope's. */
 extern DfJson *pgd_visible_results(const char *instance_id, const char *scope);
 

@@ -22,6 +22,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "miscadmin.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -158,7 +160,18 @@ parse_config(PgdNode *n)
 	switch (n->type)
 	{
 		case DF_NODE_SLEEP:
-			n->sleep_seconds = n->query ? strtoll(n->query, NULL, 10) : 0;
+			/* whole seconds, or a fraction (df.sleep(0.25)) */
+			n->sleep_ms = n->query ?
+				(int64) llround(strtod(n->query, NULL) * 1000.0) :
+				0;
+			break;
+		case DF_NODE_RETRY:
+		case DF_NODE_TIMEOUT:
+		case DF_NODE_CATCH:
+		case DF_NODE_FAIL:
+			n->wrapper = palloc(sizeof(DfWrapperConfig));
+			n->wrapper_problem = df_wrapper_parse(df_node_type_name(n->type),
+												  n->query, n->wrapper);
 			break;
 		case DF_NODE_WAIT_SCHEDULE:
 			v = dfjson_get(node_config(n), "cron_expr");

@@ -22,6 +22,7 @@
 #include "common/json.h"
 #include "engine/types.h"
 #include "graph/graph.h"
+#include "graph/orch_config.h"
 
 /* A node of an instance's graph (immutable). */
 typedef struct PgdNode
@@ -38,17 +39,19 @@ typedef struct PgdNode
 	int		  *extras;
 
 	/* the config, parsed at load */
-	int64	sleep_seconds; /* SLEEP */
-	char   *signal_name;   /* SIGNAL; NULL: none given */
-	bool	has_timeout;   /* SIGNAL */
+	int64	sleep_ms;	 /* SLEEP */
+	char   *signal_name; /* SIGNAL; NULL: none given */
+	bool	has_timeout; /* SIGNAL */
 	int64	timeout_seconds;
 	char   *cron_expr;	/* WAIT_SCHEDULE; "" when missing */
 	char   *cron_error; /* NULL when cron is valid */
 	DfCron	cron;
-	char   *break_value;	/* BREAK: the value as JSON text */
-	char   *if_rows_name;	/* IF without a condition node (df.if_rows) */
-	DfJson *config;			/* HTTP, HTTP_MULTIPART: the config object */
-	char   *config_problem; /* ... NULL when it passes the config checks */
+	char   *break_value;	  /* BREAK: the value as JSON text */
+	char   *if_rows_name;	  /* IF without a condition node (df.if_rows) */
+	DfJson *config;			  /* HTTP, HTTP_MULTIPART: the config object */
+	char   *config_problem;	  /* ... NULL when it passes the config checks */
+	DfWrapperConfig *wrapper; /* RETRY, TIMEOUT, CATCH, FAIL: settings */
+	char			*wrapper_problem; /* ... NULL when they parse */
 } PgdNode;
 
 /* The immutable structure of one instance. */

@@ -29,7 +29,11 @@ pgd_opens_scope(const PgdGraph *g, int p)
 {
 	DfNodeType t = g->nodes[p].type;
 
-	return t == DF_NODE_JOIN || t == DF_NODE_RACE ||
+	if (t == DF_NODE_RETRY)
+		return g->nodes[p].wrapper != NULL &&
+			g->nodes[p].wrapper_problem == NULL &&
+			g->nodes[p].wrapper->retry.subtree;
+	return t == DF_NODE_JOIN || t == DF_NODE_RACE || t == DF_NODE_TIMEOUT ||
 		(t == DF_NODE_LOOP && !pgd_loop_moves_scope(g, p));
 }
 

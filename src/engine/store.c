@@ -652,6 +652,52 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "AND n.id OPERATOR(pg_catalog.=) $2",
 		 3,
 		 {T, T, T}},
+
+	/* the wrapper nodes of orchestration/ (store_orch.c) */
+	[STMT_NODE_DETAILS_MERGE] =
+		{"keys added to a node's status_details (error, attempts)",
+		 "UPDATE df.nodes SET status_details = pg_catalog.jsonb_strip_nulls("
+		 "COALESCE(status_details, '{}') OPERATOR(pg_catalog.||) $3::pg_catalog.jsonb) "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
+		 3,
+		 {T, T, T}},
+	[STMT_NODE_DETAILS] =
+		{"a node's status_details",
+		 "SELECT status_details::text FROM df.nodes "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
+		 2,
+		 {T, T}},
+	[STMT_TASK_STEP_AT] =
+		{"a SQL step's next attempt, due later",
+		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, run_at) "
+		 "VALUES ($1, $2, $3, 'step', $4)",
+		 4,
+		 {T, T, T, TIMESTAMPTZOID}},
+	/* the same row, so the next attempt sends the same Idempotency-Key */
+	[STMT_HTTP_RETRY_AT] =
+		{"an HTTP step's next attempt, due later",
+		 "UPDATE df_internal.tasks SET run_at = $4, lease_until = NULL, lease_token = NULL "
+		 "WHERE id IN (SELECT id FROM df_internal.tasks "
+		 " WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+		 " AND scope OPERATOR(pg_catalog.=) $3 AND kind OPERATOR(pg_catalog.=) 'http' "
+		 " FOR UPDATE SKIP LOCKED) RETURNING id",
+		 4,
+		 {T, T, T, TIMESTAMPTZOID}},
+	[STMT_TASKS_OF_NODE_DROP] =
+		{"the unclaimed tasks of one node in one scope",
+		 "DELETE FROM df_internal.tasks WHERE id IN ("
+		 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 " AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
+		 " FOR UPDATE SKIP LOCKED)",
+		 3,
+		 {T, T, T}},
+	/* plain reads: a task being completed is locked, and is not gone */
+	[STMT_HTTP_TASKS_GONE] =
+		{"which HTTP tasks of calls in flight are gone",
+		 "SELECT x FROM pg_catalog.unnest($1::pg_catalog.int8[]) AS x "
+		 "WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.id OPERATOR(pg_catalog.=) x)",
+		 1,
+		 {INT8ARRAYOID}},
 };
 
 #undef K
@@ -863,7 +909,7 @@ buffer_node_write(const char *instance_id, const char *node_id,
 	w->attempt = done ? current_attempt_of(node_id) : 0;
 	w->detail = done && !outcome.ok ?
 		MemoryContextStrdup(TopTransactionContext,
-							pgd_event_detail("error", outcome.result)) :
+							pgd_event_error_detail(outcome)) :
 		NULL;
 }
 

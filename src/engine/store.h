@@ -229,6 +229,29 @@ extern bool	 pgd_store_restore_step_task(const char *instance_id,
 extern bool	 pgd_store_restore_timer(const char *instance_id,
 									 const char *node_id, const char *scope);
 
+/* --- the wrapper nodes of orchestration/ (store_orch.c) --- */
+extern char *pgd_event_error_detail(PgdOutcome outcome);
+extern char *pgd_error_json(PgdOutcome outcome);
+extern void	 pgd_store_node_error(const char *instance_id, const char *node_id,
+								  PgdOutcome outcome);
+extern void	 pgd_store_node_details_merge(const char *instance_id,
+										  const char *node_id,
+										  const char *json);
+extern char *pgd_store_node_details(const char *instance_id,
+									const char *node_id);
+extern void	 pgd_store_step_retry_at(const char *instance_id,
+									 const char *node_id, const char *scope,
+									 TimestampTz at);
+extern int64 pgd_store_http_retry_at(const char *instance_id,
+									 const char *node_id, const char *scope,
+									 TimestampTz at);
+extern void	 pgd_store_node_tasks_drop(const char *instance_id,
+									   const char *node_id, const char *scope);
+extern void	 pgd_store_http_tasks_gone(const int64 *ids, int n, bool *gone);
+extern void	 pgd_store_node_error_code(const char *instance_id,
+									   const char *node_id,
+									   PgdOutcome *outcome);
+
 /* the commit hook of the node buffer (from _PG_init) */
 extern void pgd_store_register_xact_callback(void);
 

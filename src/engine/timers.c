@@ -83,7 +83,8 @@ pgd_timer_start(const PgdGraph *g, int n, const char *scope,
 	{
 		case DF_NODE_SLEEP:
 			pgd_store_timer_add(g->instance_id, node->id, scope,
-								after_seconds(now, node->sleep_seconds));
+								TimestampTzPlusMilliseconds(now,
+															node->sleep_ms));
 			return false;
 
 		case DF_NODE_WAIT_SCHEDULE:

@@ -48,8 +48,40 @@ pgd_start_action(const PgdNode *node)
 			return PGD_START_LOOP;
 		case DF_NODE_BREAK:
 			return PGD_START_BREAK;
+		case DF_NODE_RETRY:
+		case DF_NODE_TIMEOUT:
+		case DF_NODE_CATCH:
+		case DF_NODE_FAIL:
+			return PGD_START_WRAPPER;
 	}
 	return PGD_START_UNSUPPORTED;
+}
+
+bool
+pgd_is_wrapper(const PgdNode *node)
+{
+	return node->type == DF_NODE_RETRY || node->type == DF_NODE_TIMEOUT ||
+		node->type == DF_NODE_CATCH || node->type == DF_NODE_FAIL;
+}
+
+int64
+pgd_attempt_timeout_ms(const PgdGraph *g, int n)
+{
+	int a;
+
+	for (a = g->nodes[n].parent; a >= 0; a = g->nodes[a].parent)
+		if (g->nodes[a].type == DF_NODE_RETRY &&
+			g->nodes[a].wrapper_problem == NULL &&
+			!g->nodes[a].wrapper->retry.instance_policy)
+			return Max(g->nodes[a].wrapper->retry.attempt_timeout_ms, 0);
+	return 0;
+}
+
+bool
+pgd_is_step(const PgdNode *node)
+{
+	return node->type == DF_NODE_SQL || node->type == DF_NODE_HTTP ||
+		node->type == DF_NODE_HTTP_MULTIPART;
 }
 
 bool
@@ -108,6 +140,11 @@ pgd_react(const PgdGraph *g, int parent, int child, PgdOutcome outcome)
 				return reaction(PGD_REACT_LOOP_END_LAST, -1, outcome);
 			return reaction(PGD_REACT_LOOP_AGAIN, -1, outcome);
 
+		case DF_NODE_RETRY:
+		case DF_NODE_TIMEOUT:
+		case DF_NODE_CATCH:
+			return reaction(PGD_REACT_WRAPPER, -1, outcome);
+
 		default:
 			return reaction(PGD_REACT_INVALID, -1, outcome);
 	}
@@ -161,7 +198,7 @@ pgd_join_outcome(const PgdNode *join, char *const *statuses,
 {
 	int			   n = pgd_join_width(join);
 	StringInfoData arr;
-	PgdOutcome	   ok;
+	PgdOutcome	   ok = {0};
 	int			   i;
 
 	/* the first failure in branch order decides; branches count from 1 */
@@ -193,11 +230,17 @@ pgd_race_loser(const PgdNode *race, int winner)
 PgdOutcome
 pgd_race_outcome(const PgdNode *race, int winner, PgdOutcome outcome)
 {
+	PgdOutcome failed;
+
 	if (outcome.ok)
 		return outcome;
-	return pgd_failure(PGD_MSG_RACE_BRANCH_FAILED,
-					   winner == race->left ? "left" : "right",
-					   outcome.result);
+	failed =
+		pgd_failure(PGD_MSG_RACE_BRANCH_FAILED,
+					winner == race->left ? "left" : "right", outcome.result);
+	/* the branch's error code and node go on (a CATCH above matches them) */
+	failed.code = outcome.code;
+	failed.node = outcome.node;
+	return failed;
 }
 
 /*

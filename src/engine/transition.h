@@ -48,10 +48,25 @@ typedef enum PgdStartAction
 								 * unless the left decided the race */
 	PGD_START_LOOP,		  /* LOOP: its state, then its body */
 	PGD_START_BREAK,	  /* BREAK: unwind to the nearest loop */
+	PGD_START_WRAPPER,	  /* RETRY, TIMEOUT, CATCH, FAIL: the wrapper
+								 * hooks (orchestration/) */
 	PGD_START_UNSUPPORTED /* a type this engine cannot run: it fails */
 } PgdStartAction;
 
 extern PgdStartAction pgd_start_action(const PgdNode *node);
+
+/* RETRY, TIMEOUT, CATCH, FAIL: the nodes the wrapper hooks run. */
+extern bool pgd_is_wrapper(const PgdNode *node);
+
+/* SQL, HTTP, HTTP_MULTIPART: the steps a retry policy covers. */
+extern bool pgd_is_step(const PgdNode *node);
+
+/*
+ * The attempt_timeout of the nearest df.retry above step n, in
+ * milliseconds, or 0 when it has none (each attempt of the step is bounded:
+ * statement_timeout for SQL, the transfer's timeout for HTTP).
+ */
+extern int64 pgd_attempt_timeout_ms(const PgdGraph *g, int n);
 
 /* How a parent reacts when one of its children finished. */
 typedef enum PgdReactionKind
@@ -65,6 +80,7 @@ typedef enum PgdReactionKind
 	PGD_REACT_LOOP_AGAIN,	  /* the loop's next iteration */
 	PGD_REACT_LOOP_END,		  /* the loop ends with `outcome` */
 	PGD_REACT_LOOP_END_LAST,  /* the loop ends with its last body result */
+	PGD_REACT_WRAPPER,		  /* a wrapper's child: the wrapper hooks */
 	PGD_REACT_INVALID		  /* the parent cannot have children */
 } PgdReactionKind;
 

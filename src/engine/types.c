@@ -106,7 +106,7 @@ pgd_is_terminal(const char *status)
 PgdOutcome
 pgd_failure(const char *fmt, ...)
 {
-	PgdOutcome	   o;
+	PgdOutcome	   o = {0};
 	StringInfoData buf;
 
 	initStringInfo(&buf);

@@ -34,11 +34,21 @@
 /* Instance and node ids: 8 characters (df.start makes them). */
 #define PGD_ID_LEN 8
 
-/* The outcome of a node. */
+/*
+ * The outcome of a node.  A failure may carry its error code
+ * (orchestration-api.md §0: "sql:<SQLSTATE>", "http:<status>", "timeout",
+ * "connection", "fail", ...; NULL when the engine itself failed the node)
+ * and, for an HTTP 429/503, the server's Retry-After in milliseconds (0:
+ * none).  Brace initializers leave both unset.
+ */
 typedef struct PgdOutcome
 {
 	bool  ok;
-	char *result; /* ok: result JSON text; else the error text */
+	char *result;	 /* ok: result JSON text; else the error text */
+	char *code;		 /* failed: the error code, or NULL */
+	char *node;		 /* failed: the node that failed first (set by apply.c) */
+	bool  retryable; /* failed: df.fail(retryable => true) */
+	int64 retry_after_ms;
 } PgdOutcome;
 
 /*

@@ -39,6 +39,10 @@ static const char *const node_type_names[DF_NODE_TYPE_COUNT] = {
 	[DF_NODE_HTTP] = "HTTP",
 	[DF_NODE_HTTP_MULTIPART] = "HTTP_MULTIPART",
 	[DF_NODE_SIGNAL] = "SIGNAL",
+	[DF_NODE_RETRY] = "RETRY",
+	[DF_NODE_TIMEOUT] = "TIMEOUT",
+	[DF_NODE_CATCH] = "CATCH",
+	[DF_NODE_FAIL] = "FAIL",
 };
 
 const char *

@@ -34,16 +34,21 @@ typedef enum DfNodeType
 	DF_NODE_WAIT_SCHEDULE,
 	DF_NODE_HTTP,
 	DF_NODE_HTTP_MULTIPART,
-	DF_NODE_SIGNAL
+	DF_NODE_SIGNAL,
+	/* the failure-handling wrappers (orchestration-api.md §1, graph/orch_config.h) */
+	DF_NODE_RETRY,	 /* left: the step; query: its settings */
+	DF_NODE_TIMEOUT, /* left: the step; query: {"seconds": s} */
+	DF_NODE_CATCH,	 /* left: the step; right: the handler; query: settings */
+	DF_NODE_FAIL	 /* a leaf; query: {"message": ..., "retryable": ...} */
 } DfNodeType;
 
-#define DF_NODE_TYPE_COUNT 12
+#define DF_NODE_TYPE_COUNT 16
 #define DF_MAX_DEPTH	   256 /* edges below the root (§1.10) */
 #define DF_MAX_NODES	   10000
 
-/* "SQL, THEN, IF, JOIN, LOOP, BREAK, RACE, SLEEP, WAIT_SCHEDULE, HTTP, HTTP_MULTIPART, SIGNAL" */
 #define DF_VALID_NODE_TYPES \
-	"SQL, THEN, IF, JOIN, LOOP, BREAK, RACE, SLEEP, WAIT_SCHEDULE, HTTP, HTTP_MULTIPART, SIGNAL"
+	"SQL, THEN, IF, JOIN, LOOP, BREAK, RACE, SLEEP, WAIT_SCHEDULE, HTTP, HTTP_MULTIPART, SIGNAL, " \
+	"RETRY, TIMEOUT, CATCH, FAIL"
 
 typedef struct DfNode
 {
@@ -74,7 +79,7 @@ extern void	 df_graph_write(StringInfo buf, const DfNode *node);
  *							 (the DSL treats it as SQL text)
  *	 DF_PARSE_BAD_JSON		 text looks like Durofut ('{' ... "node_type")
  *							 but is not valid JSON
- *	 DF_PARSE_UNKNOWN_TYPE	 a node_type that is not one of the twelve
+ *	 DF_PARSE_UNKNOWN_TYPE	 a node_type that is not one of the sixteen
  *							 (type_name holds it)
  *	 DF_PARSE_MALFORMED		 node_type known but the shape is wrong (a child
  *							 that is not an object, query not a string, ...);

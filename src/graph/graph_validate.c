@@ -23,6 +23,7 @@
 
 #include "common/cron.h"
 #include "graph/http_config.h"
+#include "graph/orch_config.h"
 #include "fmgr.h"
 #include "graph/graph.h"
 #include "common/json.h"
@@ -184,12 +185,19 @@ check_sleep(const DfNode *n)
 {
 	const char *q = n->query;
 	int64		seconds;
+	size_t		whole;
 
 	if (q == NULL)
 		return pstrdup("SLEEP node requires a query with the number of seconds");
-	if (*q == '\0' || strspn(q, "0123456789") != strlen(q) ||
+	whole = strspn(q, "0123456789");
+	/* whole seconds (the reference), or a fraction: df.sleep(0.25) */
+	if (whole > 0 && q[whole] == '.' && q[whole + 1] != '\0' &&
+		strspn(q + whole + 1, "0123456789") == strlen(q + whole + 1) &&
+		strlen(q + whole + 1) <= 6 && whole <= 12)
+		return NULL;
+	if (*q == '\0' || whole != strlen(q) ||
 		!dfjson_get_int64(dfjson_make_number(q), &seconds))
-		return psprintf("SLEEP query must be a non-negative whole number of seconds, got '%s'",
+		return psprintf("SLEEP query must be a non-negative number of seconds, got '%s'",
 						q);
 	return NULL;
 }
@@ -236,14 +244,16 @@ static bool
 is_leaf_type(DfNodeType t)
 {
 	return !(t == DF_NODE_THEN || t == DF_NODE_IF || t == DF_NODE_JOIN ||
-			 t == DF_NODE_LOOP || t == DF_NODE_RACE);
+			 t == DF_NODE_LOOP || t == DF_NODE_RACE || t == DF_NODE_RETRY ||
+			 t == DF_NODE_TIMEOUT || t == DF_NODE_CATCH);
 }
 
 /* What is wrong with this one node (not its children), or NULL. */
 static char *
 check_node(const DfNode *n)
 {
-	const char *tname = df_node_type_name(n->type);
+	const char	   *tname = df_node_type_name(n->type);
+	DfWrapperConfig wrapper;
 	bool has_children = n->left || n->right || n->condition || n->nextras > 0;
 
 	if (n->result_name != NULL && !df_is_valid_result_name(n->result_name))
@@ -291,6 +301,19 @@ check_node(const DfNode *n)
 			return check_wait_schedule(n);
 		case DF_NODE_SIGNAL:
 			return check_signal(n);
+		case DF_NODE_RETRY:
+		case DF_NODE_TIMEOUT:
+		case DF_NODE_CATCH:
+			if (n->left == NULL)
+				return psprintf("%s node requires left_node (the step it wraps)",
+								tname);
+			if (n->type == DF_NODE_CATCH && n->right == NULL)
+				return pstrdup("CATCH node requires right_node (the handler)");
+			if (n->type != DF_NODE_CATCH && n->right != NULL)
+				return psprintf("%s node cannot have right_node", tname);
+			return df_wrapper_parse(tname, n->query, &wrapper);
+		case DF_NODE_FAIL:
+			return df_wrapper_parse(tname, n->query, &wrapper);
 		case DF_NODE_HTTP:
 		case DF_NODE_HTTP_MULTIPART:
 			if (n->query == NULL)

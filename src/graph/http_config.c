@@ -21,6 +21,8 @@
  */
 #include "postgres.h"
 
+#include "lib/stringinfo.h"
+
 #include "common/json.h"
 #include "common/messages.h"
 #include "graph/http_config.h"
@@ -280,6 +282,73 @@ check_timeout(const DfJson *v)
 	return NULL;
 }
 
+/*
+ * df.http(fail_on): a comma-separated list of status codes or classes
+ * ("4xx,5xx", "402,409"); *normalized (when given) gets it without spaces.
+ */
+char *
+df_http_check_fail_on(const char *fail_on, char **normalized)
+{
+	StringInfoData buf;
+	const char	  *p = fail_on;
+
+	initStringInfo(&buf);
+	while (*p)
+	{
+		char tok[8];
+		int	 len = 0;
+
+		while (*p == ' ')
+			p++;
+		while (*p && *p != ',' && *p != ' ' && len < 7)
+			tok[len++] = *p++;
+		tok[len] = '\0';
+		while (*p == ' ')
+			p++;
+		if (len != 3 || tok[0] < '1' || tok[0] > '5' ||
+			strspn(tok + 1, "0123456789x") != 2 ||
+			(tok[1] == 'x' && tok[2] != 'x') || (*p != ',' && *p != '\0'))
+			return psprintf("fail_on must list HTTP status codes or classes separated by commas "
+							"(like '4xx,5xx' or '402,409'), got '%s'",
+							fail_on);
+		if (buf.len > 0)
+			appendStringInfoChar(&buf, ',');
+		appendStringInfoString(&buf, tok);
+		if (*p == ',')
+		{
+			p++;
+			if (*p == '\0')
+				return psprintf("fail_on must not end with a comma, got '%s'",
+								fail_on);
+		}
+	}
+	if (buf.len == 0)
+		return pstrdup("fail_on must list at least one HTTP status code or class");
+	if (normalized)
+		*normalized = buf.data;
+	return NULL;
+}
+
+/* Does status match a fail_on list (already checked)? */
+bool
+df_http_fail_on_matches(const char *fail_on, long status)
+{
+	char		code[8];
+	const char *p = fail_on;
+
+	snprintf(code, sizeof(code), "%03ld", status);
+	while (*p)
+	{
+		if ((p[0] == code[0]) && (p[1] == 'x' || p[1] == code[1]) &&
+			(p[2] == 'x' || p[2] == code[2]))
+			return true;
+		p += 3;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
 /* The config of a hand-written HTTP or HTTP_MULTIPART node. */
 char *
 df_http_check_config(const char *query, bool multipart)
@@ -319,5 +388,13 @@ df_http_check_config(const char *query, bool multipart)
 	}
 	if ((err = df_http_check_headers(dfjson_get(cfg, "headers"))) != NULL)
 		return err;
+	v = dfjson_get(cfg, "fail_on");
+	if (v != NULL && v->type != DFJ_NULL)
+	{
+		if (v->type != DFJ_STRING)
+			return psprintf("%s config \"fail_on\" must be a string", tname);
+		if ((err = df_http_check_fail_on(v->str, NULL)) != NULL)
+			return err;
+	}
 	return check_timeout(dfjson_get(cfg, "timeout_seconds"));
 }

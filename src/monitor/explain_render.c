@@ -284,6 +284,15 @@ append_leaf_label(StringInfo buf, const DfNode *node)
 				appendStringInfo(buf, " (%ss)", s);
 			break;
 
+		case DF_NODE_FAIL:
+			cfg = node_config(node);
+			s = config_string(cfg, "message");
+			appendStringInfoString(buf, "FAIL '");
+			append_clipped(buf, s ? s : "?", EXPLAIN_SQL_MAX,
+						   EXPLAIN_SQL_KEEP);
+			appendStringInfoChar(buf, '\'');
+			break;
+
 		case DF_NODE_BREAK:
 			cfg = node_config(node);
 			s = config_string(cfg, "break_value");
@@ -367,6 +376,20 @@ render_node(ExplainState *st, const DfNode *node, int depth,
 			render_child(st, "↻ body:", node->left, depth + 1);
 			if (node->condition != NULL)
 				render_child(st, "? while:", node->condition, depth + 1);
+			return;
+
+		case DF_NODE_RETRY:
+		case DF_NODE_TIMEOUT:
+		case DF_NODE_CATCH:
+			/* a wrapper: its type and settings, then its step (and handler) */
+			appendStringInfo(&st->label, "%s ", df_node_type_name(node->type));
+			append_clipped(&st->label, node->query ? node->query : "{}",
+						   EXPLAIN_SQL_MAX, EXPLAIN_SQL_KEEP);
+			append_name(&st->label, node);
+			emit_line(st, depth, prefix, node);
+			render_child(st, "▸ step:", node->left, depth + 1);
+			if (node->right != NULL)
+				render_child(st, "✗ handler:", node->right, depth + 1);
 			return;
 
 		case DF_NODE_JOIN:

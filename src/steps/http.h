@@ -63,6 +63,8 @@ typedef struct PgdHttpRequest
 	int			 nparts;
 	PgdHttpPart *parts;
 	int			 timeout_s;
+	char		*fail_on;			 /* df.http(fail_on); NULL: 5xx fails */
+	int64		 attempt_timeout_ms; /* df.retry(attempt_timeout); 0: none */
 	char		*idempotency_key;
 } PgdHttpRequest;
 

@@ -199,7 +199,7 @@ static void
 remote_step_handler(const PgdBgsqlRequest *req, PgdBgsqlResult *result)
 {
 	const char *query = req->args[0] ? req->args[0] : "";
-	PgdOutcome	outcome;
+	PgdOutcome	outcome = {0};
 	bool		retry;
 	int			sqlstate;
 

@@ -51,6 +51,7 @@
 #include "core/settings.h"
 #include "engine/apply.h"
 #include "engine/store.h"
+#include "engine/transition.h"
 #include "graph/http_config.h"
 #include "results/results.h"
 #include "steps/http.h"
@@ -223,7 +224,7 @@ caller_problem(Oid submitter, bool multipart)
 	values[1] =
 		pgd_text_datum(multipart ?
 						   "df.http_multipart(text,text,jsonb,jsonb,integer)" :
-						   "df.http(text,text,text,jsonb,integer)");
+						   "df.http(text,text,text,jsonb,integer,text)");
 	pgd_spi_exec("SELECT pg_catalog.has_function_privilege($1, $2::pg_catalog.regprocedure, 'EXECUTE'), "
 				 "pg_catalog.pg_get_userbyid($1)",
 				 2, types, values, NULL, false);
@@ -254,6 +255,9 @@ prepare_target(PgdHttpRequest *req, SubstCtx *sc, const DfJson *cfg)
 		if (dfjson_get_int64(v, &t))
 			req->timeout_s = (int) t;
 	}
+	v = dfjson_get(cfg, "fail_on");
+	if (v != NULL && v->type == DFJ_STRING)
+		req->fail_on = pstrdup(v->str);
 	if (req->timeout_s > pgd_http_max_timeout)
 		return psprintf("timeout_seconds %d exceeds pg_durable.http_max_timeout (%d seconds)",
 						req->timeout_s, pgd_http_max_timeout);
@@ -388,6 +392,7 @@ pgd_http_prepare(MemoryContext parent, int64 task_id, const char *instance_id,
 	}
 	node = &g->nodes[n];
 	req->multipart = node->type == DF_NODE_HTTP_MULTIPART;
+	req->attempt_timeout_ms = pgd_attempt_timeout_ms(g, n);
 	if ((problem = caller_problem(run.submitted_by, req->multipart)) != NULL)
 	{
 		decide(req, problem);
@@ -528,11 +533,29 @@ base64_text(const char *data, size_t len)
 	return out;
 }
 
+/*
+ * The Retry-After of a response in milliseconds (delay-seconds; an
+ * HTTP-date is not read), or 0.
+ */
+static int64
+retry_after_ms(const PgdHttpResponse *resp)
+{
+	DfJson *v = dfjson_get(parse_headers(resp->headers, resp->headers_len),
+						   "retry-after");
+	int64	s = 0;
+
+	if (v == NULL || v->type != DFJ_STRING || v->str[0] == '\0' ||
+		strspn(v->str, "0123456789") != strlen(v->str) || strlen(v->str) > 9)
+		return 0;
+	s = strtoll(v->str, NULL, 10);
+	return s * 1000;
+}
+
 PgdOutcome
 pgd_http_envelope(PgdHttpRequest *req, const PgdHttpResponse *resp)
 {
 	DfJson	  *env = dfjson_make_object();
-	PgdOutcome o;
+	PgdOutcome o = {0};
 	bool	   text;
 	char	  *body;
 
@@ -544,7 +567,8 @@ pgd_http_envelope(PgdHttpRequest *req, const PgdHttpResponse *resp)
 	body = text ? pnstrdup(resp->body, resp->body_len) :
 				  base64_text(resp->body, resp->body_len);
 
-	if (resp->status >= 500)
+	if (req->fail_on ? df_http_fail_on_matches(req->fail_on, resp->status) :
+					   resp->status >= 500)
 	{
 		size_t blen = strlen(body);
 
@@ -553,6 +577,9 @@ pgd_http_envelope(PgdHttpRequest *req, const PgdHttpResponse *resp)
 		o.ok = false;
 		o.result = psprintf(PGD_MSG_HTTP_5XX, req->method, req->url,
 							resp->status, body);
+		o.code = psprintf("http:%ld", resp->status);
+		if (resp->status == 503 || resp->status == 429)
+			o.retry_after_ms = retry_after_ms(resp);
 		return o;
 	}
 

@@ -59,6 +59,8 @@
  */
 #include "postgres.h"
 
+#include "utils/timeout.h"
+
 #include "access/xact.h"
 #include "commands/prepare.h"
 #include "commands/sequence.h"
@@ -186,6 +188,31 @@ is_retryable(int sqlerrcode)
 		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
 }
 
+/* The attempt_timeout of the next statement (pgd_set_attempt_timeout). */
+static int64 attempt_timeout_ms = 0;
+
+void
+pgd_set_attempt_timeout(int64 ms)
+{
+	attempt_timeout_ms = ms;
+}
+
+/*
+ * The error code of a failed statement (orchestration-api.md §0):
+ * "sql:<SQLSTATE>", or "timeout" when statement_timeout cancelled it (a
+ * retry's attempt_timeout).
+ */
+char *
+pgd_sql_error_code(const ErrorData *edata)
+{
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
+		edata->message_id != NULL &&
+		strcmp(edata->message_id,
+			   "canceling statement due to statement timeout") == 0)
+		return pstrdup("timeout");
+	return psprintf("sql:%s", unpack_sql_state(edata->sqlerrcode));
+}
+
 PgdOutcome
 pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 {
@@ -246,7 +273,19 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 			elog(ERROR, "SPI_connect failed");
 		memset(&options, 0, sizeof(options));
 		options.dest = &dest.pub;
+		/*
+		 * df.retry(attempt_timeout): this attempt's bound.  SPI does not arm
+		 * statement_timeout (only a client's statement does), so the timer
+		 * is armed here; it cancels the statement as statement_timeout
+		 * would ("canceling statement due to statement timeout": code
+		 * "timeout").
+		 */
+		if (attempt_timeout_ms > 0)
+			enable_timeout_after(STATEMENT_TIMEOUT,
+								 (int) Min(attempt_timeout_ms, PG_INT32_MAX));
 		rc = SPI_execute_extended(query, &options);
+		if (attempt_timeout_ms > 0)
+			disable_timeout(STATEMENT_TIMEOUT, false);
 		if (rc == SPI_ERROR_TRANSACTION)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_TRANSACTION_TERMINATION),
@@ -279,7 +318,11 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 	}
 	PG_CATCH();
 	{
-		ErrorData *edata = pgd_subxact_caught(oldcxt, oldowner);
+		ErrorData *edata;
+
+		if (attempt_timeout_ms > 0)
+			disable_timeout(STATEMENT_TIMEOUT, false);
+		edata = pgd_subxact_caught(oldcxt, oldowner);
 
 		*sqlstate = edata->sqlerrcode;
 		*retry = is_retryable(edata->sqlerrcode) ||
@@ -288,6 +331,7 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 			 strcmp(edata->message_id,
 					"canceling statement due to user request") == 0);
 		outcome.ok = false;
+		outcome.code = pgd_sql_error_code(edata);
 		if (edata->sqlerrcode == ERRCODE_PGD_RESULT_CONVERSION)
 			outcome.result = pstrdup(edata->message);
 		else

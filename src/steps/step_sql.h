@@ -23,6 +23,16 @@ extern bool pgd_in_workflow(void);
  * failure or lock timeout, which re-queue the step instead of failing it;
  * *sqlstate is the error's code.
  */
+/*
+ * The statement_timeout (ms, 0: none) of the statements pgd_run_user_sql
+ * runs from now on: a df.retry's attempt_timeout (the executor sets it per
+ * step).
+ */
+extern void pgd_set_attempt_timeout(int64 ms);
+
+/* The error code of a failed statement ("sql:<SQLSTATE>", "timeout"). */
+extern char *pgd_sql_error_code(const ErrorData *edata);
+
 extern PgdOutcome pgd_run_user_sql(const char *query, Oid submitter,
 								   bool *retry, int *sqlstate);
 

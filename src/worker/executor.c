@@ -96,6 +96,7 @@
 #include "core/unit.h"
 #include "engine/apply.h"
 #include "engine/store.h"
+#include "engine/transition.h"
 #include "engine/wake.h"
 #include "results/results.h"
 #include "steps/remote.h"
@@ -255,10 +256,16 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 
 		outcome->ok = (st == PGD_BGSQL_OK);
 		retry = (st == PGD_BGSQL_RETRY);
+		if (!outcome->ok && sqlstate != 0)
+			outcome->code = psprintf("sql:%s", unpack_sql_state(sqlstate));
 	}
 	else
+	{
+		pgd_set_attempt_timeout(pgd_attempt_timeout_ms(g, n));
 		*outcome =
 			pgd_run_user_sql(query, t->run.submitted_by, &retry, &sqlstate);
+		pgd_set_attempt_timeout(0);
+	}
 	pgd_executor_set_running(NULL, NULL);
 
 	/* waiting for a free worker slot is not a failure, however long it lasts */
@@ -309,7 +316,7 @@ run_step_task(PgdClaim *t)
 {
 	PgdGraph  *g;
 	int		   n;
-	PgdOutcome outcome;
+	PgdOutcome outcome = {0};
 	StepRun	   ran;
 
 	/*

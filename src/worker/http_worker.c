@@ -72,6 +72,7 @@
 #include "core/settings.h"
 #include "core/shmem.h"
 #include "core/unit.h"
+#include "orchestration/orchestration.h"
 #include "engine/apply.h"
 #include "engine/store.h"
 #include "engine/wake.h"
@@ -107,6 +108,18 @@ typedef struct Transfer
 
 static CURLM *multi = NULL;
 static int	  inflight = 0;
+
+/*
+ * The transfers in flight, so that one whose task is gone (its TIMEOUT
+ * fired, its instance was cancelled, its RACE was lost) is aborted: the
+ * server sees the connection close, and no late completion is attempted.
+ * Checked every ORPHAN_CHECK_MS while calls are in flight.
+ */
+#define ORPHAN_CHECK_MS 200
+static Transfer	 **live = NULL;
+static int		   nlive = 0;
+static int		   live_cap = 0;
+static TimestampTz next_orphan_check = 0;
 
 /*
  * After a reload the address policy may be stricter: connections curl keeps
@@ -275,7 +288,9 @@ complete(PgdHttpRequest *req, PgdOutcome outcome)
 		pgd_apply_complete(g, n, req->scope, outcome);
 		pgd_store_set_attempt(NULL, 0);
 	}
-	pgd_store_task_delete(req->task_id);
+	/* a retry keeps the row for its next attempt (the same Idempotency-Key) */
+	if (!pgd_retry_kept_task(req->task_id))
+		pgd_store_task_delete(req->task_id);
 	pgd_end_unit();
 }
 
@@ -285,8 +300,20 @@ complete(PgdHttpRequest *req, PgdOutcome outcome)
  */
 
 static void
+forget_live(Transfer *t)
+{
+	for (int i = 0; i < nlive; i++)
+		if (live[i] == t)
+		{
+			live[i] = live[--nlive];
+			return;
+		}
+}
+
+static void
 free_transfer(Transfer *t)
 {
+	forget_live(t);
 	if (t->easy)
 	{
 		curl_multi_remove_handle(multi, t->easy);
@@ -326,6 +353,11 @@ start_transfer(PgdHttpRequest *req)
 	curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT, (long) req->timeout_s);
+	/* df.retry(attempt_timeout) bounds each attempt below timeout_seconds */
+	if (req->attempt_timeout_ms > 0 &&
+		req->attempt_timeout_ms < (int64) req->timeout_s * 1000)
+		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
+						 (long) req->attempt_timeout_ms);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "pg_durable/" PG_DURABLE_VERSION);
 	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
 					 (curl_off_t) pgd_http_max_response_body);
@@ -406,6 +438,17 @@ start_transfer(PgdHttpRequest *req)
 		return false;
 	}
 	inflight++;
+	if (nlive == live_cap)
+	{
+		int		   cap = Max(16, live_cap * 2);
+		Transfer **nl = realloc(live, sizeof(Transfer *) * cap);
+
+		if (nl == NULL)
+			return true; /* not aborted early then; it still completes */
+		live = nl;
+		live_cap = cap;
+	}
+	live[nlive++] = t;
 	return true;
 }
 
@@ -415,7 +458,7 @@ transfer_outcome(Transfer *t, CURLcode rc)
 {
 	PgdHttpRequest *req = t->req;
 	MemoryContext	old = MemoryContextSwitchTo(req->cxt);
-	PgdOutcome		o;
+	PgdOutcome		o = {0};
 
 	o.ok = false;
 	if (rc == CURLE_OK)
@@ -436,20 +479,29 @@ transfer_outcome(Transfer *t, CURLcode rc)
 		o = pgd_http_envelope(req, &resp);
 	}
 	else if (t->blocked)
+	{
 		o.result = pgd_ssrf_blocked_address_message(req->host);
+		o.code = pstrdup("connection");
+	}
 	else if (t->too_large || rc == CURLE_FILESIZE_EXCEEDED)
 		o.result =
 			pgd_http_call_error(req,
 								psprintf("the response is larger than pg_durable.http_max_response_body (%d bytes)",
 										 pgd_http_max_response_body));
 	else if (rc == CURLE_OPERATION_TIMEDOUT)
+	{
 		o.result = pgd_http_call_error(req,
 									   psprintf("timed out after %d seconds",
 												req->timeout_s));
+		o.code = pstrdup("timeout");
+	}
 	else
+	{
 		o.result = pgd_http_call_error(req,
 									   t->errbuf[0] ? t->errbuf :
 													  curl_easy_strerror(rc));
+		o.code = pstrdup("connection");
+	}
 	MemoryContextSwitchTo(old);
 	return o;
 }
@@ -484,7 +536,7 @@ reap(void)
 	while ((msg = curl_multi_info_read(multi, &left)) != NULL)
 	{
 		Transfer  *t;
-		PgdOutcome o;
+		PgdOutcome o = {0};
 
 		if (msg->msg != CURLMSG_DONE)
 			continue;
@@ -505,6 +557,63 @@ reap(void)
 		free_transfer(t);
 	}
 	return done;
+}
+
+/*
+ * Abort the transfers whose task row is gone: a TIMEOUT fired, the
+ * instance was cancelled or ended, the branch lost its RACE.  Their
+ * completion would be fenced out anyway (the lease is no longer held);
+ * aborting closes the connection now instead of at the call's end.
+ */
+static void
+abort_orphans(void)
+{
+	int64		 *ids;
+	bool		 *gone;
+	int			  n = nlive;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (n == 0 || GetCurrentTimestamp() < next_orphan_check)
+		return;
+	next_orphan_check =
+		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ORPHAN_CHECK_MS);
+	ids = palloc(sizeof(int64) * n);
+	gone = palloc0(sizeof(bool) * n);
+	for (int i = 0; i < n; i++)
+		ids[i] = live[i]->req->task_id;
+	PG_TRY();
+	{
+		if (pgd_begin_engine_unit("pg_durable: checking HTTP calls in flight"))
+		{
+			pgd_store_http_tasks_gone(ids, n, gone);
+			pgd_end_unit();
+		}
+	}
+	PG_CATCH();
+	{
+		pgd_unit_recover(cxt);
+		memset(gone, 0, sizeof(bool) * n);
+	}
+	PG_END_TRY();
+
+	for (int i = 0; i < n; i++)
+	{
+		Transfer *t = NULL;
+
+		if (!gone[i])
+			continue;
+		for (int j = 0; j < nlive; j++)
+			if (live[j]->req->task_id == ids[i])
+				t = live[j];
+		if (t == NULL)
+			continue;
+		if (pgd_log_allowed())
+			ereport(LOG,
+					(errmsg("aborting HTTP step %s of instance %s: it is no longer wanted",
+							t->req->node_id, t->req->instance_id)));
+		inflight--;
+		free_transfer(t);
+	}
 }
 
 /* ---------------------------------------------------------------------
@@ -724,6 +833,7 @@ pgd_http_worker_main(Datum main_arg)
 						  BUSY_POLL_MS);
 			old = MemoryContextSwitchTo(loop_cxt);
 			(void) reap();
+			abort_orphans();
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(loop_cxt);
 			continue;

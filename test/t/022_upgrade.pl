@@ -28,7 +28,7 @@ CREATE ROLE $role LOGIN;
 GRANT USAGE ON SCHEMA df TO $role;
 GRANT SELECT ON df.instances, df.nodes TO $role;
 GRANT CREATE ON SCHEMA public TO $role;
-SELECT df.grant_usage('$role');
+SELECT df.grant_usage('$role', include_http => true);
 CREATE TABLE effects (instance_id text NOT NULL, step text NOT NULL,
                       at timestamptz NOT NULL DEFAULT clock_timestamp());
 GRANT INSERT, SELECT ON effects TO $role;
@@ -123,6 +123,9 @@ check_effects($node, $n);
 check_engine_empty($node);
 is($node->safe_psql('postgres', "SELECT df.status('$later')"), 'completed',
 	'df.status after the update');
+like($node->safe_psql('postgres',
+		"SET ROLE $role; SELECT df.http('http://localhost:1/x', fail_on => '4xx')"),
+	qr/fail_on/, 'a role granted df.http before the update may call the new df.http');
 
 # the updated schema is a fresh install's
 my $fresh = engine_cluster('fresh', 2);
