@@ -56,6 +56,14 @@
 #define PGDB_ERRLEN 512
 #define PGDB_MAXROWS 40
 #define PGDB_ID_LEN 8
+#define PGDB_MAX_WIDTHS 8
+
+/*
+ * The most nodes a workflow may have (DF_MAX_NODES in src/graph/graph.h,
+ * the reference's limit).  A fan-out of w branches, a balanced tree of
+ * binary JOINs, has 2w - 1 nodes.
+ */
+#define PGDB_MAX_NODES 10000
 
 typedef struct PgdbOptions
 {
@@ -78,6 +86,8 @@ typedef struct PgdbOptions
 	const char *http_url;		/* base URL of test/http_server.pl, or NULL */
 	int			http_workflows;
 	int			http_steps;
+	int			widths[PGDB_MAX_WIDTHS];	/* one fan-out of each width */
+	int			nwidths;
 	bool		verbose;
 } PgdbOptions;
 
@@ -941,6 +951,82 @@ latency_phase(Pgdb *b, int nclients, const char *label)
 	return true;
 }
 
+/*
+ * One fan-out of each width, alone on the server: total seconds from
+ * df.start to its completion, and milliseconds per branch.  A linear
+ * engine keeps the time per branch flat as the width grows (issue 22).
+ * Widths whose graph is over the node limit are reported as not run.
+ */
+static bool
+width_phases(Pgdb *b)
+{
+	PgdbOptions *o = &b->opt;
+	double		first_per_branch = NAN,
+				last_per_branch = NAN;
+	int			first_width = 0,
+				last_width = 0;
+	int			saved_timeout = o->timeout;
+	int			k;
+
+	for (k = 0; k < o->nwidths; k++)
+	{
+		int			w = o->widths[k];
+		char		name[48];
+		char		v[32];
+		char	   *graph;
+		char		ids[2][PGDB_ID_LEN + 1];
+		int64_t		commit_us[2];
+		PgdbPhase	ph;
+		bool		ok;
+
+		if (2 * (long) w - 1 > PGDB_MAX_NODES)
+		{
+			add_row(b, "", "not run", "width %d: %d nodes, over the %d-node limit",
+					w, 2 * w - 1, PGDB_MAX_NODES);
+			continue;
+		}
+		graph = build_graph(b, "&", w, noop_leaf);
+		if (graph == NULL)
+			return false;
+		snprintf(name, sizeof(name), "width %d", w);
+		say(b, "%s: one fan-out of %d branches", name, w);
+		/* an unfinished fan-out is reported, not awaited forever */
+		o->timeout = saved_timeout > w / 10 ? saved_timeout : w / 10;
+		pgss_reset(b);
+		memset(ids, 0, sizeof(ids));
+		ok = run_phase(b, graph, 1, 1, false, ids, commit_us, &ph);
+		o->timeout = saved_timeout;
+		free(graph);
+		if (!ok)
+			return false;
+		pgss_collect(b, name);
+		if (ph.completed != 1)
+		{
+			add_row(b, "", ph.stuck ? "unfinished" : "failed", "width %d: %s", w,
+					ph.first_error[0] ? ph.first_error : "did not complete");
+			continue;
+		}
+		say(b, "%s: %.2f s", name, ph.seconds);
+		add_row(b, "s", fmt_num(v, ph.seconds), "width %d: one fan-out, start to completion", w);
+		add_row(b, "ms/branch", fmt_num(v, 1000.0 * ph.seconds / w), "width %d: time per branch", w);
+		if (first_width == 0)
+		{
+			first_width = w;
+			first_per_branch = ph.seconds / w;
+		}
+		last_width = w;
+		last_per_branch = ph.seconds / w;
+	}
+	if (last_width > first_width)
+	{
+		char		v[32];
+
+		add_row(b, "", fmt_num(v, last_per_branch / first_per_branch),
+				"time per branch, width %d / width %d", last_width, first_width);
+	}
+	return true;
+}
+
 static bool
 pgdb_run(Pgdb *b)
 {
@@ -999,6 +1085,9 @@ pgdb_run(Pgdb *b)
 	if (o->http_url != NULL && o->http_workflows > 0)
 		add_row(b, "steps/s", fmt_num(v, http), "HTTP steps: %d workflows x %d GET, local server",
 				o->http_workflows, o->http_steps);
+
+	if (o->nwidths > 0 && !width_phases(b))
+		return false;
 
 	if (!latency_phase(b, 1, "1 client"))
 		return false;
@@ -1079,6 +1168,9 @@ usage(const char *progname)
 		   "                              (GET URL/echo; the server needs pg_durable.http_allow_private)\n"
 		   "      --http-workflows=NUM    HTTP chain workflows (default: 400)\n"
 		   "      --http-steps=NUM        HTTP steps per chain (default: 5)\n"
+		   "      --widths=LIST           one fan-out of each width, e.g. 1000,2000 (default:\n"
+		   "                              1000,2000,5000,10000; 0 skips; a width over the\n"
+		   "                              10,000-node limit is reported as not run)\n"
 		   "  -v, --verbose               say what runs, on stderr\n"
 		   "  -V, --version               output version information, then exit\n"
 		   "  -?, --help                  show this help, then exit\n\n");
@@ -1101,6 +1193,32 @@ parse_count(const char *arg, const char *name, int min)
 		exit(2);
 	}
 	return (int) v;
+}
+
+/* --widths: a comma-separated list of widths (at least 2), or 0 for none */
+static void
+parse_widths(PgdbOptions *o, const char *arg)
+{
+	char	   *copy = strdup(arg);
+	char	   *tok;
+	char	   *save = NULL;
+
+	o->nwidths = 0;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+	{
+		int			w = parse_count(tok, "widths", 0);
+
+		if (w == 0)
+			continue;
+		if (w < 2 || o->nwidths == PGDB_MAX_WIDTHS)
+		{
+			fprintf(stderr, "pgd_bench: --widths takes up to %d widths of at least 2, or 0\n",
+					PGDB_MAX_WIDTHS);
+			exit(2);
+		}
+		o->widths[o->nwidths++] = w;
+	}
+	free(copy);
 }
 
 int
@@ -1127,6 +1245,7 @@ main(int argc, char **argv)
 		{"http-url", required_argument, NULL, 13},
 		{"http-workflows", required_argument, NULL, 14},
 		{"http-steps", required_argument, NULL, 15},
+		{"widths", required_argument, NULL, 16},
 		{"verbose", no_argument, NULL, 'v'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, '?'},
@@ -1151,6 +1270,7 @@ main(int argc, char **argv)
 	b.opt.timeout = 60;
 	b.opt.http_workflows = 400;
 	b.opt.http_steps = 5;
+	parse_widths(&b.opt, "1000,2000,5000,10000");
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
 	{
@@ -1220,6 +1340,9 @@ main(int argc, char **argv)
 				break;
 			case 15:
 				b.opt.http_steps = parse_count(optarg, "http-steps", 1);
+				break;
+			case 16:
+				parse_widths(&b.opt, optarg);
 				break;
 			case 'v':
 				b.opt.verbose = true;

@@ -342,7 +342,10 @@ CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
 	AFTER INSERT OR UPDATE OF instance_id, id OR DELETE ON df.nodes
 	DEFERRABLE INITIALLY DEFERRED
 	FOR EACH ROW EXECUTE FUNCTION df_internal.check_root_node();
-CREATE INDEX idx_nodes_instance ON df.nodes (instance_id);
+-- No idx_nodes_instance (the reference has one on (instance_id)): nodes_pkey
+-- (instance_id, id) serves every lookup by instance, and beside it the
+-- engine's generic plans read a whole instance's nodes, through the
+-- one-column index, to find one node by its id (quadratic fan-outs, issue 22).
 COMMENT ON TABLE df.nodes IS 'one row per node of each workflow instance';
 
 ALTER TABLE df.instances ENABLE ROW LEVEL SECURITY;
