@@ -174,9 +174,46 @@ text_array(Datum *elems, bool *nulls, int n)
 											  TYPALIGN_INT));
 }
 
+/*
+ * True while df.start inserts an instance's nodes.  The nodes side of
+ * instances_root_node_same_instance_fkey skips those rows (its WHEN clause
+ * asks df_internal.start_inserts_nodes()): df.start writes the root with
+ * the other nodes, in the transaction that inserted the instance, whose own
+ * side of the check runs at commit.  Rows inserted any other way (a
+ * restore, by hand) are checked one by one as before.  Backend-local, so no
+ * SQL can set it.
+ */
+static bool inserting_nodes = false;
+
+PG_FUNCTION_INFO_V1(pgd_start_inserts_nodes);
+Datum
+pgd_start_inserts_nodes(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(inserting_nodes);
+}
+
+static void insert_node_rows(const char *instance_id, Oid submitter,
+							 const char *database, NodeList *list);
+
 static void
 insert_nodes(const char *instance_id, Oid submitter, const char *database,
 			 NodeList *list)
+{
+	inserting_nodes = true;
+	PG_TRY();
+	{
+		insert_node_rows(instance_id, submitter, database, list);
+	}
+	PG_FINALLY();
+	{
+		inserting_nodes = false;
+	}
+	PG_END_TRY();
+}
+
+static void
+insert_node_rows(const char *instance_id, Oid submitter, const char *database,
+				 NodeList *list)
 {
 	int start;
 

@@ -41,3 +41,9 @@ DELETE FROM df.nodes WHERE instance_id = '0000aa01' AND id = '0000bb05';
 -- deleting the instance takes its nodes along
 DELETE FROM df.instances WHERE id IN ('0000aa01', '0000aa02');
 SELECT count(*) FROM df.nodes WHERE instance_id IN ('0000aa01', '0000aa02');
+
+-- only df.start's own node rows skip the nodes side (its flag is off here, so
+-- the inserts above were checked one by one)
+SELECT df_internal.start_inserts_nodes();
+SELECT tgname, pg_get_triggerdef(oid) LIKE '%WHEN%NOT df_internal.start_inserts_nodes()%' AS skips_start
+FROM pg_trigger WHERE tgrelid = 'df.nodes'::regclass AND tgname = 'instances_root_node_same_instance_fkey';
