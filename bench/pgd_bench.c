@@ -54,7 +54,7 @@
 
 #define PGDB_VERSION "1.0"
 #define PGDB_ERRLEN 512
-#define PGDB_MAXROWS 40
+#define PGDB_MAXROWS 64
 #define PGDB_ID_LEN 8
 #define PGDB_MAX_WIDTHS 8
 
@@ -134,6 +134,14 @@ typedef struct PgdbClient
 	int			err;
 	char		errstr[PGDB_ERRLEN];
 } PgdbClient;
+
+/* What a phase cost the server, per step: commits, XIDs, WAL bytes. */
+typedef struct PgdbCost
+{
+	double		commits;
+	double		xids;
+	double		wal;
+} PgdbCost;
 
 typedef struct PgdbPhase
 {
@@ -798,10 +806,57 @@ run_pgbench(Pgdb *b, int clients)
 	}
 }
 
+/*
+ * The server's counters: commits of this database, the cluster's WAL
+ * position and the next XID.  Backends publish their commit counts at most
+ * once a second, and an idle executor only when its latch wakes it, so the
+ * configuration reload (which wakes every backend) and a pause come first,
+ * as in bench/peers.  XIDs need no flush; they count write transactions and
+ * subtransactions alike.
+ */
+static bool
+counters(Pgdb *b, PgdbCost *out)
+{
+	PGresult   *res;
+
+	res = PQexec(b->conn, "SELECT pg_reload_conf()");
+	PQclear(res);
+	usleep(1300 * 1000);
+	res = PQexec(b->conn,
+				 "SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()), "
+				 "pg_current_wal_lsn() - '0/0', "
+				 "pg_snapshot_xmax(pg_current_snapshot())::text::bigint");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		pgdb_set_error(&b->err, b->errstr, "counters: %s", PQresultErrorMessage(res));
+		PQclear(res);
+		return false;
+	}
+	out->commits = atof(PQgetvalue(res, 0, 0));
+	out->wal = atof(PQgetvalue(res, 0, 1));
+	out->xids = atof(PQgetvalue(res, 0, 2));
+	PQclear(res);
+	return true;
+}
+
+static bool throughput_phase_cost(Pgdb *b, const char *name, const char *op, int width,
+								  int nflows, void (*leaf) (PgdbBuf *, int),
+								  double *steps_per_s, double *flows_per_s, PgdbCost *cost);
+
 static bool
 throughput_phase_of(Pgdb *b, const char *name, const char *op, int width, int nflows,
 					void (*leaf) (PgdbBuf *, int), double *steps_per_s, double *flows_per_s)
 {
+	return throughput_phase_cost(b, name, op, width, nflows, leaf, steps_per_s, flows_per_s, NULL);
+}
+
+static bool
+throughput_phase_cost(Pgdb *b, const char *name, const char *op, int width, int nflows,
+					  void (*leaf) (PgdbBuf *, int), double *steps_per_s, double *flows_per_s,
+					  PgdbCost *cost)
+{
+	PgdbCost	before = {0},
+				after = {0};
 	char	   *graph = build_graph(b, op, width, leaf);
 	char		(*ids)[PGDB_ID_LEN + 1];
 	int64_t    *commit_us;
@@ -814,7 +869,20 @@ throughput_phase_of(Pgdb *b, const char *name, const char *op, int width, int nf
 	commit_us = calloc(nflows + 1, sizeof(int64_t));
 	say(b, "%s: %d workflows of %d step(s), %d clients", name, nflows, width, b->opt.clients);
 	pgss_reset(b);
+	if (cost && !counters(b, &before))
+		return false;
 	ok = run_phase(b, graph, nflows, b->opt.clients, false, ids, commit_us, &ph);
+	if (ok && cost)
+	{
+		double		steps = (double) width * (ph.completed > 0 ? ph.completed : 1);
+
+		if (!counters(b, &after))
+			return false;
+		/* df.start and the instance's end are counted in, as in bench/peers */
+		cost->commits = (after.commits - before.commits) / steps;
+		cost->xids = (after.xids - before.xids) / steps;
+		cost->wal = (after.wal - before.wal) / steps;
+	}
 	if (ok)
 		pgss_collect(b, name);
 	*steps_per_s = ok && ph.completed > 0 ? (double) width * ph.completed / ph.seconds : NAN;
@@ -952,6 +1020,20 @@ latency_phase(Pgdb *b, int nclients, const char *label)
 }
 
 /*
+ * Commits, XIDs and WAL bytes per step of a phase.  There are no batches
+ * yet (issue 14): every step is its own transaction, so the batch size is 1.
+ */
+static void
+cost_rows(Pgdb *b, const char *name, const PgdbCost *c)
+{
+	char		v[32];
+
+	add_row(b, "", fmt_num(v, c->commits), "%s: commits per step", name);
+	add_row(b, "", fmt_num(v, c->xids), "%s: XIDs per step", name);
+	add_row(b, "bytes", fmt_num(v, c->wal), "%s: WAL per step", name);
+}
+
+/*
  * One fan-out of each width, alone on the server: total seconds from
  * df.start to its completion, and milliseconds per branch.  A linear
  * engine keeps the time per branch flat as the width grows (issue 22).
@@ -1040,6 +1122,9 @@ pgdb_run(Pgdb *b)
 				dummy;
 	char		v[32];
 	char		latlabel[32];
+	PgdbCost	chain_cost = {0},
+				fan_cost = {0},
+				flows_cost = {0};
 
 	if (!setup(b))
 		return false;
@@ -1057,13 +1142,16 @@ pgdb_run(Pgdb *b)
 		return false;
 
 	if (o->chain_workflows > 0 &&
-		!throughput_phase(b, "chain", "~>", o->chain_steps, o->chain_workflows, &chain, &dummy))
+		!throughput_phase_cost(b, "chain", "~>", o->chain_steps, o->chain_workflows, noop_leaf,
+							   &chain, &dummy, &chain_cost))
 		return false;
 	if (o->fanout_workflows > 0 &&
-		!throughput_phase(b, "fan-out/join", "&", o->fanout_width, o->fanout_workflows, &fan, &dummy))
+		!throughput_phase_cost(b, "fan-out/join", "&", o->fanout_width, o->fanout_workflows,
+							   noop_leaf, &fan, &dummy, &fan_cost))
 		return false;
 	if (o->workflows > 0 &&
-		!throughput_phase(b, "one-step workflows", "~>", 1, o->workflows, &dummy, &flows))
+		!throughput_phase_cost(b, "one-step workflows", "~>", 1, o->workflows, noop_leaf, &dummy,
+							   &flows, &flows_cost))
 		return false;
 	if (o->http_url != NULL && o->http_workflows > 0)
 	{
@@ -1082,6 +1170,12 @@ pgdb_run(Pgdb *b)
 	if (o->workflows > 0)
 		add_row(b, "workflows/s", fmt_num(v, flows), "one-step workflows: %d, %d clients",
 				o->workflows, o->clients);
+	if (o->chain_workflows > 0)
+		cost_rows(b, "chain", &chain_cost);
+	if (o->fanout_workflows > 0)
+		cost_rows(b, "fan-out/join", &fan_cost);
+	if (o->workflows > 0)
+		cost_rows(b, "one-step workflows", &flows_cost);
 	if (o->http_url != NULL && o->http_workflows > 0)
 		add_row(b, "steps/s", fmt_num(v, http), "HTTP steps: %d workflows x %d GET, local server",
 				o->http_workflows, o->http_steps);
