@@ -341,13 +341,11 @@ CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
 -- df.start's own node rows skip the nodes side (see start.c: the instance
 -- side, at the same commit, checks them); a call per row of the trigger's
 -- function cost about 16 us per node at df.start's commit (issue 14).
-CREATE FUNCTION df_internal.start_inserts_nodes() RETURNS boolean
-	LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'pgd_start_inserts_nodes';
-COMMENT ON FUNCTION df_internal.start_inserts_nodes() IS 'true while df.start inserts an instance''s nodes (the WHEN of instances_root_node_same_instance_fkey on df.nodes)';
+-- pg_durable.start_inserts_nodes is superuser-only and on only then.
 CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
 	AFTER INSERT OR UPDATE OF instance_id, id OR DELETE ON df.nodes
 	DEFERRABLE INITIALLY DEFERRED
-	FOR EACH ROW WHEN (NOT df_internal.start_inserts_nodes())
+	FOR EACH ROW WHEN (pg_catalog.current_setting('pg_durable.start_inserts_nodes', true) IS DISTINCT FROM 'on')
 	EXECUTE FUNCTION df_internal.check_root_node();
 -- No idx_nodes_instance (the reference has one on (instance_id)): nodes_pkey
 -- (instance_id, id) serves every lookup by instance, and beside it the

@@ -175,23 +175,15 @@ text_array(Datum *elems, bool *nulls, int n)
 }
 
 /*
- * True while df.start inserts an instance's nodes.  The nodes side of
- * instances_root_node_same_instance_fkey skips those rows (its WHEN clause
- * asks df_internal.start_inserts_nodes()): df.start writes the root with
- * the other nodes, in the transaction that inserted the instance, whose own
- * side of the check runs at commit.  Rows inserted any other way (a
- * restore, by hand) are checked one by one as before.  Backend-local, so no
- * SQL can set it.
+ * While df.start inserts an instance's nodes, pg_durable.start_inserts_nodes
+ * is on, and the nodes side of instances_root_node_same_instance_fkey skips
+ * those rows (its WHEN clause reads the setting): df.start writes the root
+ * with the other nodes, in the transaction that inserted the instance, whose
+ * own side of the check runs at commit.  Rows inserted any other way (a
+ * restore, by hand) are checked one by one as before.  The setting is
+ * superuser-only, so no other role can turn it on; an error's abort undoes
+ * it.
  */
-static bool inserting_nodes = false;
-
-PG_FUNCTION_INFO_V1(pgd_start_inserts_nodes);
-Datum
-pgd_start_inserts_nodes(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(inserting_nodes);
-}
-
 static void insert_node_rows(const char *instance_id, Oid submitter,
 							 const char *database, NodeList *list);
 
@@ -199,16 +191,12 @@ static void
 insert_nodes(const char *instance_id, Oid submitter, const char *database,
 			 NodeList *list)
 {
-	inserting_nodes = true;
-	PG_TRY();
-	{
-		insert_node_rows(instance_id, submitter, database, list);
-	}
-	PG_FINALLY();
-	{
-		inserting_nodes = false;
-	}
-	PG_END_TRY();
+	int nest = NewGUCNestLevel();
+
+	(void) set_config_option("pg_durable.start_inserts_nodes", "on", PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	insert_node_rows(instance_id, submitter, database, list);
+	AtEOXact_GUC(true, nest);
 }
 
 static void
