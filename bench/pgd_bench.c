@@ -62,8 +62,16 @@
 
 #define PGDB_VERSION "1.0"
 #define PGDB_ERRLEN 512
-#define PGDB_MAXROWS 40
+#define PGDB_MAXROWS 64
 #define PGDB_ID_LEN 8
+#define PGDB_MAX_WIDTHS 8
+
+/*
+ * The most nodes a workflow may have (DF_MAX_NODES in src/graph/graph.h,
+ * the reference's limit).  A fan-out of w branches, a balanced tree of
+ * binary JOINs, has 2w - 1 nodes.
+ */
+#define PGDB_MAX_NODES 10000
 
 typedef struct PgdbOptions
 {
@@ -88,6 +96,8 @@ typedef struct PgdbOptions
 	int			http_steps;
 	int			retry_workflows; /* chains of flaky steps in df.retry */
 	int			retry_steps;
+	int			widths[PGDB_MAX_WIDTHS];	/* one fan-out of each width */
+	int			nwidths;
 	bool		verbose;
 } PgdbOptions;
 
@@ -134,6 +144,14 @@ typedef struct PgdbClient
 	int			err;
 	char		errstr[PGDB_ERRLEN];
 } PgdbClient;
+
+/* What a phase cost the server, per step: commits, XIDs, WAL bytes. */
+typedef struct PgdbCost
+{
+	double		commits;
+	double		xids;
+	double		wal;
+} PgdbCost;
 
 typedef struct PgdbPhase
 {
@@ -814,10 +832,57 @@ run_pgbench(Pgdb *b, int clients)
 	}
 }
 
+/*
+ * The server's counters: commits of this database, the cluster's WAL
+ * position and the next XID.  Backends publish their commit counts at most
+ * once a second, and an idle executor only when its latch wakes it, so the
+ * configuration reload (which wakes every backend) and a pause come first,
+ * as in bench/peers.  XIDs need no flush; they count write transactions and
+ * subtransactions alike.
+ */
+static bool
+counters(Pgdb *b, PgdbCost *out)
+{
+	PGresult   *res;
+
+	res = PQexec(b->conn, "SELECT pg_reload_conf()");
+	PQclear(res);
+	usleep(1300 * 1000);
+	res = PQexec(b->conn,
+				 "SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()), "
+				 "pg_current_wal_lsn() - '0/0', "
+				 "pg_snapshot_xmax(pg_current_snapshot())::text::bigint");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		pgdb_set_error(&b->err, b->errstr, "counters: %s", PQresultErrorMessage(res));
+		PQclear(res);
+		return false;
+	}
+	out->commits = atof(PQgetvalue(res, 0, 0));
+	out->wal = atof(PQgetvalue(res, 0, 1));
+	out->xids = atof(PQgetvalue(res, 0, 2));
+	PQclear(res);
+	return true;
+}
+
+static bool throughput_phase_cost(Pgdb *b, const char *name, const char *op, int width,
+								  int nflows, void (*leaf) (PgdbBuf *, int),
+								  double *steps_per_s, double *flows_per_s, PgdbCost *cost);
+
 static bool
 throughput_phase_of(Pgdb *b, const char *name, const char *op, int width, int nflows,
 					void (*leaf) (PgdbBuf *, int), double *steps_per_s, double *flows_per_s)
 {
+	return throughput_phase_cost(b, name, op, width, nflows, leaf, steps_per_s, flows_per_s, NULL);
+}
+
+static bool
+throughput_phase_cost(Pgdb *b, const char *name, const char *op, int width, int nflows,
+					  void (*leaf) (PgdbBuf *, int), double *steps_per_s, double *flows_per_s,
+					  PgdbCost *cost)
+{
+	PgdbCost	before = {0},
+				after = {0};
 	char	   *graph = build_graph(b, op, width, leaf);
 	char		(*ids)[PGDB_ID_LEN + 1];
 	int64_t    *commit_us;
@@ -830,7 +895,20 @@ throughput_phase_of(Pgdb *b, const char *name, const char *op, int width, int nf
 	commit_us = calloc(nflows + 1, sizeof(int64_t));
 	say(b, "%s: %d workflows of %d step(s), %d clients", name, nflows, width, b->opt.clients);
 	pgss_reset(b);
+	if (cost && !counters(b, &before))
+		return false;
 	ok = run_phase(b, graph, nflows, b->opt.clients, false, ids, commit_us, &ph);
+	if (ok && cost)
+	{
+		double		steps = (double) width * (ph.completed > 0 ? ph.completed : 1);
+
+		if (!counters(b, &after))
+			return false;
+		/* df.start and the instance's end are counted in, as in bench/peers */
+		cost->commits = (after.commits - before.commits) / steps;
+		cost->xids = (after.xids - before.xids) / steps;
+		cost->wal = (after.wal - before.wal) / steps;
+	}
 	if (ok)
 		pgss_collect(b, name);
 	*steps_per_s = ok && ph.completed > 0 ? (double) width * ph.completed / ph.seconds : NAN;
@@ -967,6 +1045,96 @@ latency_phase(Pgdb *b, int nclients, const char *label)
 	return true;
 }
 
+/*
+ * Commits, XIDs and WAL bytes per step of a phase.  There are no batches
+ * yet (issue 14): every step is its own transaction, so the batch size is 1.
+ */
+static void
+cost_rows(Pgdb *b, const char *name, const PgdbCost *c)
+{
+	char		v[32];
+
+	add_row(b, "", fmt_num(v, c->commits), "%s: commits per step", name);
+	add_row(b, "", fmt_num(v, c->xids), "%s: XIDs per step", name);
+	add_row(b, "bytes", fmt_num(v, c->wal), "%s: WAL per step", name);
+}
+
+/*
+ * One fan-out of each width, alone on the server: total seconds from
+ * df.start to its completion, and milliseconds per branch.  A linear
+ * engine keeps the time per branch flat as the width grows (issue 22).
+ * Widths whose graph is over the node limit are reported as not run.
+ */
+static bool
+width_phases(Pgdb *b)
+{
+	PgdbOptions *o = &b->opt;
+	double		first_per_branch = NAN,
+				last_per_branch = NAN;
+	int			first_width = 0,
+				last_width = 0;
+	int			saved_timeout = o->timeout;
+	int			k;
+
+	for (k = 0; k < o->nwidths; k++)
+	{
+		int			w = o->widths[k];
+		char		name[48];
+		char		v[32];
+		char	   *graph;
+		char		ids[2][PGDB_ID_LEN + 1];
+		int64_t		commit_us[2];
+		PgdbPhase	ph;
+		bool		ok;
+
+		if (2 * (long) w - 1 > PGDB_MAX_NODES)
+		{
+			add_row(b, "", "not run", "width %d: %d nodes, over the %d-node limit",
+					w, 2 * w - 1, PGDB_MAX_NODES);
+			continue;
+		}
+		graph = build_graph(b, "&", w, noop_leaf);
+		if (graph == NULL)
+			return false;
+		snprintf(name, sizeof(name), "width %d", w);
+		say(b, "%s: one fan-out of %d branches", name, w);
+		/* an unfinished fan-out is reported, not awaited forever */
+		o->timeout = saved_timeout > w / 10 ? saved_timeout : w / 10;
+		pgss_reset(b);
+		memset(ids, 0, sizeof(ids));
+		ok = run_phase(b, graph, 1, 1, false, ids, commit_us, &ph);
+		o->timeout = saved_timeout;
+		free(graph);
+		if (!ok)
+			return false;
+		pgss_collect(b, name);
+		if (ph.completed != 1)
+		{
+			add_row(b, "", ph.stuck ? "unfinished" : "failed", "width %d: %s", w,
+					ph.first_error[0] ? ph.first_error : "did not complete");
+			continue;
+		}
+		say(b, "%s: %.2f s", name, ph.seconds);
+		add_row(b, "s", fmt_num(v, ph.seconds), "width %d: one fan-out, start to completion", w);
+		add_row(b, "ms/branch", fmt_num(v, 1000.0 * ph.seconds / w), "width %d: time per branch", w);
+		if (first_width == 0)
+		{
+			first_width = w;
+			first_per_branch = ph.seconds / w;
+		}
+		last_width = w;
+		last_per_branch = ph.seconds / w;
+	}
+	if (last_width > first_width)
+	{
+		char		v[32];
+
+		add_row(b, "", fmt_num(v, last_per_branch / first_per_branch),
+				"time per branch, width %d / width %d", last_width, first_width);
+	}
+	return true;
+}
+
 static bool
 pgdb_run(Pgdb *b)
 {
@@ -985,6 +1153,9 @@ pgdb_run(Pgdb *b)
 	bool		ok;
 	char		v[32];
 	char		latlabel[32];
+	PgdbCost	chain_cost = {0},
+				fan_cost = {0},
+				flows_cost = {0};
 
 	if (!setup(b))
 		return false;
@@ -1002,13 +1173,16 @@ pgdb_run(Pgdb *b)
 		return false;
 
 	if (o->chain_workflows > 0 &&
-		!throughput_phase(b, "chain", "~>", o->chain_steps, o->chain_workflows, &chain, &dummy))
+		!throughput_phase_cost(b, "chain", "~>", o->chain_steps, o->chain_workflows, noop_leaf,
+							   &chain, &dummy, &chain_cost))
 		return false;
 	if (o->fanout_workflows > 0 &&
-		!throughput_phase(b, "fan-out/join", "&", o->fanout_width, o->fanout_workflows, &fan, &dummy))
+		!throughput_phase_cost(b, "fan-out/join", "&", o->fanout_width, o->fanout_workflows,
+							   noop_leaf, &fan, &dummy, &fan_cost))
 		return false;
 	if (o->workflows > 0 &&
-		!throughput_phase(b, "one-step workflows", "~>", 1, o->workflows, &dummy, &flows))
+		!throughput_phase_cost(b, "one-step workflows", "~>", 1, o->workflows, noop_leaf, &dummy,
+							   &flows, &flows_cost))
 		return false;
 	if (o->http_url != NULL && o->http_workflows > 0)
 	{
@@ -1077,9 +1251,18 @@ pgdb_run(Pgdb *b)
 	if (o->workflows > 0)
 		add_row(b, "workflows/s", fmt_num(v, flows), "one-step workflows: %d, %d clients",
 				o->workflows, o->clients);
+	if (o->chain_workflows > 0)
+		cost_rows(b, "chain", &chain_cost);
+	if (o->fanout_workflows > 0)
+		cost_rows(b, "fan-out/join", &fan_cost);
+	if (o->workflows > 0)
+		cost_rows(b, "one-step workflows", &flows_cost);
 	if (o->http_url != NULL && o->http_workflows > 0)
 		add_row(b, "steps/s", fmt_num(v, http), "HTTP steps: %d workflows x %d GET, local server",
 				o->http_workflows, o->http_steps);
+
+	if (o->nwidths > 0 && !width_phases(b))
+		return false;
 
 	if (!latency_phase(b, 1, "1 client"))
 		return false;
@@ -1164,6 +1347,9 @@ usage(const char *progname)
 		   "                              df.retry with a 10 ms back-off; also runs the chain\n"
 		   "                              inside a df.retry that never retries (default: 300; 0: none)\n"
 		   "      --retry-steps=NUM       steps per such chain (default: 5)\n"
+		   "      --widths=LIST           one fan-out of each width, e.g. 1000,2000 (default:\n"
+		   "                              1000,2000,5000,10000; 0 skips; a width over the\n"
+		   "                              10,000-node limit is reported as not run)\n"
 		   "  -v, --verbose               say what runs, on stderr\n"
 		   "  -V, --version               output version information, then exit\n"
 		   "  -?, --help                  show this help, then exit\n\n");
@@ -1186,6 +1372,32 @@ parse_count(const char *arg, const char *name, int min)
 		exit(2);
 	}
 	return (int) v;
+}
+
+/* --widths: a comma-separated list of widths (at least 2), or 0 for none */
+static void
+parse_widths(PgdbOptions *o, const char *arg)
+{
+	char	   *copy = strdup(arg);
+	char	   *tok;
+	char	   *save = NULL;
+
+	o->nwidths = 0;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+	{
+		int			w = parse_count(tok, "widths", 0);
+
+		if (w == 0)
+			continue;
+		if (w < 2 || o->nwidths == PGDB_MAX_WIDTHS)
+		{
+			fprintf(stderr, "pgd_bench: --widths takes up to %d widths of at least 2, or 0\n",
+					PGDB_MAX_WIDTHS);
+			exit(2);
+		}
+		o->widths[o->nwidths++] = w;
+	}
+	free(copy);
 }
 
 int
@@ -1214,6 +1426,7 @@ main(int argc, char **argv)
 		{"http-steps", required_argument, NULL, 15},
 		{"retry-workflows", required_argument, NULL, 16},
 		{"retry-steps", required_argument, NULL, 17},
+		{"widths", required_argument, NULL, 18},
 		{"verbose", no_argument, NULL, 'v'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, '?'},
@@ -1240,6 +1453,7 @@ main(int argc, char **argv)
 	b.opt.http_steps = 5;
 	b.opt.retry_workflows = 300;
 	b.opt.retry_steps = 5;
+	parse_widths(&b.opt, "1000,2000,5000,10000");
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
 	{
@@ -1315,6 +1529,9 @@ main(int argc, char **argv)
 				break;
 			case 17:
 				b.opt.retry_steps = parse_count(optarg, "retry-steps", 1);
+				break;
+			case 18:
+				parse_widths(&b.opt, optarg);
 				break;
 			case 'v':
 				b.opt.verbose = true;

@@ -394,3 +394,14 @@ BEGIN
 	RAISE NOTICE 'pg_durable: revoked df usage privileges granted by "%" from "%"', current_user, p_role;
 END
 $fn$;
+
+-- df.start's own node rows skip the nodes side of the root-node check (the
+-- instance side checks them at the same commit), and no idx_nodes_instance:
+-- the primary key serves every lookup by instance (issues 14, 22).
+DROP TRIGGER instances_root_node_same_instance_fkey ON df.nodes;
+CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
+	AFTER INSERT OR UPDATE OF instance_id, id OR DELETE ON df.nodes
+	DEFERRABLE INITIALLY DEFERRED
+	FOR EACH ROW WHEN (pg_catalog.current_setting('pg_durable.start_inserts_nodes', true) IS DISTINCT FROM 'on')
+	EXECUTE FUNCTION df_internal.check_root_node();
+DROP INDEX df.idx_nodes_instance;

@@ -390,11 +390,19 @@ CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
 	AFTER INSERT OR UPDATE OF id, root_node ON df.instances
 	DEFERRABLE INITIALLY DEFERRED
 	FOR EACH ROW EXECUTE FUNCTION df_internal.check_root_node();
+-- df.start's own node rows skip the nodes side (see start.c: the instance
+-- side, at the same commit, checks them); a call per row of the trigger's
+-- function cost about 16 us per node at df.start's commit (issue 14).
+-- pg_durable.start_inserts_nodes is superuser-only and on only then.
 CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
 	AFTER INSERT OR UPDATE OF instance_id, id OR DELETE ON df.nodes
 	DEFERRABLE INITIALLY DEFERRED
-	FOR EACH ROW EXECUTE FUNCTION df_internal.check_root_node();
-CREATE INDEX idx_nodes_instance ON df.nodes (instance_id);
+	FOR EACH ROW WHEN (pg_catalog.current_setting('pg_durable.start_inserts_nodes', true) IS DISTINCT FROM 'on')
+	EXECUTE FUNCTION df_internal.check_root_node();
+-- No idx_nodes_instance (the reference has one on (instance_id)): nodes_pkey
+-- (instance_id, id) serves every lookup by instance, and beside it the
+-- engine's generic plans read a whole instance's nodes, through the
+-- one-column index, to find one node by its id (quadratic fan-outs, issue 22).
 COMMENT ON TABLE df.nodes IS 'one row per node of each workflow instance';
 
 ALTER TABLE df.instances ENABLE ROW LEVEL SECURITY;

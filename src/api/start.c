@@ -179,9 +179,34 @@ text_array(Datum *elems, bool *nulls, int n)
 											  TYPALIGN_INT));
 }
 
+/*
+ * While df.start inserts an instance's nodes, pg_durable.start_inserts_nodes
+ * is on, and the nodes side of instances_root_node_same_instance_fkey skips
+ * those rows (its WHEN clause reads the setting): df.start writes the root
+ * with the other nodes, in the transaction that inserted the instance, whose
+ * own side of the check runs at commit.  Rows inserted any other way (a
+ * restore, by hand) are checked one by one as before.  The setting is
+ * superuser-only, so no other role can turn it on; an error's abort undoes
+ * it.
+ */
+static void insert_node_rows(const char *instance_id, Oid submitter,
+							 const char *database, NodeList *list);
+
 static void
 insert_nodes(const char *instance_id, Oid submitter, const char *database,
 			 NodeList *list)
+{
+	int nest = NewGUCNestLevel();
+
+	(void) set_config_option("pg_durable.start_inserts_nodes", "on", PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	insert_node_rows(instance_id, submitter, database, list);
+	AtEOXact_GUC(true, nest);
+}
+
+static void
+insert_node_rows(const char *instance_id, Oid submitter, const char *database,
+				 NodeList *list)
 {
 	int start;
 

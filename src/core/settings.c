@@ -37,6 +37,7 @@ int	  pgd_max_result_size = 64 * 1024; /* kB */
 int	  pgd_max_engine_errors = 10;
 char *pgd_http_allowed_hosts = NULL;
 bool  pgd_http_allow_private = false;
+bool  pgd_start_inserts_nodes = false;
 int	  pgd_http_max_request_body = 10 * 1024 * 1024;
 int	  pgd_http_max_response_body = 10 * 1024 * 1024;
 int	  pgd_http_max_timeout = 300;
@@ -170,6 +171,19 @@ define_http_settings(void)
 							   "whose addresses are public.",
 							   &pgd_http_allowed_hosts, "", PGC_SIGHUP,
 							   GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+
+	/*
+	 * Not a setting anyone sets: on while df.start inserts an instance's
+	 * nodes (api/start.c), read by the WHEN of the root-node check on
+	 * df.nodes.  Superuser context, so no other role can turn it on; hidden
+	 * from SHOW ALL and pg_settings.
+	 */
+	DefineCustomBoolVariable("pg_durable.start_inserts_nodes",
+							 "On while df.start inserts an instance's nodes (internal).",
+							 NULL, &pgd_start_inserts_nodes, false, PGC_SUSET,
+							 GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE |
+								 GUC_DISALLOW_IN_FILE | GUC_NO_RESET_ALL,
+							 NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("pg_durable.http_allow_private",
 							 "Allow HTTP steps to connect to private, loopback and reserved addresses.",

@@ -39,6 +39,7 @@ extern int	 pgd_max_result_size;
 extern int	 pgd_max_engine_errors;
 extern char *pgd_http_allowed_hosts;
 extern bool	 pgd_http_allow_private;
+extern bool	 pgd_start_inserts_nodes;
 extern int	 pgd_http_max_request_body;
 extern int	 pgd_http_max_response_body;
 extern int	 pgd_http_max_timeout;

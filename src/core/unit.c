@@ -56,22 +56,41 @@ pgd_begin_unit(const char *activity)
 	pgstat_report_activity(STATE_RUNNING, activity);
 }
 
+/*
+ * The extension's OID, kept between units: looking it up by name is a
+ * catalog scan per unit.  A kept OID is checked after the lock, by the
+ * lookup by OID that is needed anyway (and its name compared, as the
+ * OID of a dropped extension may come back as another object's); a drop
+ * and re-create makes it stale, and then it is looked up again by name.
+ */
+static Oid ext_oid = InvalidOid;
+
 bool
 pgd_begin_engine_unit(const char *activity)
 {
-	Oid	  ext;
-	char *name;
+	int attempt;
 
 	pgd_begin_unit(activity);
-	ext = get_extension_oid("pg_durable", true);
-	if (OidIsValid(ext) &&
-		ConditionalLockDatabaseObject(ExtensionRelationId, ext, 0,
-									  AccessShareLock))
+	for (attempt = 0; attempt < 2; attempt++)
 	{
+		bool  kept = OidIsValid(ext_oid);
+		Oid	  ext = kept ? ext_oid : get_extension_oid("pg_durable", true);
+		char *name;
+
+		if (!OidIsValid(ext) ||
+			!ConditionalLockDatabaseObject(ExtensionRelationId, ext, 0,
+										   AccessShareLock))
+			break;
 		/* locked: unless a drop committed just before, it stays */
 		name = get_extension_name(ext);
-		if (name != NULL)
+		if (name != NULL && strcmp(name, "pg_durable") == 0)
+		{
+			ext_oid = ext;
 			return true;
+		}
+		ext_oid = InvalidOid;
+		if (!kept)
+			break;
 	}
 	pgd_end_unit();
 	return false;

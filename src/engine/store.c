@@ -16,19 +16,20 @@
  * relies on: a read on the transaction's first snapshot could miss the
  * commit that made a task ready.
  *
- * Node writes.  A step usually ends a node, ends its parent and starts the
- * next node; three UPDATEs of df.nodes would cost three executor start-ups
- * (each re-reading the table's CHECK constraints).  So node starts and
- * ends are buffered and written by one statement (STMT_NODE_WRITES), with
- * their events.  The buffer is written before any other statement of the
- * store runs, so nothing ever reads a node row that is behind; a node
- * already in the buffer flushes it first, so each row appears once per
- * statement.  The driver (apply.c) flushes at the end of every transition;
- * the commit hook refuses a commit with writes still buffered and forgets
- * them on abort.  Each write comes with its event: node_started, or
- * node_completed / node_failed with the duration since the node started
- * (the old row's updated_at, read before the update) and the truncated
- * error or a SQL step's row count, never the result itself.
+ * Node writes.  Node starts and ends are buffered and written at the end
+ * of a transition, or before any other statement of the store runs, so
+ * nothing ever reads a node row that is behind; a node already in the
+ * buffer flushes it first.  Each is written by one execution of
+ * STMT_NODE_WRITE, with its event, found by the node's whole primary key:
+ * one statement for the whole buffer (id = ANY of an array) saved executor
+ * start-ups but let the generic plan read every node of the instance for
+ * each write, which made wide JOINs quadratic (issue 22).  The driver
+ * (apply.c) flushes at the end of every transition; the commit hook
+ * refuses a commit with writes still buffered and forgets them on abort.
+ * Each write comes with its event: node_started, or node_completed /
+ * node_failed with the duration since the node started (the old row's
+ * updated_at, read before the update) and the truncated error or a SQL
+ * step's row count, never the result itself.
  *
  * Locks: see store.h.
  *
@@ -42,6 +43,7 @@
 #include "mb/pg_wchar.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -88,9 +90,6 @@ typedef struct PgdStmtDef
 	"WHERE r.instance_id OPERATOR(pg_catalog.=) k.instance_id) " \
 	"OR EXISTS (SELECT FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) k.instance_id " \
 	"AND i.status IN " PGD_SQL_TERMINAL_STATUSES "))"
-
-/* The position of a node's id in the arrays of STMT_NODE_WRITES. */
-#define K "pg_catalog.array_position($2, n.id::text)"
 
 static const PgdStmtDef stmts[STMT_COUNT] = {
 	[STMT_RUN_LOCK] =
@@ -329,44 +328,41 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {0}},
 
 	/*
-	 * The rows are found by the primary key (id = ANY), each row's new
-	 * values by its id's position k in $2: a join with the arrays let the
-	 * generic plan hash-join a scan of the whole table.
+	 * One node per execution, found by its whole primary key (scalar
+	 * arguments).  With an array of ids (id = ANY), the generic plan weighs
+	 * the array's assumed ten elements against the few rows it expects per
+	 * instance, and chose to read every node of the instance and filter:
+	 * O(width) per write, quadratic fan-outs (issue 22).  The old row's
+	 * updated_at (o) is read on the statement's snapshot, before the update.
 	 */
-	[STMT_NODE_WRITES] =
-		{"buffered node starts and ends, with their events",
-		 "WITH o AS (SELECT n.id, n.updated_at FROM df.nodes n "
-		 " WHERE n.instance_id OPERATOR(pg_catalog.=) $1 "
-		 " AND n.id OPERATOR(pg_catalog.=) ANY ($2)), "
+	[STMT_NODE_WRITE] =
+		{"a buffered node start or end, with its event",
+		 "WITH o AS (SELECT n.updated_at FROM df.nodes n "
+		 " WHERE n.instance_id OPERATOR(pg_catalog.=) $1 AND n.id OPERATOR(pg_catalog.=) $2), "
 		 "u AS (UPDATE df.nodes n SET "
-		 " status = CASE ($4)[" K
-		 "] WHEN 'r' THEN 'running' WHEN 'c' THEN 'completed' "
-		 "  ELSE 'failed' END, "
-		 " result = CASE ($4)[" K "] WHEN 'r' THEN NULL "
-		 "  WHEN 'c' THEN (($5)[" K "])::pg_catalog.jsonb "
-		 "  ELSE pg_catalog.to_jsonb(($5)[" K "]) END, "
-		 " status_details = pg_catalog.jsonb_build_object('execution_id', ($3)[" K
-		 "]), "
+		 " status = CASE $4 WHEN 'r' THEN 'running' WHEN 'c' THEN 'completed' ELSE 'failed' END, "
+		 " result = CASE $4 WHEN 'r' THEN NULL WHEN 'c' THEN $5::pg_catalog.jsonb "
+		 "  ELSE pg_catalog.to_jsonb($5) END, "
+		 " status_details = pg_catalog.jsonb_build_object('execution_id', $3), "
 		 " updated_at = pg_catalog.now() "
-		 " WHERE n.instance_id OPERATOR(pg_catalog.=) $1 "
-		 " AND n.id OPERATOR(pg_catalog.=) ANY ($2) "
-		 " RETURNING n.id, n.result, " K " AS k) "
+		 " WHERE n.instance_id OPERATOR(pg_catalog.=) $1 AND n.id OPERATOR(pg_catalog.=) $2 "
+		 " RETURNING n.id, n.result) "
 		 "INSERT INTO df_internal.events "
 		 "(instance_id, kind, node_id, scope, attempt, duration_ms, detail) "
-		 "SELECT $1, CASE ($4)[u.k] WHEN 'r' THEN 'node_started' WHEN 'c' THEN 'node_completed' "
-		 " ELSE 'node_failed' END, u.id, ($3)[u.k], "
-		 "CASE WHEN ($4)[u.k] OPERATOR(pg_catalog.<>) 'r' THEN NULLIF(($6)[u.k], 0) END, "
-		 "CASE WHEN ($4)[u.k] OPERATOR(pg_catalog.<>) 'r' THEN "
+		 "SELECT $1, CASE $4 WHEN 'r' THEN 'node_started' WHEN 'c' THEN 'node_completed' "
+		 " ELSE 'node_failed' END, u.id, $3, "
+		 "CASE WHEN $4 OPERATOR(pg_catalog.<>) 'r' THEN NULLIF($6, 0) END, "
+		 "CASE WHEN $4 OPERATOR(pg_catalog.<>) 'r' THEN "
 		 " GREATEST(0, (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() "
 		 " OPERATOR(pg_catalog.-) o.updated_at) OPERATOR(pg_catalog.*) 1000)::bigint) END, "
-		 "CASE ($4)[u.k] WHEN 'r' THEN NULL WHEN 'f' THEN (($7)[u.k])::pg_catalog.jsonb "
+		 "CASE $4 WHEN 'r' THEN NULL WHEN 'f' THEN $7::pg_catalog.jsonb "
 		 " ELSE CASE WHEN pg_catalog.jsonb_typeof(u.result OPERATOR(pg_catalog.->) 'row_count') "
 		 " OPERATOR(pg_catalog.=) 'number' "
 		 " THEN pg_catalog.jsonb_build_object('row_count', u.result OPERATOR(pg_catalog.->) 'row_count') "
 		 " END END "
-		 "FROM u LEFT JOIN o ON o.id OPERATOR(pg_catalog.=) u.id ORDER BY u.k",
+		 "FROM u LEFT JOIN o ON true",
 		 7,
-		 {T, TA, TA, TA, TA, INT4ARRAYOID, TA}},
+		 {T, T, T, T, T, INT4OID, T}},
 	[STMT_NODE_STATE] =
 		{"a node's status and result",
 		 "SELECT status, result::text, "
@@ -378,9 +374,11 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T}},
 	[STMT_NODE_STAMPS] =
 		{"status and stamp of a node and its ancestors",
-		 "SELECT id, status, status_details OPERATOR(pg_catalog.->>) 'execution_id' "
-		 "FROM df.nodes WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		 "AND id OPERATOR(pg_catalog.=) ANY ($2)",
+		 "SELECT x.id, x.status, x.stamp FROM pg_catalog.unnest($2) AS a(id) "
+		 "CROSS JOIN LATERAL (SELECT n.id, n.status, "
+		 " n.status_details OPERATOR(pg_catalog.->>) 'execution_id' AS stamp "
+		 " FROM df.nodes n WHERE n.instance_id OPERATOR(pg_catalog.=) $1 "
+		 " AND n.id OPERATOR(pg_catalog.=) a.id OFFSET 0) AS x",
 		 2,
 		 {T, TA}},
 	[STMT_EVENT_ADD] =
@@ -700,7 +698,6 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {INT8ARRAYOID}},
 };
 
-#undef K
 #undef T
 #undef TA
 
@@ -716,8 +713,9 @@ store_run(PgdStmt s, const Datum *values, const char *nulls)
 {
 	const PgdStmtDef *def = &stmts[s];
 	int				  rc;
+	int				  nest;
 
-	if (s != STMT_NODE_WRITES)
+	if (s != STMT_NODE_WRITE)
 		store_flush_node_writes();
 	if (plans[s] == NULL)
 	{
@@ -734,7 +732,21 @@ store_run(PgdStmt s, const Datum *values, const char *nulls)
 				 def->name);
 		plans[s] = plan;
 	}
+	/*
+	 * Plans are made at first use and again after an invalidation, often
+	 * while the tables are small (a new cluster, a quiet hour); a sequential
+	 * scan chosen then is kept as the tables grow and made each lookup
+	 * O(table): after a warm-up of 16 small workflows, a 1,000-branch
+	 * fan-out spent 6 ms per branch in sequential scans of df.nodes (issue
+	 * 22).  Every engine statement finds its rows by a key, so plans are
+	 * made (and run) without sequential scans where an index serves.  The
+	 * setting is undone at once, or by the abort of an error.
+	 */
+	nest = NewGUCNestLevel();
+	(void) set_config_option("enable_seqscan", "off", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	rc = SPI_execute_plan(plans[s], (Datum *) values, nulls, false, 0);
+	AtEOXact_GUC(true, nest);
 	if (rc < 0)
 		elog(ERROR, "engine statement \"%s\" failed: %s", def->name,
 			 SPI_result_code_string(rc));
@@ -819,44 +831,33 @@ static int	current_attempt = 0;
 void
 store_flush_node_writes(void)
 {
-	Datum		values[7];
-	const char *ids[MAX_NODE_WRITES];
-	const char *scopes[MAX_NODE_WRITES];
-	const char *results[MAX_NODE_WRITES];
-	const char *details[MAX_NODE_WRITES];
-	const char *states[MAX_NODE_WRITES];
-	Datum		attempts[MAX_NODE_WRITES];
-	int			n = npending;
-	int			i;
+	int n = npending;
+	int i;
 
 	if (n == 0 || flushing)
 		return;
-	for (i = 0; i < n; i++)
-	{
-		NodeWrite *w = &pending[i];
-
-		ids[i] = w->id;
-		scopes[i] = w->scope;
-		/* 'r'unning, 'c'ompleted, 'f'ailed */
-		states[i] = !w->done ? "r" : w->ok ? "c" : "f";
-		results[i] = w->result;
-		details[i] = w->detail;
-		attempts[i] = Int32GetDatum(w->attempt);
-	}
-	values[0] = pgd_text_datum(pending_instance);
-	values[1] = store_text_array(n, ids);
-	values[2] = store_text_array(n, scopes);
-	values[3] = store_text_array(n, states);
-	values[4] = store_text_array(n, results);
-	values[5] = PointerGetDatum(construct_array(attempts, n, INT4OID, 4, true,
-												TYPALIGN_INT));
-	values[6] = store_text_array(n, details);
-
 	npending = 0;
 	flushing = true;
 	PG_TRY();
 	{
-		store_run(STMT_NODE_WRITES, values, NULL);
+		for (i = 0; i < n; i++)
+		{
+			NodeWrite *w = &pending[i];
+			Datum	   values[7];
+			char	   nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+			values[0] = pgd_text_datum(pending_instance);
+			values[1] = pgd_text_datum(w->id);
+			values[2] = pgd_text_datum(w->scope);
+			/* 'r'unning, 'c'ompleted, 'f'ailed */
+			values[3] = pgd_text_datum(!w->done ? "r" : w->ok ? "c" : "f");
+			values[4] = w->result ? pgd_text_datum(w->result) : (Datum) 0;
+			nulls[4] = w->result ? ' ' : 'n';
+			values[5] = Int32GetDatum(w->attempt);
+			values[6] = w->detail ? pgd_text_datum(w->detail) : (Datum) 0;
+			nulls[6] = w->detail ? ' ' : 'n';
+			store_run(STMT_NODE_WRITE, values, nulls);
+		}
 	}
 	PG_FINALLY();
 	{

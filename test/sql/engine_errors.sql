@@ -77,7 +77,7 @@ SELECT v FROM errors_log ORDER BY v;
 -- a failing step among several: the node and every ancestor fail with its text
 SELECT df.start('SELECT 1' ~> ('SELEC 2' ~> 'SELECT 3')) AS id \gset
 SELECT df.await_instance(:'id');
-SELECT node_type, status, result FROM df.nodes WHERE instance_id = :'id' ORDER BY 1, 2, 3::text;
+SELECT node_type, status, result FROM df.nodes WHERE instance_id = :'id' ORDER BY 1, 2, result::text;
 RESET ROLE;
 SELECT engine_idle();
 SELECT count(*) AS engine_rows_left FROM df_internal.runs;

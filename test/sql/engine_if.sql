@@ -101,7 +101,7 @@ SELECT df.await_instance(:'id');
 SELECT node_type, status, result FROM df.nodes WHERE instance_id = :'id' ORDER BY 1, 2;
 SELECT df.start(('SELECT 1' ~> 'SELECT 2') ~> df.if_rows('missing', 'SELECT 1', 'SELECT 2')) AS id \gset
 SELECT df.await_instance(:'id');
-SELECT node_type, status, result FROM df.nodes WHERE instance_id = :'id' ORDER BY 1, 2, 3::text;
+SELECT node_type, status, result FROM df.nodes WHERE instance_id = :'id' ORDER BY 1, 2, result::text;
 SELECT df.start((df.join('SELECT 1', 'SELECT 2') |=> 'j') ~> df.if_rows('j', 'SELECT 1', 'SELECT 2')) AS id \gset
 SELECT df.await_instance(:'id');
 SELECT result FROM df.nodes WHERE instance_id = :'id' AND node_type = 'IF';

@@ -69,3 +69,13 @@ DELETE FROM df.nodes WHERE instance_id = '0000aa01' AND id = '0000bb05';
 -- deleting the instance takes its nodes along
 DELETE FROM df.instances WHERE id IN ('0000aa01', '0000aa02');
 SELECT count(*) FROM df.nodes WHERE instance_id IN ('0000aa01', '0000aa02');
+
+-- only df.start's own node rows skip the nodes side: the setting its WHEN
+-- reads is off here (so the inserts above were checked one by one), and no
+-- role but a superuser may turn it on
+SELECT current_setting('pg_durable.start_inserts_nodes') AS start_inserts_nodes;
+SELECT tgname, pg_get_triggerdef(oid) LIKE '%WHEN%pg_durable.start_inserts_nodes%' AS skips_start
+FROM pg_trigger WHERE tgrelid = 'df.nodes'::regclass AND tgname = 'instances_root_node_same_instance_fkey';
+SET ROLE df_user;
+SET pg_durable.start_inserts_nodes = on;
+RESET ROLE;
