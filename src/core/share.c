@@ -34,6 +34,11 @@
  * give one back when another role's work arrives during a long step, which
  * is the starvation the share exists to prevent.
  *
+ * pg_durable.max_user_connections bounds the SQL steps of all roles
+ * together the same way: while that many run, a scan passes over every
+ * step (the role list is then the single InvalidOid, "every role") and a
+ * step claimed by its id is rolled back, as above.
+ *
  * Only SQL steps count (in this database or another): start, timer and
  * deliver tasks are short engine transitions, and HTTP calls run in the HTTP
  * worker.  pg_durable.workers and the admission slots of transaction_mode
@@ -65,19 +70,22 @@ pgd_share_take(int slot, Oid role)
 {
 	int	 share = current_share();
 	int	 held = 0;
+	int	 total = 0;
 	bool ok;
 	int	 i;
 
 	SpinLockAcquire(&pgd_shared->mutex);
-	if (share > 0)
-		for (i = 0; i < PGD_MAX_EXECUTORS; i++)
-		{
-			PgdExecutorSlot *s = &pgd_shared->executors[i];
+	for (i = 0; i < PGD_MAX_EXECUTORS; i++)
+	{
+		PgdExecutorSlot *s = &pgd_shared->executors[i];
 
-			if (i != slot && s->pid != 0 && s->step_role == role)
-				held++;
+		if (i != slot && s->pid != 0 && OidIsValid(s->step_role))
+		{
+			total++;
+			held += (s->step_role == role);
 		}
-	ok = (share == 0 || held < share);
+	}
+	ok = (share == 0 || held < share) && total < pgd_max_user_connections;
 	if (ok)
 		pgd_shared->executors[slot].step_role = role;
 	else
@@ -111,7 +119,7 @@ pgd_share_full_roles(Oid *roles)
 	int nfull = 0;
 	int i, j;
 
-	if (share == 0)
+	if (share == 0 && pgd_max_user_connections >= PGD_MAX_EXECUTORS)
 		return 0;
 
 	/*
@@ -127,9 +135,18 @@ pgd_share_full_roles(Oid *roles)
 		if (s->pid != 0 && OidIsValid(s->step_role))
 			held[nheld++] = s->step_role;
 	}
-	if (nheld >= share)
+	if ((share > 0 && nheld >= share) || nheld >= pgd_max_user_connections)
 		pgd_shared->share_deferred = true; /* the scan may pass over some */
 	SpinLockRelease(&pgd_shared->mutex);
+
+	/* max_user_connections SQL steps run: every role's steps wait */
+	if (nheld >= pgd_max_user_connections)
+	{
+		roles[0] = InvalidOid;
+		return 1;
+	}
+	if (share == 0)
+		return 0;
 
 	/* a role is full when it holds share marks; count each at its first */
 	for (i = 0; i < nheld; i++)

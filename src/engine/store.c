@@ -260,13 +260,14 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 * share of the executors (core/share.c); their other tasks still count.
 	 */
 	[STMT_TASK_OLDEST_READY_SHARE] =
-		{"the oldest due task nobody holds, but no step of a full role",
+		{"the oldest due task nobody holds, but no step of a full role (0: of any role)",
 		 "SELECT id FROM df_internal.tasks k "
 		 "WHERE run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
 		 "AND kind OPERATOR(pg_catalog.<>) 'http' AND " CLAIMABLE_K " "
-		 "AND NOT (kind OPERATOR(pg_catalog.=) 'step' AND EXISTS (SELECT FROM df_internal.runs r "
+		 "AND NOT (kind OPERATOR(pg_catalog.=) 'step' AND (0::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
+		 " OR EXISTS (SELECT FROM df_internal.runs r "
 		 " WHERE r.instance_id OPERATOR(pg_catalog.=) k.instance_id "
-		 " AND r.submitted_by::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1))) "
+		 " AND r.submitted_by::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)))) "
 		 "ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
 		 1,
 		 {OIDARRAYOID}},

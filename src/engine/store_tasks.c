@@ -199,7 +199,8 @@ pgd_store_oldest_ready(int64 *task_id)
 
 /*
  * The same, passing over the steps of the nroles roles in roles[] (they
- * hold their share of the executors); nroles = 0 passes over none.
+ * hold their share of the executors); nroles = 0 passes over none, and
+ * InvalidOid among them passes over every step.
  */
 bool
 pgd_store_oldest_ready_except(const Oid *roles, int nroles, int64 *task_id)

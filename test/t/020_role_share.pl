@@ -12,7 +12,9 @@
 #     the share A would hold all 4 executors and B would never complete here;
 #   - the 4 executors all still run, and no admission slot is left taken;
 #   - once the lock is released, every one of A's steps runs exactly once.
-# Then a share of 0 (after a reload) lets A's steps take every executor.
+# Then a share of 0 (after a reload) lets A's steps take every executor, and
+# pg_durable.max_user_connections = 2 (after a restart) lets two SQL steps
+# of any roles run while the other executors run the rest.
 use strict;
 use warnings;
 use FindBin;
@@ -108,6 +110,30 @@ ok(query_until($node, 'SELECT ' . gate_waiters() . ' = 4'),
 $gate->query_safe("SELECT pg_advisory_unlock($GATE)");
 ok(wait_instances_done($node, 'without a share'), 'and its steps all run');
 check_effects($node, 14);
+$gate->quit;
+
+# pg_durable.max_user_connections bounds the SQL steps of every role
+# together: 2 of 4 executors run steps, the others still run the rest
+$node->append_conf('postgresql.conf', "pg_durable.max_user_connections = 2\n");
+$node->restart;
+$gate = $node->background_psql('postgres');
+$gate->query_safe("SELECT pg_advisory_lock($GATE)");
+my @capped;
+push @capped, start_instance($node, "'$gated'", 'a') for 1 .. 4;
+ok(query_until($node, 'SELECT ' . gate_waiters() . ' = 2'),
+	'max_user_connections = 2: two SQL steps run');
+my $sleeper = $node->safe_psql('postgres', q{
+SET ROLE tenant_b;
+SELECT df.start(df.sleep(0))});
+ok(query_until($node, "SELECT df.status('$sleeper') = 'completed'"),
+	'a workflow without SQL steps completes meanwhile');
+is($node->safe_psql('postgres', 'SELECT ' . gate_waiters()), '2',
+	'and still only two SQL steps run');
+$gate->query_safe("SELECT pg_advisory_unlock($GATE)");
+ok(wait_instances_done($node, 'under max_user_connections'), 'then every step runs');
+is( $node->safe_psql('postgres', qq{
+SELECT count(*) FROM effects WHERE instance_id IN (@{[ join ', ', map { "'$_'" } @capped ]})}),
+	'4', 'each of the capped steps once');
 $gate->quit;
 
 check_engine_empty($node);
