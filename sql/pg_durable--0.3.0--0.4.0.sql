@@ -405,3 +405,43 @@ CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
 	FOR EACH ROW WHEN (pg_catalog.current_setting('pg_durable.start_inserts_nodes', true) IS DISTINCT FROM 'on')
 	EXECUTE FUNCTION df_internal.check_root_node();
 DROP INDEX df.idx_nodes_instance;
+
+-- Sagas (issue 16, orchestration-api.md §2): node COMPENSATED, a forward
+-- step paired with its undo.  <~> has the precedence of ~> and groups left
+-- to right, so it refuses a sequence as its left operand.
+CREATE FUNCTION df.with_undo(forward text, undo text) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_with_undo';
+COMMENT ON FUNCTION df.with_undo(text, text) IS
+	'node COMPENSATED: run forward; when a later step of the saga fails, undo runs to compensate it '
+	'(operator <~>)';
+CREATE FUNCTION df.with_undo_op(forward text, undo text) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_with_undo_op';
+COMMENT ON FUNCTION df.with_undo_op(text, text) IS
+	'forward <~> undo: df.with_undo, refusing a sequence as forward (write a <~> a2 ~> (b <~> b2))';
+CREATE OPERATOR <~> (LEFTARG = text, RIGHTARG = text, FUNCTION = df.with_undo_op);
+COMMENT ON OPERATOR <~> (text, text) IS 'pg_durable: a step with its undo (df.with_undo)';
+-- Node COMPENSATED (issue 16): a forward step (left) and its undo (right), no query.
+ALTER TABLE df.nodes DROP CONSTRAINT nodes_node_type_check;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
+	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
+						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED')) NOT VALID;
+ALTER TABLE df.nodes DROP CONSTRAINT nodes_structure_check;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
+	CASE
+		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
+						   'FAIL')
+			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type IN ('RETRY', 'TIMEOUT')
+			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type = 'CATCH'
+			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'COMPENSATED'
+			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'THEN' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'IF' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'LOOP' THEN left_node IS NOT NULL AND right_node IS NULL
+		WHEN node_type = 'JOIN' THEN left_node IS NOT NULL AND right_node IS NOT NULL
+		WHEN node_type = 'RACE' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		ELSE false
+	END) NOT VALID;

@@ -246,6 +246,21 @@ COMMENT ON OPERATOR ?> (text, text) IS 'pg_durable: if-then, completed by !>';
 COMMENT ON OPERATOR !> (text, text) IS 'pg_durable: else (df.if)';
 COMMENT ON OPERATOR @> (NONE, text) IS 'pg_durable: loop (df.loop)';
 
+-- Sagas (issue 16, orchestration-api.md §2): node COMPENSATED, a forward
+-- step paired with its undo.  <~> has the precedence of ~> and groups left
+-- to right, so it refuses a sequence as its left operand.
+CREATE FUNCTION df.with_undo(forward text, undo text) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_with_undo';
+COMMENT ON FUNCTION df.with_undo(text, text) IS
+	'node COMPENSATED: run forward; when a later step of the saga fails, undo runs to compensate it '
+	'(operator <~>)';
+CREATE FUNCTION df.with_undo_op(forward text, undo text) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_with_undo_op';
+COMMENT ON FUNCTION df.with_undo_op(text, text) IS
+	'forward <~> undo: df.with_undo, refusing a sequence as forward (write a <~> a2 ~> (b <~> b2))';
+CREATE OPERATOR <~> (LEFTARG = text, RIGHTARG = text, FUNCTION = df.with_undo_op);
+COMMENT ON OPERATOR <~> (text, text) IS 'pg_durable: a step with its undo (df.with_undo)';
+
 -- ---------------------------------------------------------------------------
 -- Instances and nodes (the reference's user-visible tables)
 -- ---------------------------------------------------------------------------
@@ -302,7 +317,7 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_submitted_by_not_null
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
 						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
-						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL')) NOT VALID;
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED')) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_name_check
 	CHECK (result_name IS NULL OR result_name OPERATOR(pg_catalog.~) '^[A-Za-z_][A-Za-z0-9_]*$') NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_status_check
@@ -318,6 +333,8 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
 		WHEN node_type = 'CATCH'
 			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'COMPENSATED'
+			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
 		WHEN node_type = 'THEN' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
 		WHEN node_type = 'IF' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
 		WHEN node_type = 'LOOP' THEN left_node IS NOT NULL AND right_node IS NULL

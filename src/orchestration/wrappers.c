@@ -27,6 +27,9 @@
  *			 result "error" in the wrapper's scope: kind, code, message,
  *			 node); the handler's outcome is the wrapper's.
  *	 FAIL	 fails at once with kind 'fail' and its message, substituted.
+ *	 COMPENSATED (issue 16) runs its forward step; the forward's outcome
+ *			 is the node's.  The undo (right) does not run in the forward
+ *			 direction.
  *
  * Locks: the caller holds the instance's runs row; the tasks removed here
  * are the wrapper's own, deleted with SKIP LOCKED.
@@ -333,6 +336,7 @@ wrapper_start(PgdGraph *g, int n, const char *scope)
 				pgd_apply_start_node(g, node->left, scope);
 			break;
 		case DF_NODE_CATCH:
+		case DF_NODE_COMPENSATED:
 			pgd_apply_start_node(g, node->left, scope);
 			break;
 		default:
@@ -377,6 +381,9 @@ wrapper_child_done(PgdGraph *g, int n, int child, const char *scope,
 				pgd_apply_start_node(g, node->right, scope);
 				return;
 			}
+			break;
+		case DF_NODE_COMPENSATED:
+			/* the forward step's outcome is the node's (its undo runs only in compensation) */
 			break;
 		default:
 			break;
