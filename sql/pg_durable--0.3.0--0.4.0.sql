@@ -445,3 +445,45 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 		WHEN node_type = 'RACE' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
 		ELSE false
 	END) NOT VALID;
+
+-- Sagas (issue 16): the undos registered for an instance, one row each,
+-- written in the transaction where the forward step of a COMPENSATED node
+-- completed, with the named results visible there (json, to keep the
+-- column order of "first column").  seq is the completion order.
+CREATE TABLE df_internal.compensations (
+	instance_id varchar(8) NOT NULL,
+	seq bigserial,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	results json NOT NULL,
+	registered_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	state text NOT NULL DEFAULT 'registered'
+		CHECK (state IN ('registered', 'running', 'done', 'failed')),
+	attempts int NOT NULL DEFAULT 0,
+	error text,
+	PRIMARY KEY (instance_id, seq)
+);
+COMMENT ON TABLE df_internal.compensations IS
+	'the undos registered by completed forward steps of COMPENSATED nodes (df.compensations)';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.compensations', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.compensations_seq_seq', '');
+ALTER TABLE df_internal.events DROP CONSTRAINT events_kind_check;
+ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
+	CHECK (kind IN ('instance_started', 'node_started', 'node_completed',
+					'node_failed', 'step_retried', 'signal_received',
+					'instance_completed', 'instance_failed',
+					'instance_cancelled',
+					'retry_scheduled', 'retries_exhausted',
+					'error_caught', 'timeout_fired',
+					'undo_registered'));
+
+CREATE FUNCTION df.compensations(instance_id text)
+	RETURNS TABLE (node_id text, undo_node_id text, forward_completed_at timestamptz, state text,
+				   attempts int, error text, execution_id text)
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_compensations';
+COMMENT ON FUNCTION df.compensations(text) IS
+	'the undos registered for an instance visible to the caller, in completion order of their '
+	'forward steps: the COMPENSATED node, its undo, when the forward step completed, the undo''s '
+	'state, attempts and error; execution_id is the scope the forward step ran in';

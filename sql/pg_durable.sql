@@ -554,7 +554,9 @@ CREATE TABLE df_internal.events (
 									   'instance_cancelled',
 									   -- failure handling (issue 15)
 									   'retry_scheduled', 'retries_exhausted',
-									   'error_caught', 'timeout_fired')),
+									   'error_caught', 'timeout_fired',
+									   -- sagas (issue 16)
+									   'undo_registered')),
 	node_id varchar(8),
 	scope text,
 	attempt int,
@@ -579,6 +581,28 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.tasks_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.signals_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.results_seq_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.waits_seq_seq', '');
+
+-- Sagas (issue 16): the undos registered for an instance, one row each,
+-- written in the transaction where the forward step of a COMPENSATED node
+-- completed, with the named results visible there (json, to keep the
+-- column order of "first column").  seq is the completion order.
+CREATE TABLE df_internal.compensations (
+	instance_id varchar(8) NOT NULL,
+	seq bigserial,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	results json NOT NULL,
+	registered_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	state text NOT NULL DEFAULT 'registered'
+		CHECK (state IN ('registered', 'running', 'done', 'failed')),
+	attempts int NOT NULL DEFAULT 0,
+	error text,
+	PRIMARY KEY (instance_id, seq)
+);
+COMMENT ON TABLE df_internal.compensations IS
+	'the undos registered by completed forward steps of COMPENSATED nodes (df.compensations)';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.compensations', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.compensations_seq_seq', '');
 
 -- ---------------------------------------------------------------------------
 -- Control.  df.start, df.cancel and df.signal (and df.metrics below) write or
@@ -868,6 +892,17 @@ COMMENT ON FUNCTION df.history(text) IS
 	'the event history of an instance visible to the caller, oldest first: instance and node '
 	'starts and ends (duration_ms for finished nodes and instances), retries, signals, cancels; '
 	'execution_id is the scope the node ran in; no rows for an instance the caller cannot see';
+
+CREATE FUNCTION df.compensations(instance_id text)
+	RETURNS TABLE (node_id text, undo_node_id text, forward_completed_at timestamptz, state text,
+				   attempts int, error text, execution_id text)
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_compensations';
+COMMENT ON FUNCTION df.compensations(text) IS
+	'the undos registered for an instance visible to the caller, in completion order of their '
+	'forward steps: the COMPENSATED node, its undo, when the forward step completed, the undo''s '
+	'state, attempts and error; execution_id is the scope the forward step ran in';
 
 -- One row per violated invariant, with the node and scope a repair needs.
 -- One statement, so one snapshot: every transition is atomic, so what it

@@ -597,6 +597,8 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 " LIMIT $3 FOR UPDATE OF i SKIP LOCKED), "
 		 "ev AS (DELETE FROM df_internal.events e USING victims v "
 		 " WHERE e.instance_id OPERATOR(pg_catalog.=) v.id), "
+		 "cp AS (DELETE FROM df_internal.compensations c USING victims v "
+		 " WHERE c.instance_id OPERATOR(pg_catalog.=) v.id), "
 		 "nd AS (DELETE FROM df.nodes d USING victims v "
 		 " WHERE d.instance_id OPERATOR(pg_catalog.=) v.id) "
 		 "DELETE FROM df.instances i USING victims v "
@@ -696,6 +698,12 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.id OPERATOR(pg_catalog.=) x)",
 		 1,
 		 {INT8ARRAYOID}},
+	[STMT_UNDO_REGISTER] =
+		{"an undo registered by a completed forward step",
+		 "INSERT INTO df_internal.compensations (instance_id, node_id, scope, results) "
+		 "VALUES ($1, $2, $3, $4::pg_catalog.json) RETURNING seq",
+		 4,
+		 {T, T, T, T}},
 };
 
 #undef T

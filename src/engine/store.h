@@ -150,6 +150,17 @@ extern void	 pgd_store_event_add(const char *instance_id, const char *kind,
 extern char *pgd_event_detail(const char *key, const char *text);
 extern void	 pgd_store_set_attempt(const char *node_id, int attempt);
 
+/* --- sagas (store_saga.c, issue 16) --- */
+
+/*
+ * The undo of COMPENSATED node node_id, whose forward step completed in
+ * scope, with the named results visible there (JSON text); returns its
+ * sequence number, the completion order.
+ */
+extern int64 pgd_store_undo_register(const char *instance_id,
+									 const char *node_id, const char *scope,
+									 const char *results);
+
 /* --- JOIN counters and loop state --- */
 extern void pgd_store_join_open(const char *instance_id, const char *node_id,
 								const char *scope, int branches);

@@ -97,6 +97,8 @@ typedef enum PgdStmt
 	STMT_HTTP_RETRY_AT,
 	STMT_TASKS_OF_NODE_DROP,
 	STMT_HTTP_TASKS_GONE,
+	/* sagas (store_saga.c, issue 16) */
+	STMT_UNDO_REGISTER,
 	STMT_COUNT
 } PgdStmt;
 

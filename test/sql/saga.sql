@@ -49,6 +49,37 @@ SELECT saga_wait(:'id');
 SELECT node_type, status FROM df.nodes WHERE instance_id = :'id' ORDER BY node_type;
 SELECT count(*) AS undos_run FROM saga_log WHERE what LIKE 'undo%';
 
+-- registration: each completed forward step registers its undo in the
+-- transaction where it completed, in completion order, with the named
+-- results visible then; the failed forward above registered nothing
+SELECT node_type, status FROM df.nodes WHERE instance_id = :'id' ORDER BY node_type;
+SELECT count(*) AS registered FROM df.compensations(:'id');
+SELECT df.start(('SELECT 7 AS order_id' |=> 'order_id'
+				 <~> 'DELETE FROM saga_log WHERE what = ''order '' || $order_id')
+				~> ('SELECT $order_id * 10 AS pay_id' |=> 'pay_id'
+					<~> 'SELECT ''refund '' || $pay_id')
+				~> 'SELECT 1/0') AS id \gset
+SELECT saga_wait(:'id');
+SELECT c.state, c.attempts, c.error, n.node_type AS forward_type, u.query AS undo_query,
+	   c.forward_completed_at IS NOT NULL AS has_time, c.execution_id IS NOT NULL AS has_scope
+FROM df.compensations(:'id') c
+JOIN df.nodes n ON n.instance_id = :'id' AND n.id = (SELECT left_node FROM df.nodes WHERE instance_id = :'id' AND id = c.node_id)
+JOIN df.nodes u ON u.instance_id = :'id' AND u.id = c.undo_node_id;
+SELECT kind, (detail->>'seq')::int > 0 AS has_seq, detail->>'undo' = (SELECT right_node FROM df.nodes WHERE instance_id = :'id' AND id = h.node_id) AS names_undo
+FROM df.history(:'id') h WHERE kind = 'undo_registered';
+-- the snapshots (df_internal is not readable by users)
+RESET ROLE;
+SELECT seq IS NOT NULL AS has_seq, results::text FROM df_internal.compensations WHERE instance_id = :'id' ORDER BY seq;
+-- an instance the caller cannot see shows no rows
+CREATE ROLE saga_other;
+SELECT df.grant_usage('saga_other') IS NOT NULL AS granted;
+SET ROLE saga_other;
+SELECT count(*) AS others_see FROM df.compensations(:'id');
+RESET ROLE;
+SELECT df.revoke_usage('saga_other') IS NOT NULL AS revoked;
+DROP ROLE saga_other;
+SET ROLE df_user;
+
 -- df.explain shows the forward and the undo
 SELECT df.explain('A' <~> 'UA' ~> ('B' <~> 'UB'));
 
