@@ -36,7 +36,8 @@ WITH RECURSIVE ended AS (
 	-- which its owner cannot change (df.instances.status it can: UPDATE)
 	SELECT DISTINCT ON (e.instance_id) e.instance_id AS id, substr(e.kind, 10) AS status
 	FROM df_internal.events e
-	WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled')
+	WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled',
+					 'instance_compensated')
 	ORDER BY e.instance_id, e.id DESC
 ), live AS (
 	-- live by the engine's own state: a runs row of an instance that has not ended
@@ -475,7 +476,11 @@ ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
 					'instance_cancelled',
 					'retry_scheduled', 'retries_exhausted',
 					'error_caught', 'timeout_fired',
-					'undo_registered'));
+					'undo_registered', 'compensation_started', 'undo_started',
+					'undo_completed', 'undo_failed', 'instance_compensated'));
+ALTER TABLE df.instances DROP CONSTRAINT instances_status_check;
+ALTER TABLE df.instances ADD CONSTRAINT instances_status_check
+	CHECK (status IN ('pending', 'running', 'completed', 'failed', 'cancelled', 'compensated')) NOT VALID;
 
 CREATE FUNCTION df.compensations(instance_id text)
 	RETURNS TABLE (node_id text, undo_node_id text, forward_completed_at timestamptz, state text,
@@ -487,3 +492,4 @@ COMMENT ON FUNCTION df.compensations(text) IS
 	'the undos registered for an instance visible to the caller, in completion order of their '
 	'forward steps: the COMPENSATED node, its undo, when the forward step completed, the undo''s '
 	'state, attempts and error; execution_id is the scope the forward step ran in';
+COMMENT ON FUNCTION df.status(text) IS 'status of an instance (pending, running, completed, failed, cancelled, compensated) or NULL';

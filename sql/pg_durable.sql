@@ -282,7 +282,7 @@ ALTER TABLE df.instances ADD CONSTRAINT instances_id_check
 ALTER TABLE df.instances ADD CONSTRAINT instances_root_node_check
 	CHECK (root_node OPERATOR(pg_catalog.~) '^[0-9a-f]{8}$') NOT VALID;
 ALTER TABLE df.instances ADD CONSTRAINT instances_status_check
-	CHECK (status IN ('pending', 'running', 'completed', 'failed', 'cancelled')) NOT VALID;
+	CHECK (status IN ('pending', 'running', 'completed', 'failed', 'cancelled', 'compensated')) NOT VALID;
 CREATE INDEX idx_instances_status ON df.instances (status, created_at DESC, id);
 CREATE INDEX idx_instances_created_at ON df.instances (created_at DESC, id);
 CREATE INDEX idx_instances_label ON df.instances (label, created_at DESC, id) WHERE label IS NOT NULL;
@@ -556,7 +556,8 @@ CREATE TABLE df_internal.events (
 									   'retry_scheduled', 'retries_exhausted',
 									   'error_caught', 'timeout_fired',
 									   -- sagas (issue 16)
-									   'undo_registered')),
+									   'undo_registered', 'compensation_started', 'undo_started',
+									   'undo_completed', 'undo_failed', 'instance_compensated')),
 	node_id varchar(8),
 	scope text,
 	attempt int,
@@ -626,7 +627,7 @@ COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text) IS
 
 CREATE FUNCTION df.status(instance_id text) RETURNS text
 	LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'pgd_status';
-COMMENT ON FUNCTION df.status(text) IS 'status of an instance (pending, running, completed, failed, cancelled) or NULL';
+COMMENT ON FUNCTION df.status(text) IS 'status of an instance (pending, running, completed, failed, cancelled, compensated) or NULL';
 
 CREATE FUNCTION df.result(instance_id text) RETURNS text
 	LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'pgd_result';
@@ -917,7 +918,8 @@ WITH RECURSIVE ended AS (
 	-- which its owner cannot change (df.instances.status it can: UPDATE)
 	SELECT DISTINCT ON (e.instance_id) e.instance_id AS id, substr(e.kind, 10) AS status
 	FROM df_internal.events e
-	WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled')
+	WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled',
+					 'instance_compensated')
 	ORDER BY e.instance_id, e.id DESC
 ), live AS (
 	-- live by the engine's own state: a runs row of an instance that has not ended

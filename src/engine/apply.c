@@ -222,7 +222,18 @@ pgd_node_is_live(const PgdGraph *g, int n, const char *scope)
 	char	   **stamps;
 
 	for (a = n; a >= 0 && nids < DF_MAX_DEPTH + 2; a = g->nodes[a].parent)
+	{
+		int p = g->nodes[a].parent;
+
 		ids[nids++] = g->nodes[a].id;
+		/*
+		 * An undo runs after its COMPENSATED node (and the body around it)
+		 * ended: its liveness is its own subtree's (issue 16).
+		 */
+		if (p >= 0 && g->nodes[p].type == DF_NODE_COMPENSATED &&
+			g->nodes[p].right == a)
+			break;
+	}
 	rows = pgd_store_node_stamps(g->instance_id, ids, nids, &row_ids,
 								 &statuses, &stamps);
 	return pgd_live(g, n, scope, rows, row_ids, statuses, stamps);
@@ -265,9 +276,22 @@ pgd_apply_end_instance(const char *instance_id)
 	pgd_instance_finished_at_commit(instance_id);
 }
 
+void
+pgd_apply_end_with(PgdGraph *g, const char *scope, PgdInstanceStatus status,
+				   const char *kind, const char *detail)
+{
+	if (pgd_store_instance_finished(g->instance_id, status))
+		pgd_store_event_add(g->instance_id, kind, NULL, scope, 0, detail);
+	pgd_apply_end_instance(g->instance_id);
+}
+
 static void
 finish_instance(PgdGraph *g, const char *scope, PgdOutcome outcome)
 {
+	if (!outcome.ok && wrapper_hooks != NULL &&
+		wrapper_hooks->instance_failed != NULL &&
+		wrapper_hooks->instance_failed(g, scope, outcome))
+		return;
 	if (pgd_store_instance_finished(g->instance_id,
 									outcome.ok ? PGD_INSTANCE_COMPLETED :
 												 PGD_INSTANCE_FAILED))

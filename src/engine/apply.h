@@ -97,6 +97,13 @@ typedef struct PgdWrapperHooks
 	bool (*step_failed)(PgdGraph *g, int n, const char *scope,
 						PgdOutcome *outcome);
 	void (*timer)(PgdGraph *g, int n, const char *scope);
+	/*
+	 * instance_failed: the root failed in scope with outcome; true when
+	 * the hook took the end of the instance over (a saga compensates:
+	 * the instance stays running while its undos run)
+	 */
+	bool (*instance_failed)(PgdGraph *g, const char *scope,
+							PgdOutcome outcome);
 } PgdWrapperHooks;
 
 extern void pgd_set_wrapper_hooks(const PgdWrapperHooks *hooks);
@@ -105,6 +112,14 @@ extern void pgd_set_wrapper_hooks(const PgdWrapperHooks *hooks);
 extern void pgd_apply_start_node(PgdGraph *g, int n, const char *scope);
 extern void pgd_apply_finish_node(PgdGraph *g, int n, const char *scope,
 								  PgdOutcome outcome);
+
+/*
+ * For the hooks: the instance ends with status, and an event of kind with
+ * detail (NULL: none) goes to its history; its engine state goes.
+ */
+extern void pgd_apply_end_with(PgdGraph *g, const char *scope,
+							   PgdInstanceStatus status, const char *kind,
+							   const char *detail);
 
 /* A scope is abandoned: its tasks and waits go, its running steps are interrupted. */
 extern void pgd_apply_abandon_scope(PgdGraph *g, const char *scope);

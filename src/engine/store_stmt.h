@@ -99,6 +99,10 @@ typedef enum PgdStmt
 	STMT_HTTP_TASKS_GONE,
 	/* sagas (store_saga.c, issue 16) */
 	STMT_UNDO_REGISTER,
+	STMT_UNDO_NEXT,
+	STMT_UNDO_FINISH,
+	STMT_UNDOS_DONE,
+	STMT_UNDO_PENDING,
 	STMT_COUNT
 } PgdStmt;
 

@@ -29,9 +29,8 @@
  *	 FAIL	 fails at once with kind 'fail' and its message, substituted.
  *	 COMPENSATED (issue 16) runs its forward step; the forward's outcome
  *			 is the node's.  When the forward completes, its undo (right)
- *			 is registered in the same transaction (df_internal.compensations,
- *			 with the named results visible then) and an undo_registered
- *			 event written; a failed forward registers nothing.
+ *			 is registered in the same transaction; the undo runs only in
+ *			 compensation (saga.c).
  *
  * Locks: the caller holds the instance's runs row; the tasks removed here
  * are the wrapper's own, deleted with SKIP LOCKED.
@@ -308,34 +307,6 @@ is_subtree_retry(const PgdNode *node)
 }
 
 /* ---------------------------------------------------------------------
- * COMPENSATED
- * ---------------------------------------------------------------------
- */
-
-/*
- * The forward step of COMPENSATED node n completed in scope: its undo is
- * registered now, in this transaction, with the named results visible
- * here (the forward's own name included, saved before its parent reacts).
- */
-static void
-register_undo(PgdGraph *g, int n, const char *scope)
-{
-	const PgdNode *node = &g->nodes[n];
-	DfJson		  *results = pgd_visible_results(g->instance_id, scope);
-	DfJson		  *detail = dfjson_make_object();
-	int64		   seq;
-
-	seq = pgd_store_undo_register(g->instance_id, node->id, scope,
-								  dfjson_to_text(results));
-	dfjson_object_add(detail, "undo",
-					  dfjson_make_string(g->nodes[node->right].id));
-	dfjson_object_add(detail, "seq",
-					  dfjson_make_number(psprintf(INT64_FORMAT, seq)));
-	pgd_store_event_add(g->instance_id, "undo_registered", node->id, scope, 0,
-						dfjson_to_text(detail));
-}
-
-/* ---------------------------------------------------------------------
  * The hooks
  * ---------------------------------------------------------------------
  */
@@ -414,8 +385,13 @@ wrapper_child_done(PgdGraph *g, int n, int child, const char *scope,
 			break;
 		case DF_NODE_COMPENSATED:
 			/* the forward step's outcome is the node's; its undo is registered */
-			if (child == node->left && outcome.ok)
-				register_undo(g, n, scope);
+			if (child == node->right)
+			{
+				pgd_saga_undo_done(g, n, scope, outcome);
+				return;
+			}
+			if (outcome.ok)
+				pgd_saga_register(g, n, scope);
 			break;
 		default:
 			break;
@@ -618,6 +594,7 @@ static const PgdWrapperHooks hooks = {
 	.child_done = wrapper_child_done,
 	.step_failed = wrapper_step_failed,
 	.timer = wrapper_timer,
+	.instance_failed = pgd_saga_instance_failed,
 };
 
 void

@@ -46,13 +46,13 @@ SELECT node_type, status FROM df.nodes WHERE instance_id = :'id' ORDER BY node_t
 -- a failing forward fails the node
 SELECT df.start(df.with_undo('SELECT 1/0', 'INSERT INTO saga_log VALUES (''undo2'')')) AS id \gset
 SELECT saga_wait(:'id');
-SELECT node_type, status FROM df.nodes WHERE instance_id = :'id' ORDER BY node_type;
+SELECT node_type, status FROM df.nodes WHERE instance_id = :'id' ORDER BY node_type, status;
 SELECT count(*) AS undos_run FROM saga_log WHERE what LIKE 'undo%';
 
 -- registration: each completed forward step registers its undo in the
 -- transaction where it completed, in completion order, with the named
 -- results visible then; the failed forward above registered nothing
-SELECT node_type, status FROM df.nodes WHERE instance_id = :'id' ORDER BY node_type;
+SELECT node_type, status FROM df.nodes WHERE instance_id = :'id' ORDER BY node_type, status;
 SELECT count(*) AS registered FROM df.compensations(:'id');
 SELECT df.start(('SELECT 7 AS order_id' |=> 'order_id'
 				 <~> 'DELETE FROM saga_log WHERE what = ''order '' || $order_id')

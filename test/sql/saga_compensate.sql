@@ -1,0 +1,70 @@
+-- Sagas (issue 16): compensation of the root, an implicit saga.  When the
+-- body fails, the registered undos run in reverse completion order (the
+-- order is checked by a sequence), each with the named results its own
+-- forward step saw; the instance ends 'compensated', df.result NULL; an
+-- undo that fails ends it 'failed' ("compensation of <node> failed: ...")
+-- with the remaining undos left registered.
+SET ROLE df_user;
+
+CREATE FUNCTION sc_wait(iid text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN df.await_instance(iid, 60);
+END $$;
+CREATE SEQUENCE sc_order;
+CREATE TABLE sc_log (n bigint DEFAULT nextval('sc_order'), what text);
+
+-- three steps, the third fails: undo 2 runs, then undo 1; undo 3 never
+-- (its forward failed and registered nothing)
+SELECT df.start(('INSERT INTO sc_log (what) VALUES (''reserve'') RETURNING 7 AS order_id' |=> 'order_id'
+				 <~> 'INSERT INTO sc_log (what) VALUES (''release '' || $order_id)')
+				~> ('INSERT INTO sc_log (what) VALUES (''charge'') RETURNING 70 AS pay_id' |=> 'pay_id'
+					<~> 'INSERT INTO sc_log (what) VALUES (''refund '' || $pay_id || '' of '' || $order_id)')
+				~> ('SELECT 1/0' <~> 'INSERT INTO sc_log (what) VALUES (''never'')')) AS id \gset
+SELECT sc_wait(:'id');
+SELECT df.status(:'id'), df.result(:'id') IS NULL AS result_null;
+SELECT n, what FROM sc_log ORDER BY n;
+SELECT state, attempts, error FROM df.compensations(:'id');
+SELECT kind FROM df.history(:'id')
+WHERE kind IN ('undo_registered', 'compensation_started', 'undo_started', 'undo_completed',
+			   'undo_failed', 'instance_compensated', 'instance_failed') ORDER BY at;
+SELECT (status_details->'compensation'->>'error') AS original_failure,
+	   jsonb_array_length(status_details->'compensation'->'undos') AS undos_run
+FROM df.nodes WHERE instance_id = :'id' AND id = (SELECT root_node FROM df.instances WHERE id = :'id');
+SELECT status FROM df.instances WHERE id = :'id';
+
+-- nothing registered: the instance fails as before
+SELECT df.start('SELECT 1/0' <~> 'INSERT INTO sc_log (what) VALUES (''not run'')') AS id \gset
+SELECT sc_wait(:'id');
+SELECT count(*) AS not_run FROM sc_log WHERE what = 'not run';
+
+-- a body that completes: no undo runs
+SELECT df.start('SELECT 1' <~> 'INSERT INTO sc_log (what) VALUES (''not run either'')') AS id \gset
+SELECT sc_wait(:'id');
+SELECT count(*) AS not_run FROM sc_log WHERE what = 'not run either';
+SELECT state FROM df.compensations(:'id');
+
+-- a failing undo stops the compensation: 'failed', the message names the
+-- COMPENSATED node, the undo before it in the order stays registered
+TRUNCATE sc_log;
+CREATE TABLE sc_gate (open boolean);
+INSERT INTO sc_gate VALUES (false);
+CREATE FUNCTION sc_gated(what text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	IF NOT (SELECT open FROM sc_gate) THEN
+		RAISE EXCEPTION 'gate closed for %', what USING ERRCODE = '22023';
+	END IF;
+	INSERT INTO sc_log (what) VALUES (what);
+END $$;
+SELECT df.start(('SELECT 1 AS a' <~> 'INSERT INTO sc_log (what) VALUES (''undo a'')')
+				~> ('SELECT 2 AS b' <~> 'SELECT sc_gated(''undo b'')')
+				~> 'SELECT 1/0') AS id \gset
+SELECT sc_wait(:'id');
+SELECT df.status(:'id');
+SELECT detail->>'error' = 'compensation of '
+	   || (SELECT node_id FROM df.compensations(:'id') WHERE state = 'failed')
+	   || ' failed: SQL execution failed: gate closed for undo b' AS names_node
+FROM df.history(:'id') WHERE kind = 'instance_failed';
+SELECT state, attempts, error FROM df.compensations(:'id');
+SELECT count(*) AS undone FROM sc_log;
+
+RESET ROLE;
