@@ -67,4 +67,23 @@ FROM df.history(:'id') WHERE kind = 'instance_failed';
 SELECT state, attempts, error FROM df.compensations(:'id');
 SELECT count(*) AS undone FROM sc_log;
 
+-- an undo is retried by default (1 s to 60 s, full jitter): it fails
+-- twice with a retryable error, then succeeds; each failed attempt rolled back
+CREATE SEQUENCE sc_tries;
+CREATE FUNCTION sc_flaky() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE t bigint := nextval('sc_tries');
+BEGIN
+	INSERT INTO sc_log (what) VALUES ('try ' || t);
+	IF t < 3 THEN
+		RAISE EXCEPTION 'try % fails', t;
+	END IF;
+END $$;
+TRUNCATE sc_log;
+SELECT df.start(('SELECT 1' <~> 'SELECT sc_flaky()') ~> 'SELECT 1/0') AS id \gset
+SELECT sc_wait(:'id');
+SELECT what FROM sc_log ORDER BY n;
+SELECT count(*) AS retries, bool_and((detail->>'delay_ms')::bigint BETWEEN 0 AND 2000) AS within_backoff
+FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+SELECT state FROM df.compensations(:'id');
+
 RESET ROLE;
