@@ -493,3 +493,14 @@ COMMENT ON FUNCTION df.compensations(text) IS
 	'forward steps: the COMPENSATED node, its undo, when the forward step completed, the undo''s '
 	'state, attempts and error; execution_id is the scope the forward step ran in';
 COMMENT ON FUNCTION df.status(text) IS 'status of an instance (pending, running, completed, failed, cancelled, compensated) or NULL';
+
+-- df.cancel gains compensate (issue 16): a new signature, made anew.
+DROP FUNCTION df.cancel(text, text);
+CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by user',
+						  compensate boolean DEFAULT false) RETURNS text
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_cancel';
+COMMENT ON FUNCTION df.cancel(text, text, boolean) IS
+	'cancel an instance that has not finished; with compensate, a running instance whose completed '
+	'steps registered undos runs them (latest first) and ends compensated';

@@ -645,11 +645,14 @@ CREATE FUNCTION df.run(instance_id text DEFAULT NULL) RETURNS text
 	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_run';
 COMMENT ON FUNCTION df.run(text) IS 'compatibility no-op: executors run instances by themselves';
 
-CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by user') RETURNS text
+CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by user',
+						  compensate boolean DEFAULT false) RETURNS text
 	LANGUAGE c STRICT VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_cancel';
-COMMENT ON FUNCTION df.cancel(text, text) IS 'cancel an instance that has not finished';
+COMMENT ON FUNCTION df.cancel(text, text, boolean) IS
+	'cancel an instance that has not finished; with compensate, a running instance whose completed '
+	'steps registered undos runs them (latest first) and ends compensated';
 
 CREATE FUNCTION df.signal(instance_id text, signal_name text, signal_data text DEFAULT '{}') RETURNS text
 	LANGUAGE c STRICT VOLATILE

@@ -64,10 +64,13 @@ extern void pgd_apply_deliver(PgdGraph *g);
 
 /*
  * df.cancel: the instance becomes cancelled (unless it has ended) and its
- * engine state goes.  The caller has not locked anything; false when the
- * instance has no runs row any more.
+ * engine state goes.  With compensate, a running instance with undos
+ * registered compensates instead (issue 16): its body is abandoned, its
+ * undos run and it ends 'compensated'.  The caller has not locked
+ * anything; false when the instance has no runs row any more.
  */
-extern bool pgd_apply_cancel(const char *instance_id, const char *reason);
+extern bool pgd_apply_cancel(const char *instance_id, const char *reason,
+							 bool compensate);
 
 /*
  * An instance has ended (the caller set its status and holds its runs

@@ -86,4 +86,41 @@ SELECT count(*) AS retries, bool_and((detail->>'delay_ms')::bigint BETWEEN 0 AND
 FROM df.history(:'id') WHERE kind = 'retry_scheduled';
 SELECT state FROM df.compensations(:'id');
 
+-- df.cancel: without compensate the instance is cancelled and no undo
+-- runs; with compensate the body is abandoned (its sleep removed) and the
+-- undos run, latest first
+CREATE FUNCTION sc_until_registered(iid text, n int) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE deadline timestamptz := clock_timestamp() + interval '60 seconds';
+BEGIN
+	WHILE clock_timestamp() < deadline LOOP
+		IF (SELECT count(*) FROM df.compensations(iid)) >= n THEN
+			RETURN true;
+		END IF;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	RETURN false;
+END $$;
+TRUNCATE sc_log;
+SELECT df.start(('SELECT 1' <~> 'INSERT INTO sc_log (what) VALUES (''plain undo'')')
+				~> df.sleep(300)) AS id \gset
+SELECT sc_until_registered(:'id', 1);
+SELECT replace(df.cancel(:'id'), :'id', '<id>');
+SELECT sc_wait(:'id');
+SELECT count(*) AS undone FROM sc_log;
+SELECT df.start(('SELECT 1' <~> 'INSERT INTO sc_log (what) VALUES (''undo 1'')')
+				~> ('SELECT 2' <~> 'INSERT INTO sc_log (what) VALUES (''undo 2'')')
+				~> df.sleep(300)) AS id \gset
+SELECT sc_until_registered(:'id', 2);
+SELECT replace(df.cancel(:'id', 'order withdrawn', compensate => true), :'id', '<id>');
+SELECT sc_wait(:'id');
+SELECT what FROM sc_log ORDER BY n;
+SELECT state FROM df.compensations(:'id');
+SELECT status_details->'compensation'->>'error' AS original,
+	   status_details->'error'->>'code' AS code
+FROM df.nodes WHERE instance_id = :'id' AND id = (SELECT root_node FROM df.instances WHERE id = :'id');
+-- compensate on an instance with nothing registered: cancelled as before
+SELECT df.start(df.sleep(300)) AS id \gset
+SELECT replace(df.cancel(:'id', compensate => true), :'id', '<id>');
+SELECT sc_wait(:'id');
+
 RESET ROLE;
