@@ -123,4 +123,21 @@ SELECT df.start(df.sleep(300)) AS id \gset
 SELECT replace(df.cancel(:'id', compensate => true), :'id', '<id>');
 SELECT sc_wait(:'id');
 
+-- df.timeout over the body: the deadline fails the root, the undos run
+TRUNCATE sc_log;
+SELECT df.start(df.timeout(('SELECT 1' <~> 'INSERT INTO sc_log (what) VALUES (''undo t'')')
+						   ~> df.sleep(300), 0.5)) AS id \gset
+SELECT sc_wait(:'id');
+SELECT what FROM sc_log ORDER BY n;
+SELECT status_details->'compensation'->>'error' AS original
+FROM df.nodes WHERE instance_id = :'id' AND id = (SELECT root_node FROM df.instances WHERE id = :'id');
+
+-- a JOIN with a failing branch (it fails once the other one completed and
+-- registered its undo): the branch that completed is compensated
+TRUNCATE sc_log;
+SELECT df.start(('SELECT 1 AS a' <~> 'INSERT INTO sc_log (what) VALUES (''undo branch a'')')
+				& ('SELECT sc_until_registered(''{sys_instance_id}'', 1)' ~> 'SELECT 1/0')) AS id \gset
+SELECT sc_wait(:'id');
+SELECT what FROM sc_log ORDER BY n;
+
 RESET ROLE;
