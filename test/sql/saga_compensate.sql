@@ -31,6 +31,8 @@ SELECT (status_details->'compensation'->>'error') AS original_failure,
 	   jsonb_array_length(status_details->'compensation'->'undos') AS undos_run
 FROM df.nodes WHERE instance_id = :'id' AND id = (SELECT root_node FROM df.instances WHERE id = :'id');
 SELECT status FROM df.instances WHERE id = :'id';
+-- df.explain marks the forward steps that were compensated and the undos that ran
+SELECT replace(df.explain(:'id'), :'id', '<id>') AS explain;
 
 -- nothing registered: the instance fails as before
 SELECT df.start('SELECT 1/0' <~> 'INSERT INTO sc_log (what) VALUES (''not run'')') AS id \gset
