@@ -31,4 +31,5 @@ SELECT (SELECT count(*) FROM calls WHERE path LIKE '/flaky/charge_%') AS charges
 	   (SELECT count(*) FROM calls c, calls r WHERE c.path LIKE '/flaky/charge_%'
 		AND r.path LIKE '/flaky/refund_%' AND c.key = r.key) AS shared_keys;
 
+SELECT df.clearvars() IS NOT NULL AS cleared;
 RESET ROLE;
