@@ -36,7 +36,8 @@ WITH RECURSIVE ended AS (
 	-- which its owner cannot change (df.instances.status it can: UPDATE)
 	SELECT DISTINCT ON (e.instance_id) e.instance_id AS id, substr(e.kind, 10) AS status
 	FROM df_internal.events e
-	WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled')
+	WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled',
+					 'instance_compensated')
 	ORDER BY e.instance_id, e.id DESC
 ), live AS (
 	-- live by the engine's own state: a runs row of an instance that has not ended
@@ -405,3 +406,103 @@ CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
 	FOR EACH ROW WHEN (pg_catalog.current_setting('pg_durable.start_inserts_nodes', true) IS DISTINCT FROM 'on')
 	EXECUTE FUNCTION df_internal.check_root_node();
 DROP INDEX df.idx_nodes_instance;
+
+-- Sagas (issue 16, orchestration-api.md §2): node COMPENSATED, a forward
+-- step paired with its undo.  <~> has the precedence of ~> and groups left
+-- to right, so it refuses a sequence as its left operand.
+CREATE FUNCTION df.with_undo(forward text, undo text) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_with_undo';
+COMMENT ON FUNCTION df.with_undo(text, text) IS
+	'node COMPENSATED: run forward; when a later step of the saga fails, undo runs to compensate it '
+	'(operator <~>)';
+CREATE FUNCTION df.with_undo_op(forward text, undo text) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_with_undo_op';
+COMMENT ON FUNCTION df.with_undo_op(text, text) IS
+	'forward <~> undo: df.with_undo, refusing a sequence as forward (write a <~> a2 ~> (b <~> b2))';
+CREATE OPERATOR <~> (LEFTARG = text, RIGHTARG = text, FUNCTION = df.with_undo_op);
+COMMENT ON OPERATOR <~> (text, text) IS 'pg_durable: a step with its undo (df.with_undo)';
+-- Node COMPENSATED (issue 16): a forward step (left) and its undo (right), no query.
+ALTER TABLE df.nodes DROP CONSTRAINT nodes_node_type_check;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
+	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
+						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED')) NOT VALID;
+ALTER TABLE df.nodes DROP CONSTRAINT nodes_structure_check;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
+	CASE
+		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
+						   'FAIL')
+			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type IN ('RETRY', 'TIMEOUT')
+			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type = 'CATCH'
+			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'COMPENSATED'
+			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'THEN' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'IF' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'LOOP' THEN left_node IS NOT NULL AND right_node IS NULL
+		WHEN node_type = 'JOIN' THEN left_node IS NOT NULL AND right_node IS NOT NULL
+		WHEN node_type = 'RACE' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		ELSE false
+	END) NOT VALID;
+
+-- Sagas (issue 16): the undos registered for an instance, one row each,
+-- written in the transaction where the forward step of a COMPENSATED node
+-- completed, with the named results visible there (json, to keep the
+-- column order of "first column").  seq is the completion order.
+CREATE TABLE df_internal.compensations (
+	instance_id varchar(8) NOT NULL,
+	seq bigserial,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	results json NOT NULL,
+	registered_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	state text NOT NULL DEFAULT 'registered'
+		CHECK (state IN ('registered', 'running', 'done', 'failed')),
+	attempts int NOT NULL DEFAULT 0,
+	error text,
+	PRIMARY KEY (instance_id, seq)
+);
+COMMENT ON TABLE df_internal.compensations IS
+	'the undos registered by completed forward steps of COMPENSATED nodes (df.compensations)';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.compensations', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.compensations_seq_seq', '');
+ALTER TABLE df_internal.events DROP CONSTRAINT events_kind_check;
+ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
+	CHECK (kind IN ('instance_started', 'node_started', 'node_completed',
+					'node_failed', 'step_retried', 'signal_received',
+					'instance_completed', 'instance_failed',
+					'instance_cancelled',
+					'retry_scheduled', 'retries_exhausted',
+					'error_caught', 'timeout_fired',
+					'undo_registered', 'compensation_started', 'undo_started',
+					'undo_completed', 'undo_failed', 'instance_compensated'));
+ALTER TABLE df.instances DROP CONSTRAINT instances_status_check;
+ALTER TABLE df.instances ADD CONSTRAINT instances_status_check
+	CHECK (status IN ('pending', 'running', 'completed', 'failed', 'cancelled', 'compensated')) NOT VALID;
+
+CREATE FUNCTION df.compensations(instance_id text)
+	RETURNS TABLE (node_id text, undo_node_id text, forward_completed_at timestamptz, state text,
+				   attempts int, error text, execution_id text)
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_compensations';
+COMMENT ON FUNCTION df.compensations(text) IS
+	'the undos registered for an instance visible to the caller, in completion order of their '
+	'forward steps: the COMPENSATED node, its undo, when the forward step completed, the undo''s '
+	'state (registered, running, done, failed), attempts (the times the undo was started; the '
+	'retries of its steps are in df.history) and error; execution_id is the scope the forward '
+	'step ran in';
+COMMENT ON FUNCTION df.status(text) IS 'status of an instance (pending, running, completed, failed, cancelled, compensated) or NULL';
+
+-- df.cancel gains compensate (issue 16): a new signature, made anew.
+DROP FUNCTION df.cancel(text, text);
+CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by user',
+						  compensate boolean DEFAULT false) RETURNS text
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_cancel';
+COMMENT ON FUNCTION df.cancel(text, text, boolean) IS
+	'cancel an instance that has not finished; with compensate, a running instance whose completed '
+	'steps registered undos runs them (latest first) and ends compensated';

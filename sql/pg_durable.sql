@@ -246,6 +246,21 @@ COMMENT ON OPERATOR ?> (text, text) IS 'pg_durable: if-then, completed by !>';
 COMMENT ON OPERATOR !> (text, text) IS 'pg_durable: else (df.if)';
 COMMENT ON OPERATOR @> (NONE, text) IS 'pg_durable: loop (df.loop)';
 
+-- Sagas (issue 16, orchestration-api.md §2): node COMPENSATED, a forward
+-- step paired with its undo.  <~> has the precedence of ~> and groups left
+-- to right, so it refuses a sequence as its left operand.
+CREATE FUNCTION df.with_undo(forward text, undo text) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_with_undo';
+COMMENT ON FUNCTION df.with_undo(text, text) IS
+	'node COMPENSATED: run forward; when a later step of the saga fails, undo runs to compensate it '
+	'(operator <~>)';
+CREATE FUNCTION df.with_undo_op(forward text, undo text) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_with_undo_op';
+COMMENT ON FUNCTION df.with_undo_op(text, text) IS
+	'forward <~> undo: df.with_undo, refusing a sequence as forward (write a <~> a2 ~> (b <~> b2))';
+CREATE OPERATOR <~> (LEFTARG = text, RIGHTARG = text, FUNCTION = df.with_undo_op);
+COMMENT ON OPERATOR <~> (text, text) IS 'pg_durable: a step with its undo (df.with_undo)';
+
 -- ---------------------------------------------------------------------------
 -- Instances and nodes (the reference's user-visible tables)
 -- ---------------------------------------------------------------------------
@@ -267,7 +282,7 @@ ALTER TABLE df.instances ADD CONSTRAINT instances_id_check
 ALTER TABLE df.instances ADD CONSTRAINT instances_root_node_check
 	CHECK (root_node OPERATOR(pg_catalog.~) '^[0-9a-f]{8}$') NOT VALID;
 ALTER TABLE df.instances ADD CONSTRAINT instances_status_check
-	CHECK (status IN ('pending', 'running', 'completed', 'failed', 'cancelled')) NOT VALID;
+	CHECK (status IN ('pending', 'running', 'completed', 'failed', 'cancelled', 'compensated')) NOT VALID;
 CREATE INDEX idx_instances_status ON df.instances (status, created_at DESC, id);
 CREATE INDEX idx_instances_created_at ON df.instances (created_at DESC, id);
 CREATE INDEX idx_instances_label ON df.instances (label, created_at DESC, id) WHERE label IS NOT NULL;
@@ -302,7 +317,7 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_submitted_by_not_null
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
 						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
-						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL')) NOT VALID;
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED')) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_name_check
 	CHECK (result_name IS NULL OR result_name OPERATOR(pg_catalog.~) '^[A-Za-z_][A-Za-z0-9_]*$') NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_status_check
@@ -318,6 +333,8 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
 		WHEN node_type = 'CATCH'
 			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'COMPENSATED'
+			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
 		WHEN node_type = 'THEN' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
 		WHEN node_type = 'IF' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
 		WHEN node_type = 'LOOP' THEN left_node IS NOT NULL AND right_node IS NULL
@@ -537,7 +554,10 @@ CREATE TABLE df_internal.events (
 									   'instance_cancelled',
 									   -- failure handling (issue 15)
 									   'retry_scheduled', 'retries_exhausted',
-									   'error_caught', 'timeout_fired')),
+									   'error_caught', 'timeout_fired',
+									   -- sagas (issue 16)
+									   'undo_registered', 'compensation_started', 'undo_started',
+									   'undo_completed', 'undo_failed', 'instance_compensated')),
 	node_id varchar(8),
 	scope text,
 	attempt int,
@@ -563,6 +583,28 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.signals_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.results_seq_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.waits_seq_seq', '');
 
+-- Sagas (issue 16): the undos registered for an instance, one row each,
+-- written in the transaction where the forward step of a COMPENSATED node
+-- completed, with the named results visible there (json, to keep the
+-- column order of "first column").  seq is the completion order.
+CREATE TABLE df_internal.compensations (
+	instance_id varchar(8) NOT NULL,
+	seq bigserial,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	results json NOT NULL,
+	registered_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	state text NOT NULL DEFAULT 'registered'
+		CHECK (state IN ('registered', 'running', 'done', 'failed')),
+	attempts int NOT NULL DEFAULT 0,
+	error text,
+	PRIMARY KEY (instance_id, seq)
+);
+COMMENT ON TABLE df_internal.compensations IS
+	'the undos registered by completed forward steps of COMPENSATED nodes (df.compensations)';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.compensations', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.compensations_seq_seq', '');
+
 -- ---------------------------------------------------------------------------
 -- Control.  df.start, df.cancel and df.signal (and df.metrics below) write or
 -- read the engine's state with the bootstrap superuser's privileges: they
@@ -585,7 +627,7 @@ COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text) IS
 
 CREATE FUNCTION df.status(instance_id text) RETURNS text
 	LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'pgd_status';
-COMMENT ON FUNCTION df.status(text) IS 'status of an instance (pending, running, completed, failed, cancelled) or NULL';
+COMMENT ON FUNCTION df.status(text) IS 'status of an instance (pending, running, completed, failed, cancelled, compensated) or NULL';
 
 CREATE FUNCTION df.result(instance_id text) RETURNS text
 	LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'pgd_result';
@@ -603,11 +645,14 @@ CREATE FUNCTION df.run(instance_id text DEFAULT NULL) RETURNS text
 	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_run';
 COMMENT ON FUNCTION df.run(text) IS 'compatibility no-op: executors run instances by themselves';
 
-CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by user') RETURNS text
+CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by user',
+						  compensate boolean DEFAULT false) RETURNS text
 	LANGUAGE c STRICT VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_cancel';
-COMMENT ON FUNCTION df.cancel(text, text) IS 'cancel an instance that has not finished';
+COMMENT ON FUNCTION df.cancel(text, text, boolean) IS
+	'cancel an instance that has not finished; with compensate, a running instance whose completed '
+	'steps registered undos runs them (latest first) and ends compensated';
 
 CREATE FUNCTION df.signal(instance_id text, signal_name text, signal_data text DEFAULT '{}') RETURNS text
 	LANGUAGE c STRICT VOLATILE
@@ -852,6 +897,19 @@ COMMENT ON FUNCTION df.history(text) IS
 	'starts and ends (duration_ms for finished nodes and instances), retries, signals, cancels; '
 	'execution_id is the scope the node ran in; no rows for an instance the caller cannot see';
 
+CREATE FUNCTION df.compensations(instance_id text)
+	RETURNS TABLE (node_id text, undo_node_id text, forward_completed_at timestamptz, state text,
+				   attempts int, error text, execution_id text)
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_compensations';
+COMMENT ON FUNCTION df.compensations(text) IS
+	'the undos registered for an instance visible to the caller, in completion order of their '
+	'forward steps: the COMPENSATED node, its undo, when the forward step completed, the undo''s '
+	'state (registered, running, done, failed), attempts (the times the undo was started; the '
+	'retries of its steps are in df.history) and error; execution_id is the scope the forward '
+	'step ran in';
+
 -- One row per violated invariant, with the node and scope a repair needs.
 -- One statement, so one snapshot: every transition is atomic, so what it
 -- sees is a state some commit left behind.
@@ -865,7 +923,8 @@ WITH RECURSIVE ended AS (
 	-- which its owner cannot change (df.instances.status it can: UPDATE)
 	SELECT DISTINCT ON (e.instance_id) e.instance_id AS id, substr(e.kind, 10) AS status
 	FROM df_internal.events e
-	WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled')
+	WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled',
+					 'instance_compensated')
 	ORDER BY e.instance_id, e.id DESC
 ), live AS (
 	-- live by the engine's own state: a runs row of an instance that has not ended

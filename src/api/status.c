@@ -266,8 +266,10 @@ pgd_cancel(PG_FUNCTION_ARGS)
 {
 	char *id = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	char *reason = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	Oid	  save_userid;
-	int	  save_sec;
+	/* compensate: issue 16's third argument (a 0.3.0 declaration has two) */
+	bool compensate = PG_NARGS() > 2 && PG_GETARG_BOOL(2);
+	Oid	 save_userid;
+	int	 save_sec;
 
 	if (visible_status(id) == NULL)
 		ereport(ERROR,
@@ -280,7 +282,7 @@ pgd_cancel(PG_FUNCTION_ARGS)
 						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	(void) pgd_apply_cancel(id, reason);
+	(void) pgd_apply_cancel(id, reason, compensate);
 	SPI_finish();
 	SetUserIdAndSecContext(save_userid, save_sec);
 

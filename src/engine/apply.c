@@ -222,7 +222,18 @@ pgd_node_is_live(const PgdGraph *g, int n, const char *scope)
 	char	   **stamps;
 
 	for (a = n; a >= 0 && nids < DF_MAX_DEPTH + 2; a = g->nodes[a].parent)
+	{
+		int p = g->nodes[a].parent;
+
 		ids[nids++] = g->nodes[a].id;
+		/*
+		 * An undo runs after its COMPENSATED node (and the body around it)
+		 * ended: its liveness is its own subtree's (issue 16).
+		 */
+		if (p >= 0 && g->nodes[p].type == DF_NODE_COMPENSATED &&
+			g->nodes[p].right == a)
+			break;
+	}
 	rows = pgd_store_node_stamps(g->instance_id, ids, nids, &row_ids,
 								 &statuses, &stamps);
 	return pgd_live(g, n, scope, rows, row_ids, statuses, stamps);
@@ -265,9 +276,22 @@ pgd_apply_end_instance(const char *instance_id)
 	pgd_instance_finished_at_commit(instance_id);
 }
 
+void
+pgd_apply_end_with(PgdGraph *g, const char *scope, PgdInstanceStatus status,
+				   const char *kind, const char *detail)
+{
+	if (pgd_store_instance_finished(g->instance_id, status))
+		pgd_store_event_add(g->instance_id, kind, NULL, scope, 0, detail);
+	pgd_apply_end_instance(g->instance_id);
+}
+
 static void
 finish_instance(PgdGraph *g, const char *scope, PgdOutcome outcome)
 {
+	if (!outcome.ok && wrapper_hooks != NULL &&
+		wrapper_hooks->instance_failed != NULL &&
+		wrapper_hooks->instance_failed(g, scope, outcome))
+		return;
 	if (pgd_store_instance_finished(g->instance_id,
 									outcome.ok ? PGD_INSTANCE_COMPLETED :
 												 PGD_INSTANCE_FAILED))
@@ -328,11 +352,55 @@ pgd_apply_start(PgdGraph *g)
 	pgd_store_flush();
 }
 
+/*
+ * df.cancel(compensate => true) of a running instance with undos
+ * registered: the root ends failed with kind 'cancelled', the body's
+ * scope is abandoned (its tasks go, its running steps are interrupted, a
+ * late completion finds the root ended), and compensation begins (the
+ * instance_failed hook).  False, having changed nothing, when there is
+ * nothing to compensate.
+ */
+static bool
+cancel_compensating(const char *instance_id, const char *reason)
+{
+	PgdGraph   *g;
+	const char *root_id;
+	char	  **ids;
+	char	  **statuses;
+	char	  **stamps;
+	PgdOutcome	outcome = {0};
+
+	if (wrapper_hooks == NULL || wrapper_hooks->instance_failed == NULL ||
+		!pgd_lock_target(instance_id, NULL, PGD_INSTANCE_RUNNING, NULL, NULL,
+						 &g, NULL))
+		return false;
+	root_id = g->nodes[g->root].id;
+	if (pgd_store_node_stamps(instance_id, &root_id, 1, &ids, &statuses,
+							  &stamps) != 1 ||
+		stamps[0] == NULL || statuses[0] == NULL ||
+		strcmp(statuses[0], "running") != 0)
+		return false;
+	outcome.ok = false;
+	outcome.result = pstrdup(reason);
+	outcome.code = pstrdup("cancelled");
+	outcome.node = (char *) root_id;
+	if (!pgd_store_undo_pending(instance_id))
+		return false;
+	node_done(g, g->root, stamps[0], outcome);
+	abandon_scope(g, stamps[0]);
+	if (!wrapper_hooks->instance_failed(g, stamps[0], outcome))
+		elog(ERROR, "compensation of instance %s did not begin", instance_id);
+	pgd_store_flush();
+	return true;
+}
+
 bool
-pgd_apply_cancel(const char *instance_id, const char *reason)
+pgd_apply_cancel(const char *instance_id, const char *reason, bool compensate)
 {
 	if (!pgd_store_lock_run(instance_id, NULL))
 		return false;
+	if (compensate && cancel_compensating(instance_id, reason))
+		return true;
 	pgd_store_instance_finished(instance_id, PGD_INSTANCE_CANCELLED);
 	pgd_store_event_add(instance_id, "instance_cancelled", NULL, NULL, 0,
 						pgd_event_detail("reason", reason));

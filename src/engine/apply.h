@@ -64,10 +64,13 @@ extern void pgd_apply_deliver(PgdGraph *g);
 
 /*
  * df.cancel: the instance becomes cancelled (unless it has ended) and its
- * engine state goes.  The caller has not locked anything; false when the
- * instance has no runs row any more.
+ * engine state goes.  With compensate, a running instance with undos
+ * registered compensates instead (issue 16): its body is abandoned, its
+ * undos run and it ends 'compensated'.  The caller has not locked
+ * anything; false when the instance has no runs row any more.
  */
-extern bool pgd_apply_cancel(const char *instance_id, const char *reason);
+extern bool pgd_apply_cancel(const char *instance_id, const char *reason,
+							 bool compensate);
 
 /*
  * An instance has ended (the caller set its status and holds its runs
@@ -97,6 +100,13 @@ typedef struct PgdWrapperHooks
 	bool (*step_failed)(PgdGraph *g, int n, const char *scope,
 						PgdOutcome *outcome);
 	void (*timer)(PgdGraph *g, int n, const char *scope);
+	/*
+	 * instance_failed: the root failed in scope with outcome; true when
+	 * the hook took the end of the instance over (a saga compensates:
+	 * the instance stays running while its undos run)
+	 */
+	bool (*instance_failed)(PgdGraph *g, const char *scope,
+							PgdOutcome outcome);
 } PgdWrapperHooks;
 
 extern void pgd_set_wrapper_hooks(const PgdWrapperHooks *hooks);
@@ -105,6 +115,14 @@ extern void pgd_set_wrapper_hooks(const PgdWrapperHooks *hooks);
 extern void pgd_apply_start_node(PgdGraph *g, int n, const char *scope);
 extern void pgd_apply_finish_node(PgdGraph *g, int n, const char *scope,
 								  PgdOutcome outcome);
+
+/*
+ * For the hooks: the instance ends with status, and an event of kind with
+ * detail (NULL: none) goes to its history; its engine state goes.
+ */
+extern void pgd_apply_end_with(PgdGraph *g, const char *scope,
+							   PgdInstanceStatus status, const char *kind,
+							   const char *detail);
 
 /* A scope is abandoned: its tasks and waits go, its running steps are interrupted. */
 extern void pgd_apply_abandon_scope(PgdGraph *g, const char *scope);

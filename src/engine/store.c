@@ -387,7 +387,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "INSERT INTO df_internal.events "
 		 "(instance_id, kind, node_id, scope, attempt, duration_ms, detail) "
 		 "SELECT $1, $2, $3, $4, NULLIF($5::pg_catalog.int4, 0), "
-		 "CASE WHEN $2 OPERATOR(pg_catalog.~) '^instance_(completed|failed|cancelled)$' THEN "
+		 "CASE WHEN $2 OPERATOR(pg_catalog.~) '^instance_(completed|failed|cancelled|compensated)$' THEN "
 		 "(SELECT GREATEST(0, (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() "
 		 "OPERATOR(pg_catalog.-) i.created_at) OPERATOR(pg_catalog.*) 1000)::bigint) "
 		 "FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) $1) END, "
@@ -598,6 +598,8 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 " LIMIT $3 FOR UPDATE OF i SKIP LOCKED), "
 		 "ev AS (DELETE FROM df_internal.events e USING victims v "
 		 " WHERE e.instance_id OPERATOR(pg_catalog.=) v.id), "
+		 "cp AS (DELETE FROM df_internal.compensations c USING victims v "
+		 " WHERE c.instance_id OPERATOR(pg_catalog.=) v.id), "
 		 "nd AS (DELETE FROM df.nodes d USING victims v "
 		 " WHERE d.instance_id OPERATOR(pg_catalog.=) v.id) "
 		 "DELETE FROM df.instances i USING victims v "
@@ -626,7 +628,8 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "  WHERE r.instance_id OPERATOR(pg_catalog.=) t.instance_id) OR EXISTS ("
 		 "  SELECT 1 FROM df_internal.events e "
 		 "  WHERE e.instance_id OPERATOR(pg_catalog.=) t.instance_id "
-		 "  AND e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled'))) "
+		 "  AND e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled', "
+		 "  'instance_compensated'))) "
 		 " FOR UPDATE SKIP LOCKED)",
 		 1,
 		 {T}},
@@ -697,6 +700,44 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.id OPERATOR(pg_catalog.=) x)",
 		 1,
 		 {INT8ARRAYOID}},
+	[STMT_UNDO_REGISTER] =
+		{"an undo registered by a completed forward step",
+		 "INSERT INTO df_internal.compensations (instance_id, node_id, scope, results) "
+		 "VALUES ($1, $2, $3, $4::pg_catalog.json) RETURNING seq",
+		 4,
+		 {T, T, T, T}},
+	[STMT_UNDO_NEXT] =
+		{"the next undo to run: the latest registered one",
+		 "UPDATE df_internal.compensations c SET state = 'running', "
+		 "attempts = c.attempts OPERATOR(pg_catalog.+) 1 "
+		 "WHERE c.instance_id OPERATOR(pg_catalog.=) $1 AND c.seq OPERATOR(pg_catalog.=) ("
+		 " SELECT x.seq FROM df_internal.compensations x "
+		 " WHERE x.instance_id OPERATOR(pg_catalog.=) $1 "
+		 " AND x.state OPERATOR(pg_catalog.=) 'registered' ORDER BY x.seq DESC LIMIT 1) "
+		 "RETURNING c.seq, c.node_id, c.scope, c.results::text",
+		 1,
+		 {T}},
+	[STMT_UNDO_FINISH] =
+		{"an undo ended",
+		 "UPDATE df_internal.compensations SET state = $3, error = $4 "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND seq OPERATOR(pg_catalog.=) $2::pg_catalog.int8 RETURNING node_id",
+		 4,
+		 {T, T, T, T}},
+	[STMT_UNDOS_DONE] =
+		{"the undos that ran, in the order they ran",
+		 "SELECT node_id FROM df_internal.compensations "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND state OPERATOR(pg_catalog.=) 'done' ORDER BY seq DESC",
+		 1,
+		 {T}},
+	[STMT_UNDO_PENDING] =
+		{"is an undo of the instance registered and not run?",
+		 "SELECT 1 FROM df_internal.compensations "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND state OPERATOR(pg_catalog.=) 'registered' LIMIT 1",
+		 1,
+		 {T}},
 };
 
 #undef T

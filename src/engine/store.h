@@ -150,6 +150,35 @@ extern void	 pgd_store_event_add(const char *instance_id, const char *kind,
 extern char *pgd_event_detail(const char *key, const char *text);
 extern void	 pgd_store_set_attempt(const char *node_id, int attempt);
 
+/* --- sagas (store_saga.c, issue 16) --- */
+
+/*
+ * The undo of COMPENSATED node node_id, whose forward step completed in
+ * scope, with the named results visible there (JSON text); returns its
+ * sequence number, the completion order.
+ */
+extern int64 pgd_store_undo_register(const char *instance_id,
+									 const char *node_id, const char *scope,
+									 const char *results);
+
+/*
+ * The latest registered undo of the instance becomes running (one more
+ * attempt): false when none is left; else its sequence number, its
+ * COMPENSATED node, the scope its forward ran in and the snapshot.
+ */
+extern bool pgd_store_undo_next(const char *instance_id, int64 *seq,
+								char **node_id, char **scope, char **results);
+
+/* Undo seq ended: state 'done' or 'failed' (with error). */
+extern void pgd_store_undo_finish(const char *instance_id, int64 seq, bool ok,
+								  const char *error);
+
+/* Is an undo of the instance registered and not run yet? */
+extern bool pgd_store_undo_pending(const char *instance_id);
+
+/* The COMPENSATED nodes whose undos ran, in the order they ran. */
+extern int pgd_store_undos_done(const char *instance_id, char ***node_ids);
+
 /* --- JOIN counters and loop state --- */
 extern void pgd_store_join_open(const char *instance_id, const char *node_id,
 								const char *scope, int branches);

@@ -52,6 +52,7 @@ pgd_start_action(const PgdNode *node)
 		case DF_NODE_TIMEOUT:
 		case DF_NODE_CATCH:
 		case DF_NODE_FAIL:
+		case DF_NODE_COMPENSATED:
 			return PGD_START_WRAPPER;
 	}
 	return PGD_START_UNSUPPORTED;
@@ -61,7 +62,8 @@ bool
 pgd_is_wrapper(const PgdNode *node)
 {
 	return node->type == DF_NODE_RETRY || node->type == DF_NODE_TIMEOUT ||
-		node->type == DF_NODE_CATCH || node->type == DF_NODE_FAIL;
+		node->type == DF_NODE_CATCH || node->type == DF_NODE_FAIL ||
+		node->type == DF_NODE_COMPENSATED;
 }
 
 int64
@@ -143,6 +145,7 @@ pgd_react(const PgdGraph *g, int parent, int child, PgdOutcome outcome)
 		case DF_NODE_RETRY:
 		case DF_NODE_TIMEOUT:
 		case DF_NODE_CATCH:
+		case DF_NODE_COMPENSATED:
 			return reaction(PGD_REACT_WRAPPER, -1, outcome);
 
 		default:

@@ -36,19 +36,19 @@
 /* What starting a node does, besides marking it running. */
 typedef enum PgdStartAction
 {
-	PGD_START_STEP,		  /* a SQL leaf: a step task */
-	PGD_START_HTTP,		  /* an HTTP leaf: a task for the HTTP worker */
-	PGD_START_TIMER,	  /* SLEEP, WAIT_SCHEDULE, SIGNAL: timers.c */
-	PGD_START_LEFT,		  /* THEN: its left child, in its scope */
-	PGD_START_CONDITION,  /* IF: its condition node, in its scope */
-	PGD_START_IF_ROWS,	  /* IF without a condition node: df.if_rows */
-	PGD_START_BRANCHES,	  /* JOIN: a counter, then every branch in a
+	PGD_START_STEP,		 /* a SQL leaf: a step task */
+	PGD_START_HTTP,		 /* an HTTP leaf: a task for the HTTP worker */
+	PGD_START_TIMER,	 /* SLEEP, WAIT_SCHEDULE, SIGNAL: timers.c */
+	PGD_START_LEFT,		 /* THEN: its left child, in its scope */
+	PGD_START_CONDITION, /* IF: its condition node, in its scope */
+	PGD_START_IF_ROWS,	 /* IF without a condition node: df.if_rows */
+	PGD_START_BRANCHES,	 /* JOIN: a counter, then every branch in a
 								 * scope of its own */
-	PGD_START_RACE,		  /* RACE: the left branch, then the right one
+	PGD_START_RACE,		 /* RACE: the left branch, then the right one
 								 * unless the left decided the race */
-	PGD_START_LOOP,		  /* LOOP: its state, then its body */
-	PGD_START_BREAK,	  /* BREAK: unwind to the nearest loop */
-	PGD_START_WRAPPER,	  /* RETRY, TIMEOUT, CATCH, FAIL: the wrapper
+	PGD_START_LOOP,		 /* LOOP: its state, then its body */
+	PGD_START_BREAK,	 /* BREAK: unwind to the nearest loop */
+	PGD_START_WRAPPER, /* RETRY, TIMEOUT, CATCH, FAIL, COMPENSATED: the wrapper
 								 * hooks (orchestration/) */
 	PGD_START_UNSUPPORTED /* a type this engine cannot run: it fails */
 } PgdStartAction;

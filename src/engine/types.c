@@ -20,9 +20,12 @@ static const char *const task_kinds[] = {
 };
 
 static const char *const instance_statuses[] = {
-	[PGD_INSTANCE_PENDING] = "pending",		[PGD_INSTANCE_RUNNING] = "running",
-	[PGD_INSTANCE_COMPLETED] = "completed", [PGD_INSTANCE_FAILED] = "failed",
+	[PGD_INSTANCE_PENDING] = "pending",
+	[PGD_INSTANCE_RUNNING] = "running",
+	[PGD_INSTANCE_COMPLETED] = "completed",
+	[PGD_INSTANCE_FAILED] = "failed",
 	[PGD_INSTANCE_CANCELLED] = "cancelled",
+	[PGD_INSTANCE_COMPENSATED] = "compensated",
 };
 
 static const char *const node_statuses[] = {
@@ -100,7 +103,7 @@ pgd_is_terminal(const char *status)
 
 	return pgd_instance_status_parse(status, &s) &&
 		(s == PGD_INSTANCE_COMPLETED || s == PGD_INSTANCE_FAILED ||
-		 s == PGD_INSTANCE_CANCELLED);
+		 s == PGD_INSTANCE_CANCELLED || s == PGD_INSTANCE_COMPENSATED);
 }
 
 PgdOutcome

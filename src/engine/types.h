@@ -69,7 +69,9 @@ typedef enum PgdTaskKind
 /*
  * df.instances.status.  pending -> running (the start task) -> completed |
  * failed (the root finishes) | cancelled (df.cancel, from pending or
- * running).  The last three are terminal: nothing moves an instance on.
+ * running) | compensated (the root failed and the registered undos ran,
+ * issue 16; the instance stays running while they run).  The last four are
+ * terminal: nothing moves an instance on.
  */
 typedef enum PgdInstanceStatus
 {
@@ -77,7 +79,8 @@ typedef enum PgdInstanceStatus
 	PGD_INSTANCE_RUNNING,
 	PGD_INSTANCE_COMPLETED,
 	PGD_INSTANCE_FAILED,
-	PGD_INSTANCE_CANCELLED
+	PGD_INSTANCE_CANCELLED,
+	PGD_INSTANCE_COMPENSATED /* the body failed and its undos ran (issue 16) */
 } PgdInstanceStatus;
 
 /*
@@ -95,7 +98,8 @@ typedef enum PgdNodeStatus
 } PgdNodeStatus;
 
 /* The terminal instance statuses as a SQL list, for "status NOT IN (...)". */
-#define PGD_SQL_TERMINAL_STATUSES "('completed', 'failed', 'cancelled')"
+#define PGD_SQL_TERMINAL_STATUSES \
+	"('completed', 'failed', 'cancelled', 'compensated')"
 
 extern const char *pgd_task_kind_name(PgdTaskKind kind);
 extern bool		   pgd_task_kind_parse(const char *name, PgdTaskKind *kind);

@@ -43,6 +43,7 @@ static const char *const node_type_names[DF_NODE_TYPE_COUNT] = {
 	[DF_NODE_TIMEOUT] = "TIMEOUT",
 	[DF_NODE_CATCH] = "CATCH",
 	[DF_NODE_FAIL] = "FAIL",
+	[DF_NODE_COMPENSATED] = "COMPENSATED",
 };
 
 const char *

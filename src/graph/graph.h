@@ -39,16 +39,18 @@ typedef enum DfNodeType
 	DF_NODE_RETRY,	 /* left: the step; query: its settings */
 	DF_NODE_TIMEOUT, /* left: the step; query: {"seconds": s} */
 	DF_NODE_CATCH,	 /* left: the step; right: the handler; query: settings */
-	DF_NODE_FAIL	 /* a leaf; query: {"message": ..., "retryable": ...} */
+	DF_NODE_FAIL,	 /* a leaf; query: {"message": ..., "retryable": ...} */
+	/* sagas (orchestration-api.md §2) */
+	DF_NODE_COMPENSATED /* left: the forward step; right: its undo; no query */
 } DfNodeType;
 
-#define DF_NODE_TYPE_COUNT 16
+#define DF_NODE_TYPE_COUNT 17
 #define DF_MAX_DEPTH	   256 /* edges below the root (§1.10) */
 #define DF_MAX_NODES	   10000
 
 #define DF_VALID_NODE_TYPES \
 	"SQL, THEN, IF, JOIN, LOOP, BREAK, RACE, SLEEP, WAIT_SCHEDULE, HTTP, HTTP_MULTIPART, SIGNAL, " \
-	"RETRY, TIMEOUT, CATCH, FAIL"
+	"RETRY, TIMEOUT, CATCH, FAIL, COMPENSATED"
 
 typedef struct DfNode
 {
@@ -79,7 +81,7 @@ extern void	 df_graph_write(StringInfo buf, const DfNode *node);
  *							 (the DSL treats it as SQL text)
  *	 DF_PARSE_BAD_JSON		 text looks like Durofut ('{' ... "node_type")
  *							 but is not valid JSON
- *	 DF_PARSE_UNKNOWN_TYPE	 a node_type that is not one of the sixteen
+ *	 DF_PARSE_UNKNOWN_TYPE	 a node_type that is not one of DF_VALID_NODE_TYPES
  *							 (type_name holds it)
  *	 DF_PARSE_MALFORMED		 node_type known but the shape is wrong (a child
  *							 that is not an object, query not a string, ...);

@@ -245,7 +245,8 @@ is_leaf_type(DfNodeType t)
 {
 	return !(t == DF_NODE_THEN || t == DF_NODE_IF || t == DF_NODE_JOIN ||
 			 t == DF_NODE_LOOP || t == DF_NODE_RACE || t == DF_NODE_RETRY ||
-			 t == DF_NODE_TIMEOUT || t == DF_NODE_CATCH);
+			 t == DF_NODE_TIMEOUT || t == DF_NODE_CATCH ||
+			 t == DF_NODE_COMPENSATED);
 }
 
 /* What is wrong with this one node (not its children), or NULL. */
@@ -314,6 +315,12 @@ check_node(const DfNode *n)
 			return df_wrapper_parse(tname, n->query, &wrapper);
 		case DF_NODE_FAIL:
 			return df_wrapper_parse(tname, n->query, &wrapper);
+		case DF_NODE_COMPENSATED:
+			if (n->left == NULL || n->right == NULL)
+				return pstrdup("COMPENSATED node requires left_node (the forward step) and right_node (its undo)");
+			if (n->query != NULL)
+				return pstrdup("COMPENSATED node cannot have a query");
+			return NULL;
 		case DF_NODE_HTTP:
 		case DF_NODE_HTTP_MULTIPART:
 			if (n->query == NULL)

@@ -258,6 +258,8 @@ status_icon(const char *status)
 		return "○";
 	if (strcmp(status, "skipped") == 0 || strcmp(status, "cancelled") == 0)
 		return "⊘";
+	if (strcmp(status, "compensated") == 0)
+		return "↶";
 	return "?";
 }
 
@@ -272,9 +274,19 @@ typedef struct LiveTree
 static const char *
 live_marker(const DfNode *node, void *arg)
 {
-	LiveTree *lt = (LiveTree *) arg;
+	LiveTree   *lt = (LiveTree *) arg;
+	const char *status = lt->view->nodes[node - lt->nodes].inferred;
 
-	return status_icon(lt->view->nodes[node - lt->nodes].inferred);
+	/* a saga step whose undo ran: compensated (issue 16) */
+	if (node->type == DF_NODE_COMPENSATED && node->right != NULL &&
+		status != NULL && strcmp(status, "completed") == 0)
+	{
+		const char *undo = lt->view->nodes[node->right - lt->nodes].inferred;
+
+		if (undo != NULL && strcmp(undo, "completed") == 0)
+			return "↶";
+	}
+	return status_icon(status);
 }
 
 /*

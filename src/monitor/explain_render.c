@@ -392,6 +392,15 @@ render_node(ExplainState *st, const DfNode *node, int depth,
 				render_child(st, "✗ handler:", node->right, depth + 1);
 			return;
 
+		case DF_NODE_COMPENSATED:
+			/* a saga step: its forward step, then the undo that compensates it */
+			appendStringInfoString(&st->label, "COMPENSATED");
+			append_name(&st->label, node);
+			emit_line(st, depth, prefix, node);
+			render_child(st, "▸ forward:", node->left, depth + 1);
+			render_child(st, "↶ undo:", node->right, depth + 1);
+			return;
+
 		case DF_NODE_JOIN:
 		{
 			char header[32];

@@ -15,6 +15,8 @@
 
 #include "postgres.h"
 
+#include "engine/graph_cache.h"
+#include "engine/types.h"
 #include "graph/orch_config.h"
 
 /* --- retry.c: what becomes of a failed attempt --- */
@@ -54,5 +56,18 @@ extern void pgd_orchestration_init(void);
  * row for the next attempt (then it must not be deleted)?  Forgets it.
  */
 extern bool pgd_retry_kept_task(int64 task_id);
+
+/* --- saga.c (issue 16) --- */
+
+/* The forward step of COMPENSATED node n completed in scope: register its undo. */
+extern void pgd_saga_register(PgdGraph *g, int n, const char *scope);
+
+/* The root failed: true when undos are registered and compensation began. */
+extern bool pgd_saga_instance_failed(PgdGraph *g, const char *scope,
+									 PgdOutcome outcome);
+
+/* The undo of COMPENSATED node n ended in its scope uscope. */
+extern void pgd_saga_undo_done(PgdGraph *g, int n, const char *uscope,
+							   PgdOutcome outcome);
 
 #endif /* PG_DURABLE_ORCHESTRATION_H */

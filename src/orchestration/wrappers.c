@@ -27,6 +27,10 @@
  *			 result "error" in the wrapper's scope: kind, code, message,
  *			 node); the handler's outcome is the wrapper's.
  *	 FAIL	 fails at once with kind 'fail' and its message, substituted.
+ *	 COMPENSATED (issue 16) runs its forward step; the forward's outcome
+ *			 is the node's.  When the forward completes, its undo (right)
+ *			 is registered in the same transaction; the undo runs only in
+ *			 compensation (saga.c).
  *
  * Locks: the caller holds the instance's runs row; the tasks removed here
  * are the wrapper's own, deleted with SKIP LOCKED.
@@ -333,6 +337,7 @@ wrapper_start(PgdGraph *g, int n, const char *scope)
 				pgd_apply_start_node(g, node->left, scope);
 			break;
 		case DF_NODE_CATCH:
+		case DF_NODE_COMPENSATED:
 			pgd_apply_start_node(g, node->left, scope);
 			break;
 		default:
@@ -378,6 +383,16 @@ wrapper_child_done(PgdGraph *g, int n, int child, const char *scope,
 				return;
 			}
 			break;
+		case DF_NODE_COMPENSATED:
+			/* the forward step's outcome is the node's; its undo is registered */
+			if (child == node->right)
+			{
+				pgd_saga_undo_done(g, n, scope, outcome);
+				return;
+			}
+			if (outcome.ok)
+				pgd_saga_register(g, n, scope);
+			break;
 		default:
 			break;
 	}
@@ -393,17 +408,58 @@ wrapper_timer(PgdGraph *g, int n, const char *scope)
 		subtree_timer(g, n, scope);
 }
 
-/* The nearest RETRY above node n (mode 'step'), or -1. */
+/* enclosing_retry: no RETRY inside an undo, whose default policy applies */
+#define UNDO_DEFAULT_POLICY (-2)
+
+/* Is a, the parent of c, the COMPENSATED node whose undo c is? */
+static bool
+undo_boundary(const PgdGraph *g, int a, int c)
+{
+	return g->nodes[a].type == DF_NODE_COMPENSATED && g->nodes[a].right == c;
+}
+
+/*
+ * The nearest RETRY above node n (mode 'step'), or -1; within an undo
+ * without a RETRY of its own, UNDO_DEFAULT_POLICY.
+ */
 static int
 enclosing_retry(const PgdGraph *g, int n)
 {
 	int a;
+	int c = n;
 
-	for (a = g->nodes[n].parent; a >= 0; a = g->nodes[a].parent)
+	for (a = g->nodes[n].parent; a >= 0; c = a, a = g->nodes[a].parent)
+	{
+		if (undo_boundary(g, a, c))
+			return UNDO_DEFAULT_POLICY;
 		if (g->nodes[a].type == DF_NODE_RETRY &&
 			g->nodes[a].wrapper_problem == NULL)
 			return g->nodes[a].wrapper->retry.subtree ? -1 : a;
+	}
 	return -1;
+}
+
+/*
+ * The default policy of an undo (orchestration-api.md §2): retried without
+ * limit, from 1 s to 60 s, full jitter, with the default classification.
+ */
+static const DfRetryPolicy *
+undo_policy(void)
+{
+	static DfRetryPolicy p;
+	static bool			 made = false;
+
+	if (!made)
+	{
+		df_retry_defaults(&p);
+		p.max_attempts = 0;
+		p.initial_ms = 1000;
+		p.backoff_rate = 2.0;
+		p.max_interval_ms = 60000;
+		p.jitter = DF_JITTER_FULL;
+		made = true;
+	}
+	return &p;
 }
 
 /* The RETRY above node n whose policy is on_failure 'continue', or -1. */
@@ -411,12 +467,17 @@ static int
 continuing_policy(const PgdGraph *g, int n)
 {
 	int a;
+	int c = n;
 
-	for (a = g->nodes[n].parent; a >= 0; a = g->nodes[a].parent)
+	for (a = g->nodes[n].parent; a >= 0; c = a, a = g->nodes[a].parent)
+	{
+		if (undo_boundary(g, a, c))
+			return -1; /* an undo does not give up into a result */
 		if (g->nodes[a].type == DF_NODE_RETRY &&
 			g->nodes[a].wrapper_problem == NULL &&
 			g->nodes[a].wrapper->retry.on_failure_continue)
 			return a;
+	}
 	return -1;
 }
 
@@ -483,9 +544,9 @@ wrapper_step_failed(PgdGraph *g, int n, const char *scope, PgdOutcome *outcome)
 	char				*error;
 	char				*err = NULL;
 
-	if (r < 0)
+	if (r == -1)
 		return false;
-	p = &g->nodes[r].wrapper->retry;
+	p = r == UNDO_DEFAULT_POLICY ? undo_policy() : &g->nodes[r].wrapper->retry;
 	read_attempt(pgd_store_node_details(g->instance_id, node->id), &attempt,
 				 &since_ms);
 	if (since_ms < 0)
@@ -579,6 +640,7 @@ static const PgdWrapperHooks hooks = {
 	.child_done = wrapper_child_done,
 	.step_failed = wrapper_step_failed,
 	.timer = wrapper_timer,
+	.instance_failed = pgd_saga_instance_failed,
 };
 
 void

@@ -1,0 +1,93 @@
+/*-------------------------------------------------------------------------
+ *
+ * dsl_saga.c
+ *	  The builders of the saga nodes (orchestration-api.md §2, issue 16):
+ *	  df.with_undo(forward, undo) and its operator <~>, node COMPENSATED
+ *	  (left: the forward step, right: its undo, no query).
+ *
+ * Precedence: PostgreSQL gives a user-defined operator the precedence of
+ * "any other operator", left-associative, the same as ~>, |=>, & and |.
+ * So a <~> a2 ~> b <~> b2 parses as ((a <~> a2) ~> b) <~> b2, an undo of
+ * the whole sequence, which is never what the writer meant: the operator
+ * refuses a left operand that is a sequence (THEN) and says how to write
+ * it, a <~> a2 ~> (b <~> b2).  df.with_undo takes any forward step, a
+ * sequence included, for an undo that compensates the whole of it.
+ *
+ * Locks: none; pure functions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+
+#include "dsl/dsl.h"
+#include "graph/graph.h"
+
+PG_FUNCTION_INFO_V1(pgd_with_undo);
+PG_FUNCTION_INFO_V1(pgd_with_undo_op);
+
+/* Does the tree hold a COMPENSATED node? */
+static bool
+has_compensated(const DfNode *n)
+{
+	check_stack_depth();
+	if (n == NULL)
+		return false;
+	if (n->type == DF_NODE_COMPENSATED)
+		return true;
+	if (has_compensated(n->left) || has_compensated(n->right) ||
+		has_compensated(n->condition))
+		return true;
+	for (int i = 0; i < n->nextras; i++)
+		if (has_compensated(n->extras[i]))
+			return true;
+	return false;
+}
+
+static Datum
+compensated_datum(FunctionCallInfo fcinfo, const char *func, bool op)
+{
+	DfNode *node;
+	DfNode *forward;
+	DfNode *undo;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s: %s cannot be NULL", func,
+						PG_ARGISNULL(0) ? "forward" : "undo")));
+	forward = dsl_operand(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	undo = dsl_operand(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	if (op && forward->type == DF_NODE_THEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("<~>: the left operand is a sequence (~>), and <~> would give its undo to the whole sequence"),
+				 errdetail("<~> and ~> have the same precedence and group left to right: a <~> a2 ~> b <~> b2 reads as ((a <~> a2) ~> b) <~> b2."),
+				 errhint("Parenthesise each step with its undo: a <~> a2 ~> (b <~> b2); for one undo of a whole sequence use df.with_undo(a ~> b, undo).")));
+	if (has_compensated(undo))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s: an undo cannot have an undo of its own (the undo holds a COMPENSATED node)",
+						func)));
+	node = df_node_new(DF_NODE_COMPENSATED);
+	node->left = forward;
+	node->right = undo;
+	PG_RETURN_TEXT_P(cstring_to_text(df_graph_to_text(node)));
+}
+
+/* df.with_undo(forward, undo) */
+Datum
+pgd_with_undo(PG_FUNCTION_ARGS)
+{
+	return compensated_datum(fcinfo, "df.with_undo", false);
+}
+
+/* forward <~> undo */
+Datum
+pgd_with_undo_op(PG_FUNCTION_ARGS)
+{
+	return compensated_datum(fcinfo, "<~>", true);
+}
