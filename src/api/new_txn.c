@@ -347,8 +347,12 @@ session_run(const PgdBgsqlRequest *req, PgdBgsqlResult *result,
 static void
 start_session_handler(const PgdBgsqlRequest *req, PgdBgsqlResult *result)
 {
+	/* (without a key, the call the 0.3.0 schema's df.start takes too) */
+	bool keyed = req->nargs > 3 && req->args[3] != NULL;
+
 	session_run(req, result, "pg_durable: df.start in a new transaction",
-				"SELECT df.start($1, $2, $3, idempotency_key => $4)");
+				keyed ? "SELECT df.start($1, $2, $3, idempotency_key => $4)" :
+						"SELECT df.start($1, $2, $3)");
 }
 
 /* df.signal(instance_id, signal_name, signal_data), in caller mode there */

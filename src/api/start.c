@@ -365,14 +365,26 @@ insert_instance(char *instance_id, const char *label, const char *root_id,
 		}
 		else
 			nulls[5] = nulls[6] = 'n';
+		/*
+		 * Without a key, the statement of 0.3.0: the frozen 0.3.0 script's
+		 * df.start calls this function, and its df.instances has no key
+		 * columns until the extension is updated.
+		 */
+		if (key == NULL)
+		{
+			if (pgd_spi_exec("INSERT INTO df.instances (id, label, root_node, submitted_by, database) "
+							 "VALUES ($1, $2, $3, $4::pg_catalog.regrole, $5) "
+							 "ON CONFLICT (id) DO NOTHING RETURNING id",
+							 5, types, values, nulls, false) == 1)
+				return true;
+			continue;
+		}
 		if (pgd_spi_exec("INSERT INTO df.instances (id, label, root_node, submitted_by, database, "
 						 "idempotency_key, idempotency_digest) "
 						 "VALUES ($1, $2, $3, $4::pg_catalog.regrole, $5, $6, pg_catalog.md5($7)) "
 						 "ON CONFLICT DO NOTHING RETURNING id",
 						 7, types, values, nulls, false) == 1)
 			return true;
-		if (key == NULL)
-			continue;
 		if (pgd_spi_exec("SELECT id, idempotency_digest OPERATOR(pg_catalog.=) pg_catalog.md5($7) "
 						 "FROM df.instances "
 						 "WHERE submitted_by OPERATOR(pg_catalog.=) $4::pg_catalog.regrole "
