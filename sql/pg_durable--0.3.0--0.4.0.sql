@@ -506,3 +506,24 @@ CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by us
 COMMENT ON FUNCTION df.cancel(text, text, boolean) IS
 	'cancel an instance that has not finished; with compensate, a running instance whose completed '
 	'steps registered undos runs them (latest first) and ends compensated';
+-- Idempotent starts (issue 17): df.start(…, idempotency_key), one instance
+-- per submitting role and key.
+ALTER TABLE df.instances ADD COLUMN idempotency_key text;
+ALTER TABLE df.instances ADD COLUMN idempotency_digest text;
+CREATE UNIQUE INDEX idx_instances_idempotency_key ON df.instances (submitted_by, idempotency_key)
+	WHERE idempotency_key IS NOT NULL;
+DROP FUNCTION df.start(text, text, text, text, int, interval, text);
+CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAULT NULL,
+						 transaction_mode text DEFAULT 'caller', max_attempts int DEFAULT 1,
+						 max_backoff interval DEFAULT '16 seconds',
+						 on_failure text DEFAULT 'fail',
+						 idempotency_key text DEFAULT NULL) RETURNS text
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_start';
+COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text, text) IS
+	'start a workflow instance; returns its 8-hex id.  max_attempts, max_backoff and on_failure '
+	'are the instance-wide failure policy: every SQL or HTTP step without its own df.retry is '
+	'retried up to max_attempts with a back-off from 1 s, doubling, capped at max_backoff; '
+	'on_failure ''continue'' lets a step that gives up end with {"error": {...}} as its result; '
+	'idempotency_key: one instance per submitting role and key, a second start returns it';

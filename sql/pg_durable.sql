@@ -275,7 +275,9 @@ CREATE TABLE df.instances (
 	created_at timestamptz DEFAULT now(),
 	updated_at timestamptz DEFAULT now(),
 	completed_at timestamptz,
-	CONSTRAINT instances_identity_key UNIQUE (id, submitted_by)
+	CONSTRAINT instances_identity_key UNIQUE (id, submitted_by),
+	idempotency_key text,
+	idempotency_digest text
 );
 ALTER TABLE df.instances ADD CONSTRAINT instances_id_check
 	CHECK (id OPERATOR(pg_catalog.~) '^[0-9a-f]{8}$') NOT VALID;
@@ -286,6 +288,9 @@ ALTER TABLE df.instances ADD CONSTRAINT instances_status_check
 CREATE INDEX idx_instances_status ON df.instances (status, created_at DESC, id);
 CREATE INDEX idx_instances_created_at ON df.instances (created_at DESC, id);
 CREATE INDEX idx_instances_label ON df.instances (label, created_at DESC, id) WHERE label IS NOT NULL;
+-- df.start(idempotency_key => …): one instance per submitting role and key (issue 17)
+CREATE UNIQUE INDEX idx_instances_idempotency_key ON df.instances (submitted_by, idempotency_key)
+	WHERE idempotency_key IS NOT NULL;
 COMMENT ON TABLE df.instances IS 'one row per workflow instance';
 
 CREATE TABLE df.nodes (
@@ -615,15 +620,17 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.compensations_seq_seq', 
 CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAULT NULL,
 						 transaction_mode text DEFAULT 'caller', max_attempts int DEFAULT 1,
 						 max_backoff interval DEFAULT '16 seconds',
-						 on_failure text DEFAULT 'fail') RETURNS text
+						 on_failure text DEFAULT 'fail',
+						 idempotency_key text DEFAULT NULL) RETURNS text
 	LANGUAGE c VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_start';
-COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text) IS
+COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text, text) IS
 	'start a workflow instance; returns its 8-hex id.  max_attempts, max_backoff and on_failure '
 	'are the instance-wide failure policy: every SQL or HTTP step without its own df.retry is '
 	'retried up to max_attempts with a back-off from 1 s, doubling, capped at max_backoff; '
-	'on_failure ''continue'' lets a step that gives up end with {"error": {...}} as its result';
+	'on_failure ''continue'' lets a step that gives up end with {"error": {...}} as its result; '
+	'idempotency_key: one instance per submitting role and key, a second start returns it';
 
 CREATE FUNCTION df.status(instance_id text) RETURNS text
 	LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'pgd_status';

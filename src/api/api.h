@@ -23,7 +23,8 @@
 #define PGD_MAX_LABEL_BYTES 1024
 
 extern char *pgd_start_in_new_transaction(const char *fut, const char *label,
-										  const char *database);
+										  const char *database,
+										  const char *idempotency_key);
 
 /* new_txn.c: df.signal(..., transaction_mode => 'new'), committed before it returns */
 extern void pgd_signal_in_new_transaction(const char *instance_id,

@@ -197,7 +197,7 @@ launch(const NewTxnWork *work, const char *const *args)
 										1000);
 
 	while (!pgd_bgsql_run(work->entry, work->session_name, MyDatabaseId,
-						  GetUserId(), GetUserId(), 3, args, &res))
+						  GetUserId(), GetUserId(), 4, args, &res))
 	{
 		if (GetCurrentTimestamp() >= deadline)
 			ereport(ERROR,
@@ -258,9 +258,9 @@ run_in_new_transaction(const NewTxnWork *work, const char *const *args)
 
 char *
 pgd_start_in_new_transaction(const char *fut, const char *label,
-							 const char *database)
+							 const char *database, const char *key)
 {
-	const char *args[3] = {fut, label, database};
+	const char *args[4] = {fut, label, database, key};
 
 	if (pgd_in_workflow())
 		ereport(ERROR,
@@ -278,7 +278,7 @@ void
 pgd_signal_in_new_transaction(const char *instance_id, const char *name,
 							  const char *data)
 {
-	const char *args[3] = {instance_id, name, data};
+	const char *args[4] = {instance_id, name, data, NULL};
 	HeapTuple	tup;
 	bool		canlogin;
 
@@ -315,9 +315,9 @@ static void
 session_run(const PgdBgsqlRequest *req, PgdBgsqlResult *result,
 			const char *unit, const char *sql)
 {
-	Oid	  types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum values[3];
-	char  nulls[3] = "   ";
+	Oid	  types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum values[4];
+	char  nulls[4] = "    ";
 	int	  i;
 
 	pgd_begin_unit(unit);
@@ -326,16 +326,16 @@ session_run(const PgdBgsqlRequest *req, PgdBgsqlResult *result,
 				 "pg_catalog.set_config('lock_timeout', '30000', false), "
 				 "pg_catalog.set_config('statement_timeout', '30000', false)",
 				 0, NULL, NULL, NULL, false);
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 	{
-		if (req->args[i])
+		if (i < req->nargs && req->args[i])
 			values[i] = CStringGetTextDatum(req->args[i]);
 		else
 			nulls[i] = 'n';
 	}
 	/* SPI does not arm statement_timeout by itself */
 	enable_timeout_after(STATEMENT_TIMEOUT, START_SESSION_TIMEOUT_MS);
-	pgd_spi_exec(sql, 3, types, values, nulls, false);
+	pgd_spi_exec(sql, 4, types, values, nulls, false);
 	disable_timeout(STATEMENT_TIMEOUT, false);
 	/* SPI_finish frees what was allocated since pgd_begin_unit */
 	result->text = MemoryContextStrdup(req->cxt, pgd_spi_getstring(0, 1));
@@ -347,8 +347,12 @@ session_run(const PgdBgsqlRequest *req, PgdBgsqlResult *result,
 static void
 start_session_handler(const PgdBgsqlRequest *req, PgdBgsqlResult *result)
 {
+	/* (without a key, the call the 0.3.0 schema's df.start takes too) */
+	bool keyed = req->nargs > 3 && req->args[3] != NULL;
+
 	session_run(req, result, "pg_durable: df.start in a new transaction",
-				"SELECT df.start($1, $2, $3)");
+				keyed ? "SELECT df.start($1, $2, $3, idempotency_key => $4)" :
+						"SELECT df.start($1, $2, $3)");
 }
 
 /* df.signal(instance_id, signal_name, signal_data), in caller mode there */

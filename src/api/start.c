@@ -62,8 +62,9 @@
 #include "graph/orch_config.h"
 #include "steps/remote.h"
 
-#define NODE_INSERT_BATCH 1000
-#define ID_ATTEMPTS		  10
+#define NODE_INSERT_BATCH			  1000
+#define ID_ATTEMPTS					  10
+#define PGD_MAX_IDEMPOTENCY_KEY_BYTES 1000
 
 typedef struct NodeRow
 {
@@ -317,18 +318,28 @@ collect_nodes(NodeList *list, const DfNode *root)
 	collect(list, root);
 }
 
-/* The df.instances row, under a fresh random id (inside SPI). */
-static void
+/*
+ * The df.instances row, under a fresh random id (inside SPI).  With an
+ * idempotency key, one INSERT … ON CONFLICT DO NOTHING covers both the id and
+ * the unique (submitted_by, idempotency_key) index: a concurrent start with
+ * the same key waits there until the first one's transaction ends, then
+ * either inserts (the first rolled back) or finds the first one's row.
+ * Returns false when the key already names an instance, whose id is then in
+ * instance_id; the same key with another workflow is an error.
+ */
+static bool
 insert_instance(char *instance_id, const char *label, const char *root_id,
-				Oid userid, const char *database)
+				Oid userid, const char *database, const char *key,
+				const char *digest_source)
 {
 	int attempt;
 
 	for (attempt = 0;; attempt++)
 	{
-		Oid	  types[5] = {TEXTOID, TEXTOID, TEXTOID, OIDOID, TEXTOID};
-		Datum values[5];
-		char  nulls[5] = "     ";
+		Oid	  types[7] = {TEXTOID, TEXTOID, TEXTOID, OIDOID,
+						  TEXTOID, TEXTOID, TEXTOID};
+		Datum values[7];
+		char  nulls[7] = "       ";
 
 		if (attempt == ID_ATTEMPTS)
 			ereport(ERROR,
@@ -347,22 +358,66 @@ insert_instance(char *instance_id, const char *label, const char *root_id,
 			values[4] = pgd_text_datum(database);
 		else
 			nulls[4] = 'n';
-		if (pgd_spi_exec("INSERT INTO df.instances (id, label, root_node, submitted_by, database) "
-						 "VALUES ($1, $2, $3, $4::pg_catalog.regrole, $5) "
-						 "ON CONFLICT (id) DO NOTHING RETURNING id",
-						 5, types, values, nulls, false) == 1)
-			return;
+		if (key)
+		{
+			values[5] = pgd_text_datum(key);
+			values[6] = pgd_text_datum(digest_source);
+		}
+		else
+			nulls[5] = nulls[6] = 'n';
+		/*
+		 * Without a key, the statement of 0.3.0: the frozen 0.3.0 script's
+		 * df.start calls this function, and its df.instances has no key
+		 * columns until the extension is updated.
+		 */
+		if (key == NULL)
+		{
+			if (pgd_spi_exec("INSERT INTO df.instances (id, label, root_node, submitted_by, database) "
+							 "VALUES ($1, $2, $3, $4::pg_catalog.regrole, $5) "
+							 "ON CONFLICT (id) DO NOTHING RETURNING id",
+							 5, types, values, nulls, false) == 1)
+				return true;
+			continue;
+		}
+		if (pgd_spi_exec("INSERT INTO df.instances (id, label, root_node, submitted_by, database, "
+						 "idempotency_key, idempotency_digest) "
+						 "VALUES ($1, $2, $3, $4::pg_catalog.regrole, $5, $6, pg_catalog.md5($7)) "
+						 "ON CONFLICT DO NOTHING RETURNING id",
+						 7, types, values, nulls, false) == 1)
+			return true;
+		if (pgd_spi_exec("SELECT id, idempotency_digest OPERATOR(pg_catalog.=) pg_catalog.md5($7) "
+						 "FROM df.instances "
+						 "WHERE submitted_by OPERATOR(pg_catalog.=) $4::pg_catalog.regrole "
+						 "AND idempotency_key OPERATOR(pg_catalog.=) $6",
+						 7, types, values, nulls, false) == 1)
+		{
+			char *id = pgd_spi_getstring(0, 1);
+			char *same = pgd_spi_getstring(0, 2);
+
+			if (same == NULL || strcmp(same, "t") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNIQUE_VIOLATION),
+						 errmsg(PGD_MSG_START_FAILED,
+								psprintf("idempotency key \"%s\" already started instance %s with another workflow",
+										 key, id)),
+						 errhint("Use another key for another workflow; the same workflow with this key "
+								 "returns instance %s.",
+								 id)));
+			strlcpy(instance_id, id, PGD_ID_LEN + 1);
+			return false;
+		}
+		/* an id collision (or the keyed row went away meanwhile): try again */
 	}
 }
 
 /* The engine's runs row, with the caller's variables captured, and the start task (inside SPI). */
 static void
 insert_run(const char *instance_id, Oid userid, const char *label,
-		   const char *database)
+		   const char *database, const char *key)
 {
-	Oid	  types[4] = {TEXTOID, OIDOID, TEXTOID, TEXTOID};
-	Datum values[4];
-	char  nulls[4] = "    ";
+	Oid	  types[5] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum values[5];
+	char  nulls[5] = "     ";
 
 	values[0] = pgd_text_datum(instance_id);
 	values[1] = ObjectIdGetDatum(userid);
@@ -374,10 +429,17 @@ insert_run(const char *instance_id, Oid userid, const char *label,
 		values[3] = pgd_text_datum(database);
 	else
 		nulls[3] = 'n';
+	if (key)
+		values[4] = pgd_text_datum(key);
+	else
+		nulls[4] = 'n';
+	/* {sys_idempotency_key}: kept with the variables (pgd_step_vars) */
 	pgd_spi_exec("INSERT INTO df_internal.runs (instance_id, submitted_by, label, database, vars) "
 				 "SELECT $1, $2, $3, $4, COALESCE(pg_catalog.jsonb_object_agg(name, value), '{}') "
+				 "OPERATOR(pg_catalog.||) CASE WHEN $5 IS NULL THEN '{}'::pg_catalog.jsonb "
+				 "ELSE pg_catalog.jsonb_build_object('sys_idempotency_key', $5) END "
 				 "FROM df.vars WHERE owner OPERATOR(pg_catalog.=) $2::pg_catalog.regrole",
-				 4, types, values, nulls, false);
+				 5, types, values, nulls, false);
 	/* the start task; its commit wakes an executor */
 	pgd_store_task_add(instance_id, NULL, instance_id, PGD_TASK_START);
 }
@@ -475,6 +537,27 @@ with_instance_policy(FunctionCallInfo fcinfo, char *fut)
 	return df_graph_to_text(retry);
 }
 
+/*
+ * df.start(…, idempotency_key): at most PGD_MAX_IDEMPOTENCY_KEY_BYTES bytes,
+ * not empty (orchestration-api.md §3).
+ */
+static char *
+check_idempotency_key(char *key)
+{
+	if (key[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("df.start: idempotency_key must not be empty"),
+				 errhint("Pass NULL for a start without a key.")));
+	if (strlen(key) > PGD_MAX_IDEMPOTENCY_KEY_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
+				 errmsg("df.start: idempotency_key is too long"),
+				 errdetail("The key is %zu bytes long; the limit is %d bytes.",
+						   strlen(key), PGD_MAX_IDEMPOTENCY_KEY_BYTES)));
+	return key;
+}
+
 PG_FUNCTION_INFO_V1(pgd_start);
 Datum
 pgd_start(PG_FUNCTION_ARGS)
@@ -495,12 +578,16 @@ pgd_start(PG_FUNCTION_ARGS)
 	NodeList	  list;
 	char		  instance_id[PGD_ID_LEN + 1];
 	bool		  remote;
+	char		 *key = NULL;
+	bool		  created;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg(PGD_MSG_INVALID_FUNCTION, "the workflow is NULL")));
 	fut = with_instance_policy(fcinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	if (PG_NARGS() >= 8 && !PG_ARGISNULL(7))
+		key = check_idempotency_key(text_to_cstring(PG_GETARG_TEXT_PP(7)));
 	if (label != NULL && strlen(label) > PGD_MAX_LABEL_BYTES)
 		ereport(ERROR,
 				(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
@@ -514,7 +601,8 @@ pgd_start(PG_FUNCTION_ARGS)
 		if (pg_strcasecmp(mode, "new") == 0)
 			PG_RETURN_TEXT_P(cstring_to_text(pgd_start_in_new_transaction(fut,
 																		  label,
-																		  database)));
+																		  database,
+																		  key)));
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg(PGD_MSG_INVALID_TXN_MODE, mode)));
@@ -564,13 +652,20 @@ pgd_start(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	/* 6. the engine takes new work */
 	check_engine_ready();
-	insert_instance(instance_id, label, list.rows[0].id, userid, database);
-	insert_nodes(instance_id, userid, database, &list);
-	insert_run(instance_id, userid, label, database);
+	created = insert_instance(instance_id, label, list.rows[0].id, userid,
+							  database, key,
+							  key ? psprintf("%s\n%s",
+											 database ? database : "", fut) :
+									NULL);
+	if (created)
+	{
+		insert_nodes(instance_id, userid, database, &list);
+		insert_run(instance_id, userid, label, database, key);
+	}
 	SPI_finish();
 	SetUserIdAndSecContext(save_userid, save_sec);
 
-	if (remote)
+	if (remote && created)
 		ereport(NOTICE,
 				(errmsg("the steps of instance %s run in database \"%s\" at least once",
 						instance_id, database),

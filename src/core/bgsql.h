@@ -19,7 +19,7 @@
 
 #include "postgres.h"
 
-#define PGD_BGSQL_MAX_ARGS 3
+#define PGD_BGSQL_MAX_ARGS 4
 
 /* How a request ended. */
 typedef enum PgdBgsqlStatus

@@ -203,6 +203,9 @@ pgd_step_vars(const char *instance_id, const PgdRunInfo *run)
 					  dfjson_make_string(instance_id));
 	dfjson_object_add(vars, "sys_label",
 					  dfjson_make_string(run->label ? run->label : ""));
+	/* df.start(…, idempotency_key) keeps it with the variables (start.c) */
+	if (dfjson_get(vars, "sys_idempotency_key") == NULL)
+		dfjson_object_add(vars, "sys_idempotency_key", dfjson_make_string(""));
 	return vars;
 }
 

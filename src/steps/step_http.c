@@ -20,6 +20,10 @@
  * <instance>:<node>:<generation>, where the generation is the id of the
  * node execution's task: the same for every re-run of the same execution
  * (after a crash), different for each new execution of the node (loops).
+ * An Idempotency-Key header the step sets itself (a template such as
+ * "{order_id}:charge", substituted like any header) is sent instead, so
+ * that instances acting on one order deduplicate at the service; an empty
+ * one leaves the engine's (issue 17).
  *
  * The envelope (pgd_http_envelope) is {"status","body","encoding",
  * "headers","ok","duration_ms"}: the body is text when the Content-Type is
@@ -295,14 +299,20 @@ prepare_headers(PgdHttpRequest *req, SubstCtx *sc, const DfJson *v)
 		if (framing_header(name))
 			return psprintf("header '%s' is set by the HTTP client and cannot be given by a step",
 							name);
-		if (pg_strcasecmp(name, "Idempotency-Key") == 0 ||
-			(req->multipart && pg_strcasecmp(name, "Content-Type") == 0))
-			continue; /* ours / the multipart boundary's */
+		if (req->multipart && pg_strcasecmp(name, "Content-Type") == 0)
+			continue; /* the multipart boundary's */
 		if ((value = subst(sc, v->pairs[i].value->str, &err)) == NULL)
 			return err;
 		if (has_crlf(value))
 			return psprintf("header '%s' value contains a CR or LF character",
 							name);
+		if (pg_strcasecmp(name, "Idempotency-Key") == 0)
+		{
+			/* the step's own key replaces the engine's; sent once, by the worker */
+			if (value[0] != '\0')
+				req->idempotency_key = value;
+			continue;
+		}
 		req->headers[req->nheaders++] = psprintf("%s: %s", name, value);
 	}
 	return NULL;

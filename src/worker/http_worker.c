@@ -381,11 +381,11 @@ start_transfer(PgdHttpRequest *req)
 		t->hdrs = curl_slist_append(t->hdrs, req->headers[i]);
 	}
 	{
-		char line[256];
+		/* (the step's own key can be long: not a fixed buffer) */
+		char *line = psprintf("Idempotency-Key: %s", req->idempotency_key);
 
-		snprintf(line, sizeof(line), "Idempotency-Key: %s",
-				 req->idempotency_key);
 		t->hdrs = curl_slist_append(t->hdrs, line);
+		pfree(line);
 	}
 	t->hdrs = curl_slist_append(t->hdrs, "Expect:");
 	if (!has_ct && !req->multipart)
