@@ -405,3 +405,9 @@ CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
 	FOR EACH ROW WHEN (pg_catalog.current_setting('pg_durable.start_inserts_nodes', true) IS DISTINCT FROM 'on')
 	EXECUTE FUNCTION df_internal.check_root_node();
 DROP INDEX df.idx_nodes_instance;
+
+-- the sizes of the executors' batches (issue 14)
+CREATE FUNCTION df_internal.batch_sizes() RETURNS TABLE (tasks integer, batches bigint)
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_batch_sizes';
+REVOKE EXECUTE ON FUNCTION df_internal.batch_sizes() FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.batch_sizes() IS 'how many committed executor transactions (batches) ran each number of tasks since the server started (issue 14)';

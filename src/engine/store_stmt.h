@@ -97,6 +97,8 @@ typedef enum PgdStmt
 	STMT_HTTP_RETRY_AT,
 	STMT_TASKS_OF_NODE_DROP,
 	STMT_HTTP_TASKS_GONE,
+	/* batches (issue 14) */
+	STMT_RUN_LOCK_NOWAIT,
 	STMT_COUNT
 } PgdStmt;
 
