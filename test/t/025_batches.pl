@@ -24,7 +24,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 use PgDurableTest;
 
-my $ROLE = 'pgd_test_user';
+my $ROLE = $PgDurableTest::ROLE;
 my $node = engine_node('batches', 2, qq{
 pg_durable.batch_max_steps = 16
 pg_durable.batch_max_ms = 60000
@@ -195,7 +195,7 @@ UPDATE locked SET v = 0;
 	}
 	for my $id (@ids)
 	{
-		is(counts($id), 'd0=1,d=1', "instance $id: both effects once");
+		is(counts($id), 'd=1,d0=1', "instance $id: both effects once");
 	}
 	is($node->safe_psql('postgres', 'SELECT sum(v) FROM locked'), '12',
 		'every lock_two ran its two updates once');
