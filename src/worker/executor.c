@@ -23,6 +23,13 @@
  * Tasks are claimed by the id a commit published when there is one (see
  * wake.c for why), else by a scan of the queue in run_at order.
  *
+ * Batches (issue 14, DESIGN.md §4.1): after the first task, more ready
+ * tasks run in the same transaction (run_batch), each in subtransactions
+ * of its own (run_follower), until pg_durable.batch_max_steps or
+ * pg_durable.batch_max_ms; only the first may wait for a lock, a later one
+ * that would wait or runs long is rolled back and leads the next batch.
+ * engine/README.md, "Batches", has the whole table.
+ *
  * Timer tasks (SLEEP, WAIT_SCHEDULE, signal timeouts) and deliver tasks
  * (signals arrived) are transitions without user SQL: claim, lock, apply,
  * commit.  When nothing is ready the executor sleeps until the earliest
