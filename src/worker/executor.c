@@ -394,6 +394,13 @@ run_step_task(PgdClaim *t)
 	}
 	else
 	{
+		/*
+		 * A later step of a batch whose runs row another executor holds
+		 * would give way after its statement: find that out before it
+		 * (NOWAIT).  The batch holds the row until its commit anyway.
+		 */
+		if (in_follower && !pgd_store_lock_run(t->instance_id, NULL))
+			return STEP_RAN; /* the instance ended: nothing to do */
 		if (!share_taken)
 		{
 			share_taken = true;
