@@ -685,27 +685,25 @@ run_follower(int64 id)
 	}
 	PG_CATCH();
 	{
+		ErrorData *edata;
+
 		in_follower = false;
 		pgd_store_set_run_nowait(false);
 		pgd_store_set_attempt(NULL, 0);
 		pgd_set_attempt_timeout(0);
 		pgd_executor_set_running(NULL, NULL);
 		MemoryContextSwitchTo(cxt);
-		if (pgd_log_allowed())
-		{
-			ErrorData *edata = CopyErrorData();
-
-			ereport(DEBUG1,
-					(errmsg_internal("a later step of a batch gives way: %s",
-									 edata->message)));
-			FreeErrorData(edata);
-		}
+		edata = CopyErrorData();
 		FlushErrorState();
 		while (GetCurrentTransactionNestLevel() > level)
 			RollbackAndReleaseCurrentSubTransaction();
 		pgd_store_forget_node_writes();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
+		ereport(DEBUG1,
+				(errmsg_internal("a later task of a batch gives way: %s",
+								 edata->message)));
+		FreeErrorData(edata);
 		next_leader = id;
 		result = FOLLOW_END;
 	}
