@@ -8,6 +8,8 @@
 # - a later step of a batch would wait for a row lock another session
 #   holds: it is rolled back and leads the next batch, where it waits; the
 #   steps before it commit without waiting for it;
+# - a later step that runs past the batch's budget gives way the same way
+#   and runs to its end as the first step of the next batch;
 # - two batched steps that take two rows in opposite orders: no deadlock
 #   is left hanging, both effects exist once;
 # df.check() is clean after each.
@@ -200,6 +202,29 @@ UPDATE locked SET v = 0;
 	is($node->safe_psql('postgres', 'SELECT sum(v) FROM locked'), '12',
 		'every lock_two ran its two updates once');
 	check_clean('opposite lock orders');
+}
+
+# --- a later step that runs past the batch's budget ---------------------
+{
+	$node->safe_psql('postgres', 'ALTER SYSTEM SET pg_durable.batch_max_ms = 300');
+	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+	# the executors read the reload between units
+	usleep(500_000);
+	my $id = start(sprintf("df.seq(df.seq('%s', '%s'), '%s')",
+			eff('b1'), eff('b2', ' FROM pg_sleep(1.5)'), eff('b3')));
+	ok(wait_status($id, 'completed'), 'the instance with a long later step completes');
+	is(counts($id), 'b1=1,b2=1,b3=1', 'the long step ran once, after giving way');
+	is($node->safe_psql('postgres',
+			"SELECT count(DISTINCT txn_start) FROM batch_effects WHERE instance_id = '$id' "
+			  . "AND step IN ('b1', 'b2')"),
+		'2', 'the long step committed in a batch of its own, not with its predecessor');
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FROM df_internal.events WHERE instance_id = '$id' "
+			  . "AND kind IN ('step_retried', 'node_failed')"),
+		'0', 'running past the budget is neither a retry nor a failure');
+	check_clean('a step past its budget');
+	$node->safe_psql('postgres', 'ALTER SYSTEM RESET pg_durable.batch_max_ms');
+	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 }
 
 is($node->safe_psql('postgres',
