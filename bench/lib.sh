@@ -78,6 +78,8 @@ pg_durable.enable_superuser_instances = on
 pg_durable.http_allow_private = on
 pg_stat_statements.track = all
 CONF
+	# BENCH_CONF: more settings, one a line (bench/run --batch-steps, --batch-ms)
+	[ -z "${BENCH_CONF:-}" ] || printf '%s\n' "$BENCH_CONF" >>"$DATA/postgresql.conf"
 	"${RUNAS[@]}" "$BINDIR/pg_ctl" -D "$DATA" -l "$BENCH_DIR/server.log" -w start >/dev/null
 }
 

@@ -151,6 +151,8 @@ typedef struct PgdbCost
 	double		commits;
 	double		xids;
 	double		wal;
+	double		batch_mean;		/* tasks per executor transaction (issue 14) */
+	double		batch_p99;
 } PgdbCost;
 
 typedef struct PgdbPhase
@@ -865,6 +867,43 @@ counters(Pgdb *b, PgdbCost *out)
 	return true;
 }
 
+/*
+ * The executors' batch sizes (df_internal.batch_sizes(), counts since the
+ * server started): batch_sizes_mark keeps them, batch_sizes_since returns
+ * the mean and p99 of the batches committed after the mark.  NAN when the
+ * server has no such function or no batch was committed.
+ */
+static void
+batch_sizes_mark(Pgdb *b)
+{
+	PGresult   *res = PQexec(b->conn,
+							 "DROP TABLE IF EXISTS pg_temp.pgdb_batches; "
+							 "CREATE TEMP TABLE pgdb_batches AS SELECT * FROM df_internal.batch_sizes()");
+
+	PQclear(res);
+}
+
+static void
+batch_sizes_since(Pgdb *b, PgdbCost *out)
+{
+	PGresult   *res = PQexec(b->conn,
+							 "WITH d AS (SELECT n.tasks, n.batches - coalesce(o.batches, 0) AS batches "
+							 "FROM df_internal.batch_sizes() n LEFT JOIN pg_temp.pgdb_batches o USING (tasks)), "
+							 "c AS (SELECT tasks, batches, sum(batches) OVER (ORDER BY tasks) AS cum, "
+							 "sum(batches) OVER () AS total FROM d WHERE batches > 0) "
+							 "SELECT sum(tasks * batches)::float8 / sum(batches), "
+							 "min(tasks) FILTER (WHERE cum >= 0.99 * total) FROM c");
+
+	out->batch_mean = out->batch_p99 = NAN;
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+		!PQgetisnull(res, 0, 0))
+	{
+		out->batch_mean = atof(PQgetvalue(res, 0, 0));
+		out->batch_p99 = atof(PQgetvalue(res, 0, 1));
+	}
+	PQclear(res);
+}
+
 static bool throughput_phase_cost(Pgdb *b, const char *name, const char *op, int width,
 								  int nflows, void (*leaf) (PgdbBuf *, int),
 								  double *steps_per_s, double *flows_per_s, PgdbCost *cost);
@@ -897,6 +936,8 @@ throughput_phase_cost(Pgdb *b, const char *name, const char *op, int width, int 
 	pgss_reset(b);
 	if (cost && !counters(b, &before))
 		return false;
+	if (cost)
+		batch_sizes_mark(b);
 	ok = run_phase(b, graph, nflows, b->opt.clients, false, ids, commit_us, &ph);
 	if (ok && cost)
 	{
@@ -908,6 +949,7 @@ throughput_phase_cost(Pgdb *b, const char *name, const char *op, int width, int 
 		cost->commits = (after.commits - before.commits) / steps;
 		cost->xids = (after.xids - before.xids) / steps;
 		cost->wal = (after.wal - before.wal) / steps;
+		batch_sizes_since(b, cost);
 	}
 	if (ok)
 		pgss_collect(b, name);
@@ -1046,14 +1088,17 @@ latency_phase(Pgdb *b, int nclients, const char *label)
 }
 
 /*
- * Commits, XIDs and WAL bytes per step of a phase.  There are no batches
- * yet (issue 14): every step is its own transaction, so the batch size is 1.
+ * Commits, XIDs and WAL bytes per step of a phase, and the sizes of the
+ * executors' batches (tasks per transaction: steps, and the start, timer
+ * and deliver tasks among them; issue 14).
  */
 static void
 cost_rows(Pgdb *b, const char *name, const PgdbCost *c)
 {
 	char		v[32];
 
+	add_row(b, "tasks", fmt_num(v, c->batch_mean), "%s: batch size, mean", name);
+	add_row(b, "tasks", fmt_num(v, c->batch_p99), "%s: batch size, p99", name);
 	add_row(b, "", fmt_num(v, c->commits), "%s: commits per step", name);
 	add_row(b, "", fmt_num(v, c->xids), "%s: XIDs per step", name);
 	add_row(b, "bytes", fmt_num(v, c->wal), "%s: WAL per step", name);

@@ -527,3 +527,8 @@ COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text, text) 
 	'retried up to max_attempts with a back-off from 1 s, doubling, capped at max_backoff; '
 	'on_failure ''continue'' lets a step that gives up end with {"error": {...}} as its result; '
 	'idempotency_key: one instance per submitting role and key, a second start returns it';
+-- the sizes of the executors' batches (issue 14)
+CREATE FUNCTION df_internal.batch_sizes() RETURNS TABLE (tasks integer, batches bigint)
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_batch_sizes';
+REVOKE EXECUTE ON FUNCTION df_internal.batch_sizes() FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.batch_sizes() IS 'how many committed executor transactions (batches) ran each number of tasks since the server started (issue 14)';

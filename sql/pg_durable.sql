@@ -1083,6 +1083,11 @@ REVOKE EXECUTE ON FUNCTION df_internal.engine_problems() FROM PUBLIC;
 COMMENT ON FUNCTION df_internal.engine_problems() IS 'what keeps the engine from running this database''s instances, for df.check: '
 	'this is not pg_durable.database (or that database does not exist), or pg_durable.worker_role was refused';
 
+CREATE FUNCTION df_internal.batch_sizes() RETURNS TABLE (tasks integer, batches bigint)
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_batch_sizes';
+REVOKE EXECUTE ON FUNCTION df_internal.batch_sizes() FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.batch_sizes() IS 'how many committed executor transactions (batches) ran each number of tasks since the server started (issue 14)';
+
 CREATE FUNCTION df.check() RETURNS TABLE (instance_id text, problem text, detail text)
 	LANGUAGE sql STABLE
 	SET search_path = pg_catalog, pg_temp

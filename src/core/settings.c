@@ -35,6 +35,8 @@ int	  pgd_max_executors_per_role = 0;
 int	  pgd_loop_iteration_floor = 1000;
 int	  pgd_max_result_size = 64 * 1024; /* kB */
 int	  pgd_max_engine_errors = 10;
+int	  pgd_batch_max_steps = 16;
+int	  pgd_batch_max_ms = 20;
 char *pgd_http_allowed_hosts = NULL;
 bool  pgd_http_allow_private = false;
 bool  pgd_start_inserts_nodes = false;
@@ -153,6 +155,18 @@ define_engine_settings(void)
 							"0 retries such a task forever; df.check() reports it either way.",
 							&pgd_max_engine_errors, 10, 0, 1000, PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
+
+	/* issue 14, DESIGN.md §4.1: several ready steps, one commit */
+	DefineCustomIntVariable("pg_durable.batch_max_steps",
+							"Most tasks an executor runs in one transaction (a batch).",
+							"1 runs each task in a transaction of its own.",
+							&pgd_batch_max_steps, 16, 1, 1000, PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_durable.batch_max_ms",
+							"Longest time a batch takes new tasks, and the budget of each step after its first.",
+							"A later step that runs past it, or would wait for a lock, is rolled back and leads the next batch.",
+							&pgd_batch_max_ms, 20, 1, 60000, PGC_SIGHUP,
+							GUC_UNIT_MS, NULL, NULL, NULL);
 }
 
 /*

@@ -37,6 +37,8 @@ extern int	 pgd_max_executors_per_role;
 extern int	 pgd_loop_iteration_floor;
 extern int	 pgd_max_result_size;
 extern int	 pgd_max_engine_errors;
+extern int	 pgd_batch_max_steps;
+extern int	 pgd_batch_max_ms;
 extern char *pgd_http_allowed_hosts;
 extern bool	 pgd_http_allow_private;
 extern bool	 pgd_start_inserts_nodes;

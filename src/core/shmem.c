@@ -42,6 +42,7 @@ pgd_shmem_startup(void)
 		SpinLockInit(&pgd_shared->mutex);
 		SpinLockInit(&pgd_shared->ready_mutex);
 		SpinLockInit(&pgd_shared->admission_mutex);
+		SpinLockInit(&pgd_shared->batch_mutex);
 		/* after a restart the ring is empty: look at the queue first */
 		pgd_shared->scan_needed = true;
 		pgd_shared->next_due = DT_NOEND;

@@ -65,6 +65,8 @@ typedef struct PgdAwaiter
 /* What the HTTP worker runs with, published after each (re)load of its settings. */
 #define PGD_HTTP_SETTINGS_LEN 1024
 
+#define PGD_BATCH_SIZES 1000 /* pg_durable.batch_max_steps' maximum */
+
 typedef struct PgdShared
 {
 	slock_t mutex;			/* protects the registry (all but the ring) */
@@ -113,6 +115,14 @@ typedef struct PgdShared
 	 */
 	slock_t admission_mutex; /* protects admission[] */
 	pid_t	admission[PGD_MAX_NEW_STARTS];
+
+	/*
+	 * Batches (issue 14): how many committed batches held each number of
+	 * tasks (index = tasks, the last one counts that many and more), for
+	 * df_internal.batch_sizes() and bench/run.
+	 */
+	slock_t batch_mutex; /* protects batch_sizes[] */
+	uint64	batch_sizes[PGD_BATCH_SIZES + 1];
 } PgdShared;
 
 extern PgdShared *pgd_shared;

@@ -738,6 +738,12 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "AND state OPERATOR(pg_catalog.=) 'registered' LIMIT 1",
 		 1,
 		 {T}},
+	[STMT_RUN_LOCK_NOWAIT] =
+		{"lock the runs row without waiting (a later step of a batch)",
+		 "SELECT status FROM df_internal.runs "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 FOR UPDATE NOWAIT",
+		 1,
+		 {T}},
 };
 
 #undef T
@@ -1062,6 +1068,17 @@ pgd_store_set_attempt(const char *node_id, int attempt)
 	}
 	strlcpy(current_node, node_id, sizeof(current_node));
 	current_attempt = attempt;
+}
+
+/*
+ * A later step of a batch was rolled back to its subtransaction's start
+ * (issue 14): the node writes it buffered went with it.
+ */
+void
+pgd_store_forget_node_writes(void)
+{
+	npending = 0;
+	flushing = false;
 }
 
 /* ---------------------------------------------------------------------

@@ -284,4 +284,8 @@ extern void	 pgd_store_node_error_code(const char *instance_id,
 /* the commit hook of the node buffer (from _PG_init) */
 extern void pgd_store_register_xact_callback(void);
 
+/* batches (issue 14) */
+extern void pgd_store_set_run_nowait(bool nowait);
+extern void pgd_store_forget_node_writes(void);
+
 #endif /* PG_DURABLE_STORE_H */

@@ -49,10 +49,24 @@ run_status(const char *text, PgdInstanceStatus *status)
  * runs row (finished and cleaned up, or never existed); else sets *status
  * (when status is not NULL).
  */
+static bool run_nowait = false;
+
+/*
+ * The later steps of a batch take runs rows with NOWAIT (issue 14, DESIGN
+ * §4.1 and §5 rule 1): held elsewhere, the lock raises an error that rolls
+ * back only that step, which leads the next batch.
+ */
+void
+pgd_store_set_run_nowait(bool nowait)
+{
+	run_nowait = nowait;
+}
+
 bool
 pgd_store_lock_run(const char *instance_id, PgdInstanceStatus *status)
 {
-	if (RUN(STMT_RUN_LOCK, instance_id) == 0)
+	if (RUN(run_nowait ? STMT_RUN_LOCK_NOWAIT : STMT_RUN_LOCK, instance_id) ==
+		0)
 		return false;
 	if (status)
 		run_status(store_get_string(0, 1), status);

@@ -103,6 +103,8 @@ typedef enum PgdStmt
 	STMT_UNDO_FINISH,
 	STMT_UNDOS_DONE,
 	STMT_UNDO_PENDING,
+	/* batches (issue 14) */
+	STMT_RUN_LOCK_NOWAIT,
 	STMT_COUNT
 } PgdStmt;
 

@@ -427,6 +427,39 @@ pgd_task_ready_at_commit(int64 task_id)
 	wake_at_commit(1);
 }
 
+/*
+ * The ids of tasks this transaction made ready so far, oldest first (some
+ * of them, when there were many): a batch runs the successors it made
+ * ready itself (issue 14).  Returns how many were copied into ids.
+ */
+int
+pgd_ready_made_here(int64 *ids, int max)
+{
+	int n = Min(max, npending_ready);
+
+	memcpy(ids, pending_ready, n * sizeof(int64));
+	return n;
+}
+
+/*
+ * A batch ran a task this transaction had made ready: it is not to be
+ * published at commit, and wakes no other executor for it.
+ */
+void
+pgd_ready_consumed(int64 task_id)
+{
+	for (int i = 0; i < npending_ready; i++)
+		if (pending_ready[i] == task_id)
+		{
+			memmove(&pending_ready[i], &pending_ready[i + 1],
+					(npending_ready - i - 1) * sizeof(int64));
+			npending_ready--;
+			if (pending_tasks > 0 && pending_tasks <= PGD_MAX_EXECUTORS)
+				pending_tasks--;
+			return;
+		}
+}
+
 /* An HTTP task became runnable: wake the HTTP worker at commit (not the executors). */
 void
 pgd_http_wake_at_commit(void)

@@ -31,6 +31,8 @@ extern void pgd_interrupt_at_commit(const char *instance_id,
 
 /* executors: the ring of published task ids and when to scan the queue */
 extern bool	  pgd_ready_pop(int64 *task_id);
+extern int	  pgd_ready_made_here(int64 *ids, int max);
+extern void	  pgd_ready_consumed(int64 task_id);
 extern bool	  pgd_queue_scan_due(TimestampTz now, long *sleep_ms);
 extern uint64 pgd_queue_scan_begin(void);
 extern void	  pgd_queue_rescan(void);

@@ -21,6 +21,9 @@ PGDLLEXPORT void pgd_launcher_main(Datum main_arg);
 /* executor.c */
 PGDLLEXPORT void pgd_executor_main(Datum main_arg);
 
+/* batch_stats.c: the sizes of committed batches (issue 14) */
+extern void pgd_batch_committed(int tasks);
+
 /* http_worker.c */
 PGDLLEXPORT void pgd_http_worker_main(Datum main_arg);
 

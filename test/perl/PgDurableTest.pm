@@ -42,7 +42,7 @@ pg_durable.workers = $workers
 restart_after_crash = on
 max_worker_processes = 16
 log_min_messages = warning
-} . ($extra_conf // ''));
+} . ($extra_conf // '') . "\n" . ($ENV{PG_DURABLE_TEST_CONF} // ''));
 	$node->start;
 	return $node;
 }

@@ -1,0 +1,233 @@
+# Batches (issue 14, DESIGN.md §4.1): several ready steps in one
+# transaction, each in its own subtransaction, committed together.
+#
+# - a chain's third step fails: the first two commit (in the batch that ran
+#   the third), the third's node fails, the instance fails;
+# - SIGKILL of an executor in the middle of a batch: nothing of the batch
+#   is committed, and afterwards every step runs exactly once;
+# - a later step of a batch would wait for a row lock another session
+#   holds: it is rolled back and leads the next batch, where it waits; the
+#   steps before it commit without waiting for it;
+# - a later step that runs past the batch's budget gives way the same way
+#   and runs to its end as the first step of the next batch;
+# - two batched steps that take two rows in opposite orders: no deadlock
+#   is left hanging, both effects exist once;
+# df.check() is clean after each.
+#
+# Steps record now() (their transaction's start) in their effect, so that
+# steps that committed together show the same time.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+use PgDurableTest;
+
+my $ROLE = $PgDurableTest::ROLE;
+my $node = engine_node('batches', 2, qq{
+pg_durable.batch_max_steps = 16
+pg_durable.batch_max_ms = 60000
+});
+
+$node->safe_psql('postgres', qq{
+CREATE TABLE batch_effects (instance_id text NOT NULL, step text NOT NULL,
+                            txn_start timestamptz NOT NULL DEFAULT now());
+GRANT INSERT, SELECT ON batch_effects TO $ROLE;
+CREATE TABLE killed (done bool);
+GRANT SELECT ON killed TO $ROLE;
+CREATE TABLE locked (id int PRIMARY KEY, v int NOT NULL);
+INSERT INTO locked VALUES (1, 0), (2, 0);
+GRANT SELECT, UPDATE ON locked TO $ROLE;
+});
+
+sub eff
+{
+	my ($step, $extra) = @_;
+	$extra //= '';
+	return "INSERT INTO batch_effects (instance_id, step) "
+	  . "SELECT ''{sys_instance_id}'', ''$step''$extra";
+}
+
+sub start
+{
+	my ($graph) = @_;
+	my $id = $node->safe_psql('postgres',
+		"SET ROLE $ROLE; SELECT df.start($graph);");
+	die "df.start returned '$id'" unless $id =~ /^[0-9a-f]{8}$/;
+	return $id;
+}
+
+sub wait_status
+{
+	my ($id, $status) = @_;
+	return query_until($node,
+		"SELECT status = '$status' FROM df.instances WHERE id = '$id'");
+}
+
+sub check_clean
+{
+	my ($what) = @_;
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FROM df.check()"), '0', "df.check() clean after $what")
+	  or diag $node->safe_psql('postgres', 'SELECT * FROM df.check()');
+}
+
+sub counts
+{
+	my ($id) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT string_agg(step || '=' || n, ',' ORDER BY step) FROM "
+		  . "(SELECT step, count(*) AS n FROM batch_effects WHERE instance_id = '$id' GROUP BY step) c");
+}
+
+# --- a batch whose third step fails ------------------------------------
+{
+	my $id = start(sprintf("df.seq(df.seq(df.seq('%s', '%s'), '%s'), '%s')",
+			eff('f1'), eff('f2'), 'SELECT 1/0', eff('f4')));
+	ok(wait_status($id, 'failed'), 'the instance whose third step fails fails');
+	is(counts($id), 'f1=1,f2=1', 'the first two steps committed, the fourth never ran');
+	is($node->safe_psql('postgres',
+			"SELECT count(DISTINCT txn_start) FROM batch_effects WHERE instance_id = '$id'"),
+		'1', 'the first two steps ran in one transaction');
+	is($node->safe_psql('postgres',
+			"SELECT string_agg(status, ',' ORDER BY status) FROM df.nodes "
+			  . "WHERE instance_id = '$id' AND node_type = 'SQL'"),
+		'completed,completed,failed,pending', 'only the third node failed');
+	like($node->safe_psql('postgres',
+			"SELECT concat(result::text, error, status_details::text) FROM df.nodes WHERE instance_id = '$id' "
+			  . "AND query = 'SELECT 1/0'"),
+		qr/division by zero|22012/, 'the third node carries its own error');
+	ok($node->safe_psql('postgres',
+			"SELECT sum(tasks * batches) >= 3 FROM df_internal.batch_sizes() WHERE tasks >= 3") eq 't',
+		'batches of three or more tasks were counted');
+	check_clean('a failed step in a batch');
+}
+
+# --- SIGKILL in the middle of a batch ----------------------------------
+{
+	my $id = start(sprintf("df.seq(df.seq(df.seq('%s', '%s'), '%s'), '%s')",
+			eff('k1'), eff('k2'),
+			eff('k3', ' FROM pg_sleep(CASE WHEN EXISTS (SELECT FROM killed) THEN 0 ELSE 300 END)'),
+			eff('k4')));
+	my $pid = executor_pid_in_step($node, '%k3%');
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FROM batch_effects WHERE instance_id = '$id'"),
+		'0', 'while the third step runs, the first two are not committed (one batch)');
+	$node->safe_psql('postgres', 'INSERT INTO killed VALUES (true)');
+	kill 'KILL', $pid;
+	ok(wait_engine_ready_again(), 'the engine came back after the SIGKILL');
+	ok(wait_status($id, 'completed'), 'the killed batch ran again to completion');
+	is(counts($id), 'k1=1,k2=1,k3=1,k4=1', 'every step of the killed batch ran exactly once');
+	check_clean('a SIGKILL in a batch');
+}
+
+sub wait_engine_ready_again
+{
+	# the postmaster reinitializes after the crash; wait for the executors
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (time() < $deadline)
+	{
+		my ($rc, $out) = $node->psql('postgres',
+			"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_durable executor'");
+		return 1 if $rc == 0 && $out eq '2';
+		usleep(100_000);
+	}
+	return 0;
+}
+
+# --- a later step would wait for a row lock held by another session ----
+{
+	my $holder = $node->background_psql('postgres');
+	$holder->query_safe('BEGIN');
+	$holder->query_safe('SELECT * FROM locked WHERE id = 1 FOR UPDATE');
+
+	my $id = start(sprintf("df.seq(df.seq('%s', '%s'), '%s')",
+			eff('w1'),
+			"UPDATE locked SET v = v + 1 WHERE id = 1 RETURNING v",
+			eff('w3')));
+	# w2 would wait: it gives way, w1 commits without it, and w2 waits as
+	# the first step of the next batch
+	ok(query_until($node,
+			"SELECT count(*) = 1 FROM batch_effects WHERE instance_id = '$id' AND step = 'w1'"),
+		'the step before the waiting one committed while the lock is held');
+	ok(query_until($node,
+			"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_durable executor' "
+			  . "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE locked%'"),
+		'the step waits for the lock as the first step of a batch');
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FROM df_internal.events WHERE instance_id = '$id' AND kind = 'step_retried'"),
+		'0', 'giving way is not a retry');
+	$holder->query_safe('COMMIT');
+	$holder->quit;
+	ok(wait_status($id, 'completed'), 'the instance completes once the lock is free');
+	is($node->safe_psql('postgres', 'SELECT v FROM locked WHERE id = 1'), '1',
+		'the waiting step ran once');
+	is(counts($id), 'w1=1,w3=1', 'the other steps ran once');
+	check_clean('a step that gave way');
+}
+
+# --- two batched steps locking two rows in opposite orders -------------
+{
+	$node->safe_psql('postgres', qq{
+CREATE FUNCTION lock_two(a int, b int, inst text, step text) RETURNS void
+LANGUAGE plpgsql AS \$\$
+BEGIN
+	UPDATE locked SET v = v + 1 WHERE id = a;
+	PERFORM pg_sleep(0.5);
+	UPDATE locked SET v = v + 1 WHERE id = b;
+	INSERT INTO batch_effects (instance_id, step) VALUES (inst, step);
+END
+\$\$;
+GRANT EXECUTE ON FUNCTION lock_two(int, int, text, text) TO $ROLE;
+UPDATE locked SET v = 0;
+});
+	my @ids;
+	for my $round (1 .. 3)
+	{
+		my $a = start(sprintf("df.seq('%s', 'SELECT lock_two(1, 2, ''{sys_instance_id}'', ''d'')')",
+				eff('d0')));
+		my $b = start(sprintf("df.seq('%s', 'SELECT lock_two(2, 1, ''{sys_instance_id}'', ''d'')')",
+				eff('d0')));
+		push @ids, $a, $b;
+		ok(wait_status($a, 'completed') && wait_status($b, 'completed'),
+			"round $round: both deadlocking instances complete");
+	}
+	for my $id (@ids)
+	{
+		is(counts($id), 'd=1,d0=1', "instance $id: both effects once");
+	}
+	is($node->safe_psql('postgres', 'SELECT sum(v) FROM locked'), '12',
+		'every lock_two ran its two updates once');
+	check_clean('opposite lock orders');
+}
+
+# --- a later step that runs past the batch's budget ---------------------
+{
+	$node->safe_psql('postgres', 'ALTER SYSTEM SET pg_durable.batch_max_ms = 300');
+	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+	# the executors read the reload between units
+	usleep(500_000);
+	my $id = start(sprintf("df.seq(df.seq('%s', '%s'), '%s')",
+			eff('b1'), eff('b2', ' FROM pg_sleep(1.5)'), eff('b3')));
+	ok(wait_status($id, 'completed'), 'the instance with a long later step completes');
+	is(counts($id), 'b1=1,b2=1,b3=1', 'the long step ran once, after giving way');
+	is($node->safe_psql('postgres',
+			"SELECT count(DISTINCT txn_start) FROM batch_effects WHERE instance_id = '$id' "
+			  . "AND step IN ('b1', 'b2')"),
+		'2', 'the long step committed in a batch of its own, not with its predecessor');
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FROM df_internal.events WHERE instance_id = '$id' "
+			  . "AND kind IN ('step_retried', 'node_failed')"),
+		'0', 'running past the budget is neither a retry nor a failure');
+	check_clean('a step past its budget');
+	$node->safe_psql('postgres', 'ALTER SYSTEM RESET pg_durable.batch_max_ms');
+	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+}
+
+is($node->safe_psql('postgres',
+		"SELECT count(*) FROM df_internal.tasks"), '0', 'no task left');
+
+done_testing();
