@@ -110,14 +110,16 @@ pgd_result(PG_FUNCTION_ARGS)
 }
 
 /*
- * Signals and cancels are delivered at commit (reference §6): a
- * transaction that signals an instance and then waits for it would wait
+ * Starts, signals and cancels take effect at commit (reference §6): a
+ * transaction that starts an instance and then waits for it, or signals it
+ * and then waits for it, would wait
  * out its whole timeout, and one that cancels it would report a cancel
  * that a rollback still undoes.  Say so at once instead.
  */
 static void
 refuse_own_uncommitted(const char *fn, const char *id)
 {
+	bool started;
 	bool signals;
 	bool cancel;
 	Oid	 save_userid;
@@ -128,9 +130,21 @@ refuse_own_uncommitted(const char *fn, const char *id)
 						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	pgd_store_uncommitted_by_me(id, &signals, &cancel);
+	pgd_store_uncommitted_by_me(id, &started, &signals, &cancel);
 	SPI_finish();
 	SetUserIdAndSecContext(save_userid, save_sec);
+
+	if (started)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("%s() cannot wait for instance %s: this transaction started it and has not committed",
+						fn, id),
+				 errdetail("df.start() with transaction_mode 'caller' hands the instance to the engine when "
+						   "the transaction that calls it commits, so it cannot run while this transaction "
+						   "waits for it."),
+				 errhint("Commit the transaction before waiting (in psql, send df.start and "
+						 "df.await_instance as separate statements), or start it with "
+						 "transaction_mode => 'new', which starts it at once.")));
 
 	if (cancel)
 		ereport(ERROR,

@@ -517,12 +517,14 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 4,
 		 {T, T, T, BOOLOID}},
 	[STMT_SIGNALS_AND_CANCELS_XMIN] =
-		{"who wrote the buffered signals and the cancel of an instance",
-		 "SELECT true, xmin FROM df_internal.signals "
+		{"who wrote the buffered signals, the cancel and the run of an instance (1, 2, 3)",
+		 "SELECT 1, xmin FROM df_internal.signals "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		 "UNION ALL SELECT false, xmin FROM df_internal.events "
+		 "UNION ALL SELECT 2, xmin FROM df_internal.events "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		 "AND kind OPERATOR(pg_catalog.=) 'instance_cancelled'",
+		 "AND kind OPERATOR(pg_catalog.=) 'instance_cancelled' "
+		 "UNION ALL SELECT 3, xmin FROM df_internal.runs "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1",
 		 1,
 		 {T}},
 	[STMT_WAIT_ADD] =

@@ -229,8 +229,8 @@ extern void pgd_store_wait_add(const char *instance_id, const char *node_id,
 							   const char *scope, const char *name);
 extern bool pgd_store_wait_remove(const char *instance_id, const char *node_id,
 								  const char *scope);
-extern void pgd_store_uncommitted_by_me(const char *instance_id, bool *signals,
-										bool *cancel);
+extern void pgd_store_uncommitted_by_me(const char *instance_id, bool *started,
+										bool *signals, bool *cancel);
 extern bool pgd_store_wait_matched(const char *instance_id, char **node_id,
 								   char **scope, char **name);
 

@@ -386,30 +386,35 @@ pgd_store_wait_matched(const char *instance_id, char **node_id, char **scope,
 
 /*
  * Has the current transaction (or a subtransaction of it that has not
- * aborted) sent signals to the instance, or cancelled it?  Neither reaches
- * the engine before the transaction commits.
+ * aborted) started the instance, sent it signals, or cancelled it?  None of
+ * them reaches the engine before the transaction commits.  The engine's
+ * run row is written by df.start in the caller's transaction and changed
+ * after that only by the engine's own units, so its xmin is the caller's
+ * transaction only while the start is uncommitted.
  */
 void
-pgd_store_uncommitted_by_me(const char *instance_id, bool *signals,
-							bool *cancel)
+pgd_store_uncommitted_by_me(const char *instance_id, bool *started,
+							bool *signals, bool *cancel)
 {
 	int rows = RUN(STMT_SIGNALS_AND_CANCELS_XMIN, instance_id);
 	int i;
 
-	*signals = *cancel = false;
+	*started = *signals = *cancel = false;
 	for (i = 0; i < rows; i++)
 	{
 		bool		  isnull;
-		bool		  is_signal = DatumGetBool(store_get_datum(i, 1, &isnull));
+		int			  what = DatumGetInt32(store_get_datum(i, 1, &isnull));
 		TransactionId xmin =
 			DatumGetTransactionId(store_get_datum(i, 2, &isnull));
 
 		if (!TransactionIdIsCurrentTransactionId(xmin))
 			continue;
-		if (is_signal)
+		if (what == 1)
 			*signals = true;
-		else
+		else if (what == 2)
 			*cancel = true;
+		else
+			*started = true;
 	}
 }
 

@@ -106,7 +106,12 @@ SELECT df.signal(:'id', 'go', '{}', 'later');
 BEGIN;
 SELECT pg_temp.waiting() AS uncommitted \gset
 SELECT pg_temp.try(format('SELECT df.signal(%L, %L, %L, %L)', :'uncommitted', 'go', '{}', 'new')) AS uncommitted;
+-- and waiting for it there is refused at once, not after the timeout
+SELECT pg_temp.try(format('SELECT df.await_instance(%L, 30)', :'uncommitted')) AS await_own_start;
 ROLLBACK;
+-- the same start, committed first: the wait is allowed
+SELECT df.start('SELECT 1 AS one', 'start-then-await') AS committed \gset
+SELECT df.await_instance(:'committed', 30) AS committed_status;
 RESET ROLE;
 SELECT df_internal.admission_slots_held() AS slots_held;
 -- refused inside a workflow (a step's work commits with the step)
