@@ -58,11 +58,12 @@ SELECT count(*) AS never_ran FROM log WHERE step = 'rolled back';
 SELECT df.start('{"node_type":"SQL","query":"SELECT 42 AS answer"}') AS id \gset
 SELECT df.await_instance(:'id');
 SELECT df.result(:'id');
--- (an instance started in the same statement is not committed yet: it cannot finish)
+-- (an instance started in the same statement is not committed yet: it cannot
+-- finish, and waiting for it is refused at once)
 DO $$
 BEGIN
 	PERFORM df.await_instance(df.start('SELECT 1'), 1);
-EXCEPTION WHEN query_canceled THEN
+EXCEPTION WHEN invalid_transaction_state THEN
 	RAISE NOTICE '%', regexp_replace(SQLERRM, '[0-9a-f]{8}', '<id>');
 END
 $$;
