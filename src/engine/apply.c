@@ -387,7 +387,7 @@ cancel_compensating(const char *instance_id, const char *reason)
 	outcome.result = pstrdup(reason);
 	outcome.code = pstrdup("cancelled");
 	outcome.node = (char *) root_id;
-	if (!pgd_store_undo_pending(instance_id))
+	if (!pgd_store_undo_pending(instance_id, instance_id))
 		return false;
 	node_done(g, g->root, stamps[0], outcome);
 	abandon_scope(g, stamps[0]);
@@ -716,7 +716,27 @@ race_decided(PgdGraph *g, int p, int winner, const char *pscope,
 	}
 	merge_results(g, loser_scope, pscope, false);
 	merge_results(g, branch_scope_now(g, winner, pscope), pscope, outcome.ok);
+	/* the loser's undos run first; the race ends when they are done (issue 16) */
+	if (wrapper_hooks != NULL && wrapper_hooks->branch_lost != NULL &&
+		wrapper_hooks->branch_lost(g, p, loser, loser_scope))
+		return;
 	complete(g, p, pscope, pgd_race_outcome(race, winner, outcome));
+}
+
+void
+pgd_apply_race_finish(PgdGraph *g, int race, int loser, const char *pscope)
+{
+	int		   winner = pgd_race_loser(&g->nodes[race], loser);
+	char	  *status;
+	PgdOutcome outcome = {0};
+
+	node_state(g, winner, &status, &outcome.result);
+	outcome.ok = status != NULL && strcmp(status, "completed") == 0;
+	if (!outcome.ok)
+		pgd_store_node_error_code(g->instance_id, g->nodes[winner].id,
+								  &outcome);
+	complete(g, race, pscope,
+			 pgd_race_outcome(&g->nodes[race], winner, outcome));
 }
 
 /* The last body result of a while-loop whose condition said "stop". */
