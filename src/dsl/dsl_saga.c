@@ -115,9 +115,9 @@ pgd_saga(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("df.saga: %s cannot be NULL",
-						PG_ARGISNULL(0) ? "body" :
-						PG_ARGISNULL(2) ? "parallel" :
-										  "on_undo_failure")));
+						PG_ARGISNULL(0)		? "body" :
+							PG_ARGISNULL(2) ? "parallel" :
+											  "on_undo_failure")));
 	node->left = dsl_operand(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	if (!PG_ARGISNULL(1))
 		node->right = dsl_operand(text_to_cstring(PG_GETARG_TEXT_PP(1)));

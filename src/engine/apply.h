@@ -114,6 +114,11 @@ typedef struct PgdWrapperHooks
 	 */
 	bool (*branch_lost)(PgdGraph *g, int race, int loser,
 						const char *loser_scope);
+	/*
+	 * join_fails_fast: does a failing branch of JOIN join cancel the
+	 * others at once (in a saga), rather than the JOIN waiting for them?
+	 */
+	bool (*join_fails_fast)(PgdGraph *g, int join);
 } PgdWrapperHooks;
 
 extern void pgd_set_wrapper_hooks(const PgdWrapperHooks *hooks);

@@ -176,14 +176,16 @@ typedef struct PgdUndoRow
  * compensation named owner; returns how many, in *rows.
  */
 extern int pgd_store_undo_claim(const char *instance_id, const char *within,
-								const char *owner, bool all, PgdUndoRow **rows);
+								const char *owner, bool all,
+								PgdUndoRow **rows);
 
 /* Undo seq ended: 'done' or 'failed' (with error); returns its compensation. */
-extern char *pgd_store_undo_finish(const char *instance_id, int64 seq,
-								   bool ok, const char *error);
+extern char *pgd_store_undo_finish(const char *instance_id, int64 seq, bool ok,
+								   const char *error);
 
 /* Is an undo registered within the scope and not run yet? */
-extern bool pgd_store_undo_pending(const char *instance_id, const char *within);
+extern bool pgd_store_undo_pending(const char *instance_id,
+								   const char *within);
 
 /* The undos of compensation owner still running, and those that failed. */
 extern void pgd_store_undo_tally(const char *instance_id, const char *owner,

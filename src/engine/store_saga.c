@@ -124,9 +124,9 @@ pgd_store_undo_requeue(const char *instance_id, const char *within,
 char *
 pgd_store_instance_resume(const char *instance_id)
 {
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
-	char	   *status;
+	Oid	  types[1] = {TEXTOID};
+	Datum values[1];
+	char *status;
 
 	store_flush_node_writes();
 	values[0] = pgd_text_datum(instance_id);

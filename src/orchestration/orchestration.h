@@ -79,12 +79,18 @@ extern bool pgd_saga_body_failed(PgdGraph *g, int saga, const char *scope,
 								 PgdOutcome outcome);
 
 /* The on_compensated step of SAGA saga ended: so does the SAGA. */
-extern void pgd_saga_compensated_done(PgdGraph *g, int saga,
-									  const char *scope, PgdOutcome outcome);
+extern void pgd_saga_compensated_done(PgdGraph *g, int saga, const char *scope,
+									  PgdOutcome outcome);
 
 /* The branch_lost hook: the undos of a losing RACE branch run. */
 extern bool pgd_saga_branch_lost(PgdGraph *g, int race, int loser,
 								 const char *loser_scope);
+
+/*
+ * The join_fails_fast hook: in a graph with sagas (a COMPENSATED or SAGA
+ * node), a failing JOIN branch cancels the others at once.
+ */
+extern bool pgd_saga_join_fails_fast(PgdGraph *g, int join);
 
 /* df.compensate: a compensation stopped by a failed undo goes on (saga_resume.c). */
 extern void pgd_saga_resume(const char *instance_id);

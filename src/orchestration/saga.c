@@ -171,8 +171,7 @@ compensation_summary(PgdGraph *g, const PgdComp *c, const char *error,
 	char  **ids;
 	char  **errors;
 	int		n = pgd_store_undos_done(g->instance_id,
-									 c->saga < 0 && c->race < 0 ? NULL :
-																  c->owner,
+								 c->saga < 0 && c->race < 0 ? NULL : c->owner,
 									 &ids, &errors);
 
 	*nfailed = 0;
@@ -222,8 +221,8 @@ body_failure(PgdGraph *g, int saga)
 
 	pgd_store_node_state(g->instance_id, g->nodes[g->nodes[saga].left].id,
 						 &status, &o.result);
-	pgd_store_node_error_code(g->instance_id,
-							  g->nodes[g->nodes[saga].left].id, &o);
+	pgd_store_node_error_code(g->instance_id, g->nodes[g->nodes[saga].left].id,
+							  &o);
 	o.ok = false;
 	return o;
 }
@@ -244,9 +243,9 @@ compensation_done(PgdGraph *g, const PgdComp *c)
 	else if (c->race < 0)
 		pgd_store_node_state(g->instance_id, g->nodes[g->root].id, &status,
 							 &root_error);
-	summary = compensation_summary(g, c, c->saga >= 0 ? orig.result :
-										 root_error,
-								   &nfailed, &failure);
+	summary =
+		compensation_summary(g, c, c->saga >= 0 ? orig.result : root_error,
+							 &nfailed, &failure);
 	if (c->race >= 0)
 	{
 		pgd_apply_race_finish(g, c->race, c->loser, c->node_scope);
@@ -376,15 +375,15 @@ pgd_saga_instance_failed(PgdGraph *g, const char *scope, PgdOutcome outcome)
 	pgd_saga_comp_of(g, pgd_saga_root_scope(scope), &c);
 	if (!pgd_store_undo_pending(g->instance_id, c.within))
 	{
-		int	   nfailed;
-		char  *failure;
+		int		nfailed;
+		char   *failure;
 		DfJson *summary;
 
 		if (!outcome.compensated)
 			return false;
 		/* a SAGA compensated and nothing is left to undo */
-		summary = compensation_summary(g, &c, outcome.result, &nfailed,
-									   &failure);
+		summary =
+			compensation_summary(g, &c, outcome.result, &nfailed, &failure);
 		merge_compensation(g, g->root, summary);
 		pgd_apply_end_with(g, scope, PGD_INSTANCE_COMPENSATED,
 						   "instance_compensated", dfjson_to_text(summary));
@@ -443,8 +442,8 @@ pgd_saga_undo_done(PgdGraph *g, int n, const char *uscope, PgdOutcome outcome)
 	DfJson *detail = dfjson_make_object();
 	PgdComp c;
 
-	owner = pgd_store_undo_finish(g->instance_id, seq, outcome.ok,
-								  outcome.result);
+	owner =
+		pgd_store_undo_finish(g->instance_id, seq, outcome.ok, outcome.result);
 	/* a row registered before compensations had owners: the instance's */
 	pgd_saga_comp_of(g, owner ? owner : pgd_saga_root_scope(uscope), &c);
 	pgd_store_results_merge(g->instance_id, uscope, uscope, false);
@@ -495,4 +494,15 @@ pgd_saga_compensated_done(PgdGraph *g, int saga, const char *scope,
 	merge_compensation(g, saga, summary);
 	pgd_apply_end_with(g, scope, PGD_INSTANCE_COMPENSATED,
 					   "instance_compensated", dfjson_to_text(summary));
+}
+
+bool
+pgd_saga_join_fails_fast(PgdGraph *g, int join)
+{
+	(void) join;
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i].type == DF_NODE_COMPENSATED ||
+			g->nodes[i].type == DF_NODE_SAGA)
+			return true;
+	return false;
 }

@@ -18,8 +18,9 @@
 /* A compensation (saga.c's header comment). */
 typedef struct PgdComp
 {
-	char *owner;	  /* its name: a SAGA's body scope, a losing branch's, a root scope */
-	char *within;	  /* it takes the undos whose forward ran within this scope */
+	char *
+		owner; /* its name: a SAGA's body scope, a losing branch's, a root scope */
+	char *within; /* it takes the undos whose forward ran within this scope */
 	char *node_scope; /* the scope of its SAGA or RACE node (root: owner) */
 	int	  saga;		  /* the SAGA, or -1 */
 	int	  race;		  /* the RACE whose branch lost, or -1 */

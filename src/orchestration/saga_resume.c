@@ -33,11 +33,11 @@
 void
 pgd_saga_resume(const char *instance_id)
 {
-	char	   *problem = pgd_store_instance_resume(instance_id);
-	PgdGraph   *g;
-	PgdRunInfo	run;
-	char	  **owners;
-	int			n;
+	char	  *problem = pgd_store_instance_resume(instance_id);
+	PgdGraph  *g;
+	PgdRunInfo run;
+	char	 **owners;
+	int		   n;
 
 	if (problem != NULL)
 		ereport(ERROR,
@@ -49,7 +49,8 @@ pgd_saga_resume(const char *instance_id)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("df.compensate: instance %s cannot run again",
 						instance_id),
-				 errdetail("%s", problem ? problem : "its runs row is missing")));
+				 errdetail("%s",
+						   problem ? problem : "its runs row is missing")));
 	if (!pgd_lock_target(instance_id, &run, PGD_INSTANCE_RUNNING, NULL, NULL,
 						 &g, NULL))
 		elog(ERROR, "df.compensate: instance %s did not resume", instance_id);

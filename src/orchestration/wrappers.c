@@ -661,6 +661,7 @@ static const PgdWrapperHooks hooks = {
 	.timer = wrapper_timer,
 	.instance_failed = pgd_saga_instance_failed,
 	.branch_lost = pgd_saga_branch_lost,
+	.join_fails_fast = pgd_saga_join_fails_fast,
 };
 
 void

@@ -235,6 +235,18 @@ SELECT df.start(df.saga(('SELECT 1' <~> 'SELECT ss_note(''undo branch a'')')
 SELECT ss_wait(:'id'), df.result(:'id');
 SELECT ss_log_text();
 
+-- a branch still running when another fails is cancelled first: the JOIN
+-- does not wait for its 300 s sleep, the branch's step never runs
+TRUNCATE ss_log;
+SELECT df.start(df.saga(('SELECT 1' <~> 'SELECT ss_note(''undo a'')')
+						& ('SELECT ss_until_registered(''{sys_instance_id}'', 1)' ~> 'SELECT 1/0')
+						& (df.sleep(300) ~> ('SELECT ss_note(''c'')' <~> 'SELECT ss_note(''undo c'')')))
+				) AS id \gset
+SELECT ss_wait(:'id');
+SELECT ss_log_text();
+SELECT node_type, status, error IS NULL AS no_error_text
+FROM df.nodes WHERE instance_id = :'id' AND status_details->'error'->>'code' = 'cancelled';
+
 -- df.explain (live) marks the compensated steps and the saga
 SELECT replace(df.explain(:'id'), :'id', '<id>') AS explain;
 
