@@ -80,6 +80,15 @@ SELECT df.start(df.catch(df.saga(('SELECT ss_note(''b'')' <~> 'SELECT ss_note(''
 SELECT ss_wait(:'id');
 SELECT ss_log_text();
 
+-- a df.timeout in the body fires: the saga compensates
+TRUNCATE ss_log;
+SELECT df.start(df.saga(('SELECT ss_note(''a'')' <~> 'SELECT ss_note(''undo a'')')
+						~> df.timeout(df.sleep(300), 0.5),
+						'SELECT ss_note(''timed out'')')
+				~> 'SELECT ss_note(''next'')') AS id \gset
+SELECT ss_wait(:'id');
+SELECT ss_log_text();
+
 -- nothing registered and no on_compensated: the saga simply fails
 SELECT df.start(df.saga('SELECT 1/0')) AS id \gset
 SELECT ss_wait(:'id');
