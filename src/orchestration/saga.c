@@ -425,6 +425,18 @@ pgd_saga_branch_lost(PgdGraph *g, int race, int loser, const char *loser_scope)
 	return true;
 }
 
+/*
+ * Is the SAGA or RACE of compensation c still running where it began?  A
+ * df.timeout around it may have abandoned it, undos under way and all.
+ */
+static bool
+comp_is_live(PgdGraph *g, const PgdComp *c)
+{
+	int n = c->saga >= 0 ? c->saga : c->race;
+
+	return n < 0 || pgd_node_is_live(g, n, c->node_scope);
+}
+
 /* The last part of an undo's scope: its sequence number. */
 static int64
 undo_seq(const char *uscope)
@@ -456,6 +468,8 @@ pgd_saga_undo_done(PgdGraph *g, int n, const char *uscope, PgdOutcome outcome)
 	pgd_store_event_add(g->instance_id,
 						outcome.ok ? "undo_completed" : "undo_failed",
 						g->nodes[n].id, uscope, 0, dfjson_to_text(detail));
+	if (!comp_is_live(g, &c))
+		return; /* its SAGA or RACE was abandoned: an enclosing one takes over */
 	if (outcome.ok || c.cont)
 	{
 		pgd_saga_advance(g, &c);

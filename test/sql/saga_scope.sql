@@ -89,6 +89,25 @@ SELECT df.start(df.saga(('SELECT ss_note(''a'')' <~> 'SELECT ss_note(''undo a'')
 SELECT ss_wait(:'id');
 SELECT ss_log_text();
 
+-- a df.timeout around a saga that is compensating: the undo under way is
+-- interrupted (rolled back) and the instance's own compensation runs it
+-- again, then the rest, each once
+-- (before the deadline, 5 s away, the undo waits a minute)
+TRUNCATE ss_log;
+CREATE FUNCTION ss_slow_until_timeout(iid text, what text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM df.history(iid) WHERE kind = 'timeout_fired') THEN
+		PERFORM pg_sleep(60);
+	END IF;
+	RETURN ss_note(what);
+END $$;
+SELECT df.start(df.timeout(df.saga(('SELECT 1' <~> 'SELECT ss_note(''undo 1'')')
+								   ~> ('SELECT 2' <~> 'SELECT ss_slow_until_timeout(''{sys_instance_id}'', ''undo 2'')')
+								   ~> 'SELECT 1/0'), 5)) AS id \gset
+SELECT ss_wait(:'id');
+SELECT ss_log_text();
+SELECT state, attempts FROM df.compensations(:'id') ORDER BY forward_completed_at;
+
 -- nothing registered and no on_compensated: the saga simply fails
 SELECT df.start(df.saga('SELECT 1/0')) AS id \gset
 SELECT ss_wait(:'id');
