@@ -721,7 +721,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 " WHERE x.instance_id OPERATOR(pg_catalog.=) $1 "
 		 " AND x.state OPERATOR(pg_catalog.=) 'registered' AND (x.scope OPERATOR(pg_catalog.=) $2 OR pg_catalog.starts_with(x.scope, $2 OPERATOR(pg_catalog.||) '::')) "
 		 " ORDER BY x.seq DESC LIMIT $4::pg_catalog.int8) "
-		 "RETURNING c.seq, c.node_id, c.scope, c.results::text",
+		 "RETURNING c.seq, c.node_id, c.scope, c.results::text, c.attempts",
 		 4,
 		 {T, T, T, T}},
 	[STMT_UNDO_FINISH] =

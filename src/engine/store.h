@@ -165,9 +165,10 @@ extern int64 pgd_store_undo_register(const char *instance_id,
 typedef struct PgdUndoRow
 {
 	int64 seq;
-	char *node_id; /* the COMPENSATED node */
-	char *scope;   /* the scope its forward step ran in */
-	char *results; /* the named results visible then (JSON text) */
+	char *node_id;	/* the COMPENSATED node */
+	char *scope;	/* the scope its forward step ran in */
+	char *results;	/* the named results visible then (JSON text) */
+	int	  attempts; /* the times it was taken, this one included */
 } PgdUndoRow;
 
 /*

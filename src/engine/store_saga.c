@@ -50,6 +50,7 @@ pgd_store_undo_claim(const char *instance_id, const char *within,
 		(*rows)[i].node_id = store_get_string(i, 2);
 		(*rows)[i].scope = store_get_string(i, 3);
 		(*rows)[i].results = store_get_string(i, 4);
+		(*rows)[i].attempts = atoi(store_get_string(i, 5));
 	}
 	return n;
 }

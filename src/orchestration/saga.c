@@ -317,6 +317,13 @@ start_undo(PgdGraph *g, const PgdComp *c, const PgdUndoRow *u)
 		return;
 	}
 	uscope = psprintf("%s::%s::" INT64_FORMAT, u->scope, u->node_id, u->seq);
+	/*
+	 * Taken again (its compensation was abandoned): a scope of its own, so
+	 * that the attempt that was interrupted is never live again.
+	 */
+	if (u->attempts > 1)
+		uscope = psprintf("%s::%s::%d", uscope, g->nodes[g->nodes[n].right].id,
+						  u->attempts);
 	snap = dfjson_parse(u->results, strlen(u->results), &err);
 	if (snap != NULL && snap->type == DFJ_OBJECT)
 		for (int i = 0; i < snap->count; i++)
@@ -437,19 +444,28 @@ comp_is_live(PgdGraph *g, const PgdComp *c)
 	return n < 0 || pgd_node_is_live(g, n, c->node_scope);
 }
 
-/* The last part of an undo's scope: its sequence number. */
+/*
+ * The sequence number in the scope of an undo of COMPENSATED node n:
+ * "<forward scope>::<n>::<seq>", with "::<undo id>::<attempt>" after it
+ * when the undo was taken again.
+ */
 static int64
-undo_seq(const char *uscope)
+undo_seq(const PgdGraph *g, int n, const char *uscope)
 {
-	const char *p = strrchr(uscope, ':');
+	char	   *s = pstrdup(uscope);
+	const char *p;
 
+	if (pgd_scope_depth(s) > 2 &&
+		strcmp(last_node_id(s), g->nodes[g->nodes[n].right].id) == 0)
+		s = pgd_strip_scope(s);
+	p = strrchr(s, ':');
 	return p ? strtoll(p + 1, NULL, 10) : 0;
 }
 
 void
 pgd_saga_undo_done(PgdGraph *g, int n, const char *uscope, PgdOutcome outcome)
 {
-	int64	seq = undo_seq(uscope);
+	int64	seq = undo_seq(g, n, uscope);
 	char   *owner;
 	DfJson *detail = dfjson_make_object();
 	PgdComp c;
