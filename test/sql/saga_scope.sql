@@ -177,7 +177,7 @@ BEGIN
 	END IF;
 	INSERT INTO ss_log (what) VALUES (what);
 END $$;
-SELECT df.start(df.saga(('SELECT 1' <~> 'SELECT ss_note(''undo 1'')')
+SELECT df.start(df.saga(('SELECT 1' <~> 'SELECT pg_sleep(1), ss_note(''undo 1'')')
 						~> ('SELECT 2' <~> 'SELECT ss_gated(''undo 2'')')
 						~> 'SELECT 1/0',
 						'SELECT ''compensated after all''::text AS r')) AS id \gset
@@ -190,7 +190,14 @@ SELECT ss_wait(:'id');
 SELECT state, attempts FROM df.compensations(:'id') ORDER BY forward_completed_at;
 UPDATE ss_gate SET open = true;
 SELECT replace(df.compensate(:'id'), :'id', '<id>');
+-- resumed, the instance is live again for df.check (its undo 1 takes a second)
+RESET ROLE;
+SELECT df.status(:'id'), count(*) AS problems FROM df.check() WHERE instance_id = :'id';
+SET ROLE df_user;
 SELECT ss_wait(:'id'), df.result(:'id');
+RESET ROLE;
+SELECT count(*) AS problems FROM df.check() WHERE instance_id = :'id';
+SET ROLE df_user;
 SELECT ss_log_text();
 SELECT state, attempts FROM df.compensations(:'id') ORDER BY forward_completed_at;
 SELECT count(*) AS resumed FROM df.history(:'id') WHERE kind = 'instance_resumed';
