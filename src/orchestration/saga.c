@@ -408,9 +408,10 @@ pgd_saga_body_failed(PgdGraph *g, int saga, const char *scope,
 	char		  *body = pgd_branch_scope(g, node->left, scope);
 	PgdComp		   c;
 
-	/* whatever of the body still runs is not wanted */
-	pgd_apply_abandon_scope(g, body);
-	pgd_store_joins_drop_scope(g->instance_id, body);
+	/*
+	 * Nothing of the body runs on: the body has ended, and a JOIN in it
+	 * cancelled its running branches when one failed (join_fails_fast).
+	 */
 	if (!pgd_store_undo_pending(g->instance_id, body) && node->right < 0)
 		return false;
 	pgd_saga_comp_of(g, body, &c);
