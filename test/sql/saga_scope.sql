@@ -261,6 +261,23 @@ SELECT ss_wait(:'id');
 SELECT ss_log_text();
 SELECT state FROM df.compensations(:'id') ORDER BY forward_completed_at;
 
+-- a saga inside df.retry(mode => 'subtree'): the failed generation undoes
+-- its own step before the next one runs (its error, P0001, is retried)
+TRUNCATE ss_log;
+CREATE FUNCTION ss_fail_first(iid text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM df.history(iid) WHERE kind = 'retry_scheduled') THEN
+		RAISE EXCEPTION 'first generation fails';
+	END IF;
+	RETURN ss_note('second generation');
+END $$;
+SELECT df.start(df.retry(df.saga(('SELECT ss_note(''step'')' <~> 'SELECT ss_note(''undo step'')')
+								 ~> 'SELECT ss_fail_first(''{sys_instance_id}'')'),
+						 max_attempts => 2, initial_interval => '0.1 seconds', mode => 'subtree')) AS id \gset
+SELECT ss_wait(:'id');
+SELECT ss_log_text();
+SELECT state FROM df.compensations(:'id') ORDER BY forward_completed_at;
+
 -- a JOIN inside a saga with a failing branch: the branch that completed is
 -- compensated (the failing branch waits until it registered its undo)
 TRUNCATE ss_log;
