@@ -34,11 +34,14 @@ CREATE OR REPLACE FUNCTION df_internal.check_rows()
 WITH RECURSIVE ended AS (
 	-- how an instance ended, by its last instance_* event: the engine's word,
 	-- which its owner cannot change (df.instances.status it can: UPDATE)
-	SELECT DISTINCT ON (e.instance_id) e.instance_id AS id, substr(e.kind, 10) AS status
-	FROM df_internal.events e
-	WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled',
-					 'instance_compensated')
-	ORDER BY e.instance_id, e.id DESC
+	-- (df.compensate resumes a failed one: instance_resumed, issue 16)
+	SELECT x.id, x.status FROM (
+		SELECT DISTINCT ON (e.instance_id) e.instance_id AS id, substr(e.kind, 10) AS status
+		FROM df_internal.events e
+		WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled',
+						 'instance_compensated', 'instance_resumed')
+		ORDER BY e.instance_id, e.id DESC) x
+	WHERE x.status <> 'resumed'
 ), live AS (
 	-- live by the engine's own state: a runs row of an instance that has not ended
 	SELECT i.id, r.status, i.status AS shown
@@ -532,3 +535,58 @@ CREATE FUNCTION df_internal.batch_sizes() RETURNS TABLE (tasks integer, batches 
 	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_batch_sizes';
 REVOKE EXECUTE ON FUNCTION df_internal.batch_sizes() FROM PUBLIC;
 COMMENT ON FUNCTION df_internal.batch_sizes() IS 'how many committed executor transactions (batches) ran each number of tasks since the server started (issue 14)';
+
+-- df.saga and df.compensate (issue 16): node SAGA, the compensation that ran
+-- each undo, the instance_resumed event.
+CREATE FUNCTION df.saga(body text, on_compensated text DEFAULT NULL,
+						parallel boolean DEFAULT false, on_undo_failure text DEFAULT 'stop')
+	RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_saga';
+COMMENT ON FUNCTION df.saga(text, text, boolean, text) IS
+	'node SAGA: when body fails, the undos registered inside it run, latest first (all at once '
+	'when parallel), then on_compensated, whose result is the saga''s; on_undo_failure ''stop'' '
+	'ends the instance failed with the rest pending (df.compensate resumes), ''continue'' runs the others';
+ALTER TABLE df.nodes DROP CONSTRAINT nodes_node_type_check;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
+	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
+						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'SAGA')) NOT VALID;
+ALTER TABLE df.nodes DROP CONSTRAINT nodes_structure_check;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
+	CASE
+		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
+						   'FAIL')
+			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type IN ('RETRY', 'TIMEOUT')
+			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type = 'CATCH'
+			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'COMPENSATED'
+			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'SAGA' THEN left_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'THEN' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'IF' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'LOOP' THEN left_node IS NOT NULL AND right_node IS NULL
+		WHEN node_type = 'JOIN' THEN left_node IS NOT NULL AND right_node IS NOT NULL
+		WHEN node_type = 'RACE' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		ELSE false
+	END) NOT VALID;
+ALTER TABLE df_internal.events DROP CONSTRAINT events_kind_check;
+ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
+	CHECK (kind IN ('instance_started', 'node_started', 'node_completed',
+					'node_failed', 'step_retried', 'signal_received',
+					'instance_completed', 'instance_failed',
+					'instance_cancelled',
+					'retry_scheduled', 'retries_exhausted',
+					'error_caught', 'timeout_fired',
+					'undo_registered', 'compensation_started', 'undo_started',
+					'undo_completed', 'undo_failed', 'instance_compensated',
+					'instance_resumed'));
+ALTER TABLE df_internal.compensations ADD COLUMN compensated_by text;
+CREATE FUNCTION df.compensate(instance_id text) RETURNS text
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_compensate';
+COMMENT ON FUNCTION df.compensate(text) IS
+	'resume the compensation of an instance that an undo failing for good stopped '
+	'(on_undo_failure ''stop''): the instance runs again, the failed undo first, then the rest';

@@ -260,6 +260,14 @@ COMMENT ON FUNCTION df.with_undo_op(text, text) IS
 	'forward <~> undo: df.with_undo, refusing a sequence as forward (write a <~> a2 ~> (b <~> b2))';
 CREATE OPERATOR <~> (LEFTARG = text, RIGHTARG = text, FUNCTION = df.with_undo_op);
 COMMENT ON OPERATOR <~> (text, text) IS 'pg_durable: a step with its undo (df.with_undo)';
+CREATE FUNCTION df.saga(body text, on_compensated text DEFAULT NULL,
+						parallel boolean DEFAULT false, on_undo_failure text DEFAULT 'stop')
+	RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_saga';
+COMMENT ON FUNCTION df.saga(text, text, boolean, text) IS
+	'node SAGA: when body fails, the undos registered inside it run, latest first (all at once '
+	'when parallel), then on_compensated, whose result is the saga''s; on_undo_failure ''stop'' '
+	'ends the instance failed with the rest pending (df.compensate resumes), ''continue'' runs the others';
 
 -- ---------------------------------------------------------------------------
 -- Instances and nodes (the reference's user-visible tables)
@@ -322,7 +330,7 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_submitted_by_not_null
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
 						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
-						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED')) NOT VALID;
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'SAGA')) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_name_check
 	CHECK (result_name IS NULL OR result_name OPERATOR(pg_catalog.~) '^[A-Za-z_][A-Za-z0-9_]*$') NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_status_check
@@ -340,6 +348,7 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
 		WHEN node_type = 'COMPENSATED'
 			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'SAGA' THEN left_node IS NOT NULL AND query IS NOT NULL
 		WHEN node_type = 'THEN' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
 		WHEN node_type = 'IF' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
 		WHEN node_type = 'LOOP' THEN left_node IS NOT NULL AND right_node IS NULL
@@ -562,7 +571,8 @@ CREATE TABLE df_internal.events (
 									   'error_caught', 'timeout_fired',
 									   -- sagas (issue 16)
 									   'undo_registered', 'compensation_started', 'undo_started',
-									   'undo_completed', 'undo_failed', 'instance_compensated')),
+									   'undo_completed', 'undo_failed', 'instance_compensated',
+									   'instance_resumed')),
 	node_id varchar(8),
 	scope text,
 	attempt int,
@@ -603,7 +613,10 @@ CREATE TABLE df_internal.compensations (
 		CHECK (state IN ('registered', 'running', 'done', 'failed')),
 	attempts int NOT NULL DEFAULT 0,
 	error text,
-	PRIMARY KEY (instance_id, seq)
+	PRIMARY KEY (instance_id, seq),
+	-- the compensation that ran the undo: the body scope of its SAGA, a
+	-- losing RACE branch's scope, or the root scope (issue 16)
+	compensated_by text
 );
 COMMENT ON TABLE df_internal.compensations IS
 	'the undos registered by completed forward steps of COMPENSATED nodes (df.compensations)';
@@ -660,6 +673,13 @@ CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by us
 COMMENT ON FUNCTION df.cancel(text, text, boolean) IS
 	'cancel an instance that has not finished; with compensate, a running instance whose completed '
 	'steps registered undos runs them (latest first) and ends compensated';
+CREATE FUNCTION df.compensate(instance_id text) RETURNS text
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_compensate';
+COMMENT ON FUNCTION df.compensate(text) IS
+	'resume the compensation of an instance that an undo failing for good stopped '
+	'(on_undo_failure ''stop''): the instance runs again, the failed undo first, then the rest';
 
 CREATE FUNCTION df.signal(instance_id text, signal_name text, signal_data text DEFAULT '{}') RETURNS text
 	LANGUAGE c STRICT VOLATILE
@@ -928,11 +948,14 @@ CREATE FUNCTION df_internal.check_rows()
 WITH RECURSIVE ended AS (
 	-- how an instance ended, by its last instance_* event: the engine's word,
 	-- which its owner cannot change (df.instances.status it can: UPDATE)
-	SELECT DISTINCT ON (e.instance_id) e.instance_id AS id, substr(e.kind, 10) AS status
-	FROM df_internal.events e
-	WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled',
-					 'instance_compensated')
-	ORDER BY e.instance_id, e.id DESC
+	-- (df.compensate resumes a failed one: instance_resumed, issue 16)
+	SELECT x.id, x.status FROM (
+		SELECT DISTINCT ON (e.instance_id) e.instance_id AS id, substr(e.kind, 10) AS status
+		FROM df_internal.events e
+		WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled',
+						 'instance_compensated', 'instance_resumed')
+		ORDER BY e.instance_id, e.id DESC) x
+	WHERE x.status <> 'resumed'
 ), live AS (
 	-- live by the engine's own state: a runs row of an instance that has not ended
 	SELECT i.id, r.status, i.status AS shown

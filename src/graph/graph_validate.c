@@ -246,7 +246,7 @@ is_leaf_type(DfNodeType t)
 	return !(t == DF_NODE_THEN || t == DF_NODE_IF || t == DF_NODE_JOIN ||
 			 t == DF_NODE_LOOP || t == DF_NODE_RACE || t == DF_NODE_RETRY ||
 			 t == DF_NODE_TIMEOUT || t == DF_NODE_CATCH ||
-			 t == DF_NODE_COMPENSATED);
+			 t == DF_NODE_COMPENSATED || t == DF_NODE_SAGA);
 }
 
 /* What is wrong with this one node (not its children), or NULL. */
@@ -321,6 +321,10 @@ check_node(const DfNode *n)
 			if (n->query != NULL)
 				return pstrdup("COMPENSATED node cannot have a query");
 			return NULL;
+		case DF_NODE_SAGA:
+			if (n->left == NULL)
+				return pstrdup("SAGA node requires left_node (the body)");
+			return df_wrapper_parse(tname, n->query, &wrapper);
 		case DF_NODE_HTTP:
 		case DF_NODE_HTTP_MULTIPART:
 			if (n->query == NULL)

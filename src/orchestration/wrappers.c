@@ -31,6 +31,9 @@
  *			 is the node's.  When the forward completes, its undo (right)
  *			 is registered in the same transaction; the undo runs only in
  *			 compensation (saga.c).
+ *	 SAGA	 (issue 16) runs its body in a scope of its own; a body that
+ *			 completes completes the SAGA; one that fails is compensated
+ *			 (saga.c), and on_compensated (right) runs in the SAGA's scope.
  *
  * Locks: the caller holds the instance's runs row; the tasks removed here
  * are the wrapper's own, deleted with SKIP LOCKED.
@@ -340,6 +343,10 @@ wrapper_start(PgdGraph *g, int n, const char *scope)
 		case DF_NODE_COMPENSATED:
 			pgd_apply_start_node(g, node->left, scope);
 			break;
+		case DF_NODE_SAGA:
+			pgd_apply_start_node(g, node->left,
+								 pgd_branch_scope(g, node->left, scope));
+			break;
 		default:
 			elog(ERROR, "node type %s is not a wrapper",
 				 df_node_type_name(node->type));
@@ -392,6 +399,18 @@ wrapper_child_done(PgdGraph *g, int n, int child, const char *scope,
 			}
 			if (outcome.ok)
 				pgd_saga_register(g, n, scope);
+			break;
+		case DF_NODE_SAGA:
+			if (child == node->right)
+			{
+				pgd_saga_compensated_done(g, n, scope, outcome);
+				return;
+			}
+			pgd_store_results_merge(g->instance_id,
+									pgd_branch_scope(g, child, scope), scope,
+									outcome.ok);
+			if (!outcome.ok && pgd_saga_body_failed(g, n, scope, outcome))
+				return;
 			break;
 		default:
 			break;
@@ -641,6 +660,8 @@ static const PgdWrapperHooks hooks = {
 	.step_failed = wrapper_step_failed,
 	.timer = wrapper_timer,
 	.instance_failed = pgd_saga_instance_failed,
+	.branch_lost = pgd_saga_branch_lost,
+	.join_fails_fast = pgd_saga_join_fails_fast,
 };
 
 void
