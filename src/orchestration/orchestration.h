@@ -70,4 +70,16 @@ extern bool pgd_saga_instance_failed(PgdGraph *g, const char *scope,
 extern void pgd_saga_undo_done(PgdGraph *g, int n, const char *uscope,
 							   PgdOutcome outcome);
 
+/*
+ * A failure of wrapper or step n in scope that the nearest df.retry may
+ * take over (wrappers.c): true when the next attempt is scheduled.
+ */
+extern bool pgd_wrapper_retry_failed(PgdGraph *g, int n, const char *scope,
+									 PgdOutcome *outcome);
+
+/* --- breaker.c (issue 17): the BREAKER node --- */
+extern void pgd_breaker_node_start(PgdGraph *g, int n, const char *scope);
+extern void pgd_breaker_node_done(PgdGraph *g, int n, const char *scope,
+								  PgdOutcome outcome);
+
 #endif /* PG_DURABLE_ORCHESTRATION_H */
