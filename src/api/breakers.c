@@ -282,33 +282,35 @@ pgd_drop_circuit_breaker(PG_FUNCTION_ARGS)
 Datum
 pgd_reset_circuit_breaker(PG_FUNCTION_ARGS)
 {
-	const char			*f = "df.reset_circuit_breaker";
-	char				*name = name_arg(fcinfo, f);
-	Oid					 caller = GetUserId();
-	AsEngine			 save;
-	PgdBreakerTransition tr;
-	TimestampTz			 now = GetCurrentTimestamp();
+	const char		 *f = "df.reset_circuit_breaker";
+	char			 *name = name_arg(fcinfo, f);
+	Oid				  caller = GetUserId();
+	AsEngine		  save;
+	PgdBreakerChanges ch;
+	TimestampTz		  now = GetCurrentTimestamp();
 
 	as_engine(&save);
 	check_owner(f, name, caller);
-	pgd_breaker_reset(MyDatabaseId, name, now, &tr);
-	if (!tr.happened)
+	pgd_breaker_reset(MyDatabaseId, name, now, &ch);
+	if (ch.n == 0)
 	{
 		/* not loaded here: the persisted state is what a reset replaces */
 		PgdBreakerSettings s;
 		TimestampTz		   opened_at;
 		TimestampTz		   open_until;
 
-		memset(&tr, 0, sizeof(tr));
-		if (!pgd_breaker_load(name, &s, &tr.from, &opened_at, &open_until))
+		PgdBreakerTransition *tr = &ch.t[0];
+
+		memset(&ch, 0, sizeof(ch));
+		if (!pgd_breaker_load(name, &s, &tr->from, &opened_at, &open_until))
 			elog(ERROR, "circuit breaker \"%s\" vanished", name);
-		tr.happened = true;
-		tr.to = PGD_BREAKER_CLOSED;
-		tr.at = now;
-		tr.failure_rate = -1;
-		tr.reason = "reset";
+		ch.n = 1;
+		tr->to = PGD_BREAKER_CLOSED;
+		tr->at = now;
+		tr->failure_rate = -1;
+		tr->reason = "reset";
 	}
-	pgd_breaker_persist(name, &tr);
+	pgd_breaker_persist(name, &ch);
 	as_caller(&save);
 	PG_RETURN_VOID();
 }

@@ -153,11 +153,14 @@ rate(int part, int calls)
  */
 static void
 transition(Slot *sl, PgdBreakerState to, TimestampTz at, const char *reason,
-		   uint64 *epochs, PgdBreakerTransition *tr)
+		   uint64 *epochs, PgdBreakerChanges *ch)
 {
+	PgdBreakerTransition  spare;
+	PgdBreakerTransition *tr =
+		ch->n < PGD_BREAKER_MAX_CHANGES ? &ch->t[ch->n++] : &spare;
+
 	if (at <= sl->last_at)
 		at = sl->last_at + 1;
-	tr->happened = true;
 	tr->from = sl->state;
 	tr->to = to;
 	tr->at = at;
@@ -189,18 +192,15 @@ transition(Slot *sl, PgdBreakerState to, TimestampTz at, const char *reason,
 	tr->open_until = sl->open_until;
 }
 
-/*
- * Make the transitions whose time has come by now; tr gets the last one
- * (an earlier one of the same call is superseded: OPEN then HALF_OPEN).
- */
+/* Make the transitions whose time has come by now (at most two in a row). */
 static void
-advance(Slot *sl, TimestampTz now, uint64 *epochs, PgdBreakerTransition *tr)
+advance(Slot *sl, TimestampTz now, uint64 *epochs, PgdBreakerChanges *ch)
 {
 	for (int step = 0; step < 3; step++)
 	{
 		if (sl->state == PGD_BREAKER_OPEN && now >= sl->open_until)
 			transition(sl, PGD_BREAKER_HALF_OPEN, now, "wait_duration elapsed",
-					   epochs, tr);
+					   epochs, ch);
 		else if (sl->state == PGD_BREAKER_HALF_OPEN)
 		{
 			TimestampTz first = DT_NOEND;
@@ -212,7 +212,7 @@ advance(Slot *sl, TimestampTz now, uint64 *epochs, PgdBreakerTransition *tr)
 				return;
 			/* a lost probe counts as failed, at the time its permit expired */
 			transition(sl, PGD_BREAKER_OPEN, first,
-					   "a half-open probe did not return in time", epochs, tr);
+					   "a half-open probe did not return in time", epochs, ch);
 		}
 		else
 			return;
@@ -291,14 +291,14 @@ pgd_breaker_settings(int slot, const char *name, PgdBreakerSettings *s)
 
 PgdBreakerAdmit
 pgd_breaker_admit(int slot, Oid db, const char *name, TimestampTz now,
-				  PgdBreakerTicket *t, PgdBreakerTransition *tr,
+				  PgdBreakerTicket *t, PgdBreakerChanges *ch,
 				  TimestampTz *until)
 {
 	Slot		   *sl;
 	PgdBreakerAdmit r = PGD_BREAKER_ADMITTED;
 
 	memset(t, 0, sizeof(*t));
-	memset(tr, 0, sizeof(*tr));
+	ch->n = 0;
 	LWLockAcquire(table->lock, LW_EXCLUSIVE);
 	sl = &table->slots[slot];
 	if (!slot_is(sl, db, name))
@@ -307,7 +307,7 @@ pgd_breaker_admit(int slot, Oid db, const char *name, TimestampTz now,
 		return PGD_BREAKER_NOT_LOADED;
 	}
 	sl->last_used = now;
-	advance(sl, now, &table->epochs, tr);
+	advance(sl, now, &table->epochs, ch);
 	switch (sl->state)
 	{
 		case PGD_BREAKER_CLOSED:
@@ -384,11 +384,11 @@ rates_trip(const Slot *sl)
 
 void
 pgd_breaker_record(const PgdBreakerTicket *t, bool failed, bool slow,
-				   TimestampTz now, PgdBreakerTransition *tr)
+				   TimestampTz now, PgdBreakerChanges *ch)
 {
 	Slot *sl;
 
-	memset(tr, 0, sizeof(*tr));
+	ch->n = 0;
 	if (!t->active)
 		return;
 	LWLockAcquire(table->lock, LW_EXCLUSIVE);
@@ -398,7 +398,7 @@ pgd_breaker_record(const PgdBreakerTicket *t, bool failed, bool slow,
 		LWLockRelease(table->lock);
 		return;
 	}
-	advance(sl, now, &table->epochs, tr);
+	advance(sl, now, &table->epochs, ch);
 	if (sl->epoch != t->epoch)
 	{
 		/* the state the call was admitted in is over */
@@ -414,7 +414,7 @@ pgd_breaker_record(const PgdBreakerTicket *t, bool failed, bool slow,
 							   sl->s.failure_rate_threshold ?
 						   "failure rate reached its threshold" :
 						   "slow-call rate reached its threshold",
-					   &table->epochs, tr);
+					   &table->epochs, ch);
 	}
 	else if (t->probe && sl->state == PGD_BREAKER_HALF_OPEN)
 	{
@@ -430,11 +430,11 @@ pgd_breaker_record(const PgdBreakerTicket *t, bool failed, bool slow,
 				transition(sl, PGD_BREAKER_OPEN, now,
 						   failed ? "a half-open probe failed" :
 									"a half-open probe was slow",
-						   &table->epochs, tr);
+						   &table->epochs, ch);
 			else if (++sl->probes_ok >= sl->s.half_open_calls)
 				transition(sl, PGD_BREAKER_CLOSED, now,
 						   "the half-open probes succeeded", &table->epochs,
-						   tr);
+						   ch);
 		}
 	}
 	LWLockRelease(table->lock);
@@ -442,16 +442,16 @@ pgd_breaker_record(const PgdBreakerTicket *t, bool failed, bool slow,
 
 void
 pgd_breaker_reset(Oid db, const char *name, TimestampTz now,
-				  PgdBreakerTransition *tr)
+				  PgdBreakerChanges *ch)
 {
 	int slot;
 
-	memset(tr, 0, sizeof(*tr));
+	ch->n = 0;
 	LWLockAcquire(table->lock, LW_EXCLUSIVE);
 	slot = find_locked(db, name);
 	if (slot >= 0)
 		transition(&table->slots[slot], PGD_BREAKER_CLOSED, now, "reset",
-				   &table->epochs, tr);
+				   &table->epochs, ch);
 	LWLockRelease(table->lock);
 }
 
@@ -470,10 +470,10 @@ pgd_breaker_forget(Oid db, const char *name)
 bool
 pgd_breaker_view(Oid db, const char *name, TimestampTz now, PgdBreakerView *v)
 {
-	Slot				*copy = palloc(sizeof(Slot));
-	PgdBreakerTransition tr;
-	uint64				 epochs = 0;
-	int					 slot;
+	Slot			 *copy = palloc(sizeof(Slot));
+	PgdBreakerChanges ch;
+	uint64			  epochs = 0;
+	int				  slot;
 
 	LWLockAcquire(table->lock, LW_SHARED);
 	slot = find_locked(db, name);
@@ -485,7 +485,8 @@ pgd_breaker_view(Oid db, const char *name, TimestampTz now, PgdBreakerView *v)
 		pfree(copy);
 		return false;
 	}
-	advance(copy, now, &epochs, &tr);
+	ch.n = 0;
+	advance(copy, now, &epochs, &ch);
 	v->state = copy->state;
 	v->failure_rate = rate(copy->nfailed, copy->wcount);
 	v->slow_rate = rate(copy->nslow, copy->wcount);

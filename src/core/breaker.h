@@ -80,7 +80,6 @@ typedef struct PgdBreakerTicket
 /* A change of state, for the caller to persist. */
 typedef struct PgdBreakerTransition
 {
-	bool			happened;
 	PgdBreakerState from;
 	PgdBreakerState to;
 	TimestampTz		at;
@@ -90,6 +89,14 @@ typedef struct PgdBreakerTransition
 	int				calls;
 	const char	   *reason; /* a static string */
 } PgdBreakerTransition;
+
+/* The changes one call made, oldest first (OPEN, then HALF_OPEN ...). */
+#define PGD_BREAKER_MAX_CHANGES 4
+typedef struct PgdBreakerChanges
+{
+	int					 n;
+	PgdBreakerTransition t[PGD_BREAKER_MAX_CHANGES];
+} PgdBreakerChanges;
 
 typedef enum PgdBreakerAdmit
 {
@@ -136,8 +143,8 @@ extern bool pgd_breaker_settings(int slot, const char *name,
 /* May a call go through breaker name in slot at now? */
 extern PgdBreakerAdmit pgd_breaker_admit(int slot, Oid db, const char *name,
 										 TimestampTz now, PgdBreakerTicket *t,
-										 PgdBreakerTransition *tr,
-										 TimestampTz		  *until);
+										 PgdBreakerChanges *ch,
+										 TimestampTz	   *until);
 
 /*
  * The admitted call of t ended at now: failed (its code matched record_on)
@@ -146,11 +153,11 @@ extern PgdBreakerAdmit pgd_breaker_admit(int slot, Oid db, const char *name,
  */
 extern void pgd_breaker_record(const PgdBreakerTicket *t, bool failed,
 							   bool slow, TimestampTz now,
-							   PgdBreakerTransition *tr);
+							   PgdBreakerChanges *ch);
 
 /* df.reset_circuit_breaker: CLOSED with an empty window (if installed). */
 extern void pgd_breaker_reset(Oid db, const char *name, TimestampTz now,
-							  PgdBreakerTransition *tr);
+							  PgdBreakerChanges *ch);
 
 /* df.drop_circuit_breaker: the slot is freed. */
 extern void pgd_breaker_forget(Oid db, const char *name);

@@ -50,6 +50,8 @@
 	"calls, reason) VALUES ($1, $2::timestamptz, $3, $4, $5::timestamptz, " \
 	"$6::timestamptz, $7::float8, $8::int4, $9)"
 
+static void persist_one(const char *name, const PgdBreakerTransition *tr);
+
 static TimestampTz
 parse_ts(const char *s)
 {
@@ -96,10 +98,15 @@ pgd_breaker_load(const char *name, PgdBreakerSettings *s,
 }
 
 void
-pgd_breaker_persist(const char *name, const PgdBreakerTransition *tr)
+pgd_breaker_persist(const char *name, const PgdBreakerChanges *ch)
 {
-	if (!tr->happened)
-		return;
+	for (int i = 0; i < ch->n; i++)
+		persist_one(name, &ch->t[i]);
+}
+
+static void
+persist_one(const char *name, const PgdBreakerTransition *tr)
+{
 	PGD_EXEC(SQL_PERSIST, name, ts_text(tr->at),
 			 pgd_breaker_state_name(tr->from), pgd_breaker_state_name(tr->to),
 			 ts_text(tr->opened_at), ts_text(tr->open_until),
@@ -129,10 +136,10 @@ bool
 pgd_breaker_admit_call(const char *name, PgdBreakerTicket *t,
 					   PgdOutcome *refusal)
 {
-	TimestampTz			 now = GetCurrentTimestamp();
-	PgdBreakerTransition tr;
-	TimestampTz			 until = 0;
-	PgdBreakerAdmit		 r = PGD_BREAKER_NOT_LOADED;
+	TimestampTz		  now = GetCurrentTimestamp();
+	PgdBreakerChanges ch;
+	TimestampTz		  until = 0;
+	PgdBreakerAdmit	  r = PGD_BREAKER_NOT_LOADED;
 
 	memset(refusal, 0, sizeof(*refusal));
 	/* a slot can be given to another breaker between the find and the admission */
@@ -146,11 +153,11 @@ pgd_breaker_admit_call(const char *name, PgdBreakerTicket *t,
 				pgd_failure("circuit breaker \"%s\" does not exist", name);
 			return false;
 		}
-		r = pgd_breaker_admit(slot, MyDatabaseId, name, now, t, &tr, &until);
+		r = pgd_breaker_admit(slot, MyDatabaseId, name, now, t, &ch, &until);
 	}
 	if (r == PGD_BREAKER_NOT_LOADED)
 		elog(ERROR, "circuit breaker \"%s\" could not be loaded", name);
-	pgd_breaker_persist(name, &tr);
+	pgd_breaker_persist(name, &ch);
 	if (r == PGD_BREAKER_ADMITTED)
 		return true;
 	refusal->ok = false;
@@ -200,16 +207,16 @@ recorded_as_failure(const char *record_on, const char *code)
 void
 pgd_breaker_record_call(const PgdBreakerTicket *t, const PgdOutcome *outcome)
 {
-	TimestampTz			 now = GetCurrentTimestamp();
-	PgdBreakerSettings	 s;
-	PgdBreakerTransition tr;
-	bool				 failed;
-	bool				 slow;
+	TimestampTz		   now = GetCurrentTimestamp();
+	PgdBreakerSettings s;
+	PgdBreakerChanges  ch;
+	bool			   failed;
+	bool			   slow;
 
 	if (!t->active || !pgd_breaker_settings(t->slot, t->name, &s))
 		return;
 	failed = recorded_as_failure(s.record_on, outcome_code(outcome));
 	slow = s.slow_call_ms >= 0 && (now - t->started) / 1000 >= s.slow_call_ms;
-	pgd_breaker_record(t, failed, slow, now, &tr);
-	pgd_breaker_persist(t->name, &tr);
+	pgd_breaker_record(t, failed, slow, now, &ch);
+	pgd_breaker_persist(t->name, &ch);
 }

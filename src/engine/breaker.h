@@ -39,9 +39,8 @@ extern bool pgd_breaker_admit_call(const char *name, PgdBreakerTicket *t,
 extern void pgd_breaker_record_call(const PgdBreakerTicket *t,
 									const PgdOutcome	   *outcome);
 
-/* Persist a change of state of breaker name (nothing when none happened). */
-extern void pgd_breaker_persist(const char				   *name,
-								const PgdBreakerTransition *tr);
+/* Persist the changes of state of breaker name, oldest first. */
+extern void pgd_breaker_persist(const char *name, const PgdBreakerChanges *ch);
 
 /* Read breaker name's definition and persisted state; false when it does not exist. */
 extern bool pgd_breaker_load(const char *name, PgdBreakerSettings *s,
