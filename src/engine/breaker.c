@@ -25,7 +25,6 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "common/json.h"
 #include "common/spi.h"
 #include "engine/breaker.h"
 #include "graph/orch_config.h"
@@ -168,25 +167,28 @@ pgd_breaker_admit_call(const char *name, PgdBreakerTicket *t,
 	return false;
 }
 
-/* The code the breaker judges an outcome by. */
+/*
+ * The code the breaker judges an outcome by: a failure's code; for a
+ * completed HTTP step the status of its envelope, which step_http.c writes
+ * first ({"status":429,...}), read without parsing the whole body.
+ */
 static const char *
 outcome_code(const PgdOutcome *o)
 {
-	char   *err = NULL;
-	DfJson *env;
-	int64	status;
+	static const char prefix[] = "{\"status\":";
+	char			 *end;
+	long			  status;
 
 	if (!o->ok)
 		return o->code;
-	/* a completed HTTP step: its status (a 4xx the step returns, e.g. 429) */
-	if (o->result == NULL || o->result[0] != '{')
+	if (o->result == NULL ||
+		strncmp(o->result, prefix, sizeof(prefix) - 1) != 0)
 		return NULL;
-	env = dfjson_parse(o->result, strlen(o->result), &err);
-	if (env == NULL || env->type != DFJ_OBJECT ||
-		!dfjson_get_int64(dfjson_get(env, "status"), &status) ||
-		dfjson_get(env, "duration_ms") == NULL)
+	status = strtol(o->result + sizeof(prefix) - 1, &end, 10);
+	if (end == o->result + sizeof(prefix) - 1 || *end != ',' || status < 100 ||
+		status > 999)
 		return NULL;
-	return psprintf("http:" INT64_FORMAT, status);
+	return psprintf("http:%ld", status);
 }
 
 static bool

@@ -157,6 +157,15 @@ SELECT df.start(df.http('{base}/log?path=/service/bk_regress_' || :'id', 'GET'))
 SELECT bk_wait(:'log_id');
 SELECT jsonb_array_length((result->>'body')::jsonb) AS calls_seen_by_server
 FROM df.nodes WHERE instance_id = :'log_id' AND node_type = 'HTTP';
+-- a completed call answered 429 is a failure for the breaker (record_on http:429)
+SELECT df.create_circuit_breaker('rl', minimum_calls => 1, window_size => 1, wait_duration => '1 hour');
+SELECT jsonb_set(j, '{query}', to_jsonb(jsonb_set((j->>'query')::jsonb, '{breaker}', '"rl"')::text))::text AS step
+FROM (SELECT df.http('{base}/status/429', 'GET')::jsonb AS j) s \gset
+SELECT df.start(:'step') AS id \gset
+SELECT bk_wait(:'id');
+SELECT state, failure_rate, calls_in_window FROM df.circuit_breakers WHERE name = 'rl';
+SELECT df.drop_circuit_breaker('rl');
+
 -- a breaker that does not exist fails the step
 SELECT df.start(df.with_breaker('SELECT 1', 'missing')) AS id \gset
 SELECT bk_wait(:'id');
