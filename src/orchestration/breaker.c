@@ -48,6 +48,9 @@ ticket_json(const PgdBreakerTicket *t)
 	dfjson_object_add(k, "started",
 					  dfjson_make_number(psprintf(INT64_FORMAT, t->started)));
 	dfjson_object_add(d, "breaker_ticket", k);
+	/* for df.instance_nodes while the subtree runs: how the breaker let it through */
+	dfjson_object_add(d, "breaker_state",
+					  dfjson_make_string(t->probe ? "half_open" : "closed"));
 	return dfjson_to_text(d);
 }
 

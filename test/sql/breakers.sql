@@ -166,6 +166,25 @@ SELECT bk_wait(:'id');
 SELECT state, failure_rate, calls_in_window FROM df.circuit_breakers WHERE name = 'rl';
 SELECT df.drop_circuit_breaker('rl');
 
+-- an HTTP step refused by its breaker, under df.retry(retry_on => circuit_open):
+-- its next attempt waits for the half-open time, and the probe is its call
+SELECT df.create_circuit_breaker('hr', minimum_calls => 1, window_size => 1,
+								 wait_duration => '3 s', half_open_calls => 1);
+SELECT jsonb_set(j, '{query}', to_jsonb(jsonb_set((j->>'query')::jsonb, '{breaker}', '"hr"')::text))::text AS step
+FROM (SELECT df.http('{base}/status/503', 'GET')::jsonb AS j) s \gset
+SELECT df.start(:'step') AS id \gset
+SELECT bk_wait(:'id');
+SELECT state FROM df.circuit_breakers WHERE name = 'hr';
+SELECT jsonb_set(j, '{query}', to_jsonb(jsonb_set((j->>'query')::jsonb, '{breaker}', '"hr"')::text))::text AS step
+FROM (SELECT df.http('{base}/service/bk_regress_hr_{sys_instance_id}', 'GET')::jsonb AS j) s \gset
+SELECT df.start(df.retry(:'step', retry_on => '{circuit_open}', initial_interval => '10 ms',
+						 max_interval => '100 ms', jitter => 'none')) AS id \gset
+SELECT bk_wait(:'id');
+SELECT (detail->>'delay_ms')::int >= 1000 AS waited_for_half_open, detail->>'code' AS code
+FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+SELECT state FROM df.circuit_breakers WHERE name = 'hr';
+SELECT df.drop_circuit_breaker('hr');
+
 -- a breaker that does not exist fails the step
 SELECT df.start(df.with_breaker('SELECT 1', 'missing')) AS id \gset
 SELECT bk_wait(:'id');
