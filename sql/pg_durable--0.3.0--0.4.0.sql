@@ -638,20 +638,20 @@ COMMENT ON FUNCTION df.reset_circuit_breaker(text) IS
 	'close a circuit breaker with an empty window (its owner''s members only)';
 REVOKE EXECUTE ON FUNCTION df.reset_circuit_breaker(text) FROM PUBLIC;
 
-CREATE FUNCTION df_internal.circuit_breaker_states()
+CREATE FUNCTION df.circuit_breaker_states()
 	RETURNS TABLE (name text, state text, failure_rate float8, calls_in_window int,
 				   opened_at timestamptz, open_until timestamptz, half_open_permits_left int,
 				   slow_call_rate float8, owner text)
 	LANGUAGE c VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_circuit_breakers';
-COMMENT ON FUNCTION df_internal.circuit_breaker_states() IS
+COMMENT ON FUNCTION df.circuit_breaker_states() IS
 	'the rows of df.circuit_breakers: each breaker as the next call would find it';
 
 CREATE VIEW df.circuit_breakers AS
 	SELECT name, state, failure_rate, calls_in_window, opened_at, open_until,
 		   half_open_permits_left, slow_call_rate, owner
-	FROM df_internal.circuit_breaker_states();
+	FROM df.circuit_breaker_states();
 COMMENT ON VIEW df.circuit_breakers IS
 	'every circuit breaker: state (closed, open, half_open), failure rate (percent) and calls in its '
 	'window, when it opened and until when, the half-open permits left';
