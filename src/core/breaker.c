@@ -441,6 +441,27 @@ pgd_breaker_record(const PgdBreakerTicket *t, bool failed, bool slow,
 }
 
 void
+pgd_breaker_release(const PgdBreakerTicket *t)
+{
+	Slot *sl;
+
+	if (!t->active || !t->probe)
+		return;
+	LWLockAcquire(table->lock, LW_EXCLUSIVE);
+	sl = &table->slots[t->slot];
+	if (sl->used && strcmp(sl->name, t->name) == 0 && sl->epoch == t->epoch &&
+		sl->state == PGD_BREAKER_HALF_OPEN)
+		for (int i = 0; i < sl->nprobes; i++)
+			if (sl->probes[i].id == t->probe_id)
+			{
+				sl->probes[i] = sl->probes[--sl->nprobes];
+				sl->permits_left++;
+				break;
+			}
+	LWLockRelease(table->lock);
+}
+
+void
 pgd_breaker_reset(Oid db, const char *name, TimestampTz now,
 				  PgdBreakerChanges *ch)
 {

@@ -155,6 +155,12 @@ extern void pgd_breaker_record(const PgdBreakerTicket *t, bool failed,
 							   bool slow, TimestampTz now,
 							   PgdBreakerChanges *ch);
 
+/*
+ * The transaction that admitted probe t rolled back: its permit goes back
+ * (nothing when t is no probe or its state is over).
+ */
+extern void pgd_breaker_release(const PgdBreakerTicket *t);
+
 /* df.reset_circuit_breaker: CLOSED with an empty window (if installed). */
 extern void pgd_breaker_reset(Oid db, const char *name, TimestampTz now,
 							  PgdBreakerChanges *ch);

@@ -14,6 +14,10 @@
  * rolls back, shared memory keeps the new state and the table the old one
  * until the next transition (only a crash in between loses it).
  *
+ * A half-open permit taken by a transaction that rolls back (a batch step
+ * given back, a failed claim) is given back at the abort, so the step's
+ * next run can take it again instead of waiting for it to expire.
+ *
  * Locks: none of its own; the transitions are inserts, so no engine
  * transaction waits for another one here.
  *
@@ -21,6 +25,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -113,6 +118,76 @@ persist_one(const char *name, const PgdBreakerTransition *tr)
 			 psprintf("%d", tr->calls), tr->reason);
 }
 
+/*
+ * The probes admitted by the current transaction, with the subtransaction
+ * that admitted each (past MAX_PENDING the permit is left to expire).
+ */
+#define MAX_PENDING 32
+typedef struct PendingProbe
+{
+	PgdBreakerTicket t;
+	SubTransactionId sub;
+} PendingProbe;
+
+static PendingProbe pending[MAX_PENDING];
+static int			npending = 0;
+static bool			callbacks_set = false;
+
+static void
+release_from(SubTransactionId sub)
+{
+	int kept = 0;
+
+	for (int i = 0; i < npending; i++)
+	{
+		if (pending[i].sub >= sub)
+			pgd_breaker_release(&pending[i].t);
+		else
+			pending[kept++] = pending[i];
+	}
+	npending = kept;
+}
+
+static void
+xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		release_from(InvalidSubTransactionId);
+	else if (event == XACT_EVENT_COMMIT ||
+			 event == XACT_EVENT_PARALLEL_COMMIT ||
+			 event == XACT_EVENT_PREPARE)
+		npending = 0;
+}
+
+static void
+subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+				 SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		release_from(mySubid);
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+		for (int i = 0; i < npending; i++)
+			if (pending[i].sub >= mySubid)
+				pending[i].sub = parentSubid;
+}
+
+static void
+remember_probe(const PgdBreakerTicket *t)
+{
+	if (!callbacks_set)
+	{
+		RegisterXactCallback(xact_callback, NULL);
+		RegisterSubXactCallback(subxact_callback, NULL);
+		callbacks_set = true;
+	}
+	if (npending < MAX_PENDING)
+	{
+		pending[npending].t = *t;
+		pending[npending].sub = GetCurrentSubTransactionId();
+		npending++;
+	}
+}
+
 /* The slot of breaker name, loaded from its tables if need be; -1: none. */
 static int
 slot_of(const char *name)
@@ -158,7 +233,11 @@ pgd_breaker_admit_call(const char *name, PgdBreakerTicket *t,
 		elog(ERROR, "circuit breaker \"%s\" could not be loaded", name);
 	pgd_breaker_persist(name, &ch);
 	if (r == PGD_BREAKER_ADMITTED)
+	{
+		if (t->probe)
+			remember_probe(t);
 		return true;
+	}
 	refusal->ok = false;
 	refusal->code = pstrdup("circuit_open");
 	refusal->result = psprintf("circuit breaker \"%s\" is open until %s", name,
