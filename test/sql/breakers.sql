@@ -17,6 +17,9 @@ SELECT df.with_breaker('SELECT 1', '1abc');
 SELECT df.with_breaker('SELECT 1', 'a b');
 SELECT df.with_breaker('SELECT 1', repeat('x', 64));
 
+-- df.explain shows the node with its settings
+SELECT df.explain(df.with_breaker('SELECT 1' ~> 'SELECT 2', 'inventory'));
+
 -- hand-written graphs
 RESET ROLE;
 SELECT df_internal.validate_graph('{"node_type":"BREAKER","left_node":{"node_type":"SQL","query":"SELECT 1"}}');
