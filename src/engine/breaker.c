@@ -54,6 +54,18 @@
 	"calls, reason) VALUES ($1, $2::timestamptz, $3, $4, $5::timestamptz, " \
 	"$6::timestamptz, $7::float8, $8::int4, $9)"
 
+/*
+ * The history a breaker keeps: its latest HISTORY_KEEP transitions, trimmed
+ * when it closes, skipping rows another transaction holds (never waiting).
+ */
+#define HISTORY_KEEP "1000"
+#define SQL_TRIM \
+	"DELETE FROM df_internal.circuit_breaker_transitions WHERE id IN (" \
+	"SELECT id FROM df_internal.circuit_breaker_transitions " \
+	"WHERE name OPERATOR(pg_catalog.=) $1 ORDER BY at DESC OFFSET " HISTORY_KEEP \
+	" " \
+	"FOR UPDATE SKIP LOCKED)"
+
 static void persist_one(const char *name, const PgdBreakerTransition *tr);
 
 static TimestampTz
@@ -105,7 +117,11 @@ void
 pgd_breaker_persist(const char *name, const PgdBreakerChanges *ch)
 {
 	for (int i = 0; i < ch->n; i++)
+	{
 		persist_one(name, &ch->t[i]);
+		if (ch->t[i].to == PGD_BREAKER_CLOSED)
+			PGD_EXEC(SQL_TRIM, name);
+	}
 }
 
 static void

@@ -117,8 +117,17 @@ SELECT count(*) AS retries FROM df.history(:'id') WHERE kind = 'retry_scheduled'
 SELECT from_state, to_state, reason, failure_rate, calls FROM df.circuit_breaker_history
 WHERE name = 'calc' ORDER BY at;
 
--- reset: closed with an empty window
+-- reset: closed with an empty window; a breaker that closes trims its
+-- history to its latest 1,000 transitions
+RESET ROLE;
+INSERT INTO df_internal.circuit_breaker_transitions (name, at, from_state, to_state, reason)
+	SELECT 'calc', clock_timestamp() - interval '1 day' + g * interval '1 ms', 'open', 'half_open', 'old'
+	FROM generate_series(1, 1200) g;
+SET ROLE df_user;
 SELECT df.reset_circuit_breaker('calc');
+SELECT count(*) AS kept, count(*) FILTER (WHERE reason = 'reset') AS resets,
+	   count(*) FILTER (WHERE reason = 'failure rate reached its threshold') AS opened
+FROM df.circuit_breaker_history WHERE name = 'calc';
 SELECT name, state, failure_rate, calls_in_window, opened_at FROM df.circuit_breakers WHERE name = 'calc';
 
 -- df.retry(retry_on => circuit_open): the next attempt waits for the
