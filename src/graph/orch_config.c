@@ -490,5 +490,7 @@ df_wrapper_parse(const char *type_name, const char *query,
 		return df_fail_parse(query, &cfg->fail_message, &cfg->fail_retryable);
 	if (strcmp(type_name, "SAGA") == 0)
 		return df_saga_parse(query, &cfg->saga_parallel, &cfg->saga_continue);
+	if (strcmp(type_name, "BREAKER") == 0)
+		return df_breaker_parse(query, &cfg->breaker_name);
 	return psprintf("%s is not a wrapper node", type_name);
 }

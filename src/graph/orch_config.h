@@ -76,6 +76,7 @@ typedef struct DfWrapperConfig
 	bool		  fail_retryable;
 	bool		  saga_parallel; /* SAGA: the undos run all at once */
 	bool		  saga_continue; /* SAGA: on_undo_failure 'continue' */
+	char		 *breaker_name; /* BREAKER (issue 17) */
 } DfWrapperConfig;
 
 extern void	 df_retry_defaults(DfRetryPolicy *p);
@@ -86,6 +87,15 @@ extern char *df_fail_parse(const char *query, char **message, bool *retryable);
 /* SAGA: {"parallel": true, "on_undo_failure": "stop" | "continue"}, both optional */
 extern char *df_saga_parse(const char *query, bool *parallel,
 						   bool *continue_on_failure);
+
+/*
+ * Circuit breakers (issue 17): a breaker's name (1 to 63 letters, digits,
+ * '_', '-', '.' or ':', starting with a letter or '_'), and the settings
+ * of a BREAKER node, {"name": "<breaker>"}.
+ */
+#define DF_BREAKER_NAME_MAX 63
+extern char *df_breaker_name_check(const char *name);
+extern char *df_breaker_parse(const char *query, char **name);
 
 /* Parse a wrapper's settings by node type name; NULL when fine. */
 extern char *df_wrapper_parse(const char *type_name, const char *query,

@@ -95,4 +95,16 @@ extern bool pgd_saga_join_fails_fast(PgdGraph *g, int join);
 /* df.compensate: a compensation stopped by a failed undo goes on (saga_resume.c). */
 extern void pgd_saga_resume(const char *instance_id);
 
+/*
+ * A failure of wrapper or step n in scope that the nearest df.retry may
+ * take over (wrappers.c): true when the next attempt is scheduled.
+ */
+extern bool pgd_wrapper_retry_failed(PgdGraph *g, int n, const char *scope,
+									 PgdOutcome *outcome);
+
+/* --- breaker.c (issue 17): the BREAKER node --- */
+extern void pgd_breaker_node_start(PgdGraph *g, int n, const char *scope);
+extern void pgd_breaker_node_done(PgdGraph *g, int n, const char *scope,
+								  PgdOutcome outcome);
+
 #endif /* PG_DURABLE_ORCHESTRATION_H */

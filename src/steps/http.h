@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 
 #include "common/json.h"
+#include "core/breaker.h"
 #include "engine/types.h"
 
 /* A multipart part, ready to send. */
@@ -66,6 +67,8 @@ typedef struct PgdHttpRequest
 	char		*fail_on;			 /* df.http(fail_on); NULL: 5xx fails */
 	int64		 attempt_timeout_ms; /* df.retry(attempt_timeout); 0: none */
 	char		*idempotency_key;
+	PgdBreakerTicket
+		breaker; /* config "breaker": the admitted call (issue 17) */
 } PgdHttpRequest;
 
 /* What a finished call gave back (the raw material of the envelope). */
