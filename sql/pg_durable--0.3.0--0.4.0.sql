@@ -532,3 +532,57 @@ CREATE FUNCTION df_internal.batch_sizes() RETURNS TABLE (tasks integer, batches 
 	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_batch_sizes';
 REVOKE EXECUTE ON FUNCTION df_internal.batch_sizes() FROM PUBLIC;
 COMMENT ON FUNCTION df_internal.batch_sizes() IS 'how many committed executor transactions (batches) ran each number of tasks since the server started (issue 14)';
+-- Dynamic fan-out (issue 18): df.map, node MAP, its children and counters.
+ALTER TABLE df.nodes DROP CONSTRAINT nodes_node_type_check;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
+	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
+						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'MAP')) NOT VALID;
+ALTER TABLE df.nodes DROP CONSTRAINT nodes_structure_check;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
+	CASE
+		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
+						   'FAIL')
+			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type IN ('RETRY', 'TIMEOUT')
+			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type = 'CATCH'
+			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'COMPENSATED'
+			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'THEN' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'IF' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'LOOP' THEN left_node IS NOT NULL AND right_node IS NULL
+		WHEN node_type = 'JOIN' THEN left_node IS NOT NULL AND right_node IS NOT NULL
+		WHEN node_type = 'RACE' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'MAP' THEN left_node IS NOT NULL AND right_node IS NOT NULL
+		ELSE false
+	END) NOT VALID;
+CREATE FUNCTION df.map(query text, step text, max_concurrent int DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_map';
+COMMENT ON FUNCTION df.map(text, text, int) IS
+	'node MAP: run query once (a SQL step), then step once per row with $item bound to the row, '
+	'at most max_concurrent at a time; the result is the array of the steps'' results in row order';
+CREATE TABLE df_internal.map_items (
+	instance_id varchar(8) NOT NULL,
+	map_node varchar(8) NOT NULL,
+	item int NOT NULL CHECK (item >= 0),
+	node_id varchar(8) NOT NULL,
+	PRIMARY KEY (instance_id, map_node, item),
+	FOREIGN KEY (instance_id, node_id) REFERENCES df.nodes (instance_id, id) ON DELETE CASCADE
+);
+COMMENT ON TABLE df_internal.map_items IS
+	'the children of MAP nodes (df.map): the root of the copy of the step made for each row';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.map_items', '');
+CREATE TABLE df_internal.maps (
+	instance_id varchar(8) NOT NULL REFERENCES df_internal.runs (instance_id) ON DELETE CASCADE,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	total int NOT NULL,
+	started int NOT NULL,
+	finished int NOT NULL DEFAULT 0,
+	PRIMARY KEY (instance_id, node_id, scope)
+);
+COMMENT ON TABLE df_internal.maps IS
+	'running MAP executions (df.map): children in all, started, finished';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.maps', '');

@@ -260,6 +260,11 @@ COMMENT ON FUNCTION df.with_undo_op(text, text) IS
 	'forward <~> undo: df.with_undo, refusing a sequence as forward (write a <~> a2 ~> (b <~> b2))';
 CREATE OPERATOR <~> (LEFTARG = text, RIGHTARG = text, FUNCTION = df.with_undo_op);
 COMMENT ON OPERATOR <~> (text, text) IS 'pg_durable: a step with its undo (df.with_undo)';
+CREATE FUNCTION df.map(query text, step text, max_concurrent int DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_map';
+COMMENT ON FUNCTION df.map(text, text, int) IS
+	'node MAP: run query once (a SQL step), then step once per row with $item bound to the row, '
+	'at most max_concurrent at a time; the result is the array of the steps'' results in row order';
 
 -- ---------------------------------------------------------------------------
 -- Instances and nodes (the reference's user-visible tables)
@@ -322,7 +327,7 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_submitted_by_not_null
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
 						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
-						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED')) NOT VALID;
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'MAP')) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_name_check
 	CHECK (result_name IS NULL OR result_name OPERATOR(pg_catalog.~) '^[A-Za-z_][A-Za-z0-9_]*$') NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_status_check
@@ -345,6 +350,7 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 		WHEN node_type = 'LOOP' THEN left_node IS NOT NULL AND right_node IS NULL
 		WHEN node_type = 'JOIN' THEN left_node IS NOT NULL AND right_node IS NOT NULL
 		WHEN node_type = 'RACE' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'MAP' THEN left_node IS NOT NULL AND right_node IS NOT NULL
 		ELSE false
 	END) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_instance_identity_fkey
@@ -1104,3 +1110,33 @@ COMMENT ON FUNCTION df.check() IS
 	'engine itself (repeated_engine_errors); and, without an instance, what keeps the engine from '
 	'running this database''s instances (it is not pg_durable.database, or pg_durable.worker_role '
 	'was refused). Reconciliation repairs what it safely can';
+
+-- Dynamic fan-out (issue 18, orchestration-api.md §4): the children df.map
+-- made for a MAP node, one copy of its step per row, as df.nodes rows
+-- (item: the row number from 0; node_id: the root of the copy).  They go
+-- with their nodes.
+CREATE TABLE df_internal.map_items (
+	instance_id varchar(8) NOT NULL,
+	map_node varchar(8) NOT NULL,
+	item int NOT NULL CHECK (item >= 0),
+	node_id varchar(8) NOT NULL,
+	PRIMARY KEY (instance_id, map_node, item),
+	FOREIGN KEY (instance_id, node_id) REFERENCES df.nodes (instance_id, id) ON DELETE CASCADE
+);
+COMMENT ON TABLE df_internal.map_items IS
+	'the children of MAP nodes (df.map): the root of the copy of the step made for each row';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.map_items', '');
+-- The counters of each running MAP execution: its children, how many
+-- started and how many finished (changed under the instance's runs row).
+CREATE TABLE df_internal.maps (
+	instance_id varchar(8) NOT NULL REFERENCES df_internal.runs (instance_id) ON DELETE CASCADE,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	total int NOT NULL,
+	started int NOT NULL,
+	finished int NOT NULL DEFAULT 0,
+	PRIMARY KEY (instance_id, node_id, scope)
+);
+COMMENT ON TABLE df_internal.maps IS
+	'running MAP executions (df.map): children in all, started, finished';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.maps', '');

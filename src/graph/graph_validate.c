@@ -23,6 +23,7 @@
 
 #include "common/cron.h"
 #include "graph/http_config.h"
+#include "graph/map_config.h"
 #include "graph/orch_config.h"
 #include "fmgr.h"
 #include "graph/graph.h"
@@ -246,7 +247,7 @@ is_leaf_type(DfNodeType t)
 	return !(t == DF_NODE_THEN || t == DF_NODE_IF || t == DF_NODE_JOIN ||
 			 t == DF_NODE_LOOP || t == DF_NODE_RACE || t == DF_NODE_RETRY ||
 			 t == DF_NODE_TIMEOUT || t == DF_NODE_CATCH ||
-			 t == DF_NODE_COMPENSATED);
+			 t == DF_NODE_COMPENSATED || t == DF_NODE_MAP);
 }
 
 /* What is wrong with this one node (not its children), or NULL. */
@@ -321,6 +322,8 @@ check_node(const DfNode *n)
 			if (n->query != NULL)
 				return pstrdup("COMPENSATED node cannot have a query");
 			return NULL;
+		case DF_NODE_MAP:
+			return df_map_check(n);
 		case DF_NODE_HTTP:
 		case DF_NODE_HTTP_MULTIPART:
 			if (n->query == NULL)

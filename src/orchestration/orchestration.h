@@ -70,4 +70,13 @@ extern bool pgd_saga_instance_failed(PgdGraph *g, const char *scope,
 extern void pgd_saga_undo_done(PgdGraph *g, int n, const char *uscope,
 							   PgdOutcome outcome);
 
+/* --- map.c (issue 18): node MAP, df.map --- */
+
+/* MAP node n starts in scope: its query runs. */
+extern void pgd_map_start(PgdGraph *g, int n, const char *scope);
+
+/* The query or a child of MAP node n (running in scope) ended with outcome. */
+extern void pgd_map_child_done(PgdGraph *g, int n, int child,
+							   const char *scope, PgdOutcome outcome);
+
 #endif /* PG_DURABLE_ORCHESTRATION_H */
