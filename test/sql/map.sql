@@ -83,6 +83,20 @@ SELECT map_wait(:'id');
 SELECT status, result #>> '{}' AS error FROM df.nodes WHERE instance_id = :'id' AND node_type = 'MAP';
 SELECT count(*) AS nodes_made FROM df.nodes WHERE instance_id = :'id';
 
+-- a MAP in a loop runs again in each iteration, with that iteration's
+-- rows: the children it made before are reused, the missing ones made
+CREATE TABLE map_loop (n int);
+CREATE TABLE map_loop_gen (g serial);
+SELECT df.start(df.loop(
+	df.map('SELECT g AS n FROM generate_series(1, (SELECT count(*) + 1 FROM map_loop_gen)::int) g',
+		   'INSERT INTO map_loop VALUES ($item.n) RETURNING n')
+	~> 'INSERT INTO map_loop_gen DEFAULT VALUES',
+	'SELECT count(*) < 3 FROM map_loop_gen')) AS id \gset
+SELECT map_wait(:'id');
+SELECT n, count(*) FROM map_loop GROUP BY n ORDER BY n;
+SELECT count(*) AS children FROM df.nodes
+WHERE instance_id = :'id' AND node_type = 'SQL' AND query LIKE 'INSERT INTO map_loop VALUES%';
+
 -- max_concurrent => 2: each child records when it entered and when it left
 -- (a sleep between, in separate steps), and at no time were more than two
 -- inside at once
