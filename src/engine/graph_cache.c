@@ -357,9 +357,21 @@ add_rows(PgdGraph *g, PgdStoredNode *rows, int n, const char *root_id)
 		e->index = i;
 	}
 
-	nodes = palloc0(sizeof(PgdNode) * Max(g->nnodes + n, 1));
-	if (g->nnodes > 0)
-		memcpy(nodes, g->nodes, sizeof(PgdNode) * g->nnodes);
+	/*
+	 * Room for the new rows: in place when the array has it (so pointers
+	 * into it stay good), else a copy twice as large, the old array left
+	 * where it is for whoever still points into it; so the copies a
+	 * growing graph leaves behind add up to less than its final size.
+	 */
+	if (g->nnodes + n <= g->cap)
+		nodes = g->nodes;
+	else
+	{
+		g->cap = Max(Max(g->nnodes + n, 2 * g->cap), 1);
+		nodes = palloc0(sizeof(PgdNode) * g->cap);
+		if (g->nnodes > 0)
+			memcpy(nodes, g->nodes, sizeof(PgdNode) * g->nnodes);
+	}
 	row_of = palloc(sizeof(int) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{

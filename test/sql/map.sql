@@ -83,6 +83,15 @@ SELECT map_wait(:'id');
 SELECT status, result #>> '{}' AS error FROM df.nodes WHERE instance_id = :'id' AND node_type = 'MAP';
 SELECT count(*) AS nodes_made FROM df.nodes WHERE instance_id = :'id';
 
+-- a MAP in a MAP: the inner query sees the outer row, the inner step its own
+SELECT df.start(df.map('SELECT g AS n FROM generate_series(1, 3) g',
+					   df.map('SELECT $item.n AS outer, h AS inner FROM generate_series(1, $item.n) h',
+							  'SELECT $item.outer * 10 + $item.inner AS v'))) AS id \gset
+SELECT map_wait(:'id');
+SELECT (SELECT jsonb_agg((SELECT jsonb_agg(i -> 'rows' -> 0 -> 'v' ORDER BY k)
+						   FROM jsonb_array_elements(o) WITH ORDINALITY AS y(i, k)) ORDER BY j)
+		FROM jsonb_array_elements(df.result(:'id')::jsonb) WITH ORDINALITY AS x(o, j)) AS results;
+
 -- a MAP in a loop runs again in each iteration, with that iteration's
 -- rows: the children it made before are reused, the missing ones made
 CREATE TABLE map_loop (n int);
