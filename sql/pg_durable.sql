@@ -960,6 +960,9 @@ WITH RECURSIVE ended AS (
 			CASE WHEN n.node_type = 'JOIN' AND n.query LIKE '{%'
 				 AND jsonb_typeof(n.query::jsonb -> 'extra_nodes') = 'array'
 			THEN n.query::jsonb -> 'extra_nodes' ELSE '[]' END) e
+		-- the children df.map made (issue 18)
+		UNION ALL SELECT mi.node_id::text FROM df_internal.map_items mi
+			WHERE n.node_type = 'MAP' AND mi.instance_id = n.instance_id AND mi.map_node = n.id
 	) c(child)
 	JOIN df.nodes x ON x.instance_id = n.instance_id AND x.id = c.child
 	WHERE c.child IS NOT NULL

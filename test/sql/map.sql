@@ -150,6 +150,16 @@ END $$;
 SELECT df.start(df.map('SELECT g AS n FROM generate_series(1, 3) g',
 					   df.wait_for_signal('go') ~> 'SELECT $item.n AS n', 1)) AS id \gset
 SELECT map_wait_running(:'id', 1);
+-- df.check() walks from the waiting child through the MAP to the root: clean,
+-- and the child's wait, taken away for a moment, is missed
+RESET ROLE;
+SELECT count(*) AS problems FROM df.check() WHERE instance_id = :'id';
+CREATE TEMP TABLE map_saved_wait AS SELECT * FROM df_internal.waits WHERE instance_id = :'id';
+DELETE FROM df_internal.waits WHERE instance_id = :'id';
+SELECT problem FROM df.check() WHERE instance_id = :'id' ORDER BY problem;
+INSERT INTO df_internal.waits SELECT * FROM map_saved_wait;
+SELECT count(*) AS problems FROM df.check() WHERE instance_id = :'id';
+SET ROLE df_user;
 SELECT regexp_replace(df.explain(:'id'), '^Instance: [0-9a-f]{8}', 'Instance: <id>') AS explain;
 SELECT df.signal(:'id', 'go');
 SELECT df.signal(:'id', 'go');
