@@ -67,7 +67,7 @@ typedef struct PgdGraph
 	int			  root; /* index of the root node */
 	int			  nnodes;
 	PgdNode		 *nodes;
-	int			  cap; /* room in nodes (df.map adds to them) */
+	int			  cap;	   /* room in nodes (df.map adds to them) */
 	char		 *token;   /* identifies this incarnation of the id */
 	bool		  has_map; /* a MAP node: the graph grows (df.map) */
 	bool		  stale;   /* it grew in a transaction that rolled back */
