@@ -21,6 +21,21 @@ SELECT df.start('{"node_type":"MAP","left_node":{"node_type":"SLEEP","query":"1"
 SELECT df.start('{"node_type":"MAP","left_node":{"node_type":"SQL","query":"SELECT 1"},"right_node":{"node_type":"SQL","query":"SELECT 2"},"query":"{\"max_concurrent\":0}"}');
 SELECT df.start('{"node_type":"MAP","left_node":{"node_type":"SQL","query":"SELECT 1"},"right_node":{"node_type":"SQL","query":"SELECT 2"},"query":"{\"width\":3}"}');
 
+CREATE FUNCTION map_wait_running(iid text, want int) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+	deadline timestamptz := clock_timestamp() + interval '60 seconds';
+BEGIN
+	LOOP
+		IF (SELECT count(*) FROM df.nodes WHERE instance_id = iid AND node_type = 'SIGNAL'
+			AND status = 'running') >= want THEN
+			RETURN true;
+		END IF;
+		IF clock_timestamp() > deadline THEN
+			RETURN false;
+		END IF;
+		PERFORM pg_sleep(0.02);
+	END LOOP;
+END $$;
 CREATE FUNCTION map_wait(iid text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
 	RETURN df.await_instance(iid, 120);
@@ -65,6 +80,25 @@ SELECT map_wait(:'id');
 SELECT status FROM df.instances WHERE id = :'id';
 SELECT status, result #>> '{}' AS error
 FROM df.nodes WHERE instance_id = :'id' AND node_type = 'MAP';
+-- the other children are abandoned: row 1 fails after half a second, when
+-- rows 2 and 3 are asleep; caught around the MAP, the instance goes on to
+-- wait for a signal, and the sleeping children have no timer left
+SELECT df.start(df.catch(df.map('SELECT g AS n FROM generate_series(1, 3) g',
+								'SELECT 1 / ($item.n - 1) AS v FROM pg_sleep(CASE WHEN $item.n = 1 THEN 0.5 ELSE 0 END)'
+								~> df.sleep(60)),
+						 'SELECT ''caught'' AS c')
+				~> df.wait_for_signal('end')) AS id \gset
+SELECT map_wait_running(:'id', 1);
+RESET ROLE;
+SELECT kind, count(*) FROM df_internal.tasks WHERE instance_id = :'id' GROUP BY kind;
+SELECT count(*) AS waits FROM df_internal.waits WHERE instance_id = :'id';
+SELECT count(*) AS problems FROM df.check() WHERE instance_id = :'id';
+SET ROLE df_user;
+SELECT status, result #>> '{}' AS error FROM df.nodes WHERE instance_id = :'id' AND node_type = 'MAP';
+SELECT node_type, status, count(*) FROM df.nodes WHERE instance_id = :'id' AND node_type = 'SLEEP'
+GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT df.signal(:'id', 'end');
+SELECT map_wait(:'id');
 -- ... unless the step is wrapped in df.catch
 SELECT df.start(df.map('SELECT g AS n FROM generate_series(1, 5) g',
 					   df.catch('SELECT 10 / ($item.n - 3) AS v', 'SELECT ''caught'' AS v'))) AS id \gset
@@ -132,21 +166,7 @@ SELECT (SELECT array_agg((e -> 'rows' -> 0 ->> 'n')::int ORDER BY o)
 SELECT df.explain(df.map('SELECT 1 AS n', 'SELECT $item.n', 4));
 SELECT regexp_replace(df.explain(:'id'), '^Instance: [0-9a-f]{8}', 'Instance: <id>') AS explain;
 -- live, while it runs: one child waits for a signal, the others wait their turn
-CREATE FUNCTION map_wait_running(iid text, want int) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE
-	deadline timestamptz := clock_timestamp() + interval '60 seconds';
-BEGIN
-	LOOP
-		IF (SELECT count(*) FROM df.nodes WHERE instance_id = iid AND node_type = 'SIGNAL'
-			AND status = 'running') >= want THEN
-			RETURN true;
-		END IF;
-		IF clock_timestamp() > deadline THEN
-			RETURN false;
-		END IF;
-		PERFORM pg_sleep(0.02);
-	END LOOP;
-END $$;
+
 SELECT df.start(df.map('SELECT g AS n FROM generate_series(1, 3) g',
 					   df.wait_for_signal('go') ~> 'SELECT $item.n AS n', 1)) AS id \gset
 SELECT map_wait_running(:'id', 1);
