@@ -223,6 +223,11 @@ extern void pgd_store_map_counts(const char *instance_id, const char *map_id,
 								 const char *scope, int *total, int *started,
 								 int *finished);
 
+/* The named results of the children node_ids of a MAP running in scope ($item among them) go. */
+extern void pgd_store_map_drop_results(const char *instance_id,
+									   const char *scope, int n,
+									   const char *const *node_ids);
+
 /* The results of the child roots node_ids as one JSON array, in that order. */
 extern char *pgd_store_map_results(const char *instance_id, int n,
 								   const char *const *node_ids);

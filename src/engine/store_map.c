@@ -181,6 +181,27 @@ pgd_store_map_close(const char *instance_id, const char *map_id,
 			 instance_id, map_id, scope);
 }
 
+void
+pgd_store_map_drop_results(const char *instance_id, const char *scope, int n,
+						   const char *const *node_ids)
+{
+	Oid	  types[3] = {TEXTOID, TEXTOID, TEXTARRAYOID};
+	Datum values[3];
+
+	store_flush_node_writes();
+	values[0] = pgd_text_datum(instance_id);
+	values[1] = pgd_text_datum(scope);
+	values[2] = store_text_array(n, node_ids);
+	/* a child's scope is "<scope>::<child root id>::<gen>": one pass over the instance's */
+	pgd_spi_exec("DELETE FROM df_internal.results "
+				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+				 "AND pg_catalog.starts_with(scope, $2 OPERATOR(pg_catalog.||) '::') "
+				 "AND pg_catalog.split_part(pg_catalog.substr(scope, "
+				 "pg_catalog.length($2) OPERATOR(pg_catalog.+) 3), '::', 1) "
+				 "OPERATOR(pg_catalog.=) ANY ($3)",
+				 3, types, values, NULL, false);
+}
+
 char *
 pgd_store_map_results(const char *instance_id, int n,
 					  const char *const *node_ids)

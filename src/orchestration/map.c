@@ -26,7 +26,9 @@
  * child that fails fails the MAP ("MAP item <i> failed: ..."), like a
  * JOIN branch: the scopes of the other children are abandoned (their
  * tasks go, their running steps are interrupted at commit) and the rest
- * never start.  A failing query fails the MAP with its error.  More rows
+ * never start.  A failing query fails the MAP with its error.  Either way
+ * the children's named results ($item and what their steps named) go with
+ * the MAP's end: the MAP's result is the array.  More rows
  * than the graph node limit allows (DF_MAX_NODES, counting the copies)
  * fail the MAP and say the limit.
  *
@@ -214,11 +216,21 @@ make_children(PgdGraph *g, int n, int first, int total)
 			 g->nodes[n].id, g->instance_id, g->nodes[n].nitems, total);
 }
 
-/* The MAP execution in scope ends with outcome. */
+/*
+ * The MAP execution in scope ends with outcome: its counters and its
+ * children's named results go (a MAP in a loop leaves none behind).
+ */
 static void
 map_end(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 {
+	int			 nitems = g->nodes[n].nitems;
+	const char **ids = palloc(sizeof(char *) * Max(nitems, 1));
+
 	map_ends++;
+	for (int i = 0; i < nitems; i++)
+		ids[i] = g->nodes[g->nodes[n].items[i]].id;
+	if (nitems > 0)
+		pgd_store_map_drop_results(g->instance_id, scope, nitems, ids);
 	pgd_store_map_close(g->instance_id, g->nodes[n].id, scope);
 	pgd_apply_finish_node(g, n, scope, outcome);
 }

@@ -139,6 +139,15 @@ SELECT map_wait(:'id');
 SELECT n, count(*) FROM map_loop GROUP BY n ORDER BY n;
 SELECT count(*) AS children FROM df.nodes
 WHERE instance_id = :'id' AND node_type = 'SQL' AND query LIKE 'INSERT INTO map_loop VALUES%';
+-- while it waits, a MAP that ended has left no named results of its children
+SELECT df.start(df.map('SELECT g AS n FROM generate_series(1, 3) g', 'SELECT $item.n AS v' |=> 'v')
+				~> df.wait_for_signal('end')) AS id \gset
+SELECT map_wait_running(:'id', 1);
+RESET ROLE;
+SELECT name, count(*) FROM df_internal.results WHERE instance_id = :'id' GROUP BY name ORDER BY name;
+SET ROLE df_user;
+SELECT df.signal(:'id', 'end');
+SELECT map_wait(:'id');
 
 -- max_concurrent => 2: each child records when it entered and when it left
 -- (a sleep between, in separate steps), and at no time were more than two
