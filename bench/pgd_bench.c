@@ -98,6 +98,7 @@ typedef struct PgdbOptions
 	int			retry_steps;
 	int			widths[PGDB_MAX_WIDTHS];	/* one fan-out of each width */
 	int			nwidths;
+	int			map_rows;		/* df.map over this many rows vs a JOIN as wide */
 	bool		verbose;
 } PgdbOptions;
 
@@ -1193,6 +1194,87 @@ width_phases(Pgdb *b)
 	return true;
 }
 
+/* One run of graph alone on the server: seconds from df.start to completion, or NAN. */
+static double
+single_run(Pgdb *b, const char *name, const char *graph, int width)
+{
+	PgdbOptions *o = &b->opt;
+	int			saved_timeout = o->timeout;
+	char		ids[2][PGDB_ID_LEN + 1];
+	int64_t		commit_us[2];
+	PgdbPhase	ph;
+	bool		ok;
+
+	say(b, "%s", name);
+	o->timeout = saved_timeout > width / 10 ? saved_timeout : width / 10;
+	memset(ids, 0, sizeof(ids));
+	pgss_reset(b);
+	ok = run_phase(b, graph, 1, 1, false, ids, commit_us, &ph);
+	o->timeout = saved_timeout;
+	if (ok)
+		pgss_collect(b, name);
+	if (!ok || ph.completed != 1)
+	{
+		add_row(b, "", ph.stuck ? "unfinished" : "failed", "%s: %s", name,
+				ph.first_error[0] ? ph.first_error : "did not complete");
+		return NAN;
+	}
+	return ph.seconds;
+}
+
+/*
+ * Dynamic fan-out (issue 18): one df.map over map_rows rows, each row's
+ * step a 'SELECT 1', against one static JOIN of as many 'SELECT 1'
+ * branches, alone on the server, MAP_RUNS runs of each (alternating), the
+ * median.  Steps/s counts the fan-out's steps (the MAP's query is one
+ * more step, not counted).  The target: the map within 1.2x of the JOIN.
+ */
+#define MAP_RUNS 5
+
+static bool
+map_phases(Pgdb *b)
+{
+	int			rows = b->opt.map_rows;
+	char	   *join = build_graph(b, "&", rows, noop_leaf);
+	char	   *map;
+	char		sql[256];
+	double		tj[MAP_RUNS], tm[MAP_RUNS];
+	char		v[32];
+	char		name[64];
+
+	if (join == NULL)
+		return false;
+	snprintf(sql, sizeof(sql),
+			 "SELECT df.map('SELECT g AS n FROM generate_series(1, %d) g', 'SELECT 1')::text",
+			 rows);
+	if ((map = query_value(b, sql)) == NULL)
+		return false;
+	for (int r = 0; r < MAP_RUNS; r++)
+	{
+		snprintf(name, sizeof(name), "map: JOIN of %d branches, run %d", rows, r + 1);
+		tj[r] = single_run(b, name, join, rows);
+		snprintf(name, sizeof(name), "map: df.map over %d rows, run %d", rows, r + 1);
+		tm[r] = single_run(b, name, map, rows);
+		if (isnan(tj[r]) || isnan(tm[r]))
+		{
+			free(join);
+			free(map);
+			return true;
+		}
+	}
+	free(join);
+	free(map);
+	qsort(tj, MAP_RUNS, sizeof(double), cmp_double);
+	qsort(tm, MAP_RUNS, sizeof(double), cmp_double);
+	add_row(b, "steps/s", fmt_num(v, rows / tj[MAP_RUNS / 2]),
+			"map: static JOIN of %d branches (median of %d)", rows, MAP_RUNS);
+	add_row(b, "steps/s", fmt_num(v, rows / tm[MAP_RUNS / 2]),
+			"map: df.map over %d rows (median of %d)", rows, MAP_RUNS);
+	add_row(b, "", fmt_num(v, tm[MAP_RUNS / 2] / tj[MAP_RUNS / 2]),
+			"map: df.map time / JOIN time (target <= 1.2)");
+	return true;
+}
+
 static bool
 pgdb_run(Pgdb *b)
 {
@@ -1349,6 +1431,8 @@ pgdb_run(Pgdb *b)
 
 	if (o->nwidths > 0 && !width_phases(b))
 		return false;
+	if (o->map_rows > 0 && !map_phases(b))
+		return false;
 
 	if (!latency_phase(b, 1, "1 client"))
 		return false;
@@ -1436,6 +1520,8 @@ usage(const char *progname)
 		   "      --widths=LIST           one fan-out of each width, e.g. 1000,2000 (default:\n"
 		   "                              1000,2000,5000,10000; 0 skips; a width over the\n"
 		   "                              10,000-node limit is reported as not run)\n"
+		   "      --map-rows=NUM          one df.map over NUM rows against one JOIN of NUM\n"
+		   "                              branches, 5 runs each (default: 1000; 0: none)\n"
 		   "  -v, --verbose               say what runs, on stderr\n"
 		   "  -V, --version               output version information, then exit\n"
 		   "  -?, --help                  show this help, then exit\n\n");
@@ -1513,6 +1599,7 @@ main(int argc, char **argv)
 		{"retry-workflows", required_argument, NULL, 16},
 		{"retry-steps", required_argument, NULL, 17},
 		{"widths", required_argument, NULL, 18},
+		{"map-rows", required_argument, NULL, 19},
 		{"verbose", no_argument, NULL, 'v'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, '?'},
@@ -1540,6 +1627,7 @@ main(int argc, char **argv)
 	b.opt.retry_workflows = 300;
 	b.opt.retry_steps = 5;
 	parse_widths(&b.opt, "1000,2000,5000,10000");
+	b.opt.map_rows = 1000;
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
 	{
@@ -1618,6 +1706,9 @@ main(int argc, char **argv)
 				break;
 			case 18:
 				parse_widths(&b.opt, optarg);
+				break;
+			case 19:
+				b.opt.map_rows = parse_count(optarg, "map-rows", 0);
 				break;
 			case 'v':
 				b.opt.verbose = true;

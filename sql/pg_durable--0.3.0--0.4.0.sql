@@ -547,11 +547,12 @@ COMMENT ON FUNCTION df.saga(text, text, boolean, text) IS
 	'when parallel), then on_compensated, whose result is the saga''s; on_undo_failure ''stop'' '
 	'ends the instance failed with the rest pending (df.compensate resumes), ''continue'' runs the others';
 -- Node BREAKER (issue 17): a subtree (left) that is one call of a circuit breaker.
+-- Dynamic fan-out (issue 18): df.map, node MAP, its children and counters.
 ALTER TABLE df.nodes DROP CONSTRAINT nodes_node_type_check;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
 						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
-						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'SAGA', 'BREAKER')) NOT VALID;
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'SAGA', 'BREAKER', 'MAP')) NOT VALID;
 ALTER TABLE df.nodes DROP CONSTRAINT nodes_structure_check;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 	CASE
@@ -570,6 +571,7 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 		WHEN node_type = 'LOOP' THEN left_node IS NOT NULL AND right_node IS NULL
 		WHEN node_type = 'JOIN' THEN left_node IS NOT NULL AND right_node IS NOT NULL
 		WHEN node_type = 'RACE' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'MAP' THEN left_node IS NOT NULL AND right_node IS NOT NULL
 		ELSE false
 	END) NOT VALID;
 ALTER TABLE df_internal.events DROP CONSTRAINT events_kind_check;
@@ -702,3 +704,192 @@ CREATE FUNCTION df.with_breaker(step text, name text) RETURNS text
 COMMENT ON FUNCTION df.with_breaker(text, text) IS
 	'node BREAKER: the whole step is one call of circuit breaker name; open, it fails at once with '
 	'kind circuit_open';
+CREATE FUNCTION df.map(query text, step text, max_concurrent int DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_map';
+COMMENT ON FUNCTION df.map(text, text, int) IS
+	'node MAP: run query once (a SQL step), then step once per row with $item bound to the row, '
+	'at most max_concurrent at a time; the result is the array of the steps'' results in row order';
+CREATE TABLE df_internal.map_items (
+	instance_id varchar(8) NOT NULL,
+	map_node varchar(8) NOT NULL,
+	item int NOT NULL CHECK (item >= 0),
+	node_id varchar(8) NOT NULL,
+	PRIMARY KEY (instance_id, map_node, item),
+	FOREIGN KEY (instance_id, node_id) REFERENCES df.nodes (instance_id, id) ON DELETE CASCADE
+);
+COMMENT ON TABLE df_internal.map_items IS
+	'the children of MAP nodes (df.map): the root of the copy of the step made for each row';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.map_items', '');
+CREATE TABLE df_internal.maps (
+	instance_id varchar(8) NOT NULL REFERENCES df_internal.runs (instance_id) ON DELETE CASCADE,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	total int NOT NULL,
+	started int NOT NULL,
+	finished int NOT NULL DEFAULT 0,
+	PRIMARY KEY (instance_id, node_id, scope)
+);
+COMMENT ON TABLE df_internal.maps IS
+	'running MAP executions (df.map): children in all, started, finished';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.maps', '');
+-- df.check() walks from a running leaf of a MAP's child up through the MAP (issue 18).
+CREATE OR REPLACE FUNCTION df_internal.check_rows()
+	RETURNS TABLE (instance_id text, problem text, node_id text, scope text, detail text)
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $check$
+WITH RECURSIVE ended AS (
+	-- how an instance ended, by its last instance_* event: the engine's word,
+	-- which its owner cannot change (df.instances.status it can: UPDATE)
+	-- (df.compensate resumes a failed one: instance_resumed, issue 16)
+	SELECT x.id, x.status FROM (
+		SELECT DISTINCT ON (e.instance_id) e.instance_id AS id, substr(e.kind, 10) AS status
+		FROM df_internal.events e
+		WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled',
+						 'instance_compensated', 'instance_resumed')
+		ORDER BY e.instance_id, e.id DESC) x
+	WHERE x.status <> 'resumed'
+), live AS (
+	-- live by the engine's own state: a runs row of an instance that has not ended
+	SELECT i.id, r.status, i.status AS shown
+	FROM df.instances i JOIN df_internal.runs r ON r.instance_id = i.id
+	WHERE NOT EXISTS (SELECT 1 FROM ended d WHERE d.id = i.id)
+), nodes AS (
+	SELECT n.instance_id, n.id, n.node_type, n.status, n.query, n.left_node, n.right_node,
+		   n.status_details ->> 'execution_id' AS stamp
+	FROM df.nodes n JOIN live l ON l.id = n.instance_id
+), edges AS (
+	SELECT n.instance_id, c.child, n.id AS parent
+	FROM nodes n
+	CROSS JOIN LATERAL (
+		SELECT n.left_node::text
+		UNION ALL SELECT n.right_node::text
+		UNION ALL SELECT n.query::jsonb ->> 'condition_node'
+			WHERE n.node_type IN ('IF', 'LOOP') AND n.query LIKE '{%'
+		UNION ALL SELECT e FROM jsonb_array_elements_text(
+			CASE WHEN n.node_type = 'JOIN' AND n.query LIKE '{%'
+				 AND jsonb_typeof(n.query::jsonb -> 'extra_nodes') = 'array'
+			THEN n.query::jsonb -> 'extra_nodes' ELSE '[]' END) e
+		-- the children df.map made (issue 18)
+		UNION ALL SELECT mi.node_id::text FROM df_internal.map_items mi
+			WHERE n.node_type = 'MAP' AND mi.instance_id = n.instance_id AND mi.map_node = n.id
+	) c(child)
+	JOIN df.nodes x ON x.instance_id = n.instance_id AND x.id = c.child
+	WHERE c.child IS NOT NULL
+), leaves AS (
+	SELECT n.* FROM nodes n JOIN live l ON l.id = n.instance_id AND l.status = 'running'
+	WHERE n.status = 'running' AND n.stamp IS NOT NULL
+	  AND n.node_type IN ('SQL', 'HTTP', 'HTTP_MULTIPART', 'SLEEP', 'WAIT_SCHEDULE', 'SIGNAL')
+), walk AS (
+	-- from each running leaf up to the root: every ancestor must be running
+	-- and stamped with the leaf's scope or an enclosing one
+	SELECT f.instance_id, f.id AS leaf, f.id AS node, f.stamp, true AS ok FROM leaves f
+	UNION ALL
+	SELECT w.instance_id, w.leaf, p.id, p.stamp,
+		   p.status = 'running' AND p.stamp IS NOT NULL
+		   AND (w.stamp = p.stamp OR starts_with(w.stamp, p.stamp || '::'))
+	FROM walk w
+	JOIN edges e ON e.instance_id = w.instance_id AND e.child = w.node
+	JOIN nodes p ON p.instance_id = e.instance_id AND p.id = e.parent
+	WHERE w.ok
+), live_leaves AS (
+	SELECT f.* FROM leaves f
+	WHERE NOT EXISTS (SELECT 1 FROM walk w
+					  WHERE w.instance_id = f.instance_id AND w.leaf = f.id AND NOT w.ok)
+)
+SELECT l.id::text, 'no_pending_work', NULL::text, NULL::text,
+	   format('%s instance has no task, timer or signal wait', l.status)
+FROM live l
+WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = l.id)
+  AND NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = l.id)
+UNION ALL
+SELECT f.instance_id::text,
+	   CASE f.node_type WHEN 'SIGNAL' THEN 'missing_wait'
+			WHEN 'SLEEP' THEN 'missing_timer' WHEN 'WAIT_SCHEDULE' THEN 'missing_timer'
+			ELSE 'stranded_step' END,
+	   f.id::text, f.stamp,
+	   format('running %s node %s in scope %s has no %s', f.node_type, f.id, f.stamp,
+			  CASE f.node_type WHEN 'SIGNAL' THEN 'registered signal wait'
+				   WHEN 'SLEEP' THEN 'timer' WHEN 'WAIT_SCHEDULE' THEN 'timer' ELSE 'task' END)
+FROM live_leaves f
+WHERE CASE WHEN f.node_type = 'SIGNAL' THEN
+		NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = f.instance_id
+					AND w.node_id = f.id AND w.scope = f.stamp)
+	  ELSE
+		NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = f.instance_id
+					AND t.node_id = f.id AND t.scope = f.stamp)
+	  END
+UNION ALL
+SELECT p.instance_id::text, 'node_state_mismatch', p.id::text, p.stamp,
+	   format('completed THEN node %s has its right child %s %s in the same scope',
+			  p.id, c.id, c.status)
+FROM df.nodes p0
+JOIN LATERAL (SELECT p0.instance_id, p0.id, p0.status_details ->> 'execution_id' AS stamp) p ON true
+JOIN df.nodes c ON c.instance_id = p0.instance_id AND c.id = p0.right_node
+WHERE p0.node_type = 'THEN' AND p0.status = 'completed'
+  AND c.status IN ('running', 'failed')
+  AND c.status_details ->> 'execution_id' = p.stamp
+UNION ALL
+SELECT t.instance_id::text, 'task_of_finished_instance', t.node_id::text, t.scope,
+	   format('%s task %s points at a %s instance', t.kind, t.id,
+			  CASE WHEN i.id IS NULL THEN 'missing' ELSE COALESCE(d.status, 'finished') END)
+FROM df_internal.tasks t
+LEFT JOIN df.instances i ON i.id = t.instance_id
+LEFT JOIN ended d ON d.id = t.instance_id
+WHERE NOT EXISTS (SELECT 1 FROM live l WHERE l.id = t.instance_id)
+UNION ALL
+SELECT r.instance_id::text, 'orphan_run', NULL, NULL,
+	   format('engine state kept for a %s instance',
+			  CASE WHEN i.id IS NULL THEN 'missing' ELSE d.status END)
+FROM df_internal.runs r
+LEFT JOIN df.instances i ON i.id = r.instance_id
+LEFT JOIN ended d ON d.id = r.instance_id
+WHERE i.id IS NULL OR d.id IS NOT NULL
+UNION ALL
+SELECT i.id::text, 'missing_run', NULL, NULL, format('%s instance has no engine state', i.status)
+FROM df.instances i
+WHERE i.status IN ('pending', 'running')
+  AND NOT EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = i.id)
+  AND NOT EXISTS (SELECT 1 FROM ended d WHERE d.id = i.id)
+UNION ALL
+-- df.instances.status disagrees with the engine (its owner may UPDATE it):
+-- shown only, the engine goes by its own state and writes the status again
+-- when the instance starts or ends
+SELECT l.id::text, 'status_mismatch', NULL, NULL,
+	   format('df.instances shows %s, the engine has the instance %s', l.shown, l.status)
+FROM live l
+WHERE l.shown IS DISTINCT FROM l.status
+UNION ALL
+SELECT i.id::text, 'status_mismatch', NULL, NULL,
+	   format('df.instances shows %s, the instance ended %s', i.status, d.status)
+FROM df.instances i
+JOIN ended d ON d.id = i.id
+WHERE i.status IS DISTINCT FROM d.status
+  AND NOT EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = i.id)
+UNION ALL
+SELECT j.instance_id::text, 'join_counter', j.node_id::text, j.scope,
+	   format('JOIN %s in scope %s counts %s running branches, %s are unfinished',
+			  j.node_id, j.scope, j.remaining, u.unfinished)
+FROM df_internal.joins j
+JOIN df.nodes jn ON jn.instance_id = j.instance_id AND jn.id = j.node_id
+CROSS JOIN LATERAL (
+	SELECT count(*) AS unfinished
+	FROM edges e
+	JOIN df.nodes b ON b.instance_id = e.instance_id AND b.id = e.child
+	WHERE e.instance_id = j.instance_id AND e.parent = j.node_id
+	  AND NOT (b.status IN ('completed', 'failed')
+			   -- a branch ends in its own scope: "<scope>::<id>::1", or a later
+			   -- generation when its root is a loop
+			   AND starts_with(b.status_details ->> 'execution_id', j.scope || '::' || b.id || '::')
+			   AND substr(b.status_details ->> 'execution_id',
+						  length(j.scope || '::' || b.id || '::') + 1) ~ '^[0-9]+$')
+) u
+WHERE u.unfinished <> j.remaining
+UNION ALL
+SELECT t.instance_id::text, 'repeated_engine_errors', t.node_id::text, t.scope,
+	   format('%s task %s%s failed %s times in the engine; last error: %s', t.kind, t.id,
+			  CASE WHEN t.node_id IS NOT NULL THEN format(' of node %s', t.node_id) ELSE '' END,
+			  t.engine_errors, left(t.last_engine_error, 200))
+FROM df_internal.tasks t
+WHERE t.engine_errors >= 2
+$check$;

@@ -269,6 +269,12 @@ COMMENT ON FUNCTION df.saga(text, text, boolean, text) IS
 	'when parallel), then on_compensated, whose result is the saga''s; on_undo_failure ''stop'' '
 	'ends the instance failed with the rest pending (df.compensate resumes), ''continue'' runs the others';
 
+CREATE FUNCTION df.map(query text, step text, max_concurrent int DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_map';
+COMMENT ON FUNCTION df.map(text, text, int) IS
+	'node MAP: run query once (a SQL step), then step once per row with $item bound to the row, '
+	'at most max_concurrent at a time; the result is the array of the steps'' results in row order';
+
 -- ---------------------------------------------------------------------------
 -- Instances and nodes (the reference's user-visible tables)
 -- ---------------------------------------------------------------------------
@@ -330,7 +336,7 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_submitted_by_not_null
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
 						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
-						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'SAGA', 'BREAKER')) NOT VALID;
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'SAGA', 'BREAKER', 'MAP')) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_name_check
 	CHECK (result_name IS NULL OR result_name OPERATOR(pg_catalog.~) '^[A-Za-z_][A-Za-z0-9_]*$') NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_status_check
@@ -354,6 +360,7 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 		WHEN node_type = 'LOOP' THEN left_node IS NOT NULL AND right_node IS NULL
 		WHEN node_type = 'JOIN' THEN left_node IS NOT NULL AND right_node IS NOT NULL
 		WHEN node_type = 'RACE' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'MAP' THEN left_node IS NOT NULL AND right_node IS NOT NULL
 		ELSE false
 	END) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_instance_identity_fkey
@@ -977,6 +984,9 @@ WITH RECURSIVE ended AS (
 			CASE WHEN n.node_type = 'JOIN' AND n.query LIKE '{%'
 				 AND jsonb_typeof(n.query::jsonb -> 'extra_nodes') = 'array'
 			THEN n.query::jsonb -> 'extra_nodes' ELSE '[]' END) e
+		-- the children df.map made (issue 18)
+		UNION ALL SELECT mi.node_id::text FROM df_internal.map_items mi
+			WHERE n.node_type = 'MAP' AND mi.instance_id = n.instance_id AND mi.map_node = n.id
 	) c(child)
 	JOIN df.nodes x ON x.instance_id = n.instance_id AND x.id = c.child
 	WHERE c.child IS NOT NULL
@@ -1238,3 +1248,33 @@ CREATE FUNCTION df.with_breaker(step text, name text) RETURNS text
 COMMENT ON FUNCTION df.with_breaker(text, text) IS
 	'node BREAKER: the whole step is one call of circuit breaker name; open, it fails at once with '
 	'kind circuit_open';
+
+-- Dynamic fan-out (issue 18, orchestration-api.md §4): the children df.map
+-- made for a MAP node, one copy of its step per row, as df.nodes rows
+-- (item: the row number from 0; node_id: the root of the copy).  They go
+-- with their nodes.
+CREATE TABLE df_internal.map_items (
+	instance_id varchar(8) NOT NULL,
+	map_node varchar(8) NOT NULL,
+	item int NOT NULL CHECK (item >= 0),
+	node_id varchar(8) NOT NULL,
+	PRIMARY KEY (instance_id, map_node, item),
+	FOREIGN KEY (instance_id, node_id) REFERENCES df.nodes (instance_id, id) ON DELETE CASCADE
+);
+COMMENT ON TABLE df_internal.map_items IS
+	'the children of MAP nodes (df.map): the root of the copy of the step made for each row';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.map_items', '');
+-- The counters of each running MAP execution: its children, how many
+-- started and how many finished (changed under the instance's runs row).
+CREATE TABLE df_internal.maps (
+	instance_id varchar(8) NOT NULL REFERENCES df_internal.runs (instance_id) ON DELETE CASCADE,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	total int NOT NULL,
+	started int NOT NULL,
+	finished int NOT NULL DEFAULT 0,
+	PRIMARY KEY (instance_id, node_id, scope)
+);
+COMMENT ON TABLE df_internal.maps IS
+	'running MAP executions (df.map): children in all, started, finished';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.maps', '');

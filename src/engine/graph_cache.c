@@ -4,8 +4,10 @@
  *	  The structure of an instance's graph, loaded from df.nodes once per
  *	  process and cached, its node configs parsed once.
  *
- * A graph never changes after df.start, so the cache can never be stale:
- * entries are only dropped to bound memory (the whole cache, at
+ * A graph changes after df.start only by growing: df.map adds the
+ * children of a MAP node (issue 18), and a process whose cached graph
+ * misses a node loads what was added (pgd_graph_find).  Otherwise entries
+ * are only dropped to bound memory (the whole cache, at
  * GRAPH_CACHE_MAX entries) and when an id turns out to belong to a newer
  * instance.
  * Because an id may be reused once an old instance is deleted, each entry
@@ -25,6 +27,7 @@
 #include <math.h>
 
 #include "miscadmin.h"
+#include "access/xact.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -32,6 +35,7 @@
 #include "engine/graph_cache.h"
 #include "engine/store.h"
 #include "graph/http_config.h"
+#include "graph/map_config.h"
 #include "graph/persisted.h"
 
 #define GRAPH_CACHE_MAX 2000
@@ -45,13 +49,54 @@ typedef struct GraphCacheEntry
 static HTAB			*graph_cache = NULL;
 static MemoryContext graph_cache_cxt = NULL;
 
+/*
+ * The graphs this transaction extended (df.map made children): if it, or
+ * any subtransaction, rolls back, the nodes it added are not in df.nodes,
+ * so the graph is reloaded at its next use.
+ */
+#define EXTENDED_MAX 8
+static char extended[EXTENDED_MAX][PGD_ID_LEN + 1];
+static int	nextended = 0;
+static bool extended_overflow = false;
+
+static void mark_stale(void);
+
+static void
+extend_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		mark_stale();
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_PREPARE)
+	{
+		nextended = 0;
+		extended_overflow = false;
+	}
+}
+
+static void
+extend_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		mark_stale();
+}
+
 static void
 cache_init(void)
 {
-	HASHCTL ctl;
+	HASHCTL		ctl;
+	static bool callbacks = false;
 
 	if (graph_cache != NULL)
 		return;
+	if (!callbacks)
+	{
+		RegisterXactCallback(extend_xact_callback, NULL);
+		RegisterSubXactCallback(extend_subxact_callback, NULL);
+		callbacks = true;
+	}
 	graph_cache_cxt =
 		AllocSetContextCreate(TopMemoryContext, "pg_durable graph cache",
 							  ALLOCSET_DEFAULT_SIZES);
@@ -73,9 +118,47 @@ cache_reset(void)
 	cache_init();
 }
 
-/* Index of node_id in g, or -1. */
+static void
+mark_stale(void)
+{
+	if (graph_cache == NULL)
+		return;
+	if (extended_overflow)
+	{
+		HASH_SEQ_STATUS	 seq;
+		GraphCacheEntry *e;
+
+		hash_seq_init(&seq, graph_cache);
+		while ((e = hash_seq_search(&seq)) != NULL)
+			e->graph->stale = true;
+		return;
+	}
+	for (int i = 0; i < nextended; i++)
+	{
+		bool			 found;
+		GraphCacheEntry *e =
+			hash_search(graph_cache, extended[i], HASH_FIND, &found);
+
+		if (found)
+			e->graph->stale = true;
+	}
+}
+
+static void
+note_extended(const char *instance_id)
+{
+	for (int i = 0; i < nextended; i++)
+		if (strcmp(extended[i], instance_id) == 0)
+			return;
+	if (nextended == EXTENDED_MAX)
+		extended_overflow = true;
+	else
+		strlcpy(extended[nextended++], instance_id, PGD_ID_LEN + 1);
+}
+
+/* Index of node_id among the nodes g holds now, or -1. */
 int
-pgd_graph_find(const PgdGraph *g, const char *node_id)
+pgd_graph_find_loaded(const PgdGraph *g, const char *node_id)
 {
 	int i;
 
@@ -84,6 +167,23 @@ pgd_graph_find(const PgdGraph *g, const char *node_id)
 		if (strcmp(g->nodes[i].id, node_id) == 0)
 			return i;
 	return -1;
+}
+
+/*
+ * Index of node_id in g, or -1.  A graph with a MAP node grows while it
+ * runs (df.map adds a copy of its step per row, in the transition that
+ * read the rows): a node another process added is loaded on the first
+ * miss.  Nodes are never removed, so a hit is never stale.
+ */
+int
+pgd_graph_find(const PgdGraph *g, const char *node_id)
+{
+	int i = pgd_graph_find_loaded(g, node_id);
+
+	if (i >= 0 || !g->has_map)
+		return i;
+	pgd_graph_extend((PgdGraph *) g);
+	return pgd_graph_find_loaded(g, node_id);
 }
 
 typedef struct IdIndex
@@ -202,6 +302,9 @@ parse_config(PgdNode *n)
 			v = dfjson_get(node_config(n), "result_name");
 			n->if_rows_name = (v && v->type == DFJ_STRING) ? v->str : NULL;
 			break;
+		case DF_NODE_MAP:
+			n->map_problem = df_map_parse(n->query, &n->map_max);
+			break;
 		case DF_NODE_HTTP:
 		case DF_NODE_HTTP_MULTIPART:
 			/* validated at df.start, checked again: a graph is data */
@@ -215,16 +318,160 @@ parse_config(PgdNode *n)
 	}
 }
 
+/* Does the graph hold a MAP node (whose children df.map adds while it runs)? */
+static bool
+has_map(const PgdGraph *g)
+{
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i].type == DF_NODE_MAP)
+			return true;
+	return false;
+}
+
+/*
+ * Add the rows that g does not hold yet to it, linked to their children,
+ * their configs parsed.  The nodes already there keep their indexes (a
+ * caller may hold one): the array is copied into a larger one, the old
+ * one stays in g->cxt until the graph is dropped.
+ */
+static void
+add_rows(PgdGraph *g, PgdStoredNode *rows, int n, const char *root_id)
+{
+	MemoryContext old = MemoryContextSwitchTo(g->cxt);
+	HASHCTL		  ctl;
+	HTAB		 *ids;
+	PgdNode		 *nodes;
+	int			 *row_of; /* index in g->nodes of each new row */
+	int			  total = g->nnodes;
+	int			  i;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = PGD_ID_LEN + 1;
+	ctl.entrysize = sizeof(IdIndex);
+	ctl.hcxt = CurrentMemoryContext;
+	ids = hash_create("pg_durable node ids", Max(n, 16), &ctl,
+					  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	for (i = 0; i < g->nnodes; i++)
+	{
+		bool	 found;
+		IdIndex *e = hash_search(ids, g->nodes[i].id, HASH_ENTER, &found);
+
+		e->index = i;
+	}
+
+	/*
+	 * Room for the new rows: in place when the array has it (so pointers
+	 * into it stay good), else a copy twice as large, the old array left
+	 * where it is for whoever still points into it; so the copies a
+	 * growing graph leaves behind add up to less than its final size.
+	 */
+	if (g->nnodes + n <= g->cap)
+		nodes = g->nodes;
+	else
+	{
+		g->cap = Max(Max(g->nnodes + n, 2 * g->cap), 1);
+		nodes = palloc0(sizeof(PgdNode) * g->cap);
+		if (g->nnodes > 0)
+			memcpy(nodes, g->nodes, sizeof(PgdNode) * g->nnodes);
+	}
+	row_of = palloc(sizeof(int) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		PgdNode *node;
+		IdIndex *e;
+		bool	 found;
+
+		row_of[i] = -1;
+		e = hash_search(ids, rows[i].id, HASH_ENTER, &found);
+		if (found)
+			continue; /* held already */
+		row_of[i] = e->index = total;
+		node = &nodes[total++];
+		strlcpy(node->id, rows[i].id, sizeof(node->id));
+		if (!df_node_type_from_name(rows[i].type, &node->type))
+			elog(ERROR, "instance %s has a node of unknown type \"%s\"",
+				 g->instance_id, rows[i].type);
+		node->query = rows[i].query ? pstrdup(rows[i].query) : NULL;
+		node->result_name =
+			rows[i].result_name ? pstrdup(rows[i].result_name) : NULL;
+		node->parent = node->left = node->right = node->condition = -1;
+		if (root_id != NULL && strcmp(node->id, root_id) == 0)
+			g->root = e->index;
+	}
+	g->nodes = nodes;
+	g->nnodes = total;
+	for (i = 0; i < n; i++)
+	{
+		PgdNode *node;
+		IdIndex *e;
+		bool	 found;
+
+		if (row_of[i] < 0)
+			continue;
+		node = &g->nodes[row_of[i]];
+		if (rows[i].left &&
+			(e = hash_search(ids, rows[i].left, HASH_FIND, &found)) != NULL)
+		{
+			node->left = e->index;
+			g->nodes[e->index].parent = row_of[i];
+		}
+		if (rows[i].right &&
+			(e = hash_search(ids, rows[i].right, HASH_FIND, &found)) != NULL)
+		{
+			node->right = e->index;
+			g->nodes[e->index].parent = row_of[i];
+		}
+		link_config_children(g, node, row_of[i], ids);
+		parse_config(node);
+	}
+	hash_destroy(ids);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The children df.map made (df_internal.map_items): each MAP node's list,
+ * in item order, and each child's parent.
+ */
+static void
+link_map_items(PgdGraph *g)
+{
+	char **maps;
+	int	  *items;
+	char **children;
+	int n = pgd_store_map_items_load(g->instance_id, &maps, &items, &children);
+	MemoryContext old = MemoryContextSwitchTo(g->cxt);
+	int			  i;
+
+	for (i = 0; i < g->nnodes; i++)
+		if (g->nodes[i].type == DF_NODE_MAP)
+		{
+			g->nodes[i].nitems = 0;
+			g->nodes[i].items = palloc(sizeof(int) * Max(n, 1));
+		}
+	for (i = 0; i < n; i++)
+	{
+		int m = pgd_graph_find_loaded(g, maps[i]);
+		int c = pgd_graph_find_loaded(g, children[i]);
+
+		if (m < 0 || c < 0 || g->nodes[m].type != DF_NODE_MAP ||
+			items[i] != g->nodes[m].nitems)
+			elog(ERROR,
+				 "instance %s: item %d of MAP node %s is not where it belongs",
+				 g->instance_id, items[i], maps[i]);
+		g->nodes[m].items[g->nodes[m].nitems++] = c;
+		g->nodes[c].parent = m;
+	}
+	MemoryContextSwitchTo(old);
+}
+
 static PgdGraph *
 graph_load(const char *instance_id)
 {
-	int			   n, i;
+	int			   n;
 	char		  *root_id;
 	PgdStoredNode *rows;
 	PgdGraph	  *g;
-	MemoryContext  cxt, old;
-	HASHCTL		   ctl;
-	HTAB		  *ids;
+	MemoryContext  cxt;
 
 	n = pgd_store_load_nodes(instance_id, &root_id, &rows);
 	if (n == 0)
@@ -232,69 +479,32 @@ graph_load(const char *instance_id)
 
 	cxt = AllocSetContextCreate(graph_cache_cxt, "pg_durable graph",
 								ALLOCSET_SMALL_SIZES);
-	old = MemoryContextSwitchTo(cxt);
-	g = palloc0(sizeof(PgdGraph));
+	g = MemoryContextAllocZero(cxt, sizeof(PgdGraph));
 	g->cxt = cxt;
 	strlcpy(g->instance_id, instance_id, sizeof(g->instance_id));
-	g->nnodes = n;
-	g->nodes = palloc0(sizeof(PgdNode) * n);
 	g->root = -1;
-
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = PGD_ID_LEN + 1;
-	ctl.entrysize = sizeof(IdIndex);
-	ctl.hcxt = CurrentMemoryContext;
-	ids = hash_create("pg_durable node ids", n, &ctl,
-					  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-
-	for (i = 0; i < n; i++)
-	{
-		PgdNode *node = &g->nodes[i];
-		IdIndex *e;
-		bool	 found;
-
-		strlcpy(node->id, rows[i].id, sizeof(node->id));
-		if (!df_node_type_from_name(rows[i].type, &node->type))
-			elog(ERROR, "instance %s has a node of unknown type \"%s\"",
-				 instance_id, rows[i].type);
-		node->query = rows[i].query ? pstrdup(rows[i].query) : NULL;
-		node->result_name =
-			rows[i].result_name ? pstrdup(rows[i].result_name) : NULL;
-		node->parent = node->left = node->right = node->condition = -1;
-		e = hash_search(ids, node->id, HASH_ENTER, &found);
-		e->index = i;
-		if (strcmp(node->id, root_id) == 0)
-			g->root = i;
-	}
-	for (i = 0; i < n; i++)
-	{
-		PgdNode *node = &g->nodes[i];
-		IdIndex *e;
-		bool	 found;
-
-		if (rows[i].left &&
-			(e = hash_search(ids, rows[i].left, HASH_FIND, &found)) != NULL)
-		{
-			node->left = e->index;
-			g->nodes[e->index].parent = i;
-		}
-		if (rows[i].right &&
-			(e = hash_search(ids, rows[i].right, HASH_FIND, &found)) != NULL)
-		{
-			node->right = e->index;
-			g->nodes[e->index].parent = i;
-		}
-		link_config_children(g, node, i, ids);
-		parse_config(node);
-	}
-	hash_destroy(ids);
-	MemoryContextSwitchTo(old);
+	add_rows(g, rows, n, root_id);
 	if (g->root < 0)
 	{
 		MemoryContextDelete(cxt);
 		elog(ERROR, "instance %s has no root node %s", instance_id, root_id);
 	}
+	g->has_map = has_map(g);
+	if (g->has_map)
+		link_map_items(g);
 	return g;
+}
+
+void
+pgd_graph_extend(PgdGraph *g)
+{
+	char		  *root_id;
+	PgdStoredNode *rows;
+	int			   n = pgd_store_load_nodes(g->instance_id, &root_id, &rows);
+
+	note_extended(g->instance_id);
+	add_rows(g, rows, n, NULL);
+	link_map_items(g);
 }
 
 /*
@@ -310,10 +520,11 @@ pgd_graph_get(const char *instance_id, const char *token)
 
 	cache_init();
 	e = hash_search(graph_cache, instance_id, HASH_FIND, &found);
-	if (found && strcmp(e->graph->token, token) == 0)
+	if (found && strcmp(e->graph->token, token) == 0 && !e->graph->stale)
 		return e->graph;
 	if (found)
-		pgd_graph_forget(instance_id); /* an old instance with the same id */
+		pgd_graph_forget(instance_id); /* an old instance with the same id,
+										* or nodes added by a rollback */
 
 	if (hash_get_num_entries(graph_cache) >= GRAPH_CACHE_MAX)
 		cache_reset();

@@ -4,7 +4,9 @@
  *	  The structure of an instance's graph as the engine sees it, loaded
  *	  from df.nodes once per process and cached (graph_cache.c).
  *
- * A graph never changes after df.start, so a cached one is never stale;
+ * A graph changes after df.start only by growing (the children df.map
+ * adds to a MAP node, issue 18), so a cached one is never wrong, at most
+ * short of nodes (pgd_graph_find loads them);
  * its node configs are parsed once, when it is loaded, into the fields
  * below (a config that does not parse leaves them unset, and the node
  * fails with the message it always gave when it starts).
@@ -52,6 +54,10 @@ typedef struct PgdNode
 	char   *config_problem;	  /* ... NULL when it passes the config checks */
 	DfWrapperConfig *wrapper; /* RETRY, TIMEOUT, CATCH, FAIL: settings */
 	char			*wrapper_problem; /* ... NULL when they parse */
+	int				 map_max;		  /* MAP: max_concurrent, 0 for no cap */
+	char			*map_problem;	  /* ... NULL when the settings parse */
+	int				 nitems;		  /* MAP: the children df.map made, */
+	int				*items;			  /* ... in row order (parent: the MAP) */
 } PgdNode;
 
 /* The immutable structure of one instance. */
@@ -61,8 +67,11 @@ typedef struct PgdGraph
 	int			  root; /* index of the root node */
 	int			  nnodes;
 	PgdNode		 *nodes;
-	char		 *token; /* identifies this incarnation of the id */
-	MemoryContext cxt;	 /* owns everything above */
+	int			  cap;	   /* room in nodes (df.map adds to them) */
+	char		 *token;   /* identifies this incarnation of the id */
+	bool		  has_map; /* a MAP node: the graph grows (df.map) */
+	bool		  stale;   /* it grew in a transaction that rolled back */
+	MemoryContext cxt;	   /* owns everything above */
 } PgdGraph;
 
 /*
@@ -73,8 +82,20 @@ typedef struct PgdGraph
  */
 extern PgdGraph *pgd_graph_get(const char *instance_id, const char *token);
 
-/* Index of node_id in g, or -1. */
+/*
+ * Index of node_id in g, or -1; a graph with a MAP node loads the nodes
+ * added since it was cached on a miss (inside SPI).
+ */
 extern int pgd_graph_find(const PgdGraph *g, const char *node_id);
+
+/* ... without looking for added nodes. */
+extern int pgd_graph_find_loaded(const PgdGraph *g, const char *node_id);
+
+/*
+ * Load the nodes and MAP children added to g's instance since g was loaded
+ * (df.map, issue 18); the nodes g holds keep their indexes.
+ */
+extern void pgd_graph_extend(PgdGraph *g);
 
 /* Drop an instance's graph (it ended). */
 extern void pgd_graph_forget(const char *instance_id);

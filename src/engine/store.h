@@ -209,6 +209,59 @@ extern int pgd_store_undo_requeue(const char *instance_id, const char *within,
 /* df.compensate: the stopped instance runs again; NULL, or what is wrong. */
 extern char *pgd_store_instance_resume(const char *instance_id);
 
+/* --- node MAP, df.map (store_map.c, issue 18) --- */
+
+/* The copies of a MAP's step template for a run of new items. */
+typedef struct PgdMapCopy
+{
+	int	   nnodes; /* rows to insert into df.nodes */
+	char **ids;
+	char **types;
+	char **queries; /* NULL items are SQL NULLs, and so below */
+	char **result_names;
+	char **lefts;
+	char **rights;
+	int	   nitems; /* the new items, in order: */
+	char **roots;  /* ... the root of each one's copy */
+} PgdMapCopy;
+
+/* Every MAP child of the instance: map node, item number, child root; by map and item. */
+extern int pgd_store_map_items_load(const char *instance_id, char ***maps,
+									int **items, char ***children);
+
+/* Insert the copies as df.nodes rows and list them as items first_item.. of map_id. */
+extern void pgd_store_map_add(const char *instance_id, const char *map_id,
+							  int first_item, const PgdMapCopy *copy);
+
+/* Each item's row, the named result "item" in the scope its child runs in. */
+extern void pgd_store_map_items_bind(const char *instance_id, int n,
+									 const char *const *scopes,
+									 const char *const *items);
+
+/* The counters of a MAP execution (df_internal.maps): open, count, close. */
+extern void pgd_store_map_open(const char *instance_id, const char *map_id,
+							   const char *scope, int total, int started);
+extern bool pgd_store_map_child_done(const char *instance_id,
+									 const char *map_id, const char *scope,
+									 int *total, int *started, int *finished);
+extern void pgd_store_map_started(const char *instance_id, const char *map_id,
+								  const char *scope, int started);
+extern void pgd_store_map_close(const char *instance_id, const char *map_id,
+								const char *scope);
+/* ... read (-1 each when there is no row), for df.explain */
+extern void pgd_store_map_counts(const char *instance_id, const char *map_id,
+								 const char *scope, int *total, int *started,
+								 int *finished);
+
+/* The named results of the children node_ids of a MAP running in scope ($item among them) go. */
+extern void pgd_store_map_drop_results(const char *instance_id,
+									   const char *scope, int n,
+									   const char *const *node_ids);
+
+/* The results of the child roots node_ids as one JSON array, in that order. */
+extern char *pgd_store_map_results(const char *instance_id, int n,
+								   const char *const *node_ids);
+
 /* --- JOIN counters and loop state --- */
 extern void pgd_store_join_open(const char *instance_id, const char *node_id,
 								const char *scope, int branches);

@@ -55,6 +55,7 @@ pgd_start_action(const PgdNode *node)
 		case DF_NODE_COMPENSATED:
 		case DF_NODE_SAGA:
 		case DF_NODE_BREAKER:
+		case DF_NODE_MAP: /* orchestration/map.c, issue 18 */
 			return PGD_START_WRAPPER;
 	}
 	return PGD_START_UNSUPPORTED;
@@ -66,7 +67,7 @@ pgd_is_wrapper(const PgdNode *node)
 	return node->type == DF_NODE_RETRY || node->type == DF_NODE_TIMEOUT ||
 		node->type == DF_NODE_CATCH || node->type == DF_NODE_FAIL ||
 		node->type == DF_NODE_COMPENSATED || node->type == DF_NODE_SAGA ||
-		node->type == DF_NODE_BREAKER;
+		node->type == DF_NODE_BREAKER || node->type == DF_NODE_MAP;
 }
 
 int64
@@ -151,6 +152,7 @@ pgd_react(const PgdGraph *g, int parent, int child, PgdOutcome outcome)
 		case DF_NODE_COMPENSATED:
 		case DF_NODE_SAGA:
 		case DF_NODE_BREAKER:
+		case DF_NODE_MAP:
 			return reaction(PGD_REACT_WRAPPER, -1, outcome);
 
 		default:

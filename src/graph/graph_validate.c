@@ -23,6 +23,7 @@
 
 #include "common/cron.h"
 #include "graph/http_config.h"
+#include "graph/map_config.h"
 #include "graph/orch_config.h"
 #include "fmgr.h"
 #include "graph/graph.h"
@@ -247,7 +248,7 @@ is_leaf_type(DfNodeType t)
 			 t == DF_NODE_LOOP || t == DF_NODE_RACE || t == DF_NODE_RETRY ||
 			 t == DF_NODE_TIMEOUT || t == DF_NODE_CATCH ||
 			 t == DF_NODE_COMPENSATED || t == DF_NODE_SAGA ||
-			 t == DF_NODE_BREAKER);
+			 t == DF_NODE_BREAKER || t == DF_NODE_MAP);
 }
 
 /* What is wrong with this one node (not its children), or NULL. */
@@ -327,6 +328,9 @@ check_node(const DfNode *n)
 			if (n->left == NULL)
 				return pstrdup("SAGA node requires left_node (the body)");
 			return df_wrapper_parse(tname, n->query, &wrapper);
+
+		case DF_NODE_MAP:
+			return df_map_check(n);
 		case DF_NODE_HTTP:
 		case DF_NODE_HTTP_MULTIPART:
 			if (n->query == NULL)

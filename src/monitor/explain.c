@@ -434,6 +434,11 @@ explain_instance(const char *id)
 						 problem);
 		return buf.data;
 	}
+	/* a MAP shows how many children it made and their states (issue 18) */
+	for (int i = 0; i < v->nnodes; i++)
+		if (lt.used[i] && lt.nodes[i].type == DF_NODE_MAP)
+			lt.nodes[i].query = pgd_explain_map_config(v->id, v->nodes[i].id,
+													   lt.nodes[i].query);
 	appendStringInfoString(&buf, df_explain_graph(root, live_marker, &lt));
 	return buf.data;
 }

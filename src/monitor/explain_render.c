@@ -413,6 +413,24 @@ render_node(ExplainState *st, const DfNode *node, int depth,
 			if (node->right != NULL)
 				render_child(st, "↶ on_compensated:", node->right, depth + 1);
 			return;
+		case DF_NODE_MAP:
+		{
+			/* df.map: its cap, live its children's states, then query and step */
+			DfJson	   *cfg = node_config(node);
+			const char *max = config_number(cfg, "max_concurrent");
+			const char *items = config_string(cfg, "items");
+
+			appendStringInfoString(&st->label, "MAP");
+			if (max != NULL)
+				appendStringInfo(&st->label, " (max_concurrent %s)", max);
+			append_name(&st->label, node);
+			if (items != NULL)
+				appendStringInfo(&st->label, " · %s", items);
+			emit_line(st, depth, prefix, node);
+			render_child(st, "▸ rows:", node->left, depth + 1);
+			render_child(st, "▸ each row ($item):", node->right, depth + 1);
+			return;
+		}
 
 		case DF_NODE_JOIN:
 		{

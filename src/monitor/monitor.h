@@ -88,6 +88,14 @@ extern void pgd_infer_statuses(PgdInstanceView *view);
  */
 extern PgdInstanceView *pgd_load_instance_view(const char *instance_id);
 
+/*
+ * explain_map.c: the query of MAP node map_id as df.explain(id) shows it,
+ * with "items" (how many children df.map made, and their states) added
+ * (issue 18).
+ */
+extern char *pgd_explain_map_config(const char *instance_id,
+									const char *map_id, const char *query);
+
 /* SQL expressions shared by the monitoring queries (i = df.instances, n = its root node). */
 #define PGD_SQL_EXECUTION_COUNT \
 	"COALESCE((pg_catalog.regexp_match(n.status_details OPERATOR(pg_catalog.->>) 'execution_id', " \

@@ -107,4 +107,13 @@ extern void pgd_breaker_node_start(PgdGraph *g, int n, const char *scope);
 extern void pgd_breaker_node_done(PgdGraph *g, int n, const char *scope,
 								  PgdOutcome outcome);
 
+/* --- map.c (issue 18): node MAP, df.map --- */
+
+/* MAP node n starts in scope: its query runs. */
+extern void pgd_map_start(PgdGraph *g, int n, const char *scope);
+
+/* The query or a child of MAP node n (running in scope) ended with outcome. */
+extern void pgd_map_child_done(PgdGraph *g, int n, int child,
+							   const char *scope, PgdOutcome outcome);
+
 #endif /* PG_DURABLE_ORCHESTRATION_H */

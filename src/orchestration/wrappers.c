@@ -321,6 +321,11 @@ wrapper_start(PgdGraph *g, int n, const char *scope)
 {
 	const PgdNode *node = &g->nodes[n];
 
+	if (node->type == DF_NODE_MAP)
+	{
+		pgd_map_start(g, n, scope);
+		return;
+	}
 	if (node->wrapper_problem != NULL)
 	{
 		pgd_apply_finish_node(g, n, scope,
@@ -364,6 +369,11 @@ wrapper_child_done(PgdGraph *g, int n, int child, const char *scope,
 {
 	const PgdNode *node = &g->nodes[n];
 
+	if (node->type == DF_NODE_MAP)
+	{
+		pgd_map_child_done(g, n, child, scope, outcome);
+		return;
+	}
 	if (is_subtree_retry(node))
 	{
 		subtree_child_done(g, n, scope, outcome);

@@ -1,0 +1,242 @@
+/*-------------------------------------------------------------------------
+ *
+ * store_map.c
+ *	  The engine store's functions for node MAP, df.map's dynamic fan-out
+ *	  (orchestration-api.md §4, issue 18; store.h).
+ *
+ * The children of a MAP are real nodes: when its query's rows are known,
+ * the transition inserts one copy of the step template per row into
+ * df.nodes (fresh ids, the template's links rewritten), lists them in
+ * df_internal.map_items (map node, item number, child root) and gives each
+ * child its row as the named result "item" in the child's scope.  The
+ * counters of a running MAP execution (how many children there are, how
+ * many were started, how many finished) are a df_internal.maps row.  The
+ * graph cache reads map_items to link the children to their MAP.
+ *
+ * Every statement here runs after the buffered node writes (store.c) are
+ * written, like the store's own.
+ *
+ * Locks: rows of the instance whose runs row the caller holds; maps rows
+ * are changed only under that lock, so counting a child's end is exactly
+ * once (it commits with the child's last step) and waits for nothing.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "utils/guc.h"
+
+#include "common/spi.h"
+#include "engine/store.h"
+#include "engine/store_stmt.h"
+
+int
+pgd_store_map_items_load(const char *instance_id, char ***maps, int **items,
+						 char ***children)
+{
+	int n;
+
+	store_flush_node_writes();
+	n = PGD_EXEC("SELECT map_node, item, node_id FROM df_internal.map_items "
+				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+				 "ORDER BY map_node, item",
+				 instance_id);
+	*maps = palloc(sizeof(char *) * Max(n, 1));
+	*items = palloc(sizeof(int) * Max(n, 1));
+	*children = palloc(sizeof(char *) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		(*maps)[i] = pgd_spi_getstring(i, 1);
+		(*items)[i] = atoi(pgd_spi_getstring(i, 2));
+		(*children)[i] = pgd_spi_getstring(i, 3);
+	}
+	return n;
+}
+
+void
+pgd_store_map_add(const char *instance_id, const char *map_id, int first_item,
+				  const PgdMapCopy *copy)
+{
+	Oid	  types[8] = {TEXTOID,		TEXTOID,	  TEXTARRAYOID, TEXTARRAYOID,
+					  TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
+	Datum values[8];
+	Oid	  itypes[4] = {TEXTOID, TEXTOID, INT4OID, TEXTARRAYOID};
+	Datum ivalues[4];
+	int	  nest;
+
+	store_flush_node_writes();
+	values[0] = pgd_text_datum(instance_id);
+	values[1] = pgd_text_datum(map_id);
+	values[2] =
+		store_text_array(copy->nnodes, (const char *const *) copy->ids);
+	values[3] =
+		store_text_array(copy->nnodes, (const char *const *) copy->types);
+	values[4] =
+		store_text_array(copy->nnodes, (const char *const *) copy->queries);
+	values[5] = store_text_array(copy->nnodes,
+								 (const char *const *) copy->result_names);
+	values[6] =
+		store_text_array(copy->nnodes, (const char *const *) copy->lefts);
+	values[7] =
+		store_text_array(copy->nnodes, (const char *const *) copy->rights);
+
+	/*
+	 * The root of an instance is among its nodes already: the nodes side of
+	 * the root-node check may skip these rows, as for df.start's (start.c).
+	 */
+	nest = NewGUCNestLevel();
+	(void) set_config_option("pg_durable.start_inserts_nodes", "on", PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	pgd_spi_exec("INSERT INTO df.nodes (instance_id, submitted_by, database, id, node_type, "
+				 "query, result_name, left_node, right_node) "
+				 "SELECT m.instance_id, m.submitted_by, m.database, u.* "
+				 "FROM df.nodes m, ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), "
+				 "pg_catalog.unnest($5), pg_catalog.unnest($6), pg_catalog.unnest($7), "
+				 "pg_catalog.unnest($8)) AS u "
+				 "WHERE m.instance_id OPERATOR(pg_catalog.=) $1 AND m.id OPERATOR(pg_catalog.=) $2",
+				 8, types, values, NULL, false);
+	AtEOXact_GUC(true, nest);
+
+	ivalues[0] = pgd_text_datum(instance_id);
+	ivalues[1] = pgd_text_datum(map_id);
+	ivalues[2] = Int32GetDatum(first_item);
+	ivalues[3] =
+		store_text_array(copy->nitems, (const char *const *) copy->roots);
+	pgd_spi_exec("INSERT INTO df_internal.map_items (instance_id, map_node, item, node_id) "
+				 "SELECT $1, $2, $3 OPERATOR(pg_catalog.+) (u.ord OPERATOR(pg_catalog.-) 1)::int, u.id "
+				 "FROM pg_catalog.unnest($4) WITH ORDINALITY AS u(id, ord)",
+				 4, itypes, ivalues, NULL, false);
+}
+
+void
+pgd_store_map_items_bind(const char *instance_id, int n,
+						 const char *const *scopes, const char *const *items)
+{
+	Oid	  types[3] = {TEXTOID, TEXTARRAYOID, TEXTARRAYOID};
+	Datum values[3];
+
+	store_flush_node_writes();
+	values[0] = pgd_text_datum(instance_id);
+	values[1] = store_text_array(n, scopes);
+	values[2] = store_text_array(n, items);
+	pgd_spi_exec("INSERT INTO df_internal.results AS r (instance_id, scope, name, value) "
+				 "SELECT $1, u.s, 'item', u.v::pg_catalog.json "
+				 "FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(s, v) "
+				 "ON CONFLICT (instance_id, scope, name) DO UPDATE "
+				 "SET value = EXCLUDED.value, seq = EXCLUDED.seq",
+				 3, types, values, NULL, false);
+}
+
+void
+pgd_store_map_open(const char *instance_id, const char *map_id,
+				   const char *scope, int total, int started)
+{
+	store_flush_node_writes();
+	PGD_EXEC("INSERT INTO df_internal.maps (instance_id, node_id, scope, total, started) "
+			 "VALUES ($1, $2, $3, $4::int, $5::int) "
+			 "ON CONFLICT (instance_id, node_id, scope) DO UPDATE "
+			 "SET total = EXCLUDED.total, started = EXCLUDED.started, finished = 0",
+			 instance_id, map_id, scope, psprintf("%d", total),
+			 psprintf("%d", started));
+}
+
+bool
+pgd_store_map_child_done(const char *instance_id, const char *map_id,
+						 const char *scope, int *total, int *started,
+						 int *finished)
+{
+	store_flush_node_writes();
+	if (PGD_EXEC("UPDATE df_internal.maps SET finished = finished OPERATOR(pg_catalog.+) 1 "
+				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+				 "AND scope OPERATOR(pg_catalog.=) $3 "
+				 "RETURNING total, started, finished",
+				 instance_id, map_id, scope) != 1)
+		return false;
+	*total = atoi(pgd_spi_getstring(0, 1));
+	*started = atoi(pgd_spi_getstring(0, 2));
+	*finished = atoi(pgd_spi_getstring(0, 3));
+	return true;
+}
+
+void
+pgd_store_map_started(const char *instance_id, const char *map_id,
+					  const char *scope, int started)
+{
+	store_flush_node_writes();
+	PGD_EXEC("UPDATE df_internal.maps SET started = $4::int "
+			 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+			 "AND scope OPERATOR(pg_catalog.=) $3",
+			 instance_id, map_id, scope, psprintf("%d", started));
+}
+
+void
+pgd_store_map_close(const char *instance_id, const char *map_id,
+					const char *scope)
+{
+	store_flush_node_writes();
+	PGD_EXEC("DELETE FROM df_internal.maps "
+			 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+			 "AND scope OPERATOR(pg_catalog.=) $3",
+			 instance_id, map_id, scope);
+}
+
+void
+pgd_store_map_drop_results(const char *instance_id, const char *scope, int n,
+						   const char *const *node_ids)
+{
+	Oid	  types[3] = {TEXTOID, TEXTOID, TEXTARRAYOID};
+	Datum values[3];
+
+	store_flush_node_writes();
+	values[0] = pgd_text_datum(instance_id);
+	values[1] = pgd_text_datum(scope);
+	values[2] = store_text_array(n, node_ids);
+	/* a child's scope is "<scope>::<child root id>::<gen>": one pass over the instance's */
+	pgd_spi_exec("DELETE FROM df_internal.results "
+				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+				 "AND pg_catalog.starts_with(scope, $2 OPERATOR(pg_catalog.||) '::') "
+				 "AND pg_catalog.split_part(pg_catalog.substr(scope, "
+				 "pg_catalog.length($2) OPERATOR(pg_catalog.+) 3), '::', 1) "
+				 "OPERATOR(pg_catalog.=) ANY ($3)",
+				 3, types, values, NULL, false);
+}
+
+char *
+pgd_store_map_results(const char *instance_id, int n,
+					  const char *const *node_ids)
+{
+	Oid	  types[2] = {TEXTOID, TEXTARRAYOID};
+	Datum values[2];
+
+	store_flush_node_writes();
+	values[0] = pgd_text_datum(instance_id);
+	values[1] = store_text_array(n, node_ids);
+	/* one JSON array, in item order: a child without a result gives null */
+	if (pgd_spi_exec("SELECT COALESCE(pg_catalog.jsonb_agg("
+					 "COALESCE(c.result, 'null'::jsonb) ORDER BY u.ord), '[]')::text "
+					 "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(id, ord) "
+					 "LEFT JOIN df.nodes c ON c.instance_id OPERATOR(pg_catalog.=) $1 "
+					 "AND c.id OPERATOR(pg_catalog.=) u.id",
+					 2, types, values, NULL, true) != 1)
+		elog(ERROR, "the results of a MAP of instance %s could not be read",
+			 instance_id);
+	return pgd_spi_getstring(0, 1);
+}
+
+void
+pgd_store_map_counts(const char *instance_id, const char *map_id,
+					 const char *scope, int *total, int *started,
+					 int *finished)
+{
+	*total = *started = *finished = -1;
+	if (PGD_EXEC("SELECT total, started, finished FROM df_internal.maps "
+				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+				 "AND scope OPERATOR(pg_catalog.=) $3",
+				 instance_id, map_id, scope) == 1)
+	{
+		*total = atoi(pgd_spi_getstring(0, 1));
+		*started = atoi(pgd_spi_getstring(0, 2));
+		*finished = atoi(pgd_spi_getstring(0, 3));
+	}
+}

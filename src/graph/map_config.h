@@ -1,0 +1,35 @@
+/*-------------------------------------------------------------------------
+ *
+ * map_config.h
+ *	  The settings of node MAP, df.map's dynamic fan-out (orchestration-api.md
+ *	  §4, issue 18), checked and parsed in one place (map_config.c): df.start's
+ *	  validation, the graph cache and df.map's builder use it.
+ *
+ * A MAP node has the SQL step whose rows it maps over in left_node, the
+ * step template run once per row in right_node, and {"max_concurrent": n}
+ * (n >= 1) in query, or no query for no cap.
+ *
+ * Locks: none; pure functions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_DURABLE_MAP_CONFIG_H
+#define PG_DURABLE_MAP_CONFIG_H
+
+#include "postgres.h"
+
+#include "graph/graph.h"
+
+/* The largest max_concurrent (the graph node limit: no more children can exist). */
+#define DF_MAP_MAX_CONCURRENT DF_MAX_NODES
+
+/*
+ * Parse a MAP node's query: NULL when it is valid (*max_concurrent is 0
+ * for no cap), else what is wrong with it.
+ */
+extern char *df_map_parse(const char *query, int *max_concurrent);
+
+/* What is wrong with MAP node n (not its children), or NULL. */
+extern char *df_map_check(const DfNode *n);
+
+#endif /* PG_DURABLE_MAP_CONFIG_H */
