@@ -454,5 +454,7 @@ df_wrapper_parse(const char *type_name, const char *query,
 		return df_catch_parse(query, &cfg->nerrors, &cfg->errors);
 	if (strcmp(type_name, "FAIL") == 0)
 		return df_fail_parse(query, &cfg->fail_message, &cfg->fail_retryable);
+	if (strcmp(type_name, "LIMIT") == 0)
+		return df_limit_parse(query, &cfg->limit);
 	return psprintf("%s is not a wrapper node", type_name);
 }

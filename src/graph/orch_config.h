@@ -30,6 +30,7 @@
 #include "postgres.h"
 
 #include "common/json.h"
+#include "graph/limit_config.h"
 
 typedef enum DfJitter
 {
@@ -74,6 +75,7 @@ typedef struct DfWrapperConfig
 	char		**errors;
 	char		 *fail_message; /* FAIL */
 	bool		  fail_retryable;
+	DfLimitConfig limit; /* LIMIT (limit_config.h) */
 } DfWrapperConfig;
 
 extern void	 df_retry_defaults(DfRetryPolicy *p);

@@ -70,4 +70,10 @@ extern bool pgd_saga_instance_failed(PgdGraph *g, const char *scope,
 extern void pgd_saga_undo_done(PgdGraph *g, int n, const char *uscope,
 							   PgdOutcome outcome);
 
+/* --- limits.c (issue 17): node LIMIT --- */
+extern void pgd_limit_start(PgdGraph *g, int n, const char *scope);
+extern void pgd_limit_timer(PgdGraph *g, int n, const char *scope);
+extern void pgd_limit_child_done(PgdGraph *g, int n, const char *scope,
+								 PgdOutcome outcome);
+
 #endif /* PG_DURABLE_ORCHESTRATION_H */

@@ -340,6 +340,9 @@ wrapper_start(PgdGraph *g, int n, const char *scope)
 		case DF_NODE_COMPENSATED:
 			pgd_apply_start_node(g, node->left, scope);
 			break;
+		case DF_NODE_LIMIT:
+			pgd_limit_start(g, n, scope);
+			break;
 		default:
 			elog(ERROR, "node type %s is not a wrapper",
 				 df_node_type_name(node->type));
@@ -393,6 +396,9 @@ wrapper_child_done(PgdGraph *g, int n, int child, const char *scope,
 			if (outcome.ok)
 				pgd_saga_register(g, n, scope);
 			break;
+		case DF_NODE_LIMIT:
+			pgd_limit_child_done(g, n, scope, outcome);
+			return;
 		default:
 			break;
 	}
@@ -406,6 +412,8 @@ wrapper_timer(PgdGraph *g, int n, const char *scope)
 		timeout_fired(g, n, scope);
 	else if (is_subtree_retry(&g->nodes[n]))
 		subtree_timer(g, n, scope);
+	else if (g->nodes[n].type == DF_NODE_LIMIT)
+		pgd_limit_timer(g, n, scope);
 }
 
 /* enclosing_retry: no RETRY inside an undo, whose default policy applies */
