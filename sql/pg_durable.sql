@@ -679,6 +679,7 @@ DECLARE
 	w df_internal.limit_waiters;
 	now_ts timestamptz := clock_timestamp();
 	t float8;
+	token_at timestamptz;
 	self boolean;
 BEGIN
 	SELECT * INTO l FROM df_internal.limits k WHERE k.key = p_key FOR UPDATE;
@@ -710,8 +711,18 @@ BEGIN
 				END IF;
 				EXIT;
 			END IF;
-			l.tokens := greatest(t - 1, 0);
-			l.tokens_at := now_ts;
+			-- the head waited for this token: it is taken when it came, so
+			-- that a timer's lateness (under one period) does not slow the
+			-- rate down; the tokens before it still count as taken then
+			token_at := l.tokens_at + make_interval(secs => (1 - l.tokens) / l.rate);
+			IF l.tokens < 1 AND w.queued_at <= token_at
+			   AND now_ts - token_at < make_interval(secs => 1 / l.rate) THEN
+				l.tokens := 0;
+				l.tokens_at := token_at;
+			ELSE
+				l.tokens := greatest(t - 1, 0);
+				l.tokens_at := now_ts;
+			END IF;
 			UPDATE df_internal.limits k SET tokens = l.tokens, tokens_at = l.tokens_at
 			WHERE k.key = p_key;
 		END IF;
