@@ -34,7 +34,9 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "utils/lsyscache.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -95,6 +97,64 @@ limit_rows(int n, const char *instance_id, const char *node_id,
 	return verdict;
 }
 
+/*
+ * The common case in plain statements: a key that exists with these
+ * settings, a concurrency limit only, nobody queued and a slot free.  The
+ * second statement starts after the first has the key's row lock, so it
+ * sees every holder and waiter committed before (a statement's snapshot
+ * is taken when it starts, READ COMMITTED): counting them in the locking
+ * statement itself could miss those committed while it waited.
+ */
+static bool
+enter_at_once(const char *instance_id, const char *node_id, const char *scope,
+			  const char *key, int max_concurrent)
+{
+	char max_text[16];
+
+	snprintf(max_text, sizeof(max_text), "%d", max_concurrent);
+	if (PGD_EXEC("SELECT 1 FROM df_internal.limits "
+				 "WHERE key OPERATOR(pg_catalog.=) $1 "
+				 "AND max_concurrent OPERATOR(pg_catalog.=) $2::int "
+				 "AND rate IS NULL AND burst IS NULL FOR UPDATE",
+				 key, max_text) == 0)
+		return false;
+	return PGD_EXEC("INSERT INTO df_internal.limit_holders "
+					"(instance_id, node_id, scope, key, submitted_by, started) "
+					"SELECT $2, $3, $4, $1, r.submitted_by, true FROM df_internal.runs r "
+					"WHERE r.instance_id OPERATOR(pg_catalog.=) $2 "
+					"AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters w "
+					"  WHERE w.key OPERATOR(pg_catalog.=) $1) "
+					"AND (SELECT pg_catalog.count(*) FROM df_internal.limit_holders h "
+					"  WHERE h.key OPERATOR(pg_catalog.=) $1) OPERATOR(pg_catalog.<) $5::int",
+					key, instance_id, node_id, scope, max_text) == 1;
+}
+
+/*
+ * A slot of key was freed: hand it on if anybody is queued.  The key's row
+ * lock first, then the look at the queue (a statement of its own, for the
+ * reason above): a waiter that queued while this transaction's holder was
+ * still visible has committed by then, or is waiting for the lock and
+ * will count the holders without it.
+ */
+static void
+pump_if_queued(const char *key)
+{
+	int n;
+
+	(void)
+		PGD_EXEC("SELECT 1 FROM df_internal.limits WHERE key OPERATOR(pg_catalog.=) $1 "
+				 "FOR UPDATE",
+				 key);
+	if (PGD_EXEC("SELECT 1 FROM df_internal.limit_waiters "
+				 "WHERE key OPERATOR(pg_catalog.=) $1 LIMIT 1",
+				 key) == 0)
+		return;
+	n = PGD_EXEC("SELECT action, instance_id, node_id, scope, at "
+				 "FROM df_internal.limit_pump($1, NULL, NULL, NULL)",
+				 key);
+	(void) limit_rows(n, NULL, NULL, NULL);
+}
+
 PgdLimitVerdict
 pgd_store_limit_enter(const char *instance_id, const char *node_id,
 					  const char *scope, const char *key, int max_concurrent,
@@ -106,6 +166,9 @@ pgd_store_limit_enter(const char *instance_id, const char *node_id,
 	char			 nulls[8] = "        ";
 	int				 n;
 
+	if (rate <= 0 && max_concurrent > 0 &&
+		enter_at_once(instance_id, node_id, scope, key, max_concurrent))
+		return PGD_LIMIT_START;
 	values[0] = pgd_text_datum(key);
 	values[1] = Int32GetDatum(max_concurrent);
 	nulls[1] = max_concurrent > 0 ? ' ' : 'n';
@@ -135,6 +198,20 @@ pgd_store_limit_timer(const char *instance_id, const char *node_id,
 	return limit_rows(n, instance_id, node_id, scope);
 }
 
+/*
+ * Are the limits' tables there?  Until ALTER EXTENSION ... UPDATE has run,
+ * a database created with an older script (0.3.0) has none, and every
+ * instance's end comes here: two catalog cache lookups.
+ */
+static bool
+limits_installed(void)
+{
+	Oid nsp = get_namespace_oid("df_internal", true);
+
+	return OidIsValid(nsp) &&
+		OidIsValid(get_relname_relid("limit_holders", nsp));
+}
+
 void
 pgd_store_limit_release(const char *instance_id, const char *node_id,
 						const char *scope)
@@ -142,27 +219,37 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 	int	   n;
 	char **keys;
 
+	if (node_id == NULL && !limits_installed())
+		return;
+
+	if (node_id != NULL)
+	{
+		/* one node's own slot, when it finished */
+		if (PGD_EXEC("DELETE FROM df_internal.limit_holders "
+					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+					 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
+					 "RETURNING key",
+					 instance_id, node_id, scope) == 1)
+			pump_if_queued(pgd_spi_getstring(0, 1));
+		return;
+	}
 	/*
 	 * A plain statement first: an instance or scope without limits (the
 	 * common case) costs one indexed delete on each table, nothing more.
 	 */
 	n = PGD_EXEC("WITH h AS (DELETE FROM df_internal.limit_holders x "
-				 " WHERE x.instance_id OPERATOR(pg_catalog.=) $1 AND ($3::text IS NULL "
-				 "  OR ($2::text IS NOT NULL AND x.node_id OPERATOR(pg_catalog.=) $2 "
-				 "      AND x.scope OPERATOR(pg_catalog.=) $3) "
-				 "  OR ($2::text IS NULL AND (x.scope OPERATOR(pg_catalog.=) $3 "
-				 "      OR pg_catalog.starts_with(x.scope, $3 OPERATOR(pg_catalog.||) '::')))) "
+				 " WHERE x.instance_id OPERATOR(pg_catalog.=) $1 AND ($2::text IS NULL "
+				 "  OR x.scope OPERATOR(pg_catalog.=) $2 "
+				 "  OR pg_catalog.starts_with(x.scope, $2 OPERATOR(pg_catalog.||) '::')) "
 				 " RETURNING x.key), "
 				 "w AS (DELETE FROM df_internal.limit_waiters y "
-				 " WHERE y.instance_id OPERATOR(pg_catalog.=) $1 AND ($3::text IS NULL "
-				 "  OR ($2::text IS NOT NULL AND y.node_id OPERATOR(pg_catalog.=) $2 "
-				 "      AND y.scope OPERATOR(pg_catalog.=) $3) "
-				 "  OR ($2::text IS NULL AND (y.scope OPERATOR(pg_catalog.=) $3 "
-				 "      OR pg_catalog.starts_with(y.scope, $3 OPERATOR(pg_catalog.||) '::')))) "
+				 " WHERE y.instance_id OPERATOR(pg_catalog.=) $1 AND ($2::text IS NULL "
+				 "  OR y.scope OPERATOR(pg_catalog.=) $2 "
+				 "  OR pg_catalog.starts_with(y.scope, $2 OPERATOR(pg_catalog.||) '::')) "
 				 " RETURNING y.key) "
 				 "SELECT DISTINCT u.key FROM (SELECT key FROM h UNION ALL SELECT key FROM w) u "
 				 "ORDER BY 1",
-				 instance_id, node_id, scope);
+				 instance_id, scope);
 	if (n == 0)
 		return;
 	keys = palloc(sizeof(char *) * n);
@@ -170,11 +257,5 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 		keys[i] = pgd_spi_getstring(i, 1);
 	/* in key order: two releases of the same keys lock them in one order */
 	for (int i = 0; i < n; i++)
-	{
-		int m = PGD_EXEC("SELECT action, instance_id, node_id, scope, at "
-						 "FROM df_internal.limit_pump($1, NULL, NULL, NULL)",
-						 keys[i]);
-
-		(void) limit_rows(m, NULL, NULL, NULL);
-	}
+		pump_if_queued(keys[i]);
 }
