@@ -322,4 +322,14 @@ extern PgdLimitVerdict pgd_store_limit_timer(const char *instance_id,
 extern void pgd_store_limit_release(const char *instance_id,
 									const char *node_id, const char *scope);
 
+/*
+ * Reconciliation's repair of a df.check() problem of a limit (problem is
+ * its name) on LIMIT node node_id in scope: the slot or queue place of a
+ * node that ended goes (and its key's queue moves on), a stuck queue is
+ * pumped, a lost admission gets its timer.  False when nothing was done.
+ */
+extern bool pgd_store_limit_repair(const char *instance_id,
+								   const char *node_id, const char *scope,
+								   const char *problem);
+
 #endif /* PG_DURABLE_STORE_H */

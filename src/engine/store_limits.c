@@ -259,3 +259,48 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 	for (int i = 0; i < n; i++)
 		pump_if_queued(keys[i]);
 }
+
+bool
+pgd_store_limit_repair(const char *instance_id, const char *node_id,
+					   const char *scope, const char *problem)
+{
+	if (strcmp(problem, "limit_slot_of_ended_node") == 0 ||
+		strcmp(problem, "limit_wait_of_ended_node") == 0)
+	{
+		int n =
+			PGD_EXEC("WITH h AS (DELETE FROM df_internal.limit_holders x "
+					 "  WHERE x.instance_id OPERATOR(pg_catalog.=) $1 "
+					 "  AND x.node_id OPERATOR(pg_catalog.=) $2 "
+					 "  AND x.scope OPERATOR(pg_catalog.=) $3 RETURNING x.key), "
+					 "w AS (DELETE FROM df_internal.limit_waiters y "
+					 "  WHERE y.instance_id OPERATOR(pg_catalog.=) $1 "
+					 "  AND y.node_id OPERATOR(pg_catalog.=) $2 "
+					 "  AND y.scope OPERATOR(pg_catalog.=) $3 RETURNING y.key) "
+					 "SELECT key FROM h UNION SELECT key FROM w",
+					 instance_id, node_id, scope);
+		char **keys = palloc(sizeof(char *) * Max(n, 1));
+
+		for (int i = 0; i < n; i++)
+			keys[i] = pgd_spi_getstring(i, 1);
+		for (int i = 0; i < n; i++)
+			pump_if_queued(keys[i]);
+		return n > 0;
+	}
+	if (strcmp(problem, "limit_queue_stuck") == 0)
+	{
+		if (PGD_EXEC("SELECT key FROM df_internal.limit_waiters "
+					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+					 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3",
+					 instance_id, node_id, scope) == 0)
+			return false;
+		pump_if_queued(pgd_spi_getstring(0, 1));
+		return true;
+	}
+	if (strcmp(problem, "limit_admission_lost") == 0)
+	{
+		pgd_store_timer_add(instance_id, node_id, scope,
+							GetCurrentTimestamp());
+		return true;
+	}
+	return false;
+}

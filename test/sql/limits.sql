@@ -109,6 +109,22 @@ SELECT count(*) AS holders FROM df_internal.limit_holders WHERE key LIKE 'lim-%'
 SELECT count(*) AS waiters FROM df_internal.limit_waiters WHERE key LIKE 'lim-%';
 SELECT problem, detail FROM df.check() WHERE problem LIKE 'limit%';
 
+-- df.check() reports a slot held by a node that ended, a queue place of
+-- one, and a queue that nothing will wake (rows written by hand here)
+-- (in a transaction rolled back: reconciliation never sees them)
+SELECT id AS done FROM df.instances WHERE status = 'completed' ORDER BY id LIMIT 1 \gset
+BEGIN;
+INSERT INTO df_internal.limit_holders (instance_id, node_id, scope, key, submitted_by, started)
+VALUES (:'done', '00000001', :'done' || '::1', 'lim-broken', 'df_user', true);
+INSERT INTO df_internal.limit_waiters (instance_id, node_id, scope, key, submitted_by)
+VALUES (:'done', '00000002', :'done' || '::1', 'lim-stuck', 'df_user');
+SELECT problem, regexp_replace(detail, '[0-9a-f]{8}', 'X', 'g') AS detail
+FROM df.check() WHERE problem LIKE 'limit%' ORDER BY 1, 2;
+ROLLBACK;
+SELECT count(*) AS limit_problems FROM df.check() WHERE problem LIKE 'limit%';
+-- df.explain shows the node with its settings
+SELECT df.explain(df.limit('SELECT 1', 'api', 3, queue_timeout => '5 seconds'));
+
 -- another role sees no key it has nothing in
 SET ROLE df_user;
 SELECT df.start(df.limit(df.wait_for_signal('go'), 'lim-v', 1)) AS holder \gset

@@ -4,7 +4,10 @@
 # were inside at each entry: never more than 3.  Then 200 instances pass
 # through rate => 20 (burst 1): the entries, from the recorded timestamps,
 # come at 20 per second within 10% over about 10 s, and no second holds more
-# admissions (the slots' times) than the bucket allows: 1 + 20.  Both leave no slot or
+# admissions (the slots' times) than the bucket allows: 1 + 20.  Last, a
+# slot lost by hand (its row deleted) leaves a queued node that nothing
+# wakes: df.check() reports it and reconciliation (every 2 s) pumps the
+# queue, so it completes.  Both leave no slot or
 # queue place behind and df.check() finds nothing.
 use strict;
 use warnings;
@@ -15,7 +18,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use PgDurableTest;
 
-my $node = engine_node('limits', 8);
+my $node = engine_node('limits', 8, "pg_durable.reconcile_interval = 2\n");
 my $role = $PgDurableTest::ROLE;
 
 $node->safe_psql('postgres', qq{
@@ -102,5 +105,30 @@ cmp_ok($busiest, '<=', 21, 'rate: no second had more admissions than the bucket 
 is($node->safe_psql('postgres', "SELECT count(*) FROM inside WHERE key = 'r20' AND admitted IS NULL"),
 	'0', 'rate: every step saw its slot');
 engine_clean('rate');
+
+# --- a stuck queue, repaired by reconciliation ------------------------------------
+$node->safe_psql('postgres', 'DELETE FROM df.instances');
+my $holder = $node->safe_psql('postgres',
+	"SET ROLE $role; SELECT df.start(df.limit(df.wait_for_signal('go'), 'lost', 1))");
+ok(query_until($node, "SELECT count(*) = 1 FROM df_internal.limit_holders WHERE key = 'lost'"),
+	'stuck: the holder has the slot');
+my $waiter = $node->safe_psql('postgres',
+	"SET ROLE $role; SELECT df.start(df.limit('SELECT 1', 'lost', 1))");
+ok(query_until($node, "SELECT count(*) = 1 FROM df_internal.limit_waiters WHERE key = 'lost'"),
+	'stuck: the second one is queued');
+# (one transaction: reconciliation must not see the slot gone before the check)
+is( $node->safe_psql('postgres', q{
+BEGIN;
+DELETE FROM df_internal.limit_holders WHERE key = 'lost';
+SELECT string_agg(problem, ',') FROM df.check() WHERE problem LIKE 'limit%';
+ROLLBACK;}),
+	'limit_queue_stuck', 'stuck: df.check() reports the queue nothing will wake');
+$node->safe_psql('postgres', "DELETE FROM df_internal.limit_holders WHERE key = 'lost'");
+is( $node->safe_psql('postgres', "SET ROLE $role; SELECT df.await_instance('$waiter', 60)"),
+	'completed', 'stuck: reconciliation pumped the queue and the waiter completed');
+$node->safe_psql('postgres', "SET ROLE $role; SELECT df.signal('$holder', 'go', '{}')");
+is( $node->safe_psql('postgres', "SET ROLE $role; SELECT df.await_instance('$holder', 60)"),
+	'completed', 'stuck: the holder completed too');
+engine_clean('stuck');
 
 done_testing();
