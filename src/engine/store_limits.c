@@ -34,6 +34,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "utils/lsyscache.h"
@@ -140,6 +141,19 @@ static void
 pump_if_queued(const char *key)
 {
 	int n;
+
+	/*
+	 * The executors run in READ COMMITTED; df.cancel runs in its caller's
+	 * transaction, whose snapshot could hide a holder or a waiter committed
+	 * since it was taken.
+	 */
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot release a df.limit slot in a REPEATABLE READ or SERIALIZABLE transaction"),
+				 errdetail("The instance holds or waits for a slot of the key \"%s\"; handing it on must see the latest commits.",
+						   key),
+				 errhint("Cancel the instance in a READ COMMITTED transaction.")));
 
 	(void)
 		PGD_EXEC("SELECT 1 FROM df_internal.limits WHERE key OPERATOR(pg_catalog.=) $1 "

@@ -82,6 +82,10 @@ SELECT df.start(df.limit(df.wait_for_signal('go'), 'lim-c', 1)) AS holder \gset
 SELECT lim_until(format('EXISTS (SELECT 1 FROM df.limits WHERE key = %L AND held = 1)', 'lim-c')) AS holding;
 SELECT df.start(df.limit('SELECT ''after cancel'' AS who', 'lim-c', 1)) AS next \gset
 SELECT lim_until(format('EXISTS (SELECT 1 FROM df.limits WHERE key = %L AND queued = 1)', 'lim-c')) AS queued;
+-- (not in a transaction whose snapshot could hide a newer holder or waiter)
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT df.cancel(:'holder', 'test');
+ROLLBACK;
 SELECT df.cancel(:'holder', 'test') LIKE '%cancelled: test' AS cancelled;
 SELECT df.await_instance(:'next', 60);
 SELECT df.result(:'next');
