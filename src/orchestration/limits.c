@@ -51,8 +51,11 @@ limit_key(PgdGraph *g, int n, const char *scope, char **err)
 		return pstrdup(key);
 	if (!pgd_store_load_run(g->instance_id, &run))
 		elog(ERROR, "instance %s has no runs row", g->instance_id);
+	/* the named results are read only when the template names one */
 	return pgd_substitute(key, pgd_step_vars(g->instance_id, &run),
-						  pgd_visible_results(g->instance_id, scope),
+						  strchr(key, '$') != NULL ?
+							  pgd_visible_results(g->instance_id, scope) :
+							  dfjson_make_object(),
 						  PGD_SUBST_RAW, err);
 }
 
