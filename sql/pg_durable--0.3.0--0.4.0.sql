@@ -941,6 +941,43 @@ WHERE NOT h.started
 				  AND t.node_id = h.node_id AND t.scope = h.scope)
 $check$;
 
+-- Retention of key rows (issue 17): a key nobody holds or waits for, whose
+-- bucket is full again, is forgotten; the next LIMIT node to enter it
+-- creates it anew.  The key's row is locked (SKIP LOCKED) before a
+-- statement of its own looks at its holders and waiters.
+CREATE FUNCTION df_internal.limit_forget_idle(p_max int) RETURNS int
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $forget$
+DECLARE
+	k text;
+	n int := 0;
+BEGIN
+	FOR k IN
+		SELECT l.key FROM df_internal.limits l
+		WHERE NOT EXISTS (SELECT 1 FROM df_internal.limit_holders h WHERE h.key = l.key)
+		  AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters w WHERE w.key = l.key)
+		  AND (l.rate IS NULL
+			   OR l.tokens + l.rate * extract(epoch FROM clock_timestamp() - l.tokens_at)::float8
+				  >= l.burst)
+		LIMIT p_max
+		FOR UPDATE SKIP LOCKED
+	LOOP
+		DELETE FROM df_internal.limits l
+		WHERE l.key = k
+		  AND NOT EXISTS (SELECT 1 FROM df_internal.limit_holders h WHERE h.key = k)
+		  AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters w WHERE w.key = k);
+		IF FOUND THEN
+			n := n + 1;
+		END IF;
+	END LOOP;
+	RETURN n;
+END
+$forget$;
+REVOKE EXECUTE ON FUNCTION df_internal.limit_forget_idle(int) FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.limit_forget_idle(int) IS
+	'forget up to p_max df.limit keys that nobody holds or waits for and whose bucket is full (retention)';
+
 -- df.limits: a key is shown to the roles with an instance inside or
 -- queued on it, with the counts of their own instances, like df.instances
 -- under row-level security; superusers and BYPASSRLS roles see every key.

@@ -332,4 +332,7 @@ extern bool pgd_store_limit_repair(const char *instance_id,
 								   const char *node_id, const char *scope,
 								   const char *problem);
 
+/* Retention: forget up to max idle keys (nobody in, bucket full); how many went. */
+extern int pgd_store_limit_forget_idle(int max);
+
 #endif /* PG_DURABLE_STORE_H */

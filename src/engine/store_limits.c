@@ -318,3 +318,17 @@ pgd_store_limit_repair(const char *instance_id, const char *node_id,
 	}
 	return false;
 }
+
+int
+pgd_store_limit_forget_idle(int max)
+{
+	char max_text[16];
+
+	if (!limits_installed())
+		return 0;
+	snprintf(max_text, sizeof(max_text), "%d", max);
+	if (PGD_EXEC("SELECT df_internal.limit_forget_idle($1::int)", max_text) !=
+		1)
+		return 0;
+	return atoi(pgd_spi_getstring(0, 1));
+}

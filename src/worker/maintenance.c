@@ -9,7 +9,9 @@
  * rank beyond the newest PGD_KEEP_FINISHED finished ones (ranked by
  * COALESCE(completed_at, created_at), as the reference does), in batches of
  * PGD_RETENTION_BATCH instances per transaction, so that no lock is held
- * for long.  Live instances are never touched.
+ * for long.  Live instances are never touched.  Then the df.limit keys
+ * that nobody holds or waits for, with a full bucket, are forgotten
+ * (engine/store_limits.c; locked with SKIP LOCKED).
  *
  * Reconciliation reads df_internal.check_rows() (the body of df.check(),
  * see the install script) and repairs what is safe to repair, each repair
@@ -96,6 +98,12 @@ run_retention(void)
 	if (total > 0)
 		ereport(LOG,
 				(errmsg("retention removed %d finished instances", total)));
+	/* the df.limit keys nobody uses any more (issue 17) */
+	if (pgd_begin_engine_unit("pg_durable: retention of limit keys"))
+	{
+		(void) pgd_store_limit_forget_idle(PGD_RETENTION_BATCH);
+		pgd_end_unit();
+	}
 }
 
 /* Repair one problem; returns true if it was repaired. */

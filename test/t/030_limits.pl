@@ -7,7 +7,7 @@
 # admissions (the slots' times) than the bucket allows: 1 + 20.  Last, a
 # slot lost by hand (its row deleted) leaves a queued node that nothing
 # wakes: df.check() reports it and reconciliation (every 2 s) pumps the
-# queue, so it completes.  Both leave no slot or
+# queue, so it completes; retention then forgets the idle keys.  Both leave no slot or
 # queue place behind and df.check() finds nothing.
 use strict;
 use warnings;
@@ -130,5 +130,9 @@ $node->safe_psql('postgres', "SET ROLE $role; SELECT df.signal('$holder', 'go', 
 is( $node->safe_psql('postgres', "SET ROLE $role; SELECT df.await_instance('$holder', 60)"),
 	'completed', 'stuck: the holder completed too');
 engine_clean('stuck');
+
+# retention (with reconciliation, every 2 s) forgets the keys nobody uses
+ok(query_until($node, "SELECT count(*) = 0 FROM df_internal.limits"),
+	'retention: the idle keys are forgotten');
 
 done_testing();
