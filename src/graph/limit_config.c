@@ -22,6 +22,8 @@ df_limit_check(const char *key, int64 max_concurrent, double rate, int64 burst)
 {
 	if (key == NULL || key[strspn(key, " \t\r\n")] == '\0')
 		return pstrdup("key must not be empty");
+	if (strlen(key) > DF_LIMIT_KEY_MAX)
+		return psprintf("key must be at most %d bytes", DF_LIMIT_KEY_MAX);
 	if (isnan(rate))
 		return pstrdup("rate must be a number");
 	if (max_concurrent < 0 && rate < 0)

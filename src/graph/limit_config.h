@@ -19,6 +19,7 @@
 
 #define DF_LIMIT_BURST_DEFAULT 1
 #define DF_LIMIT_RATE_MAX	   1e6
+#define DF_LIMIT_KEY_MAX	   1000 /* bytes, the template and the key it gives */
 
 typedef struct DfLimitConfig
 {

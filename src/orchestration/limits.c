@@ -96,6 +96,13 @@ pgd_limit_start(PgdGraph *g, int n, const char *scope)
 										  cfg->key));
 		return;
 	}
+	if (strlen(key) > DF_LIMIT_KEY_MAX)
+	{
+		pgd_apply_finish_node(g, n, scope,
+							  pgd_failure("df.limit: the key is %zu bytes once substituted, more than %d",
+										  strlen(key), DF_LIMIT_KEY_MAX));
+		return;
+	}
 	if (cfg->queue_timeout_ms > 0)
 		deadline = TimestampTzPlusMilliseconds(now, cfg->queue_timeout_ms);
 	switch (pgd_store_limit_enter(g->instance_id, node->id, scope, key,

@@ -22,6 +22,7 @@ SELECT df.limit('SELECT 1', 'k', 3, burst => 2);
 SELECT df.limit('SELECT 1', 'k', rate => 1, burst => 0);
 SELECT df.limit('SELECT 1', 'k', rate => 1, burst => -1);
 SELECT df.limit('SELECT 1', '  ', 1);
+SELECT df.limit('SELECT 1', repeat('k', 1001), 1);
 SELECT df.limit('SELECT 1', 'k', 1, queue_timeout => '0');
 SELECT df.limit('SELECT 1', 'k', 1, queue_timeout => '-1 second');
 SELECT df.limit(NULL, 'k', 1);
@@ -89,6 +90,11 @@ ROLLBACK;
 SELECT df.cancel(:'holder', 'test') LIKE '%cancelled: test' AS cancelled;
 SELECT df.await_instance(:'next', 60);
 SELECT df.result(:'next');
+
+-- a key that substitution makes too long fails the node
+SELECT df.start('SELECT repeat(''x'', 2000) AS big' |=> 'b' ~> df.limit('SELECT 1', 'k-$b.big', 1)) AS id \gset
+SELECT df.await_instance(:'id', 60);
+SELECT result FROM df.nodes WHERE instance_id = :'id' AND node_type = 'LIMIT';
 
 -- a df.timeout around the holder abandons it and frees its slot
 SELECT df.start(df.timeout(df.limit(df.wait_for_signal('never'), 'lim-t', 1), 0.3)) AS id \gset
