@@ -103,6 +103,16 @@ SELECT df.start(df.limit('SELECT ''free again'' AS who', 'lim-t', 1)) AS id \gse
 SELECT df.await_instance(:'id', 60);
 SELECT df.result(:'id');
 
+-- a BREAK inside the limited subtree leaves the loop and frees the slot,
+-- and so does losing a race: the same instance then enters the key again
+-- (a slot left behind would make it time out in the queue)
+SELECT df.start(df.loop(df.limit('SELECT 1' ~> df.break('out'), 'lim-brk', 1))
+				~> df.limit('SELECT ''after break'' AS who', 'lim-brk', 1, queue_timeout => '5 seconds')) AS id \gset
+SELECT df.await_instance(:'id', 60), df.result(:'id');
+SELECT df.start(df.race(df.limit(df.wait_for_signal('never'), 'lim-race', 1), 'SELECT 2')
+				~> df.limit('SELECT ''after race'' AS who', 'lim-race', 1, queue_timeout => '5 seconds')) AS id \gset
+SELECT df.await_instance(:'id', 60), df.result(:'id');
+
 -- a key template: variables and named results
 SELECT df.start('SELECT 7 AS n' |=> 'o' ~> df.limit('SELECT 1 AS one', 'order-$o.n', 1)
 				~> df.limit('SELECT 2 AS two', 'tenant-{sys_label}', 1), label => 'acme') AS id \gset
