@@ -1430,6 +1430,29 @@ COMMENT ON VIEW df.limits IS
 	'unless it is a superuser or BYPASSRLS), and when the token bucket admits next (rate only)';
 GRANT SELECT ON df.limits TO PUBLIC;
 
+-- df.limit_queue: the places in the df.limit queues, each with its position
+-- in its key's queue (1 = next), of the caller's own instances (all of
+-- them for superusers and BYPASSRLS roles), like df.instances under
+-- row-level security.
+CREATE VIEW df.limit_queue AS
+WITH me AS (
+	SELECT pg_catalog.quote_ident(current_user)::regrole AS role,
+		   coalesce((SELECT r.rolsuper OR r.rolbypassrls FROM pg_catalog.pg_roles r
+					 WHERE r.rolname OPERATOR(pg_catalog.=) current_user), false) AS all_keys
+), q AS (
+	SELECT w.key, pg_catalog.row_number() OVER (PARTITION BY w.key ORDER BY w.seq) AS position,
+		   w.instance_id, w.node_id, w.scope, w.queued_at, w.deadline, w.submitted_by
+	FROM df_internal.limit_waiters w
+)
+SELECT q.key, q.position, q.instance_id::text AS instance_id, q.node_id::text AS node_id,
+	   q.scope AS execution_id, q.queued_at, q.deadline
+FROM q CROSS JOIN me
+WHERE me.all_keys OR q.submitted_by OPERATOR(pg_catalog.=) me.role;
+COMMENT ON VIEW df.limit_queue IS
+	'the LIMIT nodes of the caller''s instances queued on a df.limit key (every one for superusers '
+	'and BYPASSRLS roles): the key, the position in its FIFO queue (1 = next), since when, until when';
+GRANT SELECT ON df.limit_queue TO PUBLIC;
+
 CREATE FUNCTION df.limit(step text, key text, max_concurrent int DEFAULT NULL,
 						 rate float8 DEFAULT NULL, burst int DEFAULT NULL,
 						 queue_timeout interval DEFAULT NULL) RETURNS text

@@ -72,6 +72,8 @@ FROM df.nodes WHERE instance_id = :'late' AND node_type = 'LIMIT';
 SELECT key, max_concurrent, rate, held, queued, next_admission FROM df.limits WHERE key = 'lim-q';
 SELECT status_details ? 'queued_at' AS queued_shown FROM df.nodes
 WHERE instance_id = :'second' AND node_type = 'LIMIT';
+SELECT key, position, instance_id = :'second' AS is_second, deadline FROM df.limit_queue
+WHERE key = 'lim-q';
 -- the holder's end hands its slot to the second in the same transaction
 SELECT df.signal(:'holder', 'go', '{}');
 SELECT df.await_instance(:'holder', 60), df.await_instance(:'second', 60);
@@ -145,19 +147,23 @@ SELECT count(*) AS limit_problems FROM df.check() WHERE problem LIKE 'limit%';
 -- df.explain shows the node with its settings
 SELECT df.explain(df.limit('SELECT 1', 'api', 3, queue_timeout => '5 seconds'));
 
--- another role sees no key it has nothing in
+-- another role sees no key it has nothing in, nor the queue's places
 SET ROLE df_user;
 SELECT df.start(df.limit(df.wait_for_signal('go'), 'lim-v', 1)) AS holder \gset
 SELECT lim_until(format('EXISTS (SELECT 1 FROM df.limits WHERE key = %L AND held = 1)', 'lim-v')) AS holding;
+SELECT df.start(df.limit('SELECT 1', 'lim-v', 1)) AS queued \gset
+SELECT lim_until(format('EXISTS (SELECT 1 FROM df.limit_queue WHERE key = %L)', 'lim-v')) AS owner_sees_queue;
 RESET ROLE;
 CREATE ROLE df_lim_other;
 GRANT USAGE ON SCHEMA df TO df_lim_other;
 SET ROLE df_lim_other;
 SELECT count(*) AS others_see FROM df.limits WHERE key = 'lim-v';
+SELECT count(*) AS others_see_queued FROM df.limit_queue WHERE key = 'lim-v';
 RESET ROLE;
+SELECT count(*) AS superuser_sees_queued FROM df.limit_queue WHERE key = 'lim-v';
 REVOKE USAGE ON SCHEMA df FROM df_lim_other;
 DROP ROLE df_lim_other;
 SET ROLE df_user;
 SELECT df.signal(:'holder', 'go', '{}');
-SELECT df.await_instance(:'holder', 60);
+SELECT df.await_instance(:'holder', 60), df.await_instance(:'queued', 60);
 DROP FUNCTION lim_until(text);
