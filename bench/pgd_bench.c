@@ -33,6 +33,13 @@
  *	  back-off, that fail at random half of the time (a shared sequence:
  *	  odd values fail, so a step fails once on average): retried steps per
  *	  second (the retries counted from the history) and steps per second.
+ *	- Limits (--limit-workflows): the chain with each step under a
+ *	  df.limit with a max_concurrent it never reaches, with a key per
+ *	  instance (no two instances share a key's row lock) and with one key
+ *	  for all, and (the floor of any wrapper node around each step) with
+ *	  each step in a df.catch whose handler never runs, in three rounds
+ *	  with a plain chain: the medians, and the
+ *	  median of each round's time per step over its plain chain's.
  *	- Commit rate: pgbench -n -f <one INSERT> at the executors' concurrency
  *	  (the executors are the sessions that commit steps) and at the
  *	  clients' one, on the same server, in the same run.
@@ -96,6 +103,7 @@ typedef struct PgdbOptions
 	int			http_steps;
 	int			retry_workflows; /* chains of flaky steps in df.retry */
 	int			retry_steps;
+	int			limit_workflows; /* chains of steps each under a df.limit */
 	int			widths[PGDB_MAX_WIDTHS];	/* one fan-out of each width */
 	int			nwidths;
 	int			map_rows;		/* df.map over this many rows vs a JOIN as wide */
@@ -425,6 +433,46 @@ flaky_leaf(PgdbBuf *s, int k)
 	buf_append(s, "df.retry($s$SELECT 1 / (nextval('bench_flaky') %% 2)::int$s$, "
 			   "max_attempts => 0, initial_interval => '10 ms', jitter => 'none', "
 			   "retry_on => '{sql:22012}')");
+}
+
+#define PGDB_LIMIT_ROUNDS 3
+
+static double
+median3(const double *v)
+{
+	double		a = v[0],
+				b = v[1],
+				c = v[2];
+
+	if ((a <= b && b <= c) || (c <= b && b <= a))
+		return b;
+	if ((b <= a && a <= c) || (c <= a && a <= b))
+		return a;
+	return c;
+}
+
+/* A step under a df.limit that never makes it wait: a key of its instance's own. */
+static void
+limit_own_leaf(PgdbBuf *s, int k)
+{
+	(void) k;
+	buf_append(s, "df.limit('SELECT 1', 'bench:{sys_instance_id}', 1000000)");
+}
+
+/* The floor of any wrapper node around each step: a df.catch whose handler never runs. */
+static void
+catch_leaf(PgdbBuf *s, int k)
+{
+	(void) k;
+	buf_append(s, "df.catch('SELECT 1', 'SELECT 2')");
+}
+
+/* The same with one key for every instance (its row lock is shared). */
+static void
+limit_shared_leaf(PgdbBuf *s, int k)
+{
+	(void) k;
+	buf_append(s, "df.limit('SELECT 1', 'bench', 1000000)");
 }
 
 /* Wrap the whole graph in a df.retry (build_graph_in). */
@@ -1290,6 +1338,13 @@ pgdb_run(Pgdb *b)
 				chain2 = NAN,
 				flaky = NAN,
 				retries = NAN,
+				lplain[PGDB_LIMIT_ROUNDS],
+				lown[PGDB_LIMIT_ROUNDS],
+				lshared[PGDB_LIMIT_ROUNDS],
+				lrown[PGDB_LIMIT_ROUNDS],
+				lcatch[PGDB_LIMIT_ROUNDS],
+				lrcatch[PGDB_LIMIT_ROUNDS],
+				lrshared[PGDB_LIMIT_ROUNDS],
 				dummy;
 	bool		ok;
 	char		v[32];
@@ -1386,6 +1441,29 @@ pgdb_run(Pgdb *b)
 		free(after);
 	}
 
+	/*
+	 * Each step under a df.limit that never waits, in rounds of a plain
+	 * chain, the chain with a key per instance and with one key, so that
+	 * the load of a shared machine weighs on the three alike; the figures
+	 * are the medians over the rounds, the ratios those of each round's
+	 * plain chain over its limited ones.
+	 */
+	for (int r = 0; o->limit_workflows > 0 && r < PGDB_LIMIT_ROUNDS; r++)
+	{
+		if (!throughput_phase(b, "plain chain", "~>", o->chain_steps, o->limit_workflows,
+							  &lplain[r], &dummy) ||
+			!throughput_phase_of(b, "chain under df.limit, own keys", "~>", o->chain_steps,
+								 o->limit_workflows, limit_own_leaf, &lown[r], &dummy) ||
+			!throughput_phase_of(b, "chain under df.limit, one key", "~>", o->chain_steps,
+								 o->limit_workflows, limit_shared_leaf, &lshared[r], &dummy) ||
+			!throughput_phase_of(b, "chain under df.catch", "~>", o->chain_steps,
+								 o->limit_workflows, catch_leaf, &lcatch[r], &dummy))
+			return false;
+		lrcatch[r] = lplain[r] / lcatch[r];
+		lrown[r] = lplain[r] / lown[r];
+		lrshared[r] = lplain[r] / lshared[r];
+	}
+
 	if (o->chain_workflows > 0)
 		add_row(b, "steps/s", fmt_num(v, chain), "chain: %d workflows x %d steps, %d clients",
 				o->chain_workflows, o->chain_steps, o->clients);
@@ -1405,6 +1483,22 @@ pgdb_run(Pgdb *b)
 										 ((double) o->retry_workflows * o->retry_steps) : NAN),
 				"flaky steps: retried steps per second");
 		add_row(b, "steps/s", fmt_num(v, flaky), "flaky steps: completed steps per second");
+	}
+	if (o->limit_workflows > 0)
+	{
+		add_row(b, "steps/s", fmt_num(v, median3(lplain)),
+				"limit: plain chain, %d workflows x %d steps (median of %d)",
+				o->limit_workflows, o->chain_steps, PGDB_LIMIT_ROUNDS);
+		add_row(b, "steps/s", fmt_num(v, median3(lown)),
+				"limit: each step in df.limit, a key per instance");
+		add_row(b, "steps/s", fmt_num(v, median3(lshared)),
+				"limit: each step in df.limit, one key for all");
+		add_row(b, "", fmt_num(v, median3(lrown)),
+				"limit: time per step, key per instance / plain (target <= 1.3)");
+		add_row(b, "", fmt_num(v, median3(lrshared)),
+				"limit: time per step, one key / plain");
+		add_row(b, "", fmt_num(v, median3(lrcatch)),
+				"limit: time per step in a df.catch (any wrapper's floor) / plain");
 	}
 	if (o->fanout_workflows > 0)
 		add_row(b, "steps/s", fmt_num(v, fan), "fan-out/join: %d workflows x %d branches",
@@ -1517,6 +1611,8 @@ usage(const char *progname)
 		   "                              df.retry with a 10 ms back-off; also runs the chain\n"
 		   "                              inside a df.retry that never retries (default: 300; 0: none)\n"
 		   "      --retry-steps=NUM       steps per such chain (default: 5)\n"
+		   "      --limit-workflows=NUM   chains of --chain-steps steps, each under a df.limit that\n"
+		   "                              never waits, in 3 rounds with a plain chain (default: 300; 0: none)\n"
 		   "      --widths=LIST           one fan-out of each width, e.g. 1000,2000 (default:\n"
 		   "                              1000,2000,5000,10000; 0 skips; a width over the\n"
 		   "                              10,000-node limit is reported as not run)\n"
@@ -1600,6 +1696,7 @@ main(int argc, char **argv)
 		{"retry-steps", required_argument, NULL, 17},
 		{"widths", required_argument, NULL, 18},
 		{"map-rows", required_argument, NULL, 19},
+		{"limit-workflows", required_argument, NULL, 20},
 		{"verbose", no_argument, NULL, 'v'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, '?'},
@@ -1626,6 +1723,7 @@ main(int argc, char **argv)
 	b.opt.http_steps = 5;
 	b.opt.retry_workflows = 300;
 	b.opt.retry_steps = 5;
+	b.opt.limit_workflows = 300;
 	parse_widths(&b.opt, "1000,2000,5000,10000");
 	b.opt.map_rows = 1000;
 
@@ -1703,6 +1801,9 @@ main(int argc, char **argv)
 				break;
 			case 17:
 				b.opt.retry_steps = parse_count(optarg, "retry-steps", 1);
+				break;
+			case 20:
+				b.opt.limit_workflows = parse_count(optarg, "limit-workflows", 0);
 				break;
 			case 18:
 				parse_widths(&b.opt, optarg);

@@ -336,7 +336,7 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_submitted_by_not_null
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
 						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
-						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'SAGA', 'BREAKER', 'MAP')) NOT VALID;
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'SAGA', 'BREAKER', 'MAP', 'LIMIT')) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_name_check
 	CHECK (result_name IS NULL OR result_name OPERATOR(pg_catalog.~) '^[A-Za-z_][A-Za-z0-9_]*$') NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_status_check
@@ -348,7 +348,7 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
 						   'FAIL')
 			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
-		WHEN node_type IN ('RETRY', 'TIMEOUT', 'BREAKER')
+		WHEN node_type IN ('RETRY', 'TIMEOUT', 'BREAKER', 'LIMIT')
 			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
 		WHEN node_type = 'CATCH'
 			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
@@ -629,6 +629,223 @@ COMMENT ON TABLE df_internal.compensations IS
 	'the undos registered by completed forward steps of COMPENSATED nodes (df.compensations)';
 SELECT pg_catalog.pg_extension_config_dump('df_internal.compensations', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.compensations_seq_seq', '');
+
+-- ---------------------------------------------------------------------------
+-- Limits (issue 17): df.limit, node LIMIT.  One row per key (created by
+-- the first LIMIT node that enters it, with the settings of the latest),
+-- its holders (a slot each) and its FIFO queue.  Admission and hand-over
+-- run under the key's row lock (df_internal.limit_pump), counting the
+-- holders, so a key never has more than max_concurrent of them; a slot is
+-- deleted in the transaction that ends its LIMIT node (orchestration/
+-- limits.c, engine/store_limits.c).  A waiter admitted by another
+-- instance's transaction gets a holder row with started = false and a
+-- timer task on its LIMIT node, which starts the subtree.
+-- ---------------------------------------------------------------------------
+CREATE TABLE df_internal.limits (
+	key text PRIMARY KEY,
+	max_concurrent int,
+	rate float8,
+	burst int,
+	tokens float8,
+	tokens_at timestamptz
+);
+COMMENT ON TABLE df_internal.limits IS
+	'one row per df.limit key: its settings and token bucket (df.limits)';
+CREATE TABLE df_internal.limit_holders (
+	instance_id varchar(8) NOT NULL,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	key text NOT NULL,
+	submitted_by regrole NOT NULL,
+	since timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	started boolean NOT NULL,
+	PRIMARY KEY (instance_id, node_id, scope)
+);
+CREATE INDEX limit_holders_key_idx ON df_internal.limit_holders (key);
+COMMENT ON TABLE df_internal.limit_holders IS
+	'the slots of df.limit keys, one per LIMIT node execution inside its limit';
+CREATE TABLE df_internal.limit_waiters (
+	seq bigserial,
+	instance_id varchar(8) NOT NULL,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	key text NOT NULL,
+	submitted_by regrole NOT NULL,
+	queued_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	deadline timestamptz,
+	PRIMARY KEY (instance_id, node_id, scope)
+);
+CREATE INDEX limit_waiters_key_idx ON df_internal.limit_waiters (key, seq);
+COMMENT ON TABLE df_internal.limit_waiters IS
+	'the FIFO queues of df.limit keys: LIMIT node executions waiting for a slot';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.limits', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.limit_holders', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.limit_waiters', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.limit_waiters_seq_seq', '');
+
+-- Admit the waiters of key p_key, oldest first, while a slot and a token
+-- are free, under the key's row lock.  Rows: 'start' (the waiter is
+-- p_self: its subtree starts in this transaction), 'admit' (another
+-- waiter got a slot: a timer now on its LIMIT node), 'arm' (the head
+-- waits for a token: a timer at "at" on its node, unless it has one due
+-- by then).
+CREATE FUNCTION df_internal.limit_pump(p_key text, p_instance text, p_node text, p_scope text)
+	RETURNS TABLE (action text, instance_id text, node_id text, scope text, at timestamptz)
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $pump$
+DECLARE
+	l df_internal.limits;
+	w df_internal.limit_waiters;
+	now_ts timestamptz := clock_timestamp();
+	t float8;
+	token_at timestamptz;
+	self boolean;
+BEGIN
+	SELECT * INTO l FROM df_internal.limits k WHERE k.key = p_key FOR UPDATE;
+	IF NOT FOUND THEN
+		RETURN;
+	END IF;
+	LOOP
+		SELECT * INTO w FROM df_internal.limit_waiters q WHERE q.key = p_key
+		ORDER BY q.seq LIMIT 1;
+		EXIT WHEN NOT FOUND;
+		IF l.max_concurrent IS NOT NULL THEN
+			EXIT WHEN (SELECT count(*) FROM df_internal.limit_holders h
+					   WHERE h.key = p_key) >= l.max_concurrent;
+		END IF;
+		IF l.rate IS NOT NULL THEN
+			t := least(l.burst::float8,
+					   l.tokens + l.rate * extract(epoch FROM now_ts - l.tokens_at)::float8);
+			IF t < 1 - 1e-9 THEN
+				action := 'arm';
+				instance_id := w.instance_id;
+				node_id := w.node_id;
+				scope := w.scope;
+				at := now_ts + make_interval(secs => (1 - t) / l.rate);
+				IF NOT EXISTS (SELECT 1 FROM df_internal.tasks k
+							   WHERE k.instance_id = w.instance_id AND k.node_id = w.node_id
+								 AND k.scope = w.scope AND k.kind = 'timer'
+								 AND k.run_at <= at) THEN
+					RETURN NEXT;
+				END IF;
+				EXIT;
+			END IF;
+			-- the head waited for this token: it is taken when it came, so
+			-- that a timer's lateness (under one period) does not slow the
+			-- rate down; the tokens before it still count as taken then
+			token_at := l.tokens_at + make_interval(secs => (1 - l.tokens) / l.rate);
+			IF l.tokens < 1 AND w.queued_at <= token_at
+			   AND now_ts - token_at < make_interval(secs => 1 / l.rate) THEN
+				l.tokens := 0;
+				l.tokens_at := token_at;
+			ELSE
+				l.tokens := greatest(t - 1, 0);
+				l.tokens_at := now_ts;
+			END IF;
+			UPDATE df_internal.limits k SET tokens = l.tokens, tokens_at = l.tokens_at
+			WHERE k.key = p_key;
+		END IF;
+		self := w.instance_id = p_instance AND w.node_id = p_node AND w.scope = p_scope;
+		DELETE FROM df_internal.limit_waiters q WHERE q.seq = w.seq;
+		INSERT INTO df_internal.limit_holders AS h (instance_id, node_id, scope, key, submitted_by, started)
+		VALUES (w.instance_id, w.node_id, w.scope, p_key, w.submitted_by, coalesce(self, false));
+		action := CASE WHEN self THEN 'start' ELSE 'admit' END;
+		instance_id := w.instance_id;
+		node_id := w.node_id;
+		scope := w.scope;
+		at := now_ts;
+		RETURN NEXT;
+	END LOOP;
+END
+$pump$;
+REVOKE EXECUTE ON FUNCTION df_internal.limit_pump(text, text, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.limit_pump(text, text, text, text) IS
+	'admit the waiters of a df.limit key while a slot and a token are free (engine only)';
+
+-- A LIMIT node execution enters key p_key with its node's settings: it
+-- joins the end of the queue, then the queue is pumped.  The settings of
+-- the key become the node's (the token bucket keeps its level).
+CREATE FUNCTION df_internal.limit_enter(p_key text, p_max int, p_rate float8, p_burst int,
+										p_instance text, p_node text, p_scope text,
+										p_deadline timestamptz)
+	RETURNS TABLE (action text, instance_id text, node_id text, scope text, at timestamptz)
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $enter$
+BEGIN
+	INSERT INTO df_internal.limits AS k (key, max_concurrent, rate, burst, tokens, tokens_at)
+	VALUES (p_key, p_max, p_rate, p_burst, p_burst, clock_timestamp())
+	ON CONFLICT (key) DO UPDATE
+		SET max_concurrent = EXCLUDED.max_concurrent, rate = EXCLUDED.rate,
+			burst = EXCLUDED.burst,
+			tokens = CASE WHEN k.tokens IS NULL THEN EXCLUDED.tokens
+						  ELSE least(k.tokens, EXCLUDED.burst) END,
+			tokens_at = CASE WHEN k.tokens IS NULL THEN EXCLUDED.tokens_at ELSE k.tokens_at END
+		WHERE k.max_concurrent IS DISTINCT FROM EXCLUDED.max_concurrent
+		   OR k.rate IS DISTINCT FROM EXCLUDED.rate OR k.burst IS DISTINCT FROM EXCLUDED.burst;
+	INSERT INTO df_internal.limit_waiters (instance_id, node_id, scope, key, submitted_by, deadline)
+	SELECT p_instance, p_node, p_scope, p_key, r.submitted_by, p_deadline
+	FROM df_internal.runs r WHERE r.instance_id = p_instance;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'instance % has no runs row', p_instance;
+	END IF;
+	RETURN QUERY SELECT * FROM df_internal.limit_pump(p_key, p_instance, p_node, p_scope);
+END
+$enter$;
+REVOKE EXECUTE ON FUNCTION df_internal.limit_enter(text, int, float8, int, text, text, text, timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.limit_enter(text, int, float8, int, text, text, text, timestamptz) IS
+	'a LIMIT node execution joins the queue of its key, which is then pumped (engine only)';
+
+-- A timer of a LIMIT node execution fell due: start its subtree if it was
+-- admitted, take a token that is now there, or time it out at its
+-- deadline ('timeout', after which the queue is pumped again).
+CREATE FUNCTION df_internal.limit_timer(p_instance text, p_node text, p_scope text)
+	RETURNS TABLE (action text, instance_id text, node_id text, scope text, at timestamptz)
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $timer$
+DECLARE
+	k text;
+	h df_internal.limit_holders;
+	w df_internal.limit_waiters;
+BEGIN
+	SELECT u.key INTO k FROM (
+		SELECT x.key FROM df_internal.limit_holders x
+		WHERE x.instance_id = p_instance AND x.node_id = p_node AND x.scope = p_scope
+		UNION ALL
+		SELECT y.key FROM df_internal.limit_waiters y
+		WHERE y.instance_id = p_instance AND y.node_id = p_node AND y.scope = p_scope) u
+	LIMIT 1;
+	IF NOT FOUND THEN
+		RETURN;
+	END IF;
+	-- the key's lock first: then the node's rows cannot change under us
+	PERFORM 1 FROM df_internal.limits l WHERE l.key = k FOR UPDATE;
+	SELECT * INTO h FROM df_internal.limit_holders x
+	WHERE x.instance_id = p_instance AND x.node_id = p_node AND x.scope = p_scope;
+	IF FOUND THEN
+		IF NOT h.started THEN
+			UPDATE df_internal.limit_holders x SET started = true
+			WHERE x.instance_id = p_instance AND x.node_id = p_node AND x.scope = p_scope;
+			RETURN QUERY SELECT 'start'::text, p_instance, p_node, p_scope, clock_timestamp();
+		END IF;
+		RETURN;
+	END IF;
+	RETURN QUERY SELECT * FROM df_internal.limit_pump(k, p_instance, p_node, p_scope);
+	SELECT * INTO w FROM df_internal.limit_waiters y
+	WHERE y.instance_id = p_instance AND y.node_id = p_node AND y.scope = p_scope;
+	IF FOUND AND w.deadline <= clock_timestamp() THEN
+		DELETE FROM df_internal.limit_waiters y WHERE y.seq = w.seq;
+		RETURN QUERY SELECT 'timeout'::text, p_instance, p_node, p_scope, clock_timestamp();
+		RETURN QUERY SELECT * FROM df_internal.limit_pump(k, NULL, NULL, NULL);
+	END IF;
+END
+$timer$;
+REVOKE EXECUTE ON FUNCTION df_internal.limit_timer(text, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.limit_timer(text, text, text) IS
+	'a timer of a LIMIT node execution fell due: start, take a token, or time out (engine only)';
+
 
 -- ---------------------------------------------------------------------------
 -- Control.  df.start, df.cancel and df.signal (and df.metrics below) write or
@@ -1016,6 +1233,7 @@ SELECT l.id::text, 'no_pending_work', NULL::text, NULL::text,
 FROM live l
 WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = l.id)
   AND NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = l.id)
+  AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters q WHERE q.instance_id = l.id)
 UNION ALL
 SELECT f.instance_id::text,
 	   CASE f.node_type WHEN 'SIGNAL' THEN 'missing_wait'
@@ -1106,6 +1324,42 @@ SELECT t.instance_id::text, 'repeated_engine_errors', t.node_id::text, t.scope,
 			  t.engine_errors, left(t.last_engine_error, 200))
 FROM df_internal.tasks t
 WHERE t.engine_errors >= 2
+UNION ALL
+-- limits (issue 17): a slot or a queue place of a LIMIT node execution
+-- that ended, and a queue that nothing will move
+SELECT x.instance_id::text,
+	   CASE x.what WHEN 'slot' THEN 'limit_slot_of_ended_node' ELSE 'limit_wait_of_ended_node' END,
+	   x.node_id::text, x.scope,
+	   format('LIMIT node %s in scope %s %s key %s but is %s', x.node_id, x.scope,
+			  CASE x.what WHEN 'slot' THEN 'holds a slot of' ELSE 'is queued on' END, x.key,
+			  CASE WHEN l.id IS NULL THEN 'in an instance that ended'
+				   WHEN n.id IS NULL THEN 'missing'
+				   ELSE format('%s in scope %s', n.status, n.status_details ->> 'execution_id') END)
+FROM (SELECT 'slot' AS what, h.instance_id, h.node_id, h.scope, h.key FROM df_internal.limit_holders h
+	  UNION ALL
+	  SELECT 'wait', q.instance_id, q.node_id, q.scope, q.key FROM df_internal.limit_waiters q) x
+LEFT JOIN live l ON l.id = x.instance_id
+LEFT JOIN df.nodes n ON n.instance_id = x.instance_id AND n.id = x.node_id
+WHERE l.id IS NULL OR n.id IS NULL OR n.status <> 'running'
+   OR n.status_details ->> 'execution_id' IS DISTINCT FROM x.scope
+UNION ALL
+SELECT q.instance_id::text, 'limit_queue_stuck', q.node_id::text, q.scope,
+	   format('LIMIT node %s in scope %s is queued on key %s with no way to wake: no slot of the key is held and no queued node of it has a timer',
+			  q.node_id, q.scope, q.key)
+FROM df_internal.limit_waiters q
+WHERE NOT EXISTS (SELECT 1 FROM df_internal.limit_holders h WHERE h.key = q.key)
+  AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters q2
+				  JOIN df_internal.tasks t ON t.instance_id = q2.instance_id
+					   AND t.node_id = q2.node_id AND t.scope = q2.scope
+				  WHERE q2.key = q.key)
+UNION ALL
+SELECT h.instance_id::text, 'limit_admission_lost', h.node_id::text, h.scope,
+	   format('LIMIT node %s in scope %s was given a slot of key %s but has no timer to start its step',
+			  h.node_id, h.scope, h.key)
+FROM df_internal.limit_holders h
+WHERE NOT h.started
+  AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = h.instance_id
+				  AND t.node_id = h.node_id AND t.scope = h.scope)
 $check$;
 REVOKE EXECUTE ON FUNCTION df_internal.check_rows() FROM PUBLIC;
 COMMENT ON FUNCTION df_internal.check_rows() IS 'df.check with the node and scope each problem concerns, for reconciliation';
@@ -1278,3 +1532,106 @@ CREATE TABLE df_internal.maps (
 COMMENT ON TABLE df_internal.maps IS
 	'running MAP executions (df.map): children in all, started, finished';
 SELECT pg_catalog.pg_extension_config_dump('df_internal.maps', '');
+
+-- Retention of key rows (issue 17): a key nobody holds or waits for, whose
+-- bucket is full again, is forgotten; the next LIMIT node to enter it
+-- creates it anew.  The key's row is locked (SKIP LOCKED) before a
+-- statement of its own looks at its holders and waiters.
+CREATE FUNCTION df_internal.limit_forget_idle(p_max int) RETURNS int
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $forget$
+DECLARE
+	k text;
+	n int := 0;
+BEGIN
+	FOR k IN
+		SELECT l.key FROM df_internal.limits l
+		WHERE NOT EXISTS (SELECT 1 FROM df_internal.limit_holders h WHERE h.key = l.key)
+		  AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters w WHERE w.key = l.key)
+		  AND (l.rate IS NULL
+			   OR l.tokens + l.rate * extract(epoch FROM clock_timestamp() - l.tokens_at)::float8
+				  >= l.burst)
+		LIMIT p_max
+		FOR UPDATE SKIP LOCKED
+	LOOP
+		DELETE FROM df_internal.limits l
+		WHERE l.key = k
+		  AND NOT EXISTS (SELECT 1 FROM df_internal.limit_holders h WHERE h.key = k)
+		  AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters w WHERE w.key = k);
+		IF FOUND THEN
+			n := n + 1;
+		END IF;
+	END LOOP;
+	RETURN n;
+END
+$forget$;
+REVOKE EXECUTE ON FUNCTION df_internal.limit_forget_idle(int) FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.limit_forget_idle(int) IS
+	'forget up to p_max df.limit keys that nobody holds or waits for and whose bucket is full (retention)';
+
+-- df.limits: a key is shown to the roles with an instance inside or
+-- queued on it, with the counts of their own instances, like df.instances
+-- under row-level security; superusers and BYPASSRLS roles see every key.
+CREATE VIEW df.limits AS
+WITH me AS (
+	SELECT pg_catalog.quote_ident(current_user)::regrole AS role,
+		   coalesce((SELECT r.rolsuper OR r.rolbypassrls FROM pg_catalog.pg_roles r
+					 WHERE r.rolname OPERATOR(pg_catalog.=) current_user), false) AS all_keys
+), c AS (
+	SELECT k.key, k.max_concurrent, k.rate, k.burst, k.tokens, k.tokens_at,
+		   (SELECT pg_catalog.count(*) FROM df_internal.limit_holders h
+			WHERE h.key OPERATOR(pg_catalog.=) k.key
+			  AND (me.all_keys OR h.submitted_by OPERATOR(pg_catalog.=) me.role))::int AS held,
+		   (SELECT pg_catalog.count(*) FROM df_internal.limit_waiters w
+			WHERE w.key OPERATOR(pg_catalog.=) k.key
+			  AND (me.all_keys OR w.submitted_by OPERATOR(pg_catalog.=) me.role))::int AS queued,
+		   me.all_keys
+	FROM df_internal.limits k CROSS JOIN me
+)
+SELECT c.key, c.max_concurrent, c.rate, c.burst, c.held, c.queued,
+	   CASE WHEN c.rate IS NULL THEN NULL::timestamptz
+			WHEN c.tokens OPERATOR(pg_catalog.+) c.rate OPERATOR(pg_catalog.*)
+				 extract(epoch FROM pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) c.tokens_at)::float8
+				 OPERATOR(pg_catalog.>=) 1 THEN pg_catalog.clock_timestamp()
+			ELSE c.tokens_at OPERATOR(pg_catalog.+)
+				 pg_catalog.make_interval(secs => (1 OPERATOR(pg_catalog.-) c.tokens)
+										  OPERATOR(pg_catalog./) c.rate) END AS next_admission
+FROM c
+WHERE c.all_keys OR c.held OPERATOR(pg_catalog.>) 0 OR c.queued OPERATOR(pg_catalog.>) 0;
+COMMENT ON VIEW df.limits IS
+	'the df.limit keys: settings, slots held and places queued (of the caller''s own instances '
+	'unless it is a superuser or BYPASSRLS), and when the token bucket admits next (rate only)';
+GRANT SELECT ON df.limits TO PUBLIC;
+
+-- df.limit_queue: the places in the df.limit queues, each with its position
+-- in its key's queue (1 = next), of the caller's own instances (all of
+-- them for superusers and BYPASSRLS roles), like df.instances under
+-- row-level security.
+CREATE VIEW df.limit_queue AS
+WITH me AS (
+	SELECT pg_catalog.quote_ident(current_user)::regrole AS role,
+		   coalesce((SELECT r.rolsuper OR r.rolbypassrls FROM pg_catalog.pg_roles r
+					 WHERE r.rolname OPERATOR(pg_catalog.=) current_user), false) AS all_keys
+), q AS (
+	SELECT w.key, pg_catalog.row_number() OVER (PARTITION BY w.key ORDER BY w.seq) AS position,
+		   w.instance_id, w.node_id, w.scope, w.queued_at, w.deadline, w.submitted_by
+	FROM df_internal.limit_waiters w
+)
+SELECT q.key, q.position, q.instance_id::text AS instance_id, q.node_id::text AS node_id,
+	   q.scope AS execution_id, q.queued_at, q.deadline
+FROM q CROSS JOIN me
+WHERE me.all_keys OR q.submitted_by OPERATOR(pg_catalog.=) me.role;
+COMMENT ON VIEW df.limit_queue IS
+	'the LIMIT nodes of the caller''s instances queued on a df.limit key (every one for superusers '
+	'and BYPASSRLS roles): the key, the position in its FIFO queue (1 = next), since when, until when';
+GRANT SELECT ON df.limit_queue TO PUBLIC;
+
+CREATE FUNCTION df.limit(step text, key text, max_concurrent int DEFAULT NULL,
+						 rate float8 DEFAULT NULL, burst int DEFAULT NULL,
+						 queue_timeout interval DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_limit';
+COMMENT ON FUNCTION df.limit(text, text, int, float8, int, interval) IS
+	'node LIMIT: at most max_concurrent executions of step with this key (a template) at once '
+	'across every instance, and at most rate per second (token bucket of burst, default 1); '
+	'the others wait in a FIFO queue per key, failing with kind queue_timeout after queue_timeout';

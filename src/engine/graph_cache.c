@@ -271,6 +271,7 @@ parse_config(PgdNode *n)
 		case DF_NODE_FAIL:
 		case DF_NODE_SAGA:
 		case DF_NODE_BREAKER:
+		case DF_NODE_LIMIT:
 			n->wrapper = palloc(sizeof(DfWrapperConfig));
 			n->wrapper_problem = df_wrapper_parse(df_node_type_name(n->type),
 												  n->query, n->wrapper);

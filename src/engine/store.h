@@ -371,4 +371,51 @@ extern void pgd_store_register_xact_callback(void);
 extern void pgd_store_set_run_nowait(bool nowait);
 extern void pgd_store_forget_node_writes(void);
 
+/* --- limits (store_limits.c, issue 17) --- */
+
+/* What a LIMIT node execution does next, from the key's queue. */
+typedef enum PgdLimitVerdict
+{
+	PGD_LIMIT_WAIT,	  /* queued (or nothing to do): a timer will come */
+	PGD_LIMIT_START,  /* it holds a slot: start its subtree now */
+	PGD_LIMIT_TIMEOUT /* its queue_timeout passed: it left the queue */
+} PgdLimitVerdict;
+
+/*
+ * LIMIT node node_id, in scope, enters key (settings: max_concurrent and
+ * burst 0 = none, rate 0 = none; deadline 0 = none): at the end of the
+ * key's queue, which is pumped under the key's row lock.  Waiters of other
+ * instances that got a slot get a timer now on their LIMIT node.
+ */
+extern PgdLimitVerdict
+pgd_store_limit_enter(const char *instance_id, const char *node_id,
+					  const char *scope, const char *key, int max_concurrent,
+					  double rate, int burst, TimestampTz deadline);
+
+/* A timer of LIMIT node node_id in scope fell due. */
+extern PgdLimitVerdict pgd_store_limit_timer(const char *instance_id,
+											 const char *node_id,
+											 const char *scope);
+
+/*
+ * LIMIT node executions ended: node_id's in scope exactly; with node_id
+ * NULL every one in scope or below; with scope NULL too, the instance's.
+ * Their slots and queue places go and their keys' queues are pumped.
+ */
+extern void pgd_store_limit_release(const char *instance_id,
+									const char *node_id, const char *scope);
+
+/*
+ * Reconciliation's repair of a df.check() problem of a limit (problem is
+ * its name) on LIMIT node node_id in scope: the slot or queue place of a
+ * node that ended goes (and its key's queue moves on), a stuck queue is
+ * pumped, a lost admission gets its timer.  False when nothing was done.
+ */
+extern bool pgd_store_limit_repair(const char *instance_id,
+								   const char *node_id, const char *scope,
+								   const char *problem);
+
+/* Retention: forget up to max idle keys (nobody in, bucket full); how many went. */
+extern int pgd_store_limit_forget_idle(int max);
+
 #endif /* PG_DURABLE_STORE_H */

@@ -141,6 +141,7 @@ void
 pgd_store_end_instance(const char *instance_id)
 {
 	RUN(STMT_END_INSTANCE, instance_id);
+	pgd_store_limit_release(instance_id, NULL, NULL);
 }
 
 /* The node rows of an instance and its root's id; 0 when it has none. */

@@ -56,6 +56,7 @@ pgd_start_action(const PgdNode *node)
 		case DF_NODE_SAGA:
 		case DF_NODE_BREAKER:
 		case DF_NODE_MAP: /* orchestration/map.c, issue 18 */
+		case DF_NODE_LIMIT:
 			return PGD_START_WRAPPER;
 	}
 	return PGD_START_UNSUPPORTED;
@@ -67,7 +68,8 @@ pgd_is_wrapper(const PgdNode *node)
 	return node->type == DF_NODE_RETRY || node->type == DF_NODE_TIMEOUT ||
 		node->type == DF_NODE_CATCH || node->type == DF_NODE_FAIL ||
 		node->type == DF_NODE_COMPENSATED || node->type == DF_NODE_SAGA ||
-		node->type == DF_NODE_BREAKER || node->type == DF_NODE_MAP;
+		node->type == DF_NODE_BREAKER || node->type == DF_NODE_MAP ||
+		node->type == DF_NODE_LIMIT;
 }
 
 int64
@@ -153,6 +155,7 @@ pgd_react(const PgdGraph *g, int parent, int child, PgdOutcome outcome)
 		case DF_NODE_SAGA:
 		case DF_NODE_BREAKER:
 		case DF_NODE_MAP:
+		case DF_NODE_LIMIT:
 			return reaction(PGD_REACT_WRAPPER, -1, outcome);
 
 		default:

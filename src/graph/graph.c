@@ -47,6 +47,7 @@ static const char *const node_type_names[DF_NODE_TYPE_COUNT] = {
 	[DF_NODE_SAGA] = "SAGA",
 	[DF_NODE_BREAKER] = "BREAKER",
 	[DF_NODE_MAP] = "MAP",
+	[DF_NODE_LIMIT] = "LIMIT",
 };
 
 const char *

@@ -46,17 +46,19 @@ typedef enum DfNodeType
 	/* circuit breakers (orchestration-api.md §3) */
 	DF_NODE_BREAKER, /* left: the subtree, one call; query: {"name": ...} */
 	/* dynamic fan-out (orchestration-api.md §4, issue 18) */
-	DF_NODE_MAP /* left: the SQL query; right: the step template; query:
+	DF_NODE_MAP, /* left: the SQL query; right: the step template; query:
 				 * {"max_concurrent": n} or none */
+	/* limits (orchestration-api.md §3, graph/limit_config.h) */
+	DF_NODE_LIMIT /* left: the step; query: its settings */
 } DfNodeType;
 
-#define DF_NODE_TYPE_COUNT 20
+#define DF_NODE_TYPE_COUNT 21
 #define DF_MAX_DEPTH	   256 /* edges below the root (§1.10) */
 #define DF_MAX_NODES	   10000
 
 #define DF_VALID_NODE_TYPES \
 	"SQL, THEN, IF, JOIN, LOOP, BREAK, RACE, SLEEP, WAIT_SCHEDULE, HTTP, HTTP_MULTIPART, SIGNAL, " \
-	"RETRY, TIMEOUT, CATCH, FAIL, COMPENSATED, SAGA, BREAKER, MAP"
+	"RETRY, TIMEOUT, CATCH, FAIL, COMPENSATED, SAGA, BREAKER, MAP, LIMIT"
 
 typedef struct DfNode
 {

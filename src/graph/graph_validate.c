@@ -248,7 +248,8 @@ is_leaf_type(DfNodeType t)
 			 t == DF_NODE_LOOP || t == DF_NODE_RACE || t == DF_NODE_RETRY ||
 			 t == DF_NODE_TIMEOUT || t == DF_NODE_CATCH ||
 			 t == DF_NODE_COMPENSATED || t == DF_NODE_SAGA ||
-			 t == DF_NODE_BREAKER || t == DF_NODE_MAP);
+			 t == DF_NODE_BREAKER || t == DF_NODE_MAP ||
+			 t == DF_NODE_LIMIT);
 }
 
 /* What is wrong with this one node (not its children), or NULL. */
@@ -308,6 +309,7 @@ check_node(const DfNode *n)
 		case DF_NODE_TIMEOUT:
 		case DF_NODE_CATCH:
 		case DF_NODE_BREAKER:
+		case DF_NODE_LIMIT:
 			if (n->left == NULL)
 				return psprintf("%s node requires left_node (the step it wraps)",
 								tname);

@@ -492,5 +492,7 @@ df_wrapper_parse(const char *type_name, const char *query,
 		return df_saga_parse(query, &cfg->saga_parallel, &cfg->saga_continue);
 	if (strcmp(type_name, "BREAKER") == 0)
 		return df_breaker_parse(query, &cfg->breaker_name);
+	if (strcmp(type_name, "LIMIT") == 0)
+		return df_limit_parse(query, &cfg->limit);
 	return psprintf("%s is not a wrapper node", type_name);
 }

@@ -30,6 +30,7 @@
 #include "postgres.h"
 
 #include "common/json.h"
+#include "graph/limit_config.h"
 
 typedef enum DfJitter
 {
@@ -77,6 +78,7 @@ typedef struct DfWrapperConfig
 	bool		  saga_parallel; /* SAGA: the undos run all at once */
 	bool		  saga_continue; /* SAGA: on_undo_failure 'continue' */
 	char		 *breaker_name; /* BREAKER (issue 17) */
+	DfLimitConfig limit; /* LIMIT (limit_config.h) */
 } DfWrapperConfig;
 
 extern void	 df_retry_defaults(DfRetryPolicy *p);

@@ -116,4 +116,10 @@ extern void pgd_map_start(PgdGraph *g, int n, const char *scope);
 extern void pgd_map_child_done(PgdGraph *g, int n, int child,
 							   const char *scope, PgdOutcome outcome);
 
+/* --- limits.c (issue 17): node LIMIT --- */
+extern void pgd_limit_start(PgdGraph *g, int n, const char *scope);
+extern void pgd_limit_timer(PgdGraph *g, int n, const char *scope);
+extern void pgd_limit_child_done(PgdGraph *g, int n, const char *scope,
+								 PgdOutcome outcome);
+
 #endif /* PG_DURABLE_ORCHESTRATION_H */

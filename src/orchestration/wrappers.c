@@ -357,6 +357,9 @@ wrapper_start(PgdGraph *g, int n, const char *scope)
 		case DF_NODE_BREAKER:
 			pgd_breaker_node_start(g, n, scope);
 			break;
+		case DF_NODE_LIMIT:
+			pgd_limit_start(g, n, scope);
+			break;
 		default:
 			elog(ERROR, "node type %s is not a wrapper",
 				 df_node_type_name(node->type));
@@ -430,6 +433,9 @@ wrapper_child_done(PgdGraph *g, int n, int child, const char *scope,
 			if (!outcome.ok && pgd_saga_body_failed(g, n, scope, outcome))
 				return;
 			break;
+		case DF_NODE_LIMIT:
+			pgd_limit_child_done(g, n, scope, outcome);
+			return;
 		default:
 			break;
 	}
@@ -445,6 +451,8 @@ wrapper_timer(PgdGraph *g, int n, const char *scope)
 		subtree_timer(g, n, scope);
 	else if (g->nodes[n].type == DF_NODE_BREAKER)
 		pgd_breaker_node_start(g, n, scope); /* a retry of a refused call */
+	else if (g->nodes[n].type == DF_NODE_LIMIT)
+		pgd_limit_timer(g, n, scope);
 }
 
 /* enclosing_retry: no RETRY inside an undo, whose default policy applies */

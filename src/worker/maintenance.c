@@ -9,7 +9,9 @@
  * rank beyond the newest PGD_KEEP_FINISHED finished ones (ranked by
  * COALESCE(completed_at, created_at), as the reference does), in batches of
  * PGD_RETENTION_BATCH instances per transaction, so that no lock is held
- * for long.  Live instances are never touched.
+ * for long.  Live instances are never touched.  Then the df.limit keys
+ * that nobody holds or waits for, with a full bucket, are forgotten
+ * (engine/store_limits.c; locked with SKIP LOCKED).
  *
  * Reconciliation reads df_internal.check_rows() (the body of df.check(),
  * see the install script) and repairs what is safe to repair, each repair
@@ -25,7 +27,11 @@
  *							  deleted (SKIP LOCKED: a claimed one is left to
  *							  the step that holds it, which discards it);
  *	 orphan_run				  the engine state of a finished or missing
- *							  instance is removed.
+ *							  instance is removed;
+ *	 limit_*				  a limit's slot or queue place of a node that
+ *							  ended goes and its key's queue moves on, a
+ *							  stuck queue is pumped, a lost admission gets
+ *							  its timer (engine/store_limits.c).
  * Everything else is logged (LOG, at most PGD_RECONCILE_LOG_MAX lines per
  * pass, no step results: the details name nodes, scopes and counts only,
  * and for repeated_engine_errors the engine's own error, which the
@@ -92,6 +98,12 @@ run_retention(void)
 	if (total > 0)
 		ereport(LOG,
 				(errmsg("retention removed %d finished instances", total)));
+	/* the df.limit keys nobody uses any more (issue 17) */
+	if (pgd_begin_engine_unit("pg_durable: retention of limit keys"))
+	{
+		(void) pgd_store_limit_forget_idle(PGD_RETENTION_BATCH);
+		pgd_end_unit();
+	}
 }
 
 /* Repair one problem; returns true if it was repaired. */
@@ -110,6 +122,18 @@ repair(const PgdProblem *p)
 			return false;
 		pgd_apply_end_instance(p->instance_id);
 		return true;
+	}
+	if (strncmp(p->problem, "limit_", 6) == 0)
+	{
+		/* a live instance's nodes change only under its runs lock */
+		if (p->node_id == NULL || p->scope == NULL)
+			return false;
+		(void) pgd_store_lock_run(p->instance_id, NULL);
+		if (!pgd_store_problem_still_there(p->instance_id, p->problem,
+										   p->node_id))
+			return false;
+		return pgd_store_limit_repair(p->instance_id, p->node_id, p->scope,
+									  p->problem);
 	}
 	if (strcmp(p->problem, "stranded_step") == 0 ||
 		strcmp(p->problem, "missing_timer") == 0)

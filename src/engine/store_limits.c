@@ -1,0 +1,334 @@
+/*-------------------------------------------------------------------------
+ *
+ * store_limits.c
+ *	  The engine store's functions for limits (df.limit, node LIMIT,
+ *	  orchestration-api.md §3, issue 17): entering a key, a LIMIT node's
+ *	  timer, and the release of the slots and queue places of LIMIT node
+ *	  executions that ended.
+ *
+ * The decisions are made by the install script's df_internal.limit_pump
+ * under the key's row lock (df_internal.limits, FOR UPDATE): it counts the
+ * key's holders (never a queue position) before it admits anybody, so a
+ * key never has more than max_concurrent holders, and takes a token of the
+ * key's bucket for each admission.  A waiter admitted by another
+ * instance's transaction (the one that freed the slot) gets its slot at
+ * once (a holder row, started = false) and a timer task now on its LIMIT
+ * node: that is the registered wait's wake-up, committed with the release
+ * (DESIGN.md §5 rule 2: a row for the other instance, no lock on it).  The
+ * head of a queue that waits for a token gets a timer at the time the
+ * token is there.
+ *
+ * The release runs in the transaction that ends the holder: its LIMIT
+ * node finishing (orchestration/limits.c), its scope abandoned
+ * (pgd_store_drop_scope: a TIMEOUT fired, a RACE lost, a BREAK, a retried
+ * subtree) or its instance ending (pgd_store_end_instance: completed,
+ * failed, cancelled).  A crash rolls both back together.
+ *
+ * Locks: the caller holds the instance's runs row; then the rows of
+ * df_internal.limits of the keys concerned, one at a time, or in key
+ * order when an abandoned scope or an ended instance held several.
+ * These are waited for (a transition holds one only until its commit);
+ * a later step of a batch waits at most its lock_timeout and gives way.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "utils/lsyscache.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "common/spi.h"
+#include "engine/store.h"
+
+typedef struct LimitRow
+{
+	char	   *action;
+	char	   *instance_id;
+	char	   *node_id;
+	char	   *scope;
+	TimestampTz at;
+} LimitRow;
+
+/*
+ * The rows of a limit function (action, instance_id, node_id, scope, at):
+ * the timers they owe to other executions are added; what they say of the
+ * execution (instance_id, node_id, scope) is returned.
+ */
+static PgdLimitVerdict
+limit_rows(int n, const char *instance_id, const char *node_id,
+		   const char *scope)
+{
+	LimitRow	   *rows = palloc(sizeof(LimitRow) * Max(n, 1));
+	PgdLimitVerdict verdict = PGD_LIMIT_WAIT;
+
+	for (int i = 0; i < n; i++)
+	{
+		bool isnull;
+
+		rows[i].action = pgd_spi_getstring(i, 1);
+		rows[i].instance_id = pgd_spi_getstring(i, 2);
+		rows[i].node_id = pgd_spi_getstring(i, 3);
+		rows[i].scope = pgd_spi_getstring(i, 4);
+		rows[i].at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i],
+													   SPI_tuptable->tupdesc,
+													   5, &isnull));
+		if (isnull)
+			rows[i].at = GetCurrentTimestamp();
+	}
+	for (int i = 0; i < n; i++)
+	{
+		LimitRow *r = &rows[i];
+		bool	  self = instance_id != NULL &&
+			strcmp(r->instance_id, instance_id) == 0 &&
+			strcmp(r->node_id, node_id) == 0 && strcmp(r->scope, scope) == 0;
+
+		if (strcmp(r->action, "start") == 0)
+			verdict = PGD_LIMIT_START;
+		else if (strcmp(r->action, "timeout") == 0)
+			verdict = PGD_LIMIT_TIMEOUT;
+		else if (self && strcmp(r->action, "admit") == 0)
+			verdict = PGD_LIMIT_START; /* cannot happen: pump names itself */
+		else
+			pgd_store_timer_add(r->instance_id, r->node_id, r->scope, r->at);
+	}
+	return verdict;
+}
+
+/*
+ * The common case in plain statements: a key that exists with these
+ * settings, a concurrency limit only, nobody queued and a slot free.  The
+ * second statement starts after the first has the key's row lock, so it
+ * sees every holder and waiter committed before (a statement's snapshot
+ * is taken when it starts, READ COMMITTED): counting them in the locking
+ * statement itself could miss those committed while it waited.
+ */
+static bool
+enter_at_once(const char *instance_id, const char *node_id, const char *scope,
+			  const char *key, int max_concurrent)
+{
+	char max_text[16];
+
+	snprintf(max_text, sizeof(max_text), "%d", max_concurrent);
+	if (PGD_EXEC("SELECT 1 FROM df_internal.limits "
+				 "WHERE key OPERATOR(pg_catalog.=) $1 "
+				 "AND max_concurrent OPERATOR(pg_catalog.=) $2::int "
+				 "AND rate IS NULL AND burst IS NULL FOR UPDATE",
+				 key, max_text) == 0)
+		return false;
+	return PGD_EXEC("INSERT INTO df_internal.limit_holders "
+					"(instance_id, node_id, scope, key, submitted_by, started) "
+					"SELECT $2, $3, $4, $1, r.submitted_by, true FROM df_internal.runs r "
+					"WHERE r.instance_id OPERATOR(pg_catalog.=) $2 "
+					"AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters w "
+					"  WHERE w.key OPERATOR(pg_catalog.=) $1) "
+					"AND (SELECT pg_catalog.count(*) FROM df_internal.limit_holders h "
+					"  WHERE h.key OPERATOR(pg_catalog.=) $1) OPERATOR(pg_catalog.<) $5::int",
+					key, instance_id, node_id, scope, max_text) == 1;
+}
+
+/*
+ * A slot of key was freed: hand it on if anybody is queued.  The key's row
+ * lock first, then the look at the queue (a statement of its own, for the
+ * reason above): a waiter that queued while this transaction's holder was
+ * still visible has committed by then, or is waiting for the lock and
+ * will count the holders without it.
+ */
+static void
+pump_if_queued(const char *key)
+{
+	int n;
+
+	/*
+	 * The executors run in READ COMMITTED; df.cancel runs in its caller's
+	 * transaction, whose snapshot could hide a holder or a waiter committed
+	 * since it was taken.
+	 */
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot release a df.limit slot in a REPEATABLE READ or SERIALIZABLE transaction"),
+				 errdetail("The instance holds or waits for a slot of the key \"%s\"; handing it on must see the latest commits.",
+						   key),
+				 errhint("Cancel the instance in a READ COMMITTED transaction.")));
+
+	(void)
+		PGD_EXEC("SELECT 1 FROM df_internal.limits WHERE key OPERATOR(pg_catalog.=) $1 "
+				 "FOR UPDATE",
+				 key);
+	if (PGD_EXEC("SELECT 1 FROM df_internal.limit_waiters "
+				 "WHERE key OPERATOR(pg_catalog.=) $1 LIMIT 1",
+				 key) == 0)
+		return;
+	n = PGD_EXEC("SELECT action, instance_id, node_id, scope, at "
+				 "FROM df_internal.limit_pump($1, NULL, NULL, NULL)",
+				 key);
+	(void) limit_rows(n, NULL, NULL, NULL);
+}
+
+PgdLimitVerdict
+pgd_store_limit_enter(const char *instance_id, const char *node_id,
+					  const char *scope, const char *key, int max_concurrent,
+					  double rate, int burst, TimestampTz deadline)
+{
+	static const Oid types[8] = {TEXTOID, INT4OID, FLOAT8OID, INT4OID,
+								 TEXTOID, TEXTOID, TEXTOID,	  TIMESTAMPTZOID};
+	Datum			 values[8];
+	char			 nulls[8] = "        ";
+	int				 n;
+
+	if (rate <= 0 && max_concurrent > 0 &&
+		enter_at_once(instance_id, node_id, scope, key, max_concurrent))
+		return PGD_LIMIT_START;
+	values[0] = pgd_text_datum(key);
+	values[1] = Int32GetDatum(max_concurrent);
+	nulls[1] = max_concurrent > 0 ? ' ' : 'n';
+	values[2] = Float8GetDatum(rate);
+	nulls[2] = rate > 0 ? ' ' : 'n';
+	values[3] = Int32GetDatum(burst);
+	nulls[3] = rate > 0 ? ' ' : 'n';
+	values[4] = pgd_text_datum(instance_id);
+	values[5] = pgd_text_datum(node_id);
+	values[6] = pgd_text_datum(scope);
+	values[7] = TimestampTzGetDatum(deadline);
+	nulls[7] = deadline != 0 ? ' ' : 'n';
+	n = pgd_spi_exec("SELECT action, instance_id, node_id, scope, at "
+					 "FROM df_internal.limit_enter($1, $2, $3, $4, $5, $6, $7, $8)",
+					 8, types, values, nulls, false);
+	return limit_rows(n, instance_id, node_id, scope);
+}
+
+PgdLimitVerdict
+pgd_store_limit_timer(const char *instance_id, const char *node_id,
+					  const char *scope)
+{
+	int n = PGD_EXEC("SELECT action, instance_id, node_id, scope, at "
+					 "FROM df_internal.limit_timer($1, $2, $3)",
+					 instance_id, node_id, scope);
+
+	return limit_rows(n, instance_id, node_id, scope);
+}
+
+/*
+ * Are the limits' tables there?  Until ALTER EXTENSION ... UPDATE has run,
+ * a database created with an older script (0.3.0) has none, and every
+ * instance's end comes here: two catalog cache lookups.
+ */
+static bool
+limits_installed(void)
+{
+	Oid nsp = get_namespace_oid("df_internal", true);
+
+	return OidIsValid(nsp) &&
+		OidIsValid(get_relname_relid("limit_holders", nsp));
+}
+
+void
+pgd_store_limit_release(const char *instance_id, const char *node_id,
+						const char *scope)
+{
+	int	   n;
+	char **keys;
+
+	if (node_id == NULL && !limits_installed())
+		return;
+
+	if (node_id != NULL)
+	{
+		/* one node's own slot, when it finished */
+		if (PGD_EXEC("DELETE FROM df_internal.limit_holders "
+					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+					 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
+					 "RETURNING key",
+					 instance_id, node_id, scope) == 1)
+			pump_if_queued(pgd_spi_getstring(0, 1));
+		return;
+	}
+	/*
+	 * A plain statement first: an instance or scope without limits (the
+	 * common case) costs one indexed delete on each table, nothing more.
+	 */
+	n = PGD_EXEC("WITH h AS (DELETE FROM df_internal.limit_holders x "
+				 " WHERE x.instance_id OPERATOR(pg_catalog.=) $1 AND ($2::text IS NULL "
+				 "  OR x.scope OPERATOR(pg_catalog.=) $2 "
+				 "  OR pg_catalog.starts_with(x.scope, $2 OPERATOR(pg_catalog.||) '::')) "
+				 " RETURNING x.key), "
+				 "w AS (DELETE FROM df_internal.limit_waiters y "
+				 " WHERE y.instance_id OPERATOR(pg_catalog.=) $1 AND ($2::text IS NULL "
+				 "  OR y.scope OPERATOR(pg_catalog.=) $2 "
+				 "  OR pg_catalog.starts_with(y.scope, $2 OPERATOR(pg_catalog.||) '::')) "
+				 " RETURNING y.key) "
+				 "SELECT DISTINCT u.key FROM (SELECT key FROM h UNION ALL SELECT key FROM w) u "
+				 "ORDER BY 1",
+				 instance_id, scope);
+	if (n == 0)
+		return;
+	keys = palloc(sizeof(char *) * n);
+	for (int i = 0; i < n; i++)
+		keys[i] = pgd_spi_getstring(i, 1);
+	/* in key order: two releases of the same keys lock them in one order */
+	for (int i = 0; i < n; i++)
+		pump_if_queued(keys[i]);
+}
+
+bool
+pgd_store_limit_repair(const char *instance_id, const char *node_id,
+					   const char *scope, const char *problem)
+{
+	if (strcmp(problem, "limit_slot_of_ended_node") == 0 ||
+		strcmp(problem, "limit_wait_of_ended_node") == 0)
+	{
+		int n =
+			PGD_EXEC("WITH h AS (DELETE FROM df_internal.limit_holders x "
+					 "  WHERE x.instance_id OPERATOR(pg_catalog.=) $1 "
+					 "  AND x.node_id OPERATOR(pg_catalog.=) $2 "
+					 "  AND x.scope OPERATOR(pg_catalog.=) $3 RETURNING x.key), "
+					 "w AS (DELETE FROM df_internal.limit_waiters y "
+					 "  WHERE y.instance_id OPERATOR(pg_catalog.=) $1 "
+					 "  AND y.node_id OPERATOR(pg_catalog.=) $2 "
+					 "  AND y.scope OPERATOR(pg_catalog.=) $3 RETURNING y.key) "
+					 "SELECT key FROM h UNION SELECT key FROM w",
+					 instance_id, node_id, scope);
+		char **keys = palloc(sizeof(char *) * Max(n, 1));
+
+		for (int i = 0; i < n; i++)
+			keys[i] = pgd_spi_getstring(i, 1);
+		for (int i = 0; i < n; i++)
+			pump_if_queued(keys[i]);
+		return n > 0;
+	}
+	if (strcmp(problem, "limit_queue_stuck") == 0)
+	{
+		if (PGD_EXEC("SELECT key FROM df_internal.limit_waiters "
+					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+					 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3",
+					 instance_id, node_id, scope) == 0)
+			return false;
+		pump_if_queued(pgd_spi_getstring(0, 1));
+		return true;
+	}
+	if (strcmp(problem, "limit_admission_lost") == 0)
+	{
+		pgd_store_timer_add(instance_id, node_id, scope,
+							GetCurrentTimestamp());
+		return true;
+	}
+	return false;
+}
+
+int
+pgd_store_limit_forget_idle(int max)
+{
+	char max_text[16];
+
+	if (!limits_installed())
+		return 0;
+	snprintf(max_text, sizeof(max_text), "%d", max);
+	if (PGD_EXEC("SELECT df_internal.limit_forget_idle($1::int)", max_text) !=
+		1)
+		return 0;
+	return atoi(pgd_spi_getstring(0, 1));
+}
