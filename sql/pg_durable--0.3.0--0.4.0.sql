@@ -532,3 +532,27 @@ CREATE FUNCTION df_internal.batch_sizes() RETURNS TABLE (tasks integer, batches 
 	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_batch_sizes';
 REVOKE EXECUTE ON FUNCTION df_internal.batch_sizes() FROM PUBLIC;
 COMMENT ON FUNCTION df_internal.batch_sizes() IS 'how many committed executor transactions (batches) ran each number of tasks since the server started (issue 14)';
+-- Tracing (issue 19): every instance has a trace id (df.start(…, traceparent)
+-- continues the caller's trace, else a new one); spans are derived from
+-- history (df.instance_spans, df.timeline) and exported by the HTTP worker.
+ALTER TABLE df.instances ADD COLUMN trace_id text;
+ALTER TABLE df.instances ADD COLUMN traceparent text;
+ALTER TABLE df.instances ADD COLUMN tracestate text;
+DROP FUNCTION df.start(text, text, text, text, int, interval, text, text);
+CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAULT NULL,
+						 transaction_mode text DEFAULT 'caller', max_attempts int DEFAULT 1,
+						 max_backoff interval DEFAULT '16 seconds',
+						 on_failure text DEFAULT 'fail',
+						 idempotency_key text DEFAULT NULL,
+						 traceparent text DEFAULT NULL, tracestate text DEFAULT NULL) RETURNS text
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_start';
+COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text, text, text, text) IS
+	'start a workflow instance; returns its 8-hex id.  max_attempts, max_backoff and on_failure '
+	'are the instance-wide failure policy: every SQL or HTTP step without its own df.retry is '
+	'retried up to max_attempts with a back-off from 1 s, doubling, capped at max_backoff; '
+	'on_failure ''continue'' lets a step that gives up end with {"error": {...}} as its result; '
+	'idempotency_key: one instance per submitting role and key, a second start returns it; '
+	'traceparent (W3C) continues the caller''s trace, else a new one begins; tracestate is '
+	'passed on to HTTP steps';

@@ -277,7 +277,10 @@ CREATE TABLE df.instances (
 	completed_at timestamptz,
 	CONSTRAINT instances_identity_key UNIQUE (id, submitted_by),
 	idempotency_key text,
-	idempotency_digest text
+	idempotency_digest text,
+	trace_id text,
+	traceparent text,
+	tracestate text
 );
 ALTER TABLE df.instances ADD CONSTRAINT instances_id_check
 	CHECK (id OPERATOR(pg_catalog.~) '^[0-9a-f]{8}$') NOT VALID;
@@ -621,16 +624,19 @@ CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAUL
 						 transaction_mode text DEFAULT 'caller', max_attempts int DEFAULT 1,
 						 max_backoff interval DEFAULT '16 seconds',
 						 on_failure text DEFAULT 'fail',
-						 idempotency_key text DEFAULT NULL) RETURNS text
+						 idempotency_key text DEFAULT NULL,
+						 traceparent text DEFAULT NULL, tracestate text DEFAULT NULL) RETURNS text
 	LANGUAGE c VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_start';
-COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text, text) IS
+COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text, text, text, text) IS
 	'start a workflow instance; returns its 8-hex id.  max_attempts, max_backoff and on_failure '
 	'are the instance-wide failure policy: every SQL or HTTP step without its own df.retry is '
 	'retried up to max_attempts with a back-off from 1 s, doubling, capped at max_backoff; '
 	'on_failure ''continue'' lets a step that gives up end with {"error": {...}} as its result; '
-	'idempotency_key: one instance per submitting role and key, a second start returns it';
+	'idempotency_key: one instance per submitting role and key, a second start returns it; '
+	'traceparent (W3C) continues the caller''s trace, else a new one begins; tracestate is '
+	'passed on to HTTP steps';
 
 CREATE FUNCTION df.status(instance_id text) RETURNS text
 	LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'pgd_status';
