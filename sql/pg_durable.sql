@@ -910,6 +910,29 @@ COMMENT ON FUNCTION df.history(text) IS
 	'starts and ends (duration_ms for finished nodes and instances), retries, signals, cancels; '
 	'execution_id is the scope the node ran in; no rows for an instance the caller cannot see';
 
+-- Tracing (issue 19): the spans of an instance, derived from its history
+CREATE FUNCTION df.instance_spans(instance_id text)
+	RETURNS TABLE (trace_id text, span_id text, parent_span_id text, name text, kind text,
+				   start_time timestamptz, end_time timestamptz, status text, attributes jsonb)
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_instance_spans';
+COMMENT ON FUNCTION df.instance_spans(text) IS
+	'the spans of an instance visible to the caller, derived from its history: the instance '
+	'(SERVER), a span per node execution (INTERNAL), one per attempt of a SQL step (INTERNAL) or '
+	'an HTTP call (CLIENT); ids as lower-case hex, end_time NULL while a span runs';
+
+CREATE FUNCTION df.timeline(instance_id text)
+	RETURNS TABLE (depth int, span text, attempt int, offset_ms float8, duration_ms float8,
+				   status text, bar text)
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_timeline';
+COMMENT ON FUNCTION df.timeline(text) IS
+	'a text Gantt chart of the spans of an instance visible to the caller: depth, the span''s '
+	'name indented, attempt, offset from the instance''s start and duration in milliseconds, '
+	'status (RUNNING while it runs) and a bar scaled to the instance';
+
 CREATE FUNCTION df.compensations(instance_id text)
 	RETURNS TABLE (node_id text, undo_node_id text, forward_completed_at timestamptz, state text,
 				   attempts int, error text, execution_id text)
