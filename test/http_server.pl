@@ -19,8 +19,9 @@
 #   /barrier/N       held until N requests wait on /barrier/N at once, then
 #                    200 "released"; 503 after ?t=MS (default 120000)
 #   /log             200 application/json: every request so far (except /log,
-#                    /stats, /reset): [{"method","path","key"}] (key: the
-#                    Idempotency-Key header or null), with ?path=P only those
+#                    /stats, /reset): [{"method","path","key","traceparent"}]
+#                    (key: the Idempotency-Key header or null; traceparent:
+#                    that header or null), with ?path=P only those
 #                    whose path starts with P
 #   /stats           {"requests":N,"inflight":N,"max_inflight":N}
 #   /reset           forget the log and the statistics
@@ -99,7 +100,8 @@ sub handle
 	$requests++;
 	$inflight++;
 	$max_inflight = $inflight if $inflight > $max_inflight;
-	push @log, { method => $method, path => $path, key => $hdrs->{'idempotency-key'} }
+	push @log, { method => $method, path => $path, key => $hdrs->{'idempotency-key'},
+		traceparent => $hdrs->{traceparent} }
 	  unless $path =~ m{^/(log|stats|reset)$};
 
 	if ($path eq '/echo')

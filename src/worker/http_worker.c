@@ -329,6 +329,19 @@ free_transfer(Transfer *t)
 	free(t);
 }
 
+/* Does the step send this header itself? */
+static bool
+has_header(const PgdHttpRequest *req, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (int i = 0; i < req->nheaders; i++)
+		if (pg_strncasecmp(req->headers[i], name, n) == 0 &&
+			req->headers[i][n] == ':')
+			return true;
+	return false;
+}
+
 static bool
 start_transfer(PgdHttpRequest *req)
 {
@@ -383,6 +396,21 @@ start_transfer(PgdHttpRequest *req)
 	{
 		/* (the step's own key can be long: not a fixed buffer) */
 		char *line = psprintf("Idempotency-Key: %s", req->idempotency_key);
+
+		t->hdrs = curl_slist_append(t->hdrs, line);
+		pfree(line);
+	}
+	/* the trace context, unless the step sends its own (issue 19) */
+	if (req->traceparent && !has_header(req, "traceparent"))
+	{
+		char *line = psprintf("traceparent: %s", req->traceparent);
+
+		t->hdrs = curl_slist_append(t->hdrs, line);
+		pfree(line);
+	}
+	if (req->tracestate && !has_header(req, "tracestate"))
+	{
+		char *line = psprintf("tracestate: %s", req->tracestate);
 
 		t->hdrs = curl_slist_append(t->hdrs, line);
 		pfree(line);
