@@ -579,3 +579,15 @@ COMMENT ON FUNCTION df.timeline(text) IS
 	'a text Gantt chart of the spans of an instance visible to the caller: depth, the span''s '
 	'name indented, attempt, offset from the instance''s start and duration in milliseconds, '
 	'status (RUNNING while it runs) and a bar scaled to the instance';
+-- OTLP export (issue 19): how far the HTTP worker has exported the spans
+-- that history events ended.  One row; last_event_id only moves once a
+-- batch was accepted (at least once), and only over event ids no running
+-- transaction can still commit (worker/otel.c), which inserts the row.
+CREATE TABLE df_internal.otel_export (
+	id int PRIMARY KEY CHECK (id = 1),
+	last_event_id bigint NOT NULL DEFAULT 0,
+	exported_spans bigint NOT NULL DEFAULT 0,
+	updated_at timestamptz
+);
+COMMENT ON TABLE df_internal.otel_export IS 'the OTLP exporter''s persisted cursor over df_internal.events (issue 19)';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.otel_export', '');

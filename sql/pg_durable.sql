@@ -591,6 +591,19 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.signals_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.results_seq_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.waits_seq_seq', '');
 
+-- OTLP export (issue 19): how far the HTTP worker has exported the spans
+-- that history events ended.  One row; last_event_id only moves once a
+-- batch was accepted (at least once), and only over event ids no running
+-- transaction can still commit (worker/otel.c), which inserts the row.
+CREATE TABLE df_internal.otel_export (
+	id int PRIMARY KEY CHECK (id = 1),
+	last_event_id bigint NOT NULL DEFAULT 0,
+	exported_spans bigint NOT NULL DEFAULT 0,
+	updated_at timestamptz
+);
+COMMENT ON TABLE df_internal.otel_export IS 'the OTLP exporter''s persisted cursor over df_internal.events (issue 19)';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.otel_export', '');
+
 -- Sagas (issue 16): the undos registered for an instance, one row each,
 -- written in the transaction where the forward step of a COMPENSATED node
 -- completed, with the named results visible there (json, to keep the

@@ -791,6 +791,8 @@ pgd_http_worker_main(Datum main_arg)
 	long		  next_ms = 0;
 	TimestampTz	  next_look = 0;
 	MemoryContext loop_cxt;
+	MemoryContext otel_cxt;
+	long		  otel_ms;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -812,6 +814,9 @@ pgd_http_worker_main(Datum main_arg)
 									 ALLOCSET_DEFAULT_SIZES);
 	loop_cxt =
 		AllocSetContextCreate(TopMemoryContext, "pg_durable http worker",
+							  ALLOCSET_DEFAULT_SIZES);
+	otel_cxt =
+		AllocSetContextCreate(TopMemoryContext, "pg_durable OTLP export",
 							  ALLOCSET_DEFAULT_SIZES);
 	publish_settings();
 	ereport(LOG,
@@ -852,6 +857,9 @@ pgd_http_worker_main(Datum main_arg)
 				TimestampTzPlusMilliseconds(GetCurrentTimestamp(), next_ms);
 		}
 
+		/* the OTLP export, between the calls (otel.c) */
+		otel_ms = pgd_otel_step(otel_cxt);
+
 		if (inflight > 0)
 		{
 			MemoryContext old;
@@ -872,6 +880,8 @@ pgd_http_worker_main(Datum main_arg)
 		pgstat_report_activity(STATE_IDLE, NULL);
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 Max(1L, next_ms), PG_WAIT_EXTENSION);
+						 Max(1L,
+							 otel_ms >= 0 ? Min(next_ms, otel_ms) : next_ms),
+						 PG_WAIT_EXTENSION);
 	}
 }
