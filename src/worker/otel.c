@@ -430,7 +430,7 @@ back_off(const char *why)
 	next_scan = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), backoff_ms);
 	if (pgd_log_allowed())
 		ereport(LOG,
-				(errmsg("pg_durable could not export spans to %s: %s",
+				(errmsg("could not export spans to the OpenTelemetry collector at %s: %s",
 						pgd_otel_endpoint, why),
 				 errdetail("The export is retried in %d ms; no span is lost.",
 						   backoff_ms)));
