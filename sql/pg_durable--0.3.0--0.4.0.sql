@@ -591,3 +591,7 @@ CREATE TABLE df_internal.otel_export (
 );
 COMMENT ON TABLE df_internal.otel_export IS 'the OTLP exporter''s persisted cursor over df_internal.events (issue 19)';
 SELECT pg_catalog.pg_extension_config_dump('df_internal.otel_export', '');
+-- df.explain(…, format => 'dot'): a Graphviz picture of a workflow (issue 19)
+CREATE FUNCTION df.explain(input text, format text) RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_explain_format';
+COMMENT ON FUNCTION df.explain(text, text) IS 'render a workflow graph, DSL expression or instance as a tree (format ''text'') or as a Graphviz digraph (format ''dot''), live instances coloured by node status';

@@ -222,6 +222,10 @@ CREATE FUNCTION df.explain(input text) RETURNS text
 	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_explain';
 COMMENT ON FUNCTION df.explain(text) IS 'render a workflow graph, DSL expression or instance as a tree';
 
+CREATE FUNCTION df.explain(input text, format text) RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_explain_format';
+COMMENT ON FUNCTION df.explain(text, text) IS 'render a workflow graph, DSL expression or instance as a tree (format ''text'') or as a Graphviz digraph (format ''dot''), live instances coloured by node status';
+
 CREATE FUNCTION df_internal.cron_next(cron_expr text, after timestamptz) RETURNS timestamptz
 	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_cron_next';
 COMMENT ON FUNCTION df_internal.cron_next(text, timestamptz) IS 'next tick of a cron expression strictly after a time (UTC); NULL if none';
