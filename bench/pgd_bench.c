@@ -33,6 +33,11 @@
  *	  back-off, that fail at random half of the time (a shared sequence:
  *	  odd values fail, so a step fails once on average): retried steps per
  *	  second (the retries counted from the history) and steps per second.
+ *	- Tracing (--otel-url): the chain with the OTLP export on (the HTTP
+ *	  worker posts its spans to test/otlp_receiver.pl at URL, set with
+ *	  ALTER SYSTEM and a reload), between two runs with it off: the
+ *	  traced chain's steps/s over the mean of the two untraced ones, the
+ *	  spans exported and the events still to export when it ended.
  *	- Commit rate: pgbench -n -f <one INSERT> at the executors' concurrency
  *	  (the executors are the sessions that commit steps) and at the
  *	  clients' one, on the same server, in the same run.
@@ -96,6 +101,7 @@ typedef struct PgdbOptions
 	int			http_steps;
 	int			retry_workflows; /* chains of flaky steps in df.retry */
 	int			retry_steps;
+	const char *otel_url;		/* test/otlp_receiver.pl, or NULL */
 	int			widths[PGDB_MAX_WIDTHS];	/* one fan-out of each width */
 	int			nwidths;
 	bool		verbose;
@@ -353,6 +359,24 @@ query_value(Pgdb *b, const char *sql)
 	v = strdup(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	return v;
+}
+
+/* pg_durable.otel_endpoint = url (NULL: off), reloaded; the HTTP worker reads it at once. */
+static bool
+set_otel_endpoint(Pgdb *b, const char *url)
+{
+	char		sql[1024];
+
+	if (url)
+		snprintf(sql, sizeof(sql), "ALTER SYSTEM SET pg_durable.otel_endpoint = '%s'", url);
+	else
+		snprintf(sql, sizeof(sql), "ALTER SYSTEM RESET pg_durable.otel_endpoint");
+	if (!exec_ok(b->conn, sql, &b->err, b->errstr))
+		return false;
+	if (!exec_ok(b->conn, "SELECT pg_reload_conf()", &b->err, b->errstr))
+		return false;
+	usleep(500 * 1000);
+	return true;
 }
 
 /* --------------------------------------------------------------- graphs */
@@ -1194,6 +1218,10 @@ pgdb_run(Pgdb *b)
 				chain2 = NAN,
 				flaky = NAN,
 				retries = NAN,
+				traced = NAN,
+				untraced = NAN,
+				traced_spans = NAN,
+				traced_backlog = NAN,
 				dummy;
 	bool		ok;
 	char		v[32];
@@ -1270,9 +1298,48 @@ pgdb_run(Pgdb *b)
 		free(after);
 	}
 
+	if (o->otel_url != NULL && o->chain_workflows > 0)
+	{
+		char	   *spans0 = query_value(b, "SELECT coalesce((SELECT exported_spans FROM "
+										 "df_internal.otel_export), 0)");
+		char	   *spans1,
+				   *backlog;
+
+		if (spans0 == NULL || !set_otel_endpoint(b, o->otel_url))
+			return false;
+		ok = throughput_phase(b, "chain, spans exported", "~>", o->chain_steps,
+							  o->chain_workflows, &traced, &dummy);
+		backlog = query_value(b, "SELECT count(*) FROM df_internal.events WHERE id > "
+							  "coalesce((SELECT last_event_id FROM df_internal.otel_export), 0)");
+		if (!ok || backlog == NULL)
+			return false;
+		usleep(3000 * 1000);	/* let the export catch up before counting */
+		spans1 = query_value(b, "SELECT coalesce((SELECT exported_spans FROM "
+							 "df_internal.otel_export), 0)");
+		if (spans1 == NULL || !set_otel_endpoint(b, NULL) ||
+			!throughput_phase(b, "chain, untraced", "~>", o->chain_steps,
+							  o->chain_workflows, &untraced, &dummy))
+			return false;
+		traced_spans = strtod(spans1, NULL) - strtod(spans0, NULL);
+		traced_backlog = strtod(backlog, NULL);
+		free(spans0);
+		free(spans1);
+		free(backlog);
+	}
+
 	if (o->chain_workflows > 0)
 		add_row(b, "steps/s", fmt_num(v, chain), "chain: %d workflows x %d steps, %d clients",
 				o->chain_workflows, o->chain_steps, o->clients);
+	if (o->otel_url != NULL && o->chain_workflows > 0)
+	{
+		add_row(b, "steps/s", fmt_num(v, traced), "chain with the OTLP export on");
+		add_row(b, "steps/s", fmt_num(v, untraced), "chain again, export off");
+		add_row(b, "", fmt_num(v, traced / ((chain + untraced) / 2)),
+				"chain with export / mean of the chains without");
+		add_row(b, "spans", fmt_num(v, traced_spans), "spans exported (3 s after the traced chain)");
+		add_row(b, "events", fmt_num(v, traced_backlog),
+				"history events not yet exported when the traced chain ended");
+	}
 	if (o->retry_workflows > 0 && o->chain_workflows > 0)
 	{
 		add_row(b, "steps/s", fmt_num(v, wrapped), "chain in a df.retry that never retries");
@@ -1392,6 +1459,8 @@ usage(const char *progname)
 		   "                              df.retry with a 10 ms back-off; also runs the chain\n"
 		   "                              inside a df.retry that never retries (default: 300; 0: none)\n"
 		   "      --retry-steps=NUM       steps per such chain (default: 5)\n"
+		   "      --otel-url=URL          an OTLP/HTTP receiver (test/otlp_receiver.pl): also run the\n"
+		   "                              chain with pg_durable.otel_endpoint = URL (needs superuser)\n"
 		   "      --widths=LIST           one fan-out of each width, e.g. 1000,2000 (default:\n"
 		   "                              1000,2000,5000,10000; 0 skips; a width over the\n"
 		   "                              10,000-node limit is reported as not run)\n"
@@ -1472,6 +1541,7 @@ main(int argc, char **argv)
 		{"retry-workflows", required_argument, NULL, 16},
 		{"retry-steps", required_argument, NULL, 17},
 		{"widths", required_argument, NULL, 18},
+		{"otel-url", required_argument, NULL, 19},
 		{"verbose", no_argument, NULL, 'v'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, '?'},
@@ -1577,6 +1647,9 @@ main(int argc, char **argv)
 				break;
 			case 18:
 				parse_widths(&b.opt, optarg);
+				break;
+			case 19:
+				b.opt.otel_url = optarg;
 				break;
 			case 'v':
 				b.opt.verbose = true;

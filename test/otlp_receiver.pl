@@ -135,7 +135,24 @@ for (;;)
 	my @kv = ($head =~ m{^([^:\r\n]+):\s*([^\r\n]*)}mg);
 	while (my ($k, $v) = splice(@kv, 0, 2)) { $h{ lc $k } = $v; }
 	my $body = '';
-	read($c, $body, $h{'content-length'}) if $h{'content-length'};
+	if (($h{'transfer-encoding'} // '') =~ /chunked/i)
+	{
+		# (the OpenTelemetry JavaScript exporter sends its body in chunks)
+		while (defined(my $size = <$c>))
+		{
+			$size = hex($size =~ s/[;\r\n].*//sr);
+			last if $size == 0;
+			my $chunk = '';
+			read($c, $chunk, $size);
+			$body .= $chunk;
+			<$c>;    # the CRLF after the chunk
+		}
+		while (defined(my $line = <$c>)) { last if $line eq "\r\n"; }
+	}
+	elsif ($h{'content-length'})
+	{
+		read($c, $body, $h{'content-length'});
+	}
 
 	if ($method eq 'POST' && $path eq '/v1/traces')
 	{

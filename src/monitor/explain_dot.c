@@ -6,7 +6,8 @@
  *
  * The picture is the flow: a step is a box, a sequence an edge from one
  * part's exit to the next one's entry, JOIN and RACE a fork and a meet
- * (every branch between them), IF a diamond after its condition with
+ * (every branch between them, nested unnamed ones of the same type
+ * flattened), IF a diamond after its condition with
  * "true" and "false" edges and a meet, LOOP a node with the body after it
  * and a dashed edge back.  A wrapper (RETRY, TIMEOUT, CATCH, COMPENSATED)
  * is a cluster drawn around its step, labelled with its settings; a
@@ -30,6 +31,7 @@
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "nodes/pg_list.h"
 
 #include "common/json.h"
 #include "graph/graph.h"
@@ -202,25 +204,44 @@ leaf_label(const DfNode *node)
 
 static Part draw(Dot *d, const DfNode *node);
 
+/*
+ * The branches of a JOIN or RACE, the branches of an unnamed JOIN (RACE)
+ * directly below a JOIN (RACE) included: a & b & c builds JOIN(JOIN(a, b),
+ * c), and draws as one fork of three.
+ */
+static void
+collect_branches(const DfNode *node, DfNodeType type, List **out)
+{
+	const DfNode *kids[2] = {node->left, node->right};
+
+	check_stack_depth();
+	for (int i = 0; i < 2 + node->nextras; i++)
+	{
+		const DfNode *k = i < 2 ? kids[i] : node->extras[i - 2];
+
+		if (k == NULL)
+			continue;
+		if (k->type == type && k->result_name == NULL)
+			collect_branches(k, type, out);
+		else
+			*out = lappend(*out, (void *) k);
+	}
+}
+
 /* JOIN and RACE: a fork, every branch, a meet. */
 static Part
 draw_branches(Dot *d, const DfNode *node, const char *fork, const char *meet)
 {
-	Part		   p;
-	const DfNode **branches = palloc(sizeof(DfNode *) * (node->nextras + 2));
-	int			   n = 0;
+	Part	  p;
+	List	 *branches = NIL;
+	ListCell *lc;
 
 	p.entry = new_node(d, "circle", fork, node);
 	p.exit = new_node(d, "circle", meet, node);
-	if (node->left)
-		branches[n++] = node->left;
-	if (node->right)
-		branches[n++] = node->right;
-	for (int i = 0; i < node->nextras; i++)
-		branches[n++] = node->extras[i];
-	for (int i = 0; i < n; i++)
+	collect_branches(node, node->type, &branches);
+	foreach(lc, branches)
 	{
-		Part b = draw(d, branches[i]);
+		Part b = draw(d, (const DfNode *) lfirst(lc));
 
 		edge(d, p.entry, b.entry, NULL);
 		edge(d, b.exit, p.exit, NULL);

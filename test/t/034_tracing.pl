@@ -9,6 +9,10 @@
 #     takes them again, none lost, none twice.
 #  4. A server restart while the collector is down: the cursor is kept, the
 #     spans are exported after the restart, none twice.
+#  5. Interop with the OpenTelemetry JavaScript SDK (test/otel-node, run
+#     when node and its node_modules are there: .ci/run installs them): a
+#     Node service called by an HTTP step exports its own SERVER span to the
+#     same collector, and its parent is our CLIENT span.
 use strict;
 use warnings;
 use FindBin;
@@ -202,5 +206,41 @@ is(scalar(grep { $_ > 1 } values %times), 0, 'no span was exported twice')
 my $local_total = $node->safe_psql('postgres',
 	"SELECT count(*) FROM df.instances i, df.instance_spans(i.id) s WHERE s.end_time IS NOT NULL");
 is(scalar(keys %times), $local_total, 'every span of every instance was exported');
+
+# --- 5. the OpenTelemetry JavaScript SDK continues the trace ------------------
+my $node_dir = "$FindBin::RealBin/../otel-node";
+SKIP:
+{
+	skip 'node or test/otel-node/node_modules missing (npm ci in test/otel-node)', 4
+	  unless -d "$node_dir/node_modules" && system('node --version >/dev/null 2>&1') == 0;
+	my $port_file = "$PostgreSQL::Test::Utils::tmp_check/node_service.port";
+	unlink $port_file;
+	my $pid = fork() // die "fork: $!";
+	if ($pid == 0)
+	{
+		open(STDOUT, '>>', "$PostgreSQL::Test::Utils::log_path/node_service.log");
+		open(STDERR, '>&', \*STDOUT);
+		exec('node', "$node_dir/service.js", $port_file, $otlp) or die "exec: $!";
+	}
+	for (my $i = 0; $i < 100 && !-s $port_file; $i++) { usleep(100_000); }
+	ok(-s $port_file, 'the Node service started') or diag slurp_file("$PostgreSQL::Test::Utils::log_path/node_service.log");
+	my $node_port = slurp_file($port_file);
+	chomp $node_port;
+	my $id_node = start_as_user(qq{df.start(df.http('http://localhost:$node_port/orders') |=> 'order',
+		'interop', traceparent => '00-$trace-$caller_span-01')});
+	wait_status($id_node, 'completed');
+	my $client = $node->safe_psql('postgres', "SELECT span_id FROM df.instance_spans('$id_node') WHERE kind = 'CLIENT'");
+	my $theirs;
+	for (my $i = 0; $i < 300 && !$theirs; $i++)
+	{
+		($theirs) = grep { ($_->{service} // '') eq 'node-service' } @{ http_get($otlp, '/spans') };
+		usleep(100_000) unless $theirs;
+	}
+	kill 'TERM', $pid;
+	waitpid($pid, 0);
+	ok($theirs, "the Node service's span reached the collector") or next;
+	is($theirs->{trace_id}, $trace, 'in our trace');
+	is($theirs->{parent_span_id}, $client, 'its parent is our CLIENT span');
+}
 
 done_testing();
