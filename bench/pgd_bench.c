@@ -35,7 +35,9 @@
  *	  second (the retries counted from the history) and steps per second.
  *	- Tracing (--otel-url): the chain with the OTLP export on (the HTTP
  *	  worker posts its spans to test/otlp_receiver.pl at URL, set with
- *	  ALTER SYSTEM and a reload), between two runs with it off: the
+ *	  ALTER SYSTEM and a reload; its cursor first moved to the end of the
+ *	  history, so that it measures the steady state, not the backlog of
+ *	  the phases before), between two runs with it off: the
  *	  traced chain's steps/s over the mean of the two untraced ones, the
  *	  spans exported and the events still to export when it ended.
  *	- Commit rate: pgbench -n -f <one INSERT> at the executors' concurrency
@@ -1305,7 +1307,17 @@ pgdb_run(Pgdb *b)
 		char	   *spans1,
 				   *backlog;
 
-		if (spans0 == NULL || !set_otel_endpoint(b, o->otel_url))
+		/*
+		 * Steady state: the export starts at the end of the history, not
+		 * with the backlog of the phases before (a first configuration
+		 * exports all of the history that retention kept).
+		 */
+		if (spans0 == NULL ||
+			!exec_ok(b->conn, "INSERT INTO df_internal.otel_export (id, last_event_id) "
+					 "SELECT 1, coalesce(max(id), 0) FROM df_internal.events "
+					 "ON CONFLICT (id) DO UPDATE SET last_event_id = excluded.last_event_id",
+					 &b->err, b->errstr) ||
+			!set_otel_endpoint(b, o->otel_url))
 			return false;
 		ok = throughput_phase(b, "chain, spans exported", "~>", o->chain_steps,
 							  o->chain_workflows, &traced, &dummy);

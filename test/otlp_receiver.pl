@@ -5,7 +5,8 @@
 # Listens on 127.0.0.1, on --port N or a free port written to --port-file;
 # runs until killed or until --parent PID is gone.  Every accepted span is
 # also appended as one JSON line to --out FILE, so that a test can restart
-# the receiver and keep what it had.
+# the receiver and keep what it had.  With --discard (the benchmark) posts
+# are answered without being parsed: only /posts counts them and their bytes.
 #
 #   POST /v1/traces    200 {} and the spans recorded; 503 instead while
 #                      /fail/N has failures left
@@ -23,10 +24,10 @@ use IO::Select;
 use JSON::PP;
 use Getopt::Long;
 
-my ($port, $port_file, $parent, $out) = (0, undef, undef, undef);
+my ($port, $port_file, $parent, $out, $discard) = (0, undef, undef, undef, 0);
 GetOptions('port=i' => \$port, 'port-file=s' => \$port_file, 'parent=i' => \$parent,
-	'out=s' => \$out)
-  or die "usage: $0 [--port N] [--port-file FILE] [--parent PID] [--out FILE]\n";
+	'out=s' => \$out, 'discard' => \$discard)
+  or die "usage: $0 [--port N] [--port-file FILE] [--parent PID] [--out FILE] [--discard]\n";
 
 $SIG{PIPE} = 'IGNORE';
 my $listen = IO::Socket::INET->new(
@@ -47,7 +48,7 @@ print STDERR "otlp_receiver: listening on 127.0.0.1:$port\n";
 
 my $json = JSON::PP->new->canonical(1);
 my @spans;
-my ($posts, $failed, $fail_next) = (0, 0, 0);
+my ($posts, $failed, $fail_next, $bytes) = (0, 0, 0, 0);
 my $last_headers = {};
 
 # what an earlier run of the receiver recorded
@@ -157,8 +158,13 @@ for (;;)
 	if ($method eq 'POST' && $path eq '/v1/traces')
 	{
 		$posts++;
+		$bytes += length($body);
 		$last_headers = \%h;
-		if ($fail_next > 0)
+		if ($discard)
+		{
+			respond($c, 200, '{}');
+		}
+		elsif ($fail_next > 0)
 		{
 			$fail_next--;
 			$failed++;
@@ -179,7 +185,7 @@ for (;;)
 	}
 	elsif ($path eq '/posts')
 	{
-		respond($c, 200, $json->encode({ posts => $posts, failed => $failed, headers => $last_headers }));
+		respond($c, 200, $json->encode({ posts => $posts, failed => $failed, bytes => $bytes, headers => $last_headers }));
 	}
 	elsif ($path =~ m{^/fail/(\d+)$})
 	{

@@ -76,9 +76,10 @@ typedef struct PgdSpanSet
 /*
  * spans.c: the spans of an instance the caller can see, allocated in
  * CurrentMemoryContext; NULL if it cannot see it.  Opens its own SPI
- * connections.
+ * connections.  as_engine (the exporter, connected as a superuser) skips
+ * the visibility check of df.history's readers.
  */
-extern PgdSpanSet *pgd_spans_load(const char *instance_id);
+extern PgdSpanSet *pgd_spans_load(const char *instance_id, bool as_engine);
 
 extern const char *pgd_span_kind_name(PgdSpanKind kind);
 extern const char *pgd_span_status_name(PgdSpanStatus status);

@@ -34,7 +34,7 @@ pgd_instance_spans(PG_FUNCTION_ARGS)
 	PgdSpanSet	  *set;
 
 	InitMaterializedSRF(fcinfo, 0);
-	set = pgd_spans_load(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	set = pgd_spans_load(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	for (int i = 0; set != NULL && i < set->nspans; i++)
 	{
 		PgdSpan *s = &set->spans[i];
@@ -78,7 +78,7 @@ pgd_timeline(PG_FUNCTION_ARGS)
 	double		   total;
 
 	InitMaterializedSRF(fcinfo, 0);
-	set = pgd_spans_load(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	set = pgd_spans_load(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	if (set == NULL || set->nspans == 0)
 		return (Datum) 0;
 	t0 = set->spans[0].start;

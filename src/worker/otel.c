@@ -57,8 +57,9 @@
 #include "monitor/spans.h"
 #include "worker/worker.h"
 
-#define EVENT_BATCH		 256 /* span-ending events per batch */
-#define SCAN_INTERVAL_MS 500 /* between scans when there is nothing to send */
+#define EVENT_BATCH 4096 /* span-ending events per batch */
+#define SCAN_INTERVAL_MS \
+	2000 /* between scans; an instance is read once a scan */
 #define BACKOFF_MIN_MS	 1000
 #define BACKOFF_MAX_MS	 60000
 #define EXPORT_TIMEOUT_S 10
@@ -309,7 +310,7 @@ build_batch(int64 cursor, int64 bound, int64 *through, int *nspans)
 						   "\"},\"spans\":[");
 	for (int k = 0; k < ninstances; k++)
 	{
-		PgdSpanSet *set = pgd_spans_load(instances[k]);
+		PgdSpanSet *set = pgd_spans_load(instances[k], true);
 
 		for (int i = 0; set != NULL && i < set->nspans; i++)
 		{

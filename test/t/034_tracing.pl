@@ -211,7 +211,7 @@ is(scalar(keys %times), $local_total, 'every span of every instance was exported
 my $node_dir = "$FindBin::RealBin/../otel-node";
 SKIP:
 {
-	skip 'node or test/otel-node/node_modules missing (npm ci in test/otel-node)', 4
+	skip 'node or test/otel-node/node_modules missing (npm ci in test/otel-node)', 5
 	  unless -d "$node_dir/node_modules" && system('node --version >/dev/null 2>&1') == 0;
 	my $port_file = "$PostgreSQL::Test::Utils::tmp_check/node_service.port";
 	unlink $port_file;
