@@ -29,7 +29,9 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "mb/pg_wchar.h"
+#include "common/hashfn.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
 
 #include "common/json.h"
@@ -38,6 +40,9 @@
 #include "graph/graph.h"
 #include "monitor/monitor.h"
 #include "monitor/spans.h"
+
+/* room for a node id as a hash key (ids are 8 hex digits) */
+#define NODE_KEY_LEN 64
 
 /* db.query.text is cut at this many bytes */
 #define QUERY_TEXT_MAX 1024
@@ -63,12 +68,33 @@ typedef struct HistRead
 	HistEvent	 *events;
 } HistRead;
 
+/* An entry of the (scope, node) index: the latest execution with that hash. */
+typedef struct ExecEntry
+{
+	uint64 key;
+	int	   latest;
+} ExecEntry;
+
+/* A node id and its row in the view. */
+typedef struct RowEntry
+{
+	char id[NODE_KEY_LEN];
+	int	 row;
+} RowEntry;
+
+/*
+ * While building: indexes so that the work is linear in the history, not
+ * quadratic (a fan-out of 10,000 branches is one instance).
+ */
 typedef struct Builder
 {
 	PgdSpanSet		*set;
 	PgdInstanceView *view;
 	int				 cap;
 	int				*parent_row; /* graph parent of every view row, -1 */
+	int				*row_first;	 /* first execution of every view row, -1 */
+	HTAB			*rows;		 /* node id -> row */
+	HTAB			*execs; /* hash of (scope, node) -> latest execution */
 } Builder;
 
 const char *
@@ -149,6 +175,8 @@ read_history(const char *instance_id, void *arg)
 		e->kind = copy_col(h->cxt, i, 3);
 		e->node_id = copy_col(h->cxt, i, 4);
 		e->scope = copy_col(h->cxt, i, 5);
+		if (e->scope == NULL)
+			e->scope = "";
 		e->attempt = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
 		e->has_attempt = !isnull;
 		detail = SPI_getvalue(tup, desc, 7);
@@ -201,6 +229,8 @@ new_span(Builder *b)
 	s->parent = -1;
 	s->node = -1;
 	s->open_attempt = -1;
+	s->prev_exec = -1;
+	s->next_of_row = -1;
 	s->attrs = dfjson_make_object();
 	return set->nspans++;
 }
@@ -295,30 +325,70 @@ end_span(PgdSpan *s, const HistEvent *e, PgdSpanStatus status)
 	s->status = status;
 }
 
+static uint64
+exec_key(const char *scope, const char *node_id)
+{
+	uint64 h =
+		hash_bytes_extended((const unsigned char *) scope, strlen(scope), 0);
+
+	return hash_bytes_extended((const unsigned char *) node_id,
+							   strlen(node_id), h);
+}
+
+static int
+row_of(Builder *b, const char *node_id)
+{
+	RowEntry *r;
+	char	  key[NODE_KEY_LEN] = {0};
+
+	strlcpy(key, node_id, sizeof(key));
+	r = hash_search(b->rows, key, HASH_FIND, NULL);
+	return r ? r->row : -1;
+}
+
+/* The latest execution of node_id in scope, or -1. */
+static int
+latest_exec(Builder *b, const char *scope, const char *node_id)
+{
+	uint64	   key = exec_key(scope, node_id);
+	ExecEntry *x = hash_search(b->execs, &key, HASH_FIND, NULL);
+
+	for (int i = x ? x->latest : -1; i >= 0; i = b->set->spans[i].prev_exec)
+	{
+		PgdSpan *s = &b->set->spans[i];
+
+		if (strcmp(s->scope, scope) == 0 && strcmp(s->node_id, node_id) == 0)
+			return i;
+	}
+	return -1;
+}
+
 /* node_started: a new execution of the node in that scope */
 static void
 node_started(Builder *b, const HistEvent *e)
 {
 	PgdSpanSet		 *set = b->set;
-	int				  row = -1;
+	int				  row = row_of(b, e->node_id);
 	int				  i;
 	int				  nexec = 1;
 	PgdSpan			 *s;
 	const PgdNodeRow *r;
+	uint64			  key;
+	ExecEntry		 *x;
+	bool			  found;
 
-	for (i = 0; i < b->view->nnodes; i++)
-		if (strcmp(b->view->nodes[i].id, e->node_id) == 0)
-			row = i;
 	if (row < 0)
 		return;
-	for (i = 1; i < set->nspans; i++)
-		if (set->spans[i].attempt == 0 && set->spans[i].node == row &&
-			strcmp(set->spans[i].scope, e->scope) == 0)
-		{
-			if (!set->spans[i].ended)
-				return;
-			nexec++;
-		}
+	for (i = latest_exec(b, e->scope, e->node_id); i >= 0;
+		 i = set->spans[i].prev_exec)
+	{
+		if (strcmp(set->spans[i].scope, e->scope) != 0 ||
+			strcmp(set->spans[i].node_id, e->node_id) != 0)
+			continue;
+		if (!set->spans[i].ended)
+			return; /* started twice: one execution */
+		nexec++;
+	}
 	i = new_span(b);
 	s = &set->spans[i];
 	r = &b->view->nodes[row];
@@ -327,6 +397,12 @@ node_started(Builder *b, const HistEvent *e)
 	s->node_id = e->node_id;
 	s->start = e->at;
 	s->kind = PGD_SPAN_INTERNAL;
+	key = exec_key(e->scope, e->node_id);
+	x = hash_search(b->execs, &key, HASH_ENTER, &found);
+	s->prev_exec = found ? x->latest : -1;
+	x->latest = i;
+	s->next_of_row = b->row_first[row];
+	b->row_first[row] = i;
 	/* a later execution in the same scope (rare): ids of its own */
 	pgd_trace_span_id(set->trace_id, e->scope, e->node_id,
 					  nexec == 1 ? 0 : -nexec, s->span_id);
@@ -352,19 +428,13 @@ node_started(Builder *b, const HistEvent *e)
 		open_attempt(b, i, e->at);
 }
 
+/* The running execution of the event's node in its scope, or -1. */
 static int
 find_open(Builder *b, const HistEvent *e)
 {
-	for (int i = b->set->nspans - 1; i > 0; i--)
-	{
-		PgdSpan *s = &b->set->spans[i];
+	int i = latest_exec(b, e->scope, e->node_id);
 
-		if (s->attempt == 0 && !s->ended && s->node_id &&
-			strcmp(s->node_id, e->node_id) == 0 &&
-			strcmp(s->scope, e->scope) == 0)
-			return i;
-	}
-	return -1;
+	return i >= 0 && !b->set->spans[i].ended ? i : -1;
 }
 
 /* The status code of a completed HTTP call, from the node's result envelope. */
@@ -486,13 +556,13 @@ parent_of(Builder *b, int i)
 		int	   best = -1;
 		size_t best_len = 0;
 
-		for (int j = 1; j < set->nspans; j++)
+		for (int j = b->row_first[p]; j >= 0; j = set->spans[j].next_of_row)
 		{
 			PgdSpan *c = &set->spans[j];
 
-			if (c->attempt == 0 && c->node == p &&
-				scope_within(s->scope, c->scope) && c->start <= s->start &&
-				(best < 0 || strlen(c->scope) >= best_len))
+			if (scope_within(s->scope, c->scope) && c->start <= s->start &&
+				(best < 0 || strlen(c->scope) > best_len ||
+				 (strlen(c->scope) == best_len && j > best)))
 			{
 				best = j;
 				best_len = strlen(c->scope);
@@ -509,9 +579,34 @@ link_parents(Builder *b)
 {
 	PgdInstanceView *v = b->view;
 
+	HASHCTL ctl;
+
 	b->parent_row = palloc(sizeof(int) * Max(v->nnodes, 1));
+	b->row_first = palloc(sizeof(int) * Max(v->nnodes, 1));
 	for (int i = 0; i < v->nnodes; i++)
-		b->parent_row[i] = -1;
+		b->parent_row[i] = b->row_first[i] = -1;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = NODE_KEY_LEN;
+	ctl.entrysize = sizeof(RowEntry);
+	ctl.hcxt = CurrentMemoryContext;
+	b->rows = hash_create("pg_durable span rows", Max(v->nnodes, 16), &ctl,
+						  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	for (int i = 0; i < v->nnodes; i++)
+	{
+		char	  key[NODE_KEY_LEN] = {0};
+		RowEntry *r;
+
+		strlcpy(key, v->nodes[i].id, sizeof(key));
+		r = hash_search(b->rows, key, HASH_ENTER, NULL);
+		r->row = i;
+	}
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(uint64);
+	ctl.entrysize = sizeof(ExecEntry);
+	ctl.hcxt = CurrentMemoryContext;
+	b->execs = hash_create("pg_durable span executions", Max(v->nnodes, 16),
+						   &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	for (int i = 0; i < v->nnodes; i++)
 	{
 		PgdNodeRow *r = &v->nodes[i];
@@ -536,11 +631,26 @@ finish(Builder *b)
 	int		   *stack = palloc(sizeof(int) * set->nspans);
 	int		   *newpos = palloc(sizeof(int) * set->nspans);
 	bool	   *done = palloc0(sizeof(bool) * set->nspans);
+	int		   *last_child = palloc(sizeof(int) * set->nspans);
+	int		   *prev_sibling = palloc(sizeof(int) * set->nspans);
 	int			top = 0, n = 0;
 
 	for (int i = 1; i < set->nspans; i++)
 		if (set->spans[i].attempt == 0)
 			set->spans[i].parent = parent_of(b, i);
+	/* the children of every span, as a list from the last one back */
+	for (int i = 0; i < set->nspans; i++)
+		last_child[i] = prev_sibling[i] = -1;
+	for (int j = 1; j < set->nspans; j++)
+	{
+		int p = set->spans[j].parent;
+
+		if (p >= 0)
+		{
+			prev_sibling[j] = last_child[p];
+			last_child[p] = j;
+		}
+	}
 	stack[top++] = 0;
 	while (top > 0)
 	{
@@ -555,8 +665,8 @@ finish(Builder *b)
 			i == 0 ? 0 : sorted[newpos[set->spans[i].parent]].depth + 1;
 		n++;
 		/* children, latest pushed first so the earliest comes out first */
-		for (int j = set->nspans - 1; j > 0; j--)
-			if (!done[j] && set->spans[j].parent == i)
+		for (int j = last_child[i]; j >= 0; j = prev_sibling[j])
+			if (!done[j])
 				stack[top++] = j;
 	}
 	for (int k = 0; k < n; k++)

@@ -63,6 +63,8 @@ typedef struct PgdSpan
 	char *node_id;
 	int	  open_attempt; /* index of the attempt running now, -1 */
 	int	  nattempts;
+	int	  prev_exec;   /* the previous execution with the same key hash, -1 */
+	int	  next_of_row; /* the next execution of the same node, -1 */
 } PgdSpan;
 
 typedef struct PgdSpanSet
