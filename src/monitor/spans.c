@@ -136,40 +136,36 @@ copy_col(MemoryContext cxt, int row, int col)
 	return s ? MemoryContextStrdup(cxt, s) : NULL;
 }
 
-/* (as the engine) the instance's trace columns and its history */
+/* (as the engine, inside SPI) the events of an instance after after_id, appended */
 static void
-read_history(const char *instance_id, void *arg)
+read_events(HistRead *h, const char *instance_id, int64 after_id)
 {
-	HistRead	 *h = arg;
-	Oid			  types[1] = {TEXTOID};
-	Datum		  values[1];
+	Oid			  types[2] = {TEXTOID, INT8OID};
+	Datum		  values[2];
 	int			  n;
 	MemoryContext old;
 
 	values[0] = CStringGetTextDatum(instance_id);
-	/* to_jsonb: a schema not yet updated to 0.4.0 has no trace columns */
-	if (pgd_spi_exec("SELECT pg_catalog.to_jsonb(i) OPERATOR(pg_catalog.->>) 'trace_id', "
-					 "pg_catalog.to_jsonb(i) OPERATOR(pg_catalog.->>) 'traceparent' "
-					 "FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) $1",
-					 1, types, values, NULL, false) == 1)
-	{
-		h->trace_id = copy_col(h->cxt, 0, 1);
-		h->traceparent = copy_col(h->cxt, 0, 2);
-	}
+	values[1] = Int64GetDatum(after_id);
 	n = pgd_spi_exec("SELECT id, at, kind, node_id, scope, attempt, detail::text "
 					 "FROM df_internal.events WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-					 "ORDER BY id",
-					 1, types, values, NULL, false);
-	h->events = MemoryContextAllocZero(h->cxt, sizeof(HistEvent) * Max(n, 1));
-	h->nevents = n;
+					 "AND id OPERATOR(pg_catalog.>) $2 ORDER BY id",
+					 2, types, values, NULL, false);
+	if (n == 0)
+		return;
+	if (h->events == NULL)
+		h->events = MemoryContextAllocZero(h->cxt, sizeof(HistEvent) * n);
+	else
+		h->events = repalloc(h->events, sizeof(HistEvent) * (h->nevents + n));
 	for (int i = 0; i < n; i++)
 	{
 		HeapTuple  tup = SPI_tuptable->vals[i];
 		TupleDesc  desc = SPI_tuptable->tupdesc;
-		HistEvent *e = &h->events[i];
+		HistEvent *e = &h->events[h->nevents + i];
 		bool	   isnull;
 		char	  *detail;
 
+		memset(e, 0, sizeof(*e));
 		e->id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
 		e->at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
 		e->kind = copy_col(h->cxt, i, 3);
@@ -189,6 +185,28 @@ read_history(const char *instance_id, void *arg)
 			MemoryContextSwitchTo(old);
 		}
 	}
+	h->nevents += n;
+}
+
+/* (as the engine) the instance's trace columns and its history */
+static void
+read_history(const char *instance_id, void *arg)
+{
+	HistRead *h = arg;
+	Oid		  types[1] = {TEXTOID};
+	Datum	  values[1];
+
+	values[0] = CStringGetTextDatum(instance_id);
+	/* to_jsonb: a schema not yet updated to 0.4.0 has no trace columns */
+	if (pgd_spi_exec("SELECT pg_catalog.to_jsonb(i) OPERATOR(pg_catalog.->>) 'trace_id', "
+					 "pg_catalog.to_jsonb(i) OPERATOR(pg_catalog.->>) 'traceparent' "
+					 "FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) $1",
+					 1, types, values, NULL, false) == 1)
+	{
+		h->trace_id = copy_col(h->cxt, 0, 1);
+		h->traceparent = copy_col(h->cxt, 0, 2);
+	}
+	read_events(h, instance_id, 0);
 }
 
 static const char *
@@ -684,29 +702,14 @@ finish(Builder *b)
 	set->nspans = n;
 }
 
-PgdSpanSet *
-pgd_spans_load(const char *instance_id, bool as_engine)
+/* The spans from a view and a history read. */
+static PgdSpanSet *
+build_spans(const char *instance_id, PgdInstanceView *view, const HistRead *hp)
 {
-	PgdInstanceView *view = pgd_load_instance_view(instance_id);
-	HistRead		 h;
-	Builder			 b;
-	PgdSpanSet		*set;
-	PgdSpan			*root;
-
-	if (view == NULL)
-		return NULL;
-	memset(&h, 0, sizeof(h));
-	h.cxt = CurrentMemoryContext;
-	if (as_engine)
-	{
-		/* the exporter, a superuser: no visibility to check */
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		read_history(instance_id, &h);
-		SPI_finish();
-	}
-	else if (!pgd_read_as_engine(instance_id, read_history, &h))
-		return NULL;
+	const HistRead h = *hp;
+	Builder		   b;
+	PgdSpanSet	  *set;
+	PgdSpan		  *root;
 
 	set = palloc0(sizeof(PgdSpanSet));
 	set->instance_id = pstrdup(instance_id);
@@ -758,4 +761,113 @@ pgd_spans_load(const char *instance_id, bool as_engine)
 	}
 	finish(&b);
 	return set;
+}
+
+PgdSpanSet *
+pgd_spans_load(const char *instance_id, bool as_engine)
+{
+	PgdInstanceView *view = pgd_load_instance_view(instance_id);
+	HistRead		 h;
+
+	if (view == NULL)
+		return NULL;
+	memset(&h, 0, sizeof(h));
+	h.cxt = CurrentMemoryContext;
+	if (as_engine)
+	{
+		/* the exporter, a superuser: no visibility to check */
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		read_history(instance_id, &h);
+		SPI_finish();
+	}
+	else if (!pgd_read_as_engine(instance_id, read_history, &h))
+		return NULL;
+	return build_spans(instance_id, view, &h);
+}
+
+/*
+ * A source kept between the exporter's scans: the view and the history
+ * read so far, in a memory context of its own; a refresh reads only the
+ * events after the last one (and the node rows again when an HTTP step
+ * completed, for its status code).
+ */
+struct PgdSpanSource
+{
+	MemoryContext	 cxt;
+	char			*instance_id;
+	PgdInstanceView *view;
+	HistRead		 h;
+};
+
+PgdSpanSource *
+pgd_span_source_new(const char *instance_id, MemoryContext parent)
+{
+	MemoryContext cxt = AllocSetContextCreate(parent, "pg_durable span source",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	PgdSpanSource *src = palloc0(sizeof(PgdSpanSource));
+
+	src->cxt = cxt;
+	src->instance_id = pstrdup(instance_id);
+	src->view = pgd_load_instance_view(instance_id);
+	src->h.cxt = cxt;
+	if (src->view != NULL)
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		read_history(instance_id, &src->h);
+		SPI_finish();
+	}
+	MemoryContextSwitchTo(old);
+	if (src->view == NULL)
+	{
+		MemoryContextDelete(cxt);
+		return NULL;
+	}
+	return src;
+}
+
+void
+pgd_span_source_refresh(PgdSpanSource *src)
+{
+	MemoryContext old = MemoryContextSwitchTo(src->cxt);
+	int			  before = src->h.nevents;
+	bool		  http_done = false;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	read_events(&src->h, src->instance_id,
+				before > 0 ? src->h.events[before - 1].id : 0);
+	SPI_finish();
+	for (int i = before; i < src->h.nevents && !http_done; i++)
+	{
+		HistEvent *e = &src->h.events[i];
+
+		if (e->node_id != NULL && strcmp(e->kind, "node_completed") == 0)
+			for (int r = 0; r < src->view->nnodes; r++)
+				if (strcmp(src->view->nodes[r].id, e->node_id) == 0 &&
+					is_http(src->view->nodes[r].type))
+					http_done = true;
+	}
+	if (http_done)
+	{
+		PgdInstanceView *v = pgd_load_instance_view(src->instance_id);
+
+		if (v != NULL)
+			src->view = v; /* (the old one goes with the source) */
+	}
+	MemoryContextSwitchTo(old);
+}
+
+PgdSpanSet *
+pgd_span_source_spans(PgdSpanSource *src)
+{
+	return build_spans(src->instance_id, src->view, &src->h);
+}
+
+void
+pgd_span_source_free(PgdSpanSource *src)
+{
+	MemoryContextDelete(src->cxt);
 }

@@ -83,6 +83,20 @@ typedef struct PgdSpanSet
  */
 extern PgdSpanSet *pgd_spans_load(const char *instance_id, bool as_engine);
 
+/*
+ * spans.c: a source of the spans of one instance for the exporter (a
+ * superuser, inside a unit of work), kept between its scans in its own
+ * memory context under parent: _new reads the instance (NULL if it is
+ * gone), _refresh reads what happened since, _spans builds the spans in
+ * CurrentMemoryContext, _free drops it.
+ */
+typedef struct PgdSpanSource PgdSpanSource;
+extern PgdSpanSource		*pgd_span_source_new(const char	  *instance_id,
+												 MemoryContext parent);
+extern void					 pgd_span_source_refresh(PgdSpanSource *src);
+extern PgdSpanSet			*pgd_span_source_spans(PgdSpanSource *src);
+extern void					 pgd_span_source_free(PgdSpanSource *src);
+
 extern const char *pgd_span_kind_name(PgdSpanKind kind);
 extern const char *pgd_span_status_name(PgdSpanStatus status);
 

@@ -47,6 +47,7 @@
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -84,6 +85,21 @@ static int	 batch_spans = 0;
 
 static TimestampTz next_scan = 0;
 static int		   backoff_ms = 0;
+
+/*
+ * The instances being exported, kept between scans (spans.c's sources) so
+ * that a scan reads only their new events: dropped when their end was
+ * exported, all of them when there are more than CACHE_MAX or a scan
+ * failed.
+ */
+#define CACHE_MAX 4096
+typedef struct CacheEntry
+{
+	char		   id[16];
+	PgdSpanSource *src;
+} CacheEntry;
+static MemoryContext cache_cxt = NULL;
+static HTAB			*cache = NULL;
 
 /* the horizon candidate of an earlier scan (see the file's comment) */
 static bool	  have_candidate = false;
@@ -181,6 +197,68 @@ write_span(StringInfo b, const PgdSpanSet *set, const PgdSpan *s)
 		dfjson_write_string(b, s->status_message);
 	}
 	appendStringInfoString(b, "}}");
+}
+
+static void
+cache_reset(void)
+{
+	if (cache_cxt != NULL)
+		MemoryContextDelete(cache_cxt);
+	cache_cxt = NULL;
+	cache = NULL;
+}
+
+/* The source of an instance's spans, up to date; NULL if it is gone. */
+static PgdSpanSource *
+cached_source(const char *instance_id)
+{
+	CacheEntry *e;
+	bool		found;
+	char		key[16] = {0};
+
+	if (cache != NULL && hash_get_num_entries(cache) > CACHE_MAX)
+		cache_reset();
+	if (cache == NULL)
+	{
+		HASHCTL ctl;
+
+		cache_cxt =
+			AllocSetContextCreate(TopMemoryContext, "pg_durable OTLP sources",
+								  ALLOCSET_DEFAULT_SIZES);
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(key);
+		ctl.entrysize = sizeof(CacheEntry);
+		ctl.hcxt = cache_cxt;
+		cache = hash_create("pg_durable OTLP sources", 256, &ctl,
+							HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	strlcpy(key, instance_id, sizeof(key));
+	e = hash_search(cache, key, HASH_ENTER, &found);
+	if (found)
+		pgd_span_source_refresh(e->src);
+	else if ((e->src = pgd_span_source_new(instance_id, cache_cxt)) == NULL)
+	{
+		hash_search(cache, key, HASH_REMOVE, NULL);
+		return NULL;
+	}
+	return e->src;
+}
+
+static void
+cache_forget(const char *instance_id)
+{
+	CacheEntry *e;
+	char		key[16] = {0};
+
+	if (cache == NULL)
+		return;
+	strlcpy(key, instance_id, sizeof(key));
+	e = hash_search(cache, key, HASH_FIND, NULL);
+	if (e != NULL)
+	{
+		pgd_span_source_free(e->src);
+		hash_search(cache, key, HASH_REMOVE, NULL);
+	}
 }
 
 /*
@@ -310,7 +388,8 @@ build_batch(int64 cursor, int64 bound, int64 *through, int *nspans)
 						   "\"},\"spans\":[");
 	for (int k = 0; k < ninstances; k++)
 	{
-		PgdSpanSet *set = pgd_spans_load(instances[k], true);
+		PgdSpanSource *src = cached_source(instances[k]);
+		PgdSpanSet	  *set = src ? pgd_span_source_spans(src) : NULL;
 
 		for (int i = 0; set != NULL && i < set->nspans; i++)
 		{
@@ -324,6 +403,10 @@ build_batch(int64 cursor, int64 bound, int64 *through, int *nspans)
 			write_span(&body, set, s);
 			(*nspans)++;
 		}
+		/* an instance whose end is in this batch is read for the last time */
+		if (set != NULL && set->spans[0].ended &&
+			set->spans[0].end_event <= *through)
+			cache_forget(instances[k]);
 	}
 	appendStringInfoString(&body, "]}]}]}");
 	return *nspans > 0 ? body.data : NULL;
@@ -530,6 +613,7 @@ scan(MemoryContext cxt)
 	{
 		pgd_unit_recover(cxt);
 		body = NULL;
+		cache_reset();
 		next_scan = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000);
 	}
 	PG_END_TRY();
@@ -553,6 +637,7 @@ pgd_otel_step(MemoryContext cxt)
 		if (otel_easy)
 			free_transfer();
 		have_candidate = false;
+		cache_reset();
 		return -1;
 	}
 	old = MemoryContextSwitchTo(cxt);
