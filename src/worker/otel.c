@@ -30,6 +30,11 @@
  * every id <= L is committed or never will be.  A long transaction
  * anywhere in the cluster therefore delays the export (never the steps).
  *
+ * Between scans (SCAN_INTERVAL_MS apart) the exporter keeps, for every
+ * instance it is exporting, the graph and the history read so far, and
+ * reads only the new events (the cache below); an instance leaves it once
+ * its end was exported.
+ *
  * One transfer at a time, in a multi handle of its own, polled by the HTTP
  * worker's loop (pgd_otel_step) between its calls.
  *
