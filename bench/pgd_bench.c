@@ -420,12 +420,25 @@ log_leaf(PgdbBuf *s, int k)
 }
 
 /* HTTP steps call the local test server's /echo (bench/run starts it). */
+#define BREAKER_ROUNDS 3
 static const char *http_leaf_url = NULL;
 
 static void
 http_leaf(PgdbBuf *s, int k)
 {
 	buf_append(s, "df.http($u$%s/echo?k=%d$u$, 'GET')", http_leaf_url, k + 1);
+}
+
+/*
+ * The same call through a closed circuit breaker (issue 17): the HTTP
+ * node's config names breaker "bench" (what df.http(breaker => ...) builds).
+ */
+static void
+http_breaker_leaf(PgdbBuf *s, int k)
+{
+	buf_append(s, "(SELECT jsonb_set(j, '{query}', to_jsonb(jsonb_set((j->>'query')::jsonb, "
+			   "'{breaker}', '\"bench\"')::text))::text FROM (SELECT df.http($u$%s/echo?k=%d$u$, "
+			   "'GET')::jsonb AS j) s)", http_leaf_url, k + 1);
 }
 
 /* A step that fails half of the time (odd values of a shared sequence), retried after 10 ms. */
@@ -1216,6 +1229,7 @@ pgdb_run(Pgdb *b)
 				fan = NAN,
 				flows = NAN,
 				http = NAN,
+				http_breaker = NAN,
 				wrapped = NAN,
 				chain2 = NAN,
 				flaky = NAN,
@@ -1261,10 +1275,30 @@ pgdb_run(Pgdb *b)
 		return false;
 	if (o->http_url != NULL && o->http_workflows > 0)
 	{
+		double		plain[BREAKER_ROUNDS],
+					through[BREAKER_ROUNDS];
+
 		http_leaf_url = o->http_url;
-		if (!throughput_phase_of(b, "HTTP chain", "~>", o->http_steps, o->http_workflows,
-								 http_leaf, &http, &dummy))
+		/*
+		 * Scenario "breaker": the chain plain and through a closed breaker,
+		 * alternating, BREAKER_ROUNDS times; the medians (a shared machine
+		 * makes single runs vary by more than the difference).
+		 */
+		if (!exec_ok(b->conn,
+					 "SET client_min_messages = warning;"
+					 "SELECT df.drop_circuit_breaker(name) FROM df.circuit_breakers WHERE name = 'bench';"
+					 "SELECT df.create_circuit_breaker('bench')", &b->err, b->errstr))
 			return false;
+		for (int r = 0; r < BREAKER_ROUNDS; r++)
+			if (!throughput_phase_of(b, "HTTP chain", "~>", o->http_steps, o->http_workflows,
+									 http_leaf, &plain[r], &dummy) ||
+				!throughput_phase_of(b, "HTTP chain through a breaker", "~>", o->http_steps,
+									 o->http_workflows, http_breaker_leaf, &through[r], &dummy))
+				return false;
+		qsort(plain, BREAKER_ROUNDS, sizeof(double), cmp_double);
+		qsort(through, BREAKER_ROUNDS, sizeof(double), cmp_double);
+		http = plain[BREAKER_ROUNDS / 2];
+		http_breaker = through[BREAKER_ROUNDS / 2];
 	}
 
 	if (o->retry_workflows > 0 && o->chain_workflows > 0)
@@ -1382,8 +1416,15 @@ pgdb_run(Pgdb *b)
 	if (o->workflows > 0)
 		cost_rows(b, "one-step workflows", &flows_cost);
 	if (o->http_url != NULL && o->http_workflows > 0)
-		add_row(b, "steps/s", fmt_num(v, http), "HTTP steps: %d workflows x %d GET, local server",
-				o->http_workflows, o->http_steps);
+	{
+		add_row(b, "steps/s", fmt_num(v, http),
+				"HTTP steps: %d workflows x %d GET, local server (median of %d)",
+				o->http_workflows, o->http_steps, BREAKER_ROUNDS);
+		add_row(b, "steps/s", fmt_num(v, http_breaker),
+				"HTTP steps through a closed circuit breaker (median of %d)", BREAKER_ROUNDS);
+		add_row(b, "", fmt_num(v, http_breaker / http),
+				"breaker: HTTP steps with a breaker / without");
+	}
 
 	if (o->nwidths > 0 && !width_phases(b))
 		return false;

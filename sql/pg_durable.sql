@@ -264,6 +264,14 @@ COMMENT ON FUNCTION df.with_undo_op(text, text) IS
 	'forward <~> undo: df.with_undo, refusing a sequence as forward (write a <~> a2 ~> (b <~> b2))';
 CREATE OPERATOR <~> (LEFTARG = text, RIGHTARG = text, FUNCTION = df.with_undo_op);
 COMMENT ON OPERATOR <~> (text, text) IS 'pg_durable: a step with its undo (df.with_undo)';
+CREATE FUNCTION df.saga(body text, on_compensated text DEFAULT NULL,
+						parallel boolean DEFAULT false, on_undo_failure text DEFAULT 'stop')
+	RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_saga';
+COMMENT ON FUNCTION df.saga(text, text, boolean, text) IS
+	'node SAGA: when body fails, the undos registered inside it run, latest first (all at once '
+	'when parallel), then on_compensated, whose result is the saga''s; on_undo_failure ''stop'' '
+	'ends the instance failed with the rest pending (df.compensate resumes), ''continue'' runs the others';
 
 -- ---------------------------------------------------------------------------
 -- Instances and nodes (the reference's user-visible tables)
@@ -329,7 +337,7 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_submitted_by_not_null
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
 						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
-						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED')) NOT VALID;
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'SAGA', 'BREAKER')) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_name_check
 	CHECK (result_name IS NULL OR result_name OPERATOR(pg_catalog.~) '^[A-Za-z_][A-Za-z0-9_]*$') NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_status_check
@@ -341,12 +349,13 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
 						   'FAIL')
 			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
-		WHEN node_type IN ('RETRY', 'TIMEOUT')
+		WHEN node_type IN ('RETRY', 'TIMEOUT', 'BREAKER')
 			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
 		WHEN node_type = 'CATCH'
 			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
 		WHEN node_type = 'COMPENSATED'
 			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'SAGA' THEN left_node IS NOT NULL AND query IS NOT NULL
 		WHEN node_type = 'THEN' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
 		WHEN node_type = 'IF' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
 		WHEN node_type = 'LOOP' THEN left_node IS NOT NULL AND right_node IS NULL
@@ -569,7 +578,8 @@ CREATE TABLE df_internal.events (
 									   'error_caught', 'timeout_fired',
 									   -- sagas (issue 16)
 									   'undo_registered', 'compensation_started', 'undo_started',
-									   'undo_completed', 'undo_failed', 'instance_compensated')),
+									   'undo_completed', 'undo_failed', 'instance_compensated',
+									   'instance_resumed')),
 	node_id varchar(8),
 	scope text,
 	attempt int,
@@ -623,7 +633,10 @@ CREATE TABLE df_internal.compensations (
 		CHECK (state IN ('registered', 'running', 'done', 'failed')),
 	attempts int NOT NULL DEFAULT 0,
 	error text,
-	PRIMARY KEY (instance_id, seq)
+	PRIMARY KEY (instance_id, seq),
+	-- the compensation that ran the undo: the body scope of its SAGA, a
+	-- losing RACE branch's scope, or the root scope (issue 16)
+	compensated_by text
 );
 COMMENT ON TABLE df_internal.compensations IS
 	'the undos registered by completed forward steps of COMPENSATED nodes (df.compensations)';
@@ -683,6 +696,13 @@ CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by us
 COMMENT ON FUNCTION df.cancel(text, text, boolean) IS
 	'cancel an instance that has not finished; with compensate, a running instance whose completed '
 	'steps registered undos runs them (latest first) and ends compensated';
+CREATE FUNCTION df.compensate(instance_id text) RETURNS text
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_compensate';
+COMMENT ON FUNCTION df.compensate(text) IS
+	'resume the compensation of an instance that an undo failing for good stopped '
+	'(on_undo_failure ''stop''): the instance runs again, the failed undo first, then the rest';
 
 CREATE FUNCTION df.signal(instance_id text, signal_name text, signal_data text DEFAULT '{}') RETURNS text
 	LANGUAGE c STRICT VOLATILE
@@ -974,11 +994,14 @@ CREATE FUNCTION df_internal.check_rows()
 WITH RECURSIVE ended AS (
 	-- how an instance ended, by its last instance_* event: the engine's word,
 	-- which its owner cannot change (df.instances.status it can: UPDATE)
-	SELECT DISTINCT ON (e.instance_id) e.instance_id AS id, substr(e.kind, 10) AS status
-	FROM df_internal.events e
-	WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled',
-					 'instance_compensated')
-	ORDER BY e.instance_id, e.id DESC
+	-- (df.compensate resumes a failed one: instance_resumed, issue 16)
+	SELECT x.id, x.status FROM (
+		SELECT DISTINCT ON (e.instance_id) e.instance_id AS id, substr(e.kind, 10) AS status
+		FROM df_internal.events e
+		WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled',
+						 'instance_compensated', 'instance_resumed')
+		ORDER BY e.instance_id, e.id DESC) x
+	WHERE x.status <> 'resumed'
 ), live AS (
 	-- live by the engine's own state: a runs row of an instance that has not ended
 	SELECT i.id, r.status, i.status AS shown
@@ -1150,3 +1173,114 @@ COMMENT ON FUNCTION df.check() IS
 	'engine itself (repeated_engine_errors); and, without an instance, what keeps the engine from '
 	'running this database''s instances (it is not pg_durable.database, or pg_durable.worker_role '
 	'was refused). Reconciliation repairs what it safely can';
+
+-- ---------------------------------------------------------------------------
+-- Circuit breakers (issue 17, orchestration-api.md §3)
+-- ---------------------------------------------------------------------------
+
+-- The definitions.  The window of each breaker lives in shared memory; its
+-- state is the latest row of circuit_breaker_transitions since created_at.
+CREATE TABLE df_internal.circuit_breakers (
+	name text PRIMARY KEY
+		CHECK (name OPERATOR(pg_catalog.~) '^[A-Za-z_][A-Za-z0-9_.:-]{0,62}$'),
+	failure_rate_threshold int NOT NULL CHECK (failure_rate_threshold BETWEEN 1 AND 100),
+	minimum_calls int NOT NULL CHECK (minimum_calls >= 1),
+	window_size int NOT NULL CHECK (window_size BETWEEN 1 AND 1000),
+	wait_duration interval NOT NULL,
+	half_open_calls int NOT NULL CHECK (half_open_calls BETWEEN 1 AND 100),
+	slow_call_duration interval,
+	slow_call_rate_threshold int NOT NULL CHECK (slow_call_rate_threshold BETWEEN 1 AND 100),
+	record_on text[] NOT NULL,
+	owner regrole NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
+);
+COMMENT ON TABLE df_internal.circuit_breakers IS
+	'the circuit breakers made by df.create_circuit_breaker (their windows are in shared memory)';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.circuit_breakers', '');
+
+-- Every change of state, inserted by the transaction that made it (no row
+-- is updated, so no engine transaction waits for another here).
+CREATE TABLE df_internal.circuit_breaker_transitions (
+	id bigserial PRIMARY KEY,
+	name text NOT NULL,
+	at timestamptz NOT NULL,
+	from_state text NOT NULL CHECK (from_state IN ('closed', 'open', 'half_open')),
+	to_state text NOT NULL CHECK (to_state IN ('closed', 'open', 'half_open')),
+	opened_at timestamptz,
+	open_until timestamptz,
+	failure_rate float8,
+	calls int,
+	reason text
+);
+CREATE INDEX circuit_breaker_transitions_name_at ON df_internal.circuit_breaker_transitions (name, at);
+COMMENT ON TABLE df_internal.circuit_breaker_transitions IS
+	'the history of the circuit breakers'' states; the latest row of a breaker is its state after a restart';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.circuit_breaker_transitions', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.circuit_breaker_transitions_id_seq', '');
+
+CREATE FUNCTION df.create_circuit_breaker(name text, failure_rate_threshold int DEFAULT 50,
+										  minimum_calls int DEFAULT 10, window_size int DEFAULT 20,
+										  wait_duration interval DEFAULT '30 seconds',
+										  half_open_calls int DEFAULT 3,
+										  slow_call_duration interval DEFAULT NULL,
+										  slow_call_rate_threshold int DEFAULT 100,
+										  record_on text[] DEFAULT '{http:5xx,http:429,timeout,connection}')
+	RETURNS void
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_create_circuit_breaker';
+COMMENT ON FUNCTION df.create_circuit_breaker(text, int, int, int, interval, int, interval, int, text[]) IS
+	'create a circuit breaker shared by every worker: it opens when, with at least minimum_calls in '
+	'its window of the last window_size calls, the rate of calls failing with a code of record_on '
+	'(or slower than slow_call_duration) reaches its threshold; open, calls fail at once with kind '
+	'circuit_open for wait_duration, then half_open_calls probes decide. Needs EXECUTE, granted '
+	'like df.http''s';
+REVOKE EXECUTE ON FUNCTION df.create_circuit_breaker(text, int, int, int, interval, int, interval, int, text[]) FROM PUBLIC;
+
+CREATE FUNCTION df.drop_circuit_breaker(name text) RETURNS void
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_drop_circuit_breaker';
+COMMENT ON FUNCTION df.drop_circuit_breaker(text) IS
+	'drop a circuit breaker and its history (its owner''s members only); steps that name it then fail';
+REVOKE EXECUTE ON FUNCTION df.drop_circuit_breaker(text) FROM PUBLIC;
+
+CREATE FUNCTION df.reset_circuit_breaker(name text) RETURNS void
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_reset_circuit_breaker';
+COMMENT ON FUNCTION df.reset_circuit_breaker(text) IS
+	'close a circuit breaker with an empty window (its owner''s members only)';
+REVOKE EXECUTE ON FUNCTION df.reset_circuit_breaker(text) FROM PUBLIC;
+
+CREATE FUNCTION df.circuit_breaker_states()
+	RETURNS TABLE (name text, state text, failure_rate float8, calls_in_window int,
+				   opened_at timestamptz, open_until timestamptz, half_open_permits_left int,
+				   slow_call_rate float8, owner text)
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_circuit_breakers';
+COMMENT ON FUNCTION df.circuit_breaker_states() IS
+	'the rows of df.circuit_breakers: each breaker as the next call would find it';
+
+CREATE VIEW df.circuit_breakers AS
+	SELECT name, state, failure_rate, calls_in_window, opened_at, open_until,
+		   half_open_permits_left, slow_call_rate, owner
+	FROM df.circuit_breaker_states();
+COMMENT ON VIEW df.circuit_breakers IS
+	'every circuit breaker: state (closed, open, half_open), failure rate (percent) and calls in its '
+	'window, when it opened and until when, the half-open permits left';
+GRANT SELECT ON df.circuit_breakers TO PUBLIC;
+
+CREATE VIEW df.circuit_breaker_history AS
+	SELECT name, at, from_state, to_state, reason, failure_rate, calls, opened_at, open_until
+	FROM df_internal.circuit_breaker_transitions;
+COMMENT ON VIEW df.circuit_breaker_history IS
+	'every change of state of the circuit breakers, with its reason';
+GRANT SELECT ON df.circuit_breaker_history TO PUBLIC;
+
+CREATE FUNCTION df.with_breaker(step text, name text) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_with_breaker';
+COMMENT ON FUNCTION df.with_breaker(text, text) IS
+	'node BREAKER: the whole step is one call of circuit breaker name; open, it fails at once with '
+	'kind circuit_open';

@@ -23,6 +23,9 @@
 #                    (key: the Idempotency-Key header or null; traceparent:
 #                    that header or null), with ?path=P only those
 #                    whose path starts with P
+#   /fault/NAME/MODE set how /service/NAME answers: ok (200), hang (held
+#                    for an hour), or a status (503 ...); 200 "fault NAME MODE"
+#   /service/NAME    answers as /fault set it (ok at first)
 #   /stats           {"requests":N,"inflight":N,"max_inflight":N}
 #   /reset           forget the log and the statistics
 use strict;
@@ -66,6 +69,7 @@ my ($requests, $inflight, $max_inflight) = (0, 0, 0);
 my $aborted = 0;    # held calls whose client closed the connection first
 my %barrier;        # "N" => [fileno, ...]
 my %flaky;          # name => calls so far (/flaky)
+my %fault;          # name => ok, hang or a status (/fault, /service)
 my $last_parent_check = time;
 
 sub respond
@@ -135,6 +139,30 @@ sub handle
 		else
 		{
 			respond($c, 200, \@h, "call $calls of $name");
+		}
+	}
+	elsif ($path =~ m{^/fault/(\w+)/(ok|hang|\d{3})$})
+	{
+		$fault{$1} = $2;
+		respond($c, 200, [ [ 'Content-Type', 'text/plain' ] ], "fault $1 $2");
+	}
+	elsif ($path =~ m{^/service/(\w+)$})
+	{
+		my ($name, $mode) = ($1, $fault{$1} // 'ok');
+		if ($mode eq 'hang')
+		{
+			$c->{release_at} = time + 3600;
+			$c->{release} = [ 503, [ [ 'Content-Type', 'text/plain' ] ], "service $name hung" ];
+			$c->{held} = 1;
+			$c->{state} = 'held';
+		}
+		elsif ($mode eq 'ok')
+		{
+			respond($c, 200, [ [ 'Content-Type', 'text/plain' ] ], "service $name");
+		}
+		else
+		{
+			respond($c, $mode, [ [ 'Content-Type', 'text/plain' ] ], "service $name fails");
 		}
 	}
 	elsif ($path =~ m{^/delay/(\d+)$})

@@ -2,7 +2,7 @@
  *
  * status.c
  *	  df.status, df.result, df.await_instance, df.wait_for_completion,
- *	  df.run and df.cancel.
+ *	  df.run, df.cancel and df.compensate.
  *
  * Reads run as the caller, so row-level security decides what is visible:
  * an instance the caller cannot see does not exist for these functions.
@@ -21,7 +21,9 @@
  *
  * Locks: df.cancel locks the instance's runs row, then its df.instances
  * row, like every transition; it never waits for a claimed task (SKIP
- * LOCKED) — a running step finds out under the runs lock.
+ * LOCKED) — a running step finds out under the runs lock.  df.compensate
+ * (issue 16) locks the df.instances row of an instance that has ended (it
+ * has no runs row), then makes its runs row anew (saga_resume.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -42,6 +44,7 @@
 #include "engine/store.h"
 #include "engine/types.h"
 #include "engine/wake.h"
+#include "orchestration/orchestration.h"
 #include "steps/step_sql.h"
 
 /* Status of an instance visible to the caller (fresh snapshot), or NULL. */
@@ -274,16 +277,17 @@ refuse_own_instance(const char *id)
 						 "or call df.cancel() from outside the workflow.")));
 }
 
-PG_FUNCTION_INFO_V1(pgd_cancel);
-Datum
-pgd_cancel(PG_FUNCTION_ARGS)
+/*
+ * Run call(id, arg) on an instance the caller can see (and that is not the
+ * calling step's own), with the bootstrap superuser's rights, inside SPI.
+ */
+typedef void (*EngineCall)(const char *id, void *arg);
+
+static void
+run_as_engine(const char *id, EngineCall call, void *arg)
 {
-	char *id = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char *reason = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	/* compensate: issue 16's third argument (a 0.3.0 declaration has two) */
-	bool compensate = PG_NARGS() > 2 && PG_GETARG_BOOL(2);
-	Oid	 save_userid;
-	int	 save_sec;
+	Oid save_userid;
+	int save_sec;
 
 	if (visible_status(id) == NULL)
 		ereport(ERROR,
@@ -296,10 +300,55 @@ pgd_cancel(PG_FUNCTION_ARGS)
 						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	(void) pgd_apply_cancel(id, reason, compensate);
+	call(id, arg);
 	SPI_finish();
 	SetUserIdAndSecContext(save_userid, save_sec);
+}
 
+typedef struct CancelArgs
+{
+	const char *reason;
+	bool		compensate;
+} CancelArgs;
+
+static void
+cancel_call(const char *id, void *arg)
+{
+	CancelArgs *a = (CancelArgs *) arg;
+
+	(void) pgd_apply_cancel(id, a->reason, a->compensate);
+}
+
+PG_FUNCTION_INFO_V1(pgd_cancel);
+Datum
+pgd_cancel(PG_FUNCTION_ARGS)
+{
+	char	  *id = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	CancelArgs a;
+
+	a.reason = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	/* compensate: issue 16's third argument (a 0.3.0 declaration has two) */
+	a.compensate = PG_NARGS() > 2 && PG_GETARG_BOOL(2);
+	run_as_engine(id, cancel_call, &a);
 	PG_RETURN_TEXT_P(cstring_to_text(psprintf(PGD_MSG_INSTANCE_CANCELLED, id,
-											  reason)));
+											  a.reason)));
+}
+
+static void
+compensate_call(const char *id, void *arg)
+{
+	(void) arg;
+	pgd_saga_resume(id);
+}
+
+/* df.compensate(id): resume a compensation a failed undo stopped (issue 16). */
+PG_FUNCTION_INFO_V1(pgd_compensate);
+Datum
+pgd_compensate(PG_FUNCTION_ARGS)
+{
+	char *id = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	run_as_engine(id, compensate_call, NULL);
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf("Instance %s is compensating again",
+											  id)));
 }

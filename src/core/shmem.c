@@ -3,7 +3,8 @@
  * shmem.c
  *	  The shared-memory segment: who the launcher and the executors are, so
  *	  that whoever makes work runnable can wake them, and the latches of the
- *	  sessions waiting in df.await_instance.
+ *	  sessions waiting in df.await_instance; and the circuit breakers'
+ *	  table (breaker.c), which has a segment and an LWLock of its own.
  *
  * The segment is requested in the shmem_request hook and attached in the
  * shmem_startup hook under AddinShmemInitLock.  Its fields are protected by
@@ -18,6 +19,7 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 
+#include "core/breaker.h"
 #include "core/settings.h"
 #include "core/shmem.h"
 
@@ -27,6 +29,7 @@ void
 pgd_shmem_request(void)
 {
 	RequestAddinShmemSpace(MAXALIGN(sizeof(PgdShared)));
+	pgd_breaker_shmem_request();
 }
 
 void
@@ -47,5 +50,6 @@ pgd_shmem_startup(void)
 		pgd_shared->scan_needed = true;
 		pgd_shared->next_due = DT_NOEND;
 	}
+	pgd_breaker_shmem_startup();
 	LWLockRelease(AddinShmemInitLock);
 }

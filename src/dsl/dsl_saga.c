@@ -3,7 +3,10 @@
  * dsl_saga.c
  *	  The builders of the saga nodes (orchestration-api.md §2, issue 16):
  *	  df.with_undo(forward, undo) and its operator <~>, node COMPENSATED
- *	  (left: the forward step, right: its undo, no query).
+ *	  (left: the forward step, right: its undo, no query), and
+ *	  df.saga(body, on_compensated, parallel, on_undo_failure), node SAGA
+ *	  (left: the body, right: on_compensated when given, the settings in
+ *	  query).
  *
  * Precedence: PostgreSQL gives a user-defined operator the precedence of
  * "any other operator", left-associative, the same as ~>, |=>, & and |.
@@ -23,11 +26,14 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "common/json.h"
 #include "dsl/dsl.h"
 #include "graph/graph.h"
+#include "graph/orch_config.h"
 
 PG_FUNCTION_INFO_V1(pgd_with_undo);
 PG_FUNCTION_INFO_V1(pgd_with_undo_op);
+PG_FUNCTION_INFO_V1(pgd_saga);
 
 /* Does the tree hold a COMPENSATED node? */
 static bool
@@ -90,4 +96,47 @@ Datum
 pgd_with_undo_op(PG_FUNCTION_ARGS)
 {
 	return compensated_datum(fcinfo, "<~>", true);
+}
+
+/*
+ * df.saga(body, on_compensated, parallel, on_undo_failure): node SAGA,
+ * the body in left, on_compensated in right; the settings that differ from
+ * the defaults in query ({} when none do).
+ */
+Datum
+pgd_saga(PG_FUNCTION_ARGS)
+{
+	DfNode		   *node = df_node_new(DF_NODE_SAGA);
+	DfJson		   *cfg = dfjson_make_object();
+	DfWrapperConfig check;
+	char		   *err;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("df.saga: %s cannot be NULL",
+						PG_ARGISNULL(0)		? "body" :
+							PG_ARGISNULL(2) ? "parallel" :
+											  "on_undo_failure")));
+	node->left = dsl_operand(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	if (!PG_ARGISNULL(1))
+		node->right = dsl_operand(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	if (PG_GETARG_BOOL(2))
+		dfjson_object_add(cfg, "parallel", dfjson_make_bool(true));
+	{
+		char *mode = text_to_cstring(PG_GETARG_TEXT_PP(3));
+
+		if (strcmp(mode, "stop") != 0 && strcmp(mode, "continue") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("df.saga: on_undo_failure must be 'stop' or 'continue', not '%s'",
+							mode)));
+		if (strcmp(mode, "continue") == 0)
+			dfjson_object_add(cfg, "on_undo_failure",
+							  dfjson_make_string("continue"));
+	}
+	node->query = dfjson_to_text(cfg);
+	if ((err = df_wrapper_parse("SAGA", node->query, &check)) != NULL)
+		elog(ERROR, "df.saga wrote settings it cannot read: %s", err);
+	PG_RETURN_TEXT_P(cstring_to_text(df_graph_to_text(node)));
 }

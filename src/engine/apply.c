@@ -387,7 +387,7 @@ cancel_compensating(const char *instance_id, const char *reason)
 	outcome.result = pstrdup(reason);
 	outcome.code = pstrdup("cancelled");
 	outcome.node = (char *) root_id;
-	if (!pgd_store_undo_pending(instance_id))
+	if (!pgd_store_undo_pending(instance_id, instance_id))
 		return false;
 	node_done(g, g->root, stamps[0], outcome);
 	abandon_scope(g, stamps[0]);
@@ -654,9 +654,61 @@ start_node(PgdGraph *g, int n, const char *scope)
  * ---------------------------------------------------------------------
  */
 
+/*
+ * In a saga (the join_fails_fast hook), branch 'failed' of JOIN p failing
+ * ends the JOIN at once (issue 16): the branches still running are
+ * cancelled first (their scopes abandoned, their roots failed with code
+ * 'cancelled'), and the JOIN fails with the failed branch's error, so that
+ * the compensation undoes what completed and nothing runs on behind it.
+ */
+static bool
+join_fail_fast(PgdGraph *g, int p, int failed, const char *pscope,
+			   PgdOutcome outcome)
+{
+	PgdNode	  *join = &g->nodes[p];
+	int		   width = pgd_join_width(join);
+	int		   index = 0;
+	PgdOutcome cancelled = {0};
+	PgdOutcome fail;
+
+	if (wrapper_hooks == NULL || wrapper_hooks->join_fails_fast == NULL ||
+		!wrapper_hooks->join_fails_fast(g, p))
+		return false;
+	cancelled.result = pstrdup("cancelled: another branch of the JOIN failed");
+	cancelled.code = pstrdup("cancelled");
+	for (int i = 0; i < width; i++)
+	{
+		int	  b = pgd_join_branch(join, i);
+		char *bscope = branch_scope_now(g, b, pscope);
+		char *status;
+		char *result;
+
+		if (b == failed)
+			index = i;
+		node_state(g, b, &status, &result);
+		if (b != failed && !pgd_is_terminal(status))
+		{
+			abandon_scope(g, bscope);
+			pgd_store_joins_drop_scope(g->instance_id, bscope);
+			if (g->nodes[b].type == DF_NODE_LOOP)
+				pgd_store_loop_forget(g->instance_id, g->nodes[b].id, bscope);
+			node_done(g, b, bscope, cancelled);
+		}
+		merge_results(g, bscope, pscope, false);
+	}
+	pgd_store_join_close(g->instance_id, join->id, pscope);
+	fail = pgd_failure(PGD_MSG_JOIN_BRANCH_FAILED, index + 1,
+					   outcome.result ? outcome.result : "unknown error");
+	fail.code = outcome.code;
+	fail.node = outcome.node;
+	complete(g, p, pscope, fail);
+	return true;
+}
+
 /* A JOIN branch finished: one fewer running; the last one finishes the JOIN. */
 static void
-join_branch_done(PgdGraph *g, int p, const char *pscope)
+join_branch_done(PgdGraph *g, int p, int child, const char *pscope,
+				 PgdOutcome child_outcome)
 {
 	PgdNode	  *join = &g->nodes[p];
 	int		   width = pgd_join_width(join);
@@ -666,7 +718,11 @@ join_branch_done(PgdGraph *g, int p, const char *pscope)
 	int		   i;
 
 	if (pgd_store_join_count(g->instance_id, join->id, pscope) > 0)
+	{
+		if (!child_outcome.ok)
+			(void) join_fail_fast(g, p, child, pscope, child_outcome);
 		return;
+	}
 	pgd_store_join_close(g->instance_id, join->id, pscope);
 
 	statuses = palloc(sizeof(char *) * width);
@@ -716,7 +772,27 @@ race_decided(PgdGraph *g, int p, int winner, const char *pscope,
 	}
 	merge_results(g, loser_scope, pscope, false);
 	merge_results(g, branch_scope_now(g, winner, pscope), pscope, outcome.ok);
+	/* the loser's undos run first; the race ends when they are done (issue 16) */
+	if (wrapper_hooks != NULL && wrapper_hooks->branch_lost != NULL &&
+		wrapper_hooks->branch_lost(g, p, loser, loser_scope))
+		return;
 	complete(g, p, pscope, pgd_race_outcome(race, winner, outcome));
+}
+
+void
+pgd_apply_race_finish(PgdGraph *g, int race, int loser, const char *pscope)
+{
+	int		   winner = pgd_race_loser(&g->nodes[race], loser);
+	char	  *status;
+	PgdOutcome outcome = {0};
+
+	node_state(g, winner, &status, &outcome.result);
+	outcome.ok = status != NULL && strcmp(status, "completed") == 0;
+	if (!outcome.ok)
+		pgd_store_node_error_code(g->instance_id, g->nodes[winner].id,
+								  &outcome);
+	complete(g, race, pscope,
+			 pgd_race_outcome(&g->nodes[race], winner, outcome));
 }
 
 /* The last body result of a while-loop whose condition said "stop". */
@@ -769,7 +845,7 @@ complete(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 			complete(g, p, pscope, r.outcome);
 			break;
 		case PGD_REACT_JOIN_COUNT:
-			join_branch_done(g, p, pscope);
+			join_branch_done(g, p, n, pscope, outcome);
 			break;
 		case PGD_REACT_RACE_DECIDED:
 			race_decided(g, p, n, pscope, outcome);

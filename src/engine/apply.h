@@ -107,6 +107,18 @@ typedef struct PgdWrapperHooks
 	 */
 	bool (*instance_failed)(PgdGraph *g, const char *scope,
 							PgdOutcome outcome);
+	/*
+	 * branch_lost: branch loser of RACE race lost in loser_scope (already
+	 * abandoned); true when the hook compensates it first (undos were
+	 * registered there), the race then ending by pgd_apply_race_finish
+	 */
+	bool (*branch_lost)(PgdGraph *g, int race, int loser,
+						const char *loser_scope);
+	/*
+	 * join_fails_fast: does a failing branch of JOIN join cancel the
+	 * others at once (in a saga), rather than the JOIN waiting for them?
+	 */
+	bool (*join_fails_fast)(PgdGraph *g, int join);
 } PgdWrapperHooks;
 
 extern void pgd_set_wrapper_hooks(const PgdWrapperHooks *hooks);
@@ -123,6 +135,13 @@ extern void pgd_apply_finish_node(PgdGraph *g, int n, const char *scope,
 extern void pgd_apply_end_with(PgdGraph *g, const char *scope,
 							   PgdInstanceStatus status, const char *kind,
 							   const char *detail);
+
+/*
+ * For the hooks: RACE race, whose branch loser lost and was compensated,
+ * ends with its winner's outcome (as its winner's end would have ended it).
+ */
+extern void pgd_apply_race_finish(PgdGraph *g, int race, int loser,
+								  const char *pscope);
 
 /* A scope is abandoned: its tasks and waits go, its running steps are interrupted. */
 extern void pgd_apply_abandon_scope(PgdGraph *g, const char *scope);

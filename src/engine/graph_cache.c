@@ -169,6 +169,8 @@ parse_config(PgdNode *n)
 		case DF_NODE_TIMEOUT:
 		case DF_NODE_CATCH:
 		case DF_NODE_FAIL:
+		case DF_NODE_SAGA:
+		case DF_NODE_BREAKER:
 			n->wrapper = palloc(sizeof(DfWrapperConfig));
 			n->wrapper_problem = df_wrapper_parse(df_node_type_name(n->type),
 												  n->query, n->wrapper);

@@ -79,6 +79,9 @@ pgd_parent_scope(const PgdGraph *g, int node, const char *scope)
 {
 	int p = g->nodes[node].parent;
 
+	if (p >= 0 && g->nodes[p].type == DF_NODE_SAGA)
+		return g->nodes[p].left == node ? pgd_strip_scope(scope) :
+										  pstrdup(scope);
 	if (p >= 0 && pgd_opens_scope(g, p))
 		return pgd_strip_scope(scope);
 	return pstrdup(scope);

@@ -631,7 +631,11 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "  SELECT 1 FROM df_internal.events e "
 		 "  WHERE e.instance_id OPERATOR(pg_catalog.=) t.instance_id "
 		 "  AND e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled', "
-		 "  'instance_compensated'))) "
+		 "  'instance_compensated') AND NOT EXISTS ("
+		 "   SELECT 1 FROM df_internal.events r "
+		 "   WHERE r.instance_id OPERATOR(pg_catalog.=) e.instance_id "
+		 "   AND r.kind OPERATOR(pg_catalog.=) 'instance_resumed' "
+		 "   AND r.id OPERATOR(pg_catalog.>) e.id))) "
 		 " FOR UPDATE SKIP LOCKED)",
 		 1,
 		 {T}},
@@ -709,37 +713,56 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 4,
 		 {T, T, T, T}},
 	[STMT_UNDO_NEXT] =
-		{"the next undo to run: the latest registered one",
+		{"the next undos of a compensation: the latest registered ones within a scope",
 		 "UPDATE df_internal.compensations c SET state = 'running', "
-		 "attempts = c.attempts OPERATOR(pg_catalog.+) 1 "
-		 "WHERE c.instance_id OPERATOR(pg_catalog.=) $1 AND c.seq OPERATOR(pg_catalog.=) ("
+		 "attempts = c.attempts OPERATOR(pg_catalog.+) 1, compensated_by = $3 "
+		 "WHERE c.instance_id OPERATOR(pg_catalog.=) $1 AND c.seq IN ("
 		 " SELECT x.seq FROM df_internal.compensations x "
 		 " WHERE x.instance_id OPERATOR(pg_catalog.=) $1 "
-		 " AND x.state OPERATOR(pg_catalog.=) 'registered' ORDER BY x.seq DESC LIMIT 1) "
-		 "RETURNING c.seq, c.node_id, c.scope, c.results::text",
-		 1,
-		 {T}},
+		 " AND x.state OPERATOR(pg_catalog.=) 'registered' AND (x.scope OPERATOR(pg_catalog.=) $2 OR pg_catalog.starts_with(x.scope, $2 OPERATOR(pg_catalog.||) '::')) "
+		 " ORDER BY x.seq DESC LIMIT $4::pg_catalog.int8) "
+		 "RETURNING c.seq, c.node_id, c.scope, c.results::text, c.attempts",
+		 4,
+		 {T, T, T, T}},
 	[STMT_UNDO_FINISH] =
 		{"an undo ended",
 		 "UPDATE df_internal.compensations SET state = $3, error = $4 "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		 "AND seq OPERATOR(pg_catalog.=) $2::pg_catalog.int8 RETURNING node_id",
+		 "AND seq OPERATOR(pg_catalog.=) $2::pg_catalog.int8 RETURNING node_id, compensated_by",
 		 4,
 		 {T, T, T, T}},
 	[STMT_UNDOS_DONE] =
-		{"the undos that ran, in the order they ran",
-		 "SELECT node_id FROM df_internal.compensations "
+		{"the undos a compensation ran, latest registered first",
+		 "SELECT node_id, state, error FROM df_internal.compensations "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		 "AND state OPERATOR(pg_catalog.=) 'done' ORDER BY seq DESC",
-		 1,
-		 {T}},
+		 "AND ($2 IS NULL OR compensated_by OPERATOR(pg_catalog.=) $2) "
+		 "AND state IN ('done', 'failed') ORDER BY seq DESC",
+		 2,
+		 {T, T}},
 	[STMT_UNDO_PENDING] =
-		{"is an undo of the instance registered and not run?",
-		 "SELECT 1 FROM df_internal.compensations "
+		{"is an undo registered within a scope and not run?",
+		 "SELECT 1 FROM df_internal.compensations x "
+		 "WHERE x.instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND x.state OPERATOR(pg_catalog.=) 'registered' AND (x.scope OPERATOR(pg_catalog.=) $2 OR pg_catalog.starts_with(x.scope, $2 OPERATOR(pg_catalog.||) '::')) LIMIT 1",
+		 2,
+		 {T, T}},
+	[STMT_UNDO_TALLY] =
+		{"how many undos of a compensation still run, and how many failed",
+		 "SELECT pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'running'), "
+		 "pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'failed') "
+		 "FROM df_internal.compensations "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		 "AND state OPERATOR(pg_catalog.=) 'registered' LIMIT 1",
-		 1,
-		 {T}},
+		 "AND compensated_by OPERATOR(pg_catalog.=) $2",
+		 2,
+		 {T, T}},
+	[STMT_UNDO_REQUEUE] =
+		{"undos within a scope to run again: abandoned ones (and failed ones when $3)",
+		 "UPDATE df_internal.compensations x SET state = 'registered' "
+		 "WHERE x.instance_id OPERATOR(pg_catalog.=) $1 AND (x.scope OPERATOR(pg_catalog.=) $2 OR pg_catalog.starts_with(x.scope, $2 OPERATOR(pg_catalog.||) '::')) "
+		 "AND (x.state OPERATOR(pg_catalog.=) 'running' OR ($3::pg_catalog.bool "
+		 "AND x.state OPERATOR(pg_catalog.=) 'failed')) RETURNING x.compensated_by",
+		 3,
+		 {T, T, T}},
 	[STMT_RUN_LOCK_NOWAIT] =
 		{"lock the runs row without waiting (a later step of a batch)",
 		 "SELECT status FROM df_internal.runs "

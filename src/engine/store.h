@@ -161,23 +161,53 @@ extern int64 pgd_store_undo_register(const char *instance_id,
 									 const char *node_id, const char *scope,
 									 const char *results);
 
+/* An undo a compensation took (pgd_store_undo_claim). */
+typedef struct PgdUndoRow
+{
+	int64 seq;
+	char *node_id;	/* the COMPENSATED node */
+	char *scope;	/* the scope its forward step ran in */
+	char *results;	/* the named results visible then (JSON text) */
+	int	  attempts; /* the times it was taken, this one included */
+} PgdUndoRow;
+
 /*
- * The latest registered undo of the instance becomes running (one more
- * attempt): false when none is left; else its sequence number, its
- * COMPENSATED node, the scope its forward ran in and the snapshot.
+ * The latest registered undo whose forward scope lies within 'within'
+ * (all of them when all) becomes running (one more attempt), taken by the
+ * compensation named owner; returns how many, in *rows.
  */
-extern bool pgd_store_undo_next(const char *instance_id, int64 *seq,
-								char **node_id, char **scope, char **results);
+extern int pgd_store_undo_claim(const char *instance_id, const char *within,
+								const char *owner, bool all,
+								PgdUndoRow **rows);
 
-/* Undo seq ended: state 'done' or 'failed' (with error). */
-extern void pgd_store_undo_finish(const char *instance_id, int64 seq, bool ok,
-								  const char *error);
+/* Undo seq ended: 'done' or 'failed' (with error); returns its compensation. */
+extern char *pgd_store_undo_finish(const char *instance_id, int64 seq, bool ok,
+								   const char *error);
 
-/* Is an undo of the instance registered and not run yet? */
-extern bool pgd_store_undo_pending(const char *instance_id);
+/* Is an undo registered within the scope and not run yet? */
+extern bool pgd_store_undo_pending(const char *instance_id,
+								   const char *within);
 
-/* The COMPENSATED nodes whose undos ran, in the order they ran. */
-extern int pgd_store_undos_done(const char *instance_id, char ***node_ids);
+/* The undos of compensation owner still running, and those that failed. */
+extern void pgd_store_undo_tally(const char *instance_id, const char *owner,
+								 int *running, int *failed);
+
+/*
+ * The undos compensation owner (NULL: any) ran, latest registered first:
+ * their COMPENSATED nodes, and NULL or the error of each that failed.
+ */
+extern int pgd_store_undos_done(const char *instance_id, const char *owner,
+								char ***node_ids, char ***errors);
+
+/*
+ * Undos within the scope that were running (abandoned) and, when
+ * failed_too, failed ones are registered again; their compensations.
+ */
+extern int pgd_store_undo_requeue(const char *instance_id, const char *within,
+								  bool failed_too, char ***owners);
+
+/* df.compensate: the stopped instance runs again; NULL, or what is wrong. */
+extern char *pgd_store_instance_resume(const char *instance_id);
 
 /* --- JOIN counters and loop state --- */
 extern void pgd_store_join_open(const char *instance_id, const char *node_id,

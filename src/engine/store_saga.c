@@ -2,20 +2,29 @@
  *
  * store_saga.c
  *	  The engine store's functions for sagas (orchestration-api.md §2,
- *	  issue 16): the registration of an undo, the choice of the next undo
- *	  to run and its end (store.h; the statements are in store.c's table).
+ *	  issue 16): the registration of an undo, the undos a compensation
+ *	  takes and their end, and the resumption of a stopped compensation
+ *	  (store.h; the statements are in store.c's table, but for the rare
+ *	  df.compensate ones here).
  *
  * An undo is registered in df_internal.compensations by the transition
  * in which the forward step of its COMPENSATED node completed, so the row
  * commits with the forward step's effects or not at all: a forward step
- * that failed (its SQL rolled back) registers nothing.
+ * that failed (its SQL rolled back) registers nothing.  A compensation
+ * takes the registered undos whose forward scope lies within a scope (a
+ * SAGA's body, a losing RACE branch, the whole instance) and marks them
+ * with its own name (compensated_by).
  *
- * Locks: rows of the instance whose runs row the caller holds.
+ * Locks: rows of the instance whose runs row the caller holds;
+ * pgd_store_instance_resume takes the df.instances row first.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
+
+#include "common/spi.h"
 #include "engine/store.h"
 #include "engine/store_stmt.h"
 
@@ -28,40 +37,131 @@ pgd_store_undo_register(const char *instance_id, const char *node_id,
 	return strtoll(store_get_string(0, 1), NULL, 10);
 }
 
-bool
-pgd_store_undo_next(const char *instance_id, int64 *seq, char **node_id,
-					char **scope, char **results)
+int
+pgd_store_undo_claim(const char *instance_id, const char *within,
+					 const char *owner, bool all, PgdUndoRow **rows)
 {
-	if (RUN(STMT_UNDO_NEXT, instance_id) == 0)
-		return false;
-	*seq = strtoll(store_get_string(0, 1), NULL, 10);
-	*node_id = store_get_string(0, 2);
-	*scope = store_get_string(0, 3);
-	*results = store_get_string(0, 4);
-	return true;
+	int n = RUN(STMT_UNDO_NEXT, instance_id, within, owner, all ? NULL : "1");
+
+	*rows = palloc0(sizeof(PgdUndoRow) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		(*rows)[i].seq = strtoll(store_get_string(i, 1), NULL, 10);
+		(*rows)[i].node_id = store_get_string(i, 2);
+		(*rows)[i].scope = store_get_string(i, 3);
+		(*rows)[i].results = store_get_string(i, 4);
+		(*rows)[i].attempts = atoi(store_get_string(i, 5));
+	}
+	return n;
 }
 
-void
+char *
 pgd_store_undo_finish(const char *instance_id, int64 seq, bool ok,
 					  const char *error)
 {
-	RUN(STMT_UNDO_FINISH, instance_id, psprintf(INT64_FORMAT, seq),
-		ok ? "done" : "failed", ok ? NULL : error);
+	if (RUN(STMT_UNDO_FINISH, instance_id, psprintf(INT64_FORMAT, seq),
+			ok ? "done" : "failed", ok ? NULL : error) != 1)
+		return NULL;
+	return store_get_string(0, 2);
 }
 
 int
-pgd_store_undos_done(const char *instance_id, char ***node_ids)
+pgd_store_undos_done(const char *instance_id, const char *owner,
+					 char ***node_ids, char ***errors)
 {
-	int n = RUN(STMT_UNDOS_DONE, instance_id);
+	int n = RUN(STMT_UNDOS_DONE, instance_id, owner);
 
 	*node_ids = palloc(sizeof(char *) * Max(n, 1));
+	*errors = palloc(sizeof(char *) * Max(n, 1));
 	for (int i = 0; i < n; i++)
+	{
+		char *state = store_get_string(i, 2);
+
 		(*node_ids)[i] = store_get_string(i, 1);
+		/* NULL: done; else the error of an undo that failed */
+		(*errors)[i] = strcmp(state, "done") == 0 ?
+			NULL :
+			(store_get_string(i, 3) ? store_get_string(i, 3) : pstrdup(""));
+	}
 	return n;
 }
 
 bool
-pgd_store_undo_pending(const char *instance_id)
+pgd_store_undo_pending(const char *instance_id, const char *within)
 {
-	return RUN(STMT_UNDO_PENDING, instance_id) > 0;
+	return RUN(STMT_UNDO_PENDING, instance_id, within) > 0;
+}
+
+void
+pgd_store_undo_tally(const char *instance_id, const char *owner, int *running,
+					 int *failed)
+{
+	RUN(STMT_UNDO_TALLY, instance_id, owner);
+	*running = atoi(store_get_string(0, 1));
+	*failed = atoi(store_get_string(0, 2));
+}
+
+int
+pgd_store_undo_requeue(const char *instance_id, const char *within,
+					   bool failed_too, char ***owners)
+{
+	int n = RUN(STMT_UNDO_REQUEUE, instance_id, within,
+				failed_too ? "true" : "false");
+
+	*owners = palloc(sizeof(char *) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		(*owners)[i] = store_get_string(i, 1);
+	return n;
+}
+
+/*
+ * df.compensate: a failed instance whose compensation stopped runs again.
+ * Its df.instances row is locked first; it must be 'failed' without a runs
+ * row and hold an undo that failed.  The runs row is made anew from
+ * df.instances (submitter, label, database, idempotency key) and the
+ * owner's df.vars as they are now, the status set back to 'running'.
+ * Returns NULL when done, else what is wrong.
+ */
+char *
+pgd_store_instance_resume(const char *instance_id)
+{
+	Oid	  types[1] = {TEXTOID};
+	Datum values[1];
+	char *status;
+
+	store_flush_node_writes();
+	values[0] = pgd_text_datum(instance_id);
+	if (pgd_spi_exec("SELECT status FROM df.instances "
+					 "WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+					 1, types, values, NULL, false) != 1)
+		return psprintf("instance %s does not exist", instance_id);
+	status = pgd_spi_getstring(0, 1);
+	if (status == NULL || strcmp(status, "failed") != 0)
+		return psprintf("instance %s is %s, not failed", instance_id,
+						status ? status : "without a status");
+	if (pgd_spi_exec("SELECT 1 FROM df_internal.runs "
+					 "WHERE instance_id OPERATOR(pg_catalog.=) $1",
+					 1, types, values, NULL, true) > 0)
+		return psprintf("instance %s is still running", instance_id);
+	if (pgd_spi_exec("SELECT 1 FROM df_internal.compensations "
+					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+					 "AND state OPERATOR(pg_catalog.=) 'failed' LIMIT 1",
+					 1, types, values, NULL, true) == 0)
+		return psprintf("instance %s has no compensation stopped by a failed undo",
+						instance_id);
+	pgd_spi_exec("UPDATE df.instances SET status = 'running', "
+				 "updated_at = pg_catalog.now(), completed_at = NULL "
+				 "WHERE id OPERATOR(pg_catalog.=) $1",
+				 1, types, values, NULL, false);
+	pgd_spi_exec("INSERT INTO df_internal.runs "
+				 "(instance_id, submitted_by, label, database, vars, status) "
+				 "SELECT i.id, i.submitted_by, i.label, i.database, "
+				 "COALESCE((SELECT pg_catalog.jsonb_object_agg(v.name, v.value) FROM df.vars v "
+				 " WHERE v.owner OPERATOR(pg_catalog.=) i.submitted_by), '{}') "
+				 "OPERATOR(pg_catalog.||) CASE WHEN i.idempotency_key IS NULL "
+				 "THEN '{}'::pg_catalog.jsonb "
+				 "ELSE pg_catalog.jsonb_build_object('sys_idempotency_key', i.idempotency_key) END, "
+				 "'running' FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) $1",
+				 1, types, values, NULL, false);
+	return NULL;
 }

@@ -49,6 +49,7 @@ typedef struct PgdOutcome
 	char *node;		 /* failed: the node that failed first (set by apply.c) */
 	bool  retryable; /* failed: df.fail(retryable => true) */
 	int64 retry_after_ms;
+	bool  compensated; /* failed: a SAGA's body, whose undos ran (issue 16) */
 } PgdOutcome;
 
 /*

@@ -246,7 +246,8 @@ is_leaf_type(DfNodeType t)
 	return !(t == DF_NODE_THEN || t == DF_NODE_IF || t == DF_NODE_JOIN ||
 			 t == DF_NODE_LOOP || t == DF_NODE_RACE || t == DF_NODE_RETRY ||
 			 t == DF_NODE_TIMEOUT || t == DF_NODE_CATCH ||
-			 t == DF_NODE_COMPENSATED);
+			 t == DF_NODE_COMPENSATED || t == DF_NODE_SAGA ||
+			 t == DF_NODE_BREAKER);
 }
 
 /* What is wrong with this one node (not its children), or NULL. */
@@ -305,6 +306,7 @@ check_node(const DfNode *n)
 		case DF_NODE_RETRY:
 		case DF_NODE_TIMEOUT:
 		case DF_NODE_CATCH:
+		case DF_NODE_BREAKER:
 			if (n->left == NULL)
 				return psprintf("%s node requires left_node (the step it wraps)",
 								tname);
@@ -321,6 +323,10 @@ check_node(const DfNode *n)
 			if (n->query != NULL)
 				return pstrdup("COMPENSATED node cannot have a query");
 			return NULL;
+		case DF_NODE_SAGA:
+			if (n->left == NULL)
+				return pstrdup("SAGA node requires left_node (the body)");
+			return df_wrapper_parse(tname, n->query, &wrapper);
 		case DF_NODE_HTTP:
 		case DF_NODE_HTTP_MULTIPART:
 			if (n->query == NULL)

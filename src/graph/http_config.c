@@ -26,6 +26,7 @@
 #include "common/json.h"
 #include "common/messages.h"
 #include "graph/http_config.h"
+#include "graph/orch_config.h"
 
 static bool
 has_crlf(const char *s)
@@ -394,6 +395,15 @@ df_http_check_config(const char *query, bool multipart)
 		if (v->type != DFJ_STRING)
 			return psprintf("%s config \"fail_on\" must be a string", tname);
 		if ((err = df_http_check_fail_on(v->str, NULL)) != NULL)
+			return err;
+	}
+	/* df.http(breaker => name), issue 17 */
+	v = dfjson_get(cfg, "breaker");
+	if (v != NULL && v->type != DFJ_NULL)
+	{
+		if (v->type != DFJ_STRING)
+			return psprintf("%s config \"breaker\" must be a string", tname);
+		if ((err = df_breaker_name_check(v->str)) != NULL)
 			return err;
 	}
 	return check_timeout(dfjson_get(cfg, "timeout_seconds"));

@@ -441,6 +441,40 @@ df_fail_parse(const char *query, char **message, bool *retryable)
 }
 
 char *
+df_saga_parse(const char *query, bool *parallel, bool *continue_on_failure)
+{
+	char   *err;
+	DfJson *cfg = settings_object("SAGA", query, &err);
+	DfJson *v;
+
+	*parallel = false;
+	*continue_on_failure = false;
+	if (cfg == NULL)
+		return err;
+	for (int i = 0; i < cfg->count; i++)
+		if (strcmp(cfg->pairs[i].key, "parallel") != 0 &&
+			strcmp(cfg->pairs[i].key, "on_undo_failure") != 0)
+			return psprintf("SAGA settings have an unknown key \"%s\"",
+							cfg->pairs[i].key);
+	v = dfjson_get(cfg, "parallel");
+	if (v != NULL)
+	{
+		if (v->type != DFJ_BOOL)
+			return pstrdup("SAGA parallel must be true or false");
+		*parallel = v->boolean;
+	}
+	v = dfjson_get(cfg, "on_undo_failure");
+	if (v != NULL)
+	{
+		if (v->type != DFJ_STRING ||
+			(strcmp(v->str, "stop") != 0 && strcmp(v->str, "continue") != 0))
+			return pstrdup("SAGA on_undo_failure must be 'stop' or 'continue'");
+		*continue_on_failure = strcmp(v->str, "continue") == 0;
+	}
+	return NULL;
+}
+
+char *
 df_wrapper_parse(const char *type_name, const char *query,
 				 DfWrapperConfig *cfg)
 {
@@ -454,5 +488,9 @@ df_wrapper_parse(const char *type_name, const char *query,
 		return df_catch_parse(query, &cfg->nerrors, &cfg->errors);
 	if (strcmp(type_name, "FAIL") == 0)
 		return df_fail_parse(query, &cfg->fail_message, &cfg->fail_retryable);
+	if (strcmp(type_name, "SAGA") == 0)
+		return df_saga_parse(query, &cfg->saga_parallel, &cfg->saga_continue);
+	if (strcmp(type_name, "BREAKER") == 0)
+		return df_breaker_parse(query, &cfg->breaker_name);
 	return psprintf("%s is not a wrapper node", type_name);
 }

@@ -74,6 +74,9 @@ typedef struct DfWrapperConfig
 	char		**errors;
 	char		 *fail_message; /* FAIL */
 	bool		  fail_retryable;
+	bool		  saga_parallel; /* SAGA: the undos run all at once */
+	bool		  saga_continue; /* SAGA: on_undo_failure 'continue' */
+	char		 *breaker_name; /* BREAKER (issue 17) */
 } DfWrapperConfig;
 
 extern void	 df_retry_defaults(DfRetryPolicy *p);
@@ -81,6 +84,18 @@ extern char *df_retry_parse(const char *query, DfRetryPolicy *p);
 extern char *df_timeout_parse(const char *query, int64 *ms);
 extern char *df_catch_parse(const char *query, int *nerrors, char ***errors);
 extern char *df_fail_parse(const char *query, char **message, bool *retryable);
+/* SAGA: {"parallel": true, "on_undo_failure": "stop" | "continue"}, both optional */
+extern char *df_saga_parse(const char *query, bool *parallel,
+						   bool *continue_on_failure);
+
+/*
+ * Circuit breakers (issue 17): a breaker's name (1 to 63 letters, digits,
+ * '_', '-', '.' or ':', starting with a letter or '_'), and the settings
+ * of a BREAKER node, {"name": "<breaker>"}.
+ */
+#define DF_BREAKER_NAME_MAX 63
+extern char *df_breaker_name_check(const char *name);
+extern char *df_breaker_parse(const char *query, char **name);
 
 /* Parse a wrapper's settings by node type name; NULL when fine. */
 extern char *df_wrapper_parse(const char *type_name, const char *query,

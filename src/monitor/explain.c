@@ -297,6 +297,20 @@ live_marker(const DfNode *node, void *arg)
 		if (undo != NULL && strcmp(undo, "completed") == 0)
 			return "↶";
 	}
+	/* a SAGA whose undos all ran (its compensation, without failures) */
+	if (node->type == DF_NODE_SAGA && status != NULL &&
+		(strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0))
+	{
+		const char *details = lt->view->nodes[node - lt->nodes].status_details;
+		char	   *err = NULL;
+		DfJson	   *d =
+			details ? dfjson_parse(details, strlen(details), &err) : NULL;
+		DfJson *c = d ? dfjson_get(d, "compensation") : NULL;
+
+		if (c != NULL && c->type == DFJ_OBJECT &&
+			dfjson_get(c, "failures") == NULL)
+			return "↶";
+	}
 	return status_icon(status);
 }
 

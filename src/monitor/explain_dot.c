@@ -9,9 +9,10 @@
  * (every branch between them, nested unnamed ones of the same type
  * flattened), IF a diamond after its condition with
  * "true" and "false" edges and a meet, LOOP a node with the body after it
- * and a dashed edge back.  A wrapper (RETRY, TIMEOUT, CATCH, COMPENSATED)
- * is a cluster drawn around its step, labelled with its settings; a
- * handler or an undo hangs off it on a dashed edge.  Every part has one
+ * and a dashed edge back.  A wrapper (any other node with children:
+ * RETRY, TIMEOUT, CATCH, COMPENSATED, SAGA, BREAKER) is a cluster drawn
+ * around its step, labelled with its settings; a handler, an undo or a
+ * saga's on_compensated hangs off it on a dashed edge.  Every part has one
  * entry and one exit, so a part is drawn without knowing its neighbours.
  *
  * With a status function (the live form) each node is filled by its
@@ -282,8 +283,13 @@ draw_wrapper(Dot *d, const DfNode *node)
 		Part side = draw(d, node->right);
 
 		edge(d, inner.exit, side.entry,
-			 node->type == DF_NODE_CATCH ? "style=dashed, label=\"on error\"" :
-										   "style=dashed, label=\"undo\"");
+			 node->type == DF_NODE_CATCH ?
+				 "style=dashed, label=\"on error\"" :
+				 node->type == DF_NODE_COMPENSATED ?
+				 "style=dashed, label=\"undo\"" :
+				 node->type == DF_NODE_SAGA ?
+				 "style=dashed, label=\"on compensated\"" :
+				 "style=dashed");
 	}
 	return inner;
 }
@@ -360,12 +366,10 @@ draw(Dot *d, const DfNode *node)
 			}
 			return p;
 		}
-		case DF_NODE_RETRY:
-		case DF_NODE_TIMEOUT:
-		case DF_NODE_CATCH:
-		case DF_NODE_COMPENSATED:
-			return draw_wrapper(d, node);
 		default:
+			/* a wrapper (RETRY, TIMEOUT, CATCH, COMPENSATED, SAGA, BREAKER …) */
+			if (node->left != NULL || node->right != NULL)
+				return draw_wrapper(d, node);
 			p.entry = p.exit = new_node(d, "box", leaf_label(node), node);
 			return p;
 	}

@@ -381,6 +381,7 @@ render_node(ExplainState *st, const DfNode *node, int depth,
 		case DF_NODE_RETRY:
 		case DF_NODE_TIMEOUT:
 		case DF_NODE_CATCH:
+		case DF_NODE_BREAKER:
 			/* a wrapper: its type and settings, then its step (and handler) */
 			appendStringInfo(&st->label, "%s ", df_node_type_name(node->type));
 			append_clipped(&st->label, node->query ? node->query : "{}",
@@ -399,6 +400,18 @@ render_node(ExplainState *st, const DfNode *node, int depth,
 			emit_line(st, depth, prefix, node);
 			render_child(st, "▸ forward:", node->left, depth + 1);
 			render_child(st, "↶ undo:", node->right, depth + 1);
+			return;
+
+		case DF_NODE_SAGA:
+			/* a saga: its settings, its body, what runs once it compensated */
+			appendStringInfoString(&st->label, "SAGA ");
+			append_clipped(&st->label, node->query ? node->query : "{}",
+						   EXPLAIN_SQL_MAX, EXPLAIN_SQL_KEEP);
+			append_name(&st->label, node);
+			emit_line(st, depth, prefix, node);
+			render_child(st, "▸ body:", node->left, depth + 1);
+			if (node->right != NULL)
+				render_child(st, "↶ on_compensated:", node->right, depth + 1);
 			return;
 
 		case DF_NODE_JOIN:

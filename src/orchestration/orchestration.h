@@ -70,4 +70,41 @@ extern bool pgd_saga_instance_failed(PgdGraph *g, const char *scope,
 extern void pgd_saga_undo_done(PgdGraph *g, int n, const char *uscope,
 							   PgdOutcome outcome);
 
+/*
+ * The body of SAGA saga (run in scope) failed with outcome: true when its
+ * compensation began (undos were registered in it, or it has an
+ * on_compensated); false: the SAGA fails with outcome.
+ */
+extern bool pgd_saga_body_failed(PgdGraph *g, int saga, const char *scope,
+								 PgdOutcome outcome);
+
+/* The on_compensated step of SAGA saga ended: so does the SAGA. */
+extern void pgd_saga_compensated_done(PgdGraph *g, int saga, const char *scope,
+									  PgdOutcome outcome);
+
+/* The branch_lost hook: the undos of a losing RACE branch run. */
+extern bool pgd_saga_branch_lost(PgdGraph *g, int race, int loser,
+								 const char *loser_scope);
+
+/*
+ * The join_fails_fast hook: in a graph with sagas (a COMPENSATED or SAGA
+ * node), a failing JOIN branch cancels the others at once.
+ */
+extern bool pgd_saga_join_fails_fast(PgdGraph *g, int join);
+
+/* df.compensate: a compensation stopped by a failed undo goes on (saga_resume.c). */
+extern void pgd_saga_resume(const char *instance_id);
+
+/*
+ * A failure of wrapper or step n in scope that the nearest df.retry may
+ * take over (wrappers.c): true when the next attempt is scheduled.
+ */
+extern bool pgd_wrapper_retry_failed(PgdGraph *g, int n, const char *scope,
+									 PgdOutcome *outcome);
+
+/* --- breaker.c (issue 17): the BREAKER node --- */
+extern void pgd_breaker_node_start(PgdGraph *g, int n, const char *scope);
+extern void pgd_breaker_node_done(PgdGraph *g, int n, const char *scope,
+								  PgdOutcome outcome);
+
 #endif /* PG_DURABLE_ORCHESTRATION_H */

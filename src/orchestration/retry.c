@@ -8,7 +8,8 @@
  * Delay before attempt n+1: min(max_interval, initial_interval ×
  * backoff_rate^(n−1)); jitter 'full' draws in [0, delay], 'equal' in
  * [delay/2, delay], 'none' keeps it.  A Retry-After (HTTP 429/503) makes
- * it at least that long, still capped at max_interval.  The caller draws
+ * it at least that long, still capped at max_interval; a circuit_open
+ * refusal waits at least until the breaker's half-open time, uncapped.  The caller draws
  * the random number, so the same inputs always give the same answer.
  *
  * Locks: none; pure functions.
@@ -67,8 +68,11 @@ pgd_retry_decide(const DfRetryPolicy *p, int attempt, const char *code,
 	if (p->max_attempts > 0 && attempt >= p->max_attempts)
 		return PGD_RETRY_EXHAUSTED;
 	*delay_ms = pgd_retry_delay_ms(p, attempt, draw);
+	/* a breaker's half-open time is not capped: sooner it would be refused again */
 	if (retry_after_ms > *delay_ms)
-		*delay_ms = Min(retry_after_ms, p->max_interval_ms);
+		*delay_ms = strcmp(code, "circuit_open") == 0 ?
+			retry_after_ms :
+			Min(retry_after_ms, p->max_interval_ms);
 	if (p->max_duration_ms >= 0 && elapsed_ms + *delay_ms > p->max_duration_ms)
 		return PGD_RETRY_OUT_OF_TIME;
 	return PGD_RETRY_AGAIN;

@@ -27,10 +27,15 @@
  *			 result "error" in the wrapper's scope: kind, code, message,
  *			 node); the handler's outcome is the wrapper's.
  *	 FAIL	 fails at once with kind 'fail' and its message, substituted.
+ *	 BREAKER (issue 17) is breaker.c's; a refused admission may be
+ *			 retried like a step (a timer on the node, then a new admission).
  *	 COMPENSATED (issue 16) runs its forward step; the forward's outcome
  *			 is the node's.  When the forward completes, its undo (right)
  *			 is registered in the same transaction; the undo runs only in
  *			 compensation (saga.c).
+ *	 SAGA	 (issue 16) runs its body in a scope of its own; a body that
+ *			 completes completes the SAGA; one that fails is compensated
+ *			 (saga.c), and on_compensated (right) runs in the SAGA's scope.
  *
  * Locks: the caller holds the instance's runs row; the tasks removed here
  * are the wrapper's own, deleted with SKIP LOCKED.
@@ -340,6 +345,13 @@ wrapper_start(PgdGraph *g, int n, const char *scope)
 		case DF_NODE_COMPENSATED:
 			pgd_apply_start_node(g, node->left, scope);
 			break;
+		case DF_NODE_SAGA:
+			pgd_apply_start_node(g, node->left,
+								 pgd_branch_scope(g, node->left, scope));
+			break;
+		case DF_NODE_BREAKER:
+			pgd_breaker_node_start(g, n, scope);
+			break;
 		default:
 			elog(ERROR, "node type %s is not a wrapper",
 				 df_node_type_name(node->type));
@@ -383,6 +395,9 @@ wrapper_child_done(PgdGraph *g, int n, int child, const char *scope,
 				return;
 			}
 			break;
+		case DF_NODE_BREAKER:
+			pgd_breaker_node_done(g, n, scope, outcome);
+			return;
 		case DF_NODE_COMPENSATED:
 			/* the forward step's outcome is the node's; its undo is registered */
 			if (child == node->right)
@@ -392,6 +407,18 @@ wrapper_child_done(PgdGraph *g, int n, int child, const char *scope,
 			}
 			if (outcome.ok)
 				pgd_saga_register(g, n, scope);
+			break;
+		case DF_NODE_SAGA:
+			if (child == node->right)
+			{
+				pgd_saga_compensated_done(g, n, scope, outcome);
+				return;
+			}
+			pgd_store_results_merge(g->instance_id,
+									pgd_branch_scope(g, child, scope), scope,
+									outcome.ok);
+			if (!outcome.ok && pgd_saga_body_failed(g, n, scope, outcome))
+				return;
 			break;
 		default:
 			break;
@@ -406,6 +433,8 @@ wrapper_timer(PgdGraph *g, int n, const char *scope)
 		timeout_fired(g, n, scope);
 	else if (is_subtree_retry(&g->nodes[n]))
 		subtree_timer(g, n, scope);
+	else if (g->nodes[n].type == DF_NODE_BREAKER)
+		pgd_breaker_node_start(g, n, scope); /* a retry of a refused call */
 }
 
 /* enclosing_retry: no RETRY inside an undo, whose default policy applies */
@@ -600,6 +629,8 @@ wrapper_step_failed(PgdGraph *g, int n, const char *scope, PgdOutcome *outcome)
 	due = TimestampTzPlusMilliseconds(now, delay_ms);
 	if (node->type == DF_NODE_SQL)
 		pgd_store_step_retry_at(g->instance_id, node->id, scope, due);
+	else if (node->type == DF_NODE_BREAKER)
+		pgd_store_timer_add(g->instance_id, node->id, scope, due);
 	else
 	{
 		kept_task_id =
@@ -635,12 +666,21 @@ wrapper_step_failed(PgdGraph *g, int n, const char *scope, PgdOutcome *outcome)
 	return true;
 }
 
+bool
+pgd_wrapper_retry_failed(PgdGraph *g, int n, const char *scope,
+						 PgdOutcome *outcome)
+{
+	return wrapper_step_failed(g, n, scope, outcome);
+}
+
 static const PgdWrapperHooks hooks = {
 	.start = wrapper_start,
 	.child_done = wrapper_child_done,
 	.step_failed = wrapper_step_failed,
 	.timer = wrapper_timer,
 	.instance_failed = pgd_saga_instance_failed,
+	.branch_lost = pgd_saga_branch_lost,
+	.join_fails_fast = pgd_saga_join_fails_fast,
 };
 
 void

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 
 #include "common/json.h"
+#include "core/breaker.h"
 #include "engine/types.h"
 
 /* A multipart part, ready to send. */
@@ -68,6 +69,8 @@ typedef struct PgdHttpRequest
 	char		*idempotency_key;
 	char		*traceparent; /* "00-<trace>-<this attempt's span>-<flags>" */
 	char		*tracestate;  /* df.start(tracestate), NULL if none */
+	PgdBreakerTicket
+		breaker; /* config "breaker": the admitted call (issue 17) */
 } PgdHttpRequest;
 
 /* What a finished call gave back (the raw material of the envelope). */

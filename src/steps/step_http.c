@@ -54,6 +54,7 @@
 #include "core/identity.h"
 #include "core/settings.h"
 #include "engine/apply.h"
+#include "engine/breaker.h"
 #include "engine/store.h"
 #include "engine/transition.h"
 #include "graph/http_config.h"
@@ -384,6 +385,29 @@ trace_context(PgdHttpRequest *req, DfJson *vars)
 }
 
 /*
+ * A call that would be made goes through the breaker its config names
+ * (df.http(breaker => ...), issue 17): refused, the step fails with kind
+ * circuit_open and no call is made; admitted, req->breaker records the
+ * outcome when the call ends (http_worker.c).  Needs SPI (the breaker may
+ * be loaded, a transition persisted).
+ */
+static void
+admit_through_breaker(PgdHttpRequest *req, const DfJson *cfg)
+{
+	const DfJson *v = dfjson_get(cfg, "breaker");
+	PgdOutcome	  refusal;
+
+	if (v == NULL || v->type != DFJ_STRING)
+		return;
+	if (pgd_breaker_admit_call(v->str, &req->breaker, &refusal))
+		return;
+	decide(req, refusal.result);
+	req->outcome.code =
+		refusal.code ? MemoryContextStrdup(req->cxt, refusal.code) : NULL;
+	req->outcome.retry_after_ms = refusal.retry_after_ms;
+}
+
+/*
  * Prepare the call of HTTP task task_id (inside the claim transaction):
  * NULL when the step is no longer wanted; else a request in its own
  * context under parent; req->decided when the outcome is already known.
@@ -464,6 +488,8 @@ pgd_http_prepare(MemoryContext parent, int64 task_id, const char *instance_id,
 	if (problem != NULL && !decided)
 		decide(req, problem);
 	MemoryContextSwitchTo(old);
+	if (!req->decided)
+		admit_through_breaker(req, node->config);
 	return req;
 }
 

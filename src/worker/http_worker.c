@@ -74,6 +74,7 @@
 #include "core/unit.h"
 #include "orchestration/orchestration.h"
 #include "engine/apply.h"
+#include "engine/breaker.h"
 #include "engine/store.h"
 #include "engine/wake.h"
 #include "mb/pg_wchar.h"
@@ -258,6 +259,8 @@ complete(PgdHttpRequest *req, PgdOutcome outcome)
 	/* DROP EXTENSION under way: the drop removes the task */
 	if (!pgd_begin_engine_unit("pg_durable: completing an HTTP step"))
 		return;
+	/* the call was made: its breaker counts it, even if it is fenced out */
+	pgd_breaker_record_call(&req->breaker, &outcome);
 	if (!pgd_store_http_lease_held(req->task_id, req->token))
 	{
 		/* fenced: the lease was taken over, or the task is gone */

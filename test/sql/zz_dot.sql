@@ -15,7 +15,9 @@ SELECT * FROM (VALUES
 	(df.http('http://example.com/"q"') ~> df.http_multipart('http://example.com/up', parts => '[{"name": "f", "data": "x"}]')),
 	(df.retry(df.timeout('SELECT pg_sleep(1)', 0.5), max_attempts => 3)),
 	(df.catch(df.fail('no "way"'), 'SELECT $error.message')),
-	(df.with_undo('INSERT INTO t VALUES (1)', 'DELETE FROM t') ~> 'SELECT 2')) AS g(graph);
+	(df.with_undo('INSERT INTO t VALUES (1)', 'DELETE FROM t') ~> 'SELECT 2'),
+	(df.saga(df.with_undo('SELECT 1', 'SELECT 2') ~> 'SELECT 3', 'SELECT 4')),
+	(df.with_breaker(df.http('http://example.com/b'), 'payments'))) AS g(graph);
 DO $$
 DECLARE
 	r record;

@@ -23,7 +23,6 @@ use lib "$FindBin::RealBin/../perl";
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
 use PgDurableTest;
 
 my $ROLE = $PgDurableTest::ROLE;
@@ -204,10 +203,11 @@ UPDATE locked SET v = 0;
 
 # --- a later step that runs past the batch's budget ---------------------
 {
+	# a restart, not a reload: nothing outside an executor can see when it
+	# has read a reloaded setting, and a restarted one reads it at start
 	$node->safe_psql('postgres', 'ALTER SYSTEM SET pg_durable.batch_max_ms = 300');
-	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
-	# the executors read the reload between units
-	usleep(500_000);
+	$node->restart;
+	ok(wait_engine_ready_again(0), 'the engine is back after the restart');
 	my $id = start(sprintf("df.seq(df.seq('%s', '%s'), '%s')",
 			eff('b1'), eff('b2', ' FROM pg_sleep(1.5)'), eff('b3')));
 	ok(wait_status($id, 'completed'), 'the instance with a long later step completes');
@@ -222,7 +222,6 @@ UPDATE locked SET v = 0;
 		'0', 'running past the budget is neither a retry nor a failure');
 	check_clean('a step past its budget');
 	$node->safe_psql('postgres', 'ALTER SYSTEM RESET pg_durable.batch_max_ms');
-	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 }
 
 is($node->safe_psql('postgres',
