@@ -40,6 +40,13 @@
  *	  each step in a df.catch whose handler never runs, in three rounds
  *	  with a plain chain: the medians, and the
  *	  median of each round's time per step over its plain chain's.
+ *	- Tracing (--otel-url): the chain with the OTLP export on (the HTTP
+ *	  worker posts its spans to test/otlp_receiver.pl at URL, set with
+ *	  ALTER SYSTEM and a reload; its cursor first moved to the end of the
+ *	  history, so that it measures the steady state, not the backlog of
+ *	  the phases before), between two runs with it off: the
+ *	  traced chain's steps/s over the mean of the two untraced ones, the
+ *	  spans exported and the events still to export when it ended.
  *	- Commit rate: pgbench -n -f <one INSERT> at the executors' concurrency
  *	  (the executors are the sessions that commit steps) and at the
  *	  clients' one, on the same server, in the same run.
@@ -104,6 +111,7 @@ typedef struct PgdbOptions
 	int			retry_workflows; /* chains of flaky steps in df.retry */
 	int			retry_steps;
 	int			limit_workflows; /* chains of steps each under a df.limit */
+	const char *otel_url;		/* test/otlp_receiver.pl, or NULL */
 	int			widths[PGDB_MAX_WIDTHS];	/* one fan-out of each width */
 	int			nwidths;
 	int			map_rows;		/* df.map over this many rows vs a JOIN as wide */
@@ -362,6 +370,24 @@ query_value(Pgdb *b, const char *sql)
 	v = strdup(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	return v;
+}
+
+/* pg_durable.otel_endpoint = url (NULL: off), reloaded; the HTTP worker reads it at once. */
+static bool
+set_otel_endpoint(Pgdb *b, const char *url)
+{
+	char		sql[1024];
+
+	if (url)
+		snprintf(sql, sizeof(sql), "ALTER SYSTEM SET pg_durable.otel_endpoint = '%s'", url);
+	else
+		snprintf(sql, sizeof(sql), "ALTER SYSTEM RESET pg_durable.otel_endpoint");
+	if (!exec_ok(b->conn, sql, &b->err, b->errstr))
+		return false;
+	if (!exec_ok(b->conn, "SELECT pg_reload_conf()", &b->err, b->errstr))
+		return false;
+	usleep(500 * 1000);
+	return true;
 }
 
 /* --------------------------------------------------------------- graphs */
@@ -1345,6 +1371,10 @@ pgdb_run(Pgdb *b)
 				lcatch[PGDB_LIMIT_ROUNDS],
 				lrcatch[PGDB_LIMIT_ROUNDS],
 				lrshared[PGDB_LIMIT_ROUNDS],
+				traced = NAN,
+				untraced = NAN,
+				traced_spans = NAN,
+				traced_backlog = NAN,
 				dummy;
 	bool		ok;
 	char		v[32];
@@ -1464,9 +1494,58 @@ pgdb_run(Pgdb *b)
 		lrshared[r] = lplain[r] / lshared[r];
 	}
 
+	if (o->otel_url != NULL && o->chain_workflows > 0)
+	{
+		char	   *spans0 = query_value(b, "SELECT coalesce((SELECT exported_spans FROM "
+										 "df_internal.otel_export), 0)");
+		char	   *spans1,
+				   *backlog;
+
+		/*
+		 * Steady state: the export starts at the end of the history, not
+		 * with the backlog of the phases before (a first configuration
+		 * exports all of the history that retention kept).
+		 */
+		if (spans0 == NULL ||
+			!exec_ok(b->conn, "INSERT INTO df_internal.otel_export (id, last_event_id) "
+					 "SELECT 1, coalesce(max(id), 0) FROM df_internal.events "
+					 "ON CONFLICT (id) DO UPDATE SET last_event_id = excluded.last_event_id",
+					 &b->err, b->errstr) ||
+			!set_otel_endpoint(b, o->otel_url))
+			return false;
+		ok = throughput_phase(b, "chain, spans exported", "~>", o->chain_steps,
+							  o->chain_workflows, &traced, &dummy);
+		backlog = query_value(b, "SELECT count(*) FROM df_internal.events WHERE id > "
+							  "coalesce((SELECT last_event_id FROM df_internal.otel_export), 0)");
+		if (!ok || backlog == NULL)
+			return false;
+		usleep(3000 * 1000);	/* let the export catch up before counting */
+		spans1 = query_value(b, "SELECT coalesce((SELECT exported_spans FROM "
+							 "df_internal.otel_export), 0)");
+		if (spans1 == NULL || !set_otel_endpoint(b, NULL) ||
+			!throughput_phase(b, "chain, untraced", "~>", o->chain_steps,
+							  o->chain_workflows, &untraced, &dummy))
+			return false;
+		traced_spans = strtod(spans1, NULL) - strtod(spans0, NULL);
+		traced_backlog = strtod(backlog, NULL);
+		free(spans0);
+		free(spans1);
+		free(backlog);
+	}
+
 	if (o->chain_workflows > 0)
 		add_row(b, "steps/s", fmt_num(v, chain), "chain: %d workflows x %d steps, %d clients",
 				o->chain_workflows, o->chain_steps, o->clients);
+	if (o->otel_url != NULL && o->chain_workflows > 0)
+	{
+		add_row(b, "steps/s", fmt_num(v, traced), "chain with the OTLP export on");
+		add_row(b, "steps/s", fmt_num(v, untraced), "chain again, export off");
+		add_row(b, "", fmt_num(v, traced / ((chain + untraced) / 2)),
+				"chain with export / mean of the chains without");
+		add_row(b, "spans", fmt_num(v, traced_spans), "spans exported (3 s after the traced chain)");
+		add_row(b, "events", fmt_num(v, traced_backlog),
+				"history events not yet exported when the traced chain ended");
+	}
 	if (o->retry_workflows > 0 && o->chain_workflows > 0)
 	{
 		add_row(b, "steps/s", fmt_num(v, wrapped), "chain in a df.retry that never retries");
@@ -1613,6 +1692,8 @@ usage(const char *progname)
 		   "      --retry-steps=NUM       steps per such chain (default: 5)\n"
 		   "      --limit-workflows=NUM   chains of --chain-steps steps, each under a df.limit that\n"
 		   "                              never waits, in 3 rounds with a plain chain (default: 300; 0: none)\n"
+		   "      --otel-url=URL          an OTLP/HTTP receiver (test/otlp_receiver.pl): also run the\n"
+		   "                              chain with pg_durable.otel_endpoint = URL (needs superuser)\n"
 		   "      --widths=LIST           one fan-out of each width, e.g. 1000,2000 (default:\n"
 		   "                              1000,2000,5000,10000; 0 skips; a width over the\n"
 		   "                              10,000-node limit is reported as not run)\n"
@@ -1697,6 +1778,7 @@ main(int argc, char **argv)
 		{"widths", required_argument, NULL, 18},
 		{"map-rows", required_argument, NULL, 19},
 		{"limit-workflows", required_argument, NULL, 20},
+		{"otel-url", required_argument, NULL, 21},
 		{"verbose", no_argument, NULL, 'v'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, '?'},
@@ -1810,6 +1892,9 @@ main(int argc, char **argv)
 				break;
 			case 19:
 				b.opt.map_rows = parse_count(optarg, "map-rows", 0);
+				break;
+			case 21:
+				b.opt.otel_url = optarg;
 				break;
 			case 'v':
 				b.opt.verbose = true;

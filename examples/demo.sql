@@ -47,3 +47,8 @@ FROM df.nodes WHERE instance_id = :'id' ORDER BY created_at, node_type;
 
 \echo '== what the steps did:'
 SELECT * FROM demo_orders ORDER BY region;
+
+\echo '== the instance as a picture: df.explain(id, format => ''dot'') is Graphviz text,'
+\echo '   e.g.  psql -Atc "SELECT df.explain(''<id>'', format => ''dot'')" | dot -Tsvg > demo.svg'
+SELECT df.explain(:'id', format => 'dot') AS picture \gset
+\echo :picture

@@ -222,6 +222,10 @@ CREATE FUNCTION df.explain(input text) RETURNS text
 	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_explain';
 COMMENT ON FUNCTION df.explain(text) IS 'render a workflow graph, DSL expression or instance as a tree';
 
+CREATE FUNCTION df.explain(input text, format text) RETURNS text
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_explain_format';
+COMMENT ON FUNCTION df.explain(text, text) IS 'render a workflow graph, DSL expression or instance as a tree (format ''text'') or as a Graphviz digraph (format ''dot''), live instances coloured by node status';
+
 CREATE FUNCTION df_internal.cron_next(cron_expr text, after timestamptz) RETURNS timestamptz
 	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_cron_next';
 COMMENT ON FUNCTION df_internal.cron_next(text, timestamptz) IS 'next tick of a cron expression strictly after a time (UTC); NULL if none';
@@ -291,7 +295,10 @@ CREATE TABLE df.instances (
 	completed_at timestamptz,
 	CONSTRAINT instances_identity_key UNIQUE (id, submitted_by),
 	idempotency_key text,
-	idempotency_digest text
+	idempotency_digest text,
+	trace_id text,
+	traceparent text,
+	tracestate text
 );
 ALTER TABLE df.instances ADD CONSTRAINT instances_id_check
 	CHECK (id OPERATOR(pg_catalog.~) '^[0-9a-f]{8}$') NOT VALID;
@@ -605,6 +612,19 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.signals_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.results_seq_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.waits_seq_seq', '');
 
+-- OTLP export (issue 19): how far the HTTP worker has exported the spans
+-- that history events ended.  One row; last_event_id only moves once a
+-- batch was accepted (at least once), and only over event ids no running
+-- transaction can still commit (worker/otel.c), which inserts the row.
+CREATE TABLE df_internal.otel_export (
+	id int PRIMARY KEY CHECK (id = 1),
+	last_event_id bigint NOT NULL DEFAULT 0,
+	exported_spans bigint NOT NULL DEFAULT 0,
+	updated_at timestamptz
+);
+COMMENT ON TABLE df_internal.otel_export IS 'the OTLP exporter''s persisted cursor over df_internal.events (issue 19)';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.otel_export', '');
+
 -- Sagas (issue 16): the undos registered for an instance, one row each,
 -- written in the transaction where the forward step of a COMPENSATED node
 -- completed, with the named results visible there (json, to keep the
@@ -858,16 +878,19 @@ CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAUL
 						 transaction_mode text DEFAULT 'caller', max_attempts int DEFAULT 1,
 						 max_backoff interval DEFAULT '16 seconds',
 						 on_failure text DEFAULT 'fail',
-						 idempotency_key text DEFAULT NULL) RETURNS text
+						 idempotency_key text DEFAULT NULL,
+						 traceparent text DEFAULT NULL, tracestate text DEFAULT NULL) RETURNS text
 	LANGUAGE c VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_start';
-COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text, text) IS
+COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text, text, text, text) IS
 	'start a workflow instance; returns its 8-hex id.  max_attempts, max_backoff and on_failure '
 	'are the instance-wide failure policy: every SQL or HTTP step without its own df.retry is '
 	'retried up to max_attempts with a back-off from 1 s, doubling, capped at max_backoff; '
 	'on_failure ''continue'' lets a step that gives up end with {"error": {...}} as its result; '
-	'idempotency_key: one instance per submitting role and key, a second start returns it';
+	'idempotency_key: one instance per submitting role and key, a second start returns it; '
+	'traceparent (W3C) continues the caller''s trace, else a new one begins; tracestate is '
+	'passed on to HTTP steps';
 
 CREATE FUNCTION df.status(instance_id text) RETURNS text
 	LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'pgd_status';
@@ -1147,6 +1170,29 @@ COMMENT ON FUNCTION df.history(text) IS
 	'the event history of an instance visible to the caller, oldest first: instance and node '
 	'starts and ends (duration_ms for finished nodes and instances), retries, signals, cancels; '
 	'execution_id is the scope the node ran in; no rows for an instance the caller cannot see';
+
+-- Tracing (issue 19): the spans of an instance, derived from its history
+CREATE FUNCTION df.instance_spans(instance_id text)
+	RETURNS TABLE (trace_id text, span_id text, parent_span_id text, name text, kind text,
+				   start_time timestamptz, end_time timestamptz, status text, attributes jsonb)
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_instance_spans';
+COMMENT ON FUNCTION df.instance_spans(text) IS
+	'the spans of an instance visible to the caller, derived from its history: the instance '
+	'(SERVER), a span per node execution (INTERNAL), one per attempt of a SQL step (INTERNAL) or '
+	'an HTTP call (CLIENT); ids as lower-case hex, end_time NULL while a span runs';
+
+CREATE FUNCTION df.timeline(instance_id text)
+	RETURNS TABLE (depth int, span text, attempt int, offset_ms float8, duration_ms float8,
+				   status text, bar text)
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_timeline';
+COMMENT ON FUNCTION df.timeline(text) IS
+	'a text Gantt chart of the spans of an instance visible to the caller: depth, the span''s '
+	'name indented, attempt, offset from the instance''s start and duration in milliseconds, '
+	'status (RUNNING while it runs) and a bar scaled to the instance';
 
 CREATE FUNCTION df.compensations(instance_id text)
 	RETURNS TABLE (node_id text, undo_node_id text, forward_completed_at timestamptz, state text,

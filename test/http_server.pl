@@ -19,8 +19,9 @@
 #   /barrier/N       held until N requests wait on /barrier/N at once, then
 #                    200 "released"; 503 after ?t=MS (default 120000)
 #   /log             200 application/json: every request so far (except /log,
-#                    /stats, /reset): [{"method","path","key"}] (key: the
-#                    Idempotency-Key header or null), with ?path=P only those
+#                    /stats, /reset): [{"method","path","key","traceparent"}]
+#                    (key: the Idempotency-Key header or null; traceparent:
+#                    that header or null), with ?path=P only those
 #                    whose path starts with P
 #   /fault/NAME/MODE set how /service/NAME answers: ok (200), hang (held
 #                    for an hour), or a status (503 ...); 200 "fault NAME MODE"
@@ -103,7 +104,8 @@ sub handle
 	$requests++;
 	$inflight++;
 	$max_inflight = $inflight if $inflight > $max_inflight;
-	push @log, { method => $method, path => $path, key => $hdrs->{'idempotency-key'} }
+	push @log, { method => $method, path => $path, key => $hdrs->{'idempotency-key'},
+		traceparent => $hdrs->{traceparent} }
 	  unless $path =~ m{^/(log|stats|reset)$};
 
 	if ($path eq '/echo')

@@ -52,6 +52,7 @@
 #include "common/messages.h"
 #include "api/api.h"
 #include "common/spi.h"
+#include "common/trace.h"
 #include "core/identity.h"
 #include "core/settings.h"
 #include "engine/store.h"
@@ -84,6 +85,15 @@ typedef struct NodeList
 	int		 cap;
 	HTAB	*ids; /* ids used in this instance */
 } NodeList;
+
+/* The trace context of a new instance (df.start's traceparent, tracestate). */
+typedef struct StartTrace
+{
+	char		trace_id[PGD_TRACE_ID_LEN + 1];
+	char		flags[3];
+	const char *traceparent; /* as given, or NULL: a new trace */
+	const char *tracestate;	 /* as given, or NULL */
+} StartTrace;
 
 static void
 random_id(char *out)
@@ -330,16 +340,16 @@ collect_nodes(NodeList *list, const DfNode *root)
 static bool
 insert_instance(char *instance_id, const char *label, const char *root_id,
 				Oid userid, const char *database, const char *key,
-				const char *digest_source)
+				const char *digest_source, const StartTrace *tr)
 {
 	int attempt;
 
 	for (attempt = 0;; attempt++)
 	{
-		Oid	  types[7] = {TEXTOID, TEXTOID, TEXTOID, OIDOID,
-						  TEXTOID, TEXTOID, TEXTOID};
-		Datum values[7];
-		char  nulls[7] = "       ";
+		Oid	  types[10] = {TEXTOID, TEXTOID, TEXTOID, OIDOID,  TEXTOID,
+						   TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+		Datum values[10];
+		char  nulls[10] = "          ";
 
 		if (attempt == ID_ATTEMPTS)
 			ereport(ERROR,
@@ -365,12 +375,24 @@ insert_instance(char *instance_id, const char *label, const char *root_id,
 		}
 		else
 			nulls[5] = nulls[6] = 'n';
+		if (tr != NULL)
+		{
+			values[7] = pgd_text_datum(tr->trace_id);
+			if (tr->traceparent)
+				values[8] = pgd_text_datum(tr->traceparent);
+			else
+				nulls[8] = 'n';
+			if (tr->tracestate)
+				values[9] = pgd_text_datum(tr->tracestate);
+			else
+				nulls[9] = 'n';
+		}
 		/*
-		 * Without a key, the statement of 0.3.0: the frozen 0.3.0 script's
-		 * df.start calls this function, and its df.instances has no key
-		 * columns until the extension is updated.
+		 * Without a key and a trace, the statement of 0.3.0: the frozen
+		 * 0.3.0 script's df.start calls this function, and its df.instances
+		 * has no key or trace columns until the extension is updated.
 		 */
-		if (key == NULL)
+		if (key == NULL && tr == NULL)
 		{
 			if (pgd_spi_exec("INSERT INTO df.instances (id, label, root_node, submitted_by, database) "
 							 "VALUES ($1, $2, $3, $4::pg_catalog.regrole, $5) "
@@ -379,11 +401,21 @@ insert_instance(char *instance_id, const char *label, const char *root_id,
 				return true;
 			continue;
 		}
-		if (pgd_spi_exec("INSERT INTO df.instances (id, label, root_node, submitted_by, database, "
-						 "idempotency_key, idempotency_digest) "
-						 "VALUES ($1, $2, $3, $4::pg_catalog.regrole, $5, $6, pg_catalog.md5($7)) "
-						 "ON CONFLICT DO NOTHING RETURNING id",
-						 7, types, values, nulls, false) == 1)
+		if (tr != NULL)
+		{
+			if (pgd_spi_exec("INSERT INTO df.instances (id, label, root_node, submitted_by, database, "
+							 "idempotency_key, idempotency_digest, trace_id, traceparent, tracestate) "
+							 "VALUES ($1, $2, $3, $4::pg_catalog.regrole, $5, $6, pg_catalog.md5($7), "
+							 "$8, $9, $10) "
+							 "ON CONFLICT DO NOTHING RETURNING id",
+							 10, types, values, nulls, false) == 1)
+				return true;
+		}
+		else if (pgd_spi_exec("INSERT INTO df.instances (id, label, root_node, submitted_by, database, "
+							  "idempotency_key, idempotency_digest) "
+							  "VALUES ($1, $2, $3, $4::pg_catalog.regrole, $5, $6, pg_catalog.md5($7)) "
+							  "ON CONFLICT DO NOTHING RETURNING id",
+							  7, types, values, nulls, false) == 1)
 			return true;
 		if (pgd_spi_exec("SELECT id, idempotency_digest OPERATOR(pg_catalog.=) pg_catalog.md5($7) "
 						 "FROM df.instances "
@@ -413,11 +445,12 @@ insert_instance(char *instance_id, const char *label, const char *root_id,
 /* The engine's runs row, with the caller's variables captured, and the start task (inside SPI). */
 static void
 insert_run(const char *instance_id, Oid userid, const char *label,
-		   const char *database, const char *key)
+		   const char *database, const char *key, const StartTrace *tr)
 {
-	Oid	  types[5] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum values[5];
-	char  nulls[5] = "     ";
+	Oid	  types[8] = {TEXTOID, OIDOID,	TEXTOID, TEXTOID,
+					  TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum values[8];
+	char  nulls[8] = "        ";
 
 	values[0] = pgd_text_datum(instance_id);
 	values[1] = ObjectIdGetDatum(userid);
@@ -433,13 +466,27 @@ insert_run(const char *instance_id, Oid userid, const char *label,
 		values[4] = pgd_text_datum(key);
 	else
 		nulls[4] = 'n';
-	/* {sys_idempotency_key}: kept with the variables (pgd_step_vars) */
+	values[5] = tr ? pgd_text_datum(tr->trace_id) : (Datum) 0;
+	values[6] = tr ? pgd_text_datum(tr->flags) : (Datum) 0;
+	if (tr && tr->tracestate)
+		values[7] = pgd_text_datum(tr->tracestate);
+	else
+		nulls[7] = 'n';
+	if (tr == NULL)
+		nulls[5] = nulls[6] = 'n';
+
+	/*
+	 * {sys_idempotency_key}, and {sys_trace_id}, {sys_trace_flags} and
+	 * {sys_tracestate} for the traceparent of HTTP steps: kept with the
+	 * variables (pgd_step_vars), which every step reads anyway.
+	 */
 	pgd_spi_exec("INSERT INTO df_internal.runs (instance_id, submitted_by, label, database, vars) "
 				 "SELECT $1, $2, $3, $4, COALESCE(pg_catalog.jsonb_object_agg(name, value), '{}') "
-				 "OPERATOR(pg_catalog.||) CASE WHEN $5 IS NULL THEN '{}'::pg_catalog.jsonb "
-				 "ELSE pg_catalog.jsonb_build_object('sys_idempotency_key', $5) END "
+				 "OPERATOR(pg_catalog.||) pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object("
+				 "'sys_idempotency_key', $5, 'sys_trace_id', $6, 'sys_trace_flags', $7, "
+				 "'sys_tracestate', $8)) "
 				 "FROM df.vars WHERE owner OPERATOR(pg_catalog.=) $2::pg_catalog.regrole",
-				 5, types, values, nulls, false);
+				 8, types, values, nulls, false);
 	/* the start task; its commit wakes an executor */
 	pgd_store_task_add(instance_id, NULL, instance_id, PGD_TASK_START);
 }
@@ -558,6 +605,55 @@ check_idempotency_key(char *key)
 	return key;
 }
 
+/*
+ * df.start(traceparent, tracestate), arguments 9 and 10: continue the
+ * caller's trace, or begin a new one (issue 19).
+ */
+static void
+start_trace(FunctionCallInfo fcinfo, StartTrace *tr)
+{
+	memset(tr, 0, sizeof(*tr));
+	strlcpy(tr->flags, "01", sizeof(tr->flags));
+	if (!PG_ARGISNULL(8))
+	{
+		char		  *tp = text_to_cstring(PG_GETARG_TEXT_PP(8));
+		PgdTraceParent parsed;
+		const char	  *problem = pgd_trace_parse(tp, &parsed);
+
+		if (problem != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("df.start: invalid traceparent \"%s\": %s", tp,
+							problem),
+					 errhint("Pass a W3C traceparent such as 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01, "
+							 "or NULL to begin a new trace.")));
+		strlcpy(tr->trace_id, parsed.trace_id, sizeof(tr->trace_id));
+		strlcpy(tr->flags, parsed.flags, sizeof(tr->flags));
+		tr->traceparent = tp;
+	}
+	else
+		pgd_trace_new_id(tr->trace_id);
+	if (!PG_ARGISNULL(9))
+	{
+		char *ts = text_to_cstring(PG_GETARG_TEXT_PP(9));
+
+		/* W3C: at most 32 list members of 256 characters; printable ASCII */
+		if (strlen(ts) > 512)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("df.start: tracestate is too long"),
+					 errdetail("It is %zu bytes long; the limit is 512.",
+							   strlen(ts))));
+		for (const char *c = ts; *c; c++)
+			if (*c < 0x20 || *c > 0x7e)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("df.start: tracestate may hold printable ASCII characters only")));
+		if (*ts)
+			tr->tracestate = ts;
+	}
+}
+
 PG_FUNCTION_INFO_V1(pgd_start);
 Datum
 pgd_start(PG_FUNCTION_ARGS)
@@ -580,6 +676,8 @@ pgd_start(PG_FUNCTION_ARGS)
 	bool		  remote;
 	char		 *key = NULL;
 	bool		  created;
+	StartTrace	  trace;
+	bool		  traced = PG_NARGS() >= 10;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -588,6 +686,8 @@ pgd_start(PG_FUNCTION_ARGS)
 	fut = with_instance_policy(fcinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	if (PG_NARGS() >= 8 && !PG_ARGISNULL(7))
 		key = check_idempotency_key(text_to_cstring(PG_GETARG_TEXT_PP(7)));
+	if (traced)
+		start_trace(fcinfo, &trace);
 	if (label != NULL && strlen(label) > PGD_MAX_LABEL_BYTES)
 		ereport(ERROR,
 				(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
@@ -598,6 +698,12 @@ pgd_start(PG_FUNCTION_ARGS)
 
 	if (pg_strcasecmp(mode, "caller") != 0)
 	{
+		if (pg_strcasecmp(mode, "new") == 0 && traced &&
+			(trace.traceparent || trace.tracestate))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("df.start: traceparent and tracestate cannot be used with transaction_mode 'new' yet"),
+					 errhint("Start the instance in the caller's transaction (the default) to continue a trace.")));
 		if (pg_strcasecmp(mode, "new") == 0)
 			PG_RETURN_TEXT_P(cstring_to_text(pgd_start_in_new_transaction(fut,
 																		  label,
@@ -656,11 +762,13 @@ pgd_start(PG_FUNCTION_ARGS)
 							  database, key,
 							  key ? psprintf("%s\n%s",
 											 database ? database : "", fut) :
-									NULL);
+									NULL,
+							  traced ? &trace : NULL);
 	if (created)
 	{
 		insert_nodes(instance_id, userid, database, &list);
-		insert_run(instance_id, userid, label, database, key);
+		insert_run(instance_id, userid, label, database, key,
+				   traced ? &trace : NULL);
 	}
 	SPI_finish();
 	SetUserIdAndSecContext(save_userid, save_sec);

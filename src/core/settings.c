@@ -44,6 +44,9 @@ int	  pgd_http_max_request_body = 10 * 1024 * 1024;
 int	  pgd_http_max_response_body = 10 * 1024 * 1024;
 int	  pgd_http_max_timeout = 300;
 int	  pgd_http_max_concurrent = 500;
+char *pgd_otel_endpoint = NULL;
+char *pgd_otel_service_name = NULL;
+char *pgd_otel_headers = NULL;
 
 /* The engine's settings: where and as whom it runs, its limits and pace. */
 static void
@@ -233,10 +236,35 @@ define_http_settings(void)
 							PGC_SIGHUP, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
 }
 
+/* OTLP export of the spans by the HTTP worker (issue 19, worker/otel.c). */
+static void
+define_otel_settings(void)
+{
+	DefineCustomStringVariable("pg_durable.otel_endpoint",
+							   "OTLP/HTTP endpoint the HTTP worker exports spans to; empty: no export.",
+							   "The base URL of an OpenTelemetry collector, e.g. http://collector:4318: spans are "
+							   "posted as JSON to <endpoint>/v1/traces.",
+							   &pgd_otel_endpoint, "", PGC_SIGHUP,
+							   GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+
+	DefineCustomStringVariable("pg_durable.otel_service_name",
+							   "service.name of the exported spans.", NULL,
+							   &pgd_otel_service_name, "pg_durable",
+							   PGC_SIGHUP, GUC_SUPERUSER_ONLY, NULL, NULL,
+							   NULL);
+
+	DefineCustomStringVariable("pg_durable.otel_headers",
+							   "Headers sent with every OTLP export: name=value pairs separated by commas.",
+							   "For example the API key a collector asks for: \"x-api-key=<key>\".",
+							   &pgd_otel_headers, "", PGC_SIGHUP,
+							   GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+}
+
 void
 pgd_settings_define(void)
 {
 	define_engine_settings();
 	define_http_settings();
+	define_otel_settings();
 	MarkGUCPrefixReserved("pg_durable");
 }

@@ -46,6 +46,9 @@ extern int	 pgd_http_max_request_body;
 extern int	 pgd_http_max_response_body;
 extern int	 pgd_http_max_timeout;
 extern int	 pgd_http_max_concurrent;
+extern char *pgd_otel_endpoint;
+extern char *pgd_otel_service_name;
+extern char *pgd_otel_headers;
 
 /* settings.c: define every pg_durable.* setting (from _PG_init) */
 extern void pgd_settings_define(void);

@@ -74,6 +74,17 @@ static const char *const sql_keywords[] = {
 
 static char *explain_text(const char *input, bool allow_eval);
 
+/* df.explain(…, format => 'dot'): the graphs of this call as Graphviz text */
+static bool want_dot = false;
+
+/* A dry graph in the format asked for. */
+static char *
+render(const DfNode *root)
+{
+	return want_dot ? df_explain_dot(root, NULL, NULL, NULL) :
+					  df_explain_graph(root, NULL, NULL);
+}
+
 static bool
 is_instance_id(const char *s)
 {
@@ -303,6 +314,14 @@ live_marker(const DfNode *node, void *arg)
 	return status_icon(status);
 }
 
+static const char *
+live_status(const DfNode *node, void *arg)
+{
+	LiveTree *lt = (LiveTree *) arg;
+
+	return lt->view->nodes[node - lt->nodes].inferred;
+}
+
 /*
  * The DfNode tree of row i and below, in the form df.explain renders (the
  * links the persisted form keeps in query become children again).  A row
@@ -439,6 +458,16 @@ explain_instance(const char *id)
 		if (lt.used[i] && lt.nodes[i].type == DF_NODE_MAP)
 			lt.nodes[i].query = pgd_explain_map_config(v->id, v->nodes[i].id,
 													   lt.nodes[i].query);
+
+	if (want_dot)
+	{
+		/* the header becomes the picture's label */
+		char *title = psprintf("%s%s%s%s: %s", v->id, v->label ? " (" : "",
+							   v->label ? v->label : "", v->label ? ")" : "",
+							   v->status ? v->status : "unknown");
+
+		return df_explain_dot(root, live_status, &lt, title);
+	}
 	appendStringInfoString(&buf, df_explain_graph(root, live_marker, &lt));
 	return buf.data;
 }
@@ -474,7 +503,7 @@ explain_graph_text(const DfParseResult *pr)
 			problem = df_graph_validate(pr->node);
 			if (problem != NULL)
 				return psprintf(PGD_MSG_INVALID_GRAPH, problem);
-			return df_explain_graph(pr->node, NULL, NULL);
+			return render(pr->node);
 
 		case DF_PARSE_UNKNOWN_TYPE:
 			return psprintf(PGD_MSG_INVALID_GRAPH,
@@ -519,7 +548,7 @@ explain_text(const char *input, bool allow_eval)
 		DfNode *node = df_node_new(DF_NODE_SQL);
 
 		node->query = pstrdup(input);
-		return df_explain_graph(node, NULL, NULL);
+		return render(node);
 	}
 
 	if (allow_eval && looks_like_dsl(input))
@@ -544,6 +573,34 @@ explain_text(const char *input, bool allow_eval)
 	return psprintf(PGD_MSG_CANNOT_EXPLAIN, EXPLAIN_ACCEPTS);
 }
 
+static text *
+explain_in_format(const char *input, bool dot)
+{
+	MemoryContext cxt;
+	MemoryContext oldcxt;
+	char		 *result = NULL;
+	text		 *out;
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "df.explain",
+								ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(cxt);
+	want_dot = dot;
+	PG_TRY();
+	{
+		result = explain_text(input, true);
+	}
+	PG_FINALLY();
+	{
+		want_dot = false;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(oldcxt);
+
+	out = cstring_to_text(result);
+	MemoryContextDelete(cxt);
+	return out;
+}
+
 PG_FUNCTION_INFO_V1(pgd_explain);
 
 /*
@@ -552,19 +609,27 @@ PG_FUNCTION_INFO_V1(pgd_explain);
 Datum
 pgd_explain(PG_FUNCTION_ARGS)
 {
-	char		 *input = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	MemoryContext cxt;
-	MemoryContext oldcxt;
-	char		 *result;
-	text		 *out;
+	PG_RETURN_TEXT_P(explain_in_format(text_to_cstring(PG_GETARG_TEXT_PP(0)),
+									   false));
+}
 
-	cxt = AllocSetContextCreate(CurrentMemoryContext, "df.explain",
-								ALLOCSET_DEFAULT_SIZES);
-	oldcxt = MemoryContextSwitchTo(cxt);
-	result = explain_text(input, true);
-	MemoryContextSwitchTo(oldcxt);
+PG_FUNCTION_INFO_V1(pgd_explain_format);
 
-	out = cstring_to_text(result);
-	MemoryContextDelete(cxt);
-	PG_RETURN_TEXT_P(out);
+/*
+ * df.explain(input text, format text) -> text: format 'text' (the tree of
+ * df.explain(input)) or 'dot' (Graphviz, explain_dot.c; issue 19).
+ */
+Datum
+pgd_explain_format(PG_FUNCTION_ARGS)
+{
+	char *format = text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+	if (pg_strcasecmp(format, "text") != 0 &&
+		pg_strcasecmp(format, "dot") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("df.explain: unknown format \"%s\"", format),
+				 errhint("Use format => 'text' (the default) or format => 'dot' (Graphviz).")));
+	PG_RETURN_TEXT_P(explain_in_format(text_to_cstring(PG_GETARG_TEXT_PP(0)),
+									   pg_strcasecmp(format, "dot") == 0));
 }

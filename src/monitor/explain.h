@@ -34,4 +34,18 @@ typedef const char *(*DfExplainMarkerFn)(const DfNode *node, void *arg);
 extern char *df_explain_graph(const DfNode *root, DfExplainMarkerFn marker,
 							  void *marker_arg);
 
+/*
+ * The inferred status of a node of a live instance ("completed", "failed",
+ * "running", "pending", "skipped"), or NULL when there is none.
+ */
+typedef const char *(*DfExplainStatusFn)(const DfNode *node, void *arg);
+
+/*
+ * explain_dot.c: the graph as a Graphviz digraph (df.explain(…, format =>
+ * 'dot')), nodes coloured by status when status is given; title, when not
+ * NULL, labels the picture.  palloc'd in CurrentMemoryContext.
+ */
+extern char *df_explain_dot(const DfNode *root, DfExplainStatusFn status,
+							void *arg, const char *title);
+
 #endif /* PG_DURABLE_EXPLAIN_H */

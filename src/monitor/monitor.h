@@ -19,6 +19,7 @@
 
 #include "postgres.h"
 
+#include "fmgr.h"
 #include "utils/timestamp.h"
 
 #include "graph/graph.h"
@@ -95,6 +96,21 @@ extern PgdInstanceView *pgd_load_instance_view(const char *instance_id);
  */
 extern char *pgd_explain_map_config(const char *instance_id,
 									const char *map_id, const char *query);
+
+/*
+ * visibility.c: when the caller can see the instance in df.instances, run
+ * read(instance_id, arg) inside SPI with the bootstrap superuser's
+ * privileges (for df_internal's tables) and return true; else false.
+ */
+typedef void (*PgdEngineRead)(const char *instance_id, void *arg);
+extern bool pgd_read_as_engine(const char *instance_id, PgdEngineRead read,
+							   void *arg);
+
+/*
+ * visibility.c: put the first ncols columns of every row of SPI_tuptable
+ * into the materialized result of a set-returning function.
+ */
+extern void pgd_spi_rows_to_srf(FunctionCallInfo fcinfo, int ncols);
 
 /* SQL expressions shared by the monitoring queries (i = df.instances, n = its root node). */
 #define PGD_SQL_EXECUTION_COUNT \

@@ -67,6 +67,8 @@ typedef struct PgdHttpRequest
 	char		*fail_on;			 /* df.http(fail_on); NULL: 5xx fails */
 	int64		 attempt_timeout_ms; /* df.retry(attempt_timeout); 0: none */
 	char		*idempotency_key;
+	char		*traceparent; /* "00-<trace>-<this attempt's span>-<flags>" */
+	char		*tracestate;  /* df.start(tracestate), NULL if none */
 	PgdBreakerTicket
 		breaker; /* config "breaker": the admitted call (issue 17) */
 } PgdHttpRequest;

@@ -59,6 +59,7 @@
 #include "engine/transition.h"
 #include "graph/http_config.h"
 #include "results/results.h"
+#include "common/trace.h"
 #include "steps/http.h"
 
 #define DEFAULT_TIMEOUT_S 30
@@ -354,6 +355,36 @@ prepare_body(PgdHttpRequest *req, SubstCtx *sc, const DfJson *cfg,
 }
 
 /*
+ * The W3C trace context of this attempt (issue 19): the instance's trace
+ * id and, as the parent, the span of this attempt, the one df.instance_spans
+ * derives from (scope, node, attempt) (monitor/spans.c).  An instance of an
+ * older schema has no trace id among its variables: the fallback id.
+ */
+static void
+trace_context(PgdHttpRequest *req, DfJson *vars)
+{
+	DfJson	   *v = dfjson_get(vars, "sys_trace_id");
+	DfJson	   *f = dfjson_get(vars, "sys_trace_flags");
+	DfJson	   *ts = dfjson_get(vars, "sys_tracestate");
+	char		trace_id[PGD_TRACE_ID_LEN + 1];
+	char		span_id[PGD_SPAN_ID_LEN + 1];
+	const char *flags = "01";
+
+	if (v && v->type == DFJ_STRING && strlen(v->str) == PGD_TRACE_ID_LEN)
+		strlcpy(trace_id, v->str, sizeof(trace_id));
+	else
+		pgd_trace_fallback_id(req->instance_id, trace_id);
+	if (f && f->type == DFJ_STRING && strlen(f->str) == 2)
+		flags = f->str;
+	pgd_trace_span_id(trace_id, req->scope, req->node_id, req->attempt,
+					  span_id);
+	req->traceparent = psprintf("00-%s-%s-%s", trace_id, span_id, flags);
+	if (ts && ts->type == DFJ_STRING && ts->str[0] != '\0' &&
+		!has_crlf(ts->str))
+		req->tracestate = pstrdup(ts->str);
+}
+
+/*
  * A call that would be made goes through the breaker its config names
  * (df.http(breaker => ...), issue 17): refused, the step fails with kind
  * circuit_open and no call is made; admitted, req->breaker records the
@@ -442,6 +473,8 @@ pgd_http_prepare(MemoryContext parent, int64 task_id, const char *instance_id,
 
 	/* from here on no SPI: everything lives in the request's context */
 	MemoryContextSwitchTo(cxt);
+
+	trace_context(req, sc.vars);
 
 	/* the config, as validated at df.start and checked again when the graph was loaded */
 	if ((problem = node->config_problem) == NULL &&

@@ -332,6 +332,19 @@ free_transfer(Transfer *t)
 	free(t);
 }
 
+/* Does the step send this header itself? */
+static bool
+has_header(const PgdHttpRequest *req, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (int i = 0; i < req->nheaders; i++)
+		if (pg_strncasecmp(req->headers[i], name, n) == 0 &&
+			req->headers[i][n] == ':')
+			return true;
+	return false;
+}
+
 static bool
 start_transfer(PgdHttpRequest *req)
 {
@@ -386,6 +399,21 @@ start_transfer(PgdHttpRequest *req)
 	{
 		/* (the step's own key can be long: not a fixed buffer) */
 		char *line = psprintf("Idempotency-Key: %s", req->idempotency_key);
+
+		t->hdrs = curl_slist_append(t->hdrs, line);
+		pfree(line);
+	}
+	/* the trace context, unless the step sends its own (issue 19) */
+	if (req->traceparent && !has_header(req, "traceparent"))
+	{
+		char *line = psprintf("traceparent: %s", req->traceparent);
+
+		t->hdrs = curl_slist_append(t->hdrs, line);
+		pfree(line);
+	}
+	if (req->tracestate && !has_header(req, "tracestate"))
+	{
+		char *line = psprintf("tracestate: %s", req->tracestate);
 
 		t->hdrs = curl_slist_append(t->hdrs, line);
 		pfree(line);
@@ -766,6 +794,8 @@ pgd_http_worker_main(Datum main_arg)
 	long		  next_ms = 0;
 	TimestampTz	  next_look = 0;
 	MemoryContext loop_cxt;
+	MemoryContext otel_cxt;
+	long		  otel_ms;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -787,6 +817,9 @@ pgd_http_worker_main(Datum main_arg)
 									 ALLOCSET_DEFAULT_SIZES);
 	loop_cxt =
 		AllocSetContextCreate(TopMemoryContext, "pg_durable http worker",
+							  ALLOCSET_DEFAULT_SIZES);
+	otel_cxt =
+		AllocSetContextCreate(TopMemoryContext, "pg_durable OTLP export",
 							  ALLOCSET_DEFAULT_SIZES);
 	publish_settings();
 	ereport(LOG,
@@ -827,6 +860,9 @@ pgd_http_worker_main(Datum main_arg)
 				TimestampTzPlusMilliseconds(GetCurrentTimestamp(), next_ms);
 		}
 
+		/* the OTLP export, between the calls (otel.c) */
+		otel_ms = pgd_otel_step(otel_cxt);
+
 		if (inflight > 0)
 		{
 			MemoryContext old;
@@ -847,6 +883,8 @@ pgd_http_worker_main(Datum main_arg)
 		pgstat_report_activity(STATE_IDLE, NULL);
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 Max(1L, next_ms), PG_WAIT_EXTENSION);
+						 Max(1L,
+							 otel_ms >= 0 ? Min(next_ms, otel_ms) : next_ms),
+						 PG_WAIT_EXTENSION);
 	}
 }

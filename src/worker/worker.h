@@ -27,6 +27,13 @@ extern void pgd_batch_committed(int tasks);
 /* http_worker.c */
 PGDLLEXPORT void pgd_http_worker_main(Datum main_arg);
 
+/*
+ * otel.c: the OTLP export, a step of it between the HTTP worker's calls
+ * (in cxt, reset on return); returns in how many ms it wants the next
+ * step, or -1 when the export is off.
+ */
+extern long pgd_otel_step(MemoryContext cxt);
+
 /* maintenance.c: retention and reconciliation, run by executor 0 */
 extern void pgd_reconcile_maybe(long *sleep_ms);
 

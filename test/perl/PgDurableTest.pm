@@ -19,7 +19,7 @@ use JSON::PP;
 our @EXPORT = qw(
   engine_cluster engine_node wait_engine_ready step_sql crash_shapes start_instance
   wait_instances_done executor_pid_in_step check_effects check_engine_empty
-  start_http_server http_get
+  start_http_server http_get start_otlp_receiver
   query_until
 );
 
@@ -283,6 +283,34 @@ sub start_http_server
 	close $fh;
 	push @http_pids, $pid;
 	return "http://localhost:$port";
+}
+
+# Start the test OpenTelemetry collector (test/otlp_receiver.pl) on $port
+# (0: a free one), recording into $out (kept across restarts); returns
+# (its base URL, its pid).  Kill the pid to take it down.
+sub start_otlp_receiver
+{
+	my ($port, $out) = @_;
+	my $script = dirname(__FILE__) . '/../otlp_receiver.pl';
+	my $port_file = "$PostgreSQL::Test::Utils::tmp_check/otlp_receiver.port";
+	unlink $port_file;
+	my $pid = fork() // die "fork: $!";
+	if ($pid == 0)
+	{
+		open(STDOUT, '>>', "$PostgreSQL::Test::Utils::log_path/otlp_receiver.log");
+		open(STDERR, '>&', \*STDOUT);
+		exec($^X, $script, '--port', $port, '--port-file', $port_file, '--out', $out,
+			'--parent', getppid())
+		  or die "exec: $!";
+	}
+	for (my $i = 0; $i < 100 && !-s $port_file; $i++) { usleep(100_000); }
+	die "the OTLP test receiver did not start" unless -s $port_file;
+	open(my $fh, '<', $port_file) or die "$port_file: $!";
+	my $p = <$fh>;
+	chomp $p;
+	close $fh;
+	push @http_pids, $pid;
+	return ("http://127.0.0.1:$p", $pid);
 }
 
 # GET a test server endpoint and decode its JSON answer.

@@ -8,7 +8,7 @@ SELECT df.grant_usage('df_user', include_http => true);
 
 -- the root node's result of a finished instance, masked
 CREATE FUNCTION http_show(iid text) RETURNS text LANGUAGE sql AS $$
-	SELECT i.status || ' ' || regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
+	SELECT i.status || ' ' || regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
 		CASE WHEN jsonb_typeof(n.result) = 'object' THEN (n.result - 'duration_ms')::text
 			 ELSE n.result #>> '{}' END,
 		'localhost:[0-9]+', 'localhost:PORT', 'g'),
@@ -17,7 +17,9 @@ CREATE FUNCTION http_show(iid text) RETURNS text LANGUAGE sql AS $$
 		'[0-9a-f]{8}:[0-9a-f]{8}:[0-9]+', 'KEY', 'g'),
 		'"content-length": "[0-9]+"', '"content-length": "N"', 'g'),
 		-- (libcurl 7 says "Couldn't connect", 8 "Could not connect")
-		'Could(n''t| not) connect', 'Could not connect', 'g')
+		'Could(n''t| not) connect', 'Could not connect', 'g'),
+		-- the trace context every call carries (issue 19)
+		'00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}', 'TRACEPARENT', 'g')
 	FROM df.instances i JOIN df.nodes n ON n.instance_id = i.id AND n.id = i.root_node
 	WHERE i.id = iid
 $$;
