@@ -532,3 +532,136 @@ CREATE FUNCTION df_internal.batch_sizes() RETURNS TABLE (tasks integer, batches 
 	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_batch_sizes';
 REVOKE EXECUTE ON FUNCTION df_internal.batch_sizes() FROM PUBLIC;
 COMMENT ON FUNCTION df_internal.batch_sizes() IS 'how many committed executor transactions (batches) ran each number of tasks since the server started (issue 14)';
+-- Events (issue 18): the start snapshot, new node types and history kinds.
+ALTER TABLE df_internal.runs ADD COLUMN start_snapshot pg_snapshot NOT NULL
+	DEFAULT pg_catalog.pg_current_snapshot();
+ALTER TABLE df.nodes DROP CONSTRAINT nodes_node_type_check;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
+	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
+						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED',
+						 'PUBLISH', 'EVENT')) NOT VALID;
+ALTER TABLE df.nodes DROP CONSTRAINT nodes_structure_check;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
+	CASE
+		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
+						   'FAIL', 'PUBLISH', 'EVENT')
+			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type IN ('RETRY', 'TIMEOUT')
+			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type = 'CATCH'
+			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'COMPENSATED'
+			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'THEN' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'IF' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'LOOP' THEN left_node IS NOT NULL AND right_node IS NULL
+		WHEN node_type = 'JOIN' THEN left_node IS NOT NULL AND right_node IS NOT NULL
+		WHEN node_type = 'RACE' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		ELSE false
+	END) NOT VALID;
+ALTER TABLE df_internal.events DROP CONSTRAINT events_kind_check;
+ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
+	CHECK (kind IN ('instance_started', 'node_started', 'node_completed',
+					'node_failed', 'step_retried', 'signal_received',
+					'instance_completed', 'instance_failed',
+					'instance_cancelled',
+					'retry_scheduled', 'retries_exhausted',
+					'error_caught', 'timeout_fired',
+					'undo_registered', 'compensation_started', 'undo_started',
+					'undo_completed', 'undo_failed', 'instance_compensated',
+					'event_published', 'event_received'));
+
+-- ---------------------------------------------------------------------------
+-- Events (issue 18, orchestration-api.md §4): the bus, published to by
+-- df.publish_event and PUBLISH nodes; EVENT nodes wait for its events and
+-- subscriptions start a workflow per event (api/publish.c,
+-- engine/store_events.c).  df_internal.events is the instances' history,
+-- not this.
+-- ---------------------------------------------------------------------------
+
+-- one row per published event; xid is the publishing transaction's, so an
+-- instance's start snapshot (runs.start_snapshot) says whether the event
+-- came after the start, whatever the commit order of the ids
+CREATE TABLE df_internal.bus_events (
+	id bigserial PRIMARY KEY,
+	topic text NOT NULL,
+	key text,
+	payload jsonb NOT NULL,
+	published_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	published_by regrole NOT NULL,	-- regrole: a dump names the role
+	xid xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id()
+);
+CREATE INDEX bus_events_topic_idx ON df_internal.bus_events (topic, xid);
+CREATE INDEX bus_events_published_at_idx ON df_internal.bus_events (published_at);
+COMMENT ON TABLE df_internal.bus_events IS
+	'the event bus: df.publish_event and PUBLISH nodes append, retention removes (not the history)';
+
+-- the events an instance's EVENT nodes took: each execution takes another
+CREATE TABLE df_internal.bus_takes (
+	instance_id varchar(8) NOT NULL,
+	event_id bigint NOT NULL REFERENCES df_internal.bus_events (id) ON DELETE CASCADE,
+	PRIMARY KEY (instance_id, event_id)
+);
+CREATE INDEX bus_takes_event_idx ON df_internal.bus_takes (event_id);
+
+-- df.subscribe: each matching event starts one instance of workflow as owner
+CREATE TABLE df_internal.subscriptions (
+	name text PRIMARY KEY,
+	topic text NOT NULL,
+	workflow text NOT NULL,
+	filter jsonb NOT NULL DEFAULT '{}',
+	owner regrole NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+CREATE INDEX subscriptions_topic_idx ON df_internal.subscriptions (topic);
+SELECT pg_catalog.pg_extension_config_dump('df_internal.bus_events', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.bus_events_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.bus_takes', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.subscriptions', '');
+
+CREATE FUNCTION df.publish(topic text, payload text DEFAULT '{}', key text DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_publish';
+COMMENT ON FUNCTION df.publish(text, text, text) IS
+	'node PUBLISH: publish an event in the step''s own transaction (exactly once); payload and key '
+	'are templates ({var}, $name), the payload JSON once substituted';
+CREATE FUNCTION df.wait_for_event(topic text, filter jsonb DEFAULT '{}',
+								  timeout_seconds int DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_wait_for_event';
+COMMENT ON FUNCTION df.wait_for_event(text, jsonb, int) IS
+	'node EVENT: the first event of topic whose payload contains filter published after the '
+	'instance started and not taken by another wait of the instance, '
+	'{"topic","key","payload","published_at","event_id"}; {"timed_out": true} at the timeout';
+
+CREATE FUNCTION df.publish_event(topic text, payload jsonb, key text DEFAULT NULL) RETURNS bigint
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_publish_event';
+COMMENT ON FUNCTION df.publish_event(text, jsonb, text) IS
+	'publish an event in the caller''s transaction (triggers too); returns its id.  Starts the '
+	'matching subscriptions'' workflows in the same transaction.  Not granted to PUBLIC';
+REVOKE EXECUTE ON FUNCTION df.publish_event(text, jsonb, text) FROM PUBLIC;
+
+CREATE FUNCTION df.subscribe(name text, topic text, workflow text, filter jsonb DEFAULT '{}') RETURNS text
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_subscribe';
+COMMENT ON FUNCTION df.subscribe(text, text, text, jsonb) IS
+	'every event of topic whose payload contains filter, published after this commits, starts one '
+	'instance of workflow as the caller, with $event bound (idempotency key sub:<name>:<event id>).  '
+	'Not granted to PUBLIC';
+REVOKE EXECUTE ON FUNCTION df.subscribe(text, text, text, jsonb) FROM PUBLIC;
+
+CREATE FUNCTION df.unsubscribe(name text) RETURNS boolean
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_unsubscribe';
+COMMENT ON FUNCTION df.unsubscribe(text) IS
+	'remove a subscription of the caller (a superuser: anyone''s); false when there is none';
+
+CREATE VIEW df.subscriptions WITH (security_barrier) AS
+	SELECT s.name, s.topic, s.workflow, s.filter, s.owner, s.created_at
+	FROM df_internal.subscriptions s
+	WHERE pg_catalog.pg_has_role(s.owner, 'USAGE');
+COMMENT ON VIEW df.subscriptions IS 'the subscriptions of the roles the caller is a member of';
+GRANT SELECT ON df.subscriptions TO PUBLIC;

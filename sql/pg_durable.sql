@@ -322,7 +322,8 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_submitted_by_not_null
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
 						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
-						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED')) NOT VALID;
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED',
+						 'PUBLISH', 'EVENT')) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_name_check
 	CHECK (result_name IS NULL OR result_name OPERATOR(pg_catalog.~) '^[A-Za-z_][A-Za-z0-9_]*$') NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_status_check
@@ -332,7 +333,7 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_check
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 	CASE
 		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
-						   'FAIL')
+						   'FAIL', 'PUBLISH', 'EVENT')
 			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
 		WHEN node_type IN ('RETRY', 'TIMEOUT')
 			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
@@ -467,7 +468,9 @@ CREATE TABLE df_internal.runs (
 	database text,
 	vars jsonb NOT NULL DEFAULT '{}',
 	status text NOT NULL DEFAULT 'pending',
-	created_at timestamptz NOT NULL DEFAULT now()
+	created_at timestamptz NOT NULL DEFAULT now(),
+	-- what df.start saw: an EVENT node takes only events it did not (issue 18)
+	start_snapshot pg_snapshot NOT NULL DEFAULT pg_catalog.pg_current_snapshot()
 );
 
 -- the ready queue; timers are tasks with a future run_at.  HTTP steps
@@ -536,7 +539,8 @@ CREATE TABLE df_internal.signals (
 );
 CREATE INDEX signals_instance_idx ON df_internal.signals (instance_id, name, id);
 
--- SIGNAL nodes waiting for a signal
+-- SIGNAL nodes waiting for a signal; an EVENT node's wait has the name '', which no
+-- signal can have (issue 18, engine/store_events.c)
 CREATE TABLE df_internal.waits (
 	instance_id varchar(8) NOT NULL,
 	node_id varchar(8) NOT NULL,
@@ -562,7 +566,9 @@ CREATE TABLE df_internal.events (
 									   'error_caught', 'timeout_fired',
 									   -- sagas (issue 16)
 									   'undo_registered', 'compensation_started', 'undo_started',
-									   'undo_completed', 'undo_failed', 'instance_compensated')),
+									   'undo_completed', 'undo_failed', 'instance_compensated',
+									   -- events (issue 18)
+									   'event_published', 'event_received')),
 	node_id varchar(8),
 	scope text,
 	attempt int,
@@ -1104,3 +1110,97 @@ COMMENT ON FUNCTION df.check() IS
 	'engine itself (repeated_engine_errors); and, without an instance, what keeps the engine from '
 	'running this database''s instances (it is not pg_durable.database, or pg_durable.worker_role '
 	'was refused). Reconciliation repairs what it safely can';
+
+-- ---------------------------------------------------------------------------
+-- Events (issue 18, orchestration-api.md §4): the bus, published to by
+-- df.publish_event and PUBLISH nodes; EVENT nodes wait for its events and
+-- subscriptions start a workflow per event (api/publish.c,
+-- engine/store_events.c).  df_internal.events is the instances' history,
+-- not this.
+-- ---------------------------------------------------------------------------
+
+-- one row per published event; xid is the publishing transaction's, so an
+-- instance's start snapshot (runs.start_snapshot) says whether the event
+-- came after the start, whatever the commit order of the ids
+CREATE TABLE df_internal.bus_events (
+	id bigserial PRIMARY KEY,
+	topic text NOT NULL,
+	key text,
+	payload jsonb NOT NULL,
+	published_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	published_by regrole NOT NULL,	-- regrole: a dump names the role
+	xid xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id()
+);
+CREATE INDEX bus_events_topic_idx ON df_internal.bus_events (topic, xid);
+CREATE INDEX bus_events_published_at_idx ON df_internal.bus_events (published_at);
+COMMENT ON TABLE df_internal.bus_events IS
+	'the event bus: df.publish_event and PUBLISH nodes append, retention removes (not the history)';
+
+-- the events an instance's EVENT nodes took: each execution takes another
+CREATE TABLE df_internal.bus_takes (
+	instance_id varchar(8) NOT NULL,
+	event_id bigint NOT NULL REFERENCES df_internal.bus_events (id) ON DELETE CASCADE,
+	PRIMARY KEY (instance_id, event_id)
+);
+CREATE INDEX bus_takes_event_idx ON df_internal.bus_takes (event_id);
+
+-- df.subscribe: each matching event starts one instance of workflow as owner
+CREATE TABLE df_internal.subscriptions (
+	name text PRIMARY KEY,
+	topic text NOT NULL,
+	workflow text NOT NULL,
+	filter jsonb NOT NULL DEFAULT '{}',
+	owner regrole NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+CREATE INDEX subscriptions_topic_idx ON df_internal.subscriptions (topic);
+SELECT pg_catalog.pg_extension_config_dump('df_internal.bus_events', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.bus_events_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.bus_takes', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.subscriptions', '');
+
+CREATE FUNCTION df.publish(topic text, payload text DEFAULT '{}', key text DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_publish';
+COMMENT ON FUNCTION df.publish(text, text, text) IS
+	'node PUBLISH: publish an event in the step''s own transaction (exactly once); payload and key '
+	'are templates ({var}, $name), the payload JSON once substituted';
+CREATE FUNCTION df.wait_for_event(topic text, filter jsonb DEFAULT '{}',
+								  timeout_seconds int DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_wait_for_event';
+COMMENT ON FUNCTION df.wait_for_event(text, jsonb, int) IS
+	'node EVENT: the first event of topic whose payload contains filter published after the '
+	'instance started and not taken by another wait of the instance, '
+	'{"topic","key","payload","published_at","event_id"}; {"timed_out": true} at the timeout';
+
+CREATE FUNCTION df.publish_event(topic text, payload jsonb, key text DEFAULT NULL) RETURNS bigint
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_publish_event';
+COMMENT ON FUNCTION df.publish_event(text, jsonb, text) IS
+	'publish an event in the caller''s transaction (triggers too); returns its id.  Starts the '
+	'matching subscriptions'' workflows in the same transaction.  Not granted to PUBLIC';
+REVOKE EXECUTE ON FUNCTION df.publish_event(text, jsonb, text) FROM PUBLIC;
+
+CREATE FUNCTION df.subscribe(name text, topic text, workflow text, filter jsonb DEFAULT '{}') RETURNS text
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_subscribe';
+COMMENT ON FUNCTION df.subscribe(text, text, text, jsonb) IS
+	'every event of topic whose payload contains filter, published after this commits, starts one '
+	'instance of workflow as the caller, with $event bound (idempotency key sub:<name>:<event id>).  '
+	'Not granted to PUBLIC';
+REVOKE EXECUTE ON FUNCTION df.subscribe(text, text, text, jsonb) FROM PUBLIC;
+
+CREATE FUNCTION df.unsubscribe(name text) RETURNS boolean
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_unsubscribe';
+COMMENT ON FUNCTION df.unsubscribe(text) IS
+	'remove a subscription of the caller (a superuser: anyone''s); false when there is none';
+
+CREATE VIEW df.subscriptions WITH (security_barrier) AS
+	SELECT s.name, s.topic, s.workflow, s.filter, s.owner, s.created_at
+	FROM df_internal.subscriptions s
+	WHERE pg_catalog.pg_has_role(s.owner, 'USAGE');
+COMMENT ON VIEW df.subscriptions IS 'the subscriptions of the roles the caller is a member of';
+GRANT SELECT ON df.subscriptions TO PUBLIC;

@@ -107,6 +107,8 @@ typedef struct PgdWrapperHooks
 	 */
 	bool (*instance_failed)(PgdGraph *g, const char *scope,
 							PgdOutcome outcome);
+	/* deliver: a deliver task, after the signals: the EVENT waits (issue 18) */
+	void (*deliver)(PgdGraph *g);
 } PgdWrapperHooks;
 
 extern void pgd_set_wrapper_hooks(const PgdWrapperHooks *hooks);

@@ -21,6 +21,7 @@
 #include "common/cron.h"
 #include "common/json.h"
 #include "engine/types.h"
+#include "graph/event_config.h"
 #include "graph/graph.h"
 #include "graph/orch_config.h"
 
@@ -52,6 +53,8 @@ typedef struct PgdNode
 	char   *config_problem;	  /* ... NULL when it passes the config checks */
 	DfWrapperConfig *wrapper; /* RETRY, TIMEOUT, CATCH, FAIL: settings */
 	char			*wrapper_problem; /* ... NULL when they parse */
+	DfEventConfig	*event;			  /* PUBLISH, EVENT: settings */
+	char			*event_problem;	  /* ... NULL when they parse */
 } PgdNode;
 
 /* The immutable structure of one instance. */

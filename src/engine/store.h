@@ -179,6 +179,26 @@ extern bool pgd_store_undo_pending(const char *instance_id);
 /* The COMPENSATED nodes whose undos ran, in the order they ran. */
 extern int pgd_store_undos_done(const char *instance_id, char ***node_ids);
 
+/* --- the event bus (store_events.c, issue 18) --- */
+
+/*
+ * Take the first event the instance may still take of topic whose payload
+ * contains filter (JSON text): it is recorded as taken and *result is the
+ * EVENT node's result {"topic","key","payload","published_at","event_id"}.
+ */
+extern bool pgd_store_event_take(const char *instance_id, const char *topic,
+								 const char *filter, char **result);
+
+/* The instance's registered EVENT waits, oldest first; returns how many. */
+extern int pgd_store_event_waits(const char *instance_id, char ***node_ids,
+								 char ***scopes);
+
+/* A deliver task for every instance whose EVENT wait a visible event matches. */
+extern int pgd_store_event_sweep(void);
+
+/* Remove the events published more than retention_days ago. */
+extern int pgd_store_event_retention(int retention_days);
+
 /* --- JOIN counters and loop state --- */
 extern void pgd_store_join_open(const char *instance_id, const char *node_id,
 								const char *scope, int branches);

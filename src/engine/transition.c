@@ -53,6 +53,8 @@ pgd_start_action(const PgdNode *node)
 		case DF_NODE_CATCH:
 		case DF_NODE_FAIL:
 		case DF_NODE_COMPENSATED:
+		case DF_NODE_PUBLISH:
+		case DF_NODE_EVENT:
 			return PGD_START_WRAPPER;
 	}
 	return PGD_START_UNSUPPORTED;
@@ -63,7 +65,8 @@ pgd_is_wrapper(const PgdNode *node)
 {
 	return node->type == DF_NODE_RETRY || node->type == DF_NODE_TIMEOUT ||
 		node->type == DF_NODE_CATCH || node->type == DF_NODE_FAIL ||
-		node->type == DF_NODE_COMPENSATED;
+		node->type == DF_NODE_COMPENSATED || node->type == DF_NODE_PUBLISH ||
+		node->type == DF_NODE_EVENT;
 }
 
 int64

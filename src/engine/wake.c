@@ -61,8 +61,9 @@ static int	 pending_tasks = 0; /* tasks this transaction made runnable */
 static int64 pending_ready[MAX_PENDING_READY]; /* ids of some of them */
 static int	 npending_ready = 0;
 static bool pending_scan = false; /* some ready task is not in pending_ready */
-static TimestampTz		pending_due = DT_NOEND; /* earliest future task made */
-static bool				pending_http = false;	/* ... of which HTTP calls */
+static TimestampTz pending_due = DT_NOEND;	  /* earliest future task made */
+static bool		   pending_http = false;	  /* ... of which HTTP calls */
+static bool		   pending_bus_sweep = false; /* an event or an EVENT wait */
 static PendingInterrupt pending_interrupts[MAX_PENDING_INTERRUPTS];
 static int				npending_interrupts = 0;
 #define MAX_PENDING_FINISHED 32
@@ -339,6 +340,23 @@ wake_http_worker(void)
 		SetLatch(latch);
 }
 
+/*
+ * The bus sweep (engine/store_events.c) must run in a transaction that
+ * begins after this commit: the flag is set now, after the commit is
+ * visible, and the executor that clears it begins its sweep afterwards.
+ * An executor committing looks at the flag itself before its next task;
+ * anyone else wakes an idle executor.
+ */
+static void
+ask_bus_sweep(void)
+{
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	pgd_shared->bus_sweep = true;
+	SpinLockRelease(&pgd_shared->ready_mutex);
+	if (my_slot < 0)
+		wake_executors(1);
+}
+
 static void
 pgd_xact_callback(XactEvent event, void *arg)
 {
@@ -361,6 +379,9 @@ pgd_xact_callback(XactEvent event, void *arg)
 				wake_awaiters();
 			if (pending_http && pgd_shared != NULL)
 				wake_http_worker();
+			if (pending_bus_sweep && pgd_shared != NULL)
+				ask_bus_sweep();
+			pending_bus_sweep = false;
 			pending_tasks = 0;
 			npending_ready = 0;
 			pending_scan = false;
@@ -371,6 +392,7 @@ pgd_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			pending_bus_sweep = false;
 			pending_tasks = 0;
 			npending_ready = 0;
 			pending_scan = false;
@@ -461,6 +483,24 @@ pgd_ready_consumed(int64 task_id)
 }
 
 /* An HTTP task became runnable: wake the HTTP worker at commit (not the executors). */
+void
+pgd_bus_sweep_at_commit(void)
+{
+	pending_bus_sweep = true;
+}
+
+bool
+pgd_bus_sweep_take(void)
+{
+	bool take;
+
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	take = pgd_shared->bus_sweep;
+	pgd_shared->bus_sweep = false;
+	SpinLockRelease(&pgd_shared->ready_mutex);
+	return take;
+}
+
 void
 pgd_http_wake_at_commit(void)
 {

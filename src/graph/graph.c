@@ -44,6 +44,8 @@ static const char *const node_type_names[DF_NODE_TYPE_COUNT] = {
 	[DF_NODE_CATCH] = "CATCH",
 	[DF_NODE_FAIL] = "FAIL",
 	[DF_NODE_COMPENSATED] = "COMPENSATED",
+	[DF_NODE_PUBLISH] = "PUBLISH",
+	[DF_NODE_EVENT] = "EVENT",
 };
 
 const char *

@@ -316,6 +316,11 @@ wrapper_start(PgdGraph *g, int n, const char *scope)
 {
 	const PgdNode *node = &g->nodes[n];
 
+	if (node->type == DF_NODE_PUBLISH || node->type == DF_NODE_EVENT)
+	{
+		pgd_events_start(g, n, scope);
+		return;
+	}
 	if (node->wrapper_problem != NULL)
 	{
 		pgd_apply_finish_node(g, n, scope,
@@ -404,6 +409,8 @@ wrapper_timer(PgdGraph *g, int n, const char *scope)
 {
 	if (g->nodes[n].type == DF_NODE_TIMEOUT)
 		timeout_fired(g, n, scope);
+	else if (g->nodes[n].type == DF_NODE_EVENT)
+		pgd_events_timer(g, n, scope);
 	else if (is_subtree_retry(&g->nodes[n]))
 		subtree_timer(g, n, scope);
 }
@@ -641,6 +648,7 @@ static const PgdWrapperHooks hooks = {
 	.step_failed = wrapper_step_failed,
 	.timer = wrapper_timer,
 	.instance_failed = pgd_saga_instance_failed,
+	.deliver = pgd_events_deliver,
 };
 
 void

@@ -897,6 +897,8 @@ process_available_work(void)
 			long ms = SAFETY_POLL_MS;
 
 			did = process_one(&ms);
+			did = pgd_bus_sweep_maybe() ||
+				did; /* after: its error loses no task */
 			sleep_ms = ms;
 		}
 		PG_CATCH();

@@ -1,0 +1,129 @@
+/*-------------------------------------------------------------------------
+ *
+ * store_events.c
+ *	  The engine store's statements for the event bus (issue 18,
+ *	  orchestration-api.md §4): an EVENT node taking an event, the sweep
+ *	  that wakes the instances whose waits an event matches, and the
+ *	  retention of the bus (store.h).
+ *
+ * The bus is df_internal.bus_events, appended by df.publish_event
+ * (api/publish.c) in the publisher's transaction.  Which events an EVENT
+ * node may take is one rule, whatever the commit order: an event of its
+ * topic whose payload contains the filter, that the instance's start
+ * snapshot (df_internal.runs.start_snapshot, taken by the INSERT of
+ * df.start) did not see, and that no earlier EVENT node of the instance
+ * took (df_internal.bus_takes); the lowest id first.  An event published
+ * after the start but before the wait was registered therefore counts,
+ * and one committed before the start never does, even with a lower id
+ * than one that counts (ids are drawn in nextval order, not commit order).
+ *
+ * An EVENT node that finds no event registers a wait (a df_internal.waits
+ * row whose name is '', which no signal can have) under the instance's
+ * runs lock.  Delivery is lock-free: the publisher and the waiter each
+ * ask, at their commit, for a sweep (wake.c), a transaction of an executor
+ * that begins after the commit and enqueues a deliver task for every
+ * instance that has a wait some visible, untaken event matches.  If the
+ * registration did not see an event, the event's transaction committed
+ * after the registration's read; the sweep its commit asked for then sees
+ * the wait unless the wait committed later still, and then the sweep the
+ * wait's commit asked for sees the event.  So no event is missed, and
+ * nothing polls.
+ *
+ * Locks: the take runs under the instance's runs row (the caller's); the
+ * sweep and retention lock nothing but the rows they insert or delete.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "common/spi.h"
+#include "engine/store.h"
+#include "engine/wake.h"
+
+/* the events an instance may still take, for the topic and filter $2, $3 */
+#define ELIGIBLE_EVENTS \
+	"FROM df_internal.bus_events b, df_internal.runs r " \
+	"WHERE r.instance_id OPERATOR(pg_catalog.=) $1 " \
+	"AND b.topic OPERATOR(pg_catalog.=) $2 " \
+	"AND b.payload OPERATOR(pg_catalog.@>) $3::pg_catalog.jsonb " \
+	"AND b.xid OPERATOR(pg_catalog.>=) pg_catalog.pg_snapshot_xmin(r.start_snapshot) " \
+	"AND NOT pg_catalog.pg_visible_in_snapshot(b.xid, r.start_snapshot) " \
+	"AND NOT EXISTS (SELECT 1 FROM df_internal.bus_takes t " \
+	"WHERE t.instance_id OPERATOR(pg_catalog.=) r.instance_id " \
+	"AND t.event_id OPERATOR(pg_catalog.=) b.id) "
+
+bool
+pgd_store_event_take(const char *instance_id, const char *topic,
+					 const char *filter, char **result)
+{
+	if (PGD_EXEC("WITH e AS (SELECT b.id, b.topic, b.key, b.payload, b.published_at " ELIGIBLE_EVENTS
+				 "ORDER BY b.id LIMIT 1), "
+				 "taken AS (INSERT INTO df_internal.bus_takes (instance_id, event_id) "
+				 "SELECT $1, e.id FROM e) "
+				 "SELECT pg_catalog.json_build_object('topic', e.topic, 'key', e.key, "
+				 "'payload', e.payload, 'published_at', e.published_at, "
+				 "'event_id', e.id)::text FROM e",
+				 instance_id, topic, filter) == 0)
+		return false;
+	*result = pgd_spi_getstring(0, 1);
+	return true;
+}
+
+int
+pgd_store_event_waits(const char *instance_id, char ***node_ids,
+					  char ***scopes)
+{
+	int n = PGD_EXEC("SELECT node_id, scope FROM df_internal.waits "
+					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+					 "AND name OPERATOR(pg_catalog.=) '' ORDER BY seq",
+					 instance_id);
+
+	*node_ids = palloc(sizeof(char *) * Max(n, 1));
+	*scopes = palloc(sizeof(char *) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		(*node_ids)[i] = pgd_spi_getstring(i, 1);
+		(*scopes)[i] = pgd_spi_getstring(i, 2);
+	}
+	return n;
+}
+
+int
+pgd_store_event_sweep(void)
+{
+	int n =
+		pgd_exec("INSERT INTO df_internal.tasks (instance_id, scope, kind) "
+				 "SELECT m.instance_id, m.instance_id, 'deliver' FROM ("
+				 " SELECT DISTINCT w.instance_id FROM df_internal.waits w "
+				 " JOIN df_internal.runs r ON r.instance_id OPERATOR(pg_catalog.=) w.instance_id "
+				 " JOIN df.nodes n ON n.instance_id OPERATOR(pg_catalog.=) w.instance_id "
+				 "  AND n.id OPERATOR(pg_catalog.=) w.node_id "
+				 " WHERE w.name OPERATOR(pg_catalog.=) '' AND n.node_type OPERATOR(pg_catalog.=) 'EVENT' "
+				 " AND EXISTS (SELECT 1 FROM df_internal.bus_events b "
+				 "  WHERE b.topic OPERATOR(pg_catalog.=) (n.query::pg_catalog.jsonb OPERATOR(pg_catalog.->>) 'topic') "
+				 "  AND b.payload OPERATOR(pg_catalog.@>) COALESCE("
+				 "   n.query::pg_catalog.jsonb OPERATOR(pg_catalog.->) 'filter', '{}') "
+				 "  AND b.xid OPERATOR(pg_catalog.>=) pg_catalog.pg_snapshot_xmin(r.start_snapshot) "
+				 "  AND NOT pg_catalog.pg_visible_in_snapshot(b.xid, r.start_snapshot) "
+				 "  AND NOT EXISTS (SELECT 1 FROM df_internal.bus_takes t "
+				 "   WHERE t.instance_id OPERATOR(pg_catalog.=) w.instance_id "
+				 "   AND t.event_id OPERATOR(pg_catalog.=) b.id))) m "
+				 "RETURNING id",
+				 0, NULL);
+
+	for (int i = 0; i < n; i++)
+		pgd_task_ready_at_commit(strtoll(pgd_spi_getstring(i, 1), NULL, 10));
+	return n;
+}
+
+int
+pgd_store_event_retention(int retention_days)
+{
+	char days[16];
+
+	snprintf(days, sizeof(days), "%d", retention_days);
+	return PGD_EXEC("DELETE FROM df_internal.bus_events WHERE published_at "
+					"OPERATOR(pg_catalog.<) pg_catalog.now() "
+					"OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1::int)",
+					days);
+}

@@ -1,0 +1,135 @@
+-- Events (issue 18): df.publish / df.publish_event, df.wait_for_event, and
+-- subscriptions.  Who may publish and subscribe: EXECUTE on
+-- df.publish_event and df.subscribe, not granted to PUBLIC.
+
+-- builders
+SELECT df.publish('orders');
+SELECT df.publish('orders', '{"id": $order_id}', 'k-{sys_label}');
+SELECT df.wait_for_event('orders');
+SELECT df.wait_for_event('orders', '{"status": "paid"}', 30);
+SELECT df.publish('');
+SELECT df.publish(NULL);
+SELECT df.publish('orders', NULL);
+SELECT df.publish(repeat('t', 201));
+SELECT df.wait_for_event('');
+SELECT df.wait_for_event('orders', '[1]');
+SELECT df.wait_for_event('orders', NULL);
+SELECT df.wait_for_event('orders', '{}', 0);
+-- a hand-written node is validated by df.start
+SET ROLE df_user;
+SELECT df.start('{"node_type":"EVENT","query":"{\"topic\":\"\"}"}');
+SELECT df.start('{"node_type":"EVENT","query":"{\"topic\":\"t\",\"filter\":3}"}');
+SELECT df.start('{"node_type":"PUBLISH","query":"{\"topic\":\"t\",\"payload\":{}}"}');
+RESET ROLE;
+
+-- who may publish: not PUBLIC
+SET ROLE df_user;
+SELECT df.publish_event('orders', '{"id": 1}');
+SELECT df.subscribe('s', 'orders', 'SELECT 1');
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION df.publish_event(text, jsonb, text) TO df_user;
+GRANT EXECUTE ON FUNCTION df.subscribe(text, text, text, jsonb) TO df_user;
+SET ROLE df_user;
+
+-- publish_event: the row, published_by, and bad input
+SELECT df.publish_event('warmup', '{"n": 0}', 'k0') > 0 AS published;
+RESET ROLE;
+SELECT topic, key, payload, published_by FROM df_internal.bus_events WHERE topic = 'warmup';
+SET ROLE df_user;
+SELECT df.publish_event('', '{}');
+SELECT df.publish_event('orders', NULL);
+
+-- wait with a filter: an event published before the start is not received,
+-- one published after the start but before the wait is registered is
+SELECT df.publish_event('pay', '{"order": 7, "status": "paid", "n": 1}') AS before_start \gset
+SELECT df.start('SELECT pg_sleep(0.5)' ~> df.wait_for_event('pay', '{"order": 7}'), 'ev-filter') AS w \gset
+-- the step sleeps, so the wait is not registered yet
+SELECT df.publish_event('pay', '{"order": 8, "status": "paid"}') AS other_order \gset
+SELECT df.publish_event('pay', '{"order": 7, "status": "paid", "n": 2}', 'key-7') AS after_start \gset
+SELECT df.await_instance(:'w');
+SELECT (df.result(:'w')::jsonb - 'published_at') =
+       jsonb_build_object('topic', 'pay', 'key', 'key-7',
+                          'payload', '{"order": 7, "status": "paid", "n": 2}'::jsonb,
+                          'event_id', :after_start) AS received_after_start;
+SELECT df.result(:'w')::jsonb ? 'published_at' AS has_published_at;
+
+-- wait without a filter, registered before the event: woken by its commit
+SELECT df.start(df.wait_for_event('ship'), 'ev-any') AS a \gset
+SELECT pg_sleep(0.3); -- let the wait register (the test holds either way)
+SELECT df.publish_event('ship', '{"box": 1}') AS ship1 \gset
+SELECT df.await_instance(:'a');
+SELECT (df.result(:'a')::jsonb ->> 'event_id')::bigint = :ship1 AS got_ship1;
+
+-- two waits of one instance (a JOIN, then a loop) take different events
+SELECT df.start(df.wait_for_event('multi') & df.wait_for_event('multi'), 'ev-join') AS j \gset
+SELECT df.publish_event('multi', '{"i": 1}') AS m1 \gset
+SELECT df.publish_event('multi', '{"i": 2}') AS m2 \gset
+SELECT df.await_instance(:'j');
+SELECT array_agg((r ->> 'event_id')::bigint ORDER BY (r ->> 'event_id')::bigint) = ARRAY[:m1, :m2]::bigint[] AS two_events
+FROM jsonb_array_elements(df.result(:'j')::jsonb) r;
+
+-- timeout
+SELECT df.start(df.wait_for_event('never', '{}', 1), 'ev-timeout') AS t \gset
+SELECT df.await_instance(:'t');
+SELECT df.result(:'t');
+
+-- PUBLISH node: published in the step's transaction, as the submitter, with
+-- substitution; a waiting instance receives it
+SELECT df.start(df.wait_for_event('from-node', '{"src": "node"}'), 'ev-waiter') AS rcv \gset
+SELECT df.start('SELECT 41 + 1 AS v' |=> 'x' ~> df.publish('from-node', '{"src": "node", "v": $x.v}', 'k-$x.v'),
+                'ev-publisher') AS pub \gset
+SELECT df.await_instance(:'pub');
+SELECT df.await_instance(:'rcv');
+SELECT df.result(:'rcv')::jsonb -> 'payload' AS payload, df.result(:'rcv')::jsonb ->> 'key' AS key;
+SELECT (df.result(:'pub')::jsonb ->> 'event_id') = (df.result(:'rcv')::jsonb ->> 'event_id') AS same_event;
+RESET ROLE;
+SELECT published_by FROM df_internal.bus_events WHERE topic = 'from-node';
+SET ROLE df_user;
+SELECT kind FROM df.history(:'pub') WHERE kind LIKE 'event%';
+SELECT kind FROM df.history(:'rcv') WHERE kind LIKE 'event%';
+-- a payload that is not JSON once substituted fails the node
+SELECT df.start(df.publish('bad', 'not json'), 'ev-bad') AS bad \gset
+SELECT df.await_instance(:'bad');
+SELECT result FROM df.nodes WHERE instance_id = :'bad' AND status = 'failed';
+
+-- subscriptions: each matching event starts one instance as the owner, $event bound
+CREATE TABLE ev_seen (event_id bigint, payload jsonb, who name);
+SELECT df.subscribe('audit', 'audit', 'INSERT INTO ev_seen VALUES ($event.event_id::bigint, $event.payload::jsonb, current_user) RETURNING event_id',
+                    '{"kind": "login"}');
+SELECT df.subscribe('audit', 'audit', 'SELECT 1');
+SELECT df.subscribe('', 'audit', 'SELECT 1');
+SELECT df.subscribe('x', 'audit', '{"node_type":"NOPE"}');
+SELECT df.subscribe('x', 'audit', 'SELECT 1', '[]');
+SELECT name, topic, filter, owner FROM df.subscriptions;
+SELECT df.publish_event('audit', '{"kind": "login", "user": "ann"}') AS e1 \gset
+SELECT df.publish_event('audit', '{"kind": "logout", "user": "ann"}') AS e2 \gset
+BEGIN;
+SELECT df.publish_event('audit', '{"kind": "login", "user": "rolled back"}') AS e3 \gset
+ROLLBACK;
+SELECT df.await_instance(id) FROM df.instances WHERE idempotency_key = 'sub:audit:' || :e1;
+SELECT event_id = :e1 AS right_event, payload, who FROM ev_seen;
+SELECT count(*) AS instances FROM df.instances WHERE idempotency_key LIKE 'sub:audit:%';
+SELECT df.unsubscribe('audit');
+SELECT df.unsubscribe('audit');
+SELECT df.publish_event('audit', '{"kind": "login", "user": "bob"}') AS e4 \gset
+SELECT count(*) AS after_unsubscribe FROM df.instances WHERE idempotency_key LIKE 'sub:audit:%';
+RESET ROLE;
+
+-- another role cannot remove df_user's subscription, and does not see it
+SET ROLE df_user;
+SELECT df.subscribe('mine', 'audit', 'SELECT 1');
+RESET ROLE;
+CREATE ROLE ev_other;
+GRANT USAGE ON SCHEMA df TO ev_other;
+SET ROLE ev_other;
+SELECT count(*) AS visible FROM df.subscriptions;
+SELECT df.unsubscribe('mine');
+RESET ROLE;
+SELECT df.unsubscribe('mine');
+REVOKE USAGE ON SCHEMA df FROM ev_other;
+DROP ROLE ev_other;
+
+SELECT engine_idle();
+REVOKE EXECUTE ON FUNCTION df.publish_event(text, jsonb, text) FROM df_user;
+REVOKE EXECUTE ON FUNCTION df.subscribe(text, text, text, jsonb) FROM df_user;
+DROP TABLE ev_seen;
