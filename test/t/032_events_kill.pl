@@ -66,10 +66,13 @@ for (my $round = 0; $round < $EVENTS / 25; $round++)
 		} 1 .. 25);
 	my $pid = $round % 2 == 1 ? executor_pid() : '';
 	my $offset = -s $node->logfile;
+	# the statements from a file, not a pipe: a crash ends psql before it
+	# has read them all, and a pipe would die of EPIPE here
+	my $file = "${PostgreSQL::Test::Utils::tmp_check}/publish_$round.sql";
+	PostgreSQL::Test::Utils::append_to_file($file, "SET ROLE $ROLE;\n$sql");
 	my $h = IPC::Run::start(
-		[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c', "SET ROLE $ROLE",
-		  '-f', '-' ],
-		'<', \$sql, '>', \my $out, '2>', \my $err);
+		[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-f', $file ],
+		'<', \undef, '>', \my $out, '2>', \my $err);
 	if ($pid =~ /^\d+$/)
 	{
 		usleep(int(rand(60_000)));
@@ -91,7 +94,6 @@ ok($published > 0, "$published of $EVENTS events committed");
 # the rounds whose connection a crash cut lost their uncommitted events:
 # publish those again, so that the waiters' events exist
 $node->safe_psql('postgres', qq{
-SET ROLE $ROLE;
 SELECT df.publish_event('orders', jsonb_build_object('n', n, 'even', n % 2 = 0))
 FROM generate_series(1, $EVENTS) n
 WHERE n % 25 = 0 AND NOT EXISTS (
