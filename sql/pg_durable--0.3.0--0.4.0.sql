@@ -533,8 +533,12 @@ CREATE FUNCTION df_internal.batch_sizes() RETURNS TABLE (tasks integer, batches 
 REVOKE EXECUTE ON FUNCTION df_internal.batch_sizes() FROM PUBLIC;
 COMMENT ON FUNCTION df_internal.batch_sizes() IS 'how many committed executor transactions (batches) ran each number of tasks since the server started (issue 14)';
 -- Events (issue 18): the start snapshot, new node types and history kinds.
-ALTER TABLE df_internal.runs ADD COLUMN start_snapshot pg_snapshot NOT NULL
-	DEFAULT pg_catalog.pg_current_snapshot();
+-- (no default in ADD COLUMN: a stable default would be stored as the
+-- column's "missing value", which a fresh install does not have)
+ALTER TABLE df_internal.runs ADD COLUMN start_snapshot pg_snapshot;
+UPDATE df_internal.runs SET start_snapshot = pg_catalog.pg_current_snapshot();
+ALTER TABLE df_internal.runs ALTER COLUMN start_snapshot SET DEFAULT pg_catalog.pg_current_snapshot();
+ALTER TABLE df_internal.runs ALTER COLUMN start_snapshot SET NOT NULL;
 ALTER TABLE df.nodes DROP CONSTRAINT nodes_node_type_check;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
