@@ -1245,10 +1245,23 @@ event_phase(Pgdb *b)
 	}
 	free(cnt);
 	/* the events' order is the publishing order: event i is the i-th id */
+	/* the commit times, when the server keeps them (else NULL: the call's time) */
+	if ((cnt = query_value(b, "SHOW track_commit_timestamp")) == NULL)
+	{
+		free(commit_us);
+		return false;
+	}
+	by_commit = strcmp(cnt, "on") == 0;
+	free(cnt);
 	res = PQexec(b->conn,
+				 by_commit ?
 				 "SELECT (extract(epoch FROM s.ts) * 1000000)::bigint, "
 				 "row_number() OVER (ORDER BY e.id) - 1, "
 				 "(extract(epoch FROM pg_xact_commit_timestamp(e.xmin)) * 1000000)::bigint "
+				 "FROM df_internal.bus_events e JOIN bench_event s ON s.event_id = e.id "
+				 "WHERE e.topic = 'bench'" :
+				 "SELECT (extract(epoch FROM s.ts) * 1000000)::bigint, "
+				 "row_number() OVER (ORDER BY e.id) - 1, NULL::bigint "
 				 "FROM df_internal.bus_events e JOIN bench_event s ON s.event_id = e.id "
 				 "WHERE e.topic = 'bench'");
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
@@ -1263,13 +1276,10 @@ event_phase(Pgdb *b)
 	{
 		int			k = atoi(PQgetvalue(res, i, 1));
 
-		int64_t		from = commit_us[k];
+		int64_t		from = k >= 0 && k < n ? commit_us[k] : 0;
 
 		if (!PQgetisnull(res, i, 2))
-		{
 			from = strtoll(PQgetvalue(res, i, 2), NULL, 10);
-			by_commit = true;
-		}
 		if (k >= 0 && k < n)
 			lat[nlat++] = (strtoll(PQgetvalue(res, i, 0), NULL, 10) - from) / 1000.0;
 	}
