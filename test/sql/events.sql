@@ -68,6 +68,29 @@ SELECT df.await_instance(:'j');
 SELECT array_agg((r ->> 'event_id')::bigint ORDER BY (r ->> 'event_id')::bigint) = ARRAY[:m1, :m2]::bigint[] AS two_events
 FROM jsonb_array_elements(df.result(:'j')::jsonb) r;
 
+-- a loop takes successive events, one per iteration
+CREATE TABLE ev_ticks (event_id bigint);
+SELECT df.start(df.loop((df.wait_for_event('tick') |=> 'e')
+                        ~> 'INSERT INTO ev_ticks VALUES ($e.event_id::bigint) RETURNING event_id',
+                        'SELECT (SELECT count(*) FROM ev_ticks) < 3'), 'ev-loop') AS l \gset
+SELECT df.publish_event('tick', '{}') AS t1 \gset
+SELECT df.publish_event('tick', '{}') AS t2 \gset
+SELECT df.publish_event('tick', '{}') AS t3 \gset
+SELECT df.await_instance(:'l');
+SELECT array_agg(event_id ORDER BY event_id) = ARRAY[:t1, :t2, :t3]::bigint[] AS three_ticks FROM ev_ticks;
+
+-- a RACE of two waits: the first event decides, the other wait goes
+SELECT df.start(df.wait_for_event('left') | df.wait_for_event('right'), 'ev-race') AS r \gset
+SELECT df.publish_event('right', '{"side": "right"}') AS right_id \gset
+SELECT df.await_instance(:'r');
+SELECT df.result(:'r')::jsonb -> 'payload' AS winner;
+RESET ROLE;
+SELECT count(*) AS waits_left FROM df_internal.waits WHERE instance_id = :'r';
+SET ROLE df_user;
+
+-- df.explain shows the nodes
+SELECT df.explain(df.publish('a', '{"x": 1}') ~> df.wait_for_event('b', '{"k": 1}', 5));
+
 -- timeout
 SELECT df.start(df.wait_for_event('never', '{}', 1), 'ev-timeout') AS t \gset
 SELECT df.await_instance(:'t');
@@ -109,6 +132,12 @@ ROLLBACK;
 SELECT df.await_instance(id) FROM df.instances WHERE idempotency_key = 'sub:audit:' || :e1;
 SELECT event_id = :e1 AS right_event, payload, who FROM ev_seen;
 SELECT count(*) AS instances FROM df.instances WHERE idempotency_key LIKE 'sub:audit:%';
+-- a PUBLISH node starts the subscription's workflow in its step's transaction
+SELECT df.start(df.publish('audit', '{"kind": "login", "user": "node"}'), 'ev-node-sub') AS ns \gset
+SELECT df.await_instance(:'ns');
+SELECT (df.result(:'ns')::jsonb ->> 'event_id') AS node_event \gset
+SELECT df.await_instance(id) FROM df.instances WHERE idempotency_key = 'sub:audit:' || :'node_event';
+SELECT payload, who FROM ev_seen WHERE event_id = :'node_event';
 SELECT df.unsubscribe('audit');
 SELECT df.unsubscribe('audit');
 SELECT df.publish_event('audit', '{"kind": "login", "user": "bob"}') AS e4 \gset
@@ -132,4 +161,4 @@ DROP ROLE ev_other;
 SELECT engine_idle();
 REVOKE EXECUTE ON FUNCTION df.publish_event(text, jsonb, text) FROM df_user;
 REVOKE EXECUTE ON FUNCTION df.subscribe(text, text, text, jsonb) FROM df_user;
-DROP TABLE ev_seen;
+DROP TABLE ev_seen, ev_ticks;
