@@ -123,7 +123,7 @@ pgd_store_event_retention(int retention_days)
 
 	snprintf(days, sizeof(days), "%d", retention_days);
 	return PGD_EXEC("DELETE FROM df_internal.bus_events WHERE published_at "
-					"OPERATOR(pg_catalog.<) pg_catalog.now() "
-					"OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1::int)",
+					"OPERATOR(pg_catalog.<) (pg_catalog.now() "
+					"OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1::int))",
 					days);
 }

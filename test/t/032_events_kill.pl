@@ -7,7 +7,8 @@
 #   the others, and each instance's step ran once with its $event;
 # - 20 instances that waited for one event each (df.wait_for_event with a
 #   filter naming it) received exactly that event;
-# df.check() is clean.
+# df.check() is clean; then retention removes the events older than
+# pg_durable.retention_days (with the takes of them), and only those.
 use strict;
 use warnings;
 use FindBin;
@@ -20,7 +21,8 @@ use PgDurableTest;
 
 my $ROLE = $PgDurableTest::ROLE;
 my $workers = 2;
-my $node = engine_node('events_kill', $workers);
+# retention runs every 2 s (with reconciliation), for the last check
+my $node = engine_node('events_kill', $workers, "pg_durable.reconcile_interval = 2\n");
 my $EVENTS = 500;
 
 $node->safe_psql('postgres', qq{
@@ -56,6 +58,7 @@ sub executor_pid
 # publish in rounds of 25, one transaction each; kill an executor during
 # every other round
 my $kills = 0;
+my $lost = 0;
 for (my $round = 0; $round < $EVENTS / 25; $round++)
 {
 	my $sql = join('',
@@ -84,21 +87,20 @@ for (my $round = 0; $round < $EVENTS / 25; $round++)
 	}
 	$h->finish;
 	wait_engine_ready($node, $workers) if $pid =~ /^\d+$/;
+	# what the crash cut off is published again (while the next round's kill
+	# is still to come): an event committed whose reply was lost is not
+	$lost += $node->safe_psql('postgres', qq{
+SELECT count(df.publish_event('orders', jsonb_build_object('n', n, 'even', n % 2 = 0)))
+FROM generate_series($round * 25 + 1, $round * 25 + 25) n
+WHERE NOT EXISTS (
+  SELECT 1 FROM df_internal.bus_events b WHERE b.topic = 'orders' AND (b.payload->>'n')::int = n)});
 }
 ok($kills >= 5, "$kills executors SIGKILLed while events were published");
 
-my $published = $node->safe_psql('postgres',
-	"SELECT count(*) FROM df_internal.bus_events WHERE topic = 'orders'");
-ok($published > 0, "$published of $EVENTS events committed");
-
-# the rounds whose connection a crash cut lost their uncommitted events:
-# publish those again, so that the waiters' events exist
-$node->safe_psql('postgres', qq{
-SELECT df.publish_event('orders', jsonb_build_object('n', n, 'even', n % 2 = 0))
-FROM generate_series(1, $EVENTS) n
-WHERE n % 25 = 0 AND NOT EXISTS (
-  SELECT 1 FROM df_internal.bus_events b WHERE b.topic = 'orders' AND (b.payload->>'n')::int = n);
-});
+is( $node->safe_psql('postgres', q{
+SELECT count(*) || ' events, ' || count(DISTINCT payload->>'n') || ' distinct'
+FROM df_internal.bus_events WHERE topic = 'orders'}),
+	"$EVENTS events, $EVENTS distinct", "$EVENTS events committed ($lost of them published again after a crash cut them off)");
 wait_instances_done($node, 'subscribers and waiters');
 
 is( $node->safe_psql('postgres', q{
@@ -136,6 +138,18 @@ is($wrong, 0, 'each of the 20 waiters received its event');
 
 is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.check() clean')
   or diag $node->safe_psql('postgres', 'SELECT * FROM df.check()');
+
+# retention: age 100 of the events past pg_durable.retention_days (30)
+my $total = $node->safe_psql('postgres', 'SELECT count(*) FROM df_internal.bus_events');
+$node->safe_psql('postgres', q{
+UPDATE df_internal.bus_events SET published_at = now() - interval '31 days'
+WHERE id IN (SELECT id FROM df_internal.bus_events ORDER BY id LIMIT 100)});
+ok(query_until($node, "SELECT count(*) = $total - 100 FROM df_internal.bus_events"),
+	'retention removed the 100 events older than retention_days');
+is( $node->safe_psql('postgres', q{
+SELECT count(*) FROM df_internal.bus_takes t
+WHERE NOT EXISTS (SELECT 1 FROM df_internal.bus_events b WHERE b.id = t.event_id)}),
+	'0', 'their takes went with them');
 
 $node->stop('fast');
 done_testing();
