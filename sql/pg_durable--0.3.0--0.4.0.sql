@@ -66,7 +66,7 @@ WITH RECURSIVE ended AS (
 ), leaves AS (
 	SELECT n.* FROM nodes n JOIN live l ON l.id = n.instance_id AND l.status = 'running'
 	WHERE n.status = 'running' AND n.stamp IS NOT NULL
-	  AND n.node_type IN ('SQL', 'HTTP', 'HTTP_MULTIPART', 'SLEEP', 'WAIT_SCHEDULE', 'SIGNAL')
+	  AND n.node_type IN ('SQL', 'HTTP', 'HTTP_MULTIPART', 'SLEEP', 'WAIT_SCHEDULE', 'SIGNAL', 'EVENT')
 ), walk AS (
 	-- from each running leaf up to the root: every ancestor must be running
 	-- and stamped with the leaf's scope or an enclosing one
@@ -91,15 +91,16 @@ WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = l.id)
   AND NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = l.id)
 UNION ALL
 SELECT f.instance_id::text,
-	   CASE f.node_type WHEN 'SIGNAL' THEN 'missing_wait'
+	   CASE f.node_type WHEN 'SIGNAL' THEN 'missing_wait' WHEN 'EVENT' THEN 'missing_wait'
 			WHEN 'SLEEP' THEN 'missing_timer' WHEN 'WAIT_SCHEDULE' THEN 'missing_timer'
 			ELSE 'stranded_step' END,
 	   f.id::text, f.stamp,
 	   format('running %s node %s in scope %s has no %s', f.node_type, f.id, f.stamp,
 			  CASE f.node_type WHEN 'SIGNAL' THEN 'registered signal wait'
+				   WHEN 'EVENT' THEN 'registered event wait'
 				   WHEN 'SLEEP' THEN 'timer' WHEN 'WAIT_SCHEDULE' THEN 'timer' ELSE 'task' END)
 FROM live_leaves f
-WHERE CASE WHEN f.node_type = 'SIGNAL' THEN
+WHERE CASE WHEN f.node_type IN ('SIGNAL', 'EVENT') THEN
 		NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = f.instance_id
 					AND w.node_id = f.id AND w.scope = f.stamp)
 	  ELSE

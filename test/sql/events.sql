@@ -158,6 +158,29 @@ SELECT df.unsubscribe('mine');
 REVOKE USAGE ON SCHEMA df FROM ev_other;
 DROP ROLE ev_other;
 
+-- df.check() reports a running EVENT node without its registered wait
+SET ROLE df_user;
+SELECT df.start(df.wait_for_event('lonely'), 'ev-check') AS c \gset
+RESET ROLE;
+DO $$
+DECLARE
+	deadline timestamptz := clock_timestamp() + interval '30 seconds';
+BEGIN
+	WHILE NOT EXISTS (SELECT 1 FROM df_internal.waits w JOIN df.instances i ON i.id = w.instance_id
+					  WHERE i.label = 'ev-check') LOOP
+		IF clock_timestamp() > deadline THEN
+			RAISE EXCEPTION 'the EVENT wait was not registered within 30 seconds';
+		END IF;
+		PERFORM pg_sleep(0.01);
+	END LOOP;
+END
+$$;
+SELECT problem FROM df.check() WHERE instance_id = :'c';
+DELETE FROM df_internal.waits WHERE instance_id = :'c';
+SELECT problem, regexp_replace(detail, '[0-9a-f]{8}', '<id>', 'g') AS detail
+FROM df.check() WHERE instance_id = :'c' ORDER BY problem;
+SELECT df.cancel(:'c', 'test') IS NOT NULL AS cancelled;
+
 SELECT engine_idle();
 REVOKE EXECUTE ON FUNCTION df.publish_event(text, jsonb, text) FROM df_user;
 REVOKE EXECUTE ON FUNCTION df.subscribe(text, text, text, jsonb) FROM df_user;
