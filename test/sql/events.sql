@@ -39,6 +39,27 @@ SET ROLE df_user;
 SELECT df.publish_event('', '{}');
 SELECT df.publish_event('orders', NULL);
 
+-- from a trigger: the event commits with the row
+CREATE TABLE ev_orders (id int);
+CREATE FUNCTION ev_orders_publish() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM df.publish_event('order_rows', jsonb_build_object('id', NEW.id));
+	RETURN NEW;
+END
+$$;
+CREATE TRIGGER ev_orders_publish AFTER INSERT ON ev_orders
+	FOR EACH ROW EXECUTE FUNCTION ev_orders_publish();
+INSERT INTO ev_orders VALUES (1), (2);
+BEGIN;
+INSERT INTO ev_orders VALUES (3);
+ROLLBACK;
+-- and from a workflow's step (its trigger runs in the step's transaction)
+SELECT df.start('INSERT INTO ev_orders VALUES (4) RETURNING id', 'ev-trigger-step') AS ts \gset
+SELECT df.await_instance(:'ts');
+RESET ROLE;
+SELECT payload, published_by FROM df_internal.bus_events WHERE topic = 'order_rows' ORDER BY id;
+SET ROLE df_user;
+
 -- wait with a filter: an event published before the start is not received,
 -- one published after the start but before the wait is registered is
 SELECT df.publish_event('pay', '{"order": 7, "status": "paid", "n": 1}') AS before_start \gset
@@ -184,4 +205,5 @@ SELECT df.cancel(:'c', 'test') IS NOT NULL AS cancelled;
 SELECT engine_idle();
 REVOKE EXECUTE ON FUNCTION df.publish_event(text, jsonb, text) FROM df_user;
 REVOKE EXECUTE ON FUNCTION df.subscribe(text, text, text, jsonb) FROM df_user;
-DROP TABLE ev_seen, ev_ticks;
+DROP TABLE ev_seen, ev_ticks, ev_orders;
+DROP FUNCTION ev_orders_publish();
