@@ -540,6 +540,8 @@ ALTER TABLE df_internal.runs ADD COLUMN start_snapshot pg_snapshot;
 UPDATE df_internal.runs SET start_snapshot = pg_catalog.pg_current_snapshot();
 ALTER TABLE df_internal.runs ALTER COLUMN start_snapshot SET DEFAULT pg_catalog.pg_current_snapshot();
 ALTER TABLE df_internal.runs ALTER COLUMN start_snapshot SET NOT NULL;
+-- an EVENT wait: the xmin of the snapshot that found no event for it
+ALTER TABLE df_internal.waits ADD COLUMN event_xmin xid8;
 ALTER TABLE df.nodes DROP CONSTRAINT nodes_node_type_check;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',

@@ -547,6 +547,9 @@ CREATE TABLE df_internal.waits (
 	scope text NOT NULL,
 	name text NOT NULL,
 	seq bigserial,
+	-- an EVENT wait: the xmin of the snapshot that found no event for it;
+	-- every event of a lower xid was visible to that look (issue 18)
+	event_xmin xid8,
 	PRIMARY KEY (instance_id, node_id, scope)
 );
 

@@ -183,15 +183,23 @@ extern int pgd_store_undos_done(const char *instance_id, char ***node_ids);
 
 /*
  * Take the first event the instance may still take of topic whose payload
- * contains filter (JSON text): it is recorded as taken and *result is the
- * EVENT node's result {"topic","key","payload","published_at","event_id"}.
+ * contains filter (JSON text), of an xid at or above after_xid when given:
+ * it is recorded as taken and *result is the EVENT node's result
+ * {"topic","key","payload","published_at","event_id"}.  *horizon is the
+ * xmin of the snapshot that looked, for the wait when there was none.
  */
 extern bool pgd_store_event_take(const char *instance_id, const char *topic,
-								 const char *filter, char **result);
+								 const char *filter, const char *after_xid,
+								 char **result, char **horizon);
 
-/* The instance's registered EVENT waits, oldest first; returns how many. */
+/* An EVENT wait, registered with the horizon of the look that found nothing. */
+extern void pgd_store_event_wait_add(const char *instance_id,
+									 const char *node_id, const char *scope,
+									 const char *horizon);
+
+/* The instance's registered EVENT waits, oldest first, with their horizons. */
 extern int pgd_store_event_waits(const char *instance_id, char ***node_ids,
-								 char ***scopes);
+								 char ***scopes, char ***horizons);
 
 /* A deliver task for every instance whose EVENT wait a visible event matches. */
 extern int pgd_store_event_sweep(void);

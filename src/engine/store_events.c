@@ -19,7 +19,10 @@
  *
  * An EVENT node that finds no event registers a wait (a df_internal.waits
  * row whose name is '', which no signal can have) under the instance's
- * runs lock.  Delivery is lock-free: the publisher and the waiter each
+ * runs lock, with the xmin of the snapshot that looked (event_xmin): every
+ * event of a lower xid was visible to that look and did not match or was
+ * taken (a take is never undone), so later looks skip them and the cost of
+ * a look is the events published since, not since the instance started.  Delivery is lock-free: the publisher and the waiter each
  * ask, at their commit, for a sweep (wake.c), a transaction of an executor
  * that begins after the commit and enqueues a deliver task for every
  * instance that has a wait some visible, untaken event matches.  If the
@@ -40,13 +43,18 @@
 #include "engine/store.h"
 #include "engine/wake.h"
 
-/* the events an instance may still take, for the topic and filter $2, $3 */
+/*
+ * The events instance $1 may still take of topic $2 whose payload contains
+ * $3, of an xid at or above $4 when given (the xmin of the look that
+ * registered the wait: every event of a lower xid was visible to it).
+ */
 #define ELIGIBLE_EVENTS \
 	"FROM df_internal.bus_events b, df_internal.runs r " \
 	"WHERE r.instance_id OPERATOR(pg_catalog.=) $1 " \
 	"AND b.topic OPERATOR(pg_catalog.=) $2 " \
 	"AND b.payload OPERATOR(pg_catalog.@>) $3::pg_catalog.jsonb " \
-	"AND b.xid OPERATOR(pg_catalog.>=) pg_catalog.pg_snapshot_xmin(r.start_snapshot) " \
+	"AND b.xid OPERATOR(pg_catalog.>=) GREATEST(pg_catalog.pg_snapshot_xmin(r.start_snapshot), " \
+	" COALESCE($4::pg_catalog.xid8, '0'::pg_catalog.xid8)) " \
 	"AND NOT pg_catalog.pg_visible_in_snapshot(b.xid, r.start_snapshot) " \
 	"AND NOT EXISTS (SELECT 1 FROM df_internal.bus_takes t " \
 	"WHERE t.instance_id OPERATOR(pg_catalog.=) r.instance_id " \
@@ -54,36 +62,54 @@
 
 bool
 pgd_store_event_take(const char *instance_id, const char *topic,
-					 const char *filter, char **result)
+					 const char *filter, const char *after_xid, char **result,
+					 char **horizon)
 {
+	/* one statement, so the horizon is the snapshot that looked */
 	if (PGD_EXEC("WITH e AS (SELECT b.id, b.topic, b.key, b.payload, b.published_at " ELIGIBLE_EVENTS
 				 "ORDER BY b.id LIMIT 1), "
 				 "taken AS (INSERT INTO df_internal.bus_takes (instance_id, event_id) "
 				 "SELECT $1, e.id FROM e) "
-				 "SELECT pg_catalog.json_build_object('topic', e.topic, 'key', e.key, "
+				 "SELECT pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())::text, "
+				 "(SELECT pg_catalog.json_build_object('topic', e.topic, 'key', e.key, "
 				 "'payload', e.payload, 'published_at', e.published_at, "
-				 "'event_id', e.id)::text FROM e",
-				 instance_id, topic, filter) == 0)
-		return false;
-	*result = pgd_spi_getstring(0, 1);
-	return true;
+				 "'event_id', e.id)::text FROM e)",
+				 instance_id, topic, filter, after_xid) != 1)
+		elog(ERROR, "the event take returned no row");
+	*horizon = pgd_spi_getstring(0, 1);
+	*result = pgd_spi_getstring(0, 2);
+	return *result != NULL;
+}
+
+void
+pgd_store_event_wait_add(const char *instance_id, const char *node_id,
+						 const char *scope, const char *horizon)
+{
+	PGD_EXEC("INSERT INTO df_internal.waits (instance_id, node_id, scope, name, event_xmin) "
+			 "VALUES ($1, $2, $3, '', $4::pg_catalog.xid8) "
+			 "ON CONFLICT (instance_id, node_id, scope) DO UPDATE "
+			 "SET name = EXCLUDED.name, event_xmin = EXCLUDED.event_xmin",
+			 instance_id, node_id, scope, horizon);
 }
 
 int
 pgd_store_event_waits(const char *instance_id, char ***node_ids,
-					  char ***scopes)
+					  char ***scopes, char ***horizons)
 {
-	int n = PGD_EXEC("SELECT node_id, scope FROM df_internal.waits "
-					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-					 "AND name OPERATOR(pg_catalog.=) '' ORDER BY seq",
-					 instance_id);
+	int n =
+		PGD_EXEC("SELECT node_id, scope, event_xmin FROM df_internal.waits "
+				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+				 "AND name OPERATOR(pg_catalog.=) '' ORDER BY seq",
+				 instance_id);
 
 	*node_ids = palloc(sizeof(char *) * Max(n, 1));
 	*scopes = palloc(sizeof(char *) * Max(n, 1));
+	*horizons = palloc(sizeof(char *) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
 		(*node_ids)[i] = pgd_spi_getstring(i, 1);
 		(*scopes)[i] = pgd_spi_getstring(i, 2);
+		(*horizons)[i] = pgd_spi_getstring(i, 3);
 	}
 	return n;
 }
@@ -103,7 +129,8 @@ pgd_store_event_sweep(void)
 				 "  WHERE b.topic OPERATOR(pg_catalog.=) (n.query::pg_catalog.jsonb OPERATOR(pg_catalog.->>) 'topic') "
 				 "  AND b.payload OPERATOR(pg_catalog.@>) COALESCE("
 				 "   n.query::pg_catalog.jsonb OPERATOR(pg_catalog.->) 'filter', '{}') "
-				 "  AND b.xid OPERATOR(pg_catalog.>=) pg_catalog.pg_snapshot_xmin(r.start_snapshot) "
+				 "  AND b.xid OPERATOR(pg_catalog.>=) GREATEST(pg_catalog.pg_snapshot_xmin(r.start_snapshot), "
+				 "   COALESCE(w.event_xmin, '0'::pg_catalog.xid8)) "
 				 "  AND NOT pg_catalog.pg_visible_in_snapshot(b.xid, r.start_snapshot) "
 				 "  AND NOT EXISTS (SELECT 1 FROM df_internal.bus_takes t "
 				 "   WHERE t.instance_id OPERATOR(pg_catalog.=) w.instance_id "

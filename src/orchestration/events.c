@@ -123,10 +123,12 @@ finish_with_event(PgdGraph *g, int n, const char *scope, char *result)
 }
 
 static bool
-take(const PgdGraph *g, int n, char **result)
+take(const PgdGraph *g, int n, const char *after_xid, char **result,
+	 char **horizon)
 {
 	return pgd_store_event_take(g->instance_id, g->nodes[n].event->topic,
-								g->nodes[n].event->filter, result);
+								g->nodes[n].event->filter, after_xid, result,
+								horizon);
 }
 
 static void
@@ -134,13 +136,14 @@ start_event(PgdGraph *g, int n, const char *scope)
 {
 	const PgdNode *node = &g->nodes[n];
 	char		  *result;
+	char		  *horizon;
 
-	if (take(g, n, &result))
+	if (take(g, n, NULL, &result, &horizon))
 	{
 		finish_with_event(g, n, scope, result);
 		return;
 	}
-	pgd_store_wait_add(g->instance_id, node->id, scope, "");
+	pgd_store_event_wait_add(g->instance_id, node->id, scope, horizon);
 	if (node->event->has_timeout)
 		pgd_store_timer_add(g->instance_id, node->id, scope,
 							TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
@@ -179,8 +182,11 @@ pgd_events_deliver(PgdGraph *g)
 {
 	char **node_ids;
 	char **scopes;
+	char **horizons;
 	char  *result;
-	int	   nwaits = pgd_store_event_waits(g->instance_id, &node_ids, &scopes);
+	char  *horizon;
+	int	   nwaits =
+		pgd_store_event_waits(g->instance_id, &node_ids, &scopes, &horizons);
 
 	for (int i = 0; i < nwaits; i++)
 	{
@@ -192,7 +198,8 @@ pgd_events_deliver(PgdGraph *g)
 			pgd_store_wait_remove(g->instance_id, node_ids[i], scopes[i]);
 			continue; /* a stale wait */
 		}
-		if (g->nodes[n].event_problem != NULL || !take(g, n, &result))
+		if (g->nodes[n].event_problem != NULL ||
+			!take(g, n, horizons[i], &result, &horizon))
 			continue;
 		/* the wait and its timeout go before the node ends */
 		pgd_store_wait_remove(g->instance_id, node_ids[i], scopes[i]);
