@@ -171,11 +171,15 @@ SELECT df.subscribe('mine', 'audit', 'SELECT 1');
 RESET ROLE;
 CREATE ROLE ev_other;
 GRANT USAGE ON SCHEMA df TO ev_other;
+GRANT SELECT ON df.instances TO ev_other;
 SET ROLE ev_other;
 SELECT count(*) AS visible FROM df.subscriptions;
+-- the subscriber's instances are df_user's, under row-level security
+SELECT count(*) AS visible_instances FROM df.instances WHERE idempotency_key LIKE 'sub:%';
 SELECT df.unsubscribe('mine');
 RESET ROLE;
 SELECT df.unsubscribe('mine');
+REVOKE SELECT ON df.instances FROM ev_other;
 REVOKE USAGE ON SCHEMA df FROM ev_other;
 DROP ROLE ev_other;
 
