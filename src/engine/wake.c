@@ -343,9 +343,10 @@ wake_http_worker(void)
 /*
  * The bus sweep (engine/store_events.c) must run in a transaction that
  * begins after this commit: the flag is set now, after the commit is
- * visible, and the executor that clears it begins its sweep afterwards.
- * An executor committing looks at the flag itself before its next task;
- * anyone else wakes an idle executor.
+ * visible and before any executor is woken, and an executor looks at it
+ * after each task, before it sleeps.  An executor committing looks at it
+ * itself; anyone else needs one executor woken, which the tasks of the
+ * commit (a subscriber's start) may already do.
  */
 static void
 ask_bus_sweep(void)
@@ -353,8 +354,8 @@ ask_bus_sweep(void)
 	SpinLockAcquire(&pgd_shared->ready_mutex);
 	pgd_shared->bus_sweep = true;
 	SpinLockRelease(&pgd_shared->ready_mutex);
-	if (my_slot < 0)
-		wake_executors(1);
+	if (my_slot < 0 && pending_tasks <= 0)
+		pending_tasks = 1;
 }
 
 static void
@@ -371,6 +372,8 @@ pgd_xact_callback(XactEvent event, void *arg)
 			/* an executor runs one of the tasks it made itself */
 			if (my_slot >= 0)
 				pending_tasks--;
+			if (pending_bus_sweep && pgd_shared != NULL)
+				ask_bus_sweep();
 			if (pending_tasks > 0 && pgd_shared != NULL)
 				wake_executors(pending_tasks);
 			if (npending_interrupts > 0 && pgd_shared != NULL)
@@ -379,8 +382,6 @@ pgd_xact_callback(XactEvent event, void *arg)
 				wake_awaiters();
 			if (pending_http && pgd_shared != NULL)
 				wake_http_worker();
-			if (pending_bus_sweep && pgd_shared != NULL)
-				ask_bus_sweep();
 			pending_bus_sweep = false;
 			pending_tasks = 0;
 			npending_ready = 0;
