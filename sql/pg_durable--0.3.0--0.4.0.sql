@@ -10,6 +10,14 @@
 
 \echo Use "ALTER EXTENSION pg_durable UPDATE TO '0.4.0'" to load this file. \quit
 
+-- Lock the tables this script alters first, in the order the engine's
+-- transactions take them (runs first: every task claims with it): the
+-- executors keep running during an update, and ALTER TABLEs that locked
+-- them one by one in the script's order deadlocked with an executor that
+-- held runs and waited for df.nodes (test/t/022_upgrade.pl, issue 18).
+LOCK TABLE df_internal.runs, df_internal.waits, df.nodes, df_internal.events, df.instances,
+	df.vars IN ACCESS EXCLUSIVE MODE;
+
 -- The graph references under the reference's names (issue 21).
 ALTER TABLE df.nodes RENAME CONSTRAINT nodes_left_node_fkey TO nodes_left_node_same_instance_fkey;
 ALTER TABLE df.nodes RENAME CONSTRAINT nodes_right_node_fkey TO nodes_right_node_same_instance_fkey;

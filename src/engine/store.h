@@ -201,10 +201,14 @@ extern void pgd_store_event_wait_add(const char *instance_id,
 extern int pgd_store_event_waits(const char *instance_id, char ***node_ids,
 								 char ***scopes, char ***horizons);
 
-/* A deliver task for every instance whose EVENT wait a visible event matches. */
+/*
+ * A deliver task for every instance whose EVENT wait a visible event
+ * matches; returns how many, -1 when the schema has no bus (an older
+ * version of the extension).
+ */
 extern int pgd_store_event_sweep(void);
 
-/* Remove the events published more than retention_days ago. */
+/* Remove the events published more than retention_days ago (-1: no bus). */
 extern int pgd_store_event_retention(int retention_days);
 
 /* --- JOIN counters and loop state --- */

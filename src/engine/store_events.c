@@ -39,6 +39,9 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
+#include "utils/lsyscache.h"
+
 #include "common/spi.h"
 #include "engine/store.h"
 #include "engine/wake.h"
@@ -114,14 +117,34 @@ pgd_store_event_waits(const char *instance_id, char ***node_ids,
 	return n;
 }
 
+/*
+ * The bus of this database's schema, or false: an older version of the
+ * extension (before ALTER EXTENSION UPDATE) has none, and then there is
+ * nothing to sweep or remove.
+ */
+static bool
+bus_exists(void)
+{
+	Oid ns = get_namespace_oid("df_internal", true);
+
+	return OidIsValid(ns) && OidIsValid(get_relname_relid("bus_events", ns));
+}
+
+/*
+ * The sweep locks runs before waits, as every transition does (a schema
+ * update locks them in that order too).
+ */
 int
 pgd_store_event_sweep(void)
 {
-	int n =
-		pgd_exec("INSERT INTO df_internal.tasks (instance_id, scope, kind) "
+	int n;
+
+	if (!bus_exists())
+		return -1;
+	n = pgd_exec("INSERT INTO df_internal.tasks (instance_id, scope, kind) "
 				 "SELECT m.instance_id, m.instance_id, 'deliver' FROM ("
-				 " SELECT DISTINCT w.instance_id FROM df_internal.waits w "
-				 " JOIN df_internal.runs r ON r.instance_id OPERATOR(pg_catalog.=) w.instance_id "
+				 " SELECT DISTINCT w.instance_id FROM df_internal.runs r "
+				 " JOIN df_internal.waits w ON w.instance_id OPERATOR(pg_catalog.=) r.instance_id "
 				 " JOIN df.nodes n ON n.instance_id OPERATOR(pg_catalog.=) w.instance_id "
 				 "  AND n.id OPERATOR(pg_catalog.=) w.node_id "
 				 " WHERE w.name OPERATOR(pg_catalog.=) '' AND n.node_type OPERATOR(pg_catalog.=) 'EVENT' "
@@ -147,6 +170,9 @@ int
 pgd_store_event_retention(int retention_days)
 {
 	char days[16];
+
+	if (!bus_exists())
+		return -1;
 
 	snprintf(days, sizeof(days), "%d", retention_days);
 	return PGD_EXEC("DELETE FROM df_internal.bus_events WHERE published_at "
