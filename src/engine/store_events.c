@@ -47,6 +47,19 @@
 #include "engine/wake.h"
 
 /*
+ * The bus of this database's schema, or false: an older version of the
+ * extension (before ALTER EXTENSION UPDATE) has none, and then there is
+ * nothing to sweep or remove.
+ */
+static bool
+bus_exists(void)
+{
+	Oid ns = get_namespace_oid("df_internal", true);
+
+	return OidIsValid(ns) && OidIsValid(get_relname_relid("bus_events", ns));
+}
+
+/*
  * The events instance $1 may still take of topic $2 whose payload contains
  * $3, of an xid at or above $4 when given (the xmin of the look that
  * registered the wait: every event of a lower xid was visible to it).
@@ -99,8 +112,11 @@ int
 pgd_store_event_waits(const char *instance_id, char ***node_ids,
 					  char ***scopes, char ***horizons)
 {
-	int n =
-		PGD_EXEC("SELECT node_id, scope, event_xmin FROM df_internal.waits "
+	int n;
+
+	if (!bus_exists())
+		return 0; /* an older schema: no EVENT waits (nor event_xmin) */
+	n = PGD_EXEC("SELECT node_id, scope, event_xmin FROM df_internal.waits "
 				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 				 "AND name OPERATOR(pg_catalog.=) '' ORDER BY seq",
 				 instance_id);
@@ -115,19 +131,6 @@ pgd_store_event_waits(const char *instance_id, char ***node_ids,
 		(*horizons)[i] = pgd_spi_getstring(i, 3);
 	}
 	return n;
-}
-
-/*
- * The bus of this database's schema, or false: an older version of the
- * extension (before ALTER EXTENSION UPDATE) has none, and then there is
- * nothing to sweep or remove.
- */
-static bool
-bus_exists(void)
-{
-	Oid ns = get_namespace_oid("df_internal", true);
-
-	return OidIsValid(ns) && OidIsValid(get_relname_relid("bus_events", ns));
 }
 
 /*
