@@ -43,7 +43,8 @@ REGRESS_OPTS = --inputdir=test --load-extension=pg_durable
 ISOLATION = cancel_step_race join_same_moment race_same_moment \
 	signal_new_before_commit signal_wait_race start_rollback timeout_completion_race timer_cancel_race vars_upsert start_same_key compensate_twice \
 	map_same_moment \
-	limit_release_timeout_race
+	limit_release_timeout_race \
+	event_wait_race
 ISOLATION_OPTS = --inputdir=test --use-existing
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)

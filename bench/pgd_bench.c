@@ -100,6 +100,7 @@ typedef struct PgdbOptions
 	int			fanout_width;
 	int			workflows;		/* one-step workflows */
 	int			latency_workflows;
+	int			event_count;	/* events of the event phase (issue 18) */
 	int			latency_steps;
 	const char *pgbench;		/* NULL: do not run pgbench */
 	int			pgbench_seconds;
@@ -1349,6 +1350,120 @@ map_phases(Pgdb *b)
 	return true;
 }
 
+/*
+ * Event to subscriber (issue 18): a subscription whose workflow logs
+ * clock_timestamp() in its first step; one client publishes event_count
+ * events, one every 5 ms, each in its own transaction, and the latency is
+ * the step's time minus the client's clock when it sent the publishing
+ * statement (the same machine's clock): an upper bound that includes the
+ * publish and its commit.  With track_commit_timestamp = on it is measured
+ * from the event's commit instead (from the statement's return it would be
+ * about 0: the subscriber's step runs while the reply travels).
+ */
+static bool
+event_phase(Pgdb *b)
+{
+	int			n = b->opt.event_count;
+	int64_t    *commit_us;
+	double	   *lat;
+	int			nlat = 0,
+				i;
+	char		v[32];
+	PGresult   *res;
+	char	   *cnt;
+	bool		by_commit = false;
+	const char *from_what;
+	int64_t		deadline;
+
+	if (n <= 0)
+		return true;
+	if (!exec_ok(b->conn,
+				 "SET client_min_messages = warning;"
+				 "CREATE TABLE IF NOT EXISTS bench_event (event_id bigint, ts timestamptz);"
+				 "TRUNCATE bench_event;"
+				 "SELECT df.unsubscribe('bench_event');"
+				 "SELECT df.subscribe('bench_event', 'bench', "
+				 "'INSERT INTO bench_event SELECT $event.event_id::bigint, clock_timestamp()')",
+				 &b->err, b->errstr))
+		return false;
+	say(b, "event: %d events, 1 client", n);
+	commit_us = calloc(n + 1, sizeof(int64_t));
+	for (i = 0; i < n; i++)
+	{
+		char		sql[96];
+
+		snprintf(sql, sizeof(sql), "SELECT df.publish_event('bench', '{\"i\": %d}')", i);
+		commit_us[i] = real_now_us();
+		res = PQexec(b->conn, sql);
+		if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		{
+			pgdb_set_error(&b->err, b->errstr, "%s: %s", sql, PQresultErrorMessage(res));
+			PQclear(res);
+			free(commit_us);
+			return false;
+		}
+		PQclear(res);
+		usleep(5000);
+	}
+	deadline = real_now_us() + (int64_t) b->opt.timeout * 1000000;
+	while ((cnt = query_value(b, "SELECT count(*) FROM bench_event")) != NULL &&
+		   atoi(cnt) < n && real_now_us() < deadline)
+	{
+		free(cnt);
+		usleep(10000);
+	}
+	free(cnt);
+	/* the events' order is the publishing order: event i is the i-th id */
+	/* the commit times, when the server keeps them (else NULL: the call's time) */
+	if ((cnt = query_value(b, "SHOW track_commit_timestamp")) == NULL)
+	{
+		free(commit_us);
+		return false;
+	}
+	by_commit = strcmp(cnt, "on") == 0;
+	free(cnt);
+	res = PQexec(b->conn,
+				 by_commit ?
+				 "SELECT (extract(epoch FROM s.ts) * 1000000)::bigint, "
+				 "row_number() OVER (ORDER BY e.id) - 1, "
+				 "(extract(epoch FROM pg_xact_commit_timestamp(e.xmin)) * 1000000)::bigint "
+				 "FROM df_internal.bus_events e JOIN bench_event s ON s.event_id = e.id "
+				 "WHERE e.topic = 'bench'" :
+				 "SELECT (extract(epoch FROM s.ts) * 1000000)::bigint, "
+				 "row_number() OVER (ORDER BY e.id) - 1, NULL::bigint "
+				 "FROM df_internal.bus_events e JOIN bench_event s ON s.event_id = e.id "
+				 "WHERE e.topic = 'bench'");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		pgdb_set_error(&b->err, b->errstr, "reading bench_event: %s", PQresultErrorMessage(res));
+		PQclear(res);
+		free(commit_us);
+		return false;
+	}
+	lat = calloc(PQntuples(res) + 1, sizeof(double));
+	for (i = 0; i < PQntuples(res); i++)
+	{
+		int			k = atoi(PQgetvalue(res, i, 1));
+
+		int64_t		from = k >= 0 && k < n ? commit_us[k] : 0;
+
+		if (!PQgetisnull(res, i, 2))
+			from = strtoll(PQgetvalue(res, i, 2), NULL, 10);
+		if (k >= 0 && k < n)
+			lat[nlat++] = (strtoll(PQgetvalue(res, i, 0), NULL, 10) - from) / 1000.0;
+	}
+	PQclear(res);
+	qsort(lat, nlat, sizeof(double), cmp_double);
+	from_what = by_commit ? "event commit" : "publish_event call";
+	add_row(b, "ms", fmt_num(v, percentile(lat, nlat, 50)), "%s to subscriber's first step p50 (1 client)", from_what);
+	add_row(b, "ms", fmt_num(v, percentile(lat, nlat, 99)), "%s to subscriber's first step p99 (1 client)", from_what);
+	if (nlat < n)
+		fprintf(stderr, "pgd_bench: event: %d of %d subscriber steps logged\n", nlat, n);
+	free(lat);
+	free(commit_us);
+	return exec_ok(b->conn, "SELECT df.unsubscribe('bench_event')", &b->err, b->errstr);
+}
+
 static bool
 pgdb_run(Pgdb *b)
 {
@@ -1616,6 +1731,9 @@ pgdb_run(Pgdb *b)
 			return false;
 	}
 
+	if (!event_phase(b))
+		return false;
+
 	if (o->pgbench)
 	{
 		add_row(b, "commits/s", fmt_num(v, commit_w), "pgbench 1-row INSERT commit rate, %d clients",
@@ -1675,6 +1793,8 @@ usage(const char *progname)
 		   "      --workflows=NUM         one-step workflows started as fast as possible (default: 6000)\n"
 		   "      --latency-workflows=NUM workflows per latency measurement (default: 300)\n"
 		   "      --latency-steps=NUM     logging steps per latency workflow (default: 5)\n"
+		   "      --events=NUM            events published to a subscription, one at a time,\n"
+		   "                              for the event latency (default: 200; 0: none)\n"
 		   "      --pgbench=PATH          pgbench to run for the commit rate (default: pgbench)\n"
 		   "      --no-pgbench            do not measure the commit rate\n"
 		   "      --pgbench-seconds=NUM   length of each pgbench run (default: 30)\n"
@@ -1779,6 +1899,7 @@ main(int argc, char **argv)
 		{"map-rows", required_argument, NULL, 19},
 		{"limit-workflows", required_argument, NULL, 20},
 		{"otel-url", required_argument, NULL, 21},
+		{"events", required_argument, NULL, 40},
 		{"verbose", no_argument, NULL, 'v'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, '?'},
@@ -1797,6 +1918,7 @@ main(int argc, char **argv)
 	b.opt.fanout_width = 20;
 	b.opt.workflows = 6000;
 	b.opt.latency_workflows = 300;
+	b.opt.event_count = 200;
 	b.opt.latency_steps = 5;
 	b.opt.pgbench = "pgbench";
 	b.opt.pgbench_seconds = 30;
@@ -1847,6 +1969,9 @@ main(int argc, char **argv)
 				break;
 			case 5:
 				b.opt.workflows = parse_count(optarg, "workflows", 0);
+				break;
+			case 40:
+				b.opt.event_count = parse_count(optarg, "events", 0);
 				break;
 			case 6:
 				b.opt.latency_workflows = parse_count(optarg, "latency-workflows", 0);

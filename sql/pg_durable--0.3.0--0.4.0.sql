@@ -10,6 +10,14 @@
 
 \echo Use "ALTER EXTENSION pg_durable UPDATE TO '0.4.0'" to load this file. \quit
 
+-- Lock the tables this script alters first, in the order the engine's
+-- transactions take them (runs first: every task claims with it): the
+-- executors keep running during an update, and ALTER TABLEs that locked
+-- them one by one in the script's order deadlocked with an executor that
+-- held runs and waited for df.nodes (test/t/022_upgrade.pl, issue 18).
+LOCK TABLE df_internal.runs, df_internal.waits, df.nodes, df_internal.events, df.instances,
+	df.vars IN ACCESS EXCLUSIVE MODE;
+
 -- The graph references under the reference's names (issue 21).
 ALTER TABLE df.nodes RENAME CONSTRAINT nodes_left_node_fkey TO nodes_left_node_same_instance_fkey;
 ALTER TABLE df.nodes RENAME CONSTRAINT nodes_right_node_fkey TO nodes_right_node_same_instance_fkey;
@@ -69,7 +77,7 @@ WITH RECURSIVE ended AS (
 ), leaves AS (
 	SELECT n.* FROM nodes n JOIN live l ON l.id = n.instance_id AND l.status = 'running'
 	WHERE n.status = 'running' AND n.stamp IS NOT NULL
-	  AND n.node_type IN ('SQL', 'HTTP', 'HTTP_MULTIPART', 'SLEEP', 'WAIT_SCHEDULE', 'SIGNAL')
+	  AND n.node_type IN ('SQL', 'HTTP', 'HTTP_MULTIPART', 'SLEEP', 'WAIT_SCHEDULE', 'SIGNAL', 'EVENT')
 ), walk AS (
 	-- from each running leaf up to the root: every ancestor must be running
 	-- and stamped with the leaf's scope or an enclosing one
@@ -94,15 +102,16 @@ WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = l.id)
   AND NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = l.id)
 UNION ALL
 SELECT f.instance_id::text,
-	   CASE f.node_type WHEN 'SIGNAL' THEN 'missing_wait'
+	   CASE f.node_type WHEN 'SIGNAL' THEN 'missing_wait' WHEN 'EVENT' THEN 'missing_wait'
 			WHEN 'SLEEP' THEN 'missing_timer' WHEN 'WAIT_SCHEDULE' THEN 'missing_timer'
 			ELSE 'stranded_step' END,
 	   f.id::text, f.stamp,
 	   format('running %s node %s in scope %s has no %s', f.node_type, f.id, f.stamp,
 			  CASE f.node_type WHEN 'SIGNAL' THEN 'registered signal wait'
+				   WHEN 'EVENT' THEN 'registered event wait'
 				   WHEN 'SLEEP' THEN 'timer' WHEN 'WAIT_SCHEDULE' THEN 'timer' ELSE 'task' END)
 FROM live_leaves f
-WHERE CASE WHEN f.node_type = 'SIGNAL' THEN
+WHERE CASE WHEN f.node_type IN ('SIGNAL', 'EVENT') THEN
 		NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = f.instance_id
 					AND w.node_id = f.id AND w.scope = f.stamp)
 	  ELSE
@@ -548,16 +557,26 @@ COMMENT ON FUNCTION df.saga(text, text, boolean, text) IS
 	'ends the instance failed with the rest pending (df.compensate resumes), ''continue'' runs the others';
 -- Node BREAKER (issue 17): a subtree (left) that is one call of a circuit breaker.
 -- Dynamic fan-out (issue 18): df.map, node MAP, its children and counters.
+-- Events (issue 18): the start snapshot, new node types and history kinds.
+-- (no default in ADD COLUMN: a stable default would be stored as the
+-- column's "missing value", which a fresh install does not have)
+ALTER TABLE df_internal.runs ADD COLUMN start_snapshot pg_snapshot;
+UPDATE df_internal.runs SET start_snapshot = pg_catalog.pg_current_snapshot();
+ALTER TABLE df_internal.runs ALTER COLUMN start_snapshot SET DEFAULT pg_catalog.pg_current_snapshot();
+ALTER TABLE df_internal.runs ALTER COLUMN start_snapshot SET NOT NULL;
+-- an EVENT wait: the xmin of the snapshot that found no event for it
+ALTER TABLE df_internal.waits ADD COLUMN event_xmin xid8;
 ALTER TABLE df.nodes DROP CONSTRAINT nodes_node_type_check;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
 						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
-						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'SAGA', 'BREAKER', 'MAP')) NOT VALID;
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'SAGA', 'BREAKER', 'MAP', 'LIMIT',
+						 'PUBLISH', 'EVENT')) NOT VALID;
 ALTER TABLE df.nodes DROP CONSTRAINT nodes_structure_check;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 	CASE
 		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
-						   'FAIL')
+						   'FAIL', 'PUBLISH', 'EVENT')
 			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
 		WHEN node_type IN ('RETRY', 'TIMEOUT', 'BREAKER')
 			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
@@ -584,7 +603,8 @@ ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
 					'error_caught', 'timeout_fired',
 					'undo_registered', 'compensation_started', 'undo_started',
 					'undo_completed', 'undo_failed', 'instance_compensated',
-					'instance_resumed'));
+					'instance_resumed',
+					'event_published', 'event_received'));
 ALTER TABLE df_internal.compensations ADD COLUMN compensated_by text;
 CREATE FUNCTION df.compensate(instance_id text) RETURNS text
 	LANGUAGE c STRICT VOLATILE
@@ -997,7 +1017,7 @@ WITH RECURSIVE ended AS (
 ), leaves AS (
 	SELECT n.* FROM nodes n JOIN live l ON l.id = n.instance_id AND l.status = 'running'
 	WHERE n.status = 'running' AND n.stamp IS NOT NULL
-	  AND n.node_type IN ('SQL', 'HTTP', 'HTTP_MULTIPART', 'SLEEP', 'WAIT_SCHEDULE', 'SIGNAL')
+	  AND n.node_type IN ('SQL', 'HTTP', 'HTTP_MULTIPART', 'SLEEP', 'WAIT_SCHEDULE', 'SIGNAL', 'EVENT')
 ), walk AS (
 	-- from each running leaf up to the root: every ancestor must be running
 	-- and stamped with the leaf's scope or an enclosing one
@@ -1023,15 +1043,16 @@ WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = l.id)
   AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters q WHERE q.instance_id = l.id)
 UNION ALL
 SELECT f.instance_id::text,
-	   CASE f.node_type WHEN 'SIGNAL' THEN 'missing_wait'
+	   CASE f.node_type WHEN 'SIGNAL' THEN 'missing_wait' WHEN 'EVENT' THEN 'missing_wait'
 			WHEN 'SLEEP' THEN 'missing_timer' WHEN 'WAIT_SCHEDULE' THEN 'missing_timer'
 			ELSE 'stranded_step' END,
 	   f.id::text, f.stamp,
 	   format('running %s node %s in scope %s has no %s', f.node_type, f.id, f.stamp,
 			  CASE f.node_type WHEN 'SIGNAL' THEN 'registered signal wait'
+				   WHEN 'EVENT' THEN 'registered event wait'
 				   WHEN 'SLEEP' THEN 'timer' WHEN 'WAIT_SCHEDULE' THEN 'timer' ELSE 'task' END)
 FROM live_leaves f
-WHERE CASE WHEN f.node_type = 'SIGNAL' THEN
+WHERE CASE WHEN f.node_type IN ('SIGNAL', 'EVENT') THEN
 		NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = f.instance_id
 					AND w.node_id = f.id AND w.scope = f.stamp)
 	  ELSE
@@ -1256,12 +1277,13 @@ ALTER TABLE df.nodes DROP CONSTRAINT nodes_node_type_check;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
 						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
-						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'SAGA', 'BREAKER', 'MAP', 'LIMIT')) NOT VALID;
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'SAGA', 'BREAKER', 'MAP', 'LIMIT',
+						 'PUBLISH', 'EVENT')) NOT VALID;
 ALTER TABLE df.nodes DROP CONSTRAINT nodes_structure_check;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 	CASE
 		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
-						   'FAIL')
+						   'FAIL', 'PUBLISH', 'EVENT')
 			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
 		WHEN node_type IN ('RETRY', 'TIMEOUT', 'BREAKER', 'LIMIT')
 			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
@@ -1341,3 +1363,97 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.otel_export', '');
 CREATE FUNCTION df.explain(input text, format text) RETURNS text
 	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_explain_format';
 COMMENT ON FUNCTION df.explain(text, text) IS 'render a workflow graph, DSL expression or instance as a tree (format ''text'') or as a Graphviz digraph (format ''dot''), live instances coloured by node status';
+
+-- ---------------------------------------------------------------------------
+-- Events (issue 18, orchestration-api.md §4): the bus, published to by
+-- df.publish_event and PUBLISH nodes; EVENT nodes wait for its events and
+-- subscriptions start a workflow per event (api/publish.c,
+-- engine/store_events.c).  df_internal.events is the instances' history,
+-- not this.
+-- ---------------------------------------------------------------------------
+
+-- one row per published event; xid is the publishing transaction's, so an
+-- instance's start snapshot (runs.start_snapshot) says whether the event
+-- came after the start, whatever the commit order of the ids
+CREATE TABLE df_internal.bus_events (
+	id bigserial PRIMARY KEY,
+	topic text NOT NULL,
+	key text,
+	payload jsonb NOT NULL,
+	published_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	published_by regrole NOT NULL,	-- regrole: a dump names the role
+	xid xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id()
+);
+CREATE INDEX bus_events_topic_idx ON df_internal.bus_events (topic, xid);
+CREATE INDEX bus_events_published_at_idx ON df_internal.bus_events (published_at);
+COMMENT ON TABLE df_internal.bus_events IS
+	'the event bus: df.publish_event and PUBLISH nodes append, retention removes (not the history)';
+
+-- the events an instance's EVENT nodes took: each execution takes another
+CREATE TABLE df_internal.bus_takes (
+	instance_id varchar(8) NOT NULL,
+	event_id bigint NOT NULL REFERENCES df_internal.bus_events (id) ON DELETE CASCADE,
+	PRIMARY KEY (instance_id, event_id)
+);
+CREATE INDEX bus_takes_event_idx ON df_internal.bus_takes (event_id);
+
+-- df.subscribe: each matching event starts one instance of workflow as owner
+CREATE TABLE df_internal.subscriptions (
+	name text PRIMARY KEY,
+	topic text NOT NULL,
+	workflow text NOT NULL,
+	filter jsonb NOT NULL DEFAULT '{}',
+	owner regrole NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+CREATE INDEX subscriptions_topic_idx ON df_internal.subscriptions (topic);
+SELECT pg_catalog.pg_extension_config_dump('df_internal.bus_events', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.bus_events_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.bus_takes', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.subscriptions', '');
+
+CREATE FUNCTION df.publish(topic text, payload text DEFAULT '{}', key text DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_publish';
+COMMENT ON FUNCTION df.publish(text, text, text) IS
+	'node PUBLISH: publish an event in the step''s own transaction (exactly once); payload and key '
+	'are templates ({var}, $name), the payload JSON once substituted';
+CREATE FUNCTION df.wait_for_event(topic text, filter jsonb DEFAULT '{}',
+								  timeout_seconds int DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_wait_for_event';
+COMMENT ON FUNCTION df.wait_for_event(text, jsonb, int) IS
+	'node EVENT: the first event of topic whose payload contains filter published after the '
+	'instance started and not taken by another wait of the instance, '
+	'{"topic","key","payload","published_at","event_id"}; {"timed_out": true} at the timeout';
+
+CREATE FUNCTION df.publish_event(topic text, payload jsonb, key text DEFAULT NULL) RETURNS bigint
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_publish_event';
+COMMENT ON FUNCTION df.publish_event(text, jsonb, text) IS
+	'publish an event in the caller''s transaction (triggers too); returns its id.  Starts the '
+	'matching subscriptions'' workflows in the same transaction.  Not granted to PUBLIC';
+REVOKE EXECUTE ON FUNCTION df.publish_event(text, jsonb, text) FROM PUBLIC;
+
+CREATE FUNCTION df.subscribe(name text, topic text, workflow text, filter jsonb DEFAULT '{}') RETURNS text
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_subscribe';
+COMMENT ON FUNCTION df.subscribe(text, text, text, jsonb) IS
+	'every event of topic whose payload contains filter, published after this commits, starts one '
+	'instance of workflow as the caller, with $event bound (idempotency key sub:<name>:<event id>).  '
+	'Not granted to PUBLIC';
+REVOKE EXECUTE ON FUNCTION df.subscribe(text, text, text, jsonb) FROM PUBLIC;
+
+CREATE FUNCTION df.unsubscribe(name text) RETURNS boolean
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_unsubscribe';
+COMMENT ON FUNCTION df.unsubscribe(text) IS
+	'remove a subscription of the caller (a superuser: anyone''s); false when there is none';
+
+CREATE VIEW df.subscriptions WITH (security_barrier) AS
+	SELECT s.name, s.topic, s.workflow, s.filter, s.owner, s.created_at
+	FROM df_internal.subscriptions s
+	WHERE pg_catalog.pg_has_role(s.owner, 'USAGE');
+COMMENT ON VIEW df.subscriptions IS 'the subscriptions of the roles the caller is a member of';
+GRANT SELECT ON df.subscriptions TO PUBLIC;

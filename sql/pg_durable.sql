@@ -343,7 +343,8 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_submitted_by_not_null
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
 						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
-						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'SAGA', 'BREAKER', 'MAP', 'LIMIT')) NOT VALID;
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'SAGA', 'BREAKER', 'MAP', 'LIMIT',
+						 'PUBLISH', 'EVENT')) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_name_check
 	CHECK (result_name IS NULL OR result_name OPERATOR(pg_catalog.~) '^[A-Za-z_][A-Za-z0-9_]*$') NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_status_check
@@ -353,7 +354,7 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_check
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 	CASE
 		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
-						   'FAIL')
+						   'FAIL', 'PUBLISH', 'EVENT')
 			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
 		WHEN node_type IN ('RETRY', 'TIMEOUT', 'BREAKER', 'LIMIT')
 			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
@@ -490,7 +491,9 @@ CREATE TABLE df_internal.runs (
 	database text,
 	vars jsonb NOT NULL DEFAULT '{}',
 	status text NOT NULL DEFAULT 'pending',
-	created_at timestamptz NOT NULL DEFAULT now()
+	created_at timestamptz NOT NULL DEFAULT now(),
+	-- what df.start saw: an EVENT node takes only events it did not (issue 18)
+	start_snapshot pg_snapshot NOT NULL DEFAULT pg_catalog.pg_current_snapshot()
 );
 
 -- the ready queue; timers are tasks with a future run_at.  HTTP steps
@@ -559,13 +562,17 @@ CREATE TABLE df_internal.signals (
 );
 CREATE INDEX signals_instance_idx ON df_internal.signals (instance_id, name, id);
 
--- SIGNAL nodes waiting for a signal
+-- SIGNAL nodes waiting for a signal; an EVENT node's wait has the name '', which no
+-- signal can have (issue 18, engine/store_events.c)
 CREATE TABLE df_internal.waits (
 	instance_id varchar(8) NOT NULL,
 	node_id varchar(8) NOT NULL,
 	scope text NOT NULL,
 	name text NOT NULL,
 	seq bigserial,
+	-- an EVENT wait: the xmin of the snapshot that found no event for it;
+	-- every event of a lower xid was visible to that look (issue 18)
+	event_xmin xid8,
 	PRIMARY KEY (instance_id, node_id, scope)
 );
 
@@ -586,7 +593,9 @@ CREATE TABLE df_internal.events (
 									   -- sagas (issue 16)
 									   'undo_registered', 'compensation_started', 'undo_started',
 									   'undo_completed', 'undo_failed', 'instance_compensated',
-									   'instance_resumed')),
+									   'instance_resumed',
+									   -- events (issue 18)
+									   'event_published', 'event_received')),
 	node_id varchar(8),
 	scope text,
 	attempt int,
@@ -1256,7 +1265,7 @@ WITH RECURSIVE ended AS (
 ), leaves AS (
 	SELECT n.* FROM nodes n JOIN live l ON l.id = n.instance_id AND l.status = 'running'
 	WHERE n.status = 'running' AND n.stamp IS NOT NULL
-	  AND n.node_type IN ('SQL', 'HTTP', 'HTTP_MULTIPART', 'SLEEP', 'WAIT_SCHEDULE', 'SIGNAL')
+	  AND n.node_type IN ('SQL', 'HTTP', 'HTTP_MULTIPART', 'SLEEP', 'WAIT_SCHEDULE', 'SIGNAL', 'EVENT')
 ), walk AS (
 	-- from each running leaf up to the root: every ancestor must be running
 	-- and stamped with the leaf's scope or an enclosing one
@@ -1282,15 +1291,16 @@ WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = l.id)
   AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters q WHERE q.instance_id = l.id)
 UNION ALL
 SELECT f.instance_id::text,
-	   CASE f.node_type WHEN 'SIGNAL' THEN 'missing_wait'
+	   CASE f.node_type WHEN 'SIGNAL' THEN 'missing_wait' WHEN 'EVENT' THEN 'missing_wait'
 			WHEN 'SLEEP' THEN 'missing_timer' WHEN 'WAIT_SCHEDULE' THEN 'missing_timer'
 			ELSE 'stranded_step' END,
 	   f.id::text, f.stamp,
 	   format('running %s node %s in scope %s has no %s', f.node_type, f.id, f.stamp,
 			  CASE f.node_type WHEN 'SIGNAL' THEN 'registered signal wait'
+				   WHEN 'EVENT' THEN 'registered event wait'
 				   WHEN 'SLEEP' THEN 'timer' WHEN 'WAIT_SCHEDULE' THEN 'timer' ELSE 'task' END)
 FROM live_leaves f
-WHERE CASE WHEN f.node_type = 'SIGNAL' THEN
+WHERE CASE WHEN f.node_type IN ('SIGNAL', 'EVENT') THEN
 		NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = f.instance_id
 					AND w.node_id = f.id AND w.scope = f.stamp)
 	  ELSE
@@ -1681,3 +1691,96 @@ COMMENT ON FUNCTION df.limit(text, text, int, float8, int, interval) IS
 	'node LIMIT: at most max_concurrent executions of step with this key (a template) at once '
 	'across every instance, and at most rate per second (token bucket of burst, default 1); '
 	'the others wait in a FIFO queue per key, failing with kind queue_timeout after queue_timeout';
+
+-- Events (issue 18, orchestration-api.md §4): the bus, published to by
+-- df.publish_event and PUBLISH nodes; EVENT nodes wait for its events and
+-- subscriptions start a workflow per event (api/publish.c,
+-- engine/store_events.c).  df_internal.events is the instances' history,
+-- not this.
+-- ---------------------------------------------------------------------------
+
+-- one row per published event; xid is the publishing transaction's, so an
+-- instance's start snapshot (runs.start_snapshot) says whether the event
+-- came after the start, whatever the commit order of the ids
+CREATE TABLE df_internal.bus_events (
+	id bigserial PRIMARY KEY,
+	topic text NOT NULL,
+	key text,
+	payload jsonb NOT NULL,
+	published_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	published_by regrole NOT NULL,	-- regrole: a dump names the role
+	xid xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id()
+);
+CREATE INDEX bus_events_topic_idx ON df_internal.bus_events (topic, xid);
+CREATE INDEX bus_events_published_at_idx ON df_internal.bus_events (published_at);
+COMMENT ON TABLE df_internal.bus_events IS
+	'the event bus: df.publish_event and PUBLISH nodes append, retention removes (not the history)';
+
+-- the events an instance's EVENT nodes took: each execution takes another
+CREATE TABLE df_internal.bus_takes (
+	instance_id varchar(8) NOT NULL,
+	event_id bigint NOT NULL REFERENCES df_internal.bus_events (id) ON DELETE CASCADE,
+	PRIMARY KEY (instance_id, event_id)
+);
+CREATE INDEX bus_takes_event_idx ON df_internal.bus_takes (event_id);
+
+-- df.subscribe: each matching event starts one instance of workflow as owner
+CREATE TABLE df_internal.subscriptions (
+	name text PRIMARY KEY,
+	topic text NOT NULL,
+	workflow text NOT NULL,
+	filter jsonb NOT NULL DEFAULT '{}',
+	owner regrole NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+CREATE INDEX subscriptions_topic_idx ON df_internal.subscriptions (topic);
+SELECT pg_catalog.pg_extension_config_dump('df_internal.bus_events', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.bus_events_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.bus_takes', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.subscriptions', '');
+
+CREATE FUNCTION df.publish(topic text, payload text DEFAULT '{}', key text DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_publish';
+COMMENT ON FUNCTION df.publish(text, text, text) IS
+	'node PUBLISH: publish an event in the step''s own transaction (exactly once); payload and key '
+	'are templates ({var}, $name), the payload JSON once substituted';
+CREATE FUNCTION df.wait_for_event(topic text, filter jsonb DEFAULT '{}',
+								  timeout_seconds int DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_wait_for_event';
+COMMENT ON FUNCTION df.wait_for_event(text, jsonb, int) IS
+	'node EVENT: the first event of topic whose payload contains filter published after the '
+	'instance started and not taken by another wait of the instance, '
+	'{"topic","key","payload","published_at","event_id"}; {"timed_out": true} at the timeout';
+
+CREATE FUNCTION df.publish_event(topic text, payload jsonb, key text DEFAULT NULL) RETURNS bigint
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_publish_event';
+COMMENT ON FUNCTION df.publish_event(text, jsonb, text) IS
+	'publish an event in the caller''s transaction (triggers too); returns its id.  Starts the '
+	'matching subscriptions'' workflows in the same transaction.  Not granted to PUBLIC';
+REVOKE EXECUTE ON FUNCTION df.publish_event(text, jsonb, text) FROM PUBLIC;
+
+CREATE FUNCTION df.subscribe(name text, topic text, workflow text, filter jsonb DEFAULT '{}') RETURNS text
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_subscribe';
+COMMENT ON FUNCTION df.subscribe(text, text, text, jsonb) IS
+	'every event of topic whose payload contains filter, published after this commits, starts one '
+	'instance of workflow as the caller, with $event bound (idempotency key sub:<name>:<event id>).  '
+	'Not granted to PUBLIC';
+REVOKE EXECUTE ON FUNCTION df.subscribe(text, text, text, jsonb) FROM PUBLIC;
+
+CREATE FUNCTION df.unsubscribe(name text) RETURNS boolean
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_unsubscribe';
+COMMENT ON FUNCTION df.unsubscribe(text) IS
+	'remove a subscription of the caller (a superuser: anyone''s); false when there is none';
+
+CREATE VIEW df.subscriptions WITH (security_barrier) AS
+	SELECT s.name, s.topic, s.workflow, s.filter, s.owner, s.created_at
+	FROM df_internal.subscriptions s
+	WHERE pg_catalog.pg_has_role(s.owner, 'USAGE');
+COMMENT ON VIEW df.subscriptions IS 'the subscriptions of the roles the caller is a member of';
+GRANT SELECT ON df.subscriptions TO PUBLIC;

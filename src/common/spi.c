@@ -22,6 +22,7 @@
 #include "catalog/pg_type.h"
 #include "access/xact.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -156,4 +157,44 @@ pgd_subxact_caught(MemoryContext oldcxt, ResourceOwner oldowner)
 	MemoryContextSwitchTo(oldcxt);
 	CurrentResourceOwner = oldowner;
 	return edata;
+}
+
+char *
+pgd_exec_as(Oid role, int sec_flags, char **error, const char *sql, int nargs,
+			const char *const *args)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	char *volatile value = NULL;
+	Oid save_userid;
+	int save_sec;
+
+	*error = NULL;
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		SetUserIdAndSecContext(role, save_sec | sec_flags);
+		if (pgd_exec(sql, nargs, args) > 0)
+			value = pgd_spi_getstring(0, 1);
+		SetUserIdAndSecContext(save_userid, save_sec);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData *edata;
+
+		SetUserIdAndSecContext(save_userid, save_sec);
+		edata = pgd_subxact_caught(oldcxt, oldowner);
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+			ReThrowError(edata);
+		*error = pstrdup(edata->message);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(oldcxt);
+	CurrentResourceOwner = oldowner;
+	return value;
 }

@@ -45,4 +45,18 @@ extern Datum pgd_text_datum(const char *s);
 extern ErrorData *pgd_subxact_caught(MemoryContext oldcxt,
 									 ResourceOwner oldowner);
 
+/*
+ * Run one statement (text parameters) as role, with the caller's security
+ * context plus sec_flags, in a subtransaction: column 1 of its first row
+ * (NULL when none), or NULL with *error set to the error's message, the
+ * subtransaction rolled back.  Cancels and shutdowns are raised again.
+ */
+extern char *pgd_exec_as(Oid role, int sec_flags, char **error,
+						 const char *sql, int nargs, const char *const *args);
+#define PGD_EXEC_AS(role, sec_flags, error, sql, ...) \
+	pgd_exec_as((role), (sec_flags), (error), (sql), \
+				(int) (sizeof((const char *[]){__VA_ARGS__}) / \
+					   sizeof(const char *)), \
+				(const char *[]){__VA_ARGS__})
+
 #endif /* PG_DURABLE_SPI_H */

@@ -48,6 +48,7 @@ pgd_shmem_startup(void)
 		SpinLockInit(&pgd_shared->batch_mutex);
 		/* after a restart the ring is empty: look at the queue first */
 		pgd_shared->scan_needed = true;
+		pgd_shared->bus_sweep = true;
 		pgd_shared->next_due = DT_NOEND;
 	}
 	pgd_breaker_shmem_startup();

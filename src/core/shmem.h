@@ -103,6 +103,13 @@ typedef struct PgdShared
 	TimestampTz next_due;
 	uint64		due_gen;
 
+	/*
+	 * An event was published or an EVENT wait registered (issue 18): an
+	 * executor runs the bus sweep (engine/store_events.c).  Set at start-up
+	 * too, since a crash loses the flag.  Under ready_mutex.
+	 */
+	bool bus_sweep;
+
 	pid_t  http_pid; /* the HTTP worker, 0 when none runs */
 	Latch *http_latch;
 	char   http_settings[PGD_HTTP_SETTINGS_LEN]; /* "" when none runs */

@@ -931,5 +931,7 @@ pgd_apply_deliver(PgdGraph *g)
 		complete(g, n, scope,
 				 (PgdOutcome){true, pgd_signal_result(name, false, payload)});
 	}
+	if (wrapper_hooks != NULL && wrapper_hooks->deliver != NULL)
+		wrapper_hooks->deliver(g);
 	pgd_store_flush();
 }

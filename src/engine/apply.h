@@ -119,6 +119,8 @@ typedef struct PgdWrapperHooks
 	 * others at once (in a saga), rather than the JOIN waiting for them?
 	 */
 	bool (*join_fails_fast)(PgdGraph *g, int join);
+	/* deliver: a deliver task, after the signals: the EVENT waits (issue 18) */
+	void (*deliver)(PgdGraph *g);
 } PgdWrapperHooks;
 
 extern void pgd_set_wrapper_hooks(const PgdWrapperHooks *hooks);

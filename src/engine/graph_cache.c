@@ -276,6 +276,12 @@ parse_config(PgdNode *n)
 			n->wrapper_problem = df_wrapper_parse(df_node_type_name(n->type),
 												  n->query, n->wrapper);
 			break;
+		case DF_NODE_PUBLISH:
+		case DF_NODE_EVENT:
+			n->event = palloc(sizeof(DfEventConfig));
+			n->event_problem =
+				df_event_config_parse(n->type, n->query, n->event);
+			break;
 		case DF_NODE_WAIT_SCHEDULE:
 			v = dfjson_get(node_config(n), "cron_expr");
 			n->cron_expr = (v && v->type == DFJ_STRING) ? v->str : "";

@@ -23,6 +23,7 @@
 #include "common/cron.h"
 #include "common/json.h"
 #include "engine/types.h"
+#include "graph/event_config.h"
 #include "graph/graph.h"
 #include "graph/orch_config.h"
 
@@ -58,6 +59,8 @@ typedef struct PgdNode
 	char			*map_problem;	  /* ... NULL when the settings parse */
 	int				 nitems;		  /* MAP: the children df.map made, */
 	int				*items;			  /* ... in row order (parent: the MAP) */
+	DfEventConfig	*event;			  /* PUBLISH, EVENT: settings */
+	char			*event_problem;	  /* ... NULL when they parse */
 } PgdNode;
 
 /* The immutable structure of one instance. */

@@ -262,6 +262,38 @@ extern void pgd_store_map_drop_results(const char *instance_id,
 extern char *pgd_store_map_results(const char *instance_id, int n,
 								   const char *const *node_ids);
 
+/* --- the event bus (store_events.c, issue 18) --- */
+
+/*
+ * Take the first event the instance may still take of topic whose payload
+ * contains filter (JSON text), of an xid at or above after_xid when given:
+ * it is recorded as taken and *result is the EVENT node's result
+ * {"topic","key","payload","published_at","event_id"}.  *horizon is the
+ * xmin of the snapshot that looked, for the wait when there was none.
+ */
+extern bool pgd_store_event_take(const char *instance_id, const char *topic,
+								 const char *filter, const char *after_xid,
+								 char **result, char **horizon);
+
+/* An EVENT wait, registered with the horizon of the look that found nothing. */
+extern void pgd_store_event_wait_add(const char *instance_id,
+									 const char *node_id, const char *scope,
+									 const char *horizon);
+
+/* The instance's registered EVENT waits, oldest first, with their horizons. */
+extern int pgd_store_event_waits(const char *instance_id, char ***node_ids,
+								 char ***scopes, char ***horizons);
+
+/*
+ * A deliver task for every instance whose EVENT wait a visible event
+ * matches; returns how many, -1 when the schema has no bus (an older
+ * version of the extension).
+ */
+extern int pgd_store_event_sweep(void);
+
+/* Remove the events published more than retention_days ago (-1: no bus). */
+extern int pgd_store_event_retention(int retention_days);
+
 /* --- JOIN counters and loop state --- */
 extern void pgd_store_join_open(const char *instance_id, const char *node_id,
 								const char *scope, int branches);

@@ -57,6 +57,8 @@ pgd_start_action(const PgdNode *node)
 		case DF_NODE_BREAKER:
 		case DF_NODE_MAP: /* orchestration/map.c, issue 18 */
 		case DF_NODE_LIMIT:
+		case DF_NODE_PUBLISH:
+		case DF_NODE_EVENT:
 			return PGD_START_WRAPPER;
 	}
 	return PGD_START_UNSUPPORTED;
@@ -69,7 +71,8 @@ pgd_is_wrapper(const PgdNode *node)
 		node->type == DF_NODE_CATCH || node->type == DF_NODE_FAIL ||
 		node->type == DF_NODE_COMPENSATED || node->type == DF_NODE_SAGA ||
 		node->type == DF_NODE_BREAKER || node->type == DF_NODE_MAP ||
-		node->type == DF_NODE_LIMIT;
+		node->type == DF_NODE_LIMIT || node->type == DF_NODE_PUBLISH ||
+		node->type == DF_NODE_EVENT;
 }
 
 int64

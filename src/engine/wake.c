@@ -61,8 +61,9 @@ static int	 pending_tasks = 0; /* tasks this transaction made runnable */
 static int64 pending_ready[MAX_PENDING_READY]; /* ids of some of them */
 static int	 npending_ready = 0;
 static bool pending_scan = false; /* some ready task is not in pending_ready */
-static TimestampTz		pending_due = DT_NOEND; /* earliest future task made */
-static bool				pending_http = false;	/* ... of which HTTP calls */
+static TimestampTz pending_due = DT_NOEND;	  /* earliest future task made */
+static bool		   pending_http = false;	  /* ... of which HTTP calls */
+static bool		   pending_bus_sweep = false; /* an event or an EVENT wait */
 static PendingInterrupt pending_interrupts[MAX_PENDING_INTERRUPTS];
 static int				npending_interrupts = 0;
 #define MAX_PENDING_FINISHED 32
@@ -339,6 +340,24 @@ wake_http_worker(void)
 		SetLatch(latch);
 }
 
+/*
+ * The bus sweep (engine/store_events.c) must run in a transaction that
+ * begins after this commit: the flag is set now, after the commit is
+ * visible and before any executor is woken, and an executor looks at it
+ * after each task, before it sleeps.  An executor committing looks at it
+ * itself; anyone else needs one executor woken, which the tasks of the
+ * commit (a subscriber's start) may already do.
+ */
+static void
+ask_bus_sweep(void)
+{
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	pgd_shared->bus_sweep = true;
+	SpinLockRelease(&pgd_shared->ready_mutex);
+	if (my_slot < 0 && pending_tasks <= 0)
+		pending_tasks = 1;
+}
+
 static void
 pgd_xact_callback(XactEvent event, void *arg)
 {
@@ -353,6 +372,8 @@ pgd_xact_callback(XactEvent event, void *arg)
 			/* an executor runs one of the tasks it made itself */
 			if (my_slot >= 0)
 				pending_tasks--;
+			if (pending_bus_sweep && pgd_shared != NULL)
+				ask_bus_sweep();
 			if (pending_tasks > 0 && pgd_shared != NULL)
 				wake_executors(pending_tasks);
 			if (npending_interrupts > 0 && pgd_shared != NULL)
@@ -361,6 +382,7 @@ pgd_xact_callback(XactEvent event, void *arg)
 				wake_awaiters();
 			if (pending_http && pgd_shared != NULL)
 				wake_http_worker();
+			pending_bus_sweep = false;
 			pending_tasks = 0;
 			npending_ready = 0;
 			pending_scan = false;
@@ -371,6 +393,7 @@ pgd_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			pending_bus_sweep = false;
 			pending_tasks = 0;
 			npending_ready = 0;
 			pending_scan = false;
@@ -461,6 +484,24 @@ pgd_ready_consumed(int64 task_id)
 }
 
 /* An HTTP task became runnable: wake the HTTP worker at commit (not the executors). */
+void
+pgd_bus_sweep_at_commit(void)
+{
+	pending_bus_sweep = true;
+}
+
+bool
+pgd_bus_sweep_take(void)
+{
+	bool take;
+
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	take = pgd_shared->bus_sweep;
+	pgd_shared->bus_sweep = false;
+	SpinLockRelease(&pgd_shared->ready_mutex);
+	return take;
+}
+
 void
 pgd_http_wake_at_commit(void)
 {

@@ -25,6 +25,9 @@ extern void pgd_wake_at_commit(int ntasks);
 extern void pgd_task_ready_at_commit(int64 task_id);
 extern void pgd_task_due_at_commit(TimestampTz due);
 extern void pgd_http_wake_at_commit(void);
+/* an event was published or an EVENT wait registered: the bus sweep (issue 18) */
+extern void pgd_bus_sweep_at_commit(void);
+extern bool pgd_bus_sweep_take(void);
 extern void pgd_instance_finished_at_commit(const char *instance_id);
 extern void pgd_interrupt_at_commit(const char *instance_id,
 									const char *scope);

@@ -48,6 +48,8 @@ static const char *const node_type_names[DF_NODE_TYPE_COUNT] = {
 	[DF_NODE_BREAKER] = "BREAKER",
 	[DF_NODE_MAP] = "MAP",
 	[DF_NODE_LIMIT] = "LIMIT",
+	[DF_NODE_PUBLISH] = "PUBLISH",
+	[DF_NODE_EVENT] = "EVENT",
 };
 
 const char *

@@ -49,16 +49,19 @@ typedef enum DfNodeType
 	DF_NODE_MAP, /* left: the SQL query; right: the step template; query:
 				 * {"max_concurrent": n} or none */
 	/* limits (orchestration-api.md §3, graph/limit_config.h) */
-	DF_NODE_LIMIT /* left: the step; query: its settings */
+	DF_NODE_LIMIT, /* left: the step; query: its settings */
+	/* events (orchestration-api.md §4, graph/event_config.c) */
+	DF_NODE_PUBLISH, /* a leaf; query: {"topic", "payload", "key"} */
+	DF_NODE_EVENT /* a leaf; query: {"topic", "filter", "timeout_seconds"} */
 } DfNodeType;
 
-#define DF_NODE_TYPE_COUNT 21
+#define DF_NODE_TYPE_COUNT 23
 #define DF_MAX_DEPTH	   256 /* edges below the root (§1.10) */
 #define DF_MAX_NODES	   10000
 
 #define DF_VALID_NODE_TYPES \
 	"SQL, THEN, IF, JOIN, LOOP, BREAK, RACE, SLEEP, WAIT_SCHEDULE, HTTP, HTTP_MULTIPART, SIGNAL, " \
-	"RETRY, TIMEOUT, CATCH, FAIL, COMPENSATED, SAGA, BREAKER, MAP, LIMIT"
+	"RETRY, TIMEOUT, CATCH, FAIL, COMPENSATED, SAGA, BREAKER, MAP, LIMIT, PUBLISH, EVENT"
 
 typedef struct DfNode
 {

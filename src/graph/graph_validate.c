@@ -22,6 +22,7 @@
 #include "postgres.h"
 
 #include "common/cron.h"
+#include "graph/event_config.h"
 #include "graph/http_config.h"
 #include "graph/map_config.h"
 #include "graph/orch_config.h"
@@ -258,6 +259,7 @@ check_node(const DfNode *n)
 {
 	const char	   *tname = df_node_type_name(n->type);
 	DfWrapperConfig wrapper;
+	DfEventConfig	event;
 	bool has_children = n->left || n->right || n->condition || n->nextras > 0;
 
 	if (n->result_name != NULL && !df_is_valid_result_name(n->result_name))
@@ -320,6 +322,9 @@ check_node(const DfNode *n)
 			return df_wrapper_parse(tname, n->query, &wrapper);
 		case DF_NODE_FAIL:
 			return df_wrapper_parse(tname, n->query, &wrapper);
+		case DF_NODE_PUBLISH:
+		case DF_NODE_EVENT:
+			return df_event_config_parse(n->type, n->query, &event);
 		case DF_NODE_COMPENSATED:
 			if (n->left == NULL || n->right == NULL)
 				return pstrdup("COMPENSATED node requires left_node (the forward step) and right_node (its undo)");

@@ -284,6 +284,19 @@ append_leaf_label(StringInfo buf, const DfNode *node)
 				appendStringInfo(buf, " (%ss)", s);
 			break;
 
+		case DF_NODE_PUBLISH:
+		case DF_NODE_EVENT:
+			/* PUBLISH 'topic', EVENT 'topic' (30s) (issue 18) */
+			cfg = node_config(node);
+			s = config_string(cfg, "topic");
+			appendStringInfo(buf, "%s '", df_node_type_name(node->type));
+			append_collapsed(buf, s ? s : "?");
+			appendStringInfoChar(buf, '\'');
+			s = config_number(cfg, "timeout_seconds");
+			if (s != NULL)
+				appendStringInfo(buf, " (%ss)", s);
+			break;
+
 		case DF_NODE_FAIL:
 			cfg = node_config(node);
 			s = config_string(cfg, "message");

@@ -122,4 +122,15 @@ extern void pgd_limit_timer(PgdGraph *g, int n, const char *scope);
 extern void pgd_limit_child_done(PgdGraph *g, int n, const char *scope,
 								 PgdOutcome outcome);
 
+/* --- events.c (issue 18) --- */
+
+/* PUBLISH or EVENT node n starts in scope. */
+extern void pgd_events_start(PgdGraph *g, int n, const char *scope);
+
+/* The timeout of EVENT node n fell due. */
+extern void pgd_events_timer(PgdGraph *g, int n, const char *scope);
+
+/* A deliver task: hand the instance's EVENT waits the events they match. */
+extern void pgd_events_deliver(PgdGraph *g);
+
 #endif /* PG_DURABLE_ORCHESTRATION_H */

@@ -326,6 +326,11 @@ wrapper_start(PgdGraph *g, int n, const char *scope)
 		pgd_map_start(g, n, scope);
 		return;
 	}
+	if (node->type == DF_NODE_PUBLISH || node->type == DF_NODE_EVENT)
+	{
+		pgd_events_start(g, n, scope);
+		return;
+	}
 	if (node->wrapper_problem != NULL)
 	{
 		pgd_apply_finish_node(g, n, scope,
@@ -447,6 +452,8 @@ wrapper_timer(PgdGraph *g, int n, const char *scope)
 {
 	if (g->nodes[n].type == DF_NODE_TIMEOUT)
 		timeout_fired(g, n, scope);
+	else if (g->nodes[n].type == DF_NODE_EVENT)
+		pgd_events_timer(g, n, scope);
 	else if (is_subtree_retry(&g->nodes[n]))
 		subtree_timer(g, n, scope);
 	else if (g->nodes[n].type == DF_NODE_BREAKER)
@@ -699,6 +706,7 @@ static const PgdWrapperHooks hooks = {
 	.instance_failed = pgd_saga_instance_failed,
 	.branch_lost = pgd_saga_branch_lost,
 	.join_fails_fast = pgd_saga_join_fails_fast,
+	.deliver = pgd_events_deliver,
 };
 
 void

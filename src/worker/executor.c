@@ -897,6 +897,7 @@ process_available_work(void)
 			long ms = SAFETY_POLL_MS;
 
 			did = process_one(&ms);
+			did = pgd_bus_sweep_maybe() || did; /* issue 18, after the task */
 			sleep_ms = ms;
 		}
 		PG_CATCH();

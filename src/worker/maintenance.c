@@ -55,6 +55,7 @@
 #include "core/unit.h"
 #include "engine/apply.h"
 #include "engine/store.h"
+#include "engine/wake.h"
 #include "worker/worker.h"
 
 #define PGD_KEEP_FINISHED	10000
@@ -77,6 +78,41 @@ retention_batch(void)
 								  PGD_RETENTION_BATCH);
 	pgd_end_unit();
 	return n;
+}
+
+/*
+ * The events of the bus older than the retention (issue 18): a
+ * subscription consumed each of them in its publisher's transaction
+ * (api/publish.c), so age is the only rule; their takes go with them.
+ */
+static void
+event_retention(void)
+{
+	int n;
+
+	if (!pgd_begin_engine_unit("pg_durable: event retention"))
+		return;
+	n = pgd_store_event_retention(pgd_retention_days);
+	pgd_end_unit();
+	if (n > 0)
+		ereport(LOG, (errmsg("retention removed %d published events", n)));
+}
+
+/* the sweep a commit asked for, until one committed */
+static bool sweep_owed = false;
+
+bool
+pgd_bus_sweep_maybe(void)
+{
+	if (!sweep_owed && !pgd_bus_sweep_take())
+		return false;
+	sweep_owed = true; /* an error leaves it owed: the next loop tries again */
+	if (!pgd_begin_engine_unit("pg_durable: event sweep"))
+		return false;
+	pgd_store_event_sweep();
+	pgd_end_unit();
+	sweep_owed = false;
+	return true;
 }
 
 static void
@@ -104,6 +140,7 @@ run_retention(void)
 		(void) pgd_store_limit_forget_idle(PGD_RETENTION_BATCH);
 		pgd_end_unit();
 	}
+	event_retention();
 }
 
 /* Repair one problem; returns true if it was repaired. */

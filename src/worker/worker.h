@@ -37,4 +37,10 @@ extern long pgd_otel_step(MemoryContext cxt);
 /* maintenance.c: retention and reconciliation, run by executor 0 */
 extern void pgd_reconcile_maybe(long *sleep_ms);
 
+/*
+ * A commit published an event or registered an EVENT wait: run the bus
+ * sweep in a transaction of its own (issue 18).  True when it ran.
+ */
+extern bool pgd_bus_sweep_maybe(void);
+
 #endif /* PG_DURABLE_WORKER_H */
