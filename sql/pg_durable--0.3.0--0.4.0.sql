@@ -223,7 +223,7 @@ COMMENT ON FUNCTION df.fail(text, boolean) IS
 	'node FAIL: fails with kind fail and the message (substitution applies)';
 
 
--- df.http gains fail_on: a new signature, so the function is made anew; the
+-- df.http gains fail_on, idempotency_key and breaker: a new signature, so the function is made anew; the
 -- roles that could call the old one (df.grant_usage) keep their EXECUTE.
 DO $upgrade$
 DECLARE
@@ -244,13 +244,14 @@ BEGIN
 	DROP FUNCTION df.http(text, text, text, jsonb, integer);
 	CREATE FUNCTION df.http(url text, method text DEFAULT 'POST', body text DEFAULT NULL,
 							headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30,
-							fail_on text DEFAULT NULL) RETURNS text
+							fail_on text DEFAULT NULL, idempotency_key text DEFAULT NULL,
+							breaker text DEFAULT NULL) RETURNS text
 		LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http';
-	REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int, text) FROM PUBLIC;
-	fn := 'df.http(text, text, text, jsonb, integer, text)'::pg_catalog.regprocedure;
+	REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int, text, text, text) FROM PUBLIC;
+	fn := 'df.http(text, text, text, jsonb, integer, text, text, text)'::pg_catalog.regprocedure;
 	SELECT p.proacl INTO init FROM pg_catalog.pg_proc p WHERE p.oid = fn;
 	FOR i IN 1 .. coalesce(pg_catalog.array_length(holders, 1), 0) LOOP
-		EXECUTE 'GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text) TO '
+		EXECUTE 'GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text, text, text) TO '
 			|| holders[i];
 	END LOOP;
 	-- A grant made in an extension script is recorded as one of the
@@ -261,9 +262,10 @@ BEGIN
 	WHERE objoid = fn AND classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid = 0;
 END
 $upgrade$;
-COMMENT ON FUNCTION df.http(text, text, text, jsonb, int, text) IS
+COMMENT ON FUNCTION df.http(text, text, text, jsonb, int, text, text, text) IS
 	'an HTTP request step; fail_on lists the status classes or codes that fail it (''4xx,5xx'', '
-	'''402,409''; default: 5xx fails, 4xx is returned)';
+	'''402,409''; default: 5xx fails, 4xx is returned); idempotency_key, a template, replaces '
+	'the engine''s Idempotency-Key; breaker names the circuit breaker the call goes through';
 
 -- df.start gains the instance-wide failure policy.
 DROP FUNCTION df.start(text, text, text, text);
@@ -334,7 +336,7 @@ BEGIN
 
 	EXECUTE format('GRANT USAGE ON SCHEMA df TO %I%s', p_role, opt);
 	IF include_http THEN
-		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text) TO %I%s', p_role, opt);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text, text, text) TO %I%s', p_role, opt);
 		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, integer) TO %I%s', p_role, opt);
 	END IF;
 	IF with_grant THEN
@@ -371,7 +373,7 @@ BEGIN
 	END IF;
 
 	-- the caller may never have held these: nothing of its own to revoke
-	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer, text)',
+	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer, text, text, text)',
 							  'df.http_multipart(text, text, jsonb, jsonb, integer)',
 							  'df.grant_usage(text, boolean, boolean)',
 							  'df.revoke_usage(text)',

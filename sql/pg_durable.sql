@@ -200,18 +200,20 @@ COMMENT ON FUNCTION df.wait_for_signal(text, int) IS 'wait for df.signal(instanc
 
 CREATE FUNCTION df.http(url text, method text DEFAULT 'POST', body text DEFAULT NULL,
 						headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30,
-						fail_on text DEFAULT NULL) RETURNS text
+						fail_on text DEFAULT NULL, idempotency_key text DEFAULT NULL,
+						breaker text DEFAULT NULL) RETURNS text
 	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http';
-COMMENT ON FUNCTION df.http(text, text, text, jsonb, int, text) IS
+COMMENT ON FUNCTION df.http(text, text, text, jsonb, int, text, text, text) IS
 	'an HTTP request step; fail_on lists the status classes or codes that fail it (''4xx,5xx'', '
-	'''402,409''; default: 5xx fails, 4xx is returned)';
+	'''402,409''; default: 5xx fails, 4xx is returned); idempotency_key, a template, replaces '
+	'the engine''s Idempotency-Key; breaker names the circuit breaker the call goes through';
 
 CREATE FUNCTION df.http_multipart(url text, method text DEFAULT 'POST', parts jsonb DEFAULT NULL,
 								  headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30) RETURNS text
 	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http_multipart';
 COMMENT ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, int) IS 'an HTTP multipart/form-data request step';
 
-REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int, text, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, int) FROM PUBLIC;
 
 CREATE FUNCTION df_internal.validate_graph(graph text) RETURNS text
@@ -817,7 +819,7 @@ BEGIN
 
 	EXECUTE format('GRANT USAGE ON SCHEMA df TO %I%s', p_role, opt);
 	IF include_http THEN
-		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text) TO %I%s', p_role, opt);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text, text, text) TO %I%s', p_role, opt);
 		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, integer) TO %I%s', p_role, opt);
 	END IF;
 	IF with_grant THEN
@@ -858,7 +860,7 @@ BEGIN
 	END IF;
 
 	-- the caller may never have held these: nothing of its own to revoke
-	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer, text)',
+	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer, text, text, text)',
 							  'df.http_multipart(text, text, jsonb, jsonb, integer)',
 							  'df.grant_usage(text, boolean, boolean)',
 							  'df.revoke_usage(text)',
