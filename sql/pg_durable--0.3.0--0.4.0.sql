@@ -534,3 +534,267 @@ CREATE FUNCTION df_internal.batch_sizes() RETURNS TABLE (tasks integer, batches 
 	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_batch_sizes';
 REVOKE EXECUTE ON FUNCTION df_internal.batch_sizes() FROM PUBLIC;
 COMMENT ON FUNCTION df_internal.batch_sizes() IS 'how many committed executor transactions (batches) ran each number of tasks since the server started (issue 14)';
+
+-- Keyed locks (issue 17, orchestration-api.md §3): node LOCK, df.with_lock,
+-- their tables, df.locks, and df.check's lock problems.
+CREATE FUNCTION df.with_lock(step text, keys text[], mode text DEFAULT 'exclusive',
+							 wait_timeout interval DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_with_lock';
+COMMENT ON FUNCTION df.with_lock(text, text[], text, interval) IS
+	'node LOCK: step runs holding every key (templates, taken in byte order; exclusive or shared, '
+	'FIFO waiters); wait_timeout fails it with kind lock_timeout; $lock.token is the fencing token';
+ALTER TABLE df.nodes DROP CONSTRAINT nodes_node_type_check;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
+	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
+						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
+						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'LOCK')) NOT VALID;
+ALTER TABLE df.nodes DROP CONSTRAINT nodes_structure_check;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
+	CASE
+		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
+						   'FAIL')
+			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type IN ('RETRY', 'TIMEOUT', 'LOCK')
+			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
+		WHEN node_type = 'CATCH'
+			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'COMPENSATED'
+			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'THEN' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		WHEN node_type = 'IF' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
+		WHEN node_type = 'LOOP' THEN left_node IS NOT NULL AND right_node IS NULL
+		WHEN node_type = 'JOIN' THEN left_node IS NOT NULL AND right_node IS NOT NULL
+		WHEN node_type = 'RACE' THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NULL
+		ELSE false
+	END) NOT VALID;
+
+-- Keyed locks (issue 17, orchestration-api.md §3): node LOCK holds its keys
+-- while its step runs.  locks has one row per key a LOCK node execution
+-- holds or waits for (seq: the order of the requests, FIFO per key);
+-- lock_keys one row per key with entries, the row every change of that
+-- key's entries locks first.  Fencing tokens come from one sequence, so
+-- every key's tokens only grow.  Keys compare in byte order (COLLATE "C"),
+-- the canonical order in which they are taken.
+CREATE SEQUENCE df_internal.lock_tokens;
+CREATE TABLE df_internal.lock_keys (
+	key text COLLATE "C" PRIMARY KEY
+);
+CREATE TABLE df_internal.locks (
+	seq bigserial PRIMARY KEY,
+	key text COLLATE "C" NOT NULL,
+	instance_id varchar(8) NOT NULL,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	mode text NOT NULL CHECK (mode IN ('exclusive', 'shared')),
+	held boolean NOT NULL,
+	token bigint,
+	requested_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	since timestamptz
+);
+CREATE INDEX locks_key_idx ON df_internal.locks (key, seq);
+CREATE INDEX locks_instance_idx ON df_internal.locks (instance_id, node_id);
+COMMENT ON TABLE df_internal.lock_keys IS 'the keys of df.with_lock that have holders or waiters';
+COMMENT ON TABLE df_internal.locks IS
+	'the keys each LOCK node execution (df.with_lock) holds or waits for, in request order';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.lock_keys', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.locks', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.locks_seq_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.lock_tokens', '');
+
+-- What the caller may see of them: the entries of the instances df.instances
+-- shows it (its own; everything for a superuser or a BYPASSRLS role).
+-- waiters counts every waiter of the key.
+CREATE VIEW df.locks AS
+SELECT l.key, l.instance_id::text AS holder, l.node_id::text AS node_id, l.mode,
+	   CASE WHEN l.held THEN 'held' ELSE 'waiting' END AS state,
+	   COALESCE(l.since, l.requested_at) AS since,
+	   (SELECT pg_catalog.count(*) FROM df_internal.locks w
+		WHERE w.key OPERATOR(pg_catalog.=) l.key AND NOT w.held) AS waiters,
+	   l.token
+FROM df_internal.locks l
+JOIN df_internal.runs r ON r.instance_id OPERATOR(pg_catalog.=) l.instance_id
+WHERE r.submitted_by OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole
+   OR EXISTS (SELECT 1 FROM pg_catalog.pg_roles x
+			  WHERE x.rolname OPERATOR(pg_catalog.=) current_user AND (x.rolsuper OR x.rolbypassrls));
+COMMENT ON VIEW df.locks IS
+	'the keys of df.with_lock held or waited for by the caller''s instances: key, holder (the '
+	'instance), node, mode, state (held, waiting), since, waiters (of the key, all roles), token';
+GRANT SELECT ON df.locks TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION df_internal.check_rows()
+	RETURNS TABLE (instance_id text, problem text, node_id text, scope text, detail text)
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $check$
+WITH RECURSIVE ended AS (
+	-- how an instance ended, by its last instance_* event: the engine's word,
+	-- which its owner cannot change (df.instances.status it can: UPDATE)
+	SELECT DISTINCT ON (e.instance_id) e.instance_id AS id, substr(e.kind, 10) AS status
+	FROM df_internal.events e
+	WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled',
+					 'instance_compensated')
+	ORDER BY e.instance_id, e.id DESC
+), live AS (
+	-- live by the engine's own state: a runs row of an instance that has not ended
+	SELECT i.id, r.status, i.status AS shown
+	FROM df.instances i JOIN df_internal.runs r ON r.instance_id = i.id
+	WHERE NOT EXISTS (SELECT 1 FROM ended d WHERE d.id = i.id)
+), nodes AS (
+	SELECT n.instance_id, n.id, n.node_type, n.status, n.query, n.left_node, n.right_node,
+		   n.status_details ->> 'execution_id' AS stamp
+	FROM df.nodes n JOIN live l ON l.id = n.instance_id
+), edges AS (
+	SELECT n.instance_id, c.child, n.id AS parent
+	FROM nodes n
+	CROSS JOIN LATERAL (
+		SELECT n.left_node::text
+		UNION ALL SELECT n.right_node::text
+		UNION ALL SELECT n.query::jsonb ->> 'condition_node'
+			WHERE n.node_type IN ('IF', 'LOOP') AND n.query LIKE '{%'
+		UNION ALL SELECT e FROM jsonb_array_elements_text(
+			CASE WHEN n.node_type = 'JOIN' AND n.query LIKE '{%'
+				 AND jsonb_typeof(n.query::jsonb -> 'extra_nodes') = 'array'
+			THEN n.query::jsonb -> 'extra_nodes' ELSE '[]' END) e
+	) c(child)
+	JOIN df.nodes x ON x.instance_id = n.instance_id AND x.id = c.child
+	WHERE c.child IS NOT NULL
+), leaves AS (
+	SELECT n.* FROM nodes n JOIN live l ON l.id = n.instance_id AND l.status = 'running'
+	WHERE n.status = 'running' AND n.stamp IS NOT NULL
+	  AND n.node_type IN ('SQL', 'HTTP', 'HTTP_MULTIPART', 'SLEEP', 'WAIT_SCHEDULE', 'SIGNAL')
+), walk AS (
+	-- from each running leaf up to the root: every ancestor must be running
+	-- and stamped with the leaf's scope or an enclosing one
+	SELECT f.instance_id, f.id AS leaf, f.id AS node, f.stamp, true AS ok FROM leaves f
+	UNION ALL
+	SELECT w.instance_id, w.leaf, p.id, p.stamp,
+		   p.status = 'running' AND p.stamp IS NOT NULL
+		   AND (w.stamp = p.stamp OR starts_with(w.stamp, p.stamp || '::'))
+	FROM walk w
+	JOIN edges e ON e.instance_id = w.instance_id AND e.child = w.node
+	JOIN nodes p ON p.instance_id = e.instance_id AND p.id = e.parent
+	WHERE w.ok
+), live_leaves AS (
+	SELECT f.* FROM leaves f
+	WHERE NOT EXISTS (SELECT 1 FROM walk w
+					  WHERE w.instance_id = f.instance_id AND w.leaf = f.id AND NOT w.ok)
+)
+SELECT l.id::text, 'no_pending_work', NULL::text, NULL::text,
+	   format('%s instance has no task, timer or signal wait', l.status)
+FROM live l
+WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = l.id)
+  AND NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = l.id)
+  -- a LOCK node waiting for a key is woken by the release that hands it over
+  AND NOT EXISTS (SELECT 1 FROM df_internal.locks k WHERE k.instance_id = l.id AND NOT k.held)
+UNION ALL
+SELECT f.instance_id::text,
+	   CASE f.node_type WHEN 'SIGNAL' THEN 'missing_wait'
+			WHEN 'SLEEP' THEN 'missing_timer' WHEN 'WAIT_SCHEDULE' THEN 'missing_timer'
+			ELSE 'stranded_step' END,
+	   f.id::text, f.stamp,
+	   format('running %s node %s in scope %s has no %s', f.node_type, f.id, f.stamp,
+			  CASE f.node_type WHEN 'SIGNAL' THEN 'registered signal wait'
+				   WHEN 'SLEEP' THEN 'timer' WHEN 'WAIT_SCHEDULE' THEN 'timer' ELSE 'task' END)
+FROM live_leaves f
+WHERE CASE WHEN f.node_type = 'SIGNAL' THEN
+		NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = f.instance_id
+					AND w.node_id = f.id AND w.scope = f.stamp)
+	  ELSE
+		NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = f.instance_id
+					AND t.node_id = f.id AND t.scope = f.stamp)
+	  END
+UNION ALL
+SELECT p.instance_id::text, 'node_state_mismatch', p.id::text, p.stamp,
+	   format('completed THEN node %s has its right child %s %s in the same scope',
+			  p.id, c.id, c.status)
+FROM df.nodes p0
+JOIN LATERAL (SELECT p0.instance_id, p0.id, p0.status_details ->> 'execution_id' AS stamp) p ON true
+JOIN df.nodes c ON c.instance_id = p0.instance_id AND c.id = p0.right_node
+WHERE p0.node_type = 'THEN' AND p0.status = 'completed'
+  AND c.status IN ('running', 'failed')
+  AND c.status_details ->> 'execution_id' = p.stamp
+UNION ALL
+SELECT t.instance_id::text, 'task_of_finished_instance', t.node_id::text, t.scope,
+	   format('%s task %s points at a %s instance', t.kind, t.id,
+			  CASE WHEN i.id IS NULL THEN 'missing' ELSE COALESCE(d.status, 'finished') END)
+FROM df_internal.tasks t
+LEFT JOIN df.instances i ON i.id = t.instance_id
+LEFT JOIN ended d ON d.id = t.instance_id
+WHERE NOT EXISTS (SELECT 1 FROM live l WHERE l.id = t.instance_id)
+UNION ALL
+SELECT r.instance_id::text, 'orphan_run', NULL, NULL,
+	   format('engine state kept for a %s instance',
+			  CASE WHEN i.id IS NULL THEN 'missing' ELSE d.status END)
+FROM df_internal.runs r
+LEFT JOIN df.instances i ON i.id = r.instance_id
+LEFT JOIN ended d ON d.id = r.instance_id
+WHERE i.id IS NULL OR d.id IS NOT NULL
+UNION ALL
+SELECT i.id::text, 'missing_run', NULL, NULL, format('%s instance has no engine state', i.status)
+FROM df.instances i
+WHERE i.status IN ('pending', 'running')
+  AND NOT EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = i.id)
+  AND NOT EXISTS (SELECT 1 FROM ended d WHERE d.id = i.id)
+UNION ALL
+-- df.instances.status disagrees with the engine (its owner may UPDATE it):
+-- shown only, the engine goes by its own state and writes the status again
+-- when the instance starts or ends
+SELECT l.id::text, 'status_mismatch', NULL, NULL,
+	   format('df.instances shows %s, the engine has the instance %s', l.shown, l.status)
+FROM live l
+WHERE l.shown IS DISTINCT FROM l.status
+UNION ALL
+SELECT i.id::text, 'status_mismatch', NULL, NULL,
+	   format('df.instances shows %s, the instance ended %s', i.status, d.status)
+FROM df.instances i
+JOIN ended d ON d.id = i.id
+WHERE i.status IS DISTINCT FROM d.status
+  AND NOT EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = i.id)
+UNION ALL
+SELECT j.instance_id::text, 'join_counter', j.node_id::text, j.scope,
+	   format('JOIN %s in scope %s counts %s running branches, %s are unfinished',
+			  j.node_id, j.scope, j.remaining, u.unfinished)
+FROM df_internal.joins j
+JOIN df.nodes jn ON jn.instance_id = j.instance_id AND jn.id = j.node_id
+CROSS JOIN LATERAL (
+	SELECT count(*) AS unfinished
+	FROM edges e
+	JOIN df.nodes b ON b.instance_id = e.instance_id AND b.id = e.child
+	WHERE e.instance_id = j.instance_id AND e.parent = j.node_id
+	  AND NOT (b.status IN ('completed', 'failed')
+			   -- a branch ends in its own scope: "<scope>::<id>::1", or a later
+			   -- generation when its root is a loop
+			   AND starts_with(b.status_details ->> 'execution_id', j.scope || '::' || b.id || '::')
+			   AND substr(b.status_details ->> 'execution_id',
+						  length(j.scope || '::' || b.id || '::') + 1) ~ '^[0-9]+$')
+) u
+WHERE u.unfinished <> j.remaining
+UNION ALL
+SELECT t.instance_id::text, 'repeated_engine_errors', t.node_id::text, t.scope,
+	   format('%s task %s%s failed %s times in the engine; last error: %s', t.kind, t.id,
+			  CASE WHEN t.node_id IS NOT NULL THEN format(' of node %s', t.node_id) ELSE '' END,
+			  t.engine_errors, left(t.last_engine_error, 200))
+FROM df_internal.tasks t
+WHERE t.engine_errors >= 2
+UNION ALL
+-- keyed locks (issue 17): nothing is held or waited for by a node that is
+-- not running in the entry's scope, and every waiter has an entry ahead of
+-- it that keeps it waiting (whose release will wake it)
+SELECT k.instance_id::text, 'lock_of_ended_node', k.node_id::text, k.scope,
+	   format('%s entry for key %s belongs to LOCK node %s, which is not running in scope %s',
+			  CASE WHEN k.held THEN 'a held' ELSE 'a waiting' END, k.key, k.node_id, k.scope)
+FROM df_internal.locks k
+LEFT JOIN df.nodes n ON n.instance_id = k.instance_id AND n.id = k.node_id
+WHERE NOT EXISTS (SELECT 1 FROM live l WHERE l.id = k.instance_id)
+   OR n.id IS NULL OR n.status IS DISTINCT FROM 'running'
+   OR n.status_details ->> 'execution_id' IS DISTINCT FROM k.scope
+UNION ALL
+SELECT k.instance_id::text, 'lock_wait_stuck', k.node_id::text, k.scope,
+	   format('LOCK node %s waits for key %s, but no entry ahead of it holds or waits for that key in a conflicting mode',
+			  k.node_id, k.key)
+FROM df_internal.locks k
+WHERE NOT k.held
+  AND NOT EXISTS (SELECT 1 FROM df_internal.locks x
+				  WHERE x.key = k.key AND x.seq < k.seq
+					AND (x.mode = 'exclusive' OR k.mode = 'exclusive'))
+$check$;

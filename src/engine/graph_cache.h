@@ -22,6 +22,7 @@
 #include "common/json.h"
 #include "engine/types.h"
 #include "graph/graph.h"
+#include "graph/lock_config.h"
 #include "graph/orch_config.h"
 
 /* A node of an instance's graph (immutable). */
@@ -52,6 +53,8 @@ typedef struct PgdNode
 	char   *config_problem;	  /* ... NULL when it passes the config checks */
 	DfWrapperConfig *wrapper; /* RETRY, TIMEOUT, CATCH, FAIL: settings */
 	char			*wrapper_problem; /* ... NULL when they parse */
+	DfLockConfig	*lock;			  /* LOCK: settings */
+	char			*lock_problem;	  /* ... NULL when they parse */
 } PgdNode;
 
 /* The immutable structure of one instance. */

@@ -34,6 +34,7 @@ pgd_opens_scope(const PgdGraph *g, int p)
 			g->nodes[p].wrapper_problem == NULL &&
 			g->nodes[p].wrapper->retry.subtree;
 	return t == DF_NODE_JOIN || t == DF_NODE_RACE || t == DF_NODE_TIMEOUT ||
+		t == DF_NODE_LOCK ||
 		(t == DF_NODE_LOOP && !pgd_loop_moves_scope(g, p));
 }
 

@@ -53,6 +53,7 @@ pgd_start_action(const PgdNode *node)
 		case DF_NODE_CATCH:
 		case DF_NODE_FAIL:
 		case DF_NODE_COMPENSATED:
+		case DF_NODE_LOCK:
 			return PGD_START_WRAPPER;
 	}
 	return PGD_START_UNSUPPORTED;
@@ -63,7 +64,7 @@ pgd_is_wrapper(const PgdNode *node)
 {
 	return node->type == DF_NODE_RETRY || node->type == DF_NODE_TIMEOUT ||
 		node->type == DF_NODE_CATCH || node->type == DF_NODE_FAIL ||
-		node->type == DF_NODE_COMPENSATED;
+		node->type == DF_NODE_COMPENSATED || node->type == DF_NODE_LOCK;
 }
 
 int64
@@ -146,6 +147,7 @@ pgd_react(const PgdGraph *g, int parent, int child, PgdOutcome outcome)
 		case DF_NODE_TIMEOUT:
 		case DF_NODE_CATCH:
 		case DF_NODE_COMPENSATED:
+		case DF_NODE_LOCK:
 			return reaction(PGD_REACT_WRAPPER, -1, outcome);
 
 		default:

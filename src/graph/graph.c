@@ -44,6 +44,7 @@ static const char *const node_type_names[DF_NODE_TYPE_COUNT] = {
 	[DF_NODE_CATCH] = "CATCH",
 	[DF_NODE_FAIL] = "FAIL",
 	[DF_NODE_COMPENSATED] = "COMPENSATED",
+	[DF_NODE_LOCK] = "LOCK",
 };
 
 const char *

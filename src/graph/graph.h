@@ -41,16 +41,18 @@ typedef enum DfNodeType
 	DF_NODE_CATCH,	 /* left: the step; right: the handler; query: settings */
 	DF_NODE_FAIL,	 /* a leaf; query: {"message": ..., "retryable": ...} */
 	/* sagas (orchestration-api.md §2) */
-	DF_NODE_COMPENSATED /* left: the forward step; right: its undo; no query */
+	DF_NODE_COMPENSATED, /* left: the forward step; right: its undo; no query */
+	/* keyed locks (orchestration-api.md §3, graph/lock_config.h) */
+	DF_NODE_LOCK /* left: the step; query: {"keys": [...], ...} */
 } DfNodeType;
 
-#define DF_NODE_TYPE_COUNT 17
+#define DF_NODE_TYPE_COUNT 18
 #define DF_MAX_DEPTH	   256 /* edges below the root (§1.10) */
 #define DF_MAX_NODES	   10000
 
 #define DF_VALID_NODE_TYPES \
 	"SQL, THEN, IF, JOIN, LOOP, BREAK, RACE, SLEEP, WAIT_SCHEDULE, HTTP, HTTP_MULTIPART, SIGNAL, " \
-	"RETRY, TIMEOUT, CATCH, FAIL, COMPENSATED"
+	"RETRY, TIMEOUT, CATCH, FAIL, COMPENSATED, LOCK"
 
 typedef struct DfNode
 {

@@ -23,6 +23,7 @@
 
 #include "common/cron.h"
 #include "graph/http_config.h"
+#include "graph/lock_config.h"
 #include "graph/orch_config.h"
 #include "fmgr.h"
 #include "graph/graph.h"
@@ -246,7 +247,7 @@ is_leaf_type(DfNodeType t)
 	return !(t == DF_NODE_THEN || t == DF_NODE_IF || t == DF_NODE_JOIN ||
 			 t == DF_NODE_LOOP || t == DF_NODE_RACE || t == DF_NODE_RETRY ||
 			 t == DF_NODE_TIMEOUT || t == DF_NODE_CATCH ||
-			 t == DF_NODE_COMPENSATED);
+			 t == DF_NODE_COMPENSATED || t == DF_NODE_LOCK);
 }
 
 /* What is wrong with this one node (not its children), or NULL. */
@@ -255,6 +256,7 @@ check_node(const DfNode *n)
 {
 	const char	   *tname = df_node_type_name(n->type);
 	DfWrapperConfig wrapper;
+	DfLockConfig	lock;
 	bool has_children = n->left || n->right || n->condition || n->nextras > 0;
 
 	if (n->result_name != NULL && !df_is_valid_result_name(n->result_name))
@@ -321,6 +323,12 @@ check_node(const DfNode *n)
 			if (n->query != NULL)
 				return pstrdup("COMPENSATED node cannot have a query");
 			return NULL;
+		case DF_NODE_LOCK:
+			if (n->left == NULL)
+				return pstrdup("LOCK node requires left_node (the step it wraps)");
+			if (n->right != NULL)
+				return pstrdup("LOCK node cannot have right_node");
+			return df_lock_parse(n->query, &lock);
 		case DF_NODE_HTTP:
 		case DF_NODE_HTTP_MULTIPART:
 			if (n->query == NULL)

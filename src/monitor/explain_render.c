@@ -381,6 +381,7 @@ render_node(ExplainState *st, const DfNode *node, int depth,
 		case DF_NODE_RETRY:
 		case DF_NODE_TIMEOUT:
 		case DF_NODE_CATCH:
+		case DF_NODE_LOCK:
 			/* a wrapper: its type and settings, then its step (and handler) */
 			appendStringInfo(&st->label, "%s ", df_node_type_name(node->type));
 			append_clipped(&st->label, node->query ? node->query : "{}",

@@ -70,4 +70,10 @@ extern bool pgd_saga_instance_failed(PgdGraph *g, const char *scope,
 extern void pgd_saga_undo_done(PgdGraph *g, int n, const char *uscope,
 							   PgdOutcome outcome);
 
+/* --- lock.c: node LOCK (issue 17) --- */
+extern void pgd_lock_start(PgdGraph *g, int n, const char *scope);
+extern void pgd_lock_child_done(PgdGraph *g, int n, int child,
+								const char *scope, PgdOutcome outcome);
+extern void pgd_lock_timer(PgdGraph *g, int n, const char *scope);
+
 #endif /* PG_DURABLE_ORCHESTRATION_H */

@@ -316,6 +316,11 @@ wrapper_start(PgdGraph *g, int n, const char *scope)
 {
 	const PgdNode *node = &g->nodes[n];
 
+	if (node->type == DF_NODE_LOCK)
+	{
+		pgd_lock_start(g, n, scope); /* lock.c */
+		return;
+	}
 	if (node->wrapper_problem != NULL)
 	{
 		pgd_apply_finish_node(g, n, scope,
@@ -352,6 +357,11 @@ wrapper_child_done(PgdGraph *g, int n, int child, const char *scope,
 {
 	const PgdNode *node = &g->nodes[n];
 
+	if (node->type == DF_NODE_LOCK)
+	{
+		pgd_lock_child_done(g, n, child, scope, outcome); /* lock.c */
+		return;
+	}
 	if (is_subtree_retry(node))
 	{
 		subtree_child_done(g, n, scope, outcome);
@@ -404,6 +414,8 @@ wrapper_timer(PgdGraph *g, int n, const char *scope)
 {
 	if (g->nodes[n].type == DF_NODE_TIMEOUT)
 		timeout_fired(g, n, scope);
+	else if (g->nodes[n].type == DF_NODE_LOCK)
+		pgd_lock_timer(g, n, scope); /* lock.c */
 	else if (is_subtree_retry(&g->nodes[n]))
 		subtree_timer(g, n, scope);
 }
