@@ -41,7 +41,8 @@ REGRESS_OPTS = --inputdir=test --load-extension=pg_durable
 # pg_regress tests leave behind (--use-existing): pg_isolation_regress could
 # not drop it to start afresh while the engine's workers are connected to it.
 ISOLATION = cancel_step_race join_same_moment race_same_moment \
-	signal_new_before_commit signal_wait_race start_rollback timeout_completion_race timer_cancel_race vars_upsert start_same_key
+	signal_new_before_commit signal_wait_race start_rollback timeout_completion_race timer_cancel_race vars_upsert start_same_key \
+	lock_release_cancel_race
 ISOLATION_OPTS = --inputdir=test --use-existing
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)

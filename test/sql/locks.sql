@@ -105,7 +105,7 @@ SELECT df.start(df.catch(df.with_lock('SELECT 1', '{k2}', wait_timeout => '0.1 s
                          'SELECT $error.kind AS kind', '{lock_timeout}')) AS c \gset
 SELECT df.await_instance(:'c');
 SELECT result->'rows'->0->>'kind' AS caught FROM df.nodes n JOIN df.instances i ON i.id = n.instance_id AND i.root_node = n.id WHERE i.id = :'c';
-SELECT df.cancel(:'h2');
+SELECT df.cancel(:'h2') IS NOT NULL AS cancelled;
 SELECT lock_wait_until($$SELECT NOT EXISTS (SELECT 1 FROM df.locks WHERE key = 'k2')$$);
 
 -- nested locks: in order they complete, out of order they fail naming both keys
@@ -135,7 +135,7 @@ SELECT count(*) AS others_see FROM df.locks;
 RESET ROLE;
 SELECT count(*) > 0 AS superuser_sees FROM df.locks WHERE key = 'k3';
 SET ROLE df_user;
-SELECT df.cancel(:'v');
+SELECT df.cancel(:'v') IS NOT NULL AS cancelled;
 SELECT df.unsetvar('order_id');
 RESET ROLE;
 SELECT lock_wait_until($$SELECT NOT EXISTS (SELECT 1 FROM df_internal.locks) AND NOT EXISTS (SELECT 1 FROM df_internal.lock_keys)$$) AS all_released;

@@ -3,7 +3,8 @@
 -- several roles (names with upper case, spaces and quotes).
 
 -- Nothing is granted to PUBLIC but the readiness table (and the schema that
--- holds it), and ordinary df functions: schema USAGE on df is the gate.
+-- holds it), df.locks (which shows each role the entries of its own instances)
+-- and ordinary df functions: schema USAGE on df is the gate.
 SELECT CASE c.classid WHEN 'pg_class'::regclass THEN 'relation ' || c.objid::regclass::text
                       WHEN 'pg_namespace'::regclass THEN 'schema ' || c.objid::regnamespace::text
                       WHEN 'pg_type'::regclass THEN 'type ' || c.objid::regtype::text
