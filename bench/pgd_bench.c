@@ -33,6 +33,11 @@
  *	  back-off, that fail at random half of the time (a shared sequence:
  *	  odd values fail, so a step fails once on average): retried steps per
  *	  second (the retries counted from the history) and steps per second.
+ *	- Keyed locks (--lock-workflows, issue 17): the chain with each step
+ *	  inside a df.with_lock of a key of its own (uncontended), then the
+ *	  plain chain once more: the plain chains' mean steps/s (the chain's
+ *	  and this one's) over the locked chain's, the cost of a step under
+ *	  a lock in plain steps (the target is 1.3 at most).
  *	- Commit rate: pgbench -n -f <one INSERT> at the executors' concurrency
  *	  (the executors are the sessions that commit steps) and at the
  *	  clients' one, on the same server, in the same run.
@@ -96,6 +101,7 @@ typedef struct PgdbOptions
 	int			http_steps;
 	int			retry_workflows; /* chains of flaky steps in df.retry */
 	int			retry_steps;
+	int			lock_workflows; /* chains of steps each under df.with_lock */
 	int			widths[PGDB_MAX_WIDTHS];	/* one fan-out of each width */
 	int			nwidths;
 	bool		verbose;
@@ -411,6 +417,13 @@ flaky_leaf(PgdbBuf *s, int k)
 	buf_append(s, "df.retry($s$SELECT 1 / (nextval('bench_flaky') %% 2)::int$s$, "
 			   "max_attempts => 0, initial_interval => '10 ms', jitter => 'none', "
 			   "retry_on => '{sql:22012}')");
+}
+
+/* A step under a keyed lock of its own: the key names the instance and the step. */
+static void
+lock_leaf(PgdbBuf *s, int k)
+{
+	buf_append(s, "df.with_lock('SELECT 1', ARRAY['{sys_instance_id}:%d'])", k + 1);
 }
 
 /* Wrap the whole graph in a df.retry (build_graph_in). */
@@ -1194,6 +1207,8 @@ pgdb_run(Pgdb *b)
 				chain2 = NAN,
 				flaky = NAN,
 				retries = NAN,
+				locked = NAN,
+				chain3 = NAN,
 				dummy;
 	bool		ok;
 	char		v[32];
@@ -1270,9 +1285,26 @@ pgdb_run(Pgdb *b)
 		free(after);
 	}
 
+	if (o->lock_workflows > 0 &&
+		(!throughput_phase_of(b, "chain under df.with_lock", "~>", o->chain_steps,
+							  o->lock_workflows, lock_leaf, &locked, &dummy) ||
+		 !throughput_phase(b, "chain after the locks", "~>", o->chain_steps,
+						   o->lock_workflows, &chain3, &dummy)))
+		return false;
+
 	if (o->chain_workflows > 0)
 		add_row(b, "steps/s", fmt_num(v, chain), "chain: %d workflows x %d steps, %d clients",
 				o->chain_workflows, o->chain_steps, o->clients);
+	if (o->lock_workflows > 0)
+	{
+		add_row(b, "steps/s", fmt_num(v, locked),
+				"lock: %d chains, each step in a df.with_lock of its own key",
+				o->lock_workflows);
+		add_row(b, "steps/s", fmt_num(v, chain3), "chain again, %d workflows, after it",
+				o->lock_workflows);
+		add_row(b, "", fmt_num(v, (o->chain_workflows > 0 ? (chain + chain3) / 2 : chain3) / locked),
+				"a step under df.with_lock / a plain step (mean of the plain chains)");
+	}
 	if (o->retry_workflows > 0 && o->chain_workflows > 0)
 	{
 		add_row(b, "steps/s", fmt_num(v, wrapped), "chain in a df.retry that never retries");
@@ -1392,6 +1424,8 @@ usage(const char *progname)
 		   "                              df.retry with a 10 ms back-off; also runs the chain\n"
 		   "                              inside a df.retry that never retries (default: 300; 0: none)\n"
 		   "      --retry-steps=NUM       steps per such chain (default: 5)\n"
+		   "      --lock-workflows=NUM    chains whose every step is in a df.with_lock of its own\n"
+		   "                              key, then as many plain chains (default: 300; 0: none)\n"
 		   "      --widths=LIST           one fan-out of each width, e.g. 1000,2000 (default:\n"
 		   "                              1000,2000,5000,10000; 0 skips; a width over the\n"
 		   "                              10,000-node limit is reported as not run)\n"
@@ -1472,6 +1506,7 @@ main(int argc, char **argv)
 		{"retry-workflows", required_argument, NULL, 16},
 		{"retry-steps", required_argument, NULL, 17},
 		{"widths", required_argument, NULL, 18},
+		{"lock-workflows", required_argument, NULL, 19},
 		{"verbose", no_argument, NULL, 'v'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, '?'},
@@ -1498,6 +1533,7 @@ main(int argc, char **argv)
 	b.opt.http_steps = 5;
 	b.opt.retry_workflows = 300;
 	b.opt.retry_steps = 5;
+	b.opt.lock_workflows = 300;
 	parse_widths(&b.opt, "1000,2000,5000,10000");
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
@@ -1577,6 +1613,9 @@ main(int argc, char **argv)
 				break;
 			case 18:
 				parse_widths(&b.opt, optarg);
+				break;
+			case 19:
+				b.opt.lock_workflows = parse_count(optarg, "lock-workflows", 0);
 				break;
 			case 'v':
 				b.opt.verbose = true;

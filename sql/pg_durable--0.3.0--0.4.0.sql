@@ -580,7 +580,7 @@ CREATE TABLE df_internal.lock_keys (
 	key text COLLATE "C" PRIMARY KEY
 );
 CREATE TABLE df_internal.locks (
-	seq bigserial PRIMARY KEY,
+	seq bigserial NOT NULL,
 	key text COLLATE "C" NOT NULL,
 	instance_id varchar(8) NOT NULL,
 	node_id varchar(8) NOT NULL,
@@ -589,9 +589,9 @@ CREATE TABLE df_internal.locks (
 	held boolean NOT NULL,
 	token bigint,
 	requested_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
-	since timestamptz
+	since timestamptz,
+	PRIMARY KEY (key, seq)
 );
-CREATE INDEX locks_key_idx ON df_internal.locks (key, seq);
 CREATE INDEX locks_instance_idx ON df_internal.locks (instance_id, node_id);
 COMMENT ON TABLE df_internal.lock_keys IS 'the keys of df.with_lock that have holders or waiters';
 COMMENT ON TABLE df_internal.locks IS

@@ -127,10 +127,10 @@ pgd_store_lock_max_held(const char *instance_id, const char *node_ids)
 }
 
 /*
- * Key's entries changed: grant it to the waiters at the head of its queue
- * that its holders allow (one exclusive, or shared ones up to the first
- * exclusive), and wake their LOCK nodes; a key left without entries loses
- * its row.  The caller holds the key's row.
+ * Key's entries changed and some are left: grant it to the waiters at the
+ * head of its queue that its holders allow (one exclusive, or shared ones
+ * up to the first exclusive), and wake their LOCK nodes.  The caller holds
+ * the key's row.
  */
 static void
 grant_next(const char *key)
@@ -150,10 +150,7 @@ grant_next(const char *key)
 				 "FROM df_internal.locks WHERE key" EQ "$1 ORDER BY seq",
 				 key);
 	if (n == 0)
-	{
-		PGD_EXEC("DELETE FROM df_internal.lock_keys WHERE key" EQ "$1", key);
 		return;
-	}
 	seqs = palloc(sizeof(char *) * n);
 	insts = palloc(sizeof(char *) * n);
 	nodes = palloc(sizeof(char *) * n);
@@ -182,8 +179,8 @@ grant_next(const char *key)
 		PGD_EXEC("UPDATE df_internal.locks SET held = true, "
 				 "token = pg_catalog.nextval('df_internal.lock_tokens'), "
 				 "since = pg_catalog.clock_timestamp() "
-				 "WHERE seq" EQ "$1::pg_catalog.int8",
-				 seqs[i]);
+				 "WHERE key" EQ "$1 AND seq" EQ "$2::pg_catalog.int8",
+				 key, seqs[i]);
 		pgd_store_timer_add(insts[i], nodes[i], scopes[i],
 							GetCurrentTimestamp());
 		if (shared[i])
@@ -193,10 +190,20 @@ grant_next(const char *key)
 	}
 }
 
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
 /*
  * Release the entries of instance_id (held or waiting): of node_id in
  * exactly scope, or of every node in scope and below (node_id NULL), or
- * all of them (both NULL).  Keys in canonical order, each handed on.
+ * all of them (both NULL).  The entries go first (they are the caller's
+ * instance's: nobody else deletes them), then each of their keys, in
+ * canonical order, is locked and handed on, or loses its row when nothing
+ * is left on it: a taker that saw an entry before the delete committed
+ * queued itself, and the grant below, under the key's row, finds it.
  */
 void
 pgd_store_lock_release(const char *instance_id, const char *node_id,
@@ -208,28 +215,33 @@ pgd_store_lock_release(const char *instance_id, const char *node_id,
 	if (!locks_table_exists())
 		return;
 	store_flush_node_writes();
-	n = PGD_EXEC("SELECT DISTINCT key FROM df_internal.locks "
+	n = PGD_EXEC("DELETE FROM df_internal.locks "
 				 "WHERE instance_id" EQ "$1 "
 				 "AND ($2::text IS NULL OR node_id" EQ "$2) "
 				 "AND ($3::text IS NULL OR scope" EQ "$3 OR ($2::text IS NULL "
 				 " AND pg_catalog.starts_with(scope, $3 OPERATOR(pg_catalog.||) '::'))) "
-				 "ORDER BY key",
+				 "RETURNING key",
 				 instance_id, node_id, scope);
 	if (n == 0)
 		return;
 	keys = palloc(sizeof(char *) * n);
 	for (int i = 0; i < n; i++)
 		keys[i] = pgd_spi_getstring(i, 1);
+	qsort(keys, n, sizeof(char *), cmp_str);
 	for (int i = 0; i < n; i++)
 	{
-		lock_key(keys[i]);
-		PGD_EXEC("DELETE FROM df_internal.locks "
-				 "WHERE key" EQ "$1 AND instance_id" EQ "$2 "
-				 "AND ($3::text IS NULL OR node_id" EQ "$3) "
-				 "AND ($4::text IS NULL OR scope" EQ "$4 OR ($3::text IS NULL "
-				 " AND pg_catalog.starts_with(scope, $4 OPERATOR(pg_catalog.||) '::')))",
-				 keys[i], instance_id, node_id, scope);
-		grant_next(keys[i]);
+		if (i > 0 && strcmp(keys[i], keys[i - 1]) == 0)
+			continue;
+		/* the row exists: our entry was on it until this transaction */
+		PGD_EXEC("SELECT 1 FROM df_internal.lock_keys WHERE key" EQ
+				 "$1 FOR UPDATE",
+				 keys[i]);
+		/* the common case: nobody else was there, the key's row goes */
+		if (PGD_EXEC("DELETE FROM df_internal.lock_keys k WHERE k.key" EQ "$1 "
+					 "AND NOT EXISTS (SELECT 1 FROM df_internal.locks x "
+					 " WHERE x.key" EQ "$1)",
+					 keys[i]) == 0)
+			grant_next(keys[i]);
 	}
 }
 

@@ -35,6 +35,7 @@
 #include "postgres.h"
 
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -135,11 +136,39 @@ order_violation(PgdGraph *g, int n, char *first)
 					first, held, first);
 }
 
+/*
+ * What the subtree of node n needs: does a node below refer to $lock (else
+ * no $lock is bound), and may one bind a named result (else there is
+ * nothing to carry from the child's scope)?  A walk of the cached graph.
+ */
+static void
+subtree_needs(const PgdGraph *g, int n, bool *uses_lock, bool *binds)
+{
+	const PgdNode *node = &g->nodes[n];
+
+	check_stack_depth();
+	if (node->query != NULL && strstr(node->query, "$lock") != NULL)
+		*uses_lock = true;
+	if (node->result_name != NULL || node->type == DF_NODE_CATCH ||
+		node->type == DF_NODE_LOCK)
+		*binds = true;
+	if (node->left >= 0)
+		subtree_needs(g, node->left, uses_lock, binds);
+	if (node->right >= 0)
+		subtree_needs(g, node->right, uses_lock, binds);
+	if (node->condition >= 0)
+		subtree_needs(g, node->condition, uses_lock, binds);
+	for (int i = 0; i < node->nextras; i++)
+		subtree_needs(g, node->extras[i], uses_lock, binds);
+}
+
 static void
 finish_lock(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 {
 	pgd_store_lock_release(g->instance_id, g->nodes[n].id, scope);
-	pgd_store_node_tasks_drop(g->instance_id, g->nodes[n].id, scope);
+	/* a wait's deadline timer; without one, the only timers are consumed wake-ups */
+	if (g->nodes[n].lock->wait_timeout_ms >= 0)
+		pgd_store_node_tasks_drop(g->instance_id, g->nodes[n].id, scope);
 	pgd_apply_finish_node(g, n, scope, outcome);
 }
 
@@ -153,63 +182,73 @@ lock_details(PgdGraph *g, int n)
 	return (d != NULL && d->type == DFJ_OBJECT) ? d : NULL;
 }
 
+/* status_details: the sorted keys, the mode and the deadline, with the state. */
 static void
-set_state(PgdGraph *g, int n, const char *state, const char *waiting_for)
+write_details(PgdGraph *g, int n, char **keys, int nkeys, const char *deadline,
+			  const char *state, const char *waiting_for, DfJson *tokens)
 {
 	DfJson *d = dfjson_make_object();
+	DfJson *arr = dfjson_make_array();
 
+	for (int i = 0; i < nkeys; i++)
+		dfjson_array_add(arr, dfjson_make_string(keys[i]));
+	dfjson_object_add(d, "lock_keys", arr);
+	dfjson_object_add(d, "lock_mode",
+					  dfjson_make_string(g->nodes[n].lock->shared ?
+											 "shared" :
+											 "exclusive"));
+	if (deadline != NULL)
+		dfjson_object_add(d, "deadline", dfjson_make_string(deadline));
 	dfjson_object_add(d, "lock_state", dfjson_make_string(state));
 	dfjson_object_add(d, "waiting_for",
 					  waiting_for ? dfjson_make_string(waiting_for) :
 									dfjson_make_null());
+	if (tokens != NULL)
+		dfjson_object_add(d, "lock_tokens", tokens);
 	pgd_store_node_details_merge(g->instance_id, g->nodes[n].id,
 								 dfjson_to_text(d));
 }
 
-/* Every key is held: $lock, and the child starts. */
+/* Every key is held (tokens[i] of keys[i]): $lock, and the child starts. */
 static void
-lock_held(PgdGraph *g, int n, const char *scope, PgdLockEntry *e, int ne)
+lock_held(PgdGraph *g, int n, const char *scope, char **keys, int nkeys,
+		  const int64 *tokens, const char *deadline, bool waited)
 {
 	const PgdNode *node = &g->nodes[n];
 	char		  *child_scope = pgd_branch_scope(g, node->left, scope);
-	DfJson		  *lock = dfjson_make_object();
-	DfJson		  *tokens = dfjson_make_object();
+	DfJson		  *tj = dfjson_make_object();
 	int64		   max = 0;
+	bool		   uses_lock = false;
+	bool		   binds = false;
 
-	for (int i = 0; i < ne; i++)
+	for (int i = 0; i < nkeys; i++)
 	{
-		dfjson_object_add(tokens, e[i].key,
+		dfjson_object_add(tj, keys[i],
 						  dfjson_make_number(psprintf(INT64_FORMAT,
-													  e[i].token)));
-		max = Max(max, e[i].token);
+													  tokens[i])));
+		max = Max(max, tokens[i]);
 	}
-	dfjson_object_add(lock, "token",
-					  dfjson_make_number(psprintf(INT64_FORMAT, max)));
-	dfjson_object_add(lock, "tokens", tokens);
-	set_state(g, n, "held", NULL);
-	pgd_store_node_details_merge(g->instance_id, node->id,
-								 psprintf("{\"lock_tokens\": %s}",
-										  dfjson_to_text(tokens)));
-	pgd_store_node_tasks_drop(g->instance_id, node->id, scope);
-	pgd_store_result_save(g->instance_id, child_scope, "lock",
-						  dfjson_to_text(lock));
+	/*
+	 * A node that never waited has no details to change (df.locks shows
+	 * what it holds); one that waited says it holds its keys now, which a
+	 * late timer reads.
+	 */
+	if (waited)
+		write_details(g, n, keys, nkeys, deadline, "held", NULL, tj);
+	if (waited && node->lock->wait_timeout_ms >= 0)
+		pgd_store_node_tasks_drop(g->instance_id, node->id, scope);
+	subtree_needs(g, node->left, &uses_lock, &binds);
+	if (uses_lock)
+	{
+		DfJson *lock = dfjson_make_object();
+
+		dfjson_object_add(lock, "token",
+						  dfjson_make_number(psprintf(INT64_FORMAT, max)));
+		dfjson_object_add(lock, "tokens", tj);
+		pgd_store_result_save(g->instance_id, child_scope, "lock",
+							  dfjson_to_text(lock));
+	}
 	pgd_apply_start_node(g, node->left, child_scope);
-}
-
-/* The wait's deadline from status_details; false when there is none. */
-static bool
-read_deadline(DfJson *d, TimestampTz *deadline)
-{
-	DfJson *v = d ? dfjson_get(d, "deadline") : NULL;
-
-	if (v == NULL || v->type != DFJ_STRING)
-		return false;
-	*deadline =
-		DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
-												CStringGetDatum(v->str),
-												ObjectIdGetDatum(InvalidOid),
-												Int32GetDatum(-1)));
-	return true;
 }
 
 static void
@@ -225,46 +264,59 @@ lock_timed_out(PgdGraph *g, int n, const char *scope, const char *key)
 													  1000))));
 }
 
+static bool
+parse_deadline(const char *text, TimestampTz *deadline)
+{
+	if (text == NULL)
+		return false;
+	*deadline =
+		DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
+												CStringGetDatum(text),
+												ObjectIdGetDatum(InvalidOid),
+												Int32GetDatum(-1)));
+	return true;
+}
+
 /*
- * Take the keys not taken yet, in order, until one must be waited for;
- * with all held, the child starts.
+ * Take the keys not held yet (e: the ones held before, ne of them), in
+ * order, until one must be waited for; with all held, the child starts.
  */
 static void
-take_keys(PgdGraph *g, int n, const char *scope, DfJson *keys, DfJson *details)
+take_keys(PgdGraph *g, int n, const char *scope, char **keys, int nkeys,
+		  const PgdLockEntry *e, int ne, const char *deadline)
 {
 	const PgdNode *node = &g->nodes[n];
-	PgdLockEntry  *e;
-	int ne = pgd_store_lock_entries(g->instance_id, node->id, scope, &e);
-	TimestampTz deadline;
+	int64		  *tokens = palloc0(sizeof(int64) * nkeys);
+	TimestampTz	   due;
 
-	for (int i = 0; i < keys->count; i++)
+	for (int i = 0; i < nkeys; i++)
 	{
-		const char *key = keys->items[i]->str;
-		bool		have = false;
-		int64		token;
+		bool have = false;
 
 		for (int j = 0; j < ne && !have; j++)
-			have = strcmp(e[j].key, key) == 0;
-		if (have)
-			continue;
-		if (pgd_store_lock_take(g->instance_id, node->id, scope, key,
-								node->lock->shared, &token))
-			continue;
-		/* it waits for key, woken by the release that hands it over */
-		if (read_deadline(details, &deadline))
-		{
-			if (GetCurrentTimestamp() >= deadline)
+			if (strcmp(e[j].key, keys[i]) == 0)
 			{
-				lock_timed_out(g, n, scope, key);
+				have = true;
+				tokens[i] = e[j].token;
+			}
+		if (have ||
+			pgd_store_lock_take(g->instance_id, node->id, scope, keys[i],
+								node->lock->shared, &tokens[i]))
+			continue;
+		/* it waits for keys[i], woken by the release that hands it over */
+		if (parse_deadline(deadline, &due))
+		{
+			if (GetCurrentTimestamp() >= due)
+			{
+				lock_timed_out(g, n, scope, keys[i]);
 				return;
 			}
-			pgd_store_timer_add(g->instance_id, node->id, scope, deadline);
+			pgd_store_timer_add(g->instance_id, node->id, scope, due);
 		}
-		set_state(g, n, "waiting", key);
+		write_details(g, n, keys, nkeys, deadline, "waiting", keys[i], NULL);
 		return;
 	}
-	ne = pgd_store_lock_entries(g->instance_id, node->id, scope, &e);
-	lock_held(g, n, scope, e, ne);
+	lock_held(g, n, scope, keys, nkeys, tokens, deadline, e != NULL);
 }
 
 void
@@ -274,8 +326,7 @@ pgd_lock_start(PgdGraph *g, int n, const char *scope)
 	char		 **keys = NULL;
 	int			   nkeys = 0;
 	char		  *problem;
-	DfJson		  *d;
-	DfJson		  *arr;
+	char		  *deadline = NULL;
 
 	if (node->lock_problem != NULL)
 	{
@@ -294,22 +345,12 @@ pgd_lock_start(PgdGraph *g, int n, const char *scope)
 										   problem));
 		return;
 	}
-	d = dfjson_make_object();
-	arr = dfjson_make_array();
-	for (int i = 0; i < nkeys; i++)
-		dfjson_array_add(arr, dfjson_make_string(keys[i]));
-	dfjson_object_add(d, "lock_keys", arr);
-	dfjson_object_add(d, "lock_mode",
-					  dfjson_make_string(node->lock->shared ? "shared" :
-															  "exclusive"));
 	if (node->lock->wait_timeout_ms >= 0)
-		dfjson_object_add(d, "deadline",
-						  dfjson_make_string(timestamptz_to_str(
-							  TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														  node->lock
-															  ->wait_timeout_ms))));
-	pgd_store_node_details_merge(g->instance_id, node->id, dfjson_to_text(d));
-	take_keys(g, n, scope, arr, d);
+		deadline =
+			pstrdup(timestamptz_to_str(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+																   node->lock
+																	   ->wait_timeout_ms)));
+	take_keys(g, n, scope, keys, nkeys, NULL, 0, deadline);
 }
 
 void
@@ -317,9 +358,15 @@ pgd_lock_child_done(PgdGraph *g, int n, int child, const char *scope,
 					PgdOutcome outcome)
 {
 	char *child_scope = pgd_branch_scope(g, child, scope);
+	bool  uses_lock = false;
+	bool  binds = false;
 
-	pgd_store_lock_result_forget(g->instance_id, child_scope);
-	pgd_store_results_merge(g->instance_id, child_scope, scope, outcome.ok);
+	subtree_needs(g, child, &uses_lock, &binds);
+	if (uses_lock)
+		pgd_store_lock_result_forget(g->instance_id, child_scope);
+	if (binds)
+		pgd_store_results_merge(g->instance_id, child_scope, scope,
+								outcome.ok);
 	finish_lock(g, n, scope, outcome);
 }
 
@@ -334,9 +381,12 @@ pgd_lock_timer(PgdGraph *g, int n, const char *scope)
 	DfJson		 *d = lock_details(g, n);
 	DfJson		 *state = d ? dfjson_get(d, "lock_state") : NULL;
 	DfJson		 *keys = d ? dfjson_get(d, "lock_keys") : NULL;
+	DfJson		 *dl = d ? dfjson_get(d, "deadline") : NULL;
+	const char	 *deadline = (dl && dl->type == DFJ_STRING) ? dl->str : NULL;
 	PgdLockEntry *e;
 	int			  ne;
-	TimestampTz	  deadline;
+	char		**k;
+	TimestampTz	  due;
 
 	if (keys == NULL || keys->type != DFJ_ARRAY || state == NULL ||
 		state->type != DFJ_STRING || strcmp(state->str, "held") == 0)
@@ -345,10 +395,12 @@ pgd_lock_timer(PgdGraph *g, int n, const char *scope)
 	for (int i = 0; i < ne; i++)
 		if (!e[i].held)
 		{
-			if (read_deadline(d, &deadline) &&
-				GetCurrentTimestamp() >= deadline)
+			if (parse_deadline(deadline, &due) && GetCurrentTimestamp() >= due)
 				lock_timed_out(g, n, scope, e[i].key);
 			return;
 		}
-	take_keys(g, n, scope, keys, d);
+	k = palloc(sizeof(char *) * Max(keys->count, 1));
+	for (int i = 0; i < keys->count; i++)
+		k[i] = keys->items[i]->str;
+	take_keys(g, n, scope, k, keys->count, e, ne, deadline);
 }
