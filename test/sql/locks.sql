@@ -3,27 +3,6 @@
 -- shared holders, fencing tokens ($lock.token, only growing), a nested lock
 -- out of order, wait_timeout, df.locks and its visibility, df.check.
 
--- wait (with a deadline) until a condition holds
-CREATE FUNCTION lock_wait_until(cond text, timeout_s int DEFAULT 30) RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE
-	deadline timestamptz := clock_timestamp() + make_interval(secs => timeout_s);
-	ok boolean;
-BEGIN
-	LOOP
-		EXECUTE cond INTO ok;
-		IF ok THEN
-			RETURN true;
-		END IF;
-		IF clock_timestamp() > deadline THEN
-			RETURN false;
-		END IF;
-		PERFORM pg_sleep(0.01);
-	END LOOP;
-END
-$$;
-GRANT EXECUTE ON FUNCTION lock_wait_until(text, int) TO df_user;
-
 -- builders: the keys as given, mode and wait_timeout only when not the default
 SELECT df.with_lock('SELECT 1', ARRAY['order:{order_id}'])::jsonb - 'id' - 'left_node' AS exclusive;
 SELECT (df.with_lock('SELECT 1', ARRAY['b', 'a'], 'shared', '1.5 seconds')::jsonb)->>'query' AS shared_timeout;
@@ -62,9 +41,9 @@ SELECT node_type, status, result #>> '{}' AS after_the_lock FROM df.nodes WHERE 
 
 -- a holder and a FIFO waiter: the waiter gets the key when the holder ends
 SELECT df.start(df.with_lock(df.wait_for_signal('go'), '{k1}'), 'holder') AS h \gset
-SELECT lock_wait_until(format($$SELECT EXISTS (SELECT 1 FROM df.locks WHERE holder = %L AND state = 'held')$$, :'h'));
+SELECT wait_until(format($$SELECT EXISTS (SELECT 1 FROM df.locks WHERE holder = %L AND state = 'held')$$, :'h'));
 SELECT df.start(df.with_lock('SELECT 1 AS got', '{k1}'), 'waiter') AS w \gset
-SELECT lock_wait_until(format($$SELECT EXISTS (SELECT 1 FROM df.locks WHERE holder = %L AND state = 'waiting')$$, :'w'));
+SELECT wait_until(format($$SELECT EXISTS (SELECT 1 FROM df.locks WHERE holder = %L AND state = 'waiting')$$, :'w'));
 SELECT key, holder = :'h' AS is_holder, mode, state, waiters FROM df.locks WHERE key = 'k1' ORDER BY state;
 SELECT df.status(:'w') AS waiter_status;
 -- a waiting node shows its keys and what it waits for; df.locks the holder's token
@@ -82,9 +61,9 @@ SELECT count(*) AS left_over FROM df.locks WHERE key = 'k1';
 -- shared holders at once; an exclusive request waits for both
 SELECT df.start(df.with_lock(df.wait_for_signal('go'), '{s}', 'shared')) AS s1 \gset
 SELECT df.start(df.with_lock(df.wait_for_signal('go'), '{s}', 'shared')) AS s2 \gset
-SELECT lock_wait_until($$SELECT (SELECT count(*) FROM df.locks WHERE key = 's' AND state = 'held') = 2$$);
+SELECT wait_until($$SELECT (SELECT count(*) FROM df.locks WHERE key = 's' AND state = 'held') = 2$$);
 SELECT df.start(df.with_lock('SELECT 1', '{s}')) AS sx \gset
-SELECT lock_wait_until(format($$SELECT EXISTS (SELECT 1 FROM df.locks WHERE holder = %L AND state = 'waiting')$$, :'sx'));
+SELECT wait_until(format($$SELECT EXISTS (SELECT 1 FROM df.locks WHERE holder = %L AND state = 'waiting')$$, :'sx'));
 SELECT mode, state, count(*) FROM df.locks WHERE key = 's' GROUP BY 1, 2 ORDER BY 1, 2;
 SELECT df.signal(:'s1', 'go', '1');
 SELECT df.await_instance(:'s1');
@@ -94,7 +73,7 @@ SELECT df.await_instance(:'s2'), df.await_instance(:'sx');
 
 -- wait_timeout: kind lock_timeout, and the waiter leaves the queue
 SELECT df.start(df.with_lock(df.wait_for_signal('go'), '{k2}')) AS h2 \gset
-SELECT lock_wait_until(format($$SELECT EXISTS (SELECT 1 FROM df.locks WHERE holder = %L AND state = 'held')$$, :'h2'));
+SELECT wait_until(format($$SELECT EXISTS (SELECT 1 FROM df.locks WHERE holder = %L AND state = 'held')$$, :'h2'));
 SELECT df.start(df.with_lock('SELECT 1', '{k2}', wait_timeout => '0.3 seconds')) AS t \gset
 SELECT df.await_instance(:'t');
 SELECT status, result #>> '{}' AS error, status_details->'error'->>'code' AS code
@@ -106,7 +85,7 @@ SELECT df.start(df.catch(df.with_lock('SELECT 1', '{k2}', wait_timeout => '0.1 s
 SELECT df.await_instance(:'c');
 SELECT result->'rows'->0->>'kind' AS caught FROM df.nodes n JOIN df.instances i ON i.id = n.instance_id AND i.root_node = n.id WHERE i.id = :'c';
 SELECT df.cancel(:'h2') IS NOT NULL AS cancelled;
-SELECT lock_wait_until($$SELECT NOT EXISTS (SELECT 1 FROM df.locks WHERE key = 'k2')$$);
+SELECT wait_until($$SELECT NOT EXISTS (SELECT 1 FROM df.locks WHERE key = 'k2')$$);
 
 -- nested locks: in order they complete, out of order they fail naming both keys
 SELECT df.start(df.with_lock(df.with_lock('SELECT 1', '{b}'), '{a}')) AS n1 \gset
@@ -126,7 +105,7 @@ SELECT result #>> '{}' AS error FROM df.nodes WHERE instance_id = :'e' AND node_
 
 -- another role sees none of these instances' locks
 SELECT df.start(df.with_lock(df.wait_for_signal('go'), '{k3}')) AS v \gset
-SELECT lock_wait_until(format($$SELECT EXISTS (SELECT 1 FROM df.locks WHERE holder = %L)$$, :'v'));
+SELECT wait_until(format($$SELECT EXISTS (SELECT 1 FROM df.locks WHERE holder = %L)$$, :'v'));
 RESET ROLE;
 CREATE ROLE lock_other;
 GRANT USAGE ON SCHEMA df TO lock_other;
@@ -138,6 +117,6 @@ SET ROLE df_user;
 SELECT df.cancel(:'v') IS NOT NULL AS cancelled;
 SELECT df.unsetvar('order_id');
 RESET ROLE;
-SELECT lock_wait_until($$SELECT NOT EXISTS (SELECT 1 FROM df_internal.locks) AND NOT EXISTS (SELECT 1 FROM df_internal.lock_keys)$$) AS all_released;
+SELECT wait_until($$SELECT NOT EXISTS (SELECT 1 FROM df_internal.locks) AND NOT EXISTS (SELECT 1 FROM df_internal.lock_keys)$$) AS all_released;
 REVOKE USAGE ON SCHEMA df FROM lock_other;
 DROP ROLE lock_other;
