@@ -1159,6 +1159,19 @@ WHERE NOT k.held
   AND NOT EXISTS (SELECT 1 FROM df_internal.locks x
 				  WHERE x.key = k.key AND x.seq < k.seq
 					AND (x.mode = 'exclusive' OR k.mode = 'exclusive'))
+UNION ALL
+-- a LOCK node that waited and has neither a key to wait for nor a task to go on
+SELECT n.instance_id::text, 'lock_wait_stuck', n.id::text, n.stamp,
+	   format('LOCK node %s in scope %s waits, but has no waiting entry and no task', n.id, n.stamp)
+FROM nodes n
+JOIN live l ON l.id = n.instance_id AND l.status = 'running'
+JOIN df.nodes d ON d.instance_id = n.instance_id AND d.id = n.id
+WHERE n.node_type = 'LOCK' AND n.status = 'running' AND n.stamp IS NOT NULL
+  AND d.status_details ->> 'lock_state' = 'waiting'
+  AND NOT EXISTS (SELECT 1 FROM df_internal.locks k WHERE k.instance_id = n.instance_id
+				  AND k.node_id = n.id AND k.scope = n.stamp AND NOT k.held)
+  AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = n.instance_id
+				  AND t.node_id = n.id AND t.scope = n.stamp)
 $check$;
 REVOKE EXECUTE ON FUNCTION df_internal.check_rows() FROM PUBLIC;
 COMMENT ON FUNCTION df_internal.check_rows() IS 'df.check with the node and scope each problem concerns, for reconciliation';
