@@ -31,7 +31,8 @@
 
 PG_FUNCTION_INFO_V1(pgd_with_lock);
 
-static void pg_attribute_noreturn() bad_lock_arg(const char *msg)
+static void
+bad_lock_arg(const char *msg)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
