@@ -44,6 +44,16 @@
 #define EQ " OPERATOR(pg_catalog.=) "
 
 /*
+ * The entries of one node execution (node $n in exactly scope $s), of a
+ * scope and below ($n NULL), or all ($s NULL too).
+ */
+#define LOCK_FILTER(n, s) \
+	"AND (" n "::text IS NULL OR node_id" EQ n ") " \
+	"AND (" s "::text IS NULL OR scope" EQ s " OR (" n "::text IS NULL " \
+	" AND pg_catalog.starts_with(scope, " s \
+	" OPERATOR(pg_catalog.||) '::')))"
+
+/*
  * Until ALTER EXTENSION UPDATE has run, the schema of 0.3.0 has no lock
  * tables (and no LOCK node can have started): the release that every
  * ended instance and abandoned scope goes through has nothing to do.  A
@@ -190,20 +200,15 @@ grant_next(const char *key)
 	}
 }
 
-static int
-cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 /*
  * Release the entries of instance_id (held or waiting): of node_id in
  * exactly scope, or of every node in scope and below (node_id NULL), or
- * all of them (both NULL).  The entries go first (they are the caller's
- * instance's: nobody else deletes them), then each of their keys, in
- * canonical order, is locked and handed on, or loses its row when nothing
- * is left on it: a taker that saw an entry before the delete committed
- * queued itself, and the grant below, under the key's row, finds it.
+ * all of them (both NULL).  Each of their keys, in canonical order, is
+ * locked first, then its entries go and it is handed on, or loses its row
+ * when nothing is left on it.  Every change of a key's entries is made
+ * under its row: a grant and a release of one key never meet on an entry
+ * row (one waiting on the other's entry while holding the key's row would
+ * deadlock).
  */
 void
 pgd_store_lock_release(const char *instance_id, const char *node_id,
@@ -215,27 +220,25 @@ pgd_store_lock_release(const char *instance_id, const char *node_id,
 	if (!locks_table_exists())
 		return;
 	store_flush_node_writes();
-	n = PGD_EXEC("DELETE FROM df_internal.locks "
-				 "WHERE instance_id" EQ "$1 "
-				 "AND ($2::text IS NULL OR node_id" EQ "$2) "
-				 "AND ($3::text IS NULL OR scope" EQ "$3 OR ($2::text IS NULL "
-				 " AND pg_catalog.starts_with(scope, $3 OPERATOR(pg_catalog.||) '::'))) "
-				 "RETURNING key",
+	n = PGD_EXEC("SELECT DISTINCT key FROM df_internal.locks "
+				 "WHERE instance_id" EQ
+				 "$1 " LOCK_FILTER("$2", "$3") " ORDER BY key",
 				 instance_id, node_id, scope);
 	if (n == 0)
 		return;
 	keys = palloc(sizeof(char *) * n);
 	for (int i = 0; i < n; i++)
 		keys[i] = pgd_spi_getstring(i, 1);
-	qsort(keys, n, sizeof(char *), cmp_str);
 	for (int i = 0; i < n; i++)
 	{
-		if (i > 0 && strcmp(keys[i], keys[i - 1]) == 0)
-			continue;
-		/* the row exists: our entry was on it until this transaction */
-		PGD_EXEC("SELECT 1 FROM df_internal.lock_keys WHERE key" EQ
-				 "$1 FOR UPDATE",
-				 keys[i]);
+		/* the row exists while the entries above are on it */
+		if (PGD_EXEC("SELECT 1 FROM df_internal.lock_keys WHERE key" EQ
+					 "$1 FOR UPDATE",
+					 keys[i]) == 0)
+			lock_key(keys[i]);
+		PGD_EXEC("DELETE FROM df_internal.locks WHERE key" EQ
+				 "$1 AND instance_id" EQ "$2 " LOCK_FILTER("$3", "$4"),
+				 keys[i], instance_id, node_id, scope);
 		/* the common case: nobody else was there, the key's row goes */
 		if (PGD_EXEC("DELETE FROM df_internal.lock_keys k WHERE k.key" EQ "$1 "
 					 "AND NOT EXISTS (SELECT 1 FROM df_internal.locks x "
