@@ -114,6 +114,26 @@ SELECT df.start('SELECT '''' AS k' |=> 'r' ~> df.with_lock('SELECT 1', '{$r.k}')
 SELECT df.await_instance(:'e');
 SELECT result #>> '{}' AS error FROM df.nodes WHERE instance_id = :'e' AND node_type = 'LOCK';
 
+-- a scope abandoned above a holder releases its key while the instance goes on:
+-- a df.timeout (caught), a lost race branch
+SELECT df.start(df.catch(df.timeout(df.with_lock(df.wait_for_signal('never'), '{t1}'), 0.3), 'SELECT 1')
+                ~> df.wait_for_signal('hold')) AS to1 \gset
+SELECT wait_until(format($$SELECT EXISTS (SELECT 1 FROM df.nodes WHERE instance_id = %L
+                  AND node_type = 'SIGNAL' AND query LIKE '%%hold%%' AND status = 'running')$$, :'to1'));
+SELECT df.status(:'to1'), count(*) AS t1_entries FROM df.locks WHERE key = 't1';
+SELECT df.start(df.race(df.with_lock(df.wait_for_signal('never'), '{r1}'), df.sleep(0.3))
+                ~> df.wait_for_signal('hold')) AS ra \gset
+SELECT wait_until(format($$SELECT EXISTS (SELECT 1 FROM df.nodes WHERE instance_id = %L
+                  AND node_type = 'SIGNAL' AND query LIKE '%%hold%%' AND status = 'running')$$, :'ra'));
+SELECT df.status(:'ra'), count(*) AS r1_entries FROM df.locks WHERE key = 'r1';
+SELECT df.cancel(:'to1') IS NOT NULL AS cancelled, df.cancel(:'ra') IS NOT NULL AS cancelled;
+-- two branches of one instance on one key: one after the other
+SELECT df.start(df.with_lock('SELECT $lock.token AS t', '{j}') |=> 'x'
+                & df.with_lock('SELECT $lock.token AS t', '{j}') |=> 'y') AS jn \gset
+SELECT df.await_instance(:'jn');
+SELECT count(DISTINCT (result->'rows'->0->>'t')) AS distinct_tokens
+FROM df.nodes WHERE instance_id = :'jn' AND node_type = 'SQL';
+
 -- another role sees none of these instances' locks
 SELECT df.start(df.with_lock(df.wait_for_signal('go'), '{k3}')) AS v \gset
 SELECT wait_until(format($$SELECT EXISTS (SELECT 1 FROM df.locks WHERE holder = %L)$$, :'v'));
