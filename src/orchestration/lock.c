@@ -8,25 +8,27 @@
  * named results the node sees, sorted in byte order and made unique; they
  * must all sort after every key an enclosing LOCK of the same node path
  * holds (the lock order check: a nested lock out of order fails with
- * "lock order violation"), so that every instance takes keys in the one
- * canonical order.  The sorted keys go into the node's status_details
- * ("lock_keys"), with "lock_state" (acquiring, waiting, held) and the
- * wait's "deadline".
+ * "lock order violation", code lock_order_violation), so that every
+ * instance takes keys in the one canonical order.
  *
  * Taking: one key after the other (engine/store_locks.c).  A key that is
- * not free registers the node as its waiter and the node waits: the
+ * not free queues the node as its waiter and the node waits: its
+ * status_details get the sorted keys ("lock_keys"), "lock_mode",
+ * "lock_state" waiting, "waiting_for" and the wait's "deadline"; the
  * release that hands it the key queues a timer task due now for it, and
  * that timer takes the next keys.  With wait_timeout a timer at the
  * deadline fails the node with kind lock_timeout if it still waits then.
- * Holding every key: the tokens go into $lock (a named result "lock" in
- * the child's scope: {"token": <the largest>, "tokens": {key: token}}),
- * the node's timers go, and the child starts in a scope of its own.
+ * Holding every key, the child starts in a scope of its own; $lock (a
+ * named result "lock" there: {"token": <the largest>, "tokens": {key:
+ * token}}) is bound when a node below refers to it.  A node that never
+ * waited writes no status_details (df.locks shows what it holds): the
+ * cost of an uncontended lock is its entries and its node row.
  *
- * End: the child finished, or the node failed or timed out: the node's
- * entries go and their keys pass to their next waiters, in the same
- * transaction.  An abandoned scope or an ended instance releases its
- * entries in the store (pgd_store_drop_scope, pgd_store_end_instance), so
- * nothing is held by a node that has ended.
+ * End: the child finished, or the node timed out: the node's entries go
+ * and their keys pass to their next waiters, in the same transaction.  An
+ * abandoned scope or an ended instance releases its entries in the store
+ * (pgd_store_drop_scope, pgd_store_end_instance), so nothing is held by a
+ * node that has ended.
  *
  * Locks: the caller holds the instance's runs row; keys as store_locks.c.
  *
