@@ -811,3 +811,16 @@ WHERE n.node_type = 'LOCK' AND n.status = 'running' AND n.stamp IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = n.instance_id
 				  AND t.node_id = n.id AND t.scope = n.stamp)
 $check$;
+
+-- keyed locks (issue 17): the events of a LOCK node that had to wait
+ALTER TABLE df_internal.events DROP CONSTRAINT events_kind_check;
+ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
+	CHECK (kind IN ('instance_started', 'node_started', 'node_completed',
+					'node_failed', 'step_retried', 'signal_received',
+					'instance_completed', 'instance_failed',
+					'instance_cancelled',
+					'retry_scheduled', 'retries_exhausted',
+					'error_caught', 'timeout_fired',
+					'undo_registered', 'compensation_started', 'undo_started',
+					'undo_completed', 'undo_failed', 'instance_compensated',
+					'lock_waiting', 'lock_acquired', 'lock_timeout'));

@@ -572,7 +572,9 @@ CREATE TABLE df_internal.events (
 									   'error_caught', 'timeout_fired',
 									   -- sagas (issue 16)
 									   'undo_registered', 'compensation_started', 'undo_started',
-									   'undo_completed', 'undo_failed', 'instance_compensated')),
+									   'undo_completed', 'undo_failed', 'instance_compensated',
+									   -- keyed locks (issue 17)
+									   'lock_waiting', 'lock_acquired', 'lock_timeout')),
 	node_id varchar(8),
 	scope text,
 	attempt int,

@@ -14,7 +14,8 @@
  * Taking: one key after the other (engine/store_locks.c).  A key that is
  * not free queues the node as its waiter and the node waits: its
  * status_details get the sorted keys ("lock_keys"), "lock_mode",
- * "lock_state" waiting, "waiting_for" and the wait's "deadline"; the
+ * "lock_state" waiting, "waiting_for" and the wait's "deadline", and its
+ * history a lock_waiting event (then lock_acquired or lock_timeout); the
  * release that hands it the key queues a timer task due now for it, and
  * that timer takes the next keys.  With wait_timeout a timer at the
  * deadline fails the node with kind lock_timeout if it still waits then.
@@ -236,7 +237,14 @@ lock_held(PgdGraph *g, int n, const char *scope, char **keys, int nkeys,
 	 * late timer reads.
 	 */
 	if (waited)
+	{
+		DfJson *ev = dfjson_make_object();
+
+		dfjson_object_add(ev, "tokens", tj);
 		write_details(g, n, keys, nkeys, deadline, "held", NULL, tj);
+		pgd_store_event_add(g->instance_id, "lock_acquired", node->id, scope,
+							0, dfjson_to_text(ev));
+	}
 	if (waited && node->lock->wait_timeout_ms >= 0)
 		pgd_store_node_tasks_drop(g->instance_id, node->id, scope);
 	subtree_needs(g, node->left, &uses_lock, &binds);
@@ -256,6 +264,8 @@ lock_held(PgdGraph *g, int n, const char *scope, char **keys, int nkeys,
 static void
 lock_timed_out(PgdGraph *g, int n, const char *scope, const char *key)
 {
+	pgd_store_event_add(g->instance_id, "lock_timeout", g->nodes[n].id, scope,
+						0, pgd_event_detail("key", key));
 	finish_lock(g, n, scope,
 				lock_failure("lock_timeout",
 							 psprintf("df.with_lock: key \"%s\" not acquired within %s s",
@@ -316,6 +326,8 @@ take_keys(PgdGraph *g, int n, const char *scope, char **keys, int nkeys,
 			pgd_store_timer_add(g->instance_id, node->id, scope, due);
 		}
 		write_details(g, n, keys, nkeys, deadline, "waiting", keys[i], NULL);
+		pgd_store_event_add(g->instance_id, "lock_waiting", node->id, scope, 0,
+							pgd_event_detail("key", keys[i]));
 		return;
 	}
 	lock_held(g, n, scope, keys, nkeys, tokens, deadline, e != NULL);

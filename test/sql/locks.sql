@@ -81,6 +81,9 @@ SELECT df.await_instance(:'s1');
 SELECT state FROM df.locks WHERE holder = :'sx';
 SELECT df.signal(:'s2', 'go', '1');
 SELECT df.await_instance(:'s2'), df.await_instance(:'sx');
+-- a node that waited has it in its history
+SELECT kind, detail->>'key' AS key, jsonb_typeof(detail->'tokens'->'s') AS token
+FROM df.history(:'sx') WHERE kind LIKE 'lock%' ORDER BY 1;
 
 -- wait_timeout: kind lock_timeout, and the waiter leaves the queue
 SELECT df.start(df.with_lock(df.wait_for_signal('go'), '{k2}')) AS h2 \gset
@@ -90,6 +93,7 @@ SELECT df.await_instance(:'t');
 SELECT status, result #>> '{}' AS error, status_details->'error'->>'code' AS code
 FROM df.nodes WHERE instance_id = :'t' AND node_type = 'LOCK';
 SELECT count(*) AS waiting FROM df.locks WHERE key = 'k2' AND state = 'waiting';
+SELECT kind, detail FROM df.history(:'t') WHERE kind LIKE 'lock%' ORDER BY 1;
 -- caught like any error by its kind
 SELECT df.start(df.catch(df.with_lock('SELECT 1', '{k2}', wait_timeout => '0.1 seconds'),
                          'SELECT $error.kind AS kind', '{lock_timeout}')) AS c \gset
