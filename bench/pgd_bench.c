@@ -47,6 +47,11 @@
  *	  the phases before), between two runs with it off: the
  *	  traced chain's steps/s over the mean of the two untraced ones, the
  *	  spans exported and the events still to export when it ended.
+ *	- Keyed locks (--lock-workflows, issue 17): the chain with each step
+ *	  inside a df.with_lock of a key of its own (uncontended), then the
+ *	  plain chain once more: the plain chains' mean steps/s (the chain's
+ *	  and this one's) over the locked chain's, the cost of a step under
+ *	  a lock in plain steps (the target is 1.3 at most).
  *	- Commit rate: pgbench -n -f <one INSERT> at the executors' concurrency
  *	  (the executors are the sessions that commit steps) and at the
  *	  clients' one, on the same server, in the same run.
@@ -113,6 +118,7 @@ typedef struct PgdbOptions
 	int			retry_steps;
 	int			limit_workflows; /* chains of steps each under a df.limit */
 	const char *otel_url;		/* test/otlp_receiver.pl, or NULL */
+	int			lock_workflows; /* chains of steps each under df.with_lock */
 	int			widths[PGDB_MAX_WIDTHS];	/* one fan-out of each width */
 	int			nwidths;
 	int			map_rows;		/* df.map over this many rows vs a JOIN as wide */
@@ -500,6 +506,13 @@ limit_shared_leaf(PgdbBuf *s, int k)
 {
 	(void) k;
 	buf_append(s, "df.limit('SELECT 1', 'bench', 1000000)");
+}
+
+/* A step under a keyed lock of its own: the key names the instance and the step. */
+static void
+lock_leaf(PgdbBuf *s, int k)
+{
+	buf_append(s, "df.with_lock('SELECT 1', ARRAY['{sys_instance_id}:%d'])", k + 1);
 }
 
 /* Wrap the whole graph in a df.retry (build_graph_in). */
@@ -1490,6 +1503,8 @@ pgdb_run(Pgdb *b)
 				untraced = NAN,
 				traced_spans = NAN,
 				traced_backlog = NAN,
+				locked = NAN,
+				chain3 = NAN,
 				dummy;
 	bool		ok;
 	char		v[32];
@@ -1648,6 +1663,13 @@ pgdb_run(Pgdb *b)
 		free(backlog);
 	}
 
+	if (o->lock_workflows > 0 &&
+		(!throughput_phase_of(b, "chain under df.with_lock", "~>", o->chain_steps,
+							  o->lock_workflows, lock_leaf, &locked, &dummy) ||
+		 !throughput_phase(b, "chain after the locks", "~>", o->chain_steps,
+						   o->lock_workflows, &chain3, &dummy)))
+		return false;
+
 	if (o->chain_workflows > 0)
 		add_row(b, "steps/s", fmt_num(v, chain), "chain: %d workflows x %d steps, %d clients",
 				o->chain_workflows, o->chain_steps, o->clients);
@@ -1660,6 +1682,16 @@ pgdb_run(Pgdb *b)
 		add_row(b, "spans", fmt_num(v, traced_spans), "spans exported (3 s after the traced chain)");
 		add_row(b, "events", fmt_num(v, traced_backlog),
 				"history events not yet exported when the traced chain ended");
+	}
+	if (o->lock_workflows > 0)
+	{
+		add_row(b, "steps/s", fmt_num(v, locked),
+				"lock: %d chains, each step in a df.with_lock of its own key",
+				o->lock_workflows);
+		add_row(b, "steps/s", fmt_num(v, chain3), "chain again, %d workflows, after it",
+				o->lock_workflows);
+		add_row(b, "", fmt_num(v, (o->chain_workflows > 0 ? (chain + chain3) / 2 : chain3) / locked),
+				"a step under df.with_lock / a plain step (mean of the plain chains)");
 	}
 	if (o->retry_workflows > 0 && o->chain_workflows > 0)
 	{
@@ -1814,6 +1846,8 @@ usage(const char *progname)
 		   "                              never waits, in 3 rounds with a plain chain (default: 300; 0: none)\n"
 		   "      --otel-url=URL          an OTLP/HTTP receiver (test/otlp_receiver.pl): also run the\n"
 		   "                              chain with pg_durable.otel_endpoint = URL (needs superuser)\n"
+		   "      --lock-workflows=NUM    chains whose every step is in a df.with_lock of its own\n"
+		   "                              key, then as many plain chains (default: 300; 0: none)\n"
 		   "      --widths=LIST           one fan-out of each width, e.g. 1000,2000 (default:\n"
 		   "                              1000,2000,5000,10000; 0 skips; a width over the\n"
 		   "                              10,000-node limit is reported as not run)\n"
@@ -1900,6 +1934,7 @@ main(int argc, char **argv)
 		{"limit-workflows", required_argument, NULL, 20},
 		{"otel-url", required_argument, NULL, 21},
 		{"events", required_argument, NULL, 40},
+		{"lock-workflows", required_argument, NULL, 22},
 		{"verbose", no_argument, NULL, 'v'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, '?'},
@@ -1928,6 +1963,7 @@ main(int argc, char **argv)
 	b.opt.retry_workflows = 300;
 	b.opt.retry_steps = 5;
 	b.opt.limit_workflows = 300;
+	b.opt.lock_workflows = 300;
 	parse_widths(&b.opt, "1000,2000,5000,10000");
 	b.opt.map_rows = 1000;
 
@@ -2020,6 +2056,9 @@ main(int argc, char **argv)
 				break;
 			case 21:
 				b.opt.otel_url = optarg;
+				break;
+			case 22:
+				b.opt.lock_workflows = parse_count(optarg, "lock-workflows", 0);
 				break;
 			case 'v':
 				b.opt.verbose = true;

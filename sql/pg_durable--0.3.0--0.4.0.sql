@@ -235,7 +235,7 @@ COMMENT ON FUNCTION df.fail(text, boolean) IS
 	'node FAIL: fails with kind fail and the message (substitution applies)';
 
 
--- df.http gains fail_on: a new signature, so the function is made anew; the
+-- df.http gains fail_on, idempotency_key and breaker: a new signature, so the function is made anew; the
 -- roles that could call the old one (df.grant_usage) keep their EXECUTE.
 DO $upgrade$
 DECLARE
@@ -256,13 +256,14 @@ BEGIN
 	DROP FUNCTION df.http(text, text, text, jsonb, integer);
 	CREATE FUNCTION df.http(url text, method text DEFAULT 'POST', body text DEFAULT NULL,
 							headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30,
-							fail_on text DEFAULT NULL) RETURNS text
+							fail_on text DEFAULT NULL, idempotency_key text DEFAULT NULL,
+							breaker text DEFAULT NULL) RETURNS text
 		LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http';
-	REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int, text) FROM PUBLIC;
-	fn := 'df.http(text, text, text, jsonb, integer, text)'::pg_catalog.regprocedure;
+	REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int, text, text, text) FROM PUBLIC;
+	fn := 'df.http(text, text, text, jsonb, integer, text, text, text)'::pg_catalog.regprocedure;
 	SELECT p.proacl INTO init FROM pg_catalog.pg_proc p WHERE p.oid = fn;
 	FOR i IN 1 .. coalesce(pg_catalog.array_length(holders, 1), 0) LOOP
-		EXECUTE 'GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text) TO '
+		EXECUTE 'GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text, text, text) TO '
 			|| holders[i];
 	END LOOP;
 	-- A grant made in an extension script is recorded as one of the
@@ -273,9 +274,10 @@ BEGIN
 	WHERE objoid = fn AND classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid = 0;
 END
 $upgrade$;
-COMMENT ON FUNCTION df.http(text, text, text, jsonb, int, text) IS
+COMMENT ON FUNCTION df.http(text, text, text, jsonb, int, text, text, text) IS
 	'an HTTP request step; fail_on lists the status classes or codes that fail it (''4xx,5xx'', '
-	'''402,409''; default: 5xx fails, 4xx is returned)';
+	'''402,409''; default: 5xx fails, 4xx is returned); idempotency_key, a template, replaces '
+	'the engine''s Idempotency-Key; breaker names the circuit breaker the call goes through';
 
 -- df.start gains the instance-wide failure policy.
 DROP FUNCTION df.start(text, text, text, text);
@@ -346,7 +348,7 @@ BEGIN
 
 	EXECUTE format('GRANT USAGE ON SCHEMA df TO %I%s', p_role, opt);
 	IF include_http THEN
-		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text) TO %I%s', p_role, opt);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text, text, text) TO %I%s', p_role, opt);
 		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, integer) TO %I%s', p_role, opt);
 	END IF;
 	IF with_grant THEN
@@ -383,7 +385,7 @@ BEGIN
 	END IF;
 
 	-- the caller may never have held these: nothing of its own to revoke
-	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer, text)',
+	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer, text, text, text)',
 							  'df.http_multipart(text, text, jsonb, jsonb, integer)',
 							  'df.grant_usage(text, boolean, boolean)',
 							  'df.revoke_usage(text)',
@@ -566,19 +568,27 @@ ALTER TABLE df_internal.runs ALTER COLUMN start_snapshot SET DEFAULT pg_catalog.
 ALTER TABLE df_internal.runs ALTER COLUMN start_snapshot SET NOT NULL;
 -- an EVENT wait: the xmin of the snapshot that found no event for it
 ALTER TABLE df_internal.waits ADD COLUMN event_xmin xid8;
+-- Keyed locks (issue 17, orchestration-api.md §3): node LOCK, df.with_lock,
+-- their tables, df.locks, and df.check's lock problems.
+CREATE FUNCTION df.with_lock(step text, keys text[], mode text DEFAULT 'exclusive',
+							 wait_timeout interval DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_with_lock';
+COMMENT ON FUNCTION df.with_lock(text, text[], text, interval) IS
+	'node LOCK: step runs holding every key (templates, taken in byte order; exclusive or shared, '
+	'FIFO waiters); wait_timeout fails it with kind lock_timeout; $lock.token is the fencing token';
 ALTER TABLE df.nodes DROP CONSTRAINT nodes_node_type_check;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
 						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
 						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'SAGA', 'BREAKER', 'MAP', 'LIMIT',
-						 'PUBLISH', 'EVENT')) NOT VALID;
+						 'PUBLISH', 'EVENT', 'LOCK')) NOT VALID;
 ALTER TABLE df.nodes DROP CONSTRAINT nodes_structure_check;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 	CASE
 		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
 						   'FAIL', 'PUBLISH', 'EVENT')
 			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
-		WHEN node_type IN ('RETRY', 'TIMEOUT', 'BREAKER')
+		WHEN node_type IN ('RETRY', 'TIMEOUT', 'BREAKER', 'LOCK')
 			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
 		WHEN node_type = 'CATCH'
 			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
@@ -971,6 +981,60 @@ COMMENT ON FUNCTION df_internal.limit_timer(text, text, text) IS
 
 
 -- df.check: the slots and queues of limits (issue 17)
+
+-- Keyed locks (issue 17, orchestration-api.md §3): node LOCK holds its keys
+-- while its step runs.  locks has one row per key a LOCK node execution
+-- holds or waits for (seq: the order of the requests, FIFO per key);
+-- lock_keys one row per key with entries, the row every change of that
+-- key's entries locks first.  Fencing tokens come from one sequence, so
+-- every key's tokens only grow.  Keys compare in byte order (COLLATE "C"),
+-- the canonical order in which they are taken.
+CREATE SEQUENCE df_internal.lock_tokens;
+CREATE TABLE df_internal.lock_keys (
+	key text COLLATE "C" PRIMARY KEY
+);
+CREATE TABLE df_internal.locks (
+	seq bigserial NOT NULL,
+	key text COLLATE "C" NOT NULL,
+	instance_id varchar(8) NOT NULL,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	mode text NOT NULL CHECK (mode IN ('exclusive', 'shared')),
+	held boolean NOT NULL,
+	token bigint,
+	requested_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	since timestamptz,
+	PRIMARY KEY (key, seq)
+);
+CREATE INDEX locks_instance_idx ON df_internal.locks (instance_id, node_id);
+COMMENT ON TABLE df_internal.lock_keys IS 'the keys of df.with_lock that have holders or waiters';
+COMMENT ON TABLE df_internal.locks IS
+	'the keys each LOCK node execution (df.with_lock) holds or waits for, in request order';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.lock_keys', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.locks', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.locks_seq_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.lock_tokens', '');
+
+-- What the caller may see of them: the entries of the instances df.instances
+-- shows it (its own; everything for a superuser or a BYPASSRLS role).
+-- waiters counts every waiter of the key.
+CREATE VIEW df.locks AS
+SELECT l.key, l.instance_id::text AS holder, l.node_id::text AS node_id, l.mode,
+	   CASE WHEN l.held THEN 'held' ELSE 'waiting' END AS state,
+	   COALESCE(l.since, l.requested_at) AS since,
+	   (SELECT pg_catalog.count(*) FROM df_internal.locks w
+		WHERE w.key OPERATOR(pg_catalog.=) l.key AND NOT w.held) AS waiters,
+	   l.token
+FROM df_internal.locks l
+JOIN df_internal.runs r ON r.instance_id OPERATOR(pg_catalog.=) l.instance_id
+WHERE r.submitted_by OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole
+   OR EXISTS (SELECT 1 FROM pg_catalog.pg_roles x
+			  WHERE x.rolname OPERATOR(pg_catalog.=) current_user AND (x.rolsuper OR x.rolbypassrls));
+COMMENT ON VIEW df.locks IS
+	'the keys of df.with_lock held or waited for by the caller''s instances: key, holder (the '
+	'instance), node, mode, state (held, waiting), since, waiters (of the key, all roles), token';
+GRANT SELECT ON df.locks TO PUBLIC;
+
 CREATE OR REPLACE FUNCTION df_internal.check_rows()
 	RETURNS TABLE (instance_id text, problem text, node_id text, scope text, detail text)
 	LANGUAGE sql STABLE
@@ -1041,6 +1105,8 @@ FROM live l
 WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = l.id)
   AND NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = l.id)
   AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters q WHERE q.instance_id = l.id)
+  -- a LOCK node waiting for a key is woken by the release that hands it over
+  AND NOT EXISTS (SELECT 1 FROM df_internal.locks k WHERE k.instance_id = l.id AND NOT k.held)
 UNION ALL
 SELECT f.instance_id::text,
 	   CASE f.node_type WHEN 'SIGNAL' THEN 'missing_wait' WHEN 'EVENT' THEN 'missing_wait'
@@ -1168,6 +1234,40 @@ FROM df_internal.limit_holders h
 WHERE NOT h.started
   AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = h.instance_id
 				  AND t.node_id = h.node_id AND t.scope = h.scope)
+UNION ALL
+-- keyed locks (issue 17): nothing is held or waited for by a node that is
+-- not running in the entry's scope, and every waiter has an entry ahead of
+-- it that keeps it waiting (whose release will wake it)
+SELECT k.instance_id::text, 'lock_of_ended_node', k.node_id::text, k.scope,
+	   format('%s entry for key %s belongs to LOCK node %s, which is not running in scope %s',
+			  CASE WHEN k.held THEN 'a held' ELSE 'a waiting' END, k.key, k.node_id, k.scope)
+FROM df_internal.locks k
+LEFT JOIN df.nodes n ON n.instance_id = k.instance_id AND n.id = k.node_id
+WHERE NOT EXISTS (SELECT 1 FROM live l WHERE l.id = k.instance_id)
+   OR n.id IS NULL OR n.status IS DISTINCT FROM 'running'
+   OR n.status_details ->> 'execution_id' IS DISTINCT FROM k.scope
+UNION ALL
+SELECT k.instance_id::text, 'lock_wait_stuck', k.node_id::text, k.scope,
+	   format('LOCK node %s waits for key %s, but no entry ahead of it holds or waits for that key in a conflicting mode',
+			  k.node_id, k.key)
+FROM df_internal.locks k
+WHERE NOT k.held
+  AND NOT EXISTS (SELECT 1 FROM df_internal.locks x
+				  WHERE x.key = k.key AND x.seq < k.seq
+					AND (x.mode = 'exclusive' OR k.mode = 'exclusive'))
+UNION ALL
+-- a LOCK node that waited and has neither a key to wait for nor a task to go on
+SELECT n.instance_id::text, 'lock_wait_stuck', n.id::text, n.stamp,
+	   format('LOCK node %s in scope %s waits, but has no waiting entry and no task', n.id, n.stamp)
+FROM nodes n
+JOIN live l ON l.id = n.instance_id AND l.status = 'running'
+JOIN df.nodes d ON d.instance_id = n.instance_id AND d.id = n.id
+WHERE n.node_type = 'LOCK' AND n.status = 'running' AND n.stamp IS NOT NULL
+  AND d.status_details ->> 'lock_state' = 'waiting'
+  AND NOT EXISTS (SELECT 1 FROM df_internal.locks k WHERE k.instance_id = n.instance_id
+				  AND k.node_id = n.id AND k.scope = n.stamp AND NOT k.held)
+  AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = n.instance_id
+				  AND t.node_id = n.id AND t.scope = n.stamp)
 $check$;
 
 -- Retention of key rows (issue 17): a key nobody holds or waits for, whose
@@ -1278,14 +1378,14 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
 						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
 						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'SAGA', 'BREAKER', 'MAP', 'LIMIT',
-						 'PUBLISH', 'EVENT')) NOT VALID;
+						 'PUBLISH', 'EVENT', 'LOCK')) NOT VALID;
 ALTER TABLE df.nodes DROP CONSTRAINT nodes_structure_check;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 	CASE
 		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
 						   'FAIL', 'PUBLISH', 'EVENT')
 			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
-		WHEN node_type IN ('RETRY', 'TIMEOUT', 'BREAKER', 'LIMIT')
+		WHEN node_type IN ('RETRY', 'TIMEOUT', 'BREAKER', 'LIMIT', 'LOCK')
 			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
 		WHEN node_type = 'CATCH'
 			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
@@ -1457,3 +1557,14 @@ CREATE VIEW df.subscriptions WITH (security_barrier) AS
 	WHERE pg_catalog.pg_has_role(s.owner, 'USAGE');
 COMMENT ON VIEW df.subscriptions IS 'the subscriptions of the roles the caller is a member of';
 GRANT SELECT ON df.subscriptions TO PUBLIC;
+
+-- keyed locks (issue 17): the events of a LOCK node that had to wait
+ALTER TABLE df_internal.events DROP CONSTRAINT events_kind_check;
+ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
+	CHECK (kind IN ('instance_started', 'node_started', 'node_completed', 'node_failed',
+					'step_retried', 'signal_received', 'instance_completed', 'instance_failed',
+					'instance_cancelled', 'retry_scheduled', 'retries_exhausted', 'error_caught',
+					'timeout_fired', 'undo_registered', 'compensation_started', 'undo_started',
+					'undo_completed', 'undo_failed', 'instance_compensated', 'instance_resumed',
+					'event_published', 'event_received', 'lock_waiting', 'lock_acquired',
+					'lock_timeout'));

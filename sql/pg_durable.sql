@@ -200,18 +200,20 @@ COMMENT ON FUNCTION df.wait_for_signal(text, int) IS 'wait for df.signal(instanc
 
 CREATE FUNCTION df.http(url text, method text DEFAULT 'POST', body text DEFAULT NULL,
 						headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30,
-						fail_on text DEFAULT NULL) RETURNS text
+						fail_on text DEFAULT NULL, idempotency_key text DEFAULT NULL,
+						breaker text DEFAULT NULL) RETURNS text
 	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http';
-COMMENT ON FUNCTION df.http(text, text, text, jsonb, int, text) IS
+COMMENT ON FUNCTION df.http(text, text, text, jsonb, int, text, text, text) IS
 	'an HTTP request step; fail_on lists the status classes or codes that fail it (''4xx,5xx'', '
-	'''402,409''; default: 5xx fails, 4xx is returned)';
+	'''402,409''; default: 5xx fails, 4xx is returned); idempotency_key, a template, replaces '
+	'the engine''s Idempotency-Key; breaker names the circuit breaker the call goes through';
 
 CREATE FUNCTION df.http_multipart(url text, method text DEFAULT 'POST', parts jsonb DEFAULT NULL,
 								  headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30) RETURNS text
 	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http_multipart';
 COMMENT ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, int) IS 'an HTTP multipart/form-data request step';
 
-REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int, text, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, int) FROM PUBLIC;
 
 CREATE FUNCTION df_internal.validate_graph(graph text) RETURNS text
@@ -279,6 +281,14 @@ COMMENT ON FUNCTION df.map(text, text, int) IS
 	'node MAP: run query once (a SQL step), then step once per row with $item bound to the row, '
 	'at most max_concurrent at a time; the result is the array of the steps'' results in row order';
 
+-- Keyed locks (issue 17, orchestration-api.md §3): node LOCK.
+CREATE FUNCTION df.with_lock(step text, keys text[], mode text DEFAULT 'exclusive',
+							 wait_timeout interval DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_with_lock';
+COMMENT ON FUNCTION df.with_lock(text, text[], text, interval) IS
+	'node LOCK: step runs holding every key (templates, taken in byte order; exclusive or shared, '
+	'FIFO waiters); wait_timeout fails it with kind lock_timeout; $lock.token is the fencing token';
+
 -- ---------------------------------------------------------------------------
 -- Instances and nodes (the reference's user-visible tables)
 -- ---------------------------------------------------------------------------
@@ -344,7 +354,7 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
 						 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
 						 'RETRY', 'TIMEOUT', 'CATCH', 'FAIL', 'COMPENSATED', 'SAGA', 'BREAKER', 'MAP', 'LIMIT',
-						 'PUBLISH', 'EVENT')) NOT VALID;
+						 'PUBLISH', 'EVENT', 'LOCK')) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_name_check
 	CHECK (result_name IS NULL OR result_name OPERATOR(pg_catalog.~) '^[A-Za-z_][A-Za-z0-9_]*$') NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_status_check
@@ -356,7 +366,7 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 		WHEN node_type IN ('SQL', 'BREAK', 'SLEEP', 'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL',
 						   'FAIL', 'PUBLISH', 'EVENT')
 			THEN left_node IS NULL AND right_node IS NULL AND query IS NOT NULL
-		WHEN node_type IN ('RETRY', 'TIMEOUT', 'BREAKER', 'LIMIT')
+		WHEN node_type IN ('RETRY', 'TIMEOUT', 'BREAKER', 'LIMIT', 'LOCK')
 			THEN left_node IS NOT NULL AND right_node IS NULL AND query IS NOT NULL
 		WHEN node_type = 'CATCH'
 			THEN left_node IS NOT NULL AND right_node IS NOT NULL AND query IS NOT NULL
@@ -595,7 +605,9 @@ CREATE TABLE df_internal.events (
 									   'undo_completed', 'undo_failed', 'instance_compensated',
 									   'instance_resumed',
 									   -- events (issue 18)
-									   'event_published', 'event_received')),
+									   'event_published', 'event_received',
+									   -- keyed locks (issue 17)
+									   'lock_waiting', 'lock_acquired', 'lock_timeout')),
 	node_id varchar(8),
 	scope text,
 	attempt int,
@@ -658,6 +670,59 @@ COMMENT ON TABLE df_internal.compensations IS
 	'the undos registered by completed forward steps of COMPENSATED nodes (df.compensations)';
 SELECT pg_catalog.pg_extension_config_dump('df_internal.compensations', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.compensations_seq_seq', '');
+
+-- Keyed locks (issue 17, orchestration-api.md §3): node LOCK holds its keys
+-- while its step runs.  locks has one row per key a LOCK node execution
+-- holds or waits for (seq: the order of the requests, FIFO per key);
+-- lock_keys one row per key with entries, the row every change of that
+-- key's entries locks first.  Fencing tokens come from one sequence, so
+-- every key's tokens only grow.  Keys compare in byte order (COLLATE "C"),
+-- the canonical order in which they are taken.
+CREATE SEQUENCE df_internal.lock_tokens;
+CREATE TABLE df_internal.lock_keys (
+	key text COLLATE "C" PRIMARY KEY
+);
+CREATE TABLE df_internal.locks (
+	seq bigserial NOT NULL,
+	key text COLLATE "C" NOT NULL,
+	instance_id varchar(8) NOT NULL,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	mode text NOT NULL CHECK (mode IN ('exclusive', 'shared')),
+	held boolean NOT NULL,
+	token bigint,
+	requested_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	since timestamptz,
+	PRIMARY KEY (key, seq)
+);
+CREATE INDEX locks_instance_idx ON df_internal.locks (instance_id, node_id);
+COMMENT ON TABLE df_internal.lock_keys IS 'the keys of df.with_lock that have holders or waiters';
+COMMENT ON TABLE df_internal.locks IS
+	'the keys each LOCK node execution (df.with_lock) holds or waits for, in request order';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.lock_keys', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.locks', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.locks_seq_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.lock_tokens', '');
+
+-- What the caller may see of them: the entries of the instances df.instances
+-- shows it (its own; everything for a superuser or a BYPASSRLS role).
+-- waiters counts every waiter of the key.
+CREATE VIEW df.locks AS
+SELECT l.key, l.instance_id::text AS holder, l.node_id::text AS node_id, l.mode,
+	   CASE WHEN l.held THEN 'held' ELSE 'waiting' END AS state,
+	   COALESCE(l.since, l.requested_at) AS since,
+	   (SELECT pg_catalog.count(*) FROM df_internal.locks w
+		WHERE w.key OPERATOR(pg_catalog.=) l.key AND NOT w.held) AS waiters,
+	   l.token
+FROM df_internal.locks l
+JOIN df_internal.runs r ON r.instance_id OPERATOR(pg_catalog.=) l.instance_id
+WHERE r.submitted_by OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole
+   OR EXISTS (SELECT 1 FROM pg_catalog.pg_roles x
+			  WHERE x.rolname OPERATOR(pg_catalog.=) current_user AND (x.rolsuper OR x.rolbypassrls));
+COMMENT ON VIEW df.locks IS
+	'the keys of df.with_lock held or waited for by the caller''s instances: key, holder (the '
+	'instance), node, mode, state (held, waiting), since, waiters (of the key, all roles), token';
+GRANT SELECT ON df.locks TO PUBLIC;
 
 -- ---------------------------------------------------------------------------
 -- Limits (issue 17): df.limit, node LIMIT.  One row per key (created by
@@ -1093,7 +1158,7 @@ BEGIN
 
 	EXECUTE format('GRANT USAGE ON SCHEMA df TO %I%s', p_role, opt);
 	IF include_http THEN
-		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text) TO %I%s', p_role, opt);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text, text, text) TO %I%s', p_role, opt);
 		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, integer) TO %I%s', p_role, opt);
 	END IF;
 	IF with_grant THEN
@@ -1134,7 +1199,7 @@ BEGIN
 	END IF;
 
 	-- the caller may never have held these: nothing of its own to revoke
-	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer, text)',
+	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer, text, text, text)',
 							  'df.http_multipart(text, text, jsonb, jsonb, integer)',
 							  'df.grant_usage(text, boolean, boolean)',
 							  'df.revoke_usage(text)',
@@ -1289,6 +1354,8 @@ FROM live l
 WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = l.id)
   AND NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = l.id)
   AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters q WHERE q.instance_id = l.id)
+  -- a LOCK node waiting for a key is woken by the release that hands it over
+  AND NOT EXISTS (SELECT 1 FROM df_internal.locks k WHERE k.instance_id = l.id AND NOT k.held)
 UNION ALL
 SELECT f.instance_id::text,
 	   CASE f.node_type WHEN 'SIGNAL' THEN 'missing_wait' WHEN 'EVENT' THEN 'missing_wait'
@@ -1416,6 +1483,40 @@ FROM df_internal.limit_holders h
 WHERE NOT h.started
   AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = h.instance_id
 				  AND t.node_id = h.node_id AND t.scope = h.scope)
+UNION ALL
+-- keyed locks (issue 17): nothing is held or waited for by a node that is
+-- not running in the entry's scope, and every waiter has an entry ahead of
+-- it that keeps it waiting (whose release will wake it)
+SELECT k.instance_id::text, 'lock_of_ended_node', k.node_id::text, k.scope,
+	   format('%s entry for key %s belongs to LOCK node %s, which is not running in scope %s',
+			  CASE WHEN k.held THEN 'a held' ELSE 'a waiting' END, k.key, k.node_id, k.scope)
+FROM df_internal.locks k
+LEFT JOIN df.nodes n ON n.instance_id = k.instance_id AND n.id = k.node_id
+WHERE NOT EXISTS (SELECT 1 FROM live l WHERE l.id = k.instance_id)
+   OR n.id IS NULL OR n.status IS DISTINCT FROM 'running'
+   OR n.status_details ->> 'execution_id' IS DISTINCT FROM k.scope
+UNION ALL
+SELECT k.instance_id::text, 'lock_wait_stuck', k.node_id::text, k.scope,
+	   format('LOCK node %s waits for key %s, but no entry ahead of it holds or waits for that key in a conflicting mode',
+			  k.node_id, k.key)
+FROM df_internal.locks k
+WHERE NOT k.held
+  AND NOT EXISTS (SELECT 1 FROM df_internal.locks x
+				  WHERE x.key = k.key AND x.seq < k.seq
+					AND (x.mode = 'exclusive' OR k.mode = 'exclusive'))
+UNION ALL
+-- a LOCK node that waited and has neither a key to wait for nor a task to go on
+SELECT n.instance_id::text, 'lock_wait_stuck', n.id::text, n.stamp,
+	   format('LOCK node %s in scope %s waits, but has no waiting entry and no task', n.id, n.stamp)
+FROM nodes n
+JOIN live l ON l.id = n.instance_id AND l.status = 'running'
+JOIN df.nodes d ON d.instance_id = n.instance_id AND d.id = n.id
+WHERE n.node_type = 'LOCK' AND n.status = 'running' AND n.stamp IS NOT NULL
+  AND d.status_details ->> 'lock_state' = 'waiting'
+  AND NOT EXISTS (SELECT 1 FROM df_internal.locks k WHERE k.instance_id = n.instance_id
+				  AND k.node_id = n.id AND k.scope = n.stamp AND NOT k.held)
+  AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = n.instance_id
+				  AND t.node_id = n.id AND t.scope = n.stamp)
 $check$;
 REVOKE EXECUTE ON FUNCTION df_internal.check_rows() FROM PUBLIC;
 COMMENT ON FUNCTION df_internal.check_rows() IS 'df.check with the node and scope each problem concerns, for reconciliation';

@@ -6,8 +6,9 @@
  * The builders check the arguments with the checks of graph/http_config.c
  * (the same ones that validate hand-written graphs) and raise their
  * message as an ERROR.  Config keys are written in the order url, method,
- * body|parts, headers, timeout_seconds; headers and parts are written
- * compactly in jsonb's key order.
+ * body|parts, headers, timeout_seconds, then fail_on, idempotency_key and
+ * breaker only when given (so graphs that do not use them keep their JSON);
+ * headers and parts are written compactly in jsonb's key order.
  *
  * Locks: none.
  *
@@ -23,6 +24,7 @@
 #include "common/messages.h"
 #include "dsl/dsl.h"
 #include "graph/http_config.h"
+#include "graph/orch_config.h"
 
 PG_FUNCTION_INFO_V1(pgd_http);
 PG_FUNCTION_INFO_V1(pgd_http_multipart);
@@ -115,6 +117,21 @@ http_build(FunctionCallInfo fcinfo, bool multipart)
 		http_error(df_http_check_fail_on(text_to_cstring(PG_GETARG_TEXT_PP(5)),
 										 &fail_on));
 		dfjson_object_add(cfg, "fail_on", dfjson_make_string(fail_on));
+	}
+	/* df.http(idempotency_key, breaker): the same, issue 17 */
+	if (!multipart && PG_NARGS() > 6 && !PG_ARGISNULL(6))
+	{
+		char *key = text_to_cstring(PG_GETARG_TEXT_PP(6));
+
+		http_error(df_http_check_idempotency_key(key));
+		dfjson_object_add(cfg, "idempotency_key", dfjson_make_string(key));
+	}
+	if (!multipart && PG_NARGS() > 7 && !PG_ARGISNULL(7))
+	{
+		char *breaker = text_to_cstring(PG_GETARG_TEXT_PP(7));
+
+		http_error(df_breaker_name_check(breaker));
+		dfjson_object_add(cfg, "breaker", dfjson_make_string(breaker));
 	}
 
 	node = df_node_new(multipart ? DF_NODE_HTTP_MULTIPART : DF_NODE_HTTP);

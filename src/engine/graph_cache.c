@@ -282,6 +282,10 @@ parse_config(PgdNode *n)
 			n->event_problem =
 				df_event_config_parse(n->type, n->query, n->event);
 			break;
+		case DF_NODE_LOCK:
+			n->lock = palloc(sizeof(DfLockConfig));
+			n->lock_problem = df_lock_parse(n->query, n->lock);
+			break;
 		case DF_NODE_WAIT_SCHEDULE:
 			v = dfjson_get(node_config(n), "cron_expr");
 			n->cron_expr = (v && v->type == DFJ_STRING) ? v->str : "";

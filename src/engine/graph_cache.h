@@ -25,6 +25,7 @@
 #include "engine/types.h"
 #include "graph/event_config.h"
 #include "graph/graph.h"
+#include "graph/lock_config.h"
 #include "graph/orch_config.h"
 
 /* A node of an instance's graph (immutable). */
@@ -61,6 +62,8 @@ typedef struct PgdNode
 	int				*items;			  /* ... in row order (parent: the MAP) */
 	DfEventConfig	*event;			  /* PUBLISH, EVENT: settings */
 	char			*event_problem;	  /* ... NULL when they parse */
+	DfLockConfig	*lock;			  /* LOCK: settings */
+	char			*lock_problem;	  /* ... NULL when they parse */
 } PgdNode;
 
 /* The immutable structure of one instance. */

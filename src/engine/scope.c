@@ -35,6 +35,7 @@ pgd_opens_scope(const PgdGraph *g, int p)
 			g->nodes[p].wrapper->retry.subtree;
 	return t == DF_NODE_JOIN || t == DF_NODE_RACE || t == DF_NODE_TIMEOUT ||
 		t == DF_NODE_MAP || /* the query and each item, as branches */
+		t == DF_NODE_LOCK ||
 		(t == DF_NODE_LOOP && !pgd_loop_moves_scope(g, p));
 }
 

@@ -396,6 +396,34 @@ extern void	 pgd_store_node_error_code(const char *instance_id,
 									   const char *node_id,
 									   PgdOutcome *outcome);
 
+/* --- keyed locks (store_locks.c, issue 17) --- */
+typedef struct PgdLockEntry
+{
+	char *key;
+	bool  held;
+	int64 token; /* 0 while waiting */
+} PgdLockEntry;
+
+/* Take key for a LOCK node execution: true when held, else it waits (queued). */
+extern bool pgd_store_lock_take(const char *instance_id, const char *node_id,
+								const char *scope, const char *key,
+								bool shared, int64 *token);
+/* The entries of one LOCK node execution, in key order. */
+extern int pgd_store_lock_entries(const char *instance_id, const char *node_id,
+								  const char *scope, PgdLockEntry **entries);
+/* The largest key the nodes node_ids (comma-separated) of the instance hold; NULL: none. */
+extern char *pgd_store_lock_max_held(const char *instance_id,
+									 const char *node_ids);
+/*
+ * Release the instance's entries: of node_id in scope; of every node in
+ * scope and below (node_id NULL); all (both NULL).  The keys go to their
+ * next waiters in the same transaction.
+ */
+extern void pgd_store_lock_release(const char *instance_id,
+								   const char *node_id, const char *scope);
+extern void pgd_store_lock_result_forget(const char *instance_id,
+										 const char *scope);
+
 /* the commit hook of the node buffer (from _PG_init) */
 extern void pgd_store_register_xact_callback(void);
 

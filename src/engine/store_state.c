@@ -140,6 +140,7 @@ pgd_store_instance_submitter(const char *instance_id)
 void
 pgd_store_end_instance(const char *instance_id)
 {
+	pgd_store_lock_release(instance_id, NULL, NULL); /* its keyed locks */
 	RUN(STMT_END_INSTANCE, instance_id);
 	pgd_store_limit_release(instance_id, NULL, NULL);
 }

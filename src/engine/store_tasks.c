@@ -122,6 +122,7 @@ pgd_store_drop_scope(const char *instance_id, const char *scope)
 	RUN(STMT_TASKS_DROP_SCOPE, instance_id, scope);
 	RUN(STMT_WAITS_DROP_SCOPE, instance_id, scope);
 	pgd_store_limit_release(instance_id, NULL, scope);
+	pgd_store_lock_release(instance_id, NULL, scope); /* its keyed locks */
 }
 
 /* A wait got its signal: its timeout timer is not needed (one being fired finds the wait gone). */

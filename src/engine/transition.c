@@ -59,6 +59,7 @@ pgd_start_action(const PgdNode *node)
 		case DF_NODE_LIMIT:
 		case DF_NODE_PUBLISH:
 		case DF_NODE_EVENT:
+		case DF_NODE_LOCK:
 			return PGD_START_WRAPPER;
 	}
 	return PGD_START_UNSUPPORTED;
@@ -72,7 +73,7 @@ pgd_is_wrapper(const PgdNode *node)
 		node->type == DF_NODE_COMPENSATED || node->type == DF_NODE_SAGA ||
 		node->type == DF_NODE_BREAKER || node->type == DF_NODE_MAP ||
 		node->type == DF_NODE_LIMIT || node->type == DF_NODE_PUBLISH ||
-		node->type == DF_NODE_EVENT;
+		node->type == DF_NODE_EVENT || node->type == DF_NODE_LOCK;
 }
 
 int64
@@ -159,6 +160,7 @@ pgd_react(const PgdGraph *g, int parent, int child, PgdOutcome outcome)
 		case DF_NODE_BREAKER:
 		case DF_NODE_MAP:
 		case DF_NODE_LIMIT:
+		case DF_NODE_LOCK:
 			return reaction(PGD_REACT_WRAPPER, -1, outcome);
 
 		default:

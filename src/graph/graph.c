@@ -50,6 +50,7 @@ static const char *const node_type_names[DF_NODE_TYPE_COUNT] = {
 	[DF_NODE_LIMIT] = "LIMIT",
 	[DF_NODE_PUBLISH] = "PUBLISH",
 	[DF_NODE_EVENT] = "EVENT",
+	[DF_NODE_LOCK] = "LOCK",
 };
 
 const char *

@@ -52,16 +52,18 @@ typedef enum DfNodeType
 	DF_NODE_LIMIT, /* left: the step; query: its settings */
 	/* events (orchestration-api.md §4, graph/event_config.c) */
 	DF_NODE_PUBLISH, /* a leaf; query: {"topic", "payload", "key"} */
-	DF_NODE_EVENT /* a leaf; query: {"topic", "filter", "timeout_seconds"} */
+	DF_NODE_EVENT, /* a leaf; query: {"topic", "filter", "timeout_seconds"} */
+	/* keyed locks (orchestration-api.md §3, graph/lock_config.h) */
+	DF_NODE_LOCK /* left: the step; query: {"keys": [...], ...} */
 } DfNodeType;
 
-#define DF_NODE_TYPE_COUNT 23
+#define DF_NODE_TYPE_COUNT 24
 #define DF_MAX_DEPTH	   256 /* edges below the root (§1.10) */
 #define DF_MAX_NODES	   10000
 
 #define DF_VALID_NODE_TYPES \
 	"SQL, THEN, IF, JOIN, LOOP, BREAK, RACE, SLEEP, WAIT_SCHEDULE, HTTP, HTTP_MULTIPART, SIGNAL, " \
-	"RETRY, TIMEOUT, CATCH, FAIL, COMPENSATED, SAGA, BREAKER, MAP, LIMIT, PUBLISH, EVENT"
+	"RETRY, TIMEOUT, CATCH, FAIL, COMPENSATED, SAGA, BREAKER, MAP, LIMIT, PUBLISH, EVENT, LOCK"
 
 typedef struct DfNode
 {

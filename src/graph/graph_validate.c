@@ -25,6 +25,7 @@
 #include "graph/event_config.h"
 #include "graph/http_config.h"
 #include "graph/map_config.h"
+#include "graph/lock_config.h"
 #include "graph/orch_config.h"
 #include "fmgr.h"
 #include "graph/graph.h"
@@ -250,7 +251,7 @@ is_leaf_type(DfNodeType t)
 			 t == DF_NODE_TIMEOUT || t == DF_NODE_CATCH ||
 			 t == DF_NODE_COMPENSATED || t == DF_NODE_SAGA ||
 			 t == DF_NODE_BREAKER || t == DF_NODE_MAP ||
-			 t == DF_NODE_LIMIT);
+			 t == DF_NODE_LIMIT || t == DF_NODE_LOCK);
 }
 
 /* What is wrong with this one node (not its children), or NULL. */
@@ -260,6 +261,7 @@ check_node(const DfNode *n)
 	const char	   *tname = df_node_type_name(n->type);
 	DfWrapperConfig wrapper;
 	DfEventConfig	event;
+	DfLockConfig	lock;
 	bool has_children = n->left || n->right || n->condition || n->nextras > 0;
 
 	if (n->result_name != NULL && !df_is_valid_result_name(n->result_name))
@@ -338,6 +340,13 @@ check_node(const DfNode *n)
 
 		case DF_NODE_MAP:
 			return df_map_check(n);
+
+		case DF_NODE_LOCK:
+			if (n->left == NULL)
+				return pstrdup("LOCK node requires left_node (the step it wraps)");
+			if (n->right != NULL)
+				return pstrdup("LOCK node cannot have right_node");
+			return df_lock_parse(n->query, &lock);
 		case DF_NODE_HTTP:
 		case DF_NODE_HTTP_MULTIPART:
 			if (n->query == NULL)

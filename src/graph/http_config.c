@@ -350,6 +350,20 @@ df_http_fail_on_matches(const char *fail_on, long status)
 	return false;
 }
 
+/*
+ * df.http(idempotency_key): a template of the key the step sends instead
+ * of the engine's; it ends up in a header line, so no CR or LF (issue 17).
+ */
+char *
+df_http_check_idempotency_key(const char *key)
+{
+	if (key[0] == '\0')
+		return pstrdup("idempotency_key cannot be empty");
+	if (has_crlf(key))
+		return pstrdup("idempotency_key contains a CR or LF character");
+	return NULL;
+}
+
 /* The config of a hand-written HTTP or HTTP_MULTIPART node. */
 char *
 df_http_check_config(const char *query, bool multipart)
@@ -395,6 +409,15 @@ df_http_check_config(const char *query, bool multipart)
 		if (v->type != DFJ_STRING)
 			return psprintf("%s config \"fail_on\" must be a string", tname);
 		if ((err = df_http_check_fail_on(v->str, NULL)) != NULL)
+			return err;
+	}
+	v = dfjson_get(cfg, "idempotency_key");
+	if (v != NULL && v->type != DFJ_NULL)
+	{
+		if (v->type != DFJ_STRING)
+			return psprintf("%s config \"idempotency_key\" must be a string",
+							tname);
+		if ((err = df_http_check_idempotency_key(v->str)) != NULL)
 			return err;
 	}
 	/* df.http(breaker => name), issue 17 */

@@ -25,6 +25,7 @@ extern char *df_http_check_parts(const DfJson *parts);
 extern char *df_http_check_config(const char *query, bool multipart);
 extern char *df_http_check_base64(const char *s);
 extern char *df_http_check_fail_on(const char *fail_on, char **normalized);
+extern char *df_http_check_idempotency_key(const char *key);
 extern bool	 df_http_fail_on_matches(const char *fail_on, long status);
 
 #endif /* PG_DURABLE_HTTP_CONFIG_H */

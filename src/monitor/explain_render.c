@@ -396,6 +396,7 @@ render_node(ExplainState *st, const DfNode *node, int depth,
 		case DF_NODE_CATCH:
 		case DF_NODE_BREAKER:
 		case DF_NODE_LIMIT:
+		case DF_NODE_LOCK:
 			/* a wrapper: its type and settings, then its step (and handler) */
 			appendStringInfo(&st->label, "%s ", df_node_type_name(node->type));
 			append_clipped(&st->label, node->query ? node->query : "{}",

@@ -132,5 +132,10 @@ extern void pgd_events_timer(PgdGraph *g, int n, const char *scope);
 
 /* A deliver task: hand the instance's EVENT waits the events they match. */
 extern void pgd_events_deliver(PgdGraph *g);
+/* --- lock.c: node LOCK (issue 17) --- */
+extern void pgd_lock_start(PgdGraph *g, int n, const char *scope);
+extern void pgd_lock_child_done(PgdGraph *g, int n, int child,
+								const char *scope, PgdOutcome outcome);
+extern void pgd_lock_timer(PgdGraph *g, int n, const char *scope);
 
 #endif /* PG_DURABLE_ORCHESTRATION_H */

@@ -331,6 +331,11 @@ wrapper_start(PgdGraph *g, int n, const char *scope)
 		pgd_events_start(g, n, scope);
 		return;
 	}
+	if (node->type == DF_NODE_LOCK)
+	{
+		pgd_lock_start(g, n, scope); /* lock.c */
+		return;
+	}
 	if (node->wrapper_problem != NULL)
 	{
 		pgd_apply_finish_node(g, n, scope,
@@ -380,6 +385,11 @@ wrapper_child_done(PgdGraph *g, int n, int child, const char *scope,
 	if (node->type == DF_NODE_MAP)
 	{
 		pgd_map_child_done(g, n, child, scope, outcome);
+		return;
+	}
+	if (node->type == DF_NODE_LOCK)
+	{
+		pgd_lock_child_done(g, n, child, scope, outcome); /* lock.c */
 		return;
 	}
 	if (is_subtree_retry(node))
@@ -454,6 +464,8 @@ wrapper_timer(PgdGraph *g, int n, const char *scope)
 		timeout_fired(g, n, scope);
 	else if (g->nodes[n].type == DF_NODE_EVENT)
 		pgd_events_timer(g, n, scope);
+	else if (g->nodes[n].type == DF_NODE_LOCK)
+		pgd_lock_timer(g, n, scope); /* lock.c */
 	else if (is_subtree_retry(&g->nodes[n]))
 		subtree_timer(g, n, scope);
 	else if (g->nodes[n].type == DF_NODE_BREAKER)

@@ -20,10 +20,11 @@
  * <instance>:<node>:<generation>, where the generation is the id of the
  * node execution's task: the same for every re-run of the same execution
  * (after a crash), different for each new execution of the node (loops).
- * An Idempotency-Key header the step sets itself (a template such as
- * "{order_id}:charge", substituted like any header) is sent instead, so
- * that instances acting on one order deduplicate at the service; an empty
- * one leaves the engine's (issue 17).
+ * df.http(idempotency_key => '{order_id}:charge'), a template substituted
+ * like a header, is sent instead, so that instances acting on one order
+ * deduplicate at the service; an Idempotency-Key header the step sets
+ * itself wins over both; an empty one (after substitution) leaves the
+ * one before it (issue 17).
  *
  * The envelope (pgd_http_envelope) is {"status","body","encoding",
  * "headers","ok","duration_ms"}: the body is text when the Content-Type is
@@ -230,7 +231,7 @@ caller_problem(Oid submitter, bool multipart)
 	values[1] =
 		pgd_text_datum(multipart ?
 						   "df.http_multipart(text,text,jsonb,jsonb,integer)" :
-						   "df.http(text,text,text,jsonb,integer,text)");
+						   "df.http(text,text,text,jsonb,integer,text,text,text)");
 	pgd_spi_exec("SELECT pg_catalog.has_function_privilege($1, $2::pg_catalog.regprocedure, 'EXECUTE'), "
 				 "pg_catalog.pg_get_userbyid($1)",
 				 2, types, values, NULL, false);
@@ -277,6 +278,24 @@ prepare_target(PgdHttpRequest *req, SubstCtx *sc, const DfJson *cfg)
 	if ((problem = df_http_check_url(req->url)) != NULL ||
 		(problem = pgd_ssrf_check_url(req->url, &req->host)) != NULL)
 		return problem;
+	return NULL;
+}
+
+/* df.http(idempotency_key), substituted, replaces the engine's key; NULL or the problem. */
+static char *
+prepare_key(PgdHttpRequest *req, SubstCtx *sc, const DfJson *v)
+{
+	char *err = NULL;
+	char *value;
+
+	if (v == NULL || v->type != DFJ_STRING)
+		return NULL;
+	if ((value = subst(sc, v->str, &err)) == NULL)
+		return err;
+	if (has_crlf(value))
+		return pstrdup("idempotency_key contains a CR or LF character after substitution");
+	if (value[0] != '\0')
+		req->idempotency_key = value;
 	return NULL;
 }
 
@@ -479,6 +498,9 @@ pgd_http_prepare(MemoryContext parent, int64 task_id, const char *instance_id,
 	/* the config, as validated at df.start and checked again when the graph was loaded */
 	if ((problem = node->config_problem) == NULL &&
 		(problem = prepare_target(req, &sc, node->config)) == NULL &&
+		(problem = prepare_key(req, &sc,
+							   dfjson_get(node->config, "idempotency_key"))) ==
+			NULL &&
 		(problem =
 			 prepare_headers(req, &sc, dfjson_get(node->config, "headers"))) ==
 			NULL)

@@ -4,14 +4,16 @@ CREATE ROLE df_user LOGIN;
 SELECT df.grant_usage('df_user');
 GRANT CREATE ON SCHEMA public TO df_user;
 
--- wait (with a deadline) until the engine has no task left
-CREATE FUNCTION public.engine_idle(timeout_s int DEFAULT 30) RETURNS boolean
+-- wait (with a deadline) until a condition (a query returning a boolean) holds
+CREATE FUNCTION public.wait_until(cond text, timeout_s int DEFAULT 30) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
 	deadline timestamptz := clock_timestamp() + make_interval(secs => timeout_s);
+	ok boolean;
 BEGIN
 	LOOP
-		IF NOT EXISTS (SELECT 1 FROM df_internal.tasks) THEN
+		EXECUTE cond INTO ok;
+		IF ok THEN
 			RETURN true;
 		END IF;
 		IF clock_timestamp() > deadline THEN
@@ -20,6 +22,13 @@ BEGIN
 		PERFORM pg_sleep(0.01);
 	END LOOP;
 END
+$$;
+GRANT EXECUTE ON FUNCTION public.wait_until(text, int) TO df_user;
+
+-- wait (with a deadline) until the engine has no task left
+CREATE FUNCTION public.engine_idle(timeout_s int DEFAULT 30) RETURNS boolean
+LANGUAGE sql AS $$
+	SELECT public.wait_until('SELECT NOT EXISTS (SELECT 1 FROM df_internal.tasks)', timeout_s)
 $$;
 GRANT EXECUTE ON FUNCTION public.engine_idle(int) TO df_user;
 ALTER FUNCTION public.engine_idle(int) SECURITY DEFINER;

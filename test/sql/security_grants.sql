@@ -4,7 +4,8 @@
 
 -- Nothing is granted to PUBLIC but the readiness table (and the schema that
 -- holds it), the two views of the circuit breakers (issue 17: they hold no
--- instance data), and ordinary df functions: schema USAGE on df is the gate.
+-- instance data), df.locks (which shows each role the entries of its own
+-- instances) and ordinary df functions: schema USAGE on df is the gate.
 SELECT CASE c.classid WHEN 'pg_class'::regclass THEN 'relation ' || c.objid::regclass::text
                       WHEN 'pg_namespace'::regclass THEN 'schema ' || c.objid::regnamespace::text
                       WHEN 'pg_type'::regclass THEN 'type ' || c.objid::regtype::text

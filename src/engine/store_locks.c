@@ -1,0 +1,259 @@
+/*-------------------------------------------------------------------------
+ *
+ * store_locks.c
+ *	  The engine store's functions for keyed locks (df.with_lock, node
+ *	  LOCK; orchestration-api.md §3, issue 17): taking a key, the entries
+ *	  of one LOCK execution, and the release that hands a key to its next
+ *	  waiters (store.h).
+ *
+ * df_internal.locks has one row per key a LOCK node execution holds or
+ * waits for; seq is the order of the requests.  df_internal.lock_keys has
+ * one row per key that has entries: the row every change of the key's
+ * entries locks first, so that the decisions "may I have it" and "who is
+ * next" are made one at a time per key.  A LOCK node takes its keys one
+ * after the other in their canonical order (byte order), each one only
+ * once it holds the ones before: a request waits for one key at a time,
+ * behind the holders and the earlier waiters of that key (FIFO), and
+ * every instance's nested locks follow the same order (the lock order
+ * check of orchestration/lock.c), so no cycle of waits can form.
+ *
+ * A key is granted to a waiter by the transaction that releases it: the
+ * entry becomes held there and a timer task due now is queued for the
+ * waiter's LOCK node (a row inserted into the other instance's queue,
+ * DESIGN.md §5 rule 2), which takes its next keys or starts its child.
+ * Fencing tokens come from one sequence: every grant gets a larger one,
+ * so each key's tokens only grow, whatever happens to its rows.
+ *
+ * Locks: the lock_keys row of each key touched, taken in key order within
+ * one call and held to the end of the transaction (a plain row lock: the
+ * other holders of it are transitions that take no other lock after it
+ * but the next keys in order); rows of df_internal.locks of that key.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "common/spi.h"
+#include "engine/store.h"
+#include "engine/store_stmt.h"
+
+#define EQ " OPERATOR(pg_catalog.=) "
+
+/*
+ * The entries of one node execution (node $n in exactly scope $s), of a
+ * scope and below ($n NULL), or all ($s NULL too).
+ */
+#define LOCK_FILTER(n, s) \
+	"AND (" n "::text IS NULL OR node_id" EQ n ") " \
+	"AND (" s "::text IS NULL OR scope" EQ s " OR (" n "::text IS NULL " \
+	" AND pg_catalog.starts_with(scope, " s \
+	" OPERATOR(pg_catalog.||) '::')))"
+
+/*
+ * Until ALTER EXTENSION UPDATE has run, the schema of 0.3.0 has no lock
+ * tables (and no LOCK node can have started): the release that every
+ * ended instance and abandoned scope goes through has nothing to do.  A
+ * catalog cache lookup, so an update is seen at once.
+ */
+static bool
+locks_table_exists(void)
+{
+	Oid nsp = get_namespace_oid("df_internal", true);
+
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid("locks", nsp));
+}
+
+/* Lock key's row, making it when the key has none. */
+static void
+lock_key(const char *key)
+{
+	store_flush_node_writes();
+	PGD_EXEC("INSERT INTO df_internal.lock_keys AS k (key) VALUES ($1) "
+			 "ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key",
+			 key);
+}
+
+bool
+pgd_store_lock_take(const char *instance_id, const char *node_id,
+					const char *scope, const char *key, bool shared,
+					int64 *token)
+{
+	char *tok;
+
+	lock_key(key);
+	if (PGD_EXEC("INSERT INTO df_internal.locks "
+				 "(key, instance_id, node_id, scope, mode, held, token, since) "
+				 "SELECT $1, $2, $3, $4, $5, s.free, "
+				 "CASE WHEN s.free THEN pg_catalog.nextval('df_internal.lock_tokens') END, "
+				 "CASE WHEN s.free THEN pg_catalog.clock_timestamp() END "
+				 "FROM (SELECT NOT EXISTS (SELECT 1 FROM df_internal.locks x "
+				 " WHERE x.key" EQ "$1 AND (x.mode" EQ "'exclusive' OR $5" EQ
+				 "'exclusive'))"
+				 " AS free) s RETURNING held, token",
+				 key, instance_id, node_id, scope,
+				 shared ? "shared" : "exclusive") != 1)
+		elog(ERROR, "the lock entry of key \"%s\" was not written", key);
+	tok = pgd_spi_getstring(0, 2);
+	*token = tok ? strtoll(tok, NULL, 10) : 0;
+	return strcmp(pgd_spi_getstring(0, 1), "t") == 0;
+}
+
+int
+pgd_store_lock_entries(const char *instance_id, const char *node_id,
+					   const char *scope, PgdLockEntry **entries)
+{
+	int n;
+
+	store_flush_node_writes();
+	n = PGD_EXEC("SELECT key, held, token FROM df_internal.locks "
+				 "WHERE instance_id" EQ "$1 AND node_id" EQ "$2 AND scope" EQ
+				 "$3 ORDER BY key",
+				 instance_id, node_id, scope);
+	*entries = palloc0(sizeof(PgdLockEntry) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		char *tok = pgd_spi_getstring(i, 3);
+
+		(*entries)[i].key = pgd_spi_getstring(i, 1);
+		(*entries)[i].held = strcmp(pgd_spi_getstring(i, 2), "t") == 0;
+		(*entries)[i].token = tok ? strtoll(tok, NULL, 10) : 0;
+	}
+	return n;
+}
+
+char *
+pgd_store_lock_max_held(const char *instance_id, const char *node_ids)
+{
+	store_flush_node_writes();
+	PGD_EXEC("SELECT pg_catalog.max(key) FROM df_internal.locks "
+			 "WHERE instance_id" EQ "$1 AND held AND node_id" EQ
+			 "ANY (pg_catalog.string_to_array($2, ','))",
+			 instance_id, node_ids);
+	return pgd_spi_getstring(0, 1);
+}
+
+/*
+ * Key's entries changed and some are left: grant it to the waiters at the
+ * head of its queue that its holders allow (one exclusive, or shared ones
+ * up to the first exclusive), and wake their LOCK nodes.  The caller holds
+ * the key's row.
+ */
+static void
+grant_next(const char *key)
+{
+	int	   n;
+	int	   nheld_shared = 0;
+	bool   held_exclusive = false;
+	char **seqs;
+	char **insts;
+	char **nodes;
+	char **scopes;
+	bool  *shared;
+	bool  *held;
+	int	   i;
+
+	n = PGD_EXEC("SELECT seq, instance_id, node_id, scope, mode, held "
+				 "FROM df_internal.locks WHERE key" EQ "$1 ORDER BY seq",
+				 key);
+	if (n == 0)
+		return;
+	seqs = palloc(sizeof(char *) * n);
+	insts = palloc(sizeof(char *) * n);
+	nodes = palloc(sizeof(char *) * n);
+	scopes = palloc(sizeof(char *) * n);
+	shared = palloc(sizeof(bool) * n);
+	held = palloc(sizeof(bool) * n);
+	for (i = 0; i < n; i++)
+	{
+		seqs[i] = pgd_spi_getstring(i, 1);
+		insts[i] = pgd_spi_getstring(i, 2);
+		nodes[i] = pgd_spi_getstring(i, 3);
+		scopes[i] = pgd_spi_getstring(i, 4);
+		shared[i] = strcmp(pgd_spi_getstring(i, 5), "shared") == 0;
+		held[i] = strcmp(pgd_spi_getstring(i, 6), "t") == 0;
+		if (held[i] && shared[i])
+			nheld_shared++;
+		else if (held[i])
+			held_exclusive = true;
+	}
+	for (i = 0; i < n && !held_exclusive; i++)
+	{
+		if (held[i])
+			continue;
+		if (!shared[i] && nheld_shared > 0)
+			break; /* FIFO: nobody passes a waiting exclusive request */
+		PGD_EXEC("UPDATE df_internal.locks SET held = true, "
+				 "token = pg_catalog.nextval('df_internal.lock_tokens'), "
+				 "since = pg_catalog.clock_timestamp() "
+				 "WHERE key" EQ "$1 AND seq" EQ "$2::pg_catalog.int8",
+				 key, seqs[i]);
+		pgd_store_timer_add(insts[i], nodes[i], scopes[i],
+							GetCurrentTimestamp());
+		if (shared[i])
+			nheld_shared++;
+		else
+			held_exclusive = true;
+	}
+}
+
+/*
+ * Release the entries of instance_id (held or waiting): of node_id in
+ * exactly scope, or of every node in scope and below (node_id NULL), or
+ * all of them (both NULL).  Each of their keys, in canonical order, is
+ * locked first, then its entries go and it is handed on, or loses its row
+ * when nothing is left on it.  Every change of a key's entries is made
+ * under its row: a grant and a release of one key never meet on an entry
+ * row (one waiting on the other's entry while holding the key's row would
+ * deadlock).
+ */
+void
+pgd_store_lock_release(const char *instance_id, const char *node_id,
+					   const char *scope)
+{
+	int	   n;
+	char **keys;
+
+	if (!locks_table_exists())
+		return;
+	store_flush_node_writes();
+	n = PGD_EXEC("SELECT DISTINCT key FROM df_internal.locks "
+				 "WHERE instance_id" EQ
+				 "$1 " LOCK_FILTER("$2", "$3") " ORDER BY key",
+				 instance_id, node_id, scope);
+	if (n == 0)
+		return;
+	keys = palloc(sizeof(char *) * n);
+	for (int i = 0; i < n; i++)
+		keys[i] = pgd_spi_getstring(i, 1);
+	for (int i = 0; i < n; i++)
+	{
+		/* the row exists while the entries above are on it */
+		if (PGD_EXEC("SELECT 1 FROM df_internal.lock_keys WHERE key" EQ
+					 "$1 FOR UPDATE",
+					 keys[i]) == 0)
+			lock_key(keys[i]);
+		PGD_EXEC("DELETE FROM df_internal.locks WHERE key" EQ
+				 "$1 AND instance_id" EQ "$2 " LOCK_FILTER("$3", "$4"),
+				 keys[i], instance_id, node_id, scope);
+		/* the common case: nobody else was there, the key's row goes */
+		if (PGD_EXEC("DELETE FROM df_internal.lock_keys k WHERE k.key" EQ "$1 "
+					 "AND NOT EXISTS (SELECT 1 FROM df_internal.locks x "
+					 " WHERE x.key" EQ "$1)",
+					 keys[i]) == 0)
+			grant_next(keys[i]);
+	}
+}
+
+/* A LOCK node's $lock, which must not outlive it: gone from its child's scope. */
+void
+pgd_store_lock_result_forget(const char *instance_id, const char *scope)
+{
+	store_flush_node_writes();
+	PGD_EXEC("DELETE FROM df_internal.results WHERE instance_id" EQ
+			 "$1 AND scope" EQ "$2 AND name" EQ "'lock'",
+			 instance_id, scope);
+}
