@@ -67,11 +67,13 @@ elsif ($cmd eq 'spans')
 	}
 	my %ids = map { $_->{span_id} => 1 } @spans;
 	@roots = grep { !$ids{ $_->{parent_span_id} // '' } } map { @$_ } values %children;
+	my %KIND = (1 => 'INTERNAL', 2 => 'SERVER', 3 => 'CLIENT', 4 => 'PRODUCER', 5 => 'CONSUMER');
+	my %STATUS = (0 => 'unset', 1 => 'ok', 2 => 'error');
 	my $show;
 	$show = sub {
 		my ($s, $depth) = @_;
-		printf "%s%s %s [%s, %s]%s\n", '  ' x $depth, $s->{kind} // '?', $s->{name},
-		  $s->{service} // '?', $s->{status} // '',
+		printf "%s%s %s [%s, %s]%s\n", '  ' x $depth, $KIND{ $s->{kind} // '' } // $s->{kind} // '?',
+		  $s->{name}, $s->{service} // '?', $STATUS{ $s->{status} // '' } // $s->{status} // '',
 		  $s->{status_message} ? " $s->{status_message}" : '';
 		$show->($_, $depth + 1)
 		  for sort { ($a->{start} // 0) <=> ($b->{start} // 0) } @{ $children{ $s->{span_id} } // [] };

@@ -18,7 +18,8 @@
 #                                                             "declined", or the
 #                                                             decline fault)
 #              /refunds {order_id}                            undo of a charge
-#   inventory  /reservations {order_id, lines:[{sku,qty}]}    201, 409 out of stock
+#   inventory  /reservations {order_id, lines:[{sku,qty}],    201, 409 out of stock;
+#              fence}                                         fence (a lock's token) kept
 #              /releases {order_id}                           undo of a reservation
 #   shipping   /shipments {order_id, address}                 201
 #              /shipments/delete {order_id}                   undo of a shipment
@@ -177,7 +178,8 @@ sub inventory_service
 		for my $l (@$lines)
 		{
 			$s->{stock}{ $l->{sku} } -= $l->{qty};
-			record($s, $key, op => 'reserve', order_id => $id, sku => $l->{sku}, qty => $l->{qty});
+			record($s, $key, op => 'reserve', order_id => $id, sku => $l->{sku}, qty => $l->{qty},
+				fence => $b->{fence});
 		}
 		$s->{reservations}{$id} = { lines => $lines };
 		return answer(201, { order_id => $id, lines => $lines });

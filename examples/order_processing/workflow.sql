@@ -28,13 +28,15 @@ INSERT INTO shop.services VALUES ('order', :'order_url'), ('payment', :'payment_
 CREATE TABLE shop.notifications (order_id text PRIMARY KEY, event_id bigint NOT NULL,
 								 sent_at timestamptz NOT NULL DEFAULT now());
 
--- an HTTP step that posts body to a service's path
-CREATE FUNCTION shop.call(service text, path text, body jsonb, key text DEFAULT NULL,
-						  breaker text DEFAULT NULL, fail_on text DEFAULT NULL) RETURNS text
+-- an HTTP step that posts body (JSON text, a template) to a service's
+-- path; any answer but 2xx fails it (a 429 or a 503 too, which df.retry
+-- and the undos' default policy retry; a 402 is not retried)
+CREATE FUNCTION shop.call(service text, path text, body text, key text DEFAULT NULL,
+						  breaker text DEFAULT NULL) RETURNS text
 LANGUAGE sql STABLE AS $$
 	SELECT df.http((SELECT url FROM shop.services WHERE name = service) || path, 'POST',
-				   body::text, '{"Content-Type": "application/json"}', 10,
-				   fail_on => fail_on, idempotency_key => key, breaker => breaker)
+				   body, '{"Content-Type": "application/json"}', 10,
+				   fail_on => '4xx,5xx', idempotency_key => key, breaker => breaker)
 $$;
 
 -- The workflow of one order, o = {order_id, customer, card, amount,
@@ -42,34 +44,45 @@ $$;
 -- (<~>); when a later step fails, the saga undoes the earlier ones in
 -- reverse order.  The stock of the order's SKUs is reserved under keyed
 -- locks (taken in one global order, so orders for {B,A} and {A,B} cannot
--- deadlock) and through the inventory breaker; the charge is retried
--- with back-off, but a decline (402) fails at once; the shipment has a
--- deadline.  Every call carries an Idempotency-Key of the order, so a
+-- deadlock) and through the inventory breaker (an open breaker fails the
+-- call at once, and is not retried); every call is retried with back-off
+-- on transient failures, but a decline (402) fails at once; the shipment has a
+-- deadline, and its undo is registered before it, as the outcome of a
+-- call that timed out is unknown.  Every call carries an Idempotency-Key of the order, so a
 -- retried or repeated call charges, reserves and ships once.
 CREATE FUNCTION shop.order_workflow(o jsonb) RETURNS text
 LANGUAGE sql STABLE AS $$
-	SELECT df.saga(
-		(shop.call('order', '/orders', o, id || ':order')
-		   <~> shop.call('order', '/orders/cancel', ref, id || ':cancel'))
+	SELECT df.saga(df.retry(
+		(shop.call('order', '/orders', o::text, id || ':order')
+		   <~> shop.call('order', '/orders/cancel', reft, id || ':cancel'))
 		~> (df.with_lock(shop.call('inventory', '/reservations',
-								   ref || jsonb_build_object('lines', o -> 'lines'),
+								   -- the lock's fencing token goes with the call
+								   rtrim((ref || jsonb_build_object('lines', o -> 'lines'))::text, '}')
+									   || ', "fence": $lock.token}',
 								   id || ':reserve', breaker => 'inventory'),
 						 skus, wait_timeout => '30 seconds')
-			  <~> shop.call('inventory', '/releases', ref, id || ':release'))
+			  <~> shop.call('inventory', '/releases', reft, id || ':release'))
 		~> (df.retry(shop.call('payment', '/charges',
-							   ref || jsonb_build_object('amount', o -> 'amount', 'card', o -> 'card'),
-							   id || ':charge', fail_on => '402'),
+							   (ref || jsonb_build_object('amount', o -> 'amount', 'card', o -> 'card'))::text,
+							   id || ':charge'),
 					 max_attempts => 5, initial_interval => '200 milliseconds',
 					 max_interval => '2 seconds')
-			  <~> shop.call('payment', '/refunds', ref, id || ':refund'))
-		~> (df.timeout(shop.call('shipping', '/shipments',
-								 ref || jsonb_build_object('address', o -> 'customer'),
-								 id || ':ship'), 3)
-			  <~> shop.call('shipping', '/shipments/delete', ref, id || ':unship'))
-		~> shop.call('order', '/orders/confirm', ref, id || ':confirm')
-		~> df.publish('order.completed', ref::text, id))
+			  <~> shop.call('payment', '/refunds', reft, id || ':refund'))
+		-- a call that times out may still have shipped: its undo is
+		-- registered before it (a delete of nothing is a no-op)
+		~> ('SELECT ''shipping'' AS step'
+			  <~> shop.call('shipping', '/shipments/delete', reft, id || ':unship'))
+		~> df.timeout(shop.call('shipping', '/shipments',
+								(ref || jsonb_build_object('address', o -> 'customer'))::text,
+								id || ':ship'), 3)
+		~> shop.call('order', '/orders/confirm', reft, id || ':confirm')
+		~> df.publish('order.completed', reft, id),
+		-- every call above retried on 5xx, 429, timeouts and dropped
+		-- connections, 4 tries in all (the charge has its own policy)
+		max_attempts => 4, initial_interval => '200 milliseconds', max_interval => '1 second'))
 	FROM (SELECT o ->> 'order_id' AS id,
 				 jsonb_build_object('order_id', o ->> 'order_id') AS ref,
+				 jsonb_build_object('order_id', o ->> 'order_id')::text AS reft,
 				 ARRAY(SELECT DISTINCT 'sku:' || (l ->> 'sku')
 					   FROM jsonb_array_elements(o -> 'lines') l) AS skus) k
 $$;

@@ -1,0 +1,397 @@
+# The OrderProcessing example end to end (issue 20): the workflow of
+# examples/order_processing/workflow.sql against the four services of
+# examples/order_processing/services.pl, with a span receiver, under the
+# faults the issue lists:
+#  1. happy path: every effect once, one trace, each service's incoming
+#     traceparent names one of the engine's HTTP client spans;
+#  2. a declined payment: release, then cancel; no refund, no shipment;
+#  3. an undo that fails twice, then succeeds;
+#  4. inventory down: the breaker opens, later orders fail fast with
+#     circuit_open without calling inventory and are compensated; once it
+#     is back, one probe closes the breaker;
+#  5. one order submitted 5 times, in turn and at once: one instance, one
+#     charge; the HTTP worker killed during the charge: still one charge;
+#  6. shipping slow: the timeout fires and compensation undoes everything,
+#     the shipment the service made late included;
+#  7. orders for {B,A} and {A,B} at once: no deadlock, the fencing tokens
+#     the inventory service saw grow per SKU;
+#  8. chaos: orders under random faults and SIGKILLs of executors and the
+#     HTTP worker: each ends completed (every effect once) or compensated
+#     (nothing left in any ledger); nothing stranded; df.check() clean.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep time);
+use HTTP::Tiny;
+use JSON::PP;
+use IPC::Run;
+use PgDurableTest;
+
+my $example = "$FindBin::RealBin/../../examples/order_processing";
+my $json = JSON::PP->new->canonical(1)->utf8(1);
+my $http = HTTP::Tiny->new(timeout => 10);
+
+# --- the services and the span receiver --------------------------------
+my $ports_file = "$PostgreSQL::Test::Utils::tmp_check/services.json";
+unlink $ports_file;
+my $services_pid = fork() // die "fork: $!";
+if ($services_pid == 0)
+{
+	open(STDOUT, '>', "$PostgreSQL::Test::Utils::log_path/services.log");
+	open(STDERR, '>&', \*STDOUT);
+	exec($^X, "$example/services.pl", '--port-file', $ports_file, '--parent', getppid())
+	  or die "exec: $!";
+}
+for (my $i = 0; $i < 100 && !-s $ports_file; $i++) { usleep(100_000); }
+die "the services did not start" unless -s $ports_file;
+my $ports = $json->decode(slurp_file($ports_file));
+my %url = map { $_ => "http://localhost:$ports->{$_}" } keys %$ports;
+my ($otlp, $otlp_pid) = start_otlp_receiver(0, "$PostgreSQL::Test::Utils::tmp_check/spans.jsonl");
+
+my $node = engine_cluster('orders', 4, qq{
+pg_durable.http_allow_private = on
+pg_durable.otel_endpoint = '$otlp'
+pg_durable.otel_service_name = 'order-processing'
+});
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_durable');
+wait_engine_ready($node, 4);
+{
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
+			(map { ('-v', "${_}_url=$url{$_}") } qw(order payment inventory shipping)),
+			'-f', "$example/workflow.sql" ], '<', \undef, '>', \$out, '2>', \$err)
+	  or die "workflow.sql: $err";
+}
+
+sub svc
+{
+	my ($service, $path, $body) = @_;
+	my $r = defined $body
+	  ? $http->post("$url{$service}$path", { content => $body })
+	  : $http->get("$url{$service}$path");
+	die "$service $path: $r->{status} $r->{content}" unless $r->{success};
+	return $json->decode($r->{content});
+}
+sub fault { svc($_[0], '/_fault', $_[1]); }
+sub entries { return @{ svc($_[0], '/_ledger')->{entries} }; }
+
+# the ledger entries of an order: "service op" each, in the order they were made
+sub effects_of
+{
+	my ($order) = @_;
+	my @e;
+	for my $s (qw(order payment inventory shipping))
+	{
+		push @e, map { [ $_->{at}, "$s $_->{op}" . (defined $_->{sku} ? " $_->{sku}" : '') ] }
+		  grep { $_->{order_id} eq $order } entries($s);
+	}
+	return map { $_->[1] } sort { $a->[0] <=> $b->[0] } @e;
+}
+sub count_of { my ($op, @e) = @_; return scalar grep { $_ eq $op } @e; }
+
+sub order_json
+{
+	my ($id, %o) = @_;
+	my @lines = map { { sku => $_, qty => 1 } } @{ $o{skus} // ['A'] };
+	return $json->encode({ order_id => $id, customer => "c-$id", card => $o{card} // 'ok',
+		amount => 25, lines => \@lines });
+}
+
+sub place
+{
+	my ($id, %o) = @_;
+	my $doc = order_json($id, %o);
+	$doc =~ s/'/''/g;
+	my $iid = $node->safe_psql('postgres', "SET ROLE shop; SELECT shop.place('$doc')");
+	die "shop.place returned '$iid'" unless $iid =~ /^[0-9a-f]{8}$/;
+	return $iid;
+}
+
+sub status { return $node->safe_psql('postgres', "SELECT status FROM df.instances WHERE id = '$_[0]'"); }
+
+sub wait_ended
+{
+	my (@ids) = @_;
+	my $list = join(',', map { "'$_'" } @ids);
+	return query_until($node,
+		"SELECT count(*) = 0 FROM df.instances WHERE id IN ($list) "
+		  . "AND status NOT IN ('completed', 'compensated', 'failed', 'cancelled')");
+}
+
+sub check_clean
+{
+	my ($what) = @_;
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', "df.check() clean after $what")
+	  or diag $node->safe_psql('postgres', 'SELECT * FROM df.check()');
+}
+
+my @happy = ('order create', 'inventory reserve A', 'inventory reserve B', 'payment charge',
+	'shipping ship', 'order confirm');
+
+# --- 1. the happy path ----------------------------------------------------
+my $o1 = place('o1', skus => [ 'A', 'B' ]);
+ok(wait_ended($o1), 'o1 ended');
+is(status($o1), 'completed', 'o1 completed');
+is_deeply([ effects_of('o1') ], \@happy, 'o1: every effect once, in order, no undo');
+ok(query_until($node, "SELECT EXISTS (SELECT FROM shop.notifications WHERE order_id = 'o1')"),
+	'the order.completed subscription notified o1');
+{
+	my $trace = $node->safe_psql('postgres', "SELECT trace_id FROM df.instances WHERE id = '$o1'");
+	my %client = map { $_ => 1 } split /\n/, $node->safe_psql('postgres',
+		"SELECT span_id FROM df.instance_spans('$o1') WHERE kind = 'CLIENT'");
+	my @incoming;
+	for my $s (qw(order payment inventory shipping))
+	{
+		push @incoming, grep { ($_->{key} // '') =~ /^o1:/ } @{ svc($s, '/_log') };
+	}
+	is(scalar @incoming, 5, 'o1 made five calls');
+	is(scalar(grep { ($_->{traceparent} // '') =~ /^00-\Q$trace\E-([0-9a-f]{16})-0[01]$/ && $client{$1} } @incoming),
+		5, 'each call carried the instance\'s trace and one of its HTTP client spans as parent');
+	ok(eventually(sub {
+				my %got = map { $_->{span_id} => 1 } grep { $_->{trace_id} eq $trace } @{ http_get($otlp, '/spans') };
+				return !grep { !$got{$_} } keys %client;
+			}), 'the receiver got the client spans of o1\'s trace');
+}
+
+# a condition polled with a deadline
+sub eventually
+{
+	my ($cond) = @_;
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (time() < $deadline)
+	{
+		return 1 if $cond->();
+		usleep(100_000);
+	}
+	return 0;
+}
+
+# --- 2. a declined payment ------------------------------------------------
+my $o2 = place('o2', card => 'declined');
+ok(wait_ended($o2), 'o2 ended');
+is(status($o2), 'compensated', 'o2 (declined) compensated');
+is_deeply([ effects_of('o2') ], [ 'order create', 'inventory reserve A', 'inventory release A', 'order cancel' ],
+	'o2: release, then cancel; no charge, refund or shipment');
+
+# --- 3. an undo that fails twice, then succeeds ----------------------------
+fault('inventory', '{"mode": "undo_fail", "n": 2}');
+my $o3 = place('o3', card => 'declined');
+ok(wait_ended($o3), 'o3 ended');
+is(status($o3), 'compensated', 'o3 compensated although its release failed twice');
+is(scalar(grep { $_->{path} eq '/releases' && ($_->{key} // '') eq 'o3:release' } @{ svc('inventory', '/_log') }),
+	3, 'the release was sent three times, with one key');
+is_deeply([ effects_of('o3') ], [ 'order create', 'inventory reserve A', 'inventory release A', 'order cancel' ],
+	'o3: released once, then cancelled');
+fault('inventory', '{"mode": "ok"}');
+
+# --- 4. inventory down: the breaker ---------------------------------------
+fault('inventory', '{"mode": "down"}');
+my ($opened_after, @down) = (0);
+for my $i (1 .. 8)
+{
+	my $id = place("d$i");
+	ok(wait_ended($id), "d$i ended");
+	push @down, $id;
+	if (!$opened_after
+		&& $node->safe_psql('postgres', "SELECT state FROM df.circuit_breakers WHERE name = 'inventory'") eq 'open')
+	{
+		$opened_after = $i;
+		last;
+	}
+}
+ok($opened_after >= 1, "the breaker opened during failed order $opened_after");
+my $calls = svc('inventory', '/_stats')->{requests};
+for my $i (1 .. 2)
+{
+	my $id = place("f$i");
+	ok(wait_ended($id), "f$i ended");
+	push @down, $id;
+	like($node->safe_psql('postgres',
+			"SELECT string_agg(concat(error, status_details::text), ' ') FROM df.nodes WHERE instance_id = '$id'"),
+		qr/circuit_open|circuit breaker "inventory" is open/, "f$i failed fast with circuit_open");
+}
+is(svc('inventory', '/_stats')->{requests}, $calls, 'inventory got no call while the breaker was open');
+is(scalar(grep { status($_) eq 'compensated' } @down), scalar @down, 'every order of the outage was compensated');
+for my $i (1 .. $opened_after) { is_deeply([ effects_of("d$i") ], [ 'order create', 'order cancel' ], "d$i: created, then cancelled"); }
+fault('inventory', '{"mode": "ok"}');
+ok(query_until($node, "SELECT state <> 'open' FROM df.circuit_breakers WHERE name = 'inventory'"),
+	'the breaker let a probe through after its wait');
+my $probe = place('p1');
+ok(wait_ended($probe), 'p1 ended');
+is(status($probe), 'completed', 'p1, the probe, completed');
+is($node->safe_psql('postgres', "SELECT state FROM df.circuit_breakers WHERE name = 'inventory'"), 'closed',
+	'the breaker closed after the probe');
+
+# --- 5. duplicates ----------------------------------------------------------
+{
+	my @ids = map { place('dup1') } 1 .. 5;
+	is(scalar(keys %{ { map { $_ => 1 } @ids } }), 1, 'dup1 placed 5 times in turn: one instance');
+	my $doc = order_json('dup2');
+	$doc =~ s/'/''/g;
+	my @h = map {
+		my ($out, $err) = ('', '');
+		[ IPC::Run::start([ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c',
+					"SET ROLE shop; SELECT shop.place('$doc')" ], '<', \undef, '>', \$out, '2>', \$err),
+		  \$out ]
+	} 1 .. 5;
+	$_->[0]->finish for @h;
+	my %dup2 = map { my $o = ${ $_->[1] }; chomp $o; $o => 1 } @h;
+	is(scalar keys %dup2, 1, 'dup2 placed from 5 sessions at once: one instance');
+	ok(wait_ended($ids[0], keys %dup2), 'dup1 and dup2 ended');
+	is(count_of('payment charge', effects_of('dup1')), 1, 'dup1 charged once');
+	is(count_of('payment charge', effects_of('dup2')), 1, 'dup2 charged once');
+
+	# the HTTP worker dies while the charge is in flight
+	fault('payment', '{"mode": "slow", "ms": 3000}');
+	my $id = place('dup3');
+	ok(eventually(sub { grep { ($_->{key} // '') eq 'dup3:charge' } @{ svc('payment', '/_log') } }),
+		'the charge of dup3 reached the payment service');
+	my $pid = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_durable http worker'");
+	ok($pid =~ /^\d+$/ && kill('KILL', $pid), 'the HTTP worker was killed during the charge');
+	fault('payment', '{"mode": "ok"}');
+	ok(query_until($node, "SELECT status IN ('completed', 'compensated') FROM df.instances WHERE id = '$id'"),
+		'dup3 ended after the crash');
+	is(status($id), 'completed', 'dup3 completed');
+	ok(scalar(grep { ($_->{key} // '') eq 'dup3:charge' } @{ svc('payment', '/_log') }) >= 2,
+		'the charge was sent again after the crash, with the same key');
+	is(count_of('payment charge', effects_of('dup3')), 1, 'dup3 charged once');
+}
+
+# --- 6. shipping slow: the timeout ------------------------------------------
+{
+	fault('shipping', '{"mode": "slow", "ms": 6000}');
+	my $id = place('slow1');
+	ok(wait_ended($id), 'slow1 ended');
+	is(status($id), 'compensated', 'slow1 compensated after its shipment timed out');
+	fault('shipping', '{"mode": "ok"}');
+	my @e = effects_of('slow1');
+	is_deeply([ sort @e ], [ sort('order create', 'inventory reserve A', 'payment charge', 'shipping ship',
+				'shipping unship', 'payment refund', 'inventory release A', 'order cancel') ],
+		'slow1: the late shipment deleted, the charge refunded, the stock released, the order cancelled');
+	like($node->safe_psql('postgres',
+			"SELECT string_agg(concat(error, status_details::text), ' ') FROM df.nodes "
+			  . "WHERE instance_id = '$id' AND node_type = 'TIMEOUT'"),
+		qr/timeout/, 'the TIMEOUT node failed with kind timeout');
+}
+
+# --- 7. opposite SKU orders at once: one lock order ---------------------------
+{
+	my @docs = map { order_json("lk$_", skus => ($_ % 2 ? [ 'B', 'A' ] : [ 'A', 'B' ])) } 1 .. 12;
+	s/'/''/g for @docs;
+	my $ids = $node->safe_psql('postgres',
+		"SET ROLE shop; SELECT string_agg(shop.place(d::jsonb), ',') FROM unnest(ARRAY['"
+		  . join("','", @docs) . "']) d");
+	my @ids = split /,/, $ids;
+	ok(wait_ended(@ids), 'the 12 orders for {A,B} and {B,A} ended');
+	is(scalar(grep { status($_) eq 'completed' } @ids), 12, 'every one completed: no deadlock');
+	my %last;
+	my $ok = 1;
+	for my $e (entries('inventory'))
+	{
+		next unless $e->{op} eq 'reserve' && $e->{order_id} =~ /^lk/;
+		$ok = 0 unless defined $e->{fence} && $e->{fence} > ($last{ $e->{sku} } // 0);
+		$last{ $e->{sku} } = $e->{fence} // 0;
+	}
+	ok($ok, 'the fencing tokens the inventory service saw grow per SKU');
+}
+check_clean('the scenarios');
+
+# --- 8. chaos -----------------------------------------------------------------
+{
+	my @faults = ('{"mode": "fail_next", "n": 2}', '{"mode": "ratelimit", "n": 2, "retry_after": 1}',
+		'{"mode": "slow", "ms": 400}', '{"mode": "undo_fail", "n": 1}', '{"mode": "down"}');
+	my @services = qw(order payment inventory shipping);
+	my (@ids, %order_of, %lines_of);
+	my $kills = 0;
+	srand(20);
+	for my $i (1 .. 100)
+	{
+		my $card = rand() < 0.15 ? 'declined' : 'ok';
+		my $skus = rand() < 0.5 ? [ 'C', 'D' ] : [ 'D' ];
+		my $id = eval { place("x$i", card => $card, skus => $skus) };
+		if (!defined $id)
+		{
+			# the server was restarting after a kill: try again once it is back
+			ok(query_until($node, 'SELECT true'), 'the server is back');
+			$id = place("x$i", card => $card, skus => $skus);
+		}
+		push @ids, $id;
+		$order_of{$id} = "x$i";
+		$lines_of{$id} = scalar @$skus;
+		if ($i % 5 == 0)
+		{
+			my $s = $services[ int(rand(@services)) ];
+			fault($_, '{"mode": "ok"}') for @services;
+			fault($s, $faults[ int(rand(@faults)) ]);
+		}
+		if ($i % 20 == 10)
+		{
+			my $type = $kills++ % 2 ? 'pg_durable http worker' : 'pg_durable executor';
+			my $pid = $node->safe_psql('postgres',
+				"SELECT pid FROM pg_stat_activity WHERE backend_type = '$type' LIMIT 1");
+			kill('KILL', $pid) if $pid =~ /^\d+$/;
+			ok(query_until($node,
+					"SELECT count(*) = 5 FROM pg_stat_activity WHERE backend_type IN "
+					  . "('pg_durable executor', 'pg_durable http worker') AND pid <> " . ($pid || 0)),
+				"the engine came back after killing the $type");
+		}
+	}
+	fault($_, '{"mode": "ok"}') for @services;
+	$node->safe_psql('postgres', "SET ROLE shop; SELECT df.reset_circuit_breaker('inventory')");
+	my $list = join(',', map { "'$_'" } @ids);
+	ok(query_until($node, "SELECT count(*) = 0 FROM df.instances WHERE id IN ($list) "
+			  . "AND status NOT IN ('completed', 'compensated', 'failed')"),
+		'every chaos order ended')
+	  or diag $node->safe_psql('postgres',
+		"SELECT i.id, i.status, n.node_type, n.status, left(concat(n.error, n.status_details::text), 300) "
+		  . "FROM df.instances i JOIN df.nodes n ON n.instance_id = i.id AND n.id = i.root_node "
+		  . "WHERE i.id IN ($list) AND i.status NOT IN ('completed', 'compensated')");
+	my ($good, $undone, $rejected, @bad) = (0, 0, 0);
+	for my $id (@ids)
+	{
+		my $o = $order_of{$id};
+		my @e = effects_of($o);
+		my $st = status($id);
+		my %n;
+		$n{$_}++ for @e;
+		if ($st eq 'completed')
+		{
+			my $lines = $lines_of{$id};
+			my $ok = ($n{'order create'} // 0) == 1 && ($n{'order confirm'} // 0) == 1
+			  && ($n{'payment charge'} // 0) == 1 && ($n{'shipping ship'} // 0) == 1
+			  && ($n{'inventory reserve D'} // 0) == 1
+			  && ($n{'inventory reserve C'} // 0) == $lines - 1 && scalar(@e) == 4 + $lines;
+			$ok ? $good++ : push @bad, "$o completed: @e";
+		}
+		elsif ($st eq 'failed')
+		{
+			# its first call failed for good: nothing was done, nothing to undo
+			@e ? push @bad, "$o failed: @e" : $rejected++;
+		}
+		else
+		{
+			my $ok = ($n{'order create'} // 0) == ($n{'order cancel'} // 0)
+			  && ($n{'payment charge'} // 0) == ($n{'payment refund'} // 0)
+			  && ($n{'shipping ship'} // 0) == ($n{'shipping unship'} // 0)
+			  && ($n{'inventory reserve C'} // 0) == ($n{'inventory release C'} // 0)
+			  && ($n{'inventory reserve D'} // 0) == ($n{'inventory release D'} // 0)
+			  && !$n{'order confirm'};
+			$ok ? $undone++ : push @bad, "$o $st: @e";
+		}
+	}
+	is(scalar @bad, 0, "chaos: $good orders completed with every effect once, $undone compensated "
+		  . "to nothing, $rejected failed before any effect")
+	  or diag join("\n", @bad);
+	note("chaos: $good completed, $undone compensated, $rejected failed at their first call, "
+		  . "$kills processes killed");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM df_internal.tasks t JOIN df.instances i ON i.id = t.instance_id "
+			  . "WHERE i.status IN ('completed', 'compensated')"), '0', 'no task left of an ended order');
+	check_clean('the chaos');
+}
+
+done_testing();
