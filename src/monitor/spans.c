@@ -106,6 +106,10 @@ pgd_span_kind_name(PgdSpanKind kind)
 			return "SERVER";
 		case PGD_SPAN_CLIENT:
 			return "CLIENT";
+		case PGD_SPAN_PRODUCER:
+			return "PRODUCER";
+		case PGD_SPAN_CONSUMER:
+			return "CONSUMER";
 		case PGD_SPAN_INTERNAL:
 			break;
 	}
@@ -222,6 +226,25 @@ attr_str(PgdSpan *s, const char *key, const char *value)
 {
 	if (value != NULL)
 		dfjson_object_add(s->attrs, key, dfjson_make_string(value));
+}
+
+/*
+ * The messaging attributes of a PUBLISH or EVENT span: the bus and the
+ * topic (the node's settings, {"topic": ...}).
+ */
+static void
+messaging_attrs(PgdSpan *s, const PgdNodeRow *r)
+{
+	char   *err = NULL;
+	DfJson *cfg =
+		r->query ? dfjson_parse(r->query, strlen(r->query), &err) : NULL;
+	DfJson *topic = cfg ? dfjson_get(cfg, "topic") : NULL;
+
+	attr_str(s, "messaging.system", "pg_durable");
+	attr_str(s, "messaging.operation.type",
+			 s->kind == PGD_SPAN_PRODUCER ? "send" : "receive");
+	if (topic != NULL && topic->type == DFJ_STRING)
+		attr_str(s, "messaging.destination.name", topic->str);
 }
 
 static void
@@ -414,7 +437,10 @@ node_started(Builder *b, const HistEvent *e)
 	s->scope = e->scope;
 	s->node_id = e->node_id;
 	s->start = e->at;
-	s->kind = PGD_SPAN_INTERNAL;
+	/* the event nodes are messaging spans (issue 18) */
+	s->kind = r->type == DF_NODE_PUBLISH ? PGD_SPAN_PRODUCER :
+		r->type == DF_NODE_EVENT		 ? PGD_SPAN_CONSUMER :
+										   PGD_SPAN_INTERNAL;
 	key = exec_key(e->scope, e->node_id);
 	x = hash_search(b->execs, &key, HASH_ENTER, &found);
 	s->prev_exec = found ? x->latest : -1;
@@ -429,6 +455,8 @@ node_started(Builder *b, const HistEvent *e)
 		psprintf("%s %s", r->node_type, r->id);
 	attr_str(s, "pg_durable.node_id", r->id);
 	attr_str(s, "pg_durable.node_type", r->node_type);
+	if (s->kind == PGD_SPAN_PRODUCER || s->kind == PGD_SPAN_CONSUMER)
+		messaging_attrs(s, r);
 	attr_str(s, "pg_durable.execution_id", e->scope);
 	attr_str(s, "pg_durable.result_name", r->result_name);
 	if (r->type == DF_NODE_SQL && r->query)

@@ -30,7 +30,9 @@ typedef enum PgdSpanKind
 {
 	PGD_SPAN_INTERNAL,
 	PGD_SPAN_SERVER,
-	PGD_SPAN_CLIENT
+	PGD_SPAN_CLIENT,
+	PGD_SPAN_PRODUCER, /* a PUBLISH node (issue 18) */
+	PGD_SPAN_CONSUMER  /* an EVENT node */
 } PgdSpanKind;
 
 typedef enum PgdSpanStatus

@@ -169,9 +169,11 @@ unix_nanos(TimestampTz ts)
 static void
 write_span(StringInfo b, const PgdSpanSet *set, const PgdSpan *s)
 {
-	/* OTLP SpanKind: 1 INTERNAL, 2 SERVER, 3 CLIENT */
+	/* OTLP SpanKind: 1 INTERNAL, 2 SERVER, 3 CLIENT, 4 PRODUCER, 5 CONSUMER */
 	int kind = s->kind == PGD_SPAN_SERVER ? 2 :
 		s->kind == PGD_SPAN_CLIENT		  ? 3 :
+		s->kind == PGD_SPAN_PRODUCER	  ? 4 :
+		s->kind == PGD_SPAN_CONSUMER	  ? 5 :
 											1;
 
 	appendStringInfo(b, "{\"traceId\":\"%s\",\"spanId\":\"%s\",",

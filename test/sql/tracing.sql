@@ -100,3 +100,17 @@ SELECT df.explain(:'id', format => 'dot') ~ 'SELECT 1/0 ✗", fillcolor="salmon"
 	   df.explain(:'id', format => 'dot') ~ '^digraph workflow \{' AS is_digraph;
 SELECT df.explain('ffffffff', format => 'dot');
 RESET ROLE;
+
+-- the event nodes are messaging spans: PUBLISH a PRODUCER, EVENT a
+-- CONSUMER, with the topic (issue 18)
+GRANT EXECUTE ON FUNCTION df.publish_event(text, jsonb, text) TO df_user;
+SET ROLE df_user;
+SELECT df.start(df.publish('trace.topic', '{"n": 1}')
+				~> df.wait_for_event('trace.topic', '{"n": 1}', 30)) AS mid \gset
+SELECT public.wait_until(format('SELECT status = %L FROM df.instances WHERE id = %L', 'completed', :'mid'));
+SELECT kind, split_part(name, ' ', 1) AS node, attributes ->> 'messaging.system' AS system,
+	   attributes ->> 'messaging.operation.type' AS operation,
+	   attributes ->> 'messaging.destination.name' AS topic
+FROM df.instance_spans(:'mid') WHERE kind IN ('PRODUCER', 'CONSUMER') ORDER BY kind;
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION df.publish_event(text, jsonb, text) FROM df_user;
