@@ -133,6 +133,16 @@ pgd_spi_getstring(int row, int col)
 	return v;
 }
 
+char **
+pgd_spi_column(int n, int col)
+{
+	char **v = palloc(sizeof(char *) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		v[i] = pgd_spi_getstring(i, col);
+	return v;
+}
+
 Datum
 pgd_text_datum(const char *s)
 {

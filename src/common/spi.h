@@ -28,6 +28,8 @@ extern int	 pgd_spi_exec(const char *sql, int nargs, const Oid *types,
 						  bool read_only);
 extern int	 pgd_exec(const char *sql, int nargs, const char *const *args);
 extern char *pgd_spi_getstring(int row, int col);
+/* Column col of the n rows SPI returned, as palloc'd strings (NULL: SQL NULL). */
+extern char **pgd_spi_column(int n, int col);
 
 /* Run a statement whose parameters $1..$n are all text (a NULL pointer is SQL NULL). */
 #define PGD_EXEC(sql, ...) \

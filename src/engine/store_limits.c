@@ -266,9 +266,7 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 				 instance_id, scope);
 	if (n == 0)
 		return;
-	keys = palloc(sizeof(char *) * n);
-	for (int i = 0; i < n; i++)
-		keys[i] = pgd_spi_getstring(i, 1);
+	keys = pgd_spi_column(n, 1);
 	/* in key order: two releases of the same keys lock them in one order */
 	for (int i = 0; i < n; i++)
 		pump_if_queued(keys[i]);
@@ -292,10 +290,8 @@ pgd_store_limit_repair(const char *instance_id, const char *node_id,
 					 "  AND y.scope OPERATOR(pg_catalog.=) $3 RETURNING y.key) "
 					 "SELECT key FROM h UNION SELECT key FROM w",
 					 instance_id, node_id, scope);
-		char **keys = palloc(sizeof(char *) * Max(n, 1));
+		char **keys = pgd_spi_column(n, 1);
 
-		for (int i = 0; i < n; i++)
-			keys[i] = pgd_spi_getstring(i, 1);
 		for (int i = 0; i < n; i++)
 			pump_if_queued(keys[i]);
 		return n > 0;

@@ -226,9 +226,7 @@ pgd_store_lock_release(const char *instance_id, const char *node_id,
 				 instance_id, node_id, scope);
 	if (n == 0)
 		return;
-	keys = palloc(sizeof(char *) * n);
-	for (int i = 0; i < n; i++)
-		keys[i] = pgd_spi_getstring(i, 1);
+	keys = pgd_spi_column(n, 1);
 	for (int i = 0; i < n; i++)
 	{
 		/* the row exists while the entries above are on it */

@@ -19,7 +19,7 @@ use JSON::PP;
 our @EXPORT = qw(
   engine_cluster engine_node wait_engine_ready step_sql crash_shapes start_instance
   wait_instances_done executor_pid_in_step check_effects check_engine_empty
-  start_http_server http_get start_otlp_receiver
+  start_server start_http_server http_get start_otlp_receiver
   query_until
 );
 
@@ -262,58 +262,54 @@ END { kill 'TERM', @http_pids if @http_pids; }
 
 # Start the local HTTP test server (test/http_server.pl) on a free loopback
 # port; it stops with the test.  Returns its base URL, http://localhost:PORT.
-sub start_http_server
+# Start a test server: fork, send its output to tmp_check/log/NAME.log,
+# exec @cmd (which writes its port, or a JSON of ports, to the file
+# tmp_check/NAME.port, given as the argument after the placeholder PORT_FILE),
+# and wait for that file.  Returns (what the file holds, chomped; pid); dies
+# (or, with $may_fail, returns undef) when it does not appear.  The server is
+# killed when the test ends.
+sub start_server
 {
-	my $script = dirname(__FILE__) . '/../http_server.pl';
-	my $port_file = "$PostgreSQL::Test::Utils::tmp_check/http_server.port";
+	my ($name, $may_fail, @cmd) = @_;
+	my $port_file = "$PostgreSQL::Test::Utils::tmp_check/$name.port";
 	unlink $port_file;
+	@cmd = map { $_ eq 'PORT_FILE' ? $port_file : $_ } @cmd;
 	my $pid = fork() // die "fork: $!";
 	if ($pid == 0)
 	{
-		open(STDOUT, '>', "$PostgreSQL::Test::Utils::log_path/http_server.log");
+		open(STDOUT, '>>', "$PostgreSQL::Test::Utils::log_path/$name.log");
 		open(STDERR, '>&', \*STDOUT);
-		exec($^X, $script, '--port-file', $port_file, '--parent', getppid())
-		  or die "exec: $!";
+		exec(@cmd) or die "exec: $!";
 	}
-	for (my $i = 0; $i < 100 && !-s $port_file; $i++) { usleep(100_000); }
-	die "the HTTP test server did not start" unless -s $port_file;
-	open(my $fh, '<', $port_file) or die "$port_file: $!";
-	my $port = <$fh>;
-	chomp $port;
-	close $fh;
 	push @http_pids, $pid;
+	for (my $i = 0; $i < 100 && !-s $port_file; $i++) { usleep(100_000); }
+	if (!-s $port_file)
+	{
+		return undef if $may_fail;
+		die "$name did not start: "
+		  . (-e "$PostgreSQL::Test::Utils::log_path/$name.log"
+			? PostgreSQL::Test::Utils::slurp_file("$PostgreSQL::Test::Utils::log_path/$name.log") : '');
+	}
+	my $port = PostgreSQL::Test::Utils::slurp_file($port_file);
+	chomp $port;
+	return ($port, $pid);
+}
+
+sub start_http_server
+{
+	my ($port) = start_server('http_server', 0, $^X, dirname(__FILE__) . '/../http_server.pl',
+		'--port-file', 'PORT_FILE', '--parent', $$);
 	return "http://localhost:$port";
 }
 
-# Start the test OpenTelemetry collector (test/otlp_receiver.pl) on $port
-# (0: a free one), recording into $out (kept across restarts); returns
-# (its base URL, its pid).  Kill the pid to take it down.
 sub start_otlp_receiver
 {
 	my ($port, $out) = @_;
-	my $script = dirname(__FILE__) . '/../otlp_receiver.pl';
-	my $port_file = "$PostgreSQL::Test::Utils::tmp_check/otlp_receiver.port";
-	unlink $port_file;
-	my $pid = fork() // die "fork: $!";
-	if ($pid == 0)
-	{
-		open(STDOUT, '>>', "$PostgreSQL::Test::Utils::log_path/otlp_receiver.log");
-		open(STDERR, '>&', \*STDOUT);
-		exec($^X, $script, '--port', $port, '--port-file', $port_file, '--out', $out,
-			'--parent', getppid())
-		  or die "exec: $!";
-	}
-	for (my $i = 0; $i < 100 && !-s $port_file; $i++) { usleep(100_000); }
-	die "the OTLP test receiver did not start" unless -s $port_file;
-	open(my $fh, '<', $port_file) or die "$port_file: $!";
-	my $p = <$fh>;
-	chomp $p;
-	close $fh;
-	push @http_pids, $pid;
+	my ($p, $pid) = start_server('otlp_receiver', 0, $^X, dirname(__FILE__) . '/../otlp_receiver.pl',
+		'--port', $port, '--port-file', 'PORT_FILE', '--out', $out, '--parent', $$);
 	return ("http://127.0.0.1:$p", $pid);
 }
 
-# GET a test server endpoint and decode its JSON answer.
 sub http_get
 {
 	my ($base, $path) = @_;

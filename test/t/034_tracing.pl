@@ -213,19 +213,9 @@ SKIP:
 {
 	skip 'node or test/otel-node/node_modules missing (npm ci in test/otel-node)', 5
 	  unless -d "$node_dir/node_modules" && system('node --version >/dev/null 2>&1') == 0;
-	my $port_file = "$PostgreSQL::Test::Utils::tmp_check/node_service.port";
-	unlink $port_file;
-	my $pid = fork() // die "fork: $!";
-	if ($pid == 0)
-	{
-		open(STDOUT, '>>', "$PostgreSQL::Test::Utils::log_path/node_service.log");
-		open(STDERR, '>&', \*STDOUT);
-		exec('node', "$node_dir/service.js", $port_file, $otlp) or die "exec: $!";
-	}
-	for (my $i = 0; $i < 100 && !-s $port_file; $i++) { usleep(100_000); }
-	ok(-s $port_file, 'the Node service started') or diag slurp_file("$PostgreSQL::Test::Utils::log_path/node_service.log");
-	my $node_port = slurp_file($port_file);
-	chomp $node_port;
+	my ($node_port) = start_server('node_service', 1, 'node', "$node_dir/service.js", 'PORT_FILE', $otlp);
+	ok(defined $node_port, 'the Node service started')
+	  or diag slurp_file("$PostgreSQL::Test::Utils::log_path/node_service.log");
 	my $id_node = start_as_user(qq{df.start(df.http('http://localhost:$node_port/orders') |=> 'order',
 		'interop', traceparent => '00-$trace-$caller_span-01')});
 	wait_status($id_node, 'completed');

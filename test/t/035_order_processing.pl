@@ -36,19 +36,9 @@ my $json = JSON::PP->new->canonical(1)->utf8(1);
 my $http = HTTP::Tiny->new(timeout => 10);
 
 # --- the services and the span receiver --------------------------------
-my $ports_file = "$PostgreSQL::Test::Utils::tmp_check/services.json";
-unlink $ports_file;
-my $services_pid = fork() // die "fork: $!";
-if ($services_pid == 0)
-{
-	open(STDOUT, '>', "$PostgreSQL::Test::Utils::log_path/services.log");
-	open(STDERR, '>&', \*STDOUT);
-	exec($^X, "$example/services.pl", '--port-file', $ports_file, '--parent', getppid())
-	  or die "exec: $!";
-}
-for (my $i = 0; $i < 100 && !-s $ports_file; $i++) { usleep(100_000); }
-die "the services did not start" unless -s $ports_file;
-my $ports = $json->decode(slurp_file($ports_file));
+my ($ports_json) = start_server('services', 0, $^X, "$example/services.pl", '--port-file', 'PORT_FILE',
+	'--parent', $$);
+my $ports = $json->decode($ports_json);
 my %url = map { $_ => "http://localhost:$ports->{$_}" } keys %$ports;
 my ($otlp, $otlp_pid) = start_otlp_receiver(0, "$PostgreSQL::Test::Utils::tmp_check/spans.jsonl");
 
