@@ -213,7 +213,7 @@ SKIP:
 {
 	skip 'node or test/otel-node/node_modules missing (npm ci in test/otel-node)', 5
 	  unless -d "$node_dir/node_modules" && system('node --version >/dev/null 2>&1') == 0;
-	my ($node_port) = start_server('node_service', 1, 'node', "$node_dir/service.js", 'PORT_FILE', $otlp);
+	my ($node_port, $pid) = start_server('node_service', 1, 'node', "$node_dir/service.js", 'PORT_FILE', $otlp);
 	ok(defined $node_port, 'the Node service started')
 	  or diag slurp_file("$PostgreSQL::Test::Utils::log_path/node_service.log");
 	my $id_node = start_as_user(qq{df.start(df.http('http://localhost:$node_port/orders') |=> 'order',
