@@ -765,6 +765,30 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 static SPIPlanPtr plans[STMT_COUNT];
 
 /*
+ * Statements that neither read nor write df.nodes or the history leave the
+ * buffered node writes where they are, so that a transition's writes go
+ * out together (store_nodes.c): reading the runs row (a df.limit key
+ * template) or queueing a task between two node writes split them into
+ * statements of their own.
+ */
+static bool
+keeps_node_writes(PgdStmt s)
+{
+	switch (s)
+	{
+		case STMT_NODE_WRITE:
+		case STMT_RUN_LOAD:
+		case STMT_TASK_START:
+		case STMT_TASK_STEP:
+		case STMT_TASK_HTTP:
+		case STMT_TASK_TIMER:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
  * The one way the engine runs a statement: buffered node writes first,
  * then the statement's kept plan.  Returns SPI_processed; the rows are in
  * SPI_tuptable.
@@ -775,7 +799,7 @@ store_run(PgdStmt s, const Datum *values, const char *nulls)
 	const PgdStmtDef *def = &stmts[s];
 	int				  rc;
 
-	if (s != STMT_NODE_WRITE)
+	if (!keeps_node_writes(s))
 		store_flush_node_writes();
 	if (plans[s] == NULL)
 	{

@@ -24,6 +24,10 @@
  * Fencing tokens come from one sequence: every grant gets a larger one,
  * so each key's tokens only grow, whatever happens to its rows.
  *
+ * None of these statements reads df.nodes or the history, so they leave
+ * the store's buffered node writes to go out with the rest of the
+ * transition (store_nodes.c).
+ *
  * Locks: the lock_keys row of each key touched, taken in key order within
  * one call and held to the end of the transaction (a plain row lock: the
  * other holders of it are transitions that take no other lock after it
@@ -71,7 +75,6 @@ locks_table_exists(void)
 static void
 lock_key(const char *key)
 {
-	store_flush_node_writes();
 	PGD_EXEC("INSERT INTO df_internal.lock_keys AS k (key) VALUES ($1) "
 			 "ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key",
 			 key);
@@ -108,7 +111,6 @@ pgd_store_lock_entries(const char *instance_id, const char *node_id,
 {
 	int n;
 
-	store_flush_node_writes();
 	n = PGD_EXEC("SELECT key, held, token FROM df_internal.locks "
 				 "WHERE instance_id" EQ "$1 AND node_id" EQ "$2 AND scope" EQ
 				 "$3 ORDER BY key",
@@ -128,7 +130,6 @@ pgd_store_lock_entries(const char *instance_id, const char *node_id,
 char *
 pgd_store_lock_max_held(const char *instance_id, const char *node_ids)
 {
-	store_flush_node_writes();
 	PGD_EXEC("SELECT pg_catalog.max(key) FROM df_internal.locks "
 			 "WHERE instance_id" EQ "$1 AND held AND node_id" EQ
 			 "ANY (pg_catalog.string_to_array($2, ','))",
@@ -219,7 +220,6 @@ pgd_store_lock_release(const char *instance_id, const char *node_id,
 
 	if (!locks_table_exists())
 		return;
-	store_flush_node_writes();
 	n = PGD_EXEC("SELECT DISTINCT key FROM df_internal.locks "
 				 "WHERE instance_id" EQ
 				 "$1 " LOCK_FILTER("$2", "$3") " ORDER BY key",
@@ -250,7 +250,6 @@ pgd_store_lock_release(const char *instance_id, const char *node_id,
 void
 pgd_store_lock_result_forget(const char *instance_id, const char *scope)
 {
-	store_flush_node_writes();
 	PGD_EXEC("DELETE FROM df_internal.results WHERE instance_id" EQ
 			 "$1 AND scope" EQ "$2 AND name" EQ "'lock'",
 			 instance_id, scope);
