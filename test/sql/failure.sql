@@ -287,3 +287,72 @@ SET ROLE df_user;
 SELECT df.explain(df.catch(df.retry('SELECT 1', max_attempts => 5), df.fail('refused'), '{sql:23}'));
 SELECT df.explain(df.timeout(df.sleep(0.25), 2));
 RESET ROLE;
+
+-- (audit of issue 15) the monitoring functions: a failed node's code in
+-- df.instance_nodes, and a step waiting for its next attempt shows attempt
+-- n of m and when the next one is due
+SET ROLE df_user;
+SELECT df.start('SELECT 1/0') AS id \gset
+SELECT fh_wait(:'id');
+SELECT node_type, status, status_details::jsonb->'error'->>'code' AS code,
+       status_details::jsonb->'error'->>'kind' AS kind
+FROM df.instance_nodes(:'id');
+SELECT df.start(df.retry('SELECT 1/0', max_attempts => 4, initial_interval => '1 min', jitter => 'none',
+                         retry_on => '{sql:22012}')) AS id \gset
+CREATE FUNCTION fh_next_attempt(iid text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1..600 LOOP
+		IF EXISTS (SELECT 1 FROM df.instance_nodes(iid) WHERE node_type = 'SQL'
+				   AND status_details::jsonb ? 'next_attempt_at') THEN
+			RETURN true;
+		END IF;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	RETURN false;
+END $$;
+SELECT fh_next_attempt(:'id') AS waiting_for_next_attempt;
+SELECT node_type, status, d->>'attempt' AS attempt, d->>'max_attempts' AS max_attempts,
+       (d->>'next_attempt_at')::timestamptz BETWEEN now() + interval '50 s' AND now() + interval '61 s' AS next_in_a_minute,
+       d->'last_error'->>'code' AS last_code
+FROM df.instance_nodes(:'id'), LATERAL (SELECT status_details::jsonb AS d) x WHERE node_type = 'SQL';
+SELECT df.cancel(:'id', 'done') IS NOT NULL AS cancelled;
+SELECT fh_wait(:'id');
+RESET ROLE;
+
+-- (audit of issue 15) non_retryable narrows the retried set (the default one and retry_on's)
+SET ROLE df_user;
+SELECT df.start(df.retry('SELECT fh_flaky(1000000)', initial_interval => '10 ms',
+                         non_retryable => '{sql:P0001}')) AS id1,
+       df.start(df.retry('SELECT 1/0', initial_interval => '10 ms', retry_on => '{sql}',
+                         non_retryable => '{sql:22}')) AS id2,
+       df.start(df.retry('SELECT fh_flaky(1000000)', initial_interval => '10 ms',
+                         max_attempts => 2, non_retryable => '{sql:22}')) AS id3 \gset
+SELECT fh_wait(:'id1'), fh_wait(:'id2'), fh_wait(:'id3');
+SELECT (SELECT count(*) FROM df.history(:'id1') WHERE kind = 'retry_scheduled') AS default_narrowed,
+       (SELECT count(*) FROM df.history(:'id2') WHERE kind = 'retry_scheduled') AS retry_on_narrowed,
+       (SELECT count(*) FROM df.history(:'id3') WHERE kind = 'retry_scheduled') AS other_code_retried;
+
+-- (audit of issue 15) max_duration bounds an unlimited retry: it gives up
+-- before a next attempt that would start past it
+SELECT df.start(df.retry('SELECT 1/0', max_attempts => 0, initial_interval => '300 ms', backoff_rate => 1,
+                         jitter => 'none', retry_on => '{sql:22012}', max_duration => '1 s')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT count(*) BETWEEN 1 AND 3 AS retries_within_duration FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+SELECT detail->>'reason' AS reason, detail->>'code' AS code FROM df.history(:'id') WHERE kind = 'retries_exhausted';
+
+-- (audit of issue 15) jitter 'equal' draws in [delay/2, delay] over 50 draws, and does draw
+SELECT df.start(df.retry('SELECT 1/0', max_attempts => 51, initial_interval => '20 ms', backoff_rate => 1,
+                         max_interval => '20 ms', jitter => 'equal', retry_on => '{sql}')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT count(*) AS draws, bool_and((detail->>'delay_ms')::int BETWEEN 10 AND 20) AS within_bounds,
+       count(DISTINCT detail->>'delay_ms') > 1 AS jittered
+FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+RESET ROLE;
+
+-- (audit of issue 15) df.explain of a live instance: the wrappers with their settings and state
+SET ROLE df_user;
+SELECT df.start(df.catch(df.timeout('SELECT pg_sleep(10)', 0.3), 'SELECT $error.kind AS kind', '{timeout}')
+                ~> df.retry('SELECT 1', max_attempts => 2)) AS id \gset
+SELECT fh_wait(:'id');
+SELECT replace(df.explain(:'id'), :'id', '<id>') AS explain;
+RESET ROLE;

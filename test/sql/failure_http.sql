@@ -123,3 +123,15 @@ SELECT df.cancel(:'id', 'test') IS NOT NULL AS cancelled;
 CALL fhh_wait_stat('aborted', :aborted_before_val, NULL);
 
 RESET ROLE;
+
+-- (audit of issue 15) an HTTP step whose RACE is lost: its call in flight is aborted
+SET ROLE df_user;
+CALL fhh_stat('aborted', NULL) \gset aborted_before_
+SELECT clock_timestamp() AS t0 \gset
+SELECT df.start(df.race(df.http('{base}/delay/10000', 'GET'), df.sleep(1) ~> 'SELECT ''won'' AS w')) AS id \gset
+SELECT fhh_wait(:'id');
+SELECT result->'rows' AS winner FROM df.nodes n JOIN df.instances i ON i.root_node = n.id AND i.id = n.instance_id
+WHERE i.id = :'id';
+CALL fhh_wait_stat('aborted', :aborted_before_val, NULL);
+SELECT clock_timestamp() - :'t0'::timestamptz < interval '8 s' AS aborted_well_before_its_end;
+RESET ROLE;
