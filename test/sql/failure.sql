@@ -356,3 +356,28 @@ SELECT df.start(df.catch(df.timeout('SELECT pg_sleep(10)', 0.3), 'SELECT $error.
 SELECT fh_wait(:'id');
 SELECT replace(df.explain(:'id'), :'id', '<id>') AS explain;
 RESET ROLE;
+
+-- (audit of issue 15) a df.timeout that fires removes its subtree's queued
+-- work (here the wrapped sleep's timer) while the instance goes on
+SET ROLE df_user;
+CREATE FUNCTION fh_running(iid text, type text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1..600 LOOP
+		IF EXISTS (SELECT 1 FROM df.nodes WHERE instance_id = iid AND node_type = type AND status = 'running') THEN
+			RETURN true;
+		END IF;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	RETURN false;
+END $$;
+SELECT df.start(df.catch(df.timeout(df.sleep(30), 0.3), 'SELECT $error.code AS code')
+                ~> df.wait_for_signal('go', 60)) AS id \gset
+SELECT fh_running(:'id', 'SIGNAL') AS past_the_timeout;
+RESET ROLE;
+SELECT n.node_type, count(t.id) AS tasks
+FROM df.nodes n LEFT JOIN df_internal.tasks t ON t.instance_id = n.instance_id AND t.node_id = n.id
+WHERE n.instance_id = :'id' AND n.node_type IN ('SLEEP', 'TIMEOUT', 'SIGNAL') GROUP BY 1 ORDER BY 1;
+SET ROLE df_user;
+SELECT df.signal(:'id', 'go') IS NOT NULL AS signalled;
+SELECT fh_wait(:'id');
+RESET ROLE;

@@ -135,3 +135,13 @@ WHERE i.id = :'id';
 CALL fhh_wait_stat('aborted', :aborted_before_val, NULL);
 SELECT clock_timestamp() - :'t0'::timestamptz < interval '8 s' AS aborted_well_before_its_end;
 RESET ROLE;
+
+-- (audit of issue 15) the codes of a refused connection and of a transfer timeout
+SET ROLE df_user;
+SELECT df.start(df.http('http://localhost:1/echo', 'GET')) AS id1,
+       df.start(df.http('{base}/delay/5000', 'GET', NULL, NULL, 1)) AS id2 \gset
+SELECT fhh_wait(:'id1'), fhh_wait(:'id2');
+SELECT n.instance_id = :'id1' AS refused, n.status_details->'error'->>'code' AS code,
+       n.status_details->'error'->>'kind' AS kind
+FROM df.nodes n WHERE n.instance_id IN (:'id1', :'id2') ORDER BY 1 DESC;
+RESET ROLE;
