@@ -381,3 +381,23 @@ SET ROLE df_user;
 SELECT df.signal(:'id', 'go') IS NOT NULL AS signalled;
 SELECT fh_wait(:'id');
 RESET ROLE;
+
+-- (audit of issue 15) a fractional sleep waits that long, not rounded to whole seconds
+SET ROLE df_user;
+SELECT df.start(df.sleep(0.25) ~> 'SELECT 1') AS id \gset
+SELECT fh_wait(:'id');
+SELECT slept_for >= interval '0.25 s' AS not_early, slept_for < interval '0.95 s' AS not_rounded_up
+FROM (SELECT min(h.at) FILTER (WHERE h.kind = 'node_completed') - min(h.at) FILTER (WHERE h.kind = 'node_started')
+             AS slept_for
+      FROM df.history(:'id') h WHERE h.node_type = 'SLEEP') s;
+RESET ROLE;
+
+-- (audit of issue 15) $error.node is the node that failed
+SET ROLE df_user;
+SELECT df.start(df.catch('SELECT 1' ~> 'SELECT 1/0', 'SELECT $error.node AS node')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT (r.result->'rows'->0->>'node') = f.id AS error_node_is_the_failed_step
+FROM df.nodes r JOIN df.instances i ON i.root_node = r.id AND i.id = r.instance_id
+JOIN df.nodes f ON f.instance_id = i.id AND f.query = 'SELECT 1/0'
+WHERE i.id = :'id';
+RESET ROLE;
