@@ -401,3 +401,11 @@ FROM df.nodes r JOIN df.instances i ON i.root_node = r.id AND i.id = r.instance_
 JOIN df.nodes f ON f.instance_id = i.id AND f.query = 'SELECT 1/0'
 WHERE i.id = :'id';
 RESET ROLE;
+
+-- (audit of issue 15) df.start's policy: back-off from 1 s, doubling, capped at max_backoff
+SET ROLE df_user;
+SELECT df.start('SELECT fh_flaky(1000000)', max_attempts => 3, max_backoff => '1.5 s') AS id \gset
+SELECT fh_wait(:'id');
+SELECT string_agg(detail->>'delay_ms', ',' ORDER BY at) AS delays FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+SELECT detail->>'error' AS message FROM df.history(:'id') WHERE kind = 'retries_exhausted';
+RESET ROLE;
