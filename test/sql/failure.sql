@@ -409,3 +409,38 @@ SELECT fh_wait(:'id');
 SELECT string_agg(detail->>'delay_ms', ',' ORDER BY at) AS delays FROM df.history(:'id') WHERE kind = 'retry_scheduled';
 SELECT detail->>'error' AS message FROM df.history(:'id') WHERE kind = 'retries_exhausted';
 RESET ROLE;
+
+-- (audit of issue 15) the engine's own retry of a user deadlock is not an attempt
+-- of the df.retry around it (two branches lock two rows in opposite orders)
+SET ROLE df_user;
+CREATE TABLE fh_pair (id int PRIMARY KEY, v int);
+INSERT INTO fh_pair VALUES (1, 0), (2, 0);
+CREATE FUNCTION fh_lock_both(first int, second int) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+	UPDATE fh_pair SET v = v + 1 WHERE id = first;
+	PERFORM pg_sleep(0.3);
+	UPDATE fh_pair SET v = v + 1 WHERE id = second;
+	RETURN first;
+END $$;
+SELECT set_config('test.fh_deadlocks_before', deadlocks::text, false) IS NOT NULL AS noted
+FROM pg_stat_database WHERE datname = current_database();
+SELECT df.start(df.retry('SELECT fh_lock_both(1, 2)' & 'SELECT fh_lock_both(2, 1)', max_attempts => 2,
+                         initial_interval => '10 ms')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT v FROM fh_pair ORDER BY id;
+SELECT count(*) AS retries FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+DO $$
+DECLARE
+	deadline timestamptz := clock_timestamp() + interval '30 seconds';
+BEGIN
+	LOOP
+		PERFORM pg_stat_clear_snapshot();
+		EXIT WHEN (SELECT deadlocks FROM pg_stat_database WHERE datname = current_database())
+				  > current_setting('test.fh_deadlocks_before')::bigint;
+		IF clock_timestamp() > deadline THEN
+			RAISE EXCEPTION 'no deadlock was recorded';
+		END IF;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+END $$;
+RESET ROLE;
