@@ -287,3 +287,160 @@ SET ROLE df_user;
 SELECT df.explain(df.catch(df.retry('SELECT 1', max_attempts => 5), df.fail('refused'), '{sql:23}'));
 SELECT df.explain(df.timeout(df.sleep(0.25), 2));
 RESET ROLE;
+
+-- (audit of issue 15) the monitoring functions: a failed node's code in
+-- df.instance_nodes, and a step waiting for its next attempt shows attempt
+-- n of m and when the next one is due
+SET ROLE df_user;
+SELECT df.start('SELECT 1/0') AS id \gset
+SELECT fh_wait(:'id');
+SELECT node_type, status, status_details::jsonb->'error'->>'code' AS code,
+       status_details::jsonb->'error'->>'kind' AS kind
+FROM df.instance_nodes(:'id');
+SELECT df.start(df.retry('SELECT 1/0', max_attempts => 4, initial_interval => '1 min', jitter => 'none',
+                         retry_on => '{sql:22012}')) AS id \gset
+CREATE FUNCTION fh_next_attempt(iid text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1..600 LOOP
+		IF EXISTS (SELECT 1 FROM df.instance_nodes(iid) WHERE node_type = 'SQL'
+				   AND status_details::jsonb ? 'next_attempt_at') THEN
+			RETURN true;
+		END IF;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	RETURN false;
+END $$;
+SELECT fh_next_attempt(:'id') AS waiting_for_next_attempt;
+SELECT node_type, status, d->>'attempt' AS attempt, d->>'max_attempts' AS max_attempts,
+       (d->>'next_attempt_at')::timestamptz BETWEEN now() + interval '50 s' AND now() + interval '61 s' AS next_in_a_minute,
+       d->'last_error'->>'code' AS last_code
+FROM df.instance_nodes(:'id'), LATERAL (SELECT status_details::jsonb AS d) x WHERE node_type = 'SQL';
+SELECT df.cancel(:'id', 'done') IS NOT NULL AS cancelled;
+SELECT fh_wait(:'id');
+RESET ROLE;
+
+-- (audit of issue 15) non_retryable narrows the retried set (the default one and retry_on's)
+SET ROLE df_user;
+SELECT df.start(df.retry('SELECT fh_flaky(1000000)', initial_interval => '10 ms',
+                         non_retryable => '{sql:P0001}')) AS id1,
+       df.start(df.retry('SELECT 1/0', initial_interval => '10 ms', retry_on => '{sql}',
+                         non_retryable => '{sql:22}')) AS id2,
+       df.start(df.retry('SELECT fh_flaky(1000000)', initial_interval => '10 ms',
+                         max_attempts => 2, non_retryable => '{sql:22}')) AS id3 \gset
+SELECT fh_wait(:'id1'), fh_wait(:'id2'), fh_wait(:'id3');
+SELECT (SELECT count(*) FROM df.history(:'id1') WHERE kind = 'retry_scheduled') AS default_narrowed,
+       (SELECT count(*) FROM df.history(:'id2') WHERE kind = 'retry_scheduled') AS retry_on_narrowed,
+       (SELECT count(*) FROM df.history(:'id3') WHERE kind = 'retry_scheduled') AS other_code_retried;
+
+-- (audit of issue 15) max_duration bounds an unlimited retry: it gives up
+-- before a next attempt that would start past it
+SELECT df.start(df.retry('SELECT 1/0', max_attempts => 0, initial_interval => '300 ms', backoff_rate => 1,
+                         jitter => 'none', retry_on => '{sql:22012}', max_duration => '1 s')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT count(*) BETWEEN 1 AND 3 AS retries_within_duration FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+SELECT detail->>'reason' AS reason, detail->>'code' AS code FROM df.history(:'id') WHERE kind = 'retries_exhausted';
+
+-- (audit of issue 15) jitter 'equal' draws in [delay/2, delay] over 50 draws, and does draw
+SELECT df.start(df.retry('SELECT 1/0', max_attempts => 51, initial_interval => '20 ms', backoff_rate => 1,
+                         max_interval => '20 ms', jitter => 'equal', retry_on => '{sql}')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT count(*) AS draws, bool_and((detail->>'delay_ms')::int BETWEEN 10 AND 20) AS within_bounds,
+       count(DISTINCT detail->>'delay_ms') > 1 AS jittered
+FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+RESET ROLE;
+
+-- (audit of issue 15) df.explain of a live instance: the wrappers with their settings and state
+SET ROLE df_user;
+SELECT df.start(df.catch(df.timeout('SELECT pg_sleep(10)', 0.3), 'SELECT $error.kind AS kind', '{timeout}')
+                ~> df.retry('SELECT 1', max_attempts => 2)) AS id \gset
+SELECT fh_wait(:'id');
+SELECT replace(df.explain(:'id'), :'id', '<id>') AS explain;
+RESET ROLE;
+
+-- (audit of issue 15) a df.timeout that fires removes its subtree's queued
+-- work (here the wrapped sleep's timer) while the instance goes on
+SET ROLE df_user;
+CREATE FUNCTION fh_running(iid text, type text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1..600 LOOP
+		IF EXISTS (SELECT 1 FROM df.nodes WHERE instance_id = iid AND node_type = type AND status = 'running') THEN
+			RETURN true;
+		END IF;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	RETURN false;
+END $$;
+SELECT df.start(df.catch(df.timeout(df.sleep(30), 0.3), 'SELECT $error.code AS code')
+                ~> df.wait_for_signal('go', 60)) AS id \gset
+SELECT fh_running(:'id', 'SIGNAL') AS past_the_timeout;
+RESET ROLE;
+SELECT n.node_type, count(t.id) AS tasks
+FROM df.nodes n LEFT JOIN df_internal.tasks t ON t.instance_id = n.instance_id AND t.node_id = n.id
+WHERE n.instance_id = :'id' AND n.node_type IN ('SLEEP', 'TIMEOUT', 'SIGNAL') GROUP BY 1 ORDER BY 1;
+SET ROLE df_user;
+SELECT df.signal(:'id', 'go') IS NOT NULL AS signalled;
+SELECT fh_wait(:'id');
+RESET ROLE;
+
+-- (audit of issue 15) a fractional sleep waits that long, not rounded to whole seconds
+SET ROLE df_user;
+SELECT df.start(df.sleep(0.25) ~> 'SELECT 1') AS id \gset
+SELECT fh_wait(:'id');
+SELECT slept_for >= interval '0.25 s' AS not_early, slept_for < interval '0.95 s' AS not_rounded_up
+FROM (SELECT min(h.at) FILTER (WHERE h.kind = 'node_completed') - min(h.at) FILTER (WHERE h.kind = 'node_started')
+             AS slept_for
+      FROM df.history(:'id') h WHERE h.node_type = 'SLEEP') s;
+RESET ROLE;
+
+-- (audit of issue 15) $error.node is the node that failed
+SET ROLE df_user;
+SELECT df.start(df.catch('SELECT 1' ~> 'SELECT 1/0', 'SELECT $error.node AS node')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT (r.result->'rows'->0->>'node') = f.id AS error_node_is_the_failed_step
+FROM df.nodes r JOIN df.instances i ON i.root_node = r.id AND i.id = r.instance_id
+JOIN df.nodes f ON f.instance_id = i.id AND f.query = 'SELECT 1/0'
+WHERE i.id = :'id';
+RESET ROLE;
+
+-- (audit of issue 15) df.start's policy: back-off from 1 s, doubling, capped at max_backoff
+SET ROLE df_user;
+SELECT df.start('SELECT fh_flaky(1000000)', max_attempts => 3, max_backoff => '1.5 s') AS id \gset
+SELECT fh_wait(:'id');
+SELECT string_agg(detail->>'delay_ms', ',' ORDER BY at) AS delays FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+SELECT detail->>'error' AS message FROM df.history(:'id') WHERE kind = 'retries_exhausted';
+RESET ROLE;
+
+-- (audit of issue 15) the engine's own retry of a user deadlock is not an attempt
+-- of the df.retry around it (two branches lock two rows in opposite orders)
+SET ROLE df_user;
+CREATE TABLE fh_pair (id int PRIMARY KEY, v int);
+INSERT INTO fh_pair VALUES (1, 0), (2, 0);
+CREATE FUNCTION fh_lock_both(first int, second int) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+	UPDATE fh_pair SET v = v + 1 WHERE id = first;
+	PERFORM pg_sleep(0.3);
+	UPDATE fh_pair SET v = v + 1 WHERE id = second;
+	RETURN first;
+END $$;
+SELECT set_config('test.fh_deadlocks_before', deadlocks::text, false) IS NOT NULL AS noted
+FROM pg_stat_database WHERE datname = current_database();
+SELECT df.start(df.retry('SELECT fh_lock_both(1, 2)' & 'SELECT fh_lock_both(2, 1)', max_attempts => 2,
+                         initial_interval => '10 ms')) AS id \gset
+SELECT fh_wait(:'id');
+SELECT v FROM fh_pair ORDER BY id;
+SELECT count(*) AS retries FROM df.history(:'id') WHERE kind = 'retry_scheduled';
+DO $$
+DECLARE
+	deadline timestamptz := clock_timestamp() + interval '30 seconds';
+BEGIN
+	LOOP
+		PERFORM pg_stat_clear_snapshot();
+		EXIT WHEN (SELECT deadlocks FROM pg_stat_database WHERE datname = current_database())
+				  > current_setting('test.fh_deadlocks_before')::bigint;
+		IF clock_timestamp() > deadline THEN
+			RAISE EXCEPTION 'no deadlock was recorded';
+		END IF;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+END $$;
+RESET ROLE;

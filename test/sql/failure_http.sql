@@ -112,6 +112,9 @@ SELECT result #>> '{}' AS error, status_details->'error'->>'code' AS code
 FROM df.nodes n JOIN df.instances i ON i.root_node = n.id AND i.id = n.instance_id WHERE i.id = :'id';
 CALL fhh_wait_stat('aborted', :aborted_before_val, NULL);
 SELECT clock_timestamp() - :'t0'::timestamptz < interval '8 s' AS aborted_well_before_its_end;
+-- the deadline fired within about a second of the start (0.5 s, and slack for a busy machine)
+SELECT (SELECT at FROM df.history(:'id') WHERE kind = 'timeout_fired')
+       - (SELECT at FROM df.history(:'id') WHERE kind = 'instance_started') < interval '1.5 s' AS fired_within_a_second;
 -- no late transition: the timed-out instance's history ends with its failure
 SELECT kind FROM df.history(:'id') ORDER BY at DESC, kind LIMIT 1;
 
@@ -122,4 +125,34 @@ CALL fhh_wait_stat('inflight', 0, NULL);
 SELECT df.cancel(:'id', 'test') IS NOT NULL AS cancelled;
 CALL fhh_wait_stat('aborted', :aborted_before_val, NULL);
 
+RESET ROLE;
+
+-- (audit of issue 15) an HTTP step whose RACE is lost: its call in flight is aborted
+SET ROLE df_user;
+CALL fhh_stat('aborted', NULL) \gset aborted_before_
+SELECT clock_timestamp() AS t0 \gset
+SELECT df.start(df.race(df.http('{base}/delay/10000', 'GET'), df.sleep(1) ~> 'SELECT ''won'' AS w')) AS id \gset
+SELECT fhh_wait(:'id');
+SELECT result->'rows' AS winner FROM df.nodes n JOIN df.instances i ON i.root_node = n.id AND i.id = n.instance_id
+WHERE i.id = :'id';
+CALL fhh_wait_stat('aborted', :aborted_before_val, NULL);
+SELECT clock_timestamp() - :'t0'::timestamptz < interval '8 s' AS aborted_well_before_its_end;
+RESET ROLE;
+
+-- (audit of issue 15) the codes of a refused connection and of a transfer timeout
+SET ROLE df_user;
+SELECT df.start(df.http('http://localhost:1/echo', 'GET')) AS id1,
+       df.start(df.http('{base}/delay/5000', 'GET', NULL, NULL, 1)) AS id2 \gset
+SELECT fhh_wait(:'id1'), fhh_wait(:'id2');
+SELECT n.instance_id = :'id1' AS refused, n.status_details->'error'->>'code' AS code,
+       n.status_details->'error'->>'kind' AS kind
+FROM df.nodes n WHERE n.instance_id IN (:'id1', :'id2') ORDER BY 1 DESC;
+RESET ROLE;
+
+-- (audit of issue 15) fail_on replaces the default rule: a 503 not in it is returned
+SET ROLE df_user;
+SELECT df.start(df.http('{base}/status/503', 'GET', fail_on => '402')) AS id1,
+       df.start(df.http('{base}/status/503', 'GET', fail_on => '402,5xx')) AS id2 \gset
+SELECT fhh_wait(:'id1') AS fail_on_402, fhh_wait(:'id2') AS fail_on_402_5xx;
+SELECT result->>'status' AS returned_status FROM df.nodes WHERE instance_id = :'id1';
 RESET ROLE;
