@@ -3,9 +3,10 @@
 # 1. more executors than free worker slots: the HTTP worker gets its slot
 #    right after executor 0, before the other executors, HTTP steps run,
 #    and the log says what was left out;
-# 2. pg_durable.database names a missing database: the log says so, and
-#    df.check() in the database that holds the extension says so too; once
-#    the database is created the workers start there;
+# 2. pg_durable.database names a missing database: the log says so, at
+#    start and again a minute later, and df.check() in the database that
+#    holds the extension says so too; once the database is created the
+#    workers start there;
 # 3. pg_durable.worker_role is not a superuser: one log line with a hint,
 #    no worker is started (so no stream of permission errors), df.check()
 #    says so; once the role is made a superuser the workers start.
@@ -101,6 +102,13 @@ max_worker_processes = 16
 		'the launcher says the database does not exist');
 	ok($node->log_contains(qr/HINT:  Create the database and the extension in it/),
 		'with a hint');
+	# and again every minute while it is missing, not only at start
+	my $first_at = -s $node->logfile;
+	ok( eval {
+			$node->wait_for_log(qr/LOG:  pg_durable.database "nodb" does not exist/, $first_at);
+			1;
+		},
+		'the launcher says it again later (it logs the missing database every minute)');
 	is($node->safe_psql('postgres', $executors_sql), '0', 'no executor runs');
 	like( $node->safe_psql('postgres', 'SELECT problem, detail FROM df.check()'),
 		qr/^not_engine_database\|pg_durable.database is "nodb", which does not exist: no executor runs the instances of database "postgres"/,
