@@ -1568,3 +1568,15 @@ ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
 					'undo_completed', 'undo_failed', 'instance_compensated', 'instance_resumed',
 					'event_published', 'event_received', 'lock_waiting', 'lock_acquired',
 					'lock_timeout'));
+
+-- df.check() reports an HTTP worker left without a worker slot (issue 22)
+COMMENT ON FUNCTION df.check() IS
+	'one row per violated engine invariant (administrators only): a live instance with no task, '
+	'timer or wait; a running step, timer or signal wait that lost its task, timer or wait; a THEN '
+	'whose right child disagrees with it; a task or engine state of a finished instance; a live '
+	'instance without engine state; a df.instances.status that disagrees with the engine''s state; '
+	'a JOIN whose branch counter disagrees with its branches; a task whose runs keep failing in the '
+	'engine itself (repeated_engine_errors); and, without an instance, what keeps the engine from '
+	'running this database''s instances (it is not pg_durable.database, or pg_durable.worker_role '
+	'was refused) or its HTTP steps (no worker slot was left for the HTTP worker). Reconciliation '
+	'repairs what it safely can';

@@ -1547,7 +1547,8 @@ COMMENT ON FUNCTION df.check() IS
 	'a JOIN whose branch counter disagrees with its branches; a task whose runs keep failing in the '
 	'engine itself (repeated_engine_errors); and, without an instance, what keeps the engine from '
 	'running this database''s instances (it is not pg_durable.database, or pg_durable.worker_role '
-	'was refused). Reconciliation repairs what it safely can';
+	'was refused) or its HTTP steps (no worker slot was left for the HTTP worker). Reconciliation '
+	'repairs what it safely can';
 
 -- ---------------------------------------------------------------------------
 -- Circuit breakers (issue 17, orchestration-api.md §3)

@@ -113,6 +113,8 @@ typedef struct PgdShared
 	pid_t  http_pid; /* the HTTP worker, 0 when none runs */
 	Latch *http_latch;
 	char   http_settings[PGD_HTTP_SETTINGS_LEN]; /* "" when none runs */
+	/* the launcher found no free worker slot for the HTTP worker (df.check()) */
+	bool http_left_out;
 
 	/*
 	 * The admission slots of transaction_mode => 'new' (api/new_txn.c): the

@@ -408,6 +408,9 @@ pgd_launcher_main(Datum main_arg)
 						(supervise(&http_worker, start_http_worker, 0,
 								   &timeout) == SUPERVISED_MISSING);
 			}
+			SpinLockAcquire(&pgd_shared->mutex);
+			pgd_shared->http_left_out = http_missing;
+			SpinLockRelease(&pgd_shared->mutex);
 
 			if ((missing > 0 || http_missing) && !warned_slots)
 			{
@@ -449,11 +452,13 @@ pgd_engine_problems(PG_FUNCTION_ARGS)
 	char			*here = get_database_name(MyDatabaseId);
 	PgdLauncherState state;
 	int				 attached = 0;
+	bool			 http_left_out;
 
 	InitMaterializedSRF(fcinfo, 0);
 
 	SpinLockAcquire(&pgd_shared->mutex);
 	state = pgd_shared->launcher_state;
+	http_left_out = pgd_shared->http_left_out;
 	for (int i = 0; i < PGD_MAX_EXECUTORS; i++)
 		attached += (pgd_shared->executors[i].pid != 0);
 	SpinLockRelease(&pgd_shared->mutex);
@@ -472,5 +477,9 @@ pgd_engine_problems(PG_FUNCTION_ARGS)
 					psprintf("pg_durable.worker_role \"%s\" is not a superuser that can log in: "
 							 "the launcher started no worker (the server log says why).",
 							 pgd_worker_role));
+	if (state == PGD_LAUNCHER_RUNNING && http_left_out)
+		add_problem(rsinfo, "http_worker_missing",
+					"the launcher found no free background worker slot for the HTTP worker: "
+					"HTTP steps wait until one frees up (raise max_worker_processes).");
 	return (Datum) 0;
 }

@@ -46,6 +46,30 @@ SELECT :'loop_execution' = :'id' || '::1::' || :'loop_id' AS loop_is_a_direct_ch
 	   (SELECT count(DISTINCT pg_temp.execution(status_details->>'execution_id')) FROM df.nodes
 		WHERE instance_id = :'id' AND status_details->>'execution_id' IS NOT NULL) AS executions;
 
+-- 2b. the same against a durable sleep, race(loop, sleep) as the issue
+-- names it: the sleep node is stamped in a scope of its own, so again
+-- exactly three executions (parent, loop branch, sleep branch)
+TRUNCATE scope_body;
+SELECT df.start(df.race(df.loop('INSERT INTO scope_body DEFAULT VALUES'
+                                ~> ('SELECT count(*) >= 2 FROM scope_body' ?> df.break() !> df.sleep(1))),
+                        df.sleep(30)), 'loop-vs-sleep') AS id \gset
+SELECT df.await_instance(:'id', 60) AS status;
+SELECT id AS loop_id FROM df.nodes WHERE instance_id = :'id' AND node_type = 'LOOP' \gset
+SELECT n.node_type,
+	   CASE pg_temp.execution(n.status_details->>'execution_id')
+		   WHEN :'id' THEN 'parent'
+		   WHEN :'id' || '::1::' || :'loop_id' THEN 'loop branch'
+		   WHEN :'id' || '::1::' || n.id THEN 'own branch'
+		   ELSE coalesce(pg_temp.execution(n.status_details->>'execution_id'), 'none')
+	   END AS execution
+FROM df.nodes n
+WHERE n.instance_id = :'id' AND n.status_details->>'execution_id' IS NOT NULL
+	AND (n.node_type IN ('RACE', 'LOOP')
+		 OR n.id = (SELECT right_node FROM df.nodes WHERE instance_id = :'id' AND node_type = 'RACE'))
+ORDER BY 1;
+SELECT count(DISTINCT pg_temp.execution(status_details->>'execution_id')) AS executions
+FROM df.nodes WHERE instance_id = :'id' AND status_details->>'execution_id' IS NOT NULL;
+
 -- 3. named results: carried across the iterations of a branch's loop and
 -- merged back into the JOIN's scope when it ends
 SELECT df.start(('SELECT 0 AS n' |=> 'n')

@@ -2,10 +2,12 @@
 # (issue 22), each on a cluster of its own:
 # 1. more executors than free worker slots: the HTTP worker gets its slot
 #    right after executor 0, before the other executors, HTTP steps run,
-#    and the log says what was left out;
-# 2. pg_durable.database names a missing database: the log says so, and
-#    df.check() in the database that holds the extension says so too; once
-#    the database is created the workers start there;
+#    and the log says what was left out; with no slot left for the HTTP
+#    worker at all, df.check() says so (http_worker_missing);
+# 2. pg_durable.database names a missing database: the log says so, at
+#    start and again a minute later, and df.check() in the database that
+#    holds the extension says so too; once the database is created the
+#    workers start there;
 # 3. pg_durable.worker_role is not a superuser: one log line with a hint,
 #    no worker is started (so no stream of permission errors), df.check()
 #    says so; once the role is made a superuser the workers start.
@@ -81,6 +83,25 @@ SELECT df.grant_usage('df_user', include_http => true);});
 	my (undef, $status) =
 	  $node->psql('postgres', "SET ROLE df_user; SELECT df.await_instance('$id', 60)");
 	is($status, 'completed', 'an HTTP step completes');
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0',
+		'df.check() reports nothing while the HTTP worker runs');
+
+	# 3 worker processes: the launcher, the logical replication launcher
+	# and executor 0 take them all, the HTTP worker is left out
+	$node->append_conf('postgresql.conf', "max_worker_processes = 3\n");
+	$node->restart;
+	log_appears($node, qr/pg_durable launcher started only 1 of 64 executors and no HTTP worker/,
+		'the launcher says it started no HTTP worker');
+	like( $node->safe_psql('postgres', 'SELECT problem, detail FROM df.check()'),
+		qr/^http_worker_missing\|the launcher found no free background worker slot for the HTTP worker/,
+		'df.check() says the HTTP worker is missing');
+	is($node->safe_psql('postgres', $http_sql), '0', 'no HTTP worker runs');
+	$node->append_conf('postgresql.conf', "max_worker_processes = 8\n");
+	$node->restart;
+	ok($node->poll_query_until('postgres', "SELECT ($http_sql) = 1"),
+		'the HTTP worker runs again with more slots');
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0',
+		'df.check() reports nothing then');
 	$node->stop;
 }
 
@@ -101,6 +122,13 @@ max_worker_processes = 16
 		'the launcher says the database does not exist');
 	ok($node->log_contains(qr/HINT:  Create the database and the extension in it/),
 		'with a hint');
+	# and again every minute while it is missing, not only at start
+	my $first_at = -s $node->logfile;
+	ok( eval {
+			$node->wait_for_log(qr/LOG:  pg_durable.database "nodb" does not exist/, $first_at);
+			1;
+		},
+		'the launcher says it again later (it logs the missing database every minute)');
 	is($node->safe_psql('postgres', $executors_sql), '0', 'no executor runs');
 	like( $node->safe_psql('postgres', 'SELECT problem, detail FROM df.check()'),
 		qr/^not_engine_database\|pg_durable.database is "nodb", which does not exist: no executor runs the instances of database "postgres"/,
