@@ -102,6 +102,7 @@
 #include "core/shmem.h"
 #include "core/unit.h"
 #include "engine/apply.h"
+#include "engine/inbox.h"
 #include "engine/store.h"
 #include "engine/transition.h"
 #include "engine/wake.h"
@@ -326,6 +327,53 @@ engine_gave_up(const PgdClaim *t, PgdOutcome *outcome)
 }
 
 /*
+ * Under a RACE or a TIMEOUT the first to finish decides: a step that ends
+ * as its branch loses, or as its timeout fires, must roll its effects back
+ * (DESIGN.md §4), so it waits for its runs row instead of committing them
+ * into the inbox.
+ */
+static bool
+decided_by_first_to_finish(const PgdGraph *g, int n)
+{
+	for (int a = g->nodes[n].parent; a >= 0; a = g->nodes[a].parent)
+		if (g->nodes[a].type == DF_NODE_RACE ||
+			g->nodes[a].type == DF_NODE_TIMEOUT)
+			return true;
+	return false;
+}
+
+/*
+ * Step 3: take the instance's runs row.  The first step of a batch does
+ * not wait for it (DESIGN.md §4.2, issue 14): held by another transaction,
+ * the completion is committed into the inbox with an apply task (*inboxed)
+ * if the node is still live as far as the committed state shows; the
+ * apply task checks again under the lock.  False when the step is not
+ * wanted.  A later step of a batch took its row before its statement.
+ */
+static bool
+lock_or_inbox(PgdClaim *t, PgdGraph **g, int *n, const PgdOutcome *outcome,
+			  bool *inboxed)
+{
+	bool skip = !pgd_unit_state.in_follower && pgd_inbox &&
+		!decided_by_first_to_finish(*g, *n) && pgd_store_inbox_exists();
+
+	pgd_store_set_run_skip(skip);
+	if (pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING,
+						t->node_id, t->scope, g, n))
+	{
+		pgd_store_set_run_skip(false);
+		return true;
+	}
+	pgd_store_set_run_skip(false);
+	if (!skip || !pgd_store_run_held() || !pgd_node_is_live(*g, *n, t->scope))
+		return false;
+	pgd_store_inbox_add(t->instance_id, t->node_id, t->scope, t->attempts + 1,
+						outcome);
+	*inboxed = true;
+	return true;
+}
+
+/*
  * Returns STEP_RAN when the transaction goes on (the step ran, was
  * re-queued or had nothing to do), STEP_UNWANTED when the step was not
  * wanted, STEP_DEFER when a later step of a batch must lead the next one.
@@ -340,6 +388,7 @@ run_step_task(PgdClaim *t)
 	int		   n;
 	PgdOutcome outcome = {0};
 	StepRun	   ran;
+	bool	   inboxed = false;
 
 	/*
 	 * A step that is no longer wanted is found out under the runs lock at
@@ -401,9 +450,7 @@ run_step_task(PgdClaim *t)
 		log_step_failure(t->node_id, t->instance_id, outcome.result);
 
 	/* step 3: under the instance lock, the step must still be wanted */
-	if (ran == STEP_UNWANTED ||
-		!pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING,
-						 t->node_id, t->scope, &g, &n))
+	if (ran == STEP_UNWANTED || !lock_or_inbox(t, &g, &n, &outcome, &inboxed))
 	{
 		if (pgd_unit_state.in_follower)
 			return STEP_UNWANTED;
@@ -414,6 +461,8 @@ run_step_task(PgdClaim *t)
 		return STEP_UNWANTED;
 	}
 
+	if (inboxed)
+		return STEP_RAN; /* its apply task applies it */
 	pgd_store_set_attempt(t->node_id, t->attempts + 1);
 	pgd_apply_complete(g, n, t->scope, outcome);
 	pgd_store_set_attempt(NULL, 0);
@@ -452,6 +501,22 @@ run_deliver_task(PgdClaim *t)
 		pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING, NULL,
 						NULL, &g, &n))
 		pgd_apply_deliver(g);
+}
+
+/*
+ * Completions wait in the inbox (DESIGN.md §4.2, issue 14): apply them.
+ * When another transaction holds the runs row this task does not wait: it
+ * leaves the work to another apply task of the instance nobody claimed, or
+ * puts itself back with a short, growing, jittered delay.
+ */
+static void
+run_apply_task(PgdClaim *t)
+{
+	bool held;
+
+	(void) pgd_apply_inbox(t->instance_id, &held);
+	if (held && !pgd_store_inbox_other_apply(t->instance_id))
+		requeue_task(t);
 }
 
 /*
@@ -567,6 +632,9 @@ pgd_executor_run_task(PgdClaim *t)
 			break;
 		case PGD_TASK_DELIVER:
 			run_deliver_task(t);
+			break;
+		case PGD_TASK_APPLY:
+			run_apply_task(t);
 			break;
 		case PGD_TASK_HTTP:
 			elog(ERROR, "an executor claimed HTTP task %lld",
