@@ -15,9 +15,10 @@
 -- executors keep running during an update, and ALTER TABLEs that locked
 -- them one by one in the script's order deadlocked with an executor that
 -- held runs and waited for df.nodes (test/t/022_upgrade.pl, issue 18).
--- df_internal.tasks (issue 14: its kind CHECK) comes first: a claim's one
--- statement takes tasks, then runs.
-LOCK TABLE df_internal.tasks, df_internal.runs, df_internal.waits, df.nodes, df_internal.events,
+-- df_internal.tasks (issue 14: its kind CHECK) comes right after runs: a
+-- claim's kept plan locks runs, then tasks (the CTE's table comes after the
+-- main query's in the plan's range table).
+LOCK TABLE df_internal.runs, df_internal.tasks, df_internal.waits, df.nodes, df_internal.events,
 	df.instances, df.vars IN ACCESS EXCLUSIVE MODE;
 
 -- The graph references under the reference's names (issue 21).
