@@ -177,14 +177,20 @@ discard_task_after_abort(int64 id)
  * back-off.  The claim deleted its row; this inserts it again.
  */
 static void
-requeue_task(PgdClaim *t)
+requeue_backoff(PgdClaim *t, int64 first_us, int max_shift)
 {
-	int	  shift = Min(t->attempts, 8);
-	int64 base_us = 5000L << shift; /* 5 ms doubling up to 1.3 s */
+	int	  shift = Min(t->attempts, max_shift);
+	int64 base_us = first_us << shift;
 	int64 delay_us = base_us / 2 +
 		(int64) (pg_prng_double(&pg_global_prng_state) * base_us);
 
 	pgd_store_task_requeue(t, GetCurrentTimestamp() + delay_us);
+}
+
+static void
+requeue_task(PgdClaim *t)
+{
+	requeue_backoff(t, 5000L, 8); /* 5 ms doubling up to 1.3 s */
 }
 
 static void
@@ -342,20 +348,28 @@ decided_by_first_to_finish(const PgdGraph *g, int n)
 	return false;
 }
 
+/* May the completion of step n go to the inbox? */
+static bool
+inbox_usable(const PgdGraph *g, int n)
+{
+	return pgd_inbox && !decided_by_first_to_finish(g, n) &&
+		pgd_store_inbox_exists();
+}
+
 /*
- * Step 3: take the instance's runs row.  The first step of a batch does
- * not wait for it (DESIGN.md §4.2, issue 14): held by another transaction,
+ * Step 3: take the instance's runs row.  A step does not wait for it
+ * (DESIGN.md §4.2, issue 14): held by another transaction,
  * the completion is committed into the inbox with an apply task (*inboxed)
  * if the node is still live as far as the committed state shows; the
  * apply task checks again under the lock.  False when the step is not
- * wanted.  A later step of a batch took its row before its statement.
+ * wanted.  A later step of a batch whose completion may not go to the
+ * inbox took its row (NOWAIT) before its statement.
  */
 static bool
 lock_or_inbox(PgdClaim *t, PgdGraph **g, int *n, const PgdOutcome *outcome,
 			  bool *inboxed)
 {
-	bool skip = !pgd_unit_state.in_follower && pgd_inbox &&
-		!decided_by_first_to_finish(*g, *n) && pgd_store_inbox_exists();
+	bool skip = inbox_usable(*g, *n);
 
 	pgd_store_set_run_skip(skip);
 	if (pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING,
@@ -428,10 +442,11 @@ run_step_task(PgdClaim *t)
 	{
 		/*
 		 * A later step of a batch whose runs row another executor holds
-		 * would give way after its statement: find that out before it
-		 * (NOWAIT).  The batch holds the row until its commit anyway.
+		 * would give way after its statement unless its completion can go
+		 * to the inbox: find that out before it (NOWAIT).  The batch holds
+		 * the row until its commit anyway.
 		 */
-		if (pgd_unit_state.in_follower &&
+		if (pgd_unit_state.in_follower && !inbox_usable(g, n) &&
 			!pgd_store_lock_run(t->instance_id, NULL))
 			return STEP_RAN; /* the instance ended: nothing to do */
 		if (!share_taken)
@@ -507,7 +522,8 @@ run_deliver_task(PgdClaim *t)
  * Completions wait in the inbox (DESIGN.md §4.2, issue 14): apply them.
  * When another transaction holds the runs row this task does not wait: it
  * leaves the work to another apply task of the instance nobody claimed, or
- * puts itself back with a short, growing, jittered delay.
+ * puts itself back with a short, growing, jittered delay (an engine
+ * transaction holds the row for one batch at most).
  */
 static void
 run_apply_task(PgdClaim *t)
@@ -515,8 +531,9 @@ run_apply_task(PgdClaim *t)
 	bool held;
 
 	(void) pgd_apply_inbox(t->instance_id, &held);
+	/* an engine holder commits within a batch: 1 ms doubling up to 32 ms */
 	if (held && !pgd_store_inbox_other_apply(t->instance_id))
-		requeue_task(t);
+		requeue_backoff(t, 1000L, 5);
 }
 
 /*
