@@ -15,8 +15,11 @@
 -- executors keep running during an update, and ALTER TABLEs that locked
 -- them one by one in the script's order deadlocked with an executor that
 -- held runs and waited for df.nodes (test/t/022_upgrade.pl, issue 18).
-LOCK TABLE df_internal.runs, df_internal.waits, df.nodes, df_internal.events, df.instances,
-	df.vars IN ACCESS EXCLUSIVE MODE;
+-- df_internal.tasks (issue 14: its kind CHECK) comes right after runs: a
+-- claim's kept plan locks runs, then tasks (the CTE's table comes after the
+-- main query's in the plan's range table).
+LOCK TABLE df_internal.runs, df_internal.tasks, df_internal.waits, df.nodes, df_internal.events,
+	df.instances, df.vars IN ACCESS EXCLUSIVE MODE;
 
 -- The graph references under the reference's names (issue 21).
 ALTER TABLE df.nodes RENAME CONSTRAINT nodes_left_node_fkey TO nodes_left_node_same_instance_fkey;
@@ -1580,3 +1583,279 @@ COMMENT ON FUNCTION df.check() IS
 	'running this database''s instances (it is not pg_durable.database, or pg_durable.worker_role '
 	'was refused) or its HTTP steps (no worker slot was left for the HTTP worker). Reconciliation '
 	'repairs what it safely can';
+-- the inbox (DESIGN.md §4.2, issue 14): a completion whose instance's runs
+-- row another transaction held when its step ended, committed with the
+-- step's effects and an 'apply' task; the next holder of the runs row
+-- applies the instance's rows in id order and deletes them.  Insert only:
+-- adding a row locks nothing another transaction waits for.
+ALTER TABLE df_internal.tasks DROP CONSTRAINT tasks_kind_check;
+ALTER TABLE df_internal.tasks ADD CONSTRAINT tasks_kind_check
+	CHECK (kind IN ('start', 'step', 'timer', 'deliver', 'http', 'apply'));
+CREATE TABLE df_internal.inbox (
+	id bigserial PRIMARY KEY,
+	instance_id varchar(8) NOT NULL,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	attempt int NOT NULL,
+	ok boolean NOT NULL,
+	result text,			-- ok: the result JSON; else the error text
+	code text,				-- failed: the error code
+	error_node varchar(8),	-- failed: the node that failed first
+	retryable boolean NOT NULL DEFAULT false,
+	retry_after_ms bigint NOT NULL DEFAULT 0,
+	compensated boolean NOT NULL DEFAULT false,
+	created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX inbox_instance_idx ON df_internal.inbox (instance_id, id);
+SELECT pg_catalog.pg_extension_config_dump('df_internal.inbox', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.inbox_id_seq', '');
+
+-- df.check: a completion in the inbox is pending work of its node and
+-- instance, and it needs an apply task (issue 14)
+CREATE OR REPLACE FUNCTION df_internal.check_rows()
+	RETURNS TABLE (instance_id text, problem text, node_id text, scope text, detail text)
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $check$
+WITH RECURSIVE ended AS (
+	-- how an instance ended, by its last instance_* event: the engine's word,
+	-- which its owner cannot change (df.instances.status it can: UPDATE)
+	-- (df.compensate resumes a failed one: instance_resumed, issue 16)
+	SELECT x.id, x.status FROM (
+		SELECT DISTINCT ON (e.instance_id) e.instance_id AS id, substr(e.kind, 10) AS status
+		FROM df_internal.events e
+		WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled',
+						 'instance_compensated', 'instance_resumed')
+		ORDER BY e.instance_id, e.id DESC) x
+	WHERE x.status <> 'resumed'
+), live AS (
+	-- live by the engine's own state: a runs row of an instance that has not ended
+	SELECT i.id, r.status, i.status AS shown
+	FROM df.instances i JOIN df_internal.runs r ON r.instance_id = i.id
+	WHERE NOT EXISTS (SELECT 1 FROM ended d WHERE d.id = i.id)
+), nodes AS (
+	SELECT n.instance_id, n.id, n.node_type, n.status, n.query, n.left_node, n.right_node,
+		   n.status_details ->> 'execution_id' AS stamp
+	FROM df.nodes n JOIN live l ON l.id = n.instance_id
+), edges AS (
+	SELECT n.instance_id, c.child, n.id AS parent
+	FROM nodes n
+	CROSS JOIN LATERAL (
+		SELECT n.left_node::text
+		UNION ALL SELECT n.right_node::text
+		UNION ALL SELECT n.query::jsonb ->> 'condition_node'
+			WHERE n.node_type IN ('IF', 'LOOP') AND n.query LIKE '{%'
+		UNION ALL SELECT e FROM jsonb_array_elements_text(
+			CASE WHEN n.node_type = 'JOIN' AND n.query LIKE '{%'
+				 AND jsonb_typeof(n.query::jsonb -> 'extra_nodes') = 'array'
+			THEN n.query::jsonb -> 'extra_nodes' ELSE '[]' END) e
+		-- the children df.map made (issue 18)
+		UNION ALL SELECT mi.node_id::text FROM df_internal.map_items mi
+			WHERE n.node_type = 'MAP' AND mi.instance_id = n.instance_id AND mi.map_node = n.id
+	) c(child)
+	JOIN df.nodes x ON x.instance_id = n.instance_id AND x.id = c.child
+	WHERE c.child IS NOT NULL
+), leaves AS (
+	SELECT n.* FROM nodes n JOIN live l ON l.id = n.instance_id AND l.status = 'running'
+	WHERE n.status = 'running' AND n.stamp IS NOT NULL
+	  AND n.node_type IN ('SQL', 'HTTP', 'HTTP_MULTIPART', 'SLEEP', 'WAIT_SCHEDULE', 'SIGNAL', 'EVENT')
+), walk AS (
+	-- from each running leaf up to the root: every ancestor must be running
+	-- and stamped with the leaf's scope or an enclosing one
+	SELECT f.instance_id, f.id AS leaf, f.id AS node, f.stamp, true AS ok FROM leaves f
+	UNION ALL
+	SELECT w.instance_id, w.leaf, p.id, p.stamp,
+		   p.status = 'running' AND p.stamp IS NOT NULL
+		   AND (w.stamp = p.stamp OR starts_with(w.stamp, p.stamp || '::'))
+	FROM walk w
+	JOIN edges e ON e.instance_id = w.instance_id AND e.child = w.node
+	JOIN nodes p ON p.instance_id = e.instance_id AND p.id = e.parent
+	WHERE w.ok
+), live_leaves AS (
+	SELECT f.* FROM leaves f
+	WHERE NOT EXISTS (SELECT 1 FROM walk w
+					  WHERE w.instance_id = f.instance_id AND w.leaf = f.id AND NOT w.ok)
+)
+SELECT l.id::text, 'no_pending_work', NULL::text, NULL::text,
+	   format('%s instance has no task, timer or signal wait', l.status)
+FROM live l
+WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = l.id)
+  AND NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = l.id)
+  AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters q WHERE q.instance_id = l.id)
+  -- a LOCK node waiting for a key is woken by the release that hands it over
+  AND NOT EXISTS (SELECT 1 FROM df_internal.locks k WHERE k.instance_id = l.id AND NOT k.held)
+  -- a completion in the inbox (issue 14): its apply task is checked below
+  AND NOT EXISTS (SELECT 1 FROM df_internal.inbox x WHERE x.instance_id = l.id)
+UNION ALL
+SELECT f.instance_id::text,
+	   CASE f.node_type WHEN 'SIGNAL' THEN 'missing_wait' WHEN 'EVENT' THEN 'missing_wait'
+			WHEN 'SLEEP' THEN 'missing_timer' WHEN 'WAIT_SCHEDULE' THEN 'missing_timer'
+			ELSE 'stranded_step' END,
+	   f.id::text, f.stamp,
+	   format('running %s node %s in scope %s has no %s', f.node_type, f.id, f.stamp,
+			  CASE f.node_type WHEN 'SIGNAL' THEN 'registered signal wait'
+				   WHEN 'EVENT' THEN 'registered event wait'
+				   WHEN 'SLEEP' THEN 'timer' WHEN 'WAIT_SCHEDULE' THEN 'timer' ELSE 'task' END)
+FROM live_leaves f
+WHERE CASE WHEN f.node_type IN ('SIGNAL', 'EVENT') THEN
+		NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = f.instance_id
+					AND w.node_id = f.id AND w.scope = f.stamp)
+	  ELSE
+		NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = f.instance_id
+					AND t.node_id = f.id AND t.scope = f.stamp)
+		-- its completion waits in the inbox (issue 14)
+		AND NOT EXISTS (SELECT 1 FROM df_internal.inbox x WHERE x.instance_id = f.instance_id
+						AND x.node_id = f.id AND x.scope = f.stamp)
+	  END
+UNION ALL
+SELECT p.instance_id::text, 'node_state_mismatch', p.id::text, p.stamp,
+	   format('completed THEN node %s has its right child %s %s in the same scope',
+			  p.id, c.id, c.status)
+FROM df.nodes p0
+JOIN LATERAL (SELECT p0.instance_id, p0.id, p0.status_details ->> 'execution_id' AS stamp) p ON true
+JOIN df.nodes c ON c.instance_id = p0.instance_id AND c.id = p0.right_node
+WHERE p0.node_type = 'THEN' AND p0.status = 'completed'
+  AND c.status IN ('running', 'failed')
+  AND c.status_details ->> 'execution_id' = p.stamp
+UNION ALL
+SELECT t.instance_id::text, 'task_of_finished_instance', t.node_id::text, t.scope,
+	   format('%s task %s points at a %s instance', t.kind, t.id,
+			  CASE WHEN i.id IS NULL THEN 'missing' ELSE COALESCE(d.status, 'finished') END)
+FROM df_internal.tasks t
+LEFT JOIN df.instances i ON i.id = t.instance_id
+LEFT JOIN ended d ON d.id = t.instance_id
+WHERE NOT EXISTS (SELECT 1 FROM live l WHERE l.id = t.instance_id)
+UNION ALL
+SELECT r.instance_id::text, 'orphan_run', NULL, NULL,
+	   format('engine state kept for a %s instance',
+			  CASE WHEN i.id IS NULL THEN 'missing' ELSE d.status END)
+FROM df_internal.runs r
+LEFT JOIN df.instances i ON i.id = r.instance_id
+LEFT JOIN ended d ON d.id = r.instance_id
+WHERE i.id IS NULL OR d.id IS NOT NULL
+UNION ALL
+SELECT i.id::text, 'missing_run', NULL, NULL, format('%s instance has no engine state', i.status)
+FROM df.instances i
+WHERE i.status IN ('pending', 'running')
+  AND NOT EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = i.id)
+  AND NOT EXISTS (SELECT 1 FROM ended d WHERE d.id = i.id)
+UNION ALL
+-- df.instances.status disagrees with the engine (its owner may UPDATE it):
+-- shown only, the engine goes by its own state and writes the status again
+-- when the instance starts or ends
+SELECT l.id::text, 'status_mismatch', NULL, NULL,
+	   format('df.instances shows %s, the engine has the instance %s', l.shown, l.status)
+FROM live l
+WHERE l.shown IS DISTINCT FROM l.status
+UNION ALL
+SELECT i.id::text, 'status_mismatch', NULL, NULL,
+	   format('df.instances shows %s, the instance ended %s', i.status, d.status)
+FROM df.instances i
+JOIN ended d ON d.id = i.id
+WHERE i.status IS DISTINCT FROM d.status
+  AND NOT EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = i.id)
+UNION ALL
+SELECT j.instance_id::text, 'join_counter', j.node_id::text, j.scope,
+	   format('JOIN %s in scope %s counts %s running branches, %s are unfinished',
+			  j.node_id, j.scope, j.remaining, u.unfinished)
+FROM df_internal.joins j
+JOIN df.nodes jn ON jn.instance_id = j.instance_id AND jn.id = j.node_id
+CROSS JOIN LATERAL (
+	SELECT count(*) AS unfinished
+	FROM edges e
+	JOIN df.nodes b ON b.instance_id = e.instance_id AND b.id = e.child
+	WHERE e.instance_id = j.instance_id AND e.parent = j.node_id
+	  AND NOT (b.status IN ('completed', 'failed')
+			   -- a branch ends in its own scope: "<scope>::<id>::1", or a later
+			   -- generation when its root is a loop
+			   AND starts_with(b.status_details ->> 'execution_id', j.scope || '::' || b.id || '::')
+			   AND substr(b.status_details ->> 'execution_id',
+						  length(j.scope || '::' || b.id || '::') + 1) ~ '^[0-9]+$')
+) u
+WHERE u.unfinished <> j.remaining
+UNION ALL
+SELECT t.instance_id::text, 'repeated_engine_errors', t.node_id::text, t.scope,
+	   format('%s task %s%s failed %s times in the engine; last error: %s', t.kind, t.id,
+			  CASE WHEN t.node_id IS NOT NULL THEN format(' of node %s', t.node_id) ELSE '' END,
+			  t.engine_errors, left(t.last_engine_error, 200))
+FROM df_internal.tasks t
+WHERE t.engine_errors >= 2
+UNION ALL
+-- limits (issue 17): a slot or a queue place of a LIMIT node execution
+-- that ended, and a queue that nothing will move
+SELECT x.instance_id::text,
+	   CASE x.what WHEN 'slot' THEN 'limit_slot_of_ended_node' ELSE 'limit_wait_of_ended_node' END,
+	   x.node_id::text, x.scope,
+	   format('LIMIT node %s in scope %s %s key %s but is %s', x.node_id, x.scope,
+			  CASE x.what WHEN 'slot' THEN 'holds a slot of' ELSE 'is queued on' END, x.key,
+			  CASE WHEN l.id IS NULL THEN 'in an instance that ended'
+				   WHEN n.id IS NULL THEN 'missing'
+				   ELSE format('%s in scope %s', n.status, n.status_details ->> 'execution_id') END)
+FROM (SELECT 'slot' AS what, h.instance_id, h.node_id, h.scope, h.key FROM df_internal.limit_holders h
+	  UNION ALL
+	  SELECT 'wait', q.instance_id, q.node_id, q.scope, q.key FROM df_internal.limit_waiters q) x
+LEFT JOIN live l ON l.id = x.instance_id
+LEFT JOIN df.nodes n ON n.instance_id = x.instance_id AND n.id = x.node_id
+WHERE l.id IS NULL OR n.id IS NULL OR n.status <> 'running'
+   OR n.status_details ->> 'execution_id' IS DISTINCT FROM x.scope
+UNION ALL
+SELECT q.instance_id::text, 'limit_queue_stuck', q.node_id::text, q.scope,
+	   format('LIMIT node %s in scope %s is queued on key %s with no way to wake: no slot of the key is held and no queued node of it has a timer',
+			  q.node_id, q.scope, q.key)
+FROM df_internal.limit_waiters q
+WHERE NOT EXISTS (SELECT 1 FROM df_internal.limit_holders h WHERE h.key = q.key)
+  AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters q2
+				  JOIN df_internal.tasks t ON t.instance_id = q2.instance_id
+					   AND t.node_id = q2.node_id AND t.scope = q2.scope
+				  WHERE q2.key = q.key)
+UNION ALL
+SELECT h.instance_id::text, 'limit_admission_lost', h.node_id::text, h.scope,
+	   format('LIMIT node %s in scope %s was given a slot of key %s but has no timer to start its step',
+			  h.node_id, h.scope, h.key)
+FROM df_internal.limit_holders h
+WHERE NOT h.started
+  AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = h.instance_id
+				  AND t.node_id = h.node_id AND t.scope = h.scope)
+UNION ALL
+-- keyed locks (issue 17): nothing is held or waited for by a node that is
+-- not running in the entry's scope, and every waiter has an entry ahead of
+-- it that keeps it waiting (whose release will wake it)
+SELECT k.instance_id::text, 'lock_of_ended_node', k.node_id::text, k.scope,
+	   format('%s entry for key %s belongs to LOCK node %s, which is not running in scope %s',
+			  CASE WHEN k.held THEN 'a held' ELSE 'a waiting' END, k.key, k.node_id, k.scope)
+FROM df_internal.locks k
+LEFT JOIN df.nodes n ON n.instance_id = k.instance_id AND n.id = k.node_id
+WHERE NOT EXISTS (SELECT 1 FROM live l WHERE l.id = k.instance_id)
+   OR n.id IS NULL OR n.status IS DISTINCT FROM 'running'
+   OR n.status_details ->> 'execution_id' IS DISTINCT FROM k.scope
+UNION ALL
+SELECT k.instance_id::text, 'lock_wait_stuck', k.node_id::text, k.scope,
+	   format('LOCK node %s waits for key %s, but no entry ahead of it holds or waits for that key in a conflicting mode',
+			  k.node_id, k.key)
+FROM df_internal.locks k
+WHERE NOT k.held
+  AND NOT EXISTS (SELECT 1 FROM df_internal.locks x
+				  WHERE x.key = k.key AND x.seq < k.seq
+					AND (x.mode = 'exclusive' OR k.mode = 'exclusive'))
+UNION ALL
+-- a LOCK node that waited and has neither a key to wait for nor a task to go on
+SELECT n.instance_id::text, 'lock_wait_stuck', n.id::text, n.stamp,
+	   format('LOCK node %s in scope %s waits, but has no waiting entry and no task', n.id, n.stamp)
+FROM nodes n
+JOIN live l ON l.id = n.instance_id AND l.status = 'running'
+JOIN df.nodes d ON d.instance_id = n.instance_id AND d.id = n.id
+WHERE n.node_type = 'LOCK' AND n.status = 'running' AND n.stamp IS NOT NULL
+  AND d.status_details ->> 'lock_state' = 'waiting'
+  AND NOT EXISTS (SELECT 1 FROM df_internal.locks k WHERE k.instance_id = n.instance_id
+				  AND k.node_id = n.id AND k.scope = n.stamp AND NOT k.held)
+  AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = n.instance_id
+				  AND t.node_id = n.id AND t.scope = n.stamp)
+UNION ALL
+-- the inbox (issue 14): every completion in it has an apply task of its instance
+SELECT x.instance_id::text, 'inbox_without_apply', NULL, NULL,
+	   format('%s completions in the inbox and no apply task', count(*))
+FROM df_internal.inbox x
+WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = x.instance_id
+				  AND t.kind = 'apply')
+GROUP BY x.instance_id
+$check$;

@@ -519,7 +519,7 @@ CREATE TABLE df_internal.tasks (
 	instance_id varchar(8) NOT NULL,
 	node_id varchar(8),
 	scope text NOT NULL,
-	kind text NOT NULL CHECK (kind IN ('start', 'step', 'timer', 'deliver', 'http')),
+	kind text NOT NULL CHECK (kind IN ('start', 'step', 'timer', 'deliver', 'http', 'apply')),
 	run_at timestamptz NOT NULL DEFAULT now(),
 	attempts int NOT NULL DEFAULT 0,
 	lease_until timestamptz,
@@ -530,6 +530,28 @@ CREATE TABLE df_internal.tasks (
 CREATE INDEX tasks_run_at_idx ON df_internal.tasks (run_at, id) WHERE kind <> 'http';
 CREATE INDEX tasks_http_idx ON df_internal.tasks (run_at, id) WHERE kind = 'http';
 CREATE INDEX tasks_instance_idx ON df_internal.tasks (instance_id);
+
+-- the inbox (DESIGN.md §4.2, issue 14): a completion whose instance's runs
+-- row another transaction held when its step ended, committed with the
+-- step's effects and an 'apply' task; the next holder of the runs row
+-- applies the instance's rows in id order and deletes them.  Insert only:
+-- adding a row locks nothing another transaction waits for.
+CREATE TABLE df_internal.inbox (
+	id bigserial PRIMARY KEY,
+	instance_id varchar(8) NOT NULL,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	attempt int NOT NULL,
+	ok boolean NOT NULL,
+	result text,			-- ok: the result JSON; else the error text
+	code text,				-- failed: the error code
+	error_node varchar(8),	-- failed: the node that failed first
+	retryable boolean NOT NULL DEFAULT false,
+	retry_after_ms bigint NOT NULL DEFAULT 0,
+	compensated boolean NOT NULL DEFAULT false,
+	created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX inbox_instance_idx ON df_internal.inbox (instance_id, id);
 
 -- named results, per execution scope (JOIN/RACE branches get their own)
 CREATE TABLE df_internal.results (
@@ -632,6 +654,8 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.tasks_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.signals_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.results_seq_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.waits_seq_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.inbox', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.inbox_id_seq', '');
 
 -- OTLP export (issue 19): how far the HTTP worker has exported the spans
 -- that history events ended.  One row; last_event_id only moves once a
@@ -1356,6 +1380,8 @@ WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = l.id)
   AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters q WHERE q.instance_id = l.id)
   -- a LOCK node waiting for a key is woken by the release that hands it over
   AND NOT EXISTS (SELECT 1 FROM df_internal.locks k WHERE k.instance_id = l.id AND NOT k.held)
+  -- a completion in the inbox (issue 14): its apply task is checked below
+  AND NOT EXISTS (SELECT 1 FROM df_internal.inbox x WHERE x.instance_id = l.id)
 UNION ALL
 SELECT f.instance_id::text,
 	   CASE f.node_type WHEN 'SIGNAL' THEN 'missing_wait' WHEN 'EVENT' THEN 'missing_wait'
@@ -1373,6 +1399,9 @@ WHERE CASE WHEN f.node_type IN ('SIGNAL', 'EVENT') THEN
 	  ELSE
 		NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = f.instance_id
 					AND t.node_id = f.id AND t.scope = f.stamp)
+		-- its completion waits in the inbox (issue 14)
+		AND NOT EXISTS (SELECT 1 FROM df_internal.inbox x WHERE x.instance_id = f.instance_id
+						AND x.node_id = f.id AND x.scope = f.stamp)
 	  END
 UNION ALL
 SELECT p.instance_id::text, 'node_state_mismatch', p.id::text, p.stamp,
@@ -1517,6 +1546,14 @@ WHERE n.node_type = 'LOCK' AND n.status = 'running' AND n.stamp IS NOT NULL
 				  AND k.node_id = n.id AND k.scope = n.stamp AND NOT k.held)
   AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = n.instance_id
 				  AND t.node_id = n.id AND t.scope = n.stamp)
+UNION ALL
+-- the inbox (issue 14): every completion in it has an apply task of its instance
+SELECT x.instance_id::text, 'inbox_without_apply', NULL, NULL,
+	   format('%s completions in the inbox and no apply task', count(*))
+FROM df_internal.inbox x
+WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = x.instance_id
+				  AND t.kind = 'apply')
+GROUP BY x.instance_id
 $check$;
 REVOKE EXECUTE ON FUNCTION df_internal.check_rows() FROM PUBLIC;
 COMMENT ON FUNCTION df_internal.check_rows() IS 'df.check with the node and scope each problem concerns, for reconciliation';

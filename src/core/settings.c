@@ -47,6 +47,7 @@ int	  pgd_http_max_concurrent = 500;
 char *pgd_otel_endpoint = NULL;
 char *pgd_otel_service_name = NULL;
 char *pgd_otel_headers = NULL;
+bool  pgd_inbox = true;
 
 /* The engine's settings: where and as whom it runs, its limits and pace. */
 static void
@@ -170,6 +171,11 @@ define_engine_settings(void)
 							"A later step that runs past it, or would wait for a lock, is rolled back and leads the next batch.",
 							&pgd_batch_max_ms, 20, 1, 60000, PGC_SIGHUP,
 							GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomBoolVariable("pg_durable.inbox",
+							 "Lets a step whose instance is held elsewhere commit its completion into the inbox instead of waiting.",
+							 "Off: the first step of a batch waits for its instance's runs row, as before issue 14's inbox.",
+							 &pgd_inbox, true, PGC_SIGHUP, 0, NULL, NULL,
+							 NULL);
 }
 
 /*

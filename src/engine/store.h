@@ -429,7 +429,35 @@ extern void pgd_store_register_xact_callback(void);
 
 /* batches (issue 14) */
 extern void pgd_store_set_run_nowait(bool nowait);
+/*
+ * The inbox (issue 14): the next pgd_store_lock_run takes the row with
+ * SKIP LOCKED; when it returns false, pgd_store_run_held says whether that
+ * was because another transaction holds the row (else it is gone).
+ */
+extern void pgd_store_set_run_skip(bool skip);
+extern bool pgd_store_run_held(void);
 extern void pgd_store_forget_node_writes(void);
+
+/* --- the inbox (store_inbox.c, DESIGN.md §4.2, issue 14) --- */
+
+/* A completion waiting in the inbox. */
+typedef struct PgdInboxEntry
+{
+	char	  *node_id;
+	char	  *scope;
+	int		   attempt;
+	PgdOutcome outcome;
+} PgdInboxEntry;
+
+extern bool pgd_store_inbox_exists(void);
+extern void pgd_store_inbox_add(const char *instance_id, const char *node_id,
+								const char *scope, int attempt,
+								const PgdOutcome *outcome);
+extern bool pgd_store_inbox_pending(const char *instance_id);
+extern int pgd_store_inbox_take(const char *instance_id, PgdInboxEntry **rows);
+extern int pgd_store_inbox_drop(const char *instance_id);
+extern bool pgd_store_inbox_other_apply(const char *instance_id);
+extern void pgd_store_inbox_restore_task(const char *instance_id);
 
 /* --- limits (store_limits.c, issue 17) --- */
 

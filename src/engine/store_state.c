@@ -45,28 +45,53 @@ run_status(const char *text, PgdInstanceStatus *status)
 }
 
 /*
- * Lock the instance's runs row.  Returns false when the instance has no
- * runs row (finished and cleaned up, or never existed); else sets *status
- * (when status is not NULL).
+ * How the next runs row is taken: waiting (the first task of a batch),
+ * NOWAIT (a later one: held elsewhere, the lock raises an error that rolls
+ * back only that task, which leads the next batch; issue 14, DESIGN §4.1
+ * and §5 rule 1), or SKIP LOCKED once (a step's completion, which goes to
+ * the inbox when the row is held; §4.2).
  */
 static bool run_nowait = false;
+static bool run_skip = false;
+static bool run_held = false;
 
-/*
- * The later steps of a batch take runs rows with NOWAIT (issue 14, DESIGN
- * §4.1 and §5 rule 1): held elsewhere, the lock raises an error that rolls
- * back only that step, which leads the next batch.
- */
 void
 pgd_store_set_run_nowait(bool nowait)
 {
 	run_nowait = nowait;
 }
 
+void
+pgd_store_set_run_skip(bool skip)
+{
+	run_skip = skip;
+	if (skip)
+		run_held = false;
+}
+
+bool
+pgd_store_run_held(void)
+{
+	return run_held;
+}
+
+/*
+ * Lock the instance's runs row.  Returns false when the instance has no
+ * runs row (finished and cleaned up, or never existed), or when it was
+ * taken with SKIP LOCKED and is held elsewhere (pgd_store_run_held); else
+ * sets *status (when status is not NULL).
+ */
 bool
 pgd_store_lock_run(const char *instance_id, PgdInstanceStatus *status)
 {
-	if (RUN(run_nowait ? STMT_RUN_LOCK_NOWAIT : STMT_RUN_LOCK, instance_id) ==
-		0)
+	if (run_skip)
+	{
+		run_skip = false; /* once */
+		if (!store_run_lock_skip(instance_id, &run_held))
+			return false;
+	}
+	else if (RUN(run_nowait ? STMT_RUN_LOCK_NOWAIT : STMT_RUN_LOCK,
+				 instance_id) == 0)
 		return false;
 	if (status)
 		run_status(store_get_string(0, 1), status);
@@ -143,6 +168,9 @@ pgd_store_end_instance(const char *instance_id)
 	pgd_store_lock_release(instance_id, NULL, NULL); /* its keyed locks */
 	RUN(STMT_END_INSTANCE, instance_id);
 	pgd_store_limit_release(instance_id, NULL, NULL);
+	/* completions nobody will apply (issue 14); one committed later is its apply task's */
+	if (pgd_store_inbox_exists())
+		(void) pgd_store_inbox_drop(instance_id);
 }
 
 /* The node rows of an instance and its root's id; 0 when it has none. */

@@ -143,5 +143,7 @@ extern bool store_read_run(int col, struct PgdRunInfo *run);
 
 /* Write the buffered node updates now. */
 extern void store_flush_node_writes(void);
+/* store_inbox.c: the runs row with SKIP LOCKED (issue 14) */
+extern bool store_run_lock_skip(const char *instance_id, bool *held);
 
 #endif /* PG_DURABLE_STORE_STMT_H */

@@ -62,6 +62,10 @@ pgd_store_task_add(const char *instance_id, const char *node_id,
 		case PGD_TASK_TIMER:
 			elog(ERROR, "a timer needs its time: use pgd_store_timer_add");
 			break;
+		case PGD_TASK_APPLY:
+			elog(ERROR,
+				 "an apply task comes with its inbox row: use pgd_store_inbox_add");
+			break;
 	}
 }
 

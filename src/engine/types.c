@@ -16,7 +16,7 @@
 static const char *const task_kinds[] = {
 	[PGD_TASK_START] = "start", [PGD_TASK_STEP] = "step",
 	[PGD_TASK_TIMER] = "timer", [PGD_TASK_DELIVER] = "deliver",
-	[PGD_TASK_HTTP] = "http",
+	[PGD_TASK_HTTP] = "http",	[PGD_TASK_APPLY] = "apply",
 };
 
 static const char *const instance_statuses[] = {

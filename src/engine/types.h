@@ -64,7 +64,8 @@ typedef enum PgdTaskKind
 	PGD_TASK_TIMER,	  /* a SLEEP, WAIT_SCHEDULE, signal timeout or
 								 * loop iteration fell due; -> the node moves on */
 	PGD_TASK_DELIVER, /* df.signal: buffered signals meet their waits */
-	PGD_TASK_HTTP	  /* an HTTP leaf; claimed only by the HTTP worker */
+	PGD_TASK_HTTP,	  /* an HTTP leaf; claimed only by the HTTP worker */
+	PGD_TASK_APPLY	  /* completions wait in the inbox (issue 14) */
 } PgdTaskKind;
 
 /*

@@ -102,24 +102,25 @@
 #include "core/shmem.h"
 #include "core/unit.h"
 #include "engine/apply.h"
+#include "engine/inbox.h"
 #include "engine/store.h"
 #include "engine/transition.h"
 #include "engine/wake.h"
 #include "results/results.h"
 #include "steps/remote.h"
 #include "steps/step_sql.h"
+#include "worker/executor.h"
 #include "worker/worker.h"
 
-#define SAFETY_POLL_MS	   5000L
-#define EXTENSION_POLL_MS  5000L
-#define HEARTBEAT_MS	   5000L
-#define MAX_RETRIES		   50
-#define FULL_SCAN_MS	   50
-#define ENGINE_ERROR_LEN   1000 /* bytes of an engine error kept on its task */
-#define BATCH_LOCK_TIMEOUT "5ms" /* of the later steps of a batch */
+#define SAFETY_POLL_MS	  5000L
+#define EXTENSION_POLL_MS 5000L
+#define HEARTBEAT_MS	  5000L
+#define MAX_RETRIES		  50
+#define FULL_SCAN_MS	  50
+#define ENGINE_ERROR_LEN  1000 /* bytes of an engine error kept on its task */
 
 static int	 my_slot;
-static int64 claimed_task_id = 0; /* the task of the current unit, or 0 */
+PgdExecState pgd_unit_state = {0};
 static bool	 share_taken = false; /* this unit holds a share of its role */
 static void	 wait_for_extension(void);
 static char *epoch_id = NULL;
@@ -176,14 +177,20 @@ discard_task_after_abort(int64 id)
  * back-off.  The claim deleted its row; this inserts it again.
  */
 static void
-requeue_task(PgdClaim *t)
+requeue_backoff(PgdClaim *t, int64 first_us, int max_shift)
 {
-	int	  shift = Min(t->attempts, 8);
-	int64 base_us = 5000L << shift; /* 5 ms doubling up to 1.3 s */
+	int	  shift = Min(t->attempts, max_shift);
+	int64 base_us = first_us << shift;
 	int64 delay_us = base_us / 2 +
 		(int64) (pg_prng_double(&pg_global_prng_state) * base_us);
 
 	pgd_store_task_requeue(t, GetCurrentTimestamp() + delay_us);
+}
+
+static void
+requeue_task(PgdClaim *t)
+{
+	requeue_backoff(t, 5000L, 8); /* 5 ms doubling up to 1.3 s */
 }
 
 static void
@@ -219,25 +226,6 @@ log_step_failure(const char *node_id, const char *instance_id,
 					msg)));
 }
 
-/* What became of a step's statement (run_statement). */
-typedef enum StepRun
-{
-	STEP_RAN,	   /* *outcome is the node's outcome */
-	STEP_REQUEUED, /* put back for a later attempt */
-	STEP_UNWANTED, /* interrupted or retried, and no longer wanted */
-	STEP_DEFER,	   /* a later step of a batch: would wait or ran long */
-} StepRun;
-
-/*
- * Batches (issue 14, DESIGN.md §4.1): the state of the batch under way.
- * in_follower is set while a step after the batch's first runs; budget_ms
- * is its statement budget.  next_leader is the task a batch gave back (it
- * would have waited, or ran past its budget): the next batch claims it
- * first, where it may wait.
- */
-static bool	 in_follower = false;
-static int64 budget_ms = 0;
-static int64 next_leader = 0;
 static Oid share_role = InvalidOid; /* the role whose share this unit holds */
 
 /*
@@ -283,11 +271,12 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 	else
 	{
 		int64 attempt_ms = pgd_attempt_timeout_ms(g, n);
-		bool  budgeted =
-			in_follower && (attempt_ms <= 0 || budget_ms < attempt_ms);
+		bool  budgeted = pgd_unit_state.in_follower &&
+			(attempt_ms <= 0 || pgd_unit_state.budget_ms < attempt_ms);
 
 		/* a later step of a batch runs within the batch's budget */
-		pgd_set_attempt_timeout(budgeted ? budget_ms : attempt_ms);
+		pgd_set_attempt_timeout(budgeted ? pgd_unit_state.budget_ms :
+										   attempt_ms);
 		*outcome =
 			pgd_run_user_sql(query, t->run.submitted_by, &retry, &sqlstate);
 		pgd_set_attempt_timeout(0);
@@ -298,7 +287,7 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 	pgd_executor_set_running(NULL, NULL);
 
 	/* a later step of a batch that would wait or ran long leads the next */
-	if (retry && in_follower)
+	if (retry && pgd_unit_state.in_follower)
 		return STEP_DEFER;
 
 	/* waiting for a free worker slot is not a failure, however long it lasts */
@@ -344,6 +333,65 @@ engine_gave_up(const PgdClaim *t, PgdOutcome *outcome)
 }
 
 /*
+ * Under a RACE or a TIMEOUT the first to finish decides: a step that ends
+ * as its branch loses, or as its timeout fires, must roll its effects back
+ * (DESIGN.md §4), so it waits for its runs row instead of committing them
+ * into the inbox.  So does the forward action of a df.with_undo
+ * (COMPENSATED): its undo is registered only when its completion is
+ * applied, and a completion dropped because a failing sibling abandoned
+ * its branch would leave effects that no compensation undoes.
+ */
+static bool
+decided_by_first_to_finish(const PgdGraph *g, int n)
+{
+	for (int a = g->nodes[n].parent; a >= 0; a = g->nodes[a].parent)
+		if (g->nodes[a].type == DF_NODE_RACE ||
+			g->nodes[a].type == DF_NODE_TIMEOUT ||
+			g->nodes[a].type == DF_NODE_COMPENSATED)
+			return true;
+	return false;
+}
+
+/* May the completion of step n go to the inbox? */
+static bool
+inbox_usable(const PgdGraph *g, int n)
+{
+	return pgd_inbox && !decided_by_first_to_finish(g, n) &&
+		pgd_store_inbox_exists();
+}
+
+/*
+ * Step 3: take the instance's runs row.  A step does not wait for it
+ * (DESIGN.md §4.2, issue 14): held by another transaction,
+ * the completion is committed into the inbox with an apply task (*inboxed)
+ * if the node is still live as far as the committed state shows; the
+ * apply task checks again under the lock.  False when the step is not
+ * wanted.  A later step of a batch whose completion may not go to the
+ * inbox took its row (NOWAIT) before its statement.
+ */
+static bool
+lock_or_inbox(PgdClaim *t, PgdGraph **g, int *n, const PgdOutcome *outcome,
+			  bool *inboxed)
+{
+	bool skip = inbox_usable(*g, *n);
+
+	pgd_store_set_run_skip(skip);
+	if (pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING,
+						t->node_id, t->scope, g, n))
+	{
+		pgd_store_set_run_skip(false);
+		return true;
+	}
+	pgd_store_set_run_skip(false);
+	if (!skip || !pgd_store_run_held() || !pgd_node_is_live(*g, *n, t->scope))
+		return false;
+	pgd_store_inbox_add(t->instance_id, t->node_id, t->scope, t->attempts + 1,
+						outcome);
+	*inboxed = true;
+	return true;
+}
+
+/*
  * Returns STEP_RAN when the transaction goes on (the step ran, was
  * re-queued or had nothing to do), STEP_UNWANTED when the step was not
  * wanted, STEP_DEFER when a later step of a batch must lead the next one.
@@ -358,6 +406,7 @@ run_step_task(PgdClaim *t)
 	int		   n;
 	PgdOutcome outcome = {0};
 	StepRun	   ran;
+	bool	   inboxed = false;
 
 	/*
 	 * A step that is no longer wanted is found out under the runs lock at
@@ -373,11 +422,12 @@ run_step_task(PgdClaim *t)
 
 	if (engine_gave_up(t, &outcome))
 		ran = STEP_RAN;
-	else if (in_follower && share_taken && share_role != t->run.submitted_by)
+	else if (pgd_unit_state.in_follower && share_taken &&
+			 share_role != t->run.submitted_by)
 		return STEP_DEFER; /* one role's share per unit */
 	else if (!share_taken && !pgd_share_take(my_slot, t->run.submitted_by))
 	{
-		if (in_follower)
+		if (pgd_unit_state.in_follower)
 			return STEP_DEFER;
 		/*
 		 * Its role runs its share of the executors already: roll the claim
@@ -396,10 +446,12 @@ run_step_task(PgdClaim *t)
 	{
 		/*
 		 * A later step of a batch whose runs row another executor holds
-		 * would give way after its statement: find that out before it
-		 * (NOWAIT).  The batch holds the row until its commit anyway.
+		 * would give way after its statement unless its completion can go
+		 * to the inbox: find that out before it (NOWAIT).  The batch holds
+		 * the row until its commit anyway.
 		 */
-		if (in_follower && !pgd_store_lock_run(t->instance_id, NULL))
+		if (pgd_unit_state.in_follower && !inbox_usable(g, n) &&
+			!pgd_store_lock_run(t->instance_id, NULL))
 			return STEP_RAN; /* the instance ended: nothing to do */
 		if (!share_taken)
 		{
@@ -417,11 +469,9 @@ run_step_task(PgdClaim *t)
 		log_step_failure(t->node_id, t->instance_id, outcome.result);
 
 	/* step 3: under the instance lock, the step must still be wanted */
-	if (ran == STEP_UNWANTED ||
-		!pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING,
-						 t->node_id, t->scope, &g, &n))
+	if (ran == STEP_UNWANTED || !lock_or_inbox(t, &g, &n, &outcome, &inboxed))
 	{
-		if (in_follower)
+		if (pgd_unit_state.in_follower)
 			return STEP_UNWANTED;
 		SPI_finish();
 		PopActiveSnapshot();
@@ -430,6 +480,8 @@ run_step_task(PgdClaim *t)
 		return STEP_UNWANTED;
 	}
 
+	if (inboxed)
+		return STEP_RAN; /* its apply task applies it */
 	pgd_store_set_attempt(t->node_id, t->attempts + 1);
 	pgd_apply_complete(g, n, t->scope, outcome);
 	pgd_store_set_attempt(NULL, 0);
@@ -468,6 +520,24 @@ run_deliver_task(PgdClaim *t)
 		pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING, NULL,
 						NULL, &g, &n))
 		pgd_apply_deliver(g);
+}
+
+/*
+ * Completions wait in the inbox (DESIGN.md §4.2, issue 14): apply them.
+ * When another transaction holds the runs row this task does not wait: it
+ * leaves the work to another apply task of the instance nobody claimed, or
+ * puts itself back with a short, growing, jittered delay (an engine
+ * transaction holds the row for one batch at most).
+ */
+static void
+run_apply_task(PgdClaim *t)
+{
+	bool held;
+
+	(void) pgd_apply_inbox(t->instance_id, &held);
+	/* an engine holder commits within a batch: 1 ms doubling up to 32 ms */
+	if (held && !pgd_store_inbox_other_apply(t->instance_id))
+		requeue_backoff(t, 1000L, 5);
 }
 
 /*
@@ -523,10 +593,10 @@ claim_task(PgdClaim *claim, long *sleep_ms)
 
 	*sleep_ms = SAFETY_POLL_MS;
 	/* the step the last batch gave back leads this one */
-	if (next_leader != 0)
+	if (pgd_unit_state.next_leader != 0)
 	{
-		id = next_leader;
-		next_leader = 0;
+		id = pgd_unit_state.next_leader;
+		pgd_unit_state.next_leader = 0;
 		if (pgd_store_claim_by_id(id, claim))
 			return true;
 	}
@@ -568,8 +638,8 @@ give_share_back(void)
 }
 
 /* Run a claimed task; see run_step_task for what it returns. */
-static StepRun
-run_task(PgdClaim *t)
+StepRun
+pgd_executor_run_task(PgdClaim *t)
 {
 	switch (t->kind)
 	{
@@ -584,203 +654,15 @@ run_task(PgdClaim *t)
 		case PGD_TASK_DELIVER:
 			run_deliver_task(t);
 			break;
+		case PGD_TASK_APPLY:
+			run_apply_task(t);
+			break;
 		case PGD_TASK_HTTP:
 			elog(ERROR, "an executor claimed HTTP task %lld",
 				 (long long) t->id);
 			break;
 	}
 	return STEP_RAN;
-}
-
-/* How a later step of a batch ended (run_follower). */
-typedef enum Follow
-{
-	FOLLOW_NONE, /* the task was gone or held: nothing ran */
-	FOLLOW_DONE, /* it ran (or was not wanted): the batch goes on */
-	FOLLOW_END,	 /* it was given back to lead the next batch */
-} Follow;
-
-/*
- * Claim task id and run it as a later step of the batch under way
- * (DESIGN.md §4.1).  Two subtransactions: the outer one holds the claim,
- * the inner one the step (its statement in a third, step_sql.c) and its
- * transition.  The step runs with a short lock_timeout, takes runs rows
- * with NOWAIT and runs its statement within the batch's budget: a step
- * that would wait or runs long, or any error, rolls both back, which puts
- * the task back as it was, and the task leads the next batch.  A step not
- * wanted any more (its instance cancelled, its RACE lost) rolls back the
- * inner one only, and its claim commits with the batch.
- */
-static Follow
-run_follower(int64 id)
-{
-	MemoryContext	cxt = CurrentMemoryContext;
-	ResourceOwner	owner = CurrentResourceOwner;
-	int				level = GetCurrentTransactionNestLevel();
-	volatile Follow result = FOLLOW_DONE;
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		PgdClaim t;
-		StepRun	 ran;
-		int		 nest;
-
-		if (!pgd_store_claim_by_id(id, &t))
-			result = FOLLOW_NONE;
-		/* a step in another database cannot be rolled back there */
-		else if (t.kind == PGD_TASK_STEP && t.has_run &&
-				 t.run.database != NULL)
-			result = FOLLOW_END;
-		if (result != FOLLOW_DONE)
-		{
-			if (result == FOLLOW_END)
-			{
-				RollbackAndReleaseCurrentSubTransaction();
-				next_leader = id;
-			}
-			else
-				ReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(cxt);
-			CurrentResourceOwner = owner;
-			return result;
-		}
-
-		BeginInternalSubTransaction(NULL);
-		MemoryContextSwitchTo(cxt);
-		nest = NewGUCNestLevel();
-		(void) set_config_option("lock_timeout", BATCH_LOCK_TIMEOUT, PGC_SUSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
-								 false);
-		pgd_store_set_run_nowait(true);
-		in_follower = true;
-		ran = run_task(&t);
-		in_follower = false;
-		pgd_store_set_run_nowait(false);
-		pgd_store_set_attempt(NULL, 0);
-
-		if (ran == STEP_RAN)
-		{
-			AtEOXact_GUC(true, nest);
-			ReleaseCurrentSubTransaction(); /* the step */
-			ReleaseCurrentSubTransaction(); /* its claim */
-		}
-		else if (ran == STEP_UNWANTED)
-		{
-			RollbackAndReleaseCurrentSubTransaction(); /* the step */
-			pgd_store_forget_node_writes();
-			ReleaseCurrentSubTransaction(); /* its claim: consumed */
-		}
-		else
-		{
-			RollbackAndReleaseCurrentSubTransaction();
-			pgd_store_forget_node_writes();
-			RollbackAndReleaseCurrentSubTransaction();
-			next_leader = id;
-			result = FOLLOW_END;
-		}
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		ErrorData *edata;
-
-		in_follower = false;
-		pgd_store_set_run_nowait(false);
-		pgd_store_set_attempt(NULL, 0);
-		pgd_set_attempt_timeout(0);
-		pgd_executor_set_running(NULL, NULL);
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		while (GetCurrentTransactionNestLevel() > level)
-			RollbackAndReleaseCurrentSubTransaction();
-		pgd_store_forget_node_writes();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		ereport(DEBUG1,
-				(errmsg_internal("a later task of a batch gives way: %s",
-								 edata->message)));
-		FreeErrorData(edata);
-		next_leader = id;
-		result = FOLLOW_END;
-	}
-	PG_END_TRY();
-	if (result == FOLLOW_DONE)
-		pgd_ready_consumed(id);
-	return result;
-}
-
-/*
- * The next task for the batch under way: first a successor this
- * transaction made ready (a chain goes on in the batch that made its next
- * step ready), then one a commit published.  tried holds the ids already
- * offered; returns 0 when there is none.
- */
-static int64
-next_follower(int64 *tried, int *ntried, int max_tried)
-{
-	int64 own[64];
-	int	  nown = pgd_ready_made_here(own, lengthof(own));
-	int	  i;
-	int	  j;
-	int64 id;
-
-	for (i = nown - 1; i >= 0; i--)
-	{
-		for (j = 0; j < *ntried; j++)
-			if (tried[j] == own[i])
-				break;
-		if (j == *ntried)
-		{
-			if (*ntried < max_tried)
-				tried[(*ntried)++] = own[i];
-			return own[i];
-		}
-	}
-	if (pgd_ready_pop(&id))
-		return id;
-	return 0;
-}
-
-/*
- * After the batch's first task: run more ready tasks in its transaction
- * until pg_durable.batch_max_steps, pg_durable.batch_max_ms, nothing
- * ready, or a step that gives way.  Returns how many ran.
- */
-static int
-run_batch(TimestampTz started)
-{
-	int	   steps = 1;
-	int	   max_tried = Max(pgd_batch_max_steps * 2, 4);
-	int64 *tried = palloc(sizeof(int64) * max_tried);
-	int	   ntried = 0;
-	int	   misses = 0;
-
-	while (steps < pgd_batch_max_steps && misses < 4)
-	{
-		int64  id;
-		Follow f;
-		long   elapsed_ms = (long) ((GetCurrentTimestamp() - started) / 1000);
-
-		if (elapsed_ms >= pgd_batch_max_ms)
-			break;
-		budget_ms = pgd_batch_max_ms;
-		if ((id = next_follower(tried, &ntried, max_tried)) == 0)
-			break;
-		claimed_task_id = 0; /* an error below is the follower's own */
-		f = run_follower(id);
-		if (f == FOLLOW_END)
-			break;
-		if (f == FOLLOW_NONE)
-			misses++;
-		else
-			steps++;
-	}
-	pfree(tried);
-	return steps;
 }
 
 /*
@@ -795,7 +677,7 @@ process_one(long *sleep_ms)
 	TimestampTz started;
 
 	pgd_store_set_attempt(NULL, 0);
-	claimed_task_id = 0;
+	pgd_unit_state.claimed_task_id = 0;
 	if (!pgd_begin_engine_unit("pg_durable: looking for work"))
 	{
 		*sleep_ms = 1000L; /* the loop below sees whether it was dropped */
@@ -806,23 +688,23 @@ process_one(long *sleep_ms)
 		pgd_end_unit();
 		return false;
 	}
-	claimed_task_id = t.id;
+	pgd_unit_state.claimed_task_id = t.id;
 
 	pgd_executor_set_idle(false);
 	started = GetCurrentTimestamp();
-	committed_here = (run_task(&t) == STEP_RAN);
+	committed_here = (pgd_executor_run_task(&t) == STEP_RAN);
 
 	if (committed_here)
 	{
 		int steps = 1;
 
 		if (pgd_batch_max_steps > 1)
-			steps = run_batch(started);
+			steps = pgd_run_batch(started);
 		pgd_end_unit();
 		pgd_batch_committed(steps);
 	}
 	give_share_back();
-	claimed_task_id = 0;
+	pgd_unit_state.claimed_task_id = 0;
 	return true;
 }
 
@@ -902,14 +784,14 @@ process_available_work(void)
 		}
 		PG_CATCH();
 		{
-			int64 task_id = claimed_task_id;
+			int64 task_id = pgd_unit_state.claimed_task_id;
 			char *error;
 
 			MemoryContextSwitchTo(work_cxt);
 			error = current_error_text();
 			pgd_unit_recover(old);
 			give_share_back();
-			claimed_task_id = 0;
+			pgd_unit_state.claimed_task_id = 0;
 			if (task_id != 0 && error != NULL)
 			{
 				MemoryContextSwitchTo(work_cxt);

@@ -160,6 +160,16 @@ repair(const PgdProblem *p)
 		pgd_apply_end_instance(p->instance_id);
 		return true;
 	}
+	if (strcmp(p->problem, "inbox_without_apply") == 0)
+	{
+		/* issue 14: a new apply task, or the rows of an ended instance go */
+		if (!pgd_store_lock_run(p->instance_id, NULL))
+			return pgd_store_inbox_drop(p->instance_id) > 0;
+		if (!pgd_store_problem_still_there(p->instance_id, p->problem, NULL))
+			return false;
+		pgd_store_inbox_restore_task(p->instance_id);
+		return true;
+	}
 	if (strncmp(p->problem, "limit_", 6) == 0)
 	{
 		/* a live instance's nodes change only under its runs lock */

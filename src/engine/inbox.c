@@ -1,0 +1,83 @@
+/*-------------------------------------------------------------------------
+ *
+ * inbox.c
+ *	  The apply task of the inbox (DESIGN.md §4.2, issue 14): the
+ *	  completions of an instance that were committed while another
+ *	  transaction held its runs row are applied, in the order they were
+ *	  inserted, through the path a direct completion takes.
+ *
+ * Each completion goes through pgd_lock_target (the instance must still
+ * be running and the node still live in the completion's scope), then
+ * pgd_apply_complete with the attempt number set for the status_details
+ * stamps, exactly as the step's own transaction would have done it: JOIN
+ * counting, RACE decisions, loop generations and the wrapper hooks do not
+ * know where a completion came from.  A completion whose node is no
+ * longer live (its instance cancelled, its RACE lost, its scope abandoned
+ * by a TIMEOUT) is dropped: its step's effects are already committed.
+ * The rows are deleted by the transaction that applies them, so a crash
+ * applies all of them or none.
+ *
+ * Locks: the instance's runs row, taken with SKIP LOCKED (never waits: a
+ * row held elsewhere is reported, and the caller puts its task back or
+ * leaves the work to another apply task of the instance); then rows of
+ * that instance only.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "engine/apply.h"
+#include "engine/inbox.h"
+#include "engine/store.h"
+
+int
+pgd_apply_inbox(const char *instance_id, bool *held)
+{
+	PgdRunInfo	   run;
+	PgdInboxEntry *rows;
+	bool		   locked;
+	int			   n;
+	int			   applied = 0;
+
+	*held = false;
+	/* an apply task whose rows another applier took: nothing to lock */
+	if (!pgd_store_inbox_pending(instance_id))
+		return 0;
+	if (pgd_store_load_run(instance_id, &run))
+	{
+		pgd_store_set_run_skip(true);
+		locked = pgd_store_lock_run(instance_id, NULL);
+		pgd_store_set_run_skip(false);
+		*held = !locked && pgd_store_run_held();
+	}
+	else
+		locked = false;
+	if (!locked)
+	{
+		/* held: not now; gone: the instance ended, nothing will apply them */
+		if (!*held)
+			(void) pgd_store_inbox_drop(instance_id);
+		return 0;
+	}
+	n = pgd_store_inbox_take(instance_id, &rows);
+	for (int i = 0; i < n; i++)
+	{
+		PgdGraph *g;
+		int		  node;
+
+		if (!pgd_lock_target(instance_id, &run, PGD_INSTANCE_RUNNING,
+							 rows[i].node_id, rows[i].scope, &g, &node))
+		{
+			ereport(DEBUG1,
+					(errmsg_internal("inbox: node %s of instance %s in scope %s is not live any more; its completion is dropped",
+									 rows[i].node_id, instance_id,
+									 rows[i].scope)));
+			continue;
+		}
+		pgd_store_set_attempt(rows[i].node_id, rows[i].attempt);
+		pgd_apply_complete(g, node, rows[i].scope, rows[i].outcome);
+		pgd_store_set_attempt(NULL, 0);
+		applied++;
+	}
+	return applied;
+}

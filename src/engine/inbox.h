@@ -1,0 +1,22 @@
+/*-------------------------------------------------------------------------
+ *
+ * inbox.h
+ *	  Applying the inbox (inbox.c; DESIGN.md §4.2, issue 14).
+ *
+ * Locks: see inbox.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_DURABLE_INBOX_H
+#define PG_DURABLE_INBOX_H
+
+#include "postgres.h"
+
+/*
+ * An apply task: take the instance's runs row (SKIP LOCKED) and apply its
+ * committed completions in order.  Returns how many were applied; *held
+ * when the row was held elsewhere and nothing was done.
+ */
+extern int pgd_apply_inbox(const char *instance_id, bool *held);
+
+#endif /* PG_DURABLE_INBOX_H */

@@ -1,0 +1,200 @@
+/*-------------------------------------------------------------------------
+ *
+ * store_inbox.c
+ *	  The engine store's functions for the inbox (DESIGN.md §4.2, issue
+ *	  14; store.h): completions whose instance's runs row another
+ *	  transaction held when their step ended.
+ *
+ * A step that finds its runs row held (SKIP LOCKED) does not wait: it
+ * inserts its completion into df_internal.inbox together with an 'apply'
+ * task and commits, so the step's effects, its result and the row that
+ * will apply it commit together.  Each row has an apply task of its own,
+ * committed with it; an apply task takes the runs row and applies every
+ * committed row of its instance in id order, deleting them in the same
+ * transaction.  It first deletes the instance's other apply tasks that it
+ * sees (SKIP LOCKED), then reads the inbox in a later statement: every
+ * task it deleted committed before that read, and so did its row, which
+ * the read therefore finds (or a committed applier already took).  A row
+ * that commits after the read keeps its own task.  So no completion can be
+ * left without a task, and no apply task is skipped because another
+ * "already exists".
+ *
+ * Under a schema without the inbox (the new library before ALTER
+ * EXTENSION ... UPDATE) nothing here is used: the step waits for its runs
+ * row as before (pgd_store_inbox_exists).
+ *
+ * Locks: the runs row taken with SKIP LOCKED (never waits); the inbox is
+ * insert only and read and deleted under the instance's runs lock; other
+ * apply tasks are deleted with SKIP LOCKED.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "utils/lsyscache.h"
+
+#include "common/spi.h"
+#include "engine/store.h"
+#include "engine/store_stmt.h"
+#include "engine/wake.h"
+
+bool
+pgd_store_inbox_exists(void)
+{
+	Oid ns = get_namespace_oid("df_internal", true);
+
+	return OidIsValid(ns) && OidIsValid(get_relname_relid("inbox", ns));
+}
+
+/*
+ * Take the runs row with SKIP LOCKED: true with the row's status as
+ * column 1 of SPI's result when taken; false when it is held elsewhere
+ * (*held) or gone.  A row released between the two statements reads as
+ * held, which only sends a completion to the inbox.
+ */
+bool
+store_run_lock_skip(const char *instance_id, bool *held)
+{
+	store_flush_node_writes();
+	*held = false;
+	if (PGD_EXEC("SELECT status FROM df_internal.runs "
+				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+				 "FOR UPDATE SKIP LOCKED",
+				 instance_id) > 0)
+		return true;
+	*held = PGD_EXEC("SELECT 1 FROM df_internal.runs "
+					 "WHERE instance_id OPERATOR(pg_catalog.=) $1",
+					 instance_id) > 0;
+	return false;
+}
+
+/* A completion into the inbox, with the apply task that will apply it. */
+void
+pgd_store_inbox_add(const char *instance_id, const char *node_id,
+					const char *scope, int attempt, const PgdOutcome *o)
+{
+	Oid	  types[11] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, BOOLOID, TEXTOID,
+					   TEXTOID, TEXTOID, BOOLOID, INT8OID, BOOLOID};
+	Datum values[11];
+	char  nulls[11] = "           ";
+
+	store_flush_node_writes();
+	values[0] = pgd_text_datum(instance_id);
+	values[1] = pgd_text_datum(node_id);
+	values[2] = pgd_text_datum(scope);
+	values[3] = Int32GetDatum(attempt);
+	values[4] = BoolGetDatum(o->ok);
+	values[5] = o->result ? pgd_text_datum(o->result) : (Datum) 0;
+	nulls[5] = o->result ? ' ' : 'n';
+	values[6] = o->code ? pgd_text_datum(o->code) : (Datum) 0;
+	nulls[6] = o->code ? ' ' : 'n';
+	values[7] = o->node ? pgd_text_datum(o->node) : (Datum) 0;
+	nulls[7] = o->node ? ' ' : 'n';
+	values[8] = BoolGetDatum(o->retryable);
+	values[9] = Int64GetDatum(o->retry_after_ms);
+	values[10] = BoolGetDatum(o->compensated);
+	if (pgd_spi_exec("WITH x AS (INSERT INTO df_internal.inbox (instance_id, node_id, scope, "
+					 " attempt, ok, result, code, error_node, retryable, retry_after_ms, compensated) "
+					 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)) "
+					 "INSERT INTO df_internal.tasks (instance_id, scope, kind) "
+					 "VALUES ($1, $1, 'apply') RETURNING id",
+					 11, types, values, nulls, false) != 1)
+		elog(ERROR, "the apply task of instance %s was not inserted",
+			 instance_id);
+	pgd_task_ready_at_commit(strtoll(pgd_spi_getstring(0, 1), NULL, 10));
+}
+
+/* Does the instance have completions in the inbox?  Read without a lock. */
+bool
+pgd_store_inbox_pending(const char *instance_id)
+{
+	store_flush_node_writes();
+	return PGD_EXEC("SELECT 1 FROM df_internal.inbox "
+					"WHERE instance_id OPERATOR(pg_catalog.=) $1 LIMIT 1",
+					instance_id) > 0;
+}
+
+/*
+ * Under the runs lock: delete the instance's other apply tasks (SKIP
+ * LOCKED: one claimed elsewhere finds nothing or applies what came after),
+ * then delete and return its committed completions in id order.  The
+ * order of the two statements is what makes it safe (see the banner).
+ */
+int
+pgd_store_inbox_take(const char *instance_id, PgdInboxEntry **rows)
+{
+	int n;
+
+	store_flush_node_writes();
+	(void) PGD_EXEC("DELETE FROM df_internal.tasks WHERE id IN ("
+					" SELECT id FROM df_internal.tasks "
+					" WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+					" AND kind OPERATOR(pg_catalog.=) 'apply' "
+					" FOR UPDATE SKIP LOCKED)",
+					instance_id);
+	n = PGD_EXEC("WITH d AS (DELETE FROM df_internal.inbox "
+				 " WHERE instance_id OPERATOR(pg_catalog.=) $1 RETURNING *) "
+				 "SELECT node_id, scope, attempt, ok, result, code, error_node, "
+				 " retryable, retry_after_ms, compensated FROM d ORDER BY id",
+				 instance_id);
+	*rows = palloc0(sizeof(PgdInboxEntry) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		PgdInboxEntry *e = &(*rows)[i];
+
+		e->node_id = pgd_spi_getstring(i, 1);
+		e->scope = pgd_spi_getstring(i, 2);
+		e->attempt = atoi(pgd_spi_getstring(i, 3));
+		e->outcome.ok = strcmp(pgd_spi_getstring(i, 4), "t") == 0;
+		e->outcome.result = pgd_spi_getstring(i, 5);
+		e->outcome.code = pgd_spi_getstring(i, 6);
+		e->outcome.node = pgd_spi_getstring(i, 7);
+		e->outcome.retryable = strcmp(pgd_spi_getstring(i, 8), "t") == 0;
+		e->outcome.retry_after_ms = strtoll(pgd_spi_getstring(i, 9), NULL, 10);
+		e->outcome.compensated = strcmp(pgd_spi_getstring(i, 10), "t") == 0;
+	}
+	return n;
+}
+
+/*
+ * The completions of an instance that has ended (no runs row): nothing
+ * will apply them.  Returns how many were dropped.
+ */
+int
+pgd_store_inbox_drop(const char *instance_id)
+{
+	store_flush_node_writes();
+	return PGD_EXEC("DELETE FROM df_internal.inbox "
+					"WHERE instance_id OPERATOR(pg_catalog.=) $1",
+					instance_id);
+}
+
+/*
+ * An apply task that found the runs row held may leave its work to
+ * another apply task of the instance, when it can lock one nobody has
+ * claimed: that task stays (this transaction does not delete it), and
+ * whoever claims it reads the inbox after this task's row committed.
+ */
+bool
+pgd_store_inbox_other_apply(const char *instance_id)
+{
+	store_flush_node_writes();
+	return PGD_EXEC("SELECT id FROM df_internal.tasks "
+					"WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+					"AND kind OPERATOR(pg_catalog.=) 'apply' "
+					"LIMIT 1 FOR UPDATE SKIP LOCKED",
+					instance_id) > 0;
+}
+
+/* reconciliation: a new apply task for completions that have none */
+void
+pgd_store_inbox_restore_task(const char *instance_id)
+{
+	store_flush_node_writes();
+	if (PGD_EXEC("INSERT INTO df_internal.tasks (instance_id, scope, kind) "
+				 "VALUES ($1, $1, 'apply') RETURNING id",
+				 instance_id) == 1)
+		pgd_task_ready_at_commit(strtoll(pgd_spi_getstring(0, 1), NULL, 10));
+}

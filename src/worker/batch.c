@@ -1,0 +1,223 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch.c
+ *	  The later tasks of a batch (issue 14, DESIGN.md §4.1): after the
+ *	  first task of a unit (executor.c), more ready tasks run in the same
+ *	  transaction, each in subtransactions of its own (run_follower), until
+ *	  pg_durable.batch_max_steps or pg_durable.batch_max_ms.  Only the first
+ *	  task may wait for a lock: a later one runs with a short lock_timeout,
+ *	  takes runs rows with NOWAIT and runs within the batch's budget; one
+ *	  that would wait or runs long is rolled back and leads the next batch.
+ *	  engine/README.md, "Batches", has the whole table.
+ *
+ * Locks: task rows (SKIP LOCKED), runs rows (NOWAIT), and whatever the
+ * user's statements take, with lock_timeout = BATCH_LOCK_TIMEOUT.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+#include "core/settings.h"
+#include "engine/store.h"
+#include "engine/wake.h"
+#include "steps/step_sql.h"
+#include "worker/executor.h"
+
+#define BATCH_LOCK_TIMEOUT "5ms" /* of the later steps of a batch */
+
+/* How a later step of a batch ended (run_follower). */
+typedef enum Follow
+{
+	FOLLOW_NONE, /* the task was gone or held: nothing ran */
+	FOLLOW_DONE, /* it ran (or was not wanted): the batch goes on */
+	FOLLOW_END,	 /* it was given back to lead the next batch */
+} Follow;
+
+/*
+ * Claim task id and run it as a later step of the batch under way
+ * (DESIGN.md §4.1).  Two subtransactions: the outer one holds the claim,
+ * the inner one the step (its statement in a third, step_sql.c) and its
+ * transition.  The step runs with a short lock_timeout, takes runs rows
+ * with NOWAIT and runs its statement within the batch's budget: a step
+ * that would wait or runs long, or any error, rolls both back, which puts
+ * the task back as it was, and the task leads the next batch.  A step not
+ * wanted any more (its instance cancelled, its RACE lost) rolls back the
+ * inner one only, and its claim commits with the batch.
+ */
+static Follow
+run_follower(int64 id)
+{
+	MemoryContext	cxt = CurrentMemoryContext;
+	ResourceOwner	owner = CurrentResourceOwner;
+	int				level = GetCurrentTransactionNestLevel();
+	volatile Follow result = FOLLOW_DONE;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		PgdClaim t;
+		StepRun	 ran;
+		int		 nest;
+
+		if (!pgd_store_claim_by_id(id, &t))
+			result = FOLLOW_NONE;
+		/* a step in another database cannot be rolled back there */
+		else if (t.kind == PGD_TASK_STEP && t.has_run &&
+				 t.run.database != NULL)
+			result = FOLLOW_END;
+		if (result != FOLLOW_DONE)
+		{
+			if (result == FOLLOW_END)
+			{
+				RollbackAndReleaseCurrentSubTransaction();
+				pgd_unit_state.next_leader = id;
+			}
+			else
+				ReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+			return result;
+		}
+
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(cxt);
+		nest = NewGUCNestLevel();
+		(void) set_config_option("lock_timeout", BATCH_LOCK_TIMEOUT, PGC_SUSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+								 false);
+		pgd_store_set_run_nowait(true);
+		pgd_unit_state.in_follower = true;
+		ran = pgd_executor_run_task(&t);
+		pgd_unit_state.in_follower = false;
+		pgd_store_set_run_nowait(false);
+		pgd_store_set_attempt(NULL, 0);
+
+		if (ran == STEP_RAN)
+		{
+			AtEOXact_GUC(true, nest);
+			ReleaseCurrentSubTransaction(); /* the step */
+			ReleaseCurrentSubTransaction(); /* its claim */
+		}
+		else if (ran == STEP_UNWANTED)
+		{
+			RollbackAndReleaseCurrentSubTransaction(); /* the step */
+			pgd_store_forget_node_writes();
+			ReleaseCurrentSubTransaction(); /* its claim: consumed */
+		}
+		else
+		{
+			RollbackAndReleaseCurrentSubTransaction();
+			pgd_store_forget_node_writes();
+			RollbackAndReleaseCurrentSubTransaction();
+			pgd_unit_state.next_leader = id;
+			result = FOLLOW_END;
+		}
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData *edata;
+
+		pgd_unit_state.in_follower = false;
+		pgd_store_set_run_nowait(false);
+		pgd_store_set_attempt(NULL, 0);
+		pgd_set_attempt_timeout(0);
+		pgd_executor_set_running(NULL, NULL);
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		while (GetCurrentTransactionNestLevel() > level)
+			RollbackAndReleaseCurrentSubTransaction();
+		pgd_store_forget_node_writes();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		ereport(DEBUG1,
+				(errmsg_internal("a later task of a batch gives way: %s",
+								 edata->message)));
+		FreeErrorData(edata);
+		pgd_unit_state.next_leader = id;
+		result = FOLLOW_END;
+	}
+	PG_END_TRY();
+	if (result == FOLLOW_DONE)
+		pgd_ready_consumed(id);
+	return result;
+}
+
+/*
+ * The next task for the batch under way: first a successor this
+ * transaction made ready (a chain goes on in the batch that made its next
+ * step ready), then one a commit published.  tried holds the ids already
+ * offered; returns 0 when there is none.
+ */
+static int64
+next_follower(int64 *tried, int *ntried, int max_tried)
+{
+	int64 own[64];
+	int	  nown = pgd_ready_made_here(own, lengthof(own));
+	int	  i;
+	int	  j;
+	int64 id;
+
+	for (i = nown - 1; i >= 0; i--)
+	{
+		for (j = 0; j < *ntried; j++)
+			if (tried[j] == own[i])
+				break;
+		if (j == *ntried)
+		{
+			if (*ntried < max_tried)
+				tried[(*ntried)++] = own[i];
+			return own[i];
+		}
+	}
+	if (pgd_ready_pop(&id))
+		return id;
+	return 0;
+}
+
+/*
+ * After the batch's first task: run more ready tasks in its transaction
+ * until pg_durable.batch_max_steps, pg_durable.batch_max_ms, nothing
+ * ready, or a step that gives way.  Returns how many ran.
+ */
+int
+pgd_run_batch(TimestampTz started)
+{
+	int	   steps = 1;
+	int	   max_tried = Max(pgd_batch_max_steps * 2, 4);
+	int64 *tried = palloc(sizeof(int64) * max_tried);
+	int	   ntried = 0;
+	int	   misses = 0;
+
+	while (steps < pgd_batch_max_steps && misses < 4)
+	{
+		int64  id;
+		Follow f;
+		long   elapsed_ms = (long) ((GetCurrentTimestamp() - started) / 1000);
+
+		if (elapsed_ms >= pgd_batch_max_ms)
+			break;
+		pgd_unit_state.budget_ms = pgd_batch_max_ms;
+		if ((id = next_follower(tried, &ntried, max_tried)) == 0)
+			break;
+		pgd_unit_state.claimed_task_id =
+			0; /* an error below is the follower's own */
+		f = run_follower(id);
+		if (f == FOLLOW_END)
+			break;
+		if (f == FOLLOW_NONE)
+			misses++;
+		else
+			steps++;
+	}
+	pfree(tried);
+	return steps;
+}

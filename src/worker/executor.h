@@ -1,0 +1,54 @@
+/*-------------------------------------------------------------------------
+ *
+ * executor.h
+ *	  What the executor's files share (worker/ only): the state of the unit
+ *	  under way, how a task ran, and the batch loop (batch.c) around the
+ *	  task runner (executor.c).
+ *
+ * Locks: see executor.c and batch.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_DURABLE_WORKER_EXECUTOR_H
+#define PG_DURABLE_WORKER_EXECUTOR_H
+
+#include "postgres.h"
+
+#include "utils/timestamp.h"
+
+#include "engine/store.h"
+
+/* What became of a task (pgd_executor_run_task). */
+typedef enum StepRun
+{
+	STEP_RAN,	   /* *outcome is the node's outcome */
+	STEP_REQUEUED, /* put back for a later attempt */
+	STEP_UNWANTED, /* interrupted or retried, and no longer wanted */
+	STEP_DEFER,	   /* a later step of a batch: would wait or ran long */
+} StepRun;
+
+/*
+ * The unit under way.  claimed_task_id is the task of the unit (0 when an
+ * error would not be its own).  Batches (issue 14, DESIGN.md §4.1):
+ * in_follower is set while a task after the batch's first runs; budget_ms
+ * is its statement budget.  next_leader is the task a batch gave back (it
+ * would have waited, or ran past its budget): the next batch claims it
+ * first, where it may wait.
+ */
+typedef struct PgdExecState
+{
+	int64 claimed_task_id;
+	bool  in_follower;
+	int64 budget_ms;
+	int64 next_leader;
+} PgdExecState;
+
+extern PgdExecState pgd_unit_state;
+
+/* executor.c: run a claimed task; see run_step_task for what it returns */
+extern StepRun pgd_executor_run_task(PgdClaim *t);
+
+/* batch.c: the later tasks of a batch; returns how many tasks ran in all */
+extern int pgd_run_batch(TimestampTz started);
+
+#endif /* PG_DURABLE_WORKER_EXECUTOR_H */
