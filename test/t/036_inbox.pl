@@ -2,7 +2,7 @@
 # row another transaction holds is committed into df_internal.inbox with an
 # apply task instead of waiting, and applied later in order.
 #
-# A 256-branch fan-out (a balanced tree of JOINs) whose branch steps all
+# A 1,000-branch fan-out (a balanced tree of JOINs, the size issue 14 names) whose branch steps all
 # read the table "gate", locked by a session until every executor waits in
 # a step; then a second session holds the instance's runs row and the gate
 # opens: the branches complete into the inbox.  Executors are SIGKILLed
@@ -24,7 +24,7 @@ use PgDurableTest;
 
 my $ROLE = $PgDurableTest::ROLE;
 my $WORKERS = 4;
-my $BRANCHES = 256;
+my $BRANCHES = 1000;
 my $node = engine_node('inbox', $WORKERS);
 
 $node->safe_psql('postgres', qq{
