@@ -1568,3 +1568,6 @@ ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
 					'undo_completed', 'undo_failed', 'instance_compensated', 'instance_resumed',
 					'event_published', 'event_received', 'lock_waiting', 'lock_acquired',
 					'lock_timeout'));
+
+-- the OTLP exporter reads the events after its cursor by id (issue 19)
+CREATE INDEX events_id_idx ON df_internal.events (id);

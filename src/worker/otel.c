@@ -52,7 +52,6 @@
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -60,20 +59,17 @@
 #include "common/spi.h"
 #include "core/settings.h"
 #include "core/unit.h"
+#include "monitor/span_sources.h"
 #include "monitor/spans.h"
 #include "worker/worker.h"
 
-#define EVENT_BATCH 4096 /* span-ending events per batch */
+#define EVENT_BATCH 8192 /* history events per batch */
 #define SCAN_INTERVAL_MS \
 	2000 /* between scans; an instance is read once a scan */
 #define BACKOFF_MIN_MS	 1000
 #define BACKOFF_MAX_MS	 60000
 #define EXPORT_TIMEOUT_S 10
 #define RESPONSE_KEEP	 512 /* bytes of an error answer kept for the log */
-
-#define SPAN_END_KINDS \
-	"('node_completed', 'node_failed', 'retry_scheduled', 'instance_completed', " \
-	"'instance_failed', 'instance_cancelled', 'instance_compensated')"
 
 static CURLM			 *otel_multi = NULL;
 static CURL				 *otel_easy = NULL;
@@ -92,19 +88,13 @@ static TimestampTz next_scan = 0;
 static int		   backoff_ms = 0;
 
 /*
- * The instances being exported, kept between scans (spans.c's sources) so
- * that a scan reads only their new events: dropped when their end was
+ * The instances being exported, kept between scans (span_sources.c) so
+ * that a scan reads only the new events: dropped when their end was
  * exported, all of them when there are more than CACHE_MAX or a scan
  * failed.
  */
-#define CACHE_MAX 4096
-typedef struct CacheEntry
-{
-	char		   id[16];
-	PgdSpanSource *src;
-} CacheEntry;
-static MemoryContext cache_cxt = NULL;
-static HTAB			*cache = NULL;
+#define CACHE_MAX 8192
+static PgdSpanSources *sources = NULL;
 
 /* the horizon candidate of an earlier scan (see the file's comment) */
 static bool	  have_candidate = false;
@@ -209,63 +199,8 @@ write_span(StringInfo b, const PgdSpanSet *set, const PgdSpan *s)
 static void
 cache_reset(void)
 {
-	if (cache_cxt != NULL)
-		MemoryContextDelete(cache_cxt);
-	cache_cxt = NULL;
-	cache = NULL;
-}
-
-/* The source of an instance's spans, up to date; NULL if it is gone. */
-static PgdSpanSource *
-cached_source(const char *instance_id)
-{
-	CacheEntry *e;
-	bool		found;
-	char		key[16] = {0};
-
-	if (cache != NULL && hash_get_num_entries(cache) > CACHE_MAX)
-		cache_reset();
-	if (cache == NULL)
-	{
-		HASHCTL ctl;
-
-		cache_cxt =
-			AllocSetContextCreate(TopMemoryContext, "pg_durable OTLP sources",
-								  ALLOCSET_DEFAULT_SIZES);
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(key);
-		ctl.entrysize = sizeof(CacheEntry);
-		ctl.hcxt = cache_cxt;
-		cache = hash_create("pg_durable OTLP sources", 256, &ctl,
-							HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-	}
-	strlcpy(key, instance_id, sizeof(key));
-	e = hash_search(cache, key, HASH_ENTER, &found);
-	if (found)
-		pgd_span_source_refresh(e->src);
-	else if ((e->src = pgd_span_source_new(instance_id, cache_cxt)) == NULL)
-	{
-		hash_search(cache, key, HASH_REMOVE, NULL);
-		return NULL;
-	}
-	return e->src;
-}
-
-static void
-cache_forget(const char *instance_id)
-{
-	CacheEntry *e;
-	char		key[16] = {0};
-
-	if (cache == NULL)
-		return;
-	strlcpy(key, instance_id, sizeof(key));
-	e = hash_search(cache, key, HASH_FIND, NULL);
-	if (e != NULL)
-	{
-		pgd_span_source_free(e->src);
-		hash_search(cache, key, HASH_REMOVE, NULL);
-	}
+	pgd_span_sources_destroy(sources);
+	sources = NULL;
 }
 
 /*
@@ -349,8 +284,6 @@ horizon(int64 cursor)
 static char *
 build_batch(int64 cursor, int64 bound, int64 *through, int *nspans)
 {
-	char		   c[32], b[32];
-	int			   n;
 	char		 **instances;
 	int			   ninstances = 0;
 	StringInfoData body;
@@ -360,28 +293,12 @@ build_batch(int64 cursor, int64 bound, int64 *through, int *nspans)
 	*through = cursor;
 	if (bound <= cursor)
 		return NULL;
-	snprintf(c, sizeof(c), INT64_FORMAT, cursor);
-	snprintf(b, sizeof(b), INT64_FORMAT, bound);
-	n = PGD_EXEC("SELECT id, instance_id FROM df_internal.events "
-				 "WHERE id OPERATOR(pg_catalog.>) $1::pg_catalog.int8 "
-				 "AND id OPERATOR(pg_catalog.<=) $2::pg_catalog.int8 "
-				 "AND kind IN " SPAN_END_KINDS
-				 " ORDER BY id LIMIT " CppAsString2(EVENT_BATCH),
-				 c, b);
-	*through = n == EVENT_BATCH ?
-		strtoll(pgd_spi_getstring(n - 1, 1), NULL, 10) :
-		bound;
-	instances = palloc(sizeof(char *) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-	{
-		char *id = pgd_spi_getstring(i, 2);
-		bool  seen = false;
-
-		for (int k = 0; k < ninstances && !seen; k++)
-			seen = strcmp(instances[k], id) == 0;
-		if (!seen)
-			instances[ninstances++] = id;
-	}
+	if (sources != NULL && pgd_span_sources_count(sources) > CACHE_MAX)
+		cache_reset();
+	if (sources == NULL)
+		sources = pgd_span_sources_create(TopMemoryContext);
+	instances = pgd_span_sources_read(sources, cursor, bound, EVENT_BATCH,
+									  through, &ninstances);
 
 	initStringInfo(&body);
 	appendStringInfoString(&body,
@@ -395,8 +312,7 @@ build_batch(int64 cursor, int64 bound, int64 *through, int *nspans)
 						   "\"},\"spans\":[");
 	for (int k = 0; k < ninstances; k++)
 	{
-		PgdSpanSource *src = cached_source(instances[k]);
-		PgdSpanSet	  *set = src ? pgd_span_source_spans(src) : NULL;
+		PgdSpanSet *set = pgd_span_sources_spans(sources, instances[k]);
 
 		for (int i = 0; set != NULL && i < set->nspans; i++)
 		{
@@ -411,9 +327,9 @@ build_batch(int64 cursor, int64 bound, int64 *through, int *nspans)
 			(*nspans)++;
 		}
 		/* an instance whose end is in this batch is read for the last time */
-		if (set != NULL && set->spans[0].ended &&
-			set->spans[0].end_event <= *through)
-			cache_forget(instances[k]);
+		if (set == NULL ||
+			(set->spans[0].ended && set->spans[0].end_event <= *through))
+			pgd_span_sources_forget(sources, instances[k]);
 	}
 	appendStringInfoString(&body, "]}]}]}");
 	return *nspans > 0 ? body.data : NULL;
