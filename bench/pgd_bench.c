@@ -379,6 +379,42 @@ query_value(Pgdb *b, const char *sql)
 	return v;
 }
 
+/*
+ * The CPU seconds (user + system, from /proc) the HTTP worker, which runs
+ * the OTLP export, has used so far; NAN when it cannot be read (another
+ * machine, no /proc).
+ */
+static double
+http_worker_cpu(Pgdb *b)
+{
+	char	   *pid = query_value(b, "SELECT pid FROM pg_stat_activity "
+								  "WHERE backend_type = 'pg_durable http worker'");
+	char		path[64];
+	char		line[1024];
+	FILE	   *f;
+	double		cpu = NAN;
+
+	if (pid == NULL)
+		return NAN;
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	free(pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return NAN;
+	if (fgets(line, sizeof(line), f) != NULL)
+	{
+		/* after the command's ")": fields 3.. ; utime and stime are 14 and 15 */
+		char	   *p = strrchr(line, ')');
+		unsigned long long ut,
+					st;
+
+		if (p != NULL &&
+			sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
+			cpu = (double) (ut + st) / (double) sysconf(_SC_CLK_TCK);
+	}
+	fclose(f);
+	return cpu;
+}
+
 /* pg_durable.otel_endpoint = url (NULL: off), reloaded; the HTTP worker reads it at once. */
 static bool
 set_otel_endpoint(Pgdb *b, const char *url)
@@ -1503,6 +1539,7 @@ pgdb_run(Pgdb *b)
 				untraced = NAN,
 				traced_spans = NAN,
 				traced_backlog = NAN,
+				export_cpu = NAN,
 				locked = NAN,
 				chain3 = NAN,
 				dummy;
@@ -1643,6 +1680,7 @@ pgdb_run(Pgdb *b)
 					 &b->err, b->errstr) ||
 			!set_otel_endpoint(b, o->otel_url))
 			return false;
+		export_cpu = http_worker_cpu(b);
 		ok = throughput_phase(b, "chain, spans exported", "~>", o->chain_steps,
 							  o->chain_workflows, &traced, &dummy);
 		backlog = query_value(b, "SELECT count(*) FROM df_internal.events WHERE id > "
@@ -1652,6 +1690,7 @@ pgdb_run(Pgdb *b)
 		usleep(3000 * 1000);	/* let the export catch up before counting */
 		spans1 = query_value(b, "SELECT coalesce((SELECT exported_spans FROM "
 							 "df_internal.otel_export), 0)");
+		export_cpu = http_worker_cpu(b) - export_cpu;
 		if (spans1 == NULL || !set_otel_endpoint(b, NULL) ||
 			!throughput_phase(b, "chain, untraced", "~>", o->chain_steps,
 							  o->chain_workflows, &untraced, &dummy))
@@ -1682,6 +1721,8 @@ pgdb_run(Pgdb *b)
 		add_row(b, "spans", fmt_num(v, traced_spans), "spans exported (3 s after the traced chain)");
 		add_row(b, "events", fmt_num(v, traced_backlog),
 				"history events not yet exported when the traced chain ended");
+		add_row(b, "s", fmt_num(v, export_cpu * 10000 / traced_spans),
+				"HTTP worker CPU per 10,000 spans exported (from /proc)");
 	}
 	if (o->lock_workflows > 0)
 	{

@@ -131,6 +131,15 @@ copy_value(MemoryContext cxt, int row, int col)
 	"result::text, status_details::text, " \
 	"status_details OPERATOR(pg_catalog.->>) 'execution_id', updated_at"
 
+/*
+ * The columns the spans need (pgd_load_instance_views): the graph, and the
+ * result of an HTTP step only (its status code).
+ */
+#define SQL_NODE_LINK_COLUMNS \
+	"id, node_type, query, result_name, left_node, right_node, NULL, " \
+	"CASE WHEN node_type OPERATOR(pg_catalog.=) ANY ('{HTTP,HTTP_MULTIPART}'::text[]) " \
+	"THEN result::text END, NULL, NULL, NULL::timestamptz"
+
 /* Row r from columns col .. col + 10 of SPI row i. */
 static void
 fill_row(PgdNodeRow *r, MemoryContext cxt, int i, int col)
@@ -271,8 +280,10 @@ pgd_load_instance_views(int n, const char *const *ids, PgdInstanceView **views,
 	qsort(order, n, sizeof(int), cmp_ids);
 	sort_ids = NULL;
 
-	ni = pgd_spi_exec(SQL_VIEW_INSTANCE "ANY ($1)", 1, types, values, NULL,
-					  false);
+	ni =
+		pgd_spi_exec("SELECT id, label, status, root_node, NULL FROM df.instances "
+					 "WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
+					 1, types, values, NULL, false);
 	for (int i = 0; i < ni; i++)
 	{
 		int o = find_id(ids, order, n,
@@ -283,7 +294,8 @@ pgd_load_instance_views(int n, const char *const *ids, PgdInstanceView **views,
 			views[order[o]] = new_view(cxts[order[o]], i);
 	}
 	/* the rows of every instance, grouped by instance id in strcmp order */
-	nn = pgd_spi_exec("SELECT instance_id, " SQL_NODE_COLUMNS " FROM df.nodes "
+	nn = pgd_spi_exec("SELECT instance_id, " SQL_NODE_LINK_COLUMNS
+					  " FROM df.nodes "
 					  "WHERE instance_id OPERATOR(pg_catalog.=) ANY ($1) "
 					  "ORDER BY instance_id COLLATE \"C\", id",
 					  1, types, values, NULL, false);
