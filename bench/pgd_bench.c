@@ -379,25 +379,16 @@ query_value(Pgdb *b, const char *sql)
 	return v;
 }
 
-/*
- * The CPU seconds (user + system, from /proc) the HTTP worker, which runs
- * the OTLP export, has used so far; NAN when it cannot be read (another
- * machine, no /proc).
- */
+/* The CPU seconds (user + system, from /proc) process pid has used; NAN if unknown. */
 static double
-http_worker_cpu(Pgdb *b)
+proc_cpu(int pid)
 {
-	char	   *pid = query_value(b, "SELECT pid FROM pg_stat_activity "
-								  "WHERE backend_type = 'pg_durable http worker'");
 	char		path[64];
 	char		line[1024];
 	FILE	   *f;
 	double		cpu = NAN;
 
-	if (pid == NULL)
-		return NAN;
-	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
-	free(pid);
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	if ((f = fopen(path, "r")) == NULL)
 		return NAN;
 	if (fgets(line, sizeof(line), f) != NULL)
@@ -413,6 +404,63 @@ http_worker_cpu(Pgdb *b)
 	}
 	fclose(f);
 	return cpu;
+}
+
+/*
+ * The CPU of the server's processes (those of pg_stat_activity) over a
+ * phase: start() records what each has used, used() what they used since
+ * (the processes still there); the HTTP worker, which runs the OTLP
+ * export, apart.  NAN when /proc cannot be read (another machine).
+ */
+#define PGDB_MAX_PIDS 512
+typedef struct PgdbCpu
+{
+	int			n;
+	int			http;			/* index of the HTTP worker, -1 */
+	int			pid[PGDB_MAX_PIDS];
+	double		cpu0[PGDB_MAX_PIDS];
+} PgdbCpu;
+
+static void
+cpu_start(Pgdb *b, PgdbCpu *c)
+{
+	PGresult   *res = PQexec(b->conn, "SELECT pid, backend_type = 'pg_durable http worker' "
+								 "FROM pg_stat_activity");
+
+	c->n = 0;
+	c->http = -1;
+	if (PQresultStatus(res) == PGRES_TUPLES_OK)
+		for (int i = 0; i < PQntuples(res) && c->n < PGDB_MAX_PIDS; i++)
+		{
+			c->pid[c->n] = atoi(PQgetvalue(res, i, 0));
+			c->cpu0[c->n] = proc_cpu(c->pid[c->n]);
+			if (PQgetvalue(res, i, 1)[0] == 't')
+				c->http = c->n;
+			c->n++;
+		}
+	PQclear(res);
+}
+
+/* CPU seconds since cpu_start: of every process (*all), of the HTTP worker (returned) */
+static double
+cpu_used(PgdbCpu *c, double *all)
+{
+	double		http = NAN;
+
+	*all = 0;
+	for (int i = 0; i < c->n; i++)
+	{
+		double		d = proc_cpu(c->pid[i]) - c->cpu0[i];
+
+		if (isnan(d))
+			continue;
+		*all += d;
+		if (i == c->http)
+			http = d;
+	}
+	if (c->n == 0)
+		*all = NAN;
+	return http;
 }
 
 /* pg_durable.otel_endpoint = url (NULL: off), reloaded; the HTTP worker reads it at once. */
@@ -1540,6 +1588,7 @@ pgdb_run(Pgdb *b)
 				traced_spans = NAN,
 				traced_backlog = NAN,
 				export_cpu = NAN,
+				server_cpu = NAN,
 				locked = NAN,
 				chain3 = NAN,
 				dummy;
@@ -1667,6 +1716,7 @@ pgdb_run(Pgdb *b)
 										 "df_internal.otel_export), 0)");
 		char	   *spans1,
 				   *backlog;
+		PgdbCpu		cpu;
 
 		/*
 		 * Steady state: the export starts at the end of the history, not
@@ -1680,7 +1730,7 @@ pgdb_run(Pgdb *b)
 					 &b->err, b->errstr) ||
 			!set_otel_endpoint(b, o->otel_url))
 			return false;
-		export_cpu = http_worker_cpu(b);
+		cpu_start(b, &cpu);
 		ok = throughput_phase(b, "chain, spans exported", "~>", o->chain_steps,
 							  o->chain_workflows, &traced, &dummy);
 		backlog = query_value(b, "SELECT count(*) FROM df_internal.events WHERE id > "
@@ -1690,7 +1740,7 @@ pgdb_run(Pgdb *b)
 		usleep(3000 * 1000);	/* let the export catch up before counting */
 		spans1 = query_value(b, "SELECT coalesce((SELECT exported_spans FROM "
 							 "df_internal.otel_export), 0)");
-		export_cpu = http_worker_cpu(b) - export_cpu;
+		export_cpu = cpu_used(&cpu, &server_cpu);
 		if (spans1 == NULL || !set_otel_endpoint(b, NULL) ||
 			!throughput_phase(b, "chain, untraced", "~>", o->chain_steps,
 							  o->chain_workflows, &untraced, &dummy))
@@ -1723,6 +1773,8 @@ pgdb_run(Pgdb *b)
 				"history events not yet exported when the traced chain ended");
 		add_row(b, "s", fmt_num(v, export_cpu * 10000 / traced_spans),
 				"HTTP worker CPU per 10,000 spans exported (from /proc)");
+		add_row(b, "", fmt_num(v, export_cpu / server_cpu),
+				"HTTP worker CPU / the server's CPU, traced chain and catch-up");
 	}
 	if (o->lock_workflows > 0)
 	{

@@ -7,10 +7,11 @@
  * What is exported: every span ends at a history event (a node's end, a
  * retry, the instance's end; monitor/spans.c), so the export walks
  * df_internal.events by id.  A batch is the spans ended by the next
- * EVENT_BATCH span-ending events after the cursor; it is rebuilt from
- * history, not kept, so the backlog is the history itself (bounded by
- * retention) and exporting adds nothing to the step path: no writes, no
- * locks, no wake-ups.  A steps' burst only makes the next batches fuller.
+ * EVENT_BATCH history events after the cursor, read by the index on
+ * events (id) in one statement; the backlog is the history itself (bounded
+ * by retention), so exporting adds to the step path only that index entry:
+ * no other writes, no locks, no wake-ups.  A steps' burst only makes the
+ * next batches fuller; while there is a backlog batches follow each other.
  *
  * The cursor (df_internal.otel_export.last_event_id) moves when the
  * collector accepted a batch (2xx), in a transaction of its own: at least
@@ -30,10 +31,11 @@
  * every id <= L is committed or never will be.  A long transaction
  * anywhere in the cluster therefore delays the export (never the steps).
  *
- * Between scans (SCAN_INTERVAL_MS apart) the exporter keeps, for every
- * instance it is exporting, the graph and the history read so far, and
- * reads only the new events (the cache below); an instance leaves it once
- * its end was exported.
+ * Between scans (SCAN_INTERVAL_MS apart when idle, PENDING_MS while the
+ * horizon waits for running transactions) the exporter keeps, for every
+ * instance it is exporting, the graph and the history read so far
+ * (monitor/span_sources.c), which a scan feeds with its new events; an
+ * instance leaves them once its end was exported.
  *
  * One transfer at a time, in a multi handle of its own, polled by the HTTP
  * worker's loop (pgd_otel_step) between its calls.
@@ -66,6 +68,7 @@
 #define EVENT_BATCH 8192 /* history events per batch */
 #define SCAN_INTERVAL_MS \
 	2000 /* between scans; an instance is read once a scan */
+#define PENDING_MS		 200 /* while the horizon waits for running transactions */
 #define BACKOFF_MIN_MS	 1000
 #define BACKOFF_MAX_MS	 60000
 #define EXPORT_TIMEOUT_S 10
@@ -514,6 +517,14 @@ scan_unit(MemoryContext cxt)
 	}
 	bound = horizon(cursor);
 	body = build_batch(cursor, bound, &through, &nspans);
+	/*
+	 * Nothing to send until the transactions of the candidate's snapshot
+	 * end: look again soon rather than a whole interval later (a fast
+	 * export otherwise trails the history by two intervals).
+	 */
+	if (body == NULL && have_candidate)
+		next_scan =
+			TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PENDING_MS);
 	if (body == NULL && through > cursor)
 		move_cursor(cursor, through, 0);
 	else if (body != NULL)
