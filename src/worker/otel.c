@@ -24,11 +24,13 @@
  * commit an event with a lower id after one with a higher id was seen; a
  * cursor moved past the higher id would skip it.  So the export only goes
  * up to a horizon: at one scan it reads the sequence's last value L and
- * then the xmax X of a new snapshot; every id <= L was drawn by a
- * transaction that already had an xid below X (an event is always written
- * after that transaction locked or wrote a row: its runs row, its instance),
- * and once a later snapshot's xmin reaches X all of them have ended, so
- * every id <= L is committed or never will be.  A long transaction
+ * then draws an xid X of its own; every id <= L was drawn by a transaction
+ * that already had an xid below X (an event is always written after that
+ * transaction locked or wrote a row: its runs row, its instance), and once
+ * a later snapshot's xmin reaches X all of them have ended, so every id <=
+ * L is committed or never will be.  (Until 2026-12-01 X was a snapshot's
+ * xmax, the latest completed xid plus one: a transaction running with a
+ * higher xid could still commit an id <= L, and its spans were skipped.)  A long transaction
  * anywhere in the cluster therefore delays the export (never the steps).
  *
  * Between scans (SCAN_INTERVAL_MS apart when idle, PENDING_MS while the
@@ -50,6 +52,7 @@
 #include <signal.h>
 #include <curl/curl.h>
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
@@ -265,16 +268,30 @@ horizon(int64 cursor)
 	}
 	if (!have_candidate)
 	{
-		/* first the sequence, then a new snapshot (the order matters) */
+		/* first the sequence, then our xid (the order matters) */
 		pgd_exec("SELECT CASE WHEN is_called THEN last_value ELSE 0 END "
 				 "FROM df_internal.events_id_seq",
 				 0, NULL);
 		v = pgd_spi_getstring(0, 1);
 		candidate_last = v ? strtoll(v, NULL, 10) : 0;
-		pgd_exec("SELECT pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::text::int8",
-				 0, NULL);
-		candidate_xmax = strtoull(pgd_spi_getstring(0, 1), NULL, 10);
-		have_candidate = candidate_last > bound;
+		/*
+		 * An xid of our own, drawn after the sequence was read: every
+		 * transaction that drew an id <= last has a lower one.  (A
+		 * snapshot's xmax would not do: it is the latest completed xid
+		 * plus one, and a running transaction can have an xid above it.)
+		 * Only when there is something new, and not in a transaction
+		 * that had an xid before the read (the cursor row's first
+		 * insert); its commit need not wait for the WAL flush.
+		 */
+		have_candidate = candidate_last > bound &&
+			!TransactionIdIsValid(GetTopTransactionIdIfAny());
+		if (have_candidate)
+		{
+			pgd_exec("SELECT pg_catalog.pg_current_xact_id()::text::int8", 0,
+					 NULL);
+			candidate_xmax = strtoull(pgd_spi_getstring(0, 1), NULL, 10);
+			pgd_exec("SET LOCAL synchronous_commit TO off", 0, NULL);
+		}
 	}
 	return bound;
 }
