@@ -13,7 +13,7 @@
  * history (one more); a source whose graph grew (a node the graph does not
  * have: df.map's copies) or whose HTTP step completed (the status code is
  * in the node's result) reloads its graph, again all of them together.
- * So a scan costs at most six statements, however many instances it sees.
+ * So a scan takes at most seven statements, however many instances it sees.
  *
  * Locks: none (plain reads).
  *
