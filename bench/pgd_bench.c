@@ -379,6 +379,90 @@ query_value(Pgdb *b, const char *sql)
 	return v;
 }
 
+/* The CPU seconds (user + system, from /proc) process pid has used; NAN if unknown. */
+static double
+proc_cpu(int pid)
+{
+	char		path[64];
+	char		line[1024];
+	FILE	   *f;
+	double		cpu = NAN;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return NAN;
+	if (fgets(line, sizeof(line), f) != NULL)
+	{
+		/* after the command's ")": fields 3.. ; utime and stime are 14 and 15 */
+		char	   *p = strrchr(line, ')');
+		unsigned long long ut,
+					st;
+
+		if (p != NULL &&
+			sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
+			cpu = (double) (ut + st) / (double) sysconf(_SC_CLK_TCK);
+	}
+	fclose(f);
+	return cpu;
+}
+
+/*
+ * The CPU of the server's processes (those of pg_stat_activity) over a
+ * phase: start() records what each has used, used() what they used since
+ * (the processes still there); the HTTP worker, which runs the OTLP
+ * export, apart.  NAN when /proc cannot be read (another machine).
+ */
+#define PGDB_MAX_PIDS 512
+typedef struct PgdbCpu
+{
+	int			n;
+	int			http;			/* index of the HTTP worker, -1 */
+	int			pid[PGDB_MAX_PIDS];
+	double		cpu0[PGDB_MAX_PIDS];
+} PgdbCpu;
+
+static void
+cpu_start(Pgdb *b, PgdbCpu *c)
+{
+	PGresult   *res = PQexec(b->conn, "SELECT pid, backend_type = 'pg_durable http worker' "
+								 "FROM pg_stat_activity");
+
+	c->n = 0;
+	c->http = -1;
+	if (PQresultStatus(res) == PGRES_TUPLES_OK)
+		for (int i = 0; i < PQntuples(res) && c->n < PGDB_MAX_PIDS; i++)
+		{
+			c->pid[c->n] = atoi(PQgetvalue(res, i, 0));
+			c->cpu0[c->n] = proc_cpu(c->pid[c->n]);
+			if (PQgetvalue(res, i, 1)[0] == 't')
+				c->http = c->n;
+			c->n++;
+		}
+	PQclear(res);
+}
+
+/* CPU seconds since cpu_start: of every process (*all), of the HTTP worker (returned) */
+static double
+cpu_used(PgdbCpu *c, double *all)
+{
+	double		http = NAN;
+
+	*all = 0;
+	for (int i = 0; i < c->n; i++)
+	{
+		double		d = proc_cpu(c->pid[i]) - c->cpu0[i];
+
+		if (isnan(d))
+			continue;
+		*all += d;
+		if (i == c->http)
+			http = d;
+	}
+	if (c->n == 0)
+		*all = NAN;
+	return http;
+}
+
 /* pg_durable.otel_endpoint = url (NULL: off), reloaded; the HTTP worker reads it at once. */
 static bool
 set_otel_endpoint(Pgdb *b, const char *url)
@@ -1503,6 +1587,8 @@ pgdb_run(Pgdb *b)
 				untraced = NAN,
 				traced_spans = NAN,
 				traced_backlog = NAN,
+				export_cpu = NAN,
+				server_cpu = NAN,
 				locked = NAN,
 				chain3 = NAN,
 				dummy;
@@ -1630,6 +1716,7 @@ pgdb_run(Pgdb *b)
 										 "df_internal.otel_export), 0)");
 		char	   *spans1,
 				   *backlog;
+		PgdbCpu		cpu;
 
 		/*
 		 * Steady state: the export starts at the end of the history, not
@@ -1643,6 +1730,7 @@ pgdb_run(Pgdb *b)
 					 &b->err, b->errstr) ||
 			!set_otel_endpoint(b, o->otel_url))
 			return false;
+		cpu_start(b, &cpu);
 		ok = throughput_phase(b, "chain, spans exported", "~>", o->chain_steps,
 							  o->chain_workflows, &traced, &dummy);
 		backlog = query_value(b, "SELECT count(*) FROM df_internal.events WHERE id > "
@@ -1652,6 +1740,7 @@ pgdb_run(Pgdb *b)
 		usleep(3000 * 1000);	/* let the export catch up before counting */
 		spans1 = query_value(b, "SELECT coalesce((SELECT exported_spans FROM "
 							 "df_internal.otel_export), 0)");
+		export_cpu = cpu_used(&cpu, &server_cpu);
 		if (spans1 == NULL || !set_otel_endpoint(b, NULL) ||
 			!throughput_phase(b, "chain, untraced", "~>", o->chain_steps,
 							  o->chain_workflows, &untraced, &dummy))
@@ -1682,6 +1771,10 @@ pgdb_run(Pgdb *b)
 		add_row(b, "spans", fmt_num(v, traced_spans), "spans exported (3 s after the traced chain)");
 		add_row(b, "events", fmt_num(v, traced_backlog),
 				"history events not yet exported when the traced chain ended");
+		add_row(b, "s", fmt_num(v, export_cpu * 10000 / traced_spans),
+				"HTTP worker CPU per 10,000 spans exported (from /proc)");
+		add_row(b, "", fmt_num(v, export_cpu / server_cpu),
+				"HTTP worker CPU / the server's CPU, traced chain and catch-up");
 	}
 	if (o->lock_workflows > 0)
 	{

@@ -1886,3 +1886,5 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check
 ALTER TABLE df_internal.events DROP CONSTRAINT events_kind_check;
 ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
 	CHECK (df_internal.event_kind_ok(kind));
+-- the OTLP exporter reads the events after its cursor by id (issue 19)
+CREATE INDEX events_id_idx ON df_internal.events (id);

@@ -1,7 +1,7 @@
 #!/usr/bin/perl
 # A test OpenTelemetry collector for pg_durable's tracing tests (issue 19):
 # it takes OTLP/HTTP JSON posts and records the spans.  Perl core modules
-# only; one connection at a time (the exporter sends one batch at a time).
+# only, on the socket loop of test/perl/MiniHttpd.pm.
 # Listens on 127.0.0.1, on --port N or a free port written to --port-file;
 # runs until killed or until --parent PID is gone.  Every accepted span is
 # also appended as one JSON line to --out FILE, so that a test can restart
@@ -19,24 +19,19 @@
 #   GET  /fail/N       answer 503 to the next N posts
 use strict;
 use warnings;
-use IO::Socket::INET;
-use IO::Select;
+use FindBin;
+use lib "$FindBin::RealBin/perl";
 use JSON::PP;
 use Getopt::Long;
+use MiniHttpd;
 
 my ($port, $port_file, $parent, $out, $discard) = (0, undef, undef, undef, 0);
 GetOptions('port=i' => \$port, 'port-file=s' => \$port_file, 'parent=i' => \$parent,
 	'out=s' => \$out, 'discard' => \$discard)
   or die "usage: $0 [--port N] [--port-file FILE] [--parent PID] [--out FILE] [--discard]\n";
 
-$SIG{PIPE} = 'IGNORE';
-my $listen = IO::Socket::INET->new(
-	LocalAddr => '127.0.0.1',
-	LocalPort => $port,
-	Proto => 'tcp',
-	Listen => 64,
-	ReuseAddr => 1) or die "listen: $!";
-$port = $listen->sockport;
+my $srv = MiniHttpd->new(parent => $parent);
+$port = $srv->listen('otlp', $port);
 if (defined $port_file)
 {
 	open(my $fh, '>', "$port_file.tmp") or die "$port_file: $!";
@@ -109,92 +104,58 @@ sub record
 	}
 }
 
-sub respond
+sub answer
 {
 	my ($c, $status, $body) = @_;
-	print $c "HTTP/1.1 $status X\r\nContent-Type: application/json\r\n"
-	  . "Content-Length: " . length($body) . "\r\nConnection: close\r\n\r\n$body";
+	$srv->respond($c, $status, [ [ 'Content-Type', 'application/json' ] ], $body);
 }
 
-my $sel = IO::Select->new($listen);
-for (;;)
+sub handle
 {
-	exit 0 if defined $parent && !kill(0, $parent);
-	next unless $sel->can_read(1);
-	my $c = $listen->accept or next;
-	$c->autoflush(1);
-	my $head = '';
-	while (defined(my $line = <$c>))
-	{
-		$head .= $line;
-		last if $line eq "\r\n";
-	}
-	my ($method, $path) = $head =~ m{^(\S+) (\S+)};
-	$method //= '';
-	$path //= '';
-	my %h;
-	my @kv = ($head =~ m{^([^:\r\n]+):\s*([^\r\n]*)}mg);
-	while (my ($k, $v) = splice(@kv, 0, 2)) { $h{ lc $k } = $v; }
-	my $body = '';
-	if (($h{'transfer-encoding'} // '') =~ /chunked/i)
-	{
-		# (the OpenTelemetry JavaScript exporter sends its body in chunks)
-		while (defined(my $size = <$c>))
-		{
-			$size = hex($size =~ s/[;\r\n].*//sr);
-			last if $size == 0;
-			my $chunk = '';
-			read($c, $chunk, $size);
-			$body .= $chunk;
-			<$c>;    # the CRLF after the chunk
-		}
-		while (defined(my $line = <$c>)) { last if $line eq "\r\n"; }
-	}
-	elsif ($h{'content-length'})
-	{
-		read($c, $body, $h{'content-length'});
-	}
+	my ($srv, $c, $name, $req) = @_;
+	my ($method, $path, $body) = @{$req}{qw(method path body)};
 
 	if ($method eq 'POST' && $path eq '/v1/traces')
 	{
 		$posts++;
 		$bytes += length($body);
-		$last_headers = \%h;
+		$last_headers = $req->{headers};
 		if ($discard)
 		{
-			respond($c, 200, '{}');
+			answer($c, 200, '{}');
 		}
 		elsif ($fail_next > 0)
 		{
 			$fail_next--;
 			$failed++;
-			respond($c, 503, '{"error":"try later"}');
+			answer($c, 503, '{"error":"try later"}');
 		}
 		elsif (eval { record($body); 1 })
 		{
-			respond($c, 200, '{}');
+			answer($c, 200, '{}');
 		}
 		else
 		{
-			respond($c, 400, $json->encode({ error => "$@" }));
+			answer($c, 400, $json->encode({ error => "$@" }));
 		}
 	}
 	elsif ($path eq '/spans')
 	{
-		respond($c, 200, $json->encode(\@spans));
+		answer($c, 200, $json->encode(\@spans));
 	}
 	elsif ($path eq '/posts')
 	{
-		respond($c, 200, $json->encode({ posts => $posts, failed => $failed, bytes => $bytes, headers => $last_headers }));
+		answer($c, 200, $json->encode({ posts => $posts, failed => $failed, bytes => $bytes, headers => $last_headers }));
 	}
 	elsif ($path =~ m{^/fail/(\d+)$})
 	{
 		$fail_next = $1;
-		respond($c, 200, '{}');
+		answer($c, 200, '{}');
 	}
 	else
 	{
-		respond($c, 404, '{"error":"no such path"}');
+		answer($c, 404, '{"error":"no such path"}');
 	}
-	close $c;
 }
+
+$srv->run(\&handle);

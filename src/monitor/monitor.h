@@ -90,6 +90,17 @@ extern void pgd_infer_statuses(PgdInstanceView *view);
 extern PgdInstanceView *pgd_load_instance_view(const char *instance_id);
 
 /*
+ * monitor_load.c, for the OTLP exporter (inside SPI, as the caller): the
+ * views of n distinct instances in two statements, views[k] allocated in
+ * cxts[k] (NULL when the instance is not there); links resolved, statuses
+ * not inferred.  Only what spans use is read: no output, no node status,
+ * status_details or updated_at, the result of HTTP nodes only.
+ */
+extern void pgd_load_instance_views(int n, const char *const *ids,
+									PgdInstanceView **views,
+									MemoryContext	 *cxts);
+
+/*
  * explain_map.c: the query of MAP node map_id as df.explain(id) shows it,
  * with "items" (how many children df.map made, and their states) added
  * (issue 18).

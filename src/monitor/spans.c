@@ -47,27 +47,6 @@
 /* db.query.text is cut at this many bytes */
 #define QUERY_TEXT_MAX 1024
 
-typedef struct HistEvent
-{
-	int64		id;
-	TimestampTz at;
-	char	   *kind;
-	char	   *node_id; /* NULL for instance events */
-	char	   *scope;
-	bool		has_attempt;
-	int			attempt;
-	DfJson	   *detail; /* NULL if none */
-} HistEvent;
-
-typedef struct HistRead
-{
-	MemoryContext cxt;
-	char		 *trace_id;
-	char		 *traceparent;
-	int			  nevents;
-	HistEvent	 *events;
-} HistRead;
-
 /* An entry of the (scope, node) index: the latest execution with that hash. */
 typedef struct ExecEntry
 {
@@ -132,6 +111,14 @@ pgd_span_status_name(PgdSpanStatus status)
 }
 
 static char *
+copy_value(MemoryContext cxt, HeapTuple tup, TupleDesc desc, int col)
+{
+	char *s = SPI_getvalue(tup, desc, col);
+
+	return s ? MemoryContextStrdup(cxt, s) : NULL;
+}
+
+static char *
 copy_col(MemoryContext cxt, int row, int col)
 {
 	char *s =
@@ -140,56 +127,66 @@ copy_col(MemoryContext cxt, int row, int col)
 	return s ? MemoryContextStrdup(cxt, s) : NULL;
 }
 
-/* (as the engine, inside SPI) the events of an instance after after_id, appended */
-static void
-read_events(HistRead *h, const char *instance_id, int64 after_id)
+void
+pgd_hist_event_from_spi(HistRead *h, HistEvent *e, SPITupleTable *tt, int row,
+						int col)
 {
-	Oid			  types[2] = {TEXTOID, INT8OID};
-	Datum		  values[2];
-	int			  n;
+	HeapTuple	  tup = tt->vals[row];
+	TupleDesc	  desc = tt->tupdesc;
+	bool		  isnull;
+	char		 *detail;
 	MemoryContext old;
 
-	values[0] = CStringGetTextDatum(instance_id);
-	values[1] = Int64GetDatum(after_id);
-	n = pgd_spi_exec("SELECT id, at, kind, node_id, scope, attempt, detail::text "
-					 "FROM df_internal.events WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-					 "AND id OPERATOR(pg_catalog.>) $2 ORDER BY id",
-					 2, types, values, NULL, false);
-	if (n == 0)
-		return;
-	if (h->events == NULL)
-		h->events = MemoryContextAllocZero(h->cxt, sizeof(HistEvent) * n);
-	else
-		h->events = repalloc(h->events, sizeof(HistEvent) * (h->nevents + n));
-	for (int i = 0; i < n; i++)
+	memset(e, 0, sizeof(*e));
+	e->id = DatumGetInt64(SPI_getbinval(tup, desc, col, &isnull));
+	e->at = DatumGetTimestampTz(SPI_getbinval(tup, desc, col + 1, &isnull));
+	e->kind = copy_value(h->cxt, tup, desc, col + 2);
+	e->node_id = copy_value(h->cxt, tup, desc, col + 3);
+	e->scope = copy_value(h->cxt, tup, desc, col + 4);
+	if (e->scope == NULL)
+		e->scope = "";
+	e->attempt = DatumGetInt32(SPI_getbinval(tup, desc, col + 5, &isnull));
+	e->has_attempt = !isnull;
+	detail = SPI_getvalue(tup, desc, col + 6);
+	if (detail != NULL)
 	{
-		HeapTuple  tup = SPI_tuptable->vals[i];
-		TupleDesc  desc = SPI_tuptable->tupdesc;
-		HistEvent *e = &h->events[h->nevents + i];
-		bool	   isnull;
-		char	  *detail;
+		char *err = NULL;
 
-		memset(e, 0, sizeof(*e));
-		e->id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-		e->at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
-		e->kind = copy_col(h->cxt, i, 3);
-		e->node_id = copy_col(h->cxt, i, 4);
-		e->scope = copy_col(h->cxt, i, 5);
-		if (e->scope == NULL)
-			e->scope = "";
-		e->attempt = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
-		e->has_attempt = !isnull;
-		detail = SPI_getvalue(tup, desc, 7);
-		if (detail != NULL)
-		{
-			char *err = NULL;
-
-			old = MemoryContextSwitchTo(h->cxt);
-			e->detail = dfjson_parse(detail, strlen(detail), &err);
-			MemoryContextSwitchTo(old);
-		}
+		old = MemoryContextSwitchTo(h->cxt);
+		e->detail = dfjson_parse(detail, strlen(detail), &err);
+		MemoryContextSwitchTo(old);
 	}
-	h->nevents += n;
+}
+
+void
+pgd_hist_reserve(HistRead *h, int more)
+{
+	if (h->nevents + more <= h->cap)
+		return;
+	h->cap = Max(h->cap * 2, h->nevents + more);
+	if (h->events == NULL)
+		h->events = MemoryContextAlloc(h->cxt, sizeof(HistEvent) * h->cap);
+	else
+		h->events = repalloc(h->events, sizeof(HistEvent) * h->cap);
+}
+
+/* (as the engine, inside SPI) the events of an instance, appended */
+static void
+read_events(HistRead *h, const char *instance_id)
+{
+	Oid	  types[1] = {TEXTOID};
+	Datum values[1];
+	int	  n;
+
+	values[0] = CStringGetTextDatum(instance_id);
+	n = pgd_spi_exec("SELECT " PGD_SQL_SPAN_EVENT_COLUMNS
+					 " FROM df_internal.events WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+					 "ORDER BY id",
+					 1, types, values, NULL, false);
+	pgd_hist_reserve(h, n);
+	for (int i = 0; i < n; i++)
+		pgd_hist_event_from_spi(h, &h->events[h->nevents++], SPI_tuptable, i,
+								1);
 }
 
 /* (as the engine) the instance's trace columns and its history */
@@ -210,7 +207,7 @@ read_history(const char *instance_id, void *arg)
 		h->trace_id = copy_col(h->cxt, 0, 1);
 		h->traceparent = copy_col(h->cxt, 0, 2);
 	}
-	read_events(h, instance_id, 0);
+	read_events(h, instance_id);
 }
 
 static const char *
@@ -731,8 +728,9 @@ finish(Builder *b)
 }
 
 /* The spans from a view and a history read. */
-static PgdSpanSet *
-build_spans(const char *instance_id, PgdInstanceView *view, const HistRead *hp)
+PgdSpanSet *
+pgd_spans_build(const char *instance_id, PgdInstanceView *view,
+				const HistRead *hp)
 {
 	const HistRead h = *hp;
 	Builder		   b;
@@ -811,91 +809,5 @@ pgd_spans_load(const char *instance_id, bool as_engine)
 	}
 	else if (!pgd_read_as_engine(instance_id, read_history, &h))
 		return NULL;
-	return build_spans(instance_id, view, &h);
-}
-
-/*
- * A source kept between the exporter's scans: the view and the history
- * read so far, in a memory context of its own; a refresh reads only the
- * events after the last one (and the node rows again when an HTTP step
- * completed, for its status code).
- */
-struct PgdSpanSource
-{
-	MemoryContext	 cxt;
-	char			*instance_id;
-	PgdInstanceView *view;
-	HistRead		 h;
-};
-
-PgdSpanSource *
-pgd_span_source_new(const char *instance_id, MemoryContext parent)
-{
-	MemoryContext cxt = AllocSetContextCreate(parent, "pg_durable span source",
-											  ALLOCSET_SMALL_SIZES);
-	MemoryContext old = MemoryContextSwitchTo(cxt);
-	PgdSpanSource *src = palloc0(sizeof(PgdSpanSource));
-
-	src->cxt = cxt;
-	src->instance_id = pstrdup(instance_id);
-	src->view = pgd_load_instance_view(instance_id);
-	src->h.cxt = cxt;
-	if (src->view != NULL)
-	{
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		read_history(instance_id, &src->h);
-		SPI_finish();
-	}
-	MemoryContextSwitchTo(old);
-	if (src->view == NULL)
-	{
-		MemoryContextDelete(cxt);
-		return NULL;
-	}
-	return src;
-}
-
-void
-pgd_span_source_refresh(PgdSpanSource *src)
-{
-	MemoryContext old = MemoryContextSwitchTo(src->cxt);
-	int			  before = src->h.nevents;
-	bool		  http_done = false;
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	read_events(&src->h, src->instance_id,
-				before > 0 ? src->h.events[before - 1].id : 0);
-	SPI_finish();
-	for (int i = before; i < src->h.nevents && !http_done; i++)
-	{
-		HistEvent *e = &src->h.events[i];
-
-		if (e->node_id != NULL && strcmp(e->kind, "node_completed") == 0)
-			for (int r = 0; r < src->view->nnodes; r++)
-				if (strcmp(src->view->nodes[r].id, e->node_id) == 0 &&
-					is_http(src->view->nodes[r].type))
-					http_done = true;
-	}
-	if (http_done)
-	{
-		PgdInstanceView *v = pgd_load_instance_view(src->instance_id);
-
-		if (v != NULL)
-			src->view = v; /* (the old one goes with the source) */
-	}
-	MemoryContextSwitchTo(old);
-}
-
-PgdSpanSet *
-pgd_span_source_spans(PgdSpanSource *src)
-{
-	return build_spans(src->instance_id, src->view, &src->h);
-}
-
-void
-pgd_span_source_free(PgdSpanSource *src)
-{
-	MemoryContextDelete(src->cxt);
+	return pgd_spans_build(instance_id, view, &h);
 }

@@ -21,10 +21,12 @@
 
 #include "postgres.h"
 
+#include "executor/spi.h"
 #include "utils/timestamp.h"
 
 #include "common/json.h"
 #include "common/trace.h"
+#include "monitor/monitor.h"
 
 typedef enum PgdSpanKind
 {
@@ -101,5 +103,51 @@ extern void					 pgd_span_source_free(PgdSpanSource *src);
 
 extern const char *pgd_span_kind_name(PgdSpanKind kind);
 extern const char *pgd_span_status_name(PgdSpanStatus status);
+
+/*
+ * The history read spans are derived from (spans.c), shared with the OTLP
+ * exporter's sources (span_sources.c), which keep it between scans.
+ */
+typedef struct HistEvent
+{
+	int64		id;
+	TimestampTz at;
+	char	   *kind;
+	char	   *node_id; /* NULL for instance events */
+	char	   *scope;
+	bool		has_attempt;
+	int			attempt;
+	DfJson	   *detail; /* NULL if none (or not needed) */
+} HistEvent;
+
+typedef struct HistRead
+{
+	MemoryContext cxt; /* where the events are */
+	char		 *trace_id;
+	char		 *traceparent;
+	int			  nevents;
+	int			  cap;
+	HistEvent	 *events;
+} HistRead;
+
+/*
+ * The columns of an event, as pgd_hist_event_from_spi reads them from
+ * column col on; the detail only of the events whose spans use it (errors,
+ * retry delays, the instance's end).
+ */
+#define PGD_SQL_SPAN_EVENT_COLUMNS \
+	"id, at, kind, node_id, scope, attempt, " \
+	"CASE WHEN kind OPERATOR(pg_catalog.=) ANY ('{node_failed,retry_scheduled}'::text[]) " \
+	"OR (node_id IS NULL AND kind OPERATOR(pg_catalog.<>) 'instance_started') " \
+	"THEN detail::text END"
+
+extern void pgd_hist_event_from_spi(HistRead *h, HistEvent *e,
+									SPITupleTable *tt, int row, int col);
+/* room for more events after the nevents there are */
+extern void pgd_hist_reserve(HistRead *h, int more);
+
+/* The spans of an instance from its view and its history. */
+extern PgdSpanSet *pgd_spans_build(const char	   *instance_id,
+								   PgdInstanceView *view, const HistRead *h);
 
 #endif /* PG_DURABLE_SPANS_H */

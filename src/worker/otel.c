@@ -7,10 +7,11 @@
  * What is exported: every span ends at a history event (a node's end, a
  * retry, the instance's end; monitor/spans.c), so the export walks
  * df_internal.events by id.  A batch is the spans ended by the next
- * EVENT_BATCH span-ending events after the cursor; it is rebuilt from
- * history, not kept, so the backlog is the history itself (bounded by
- * retention) and exporting adds nothing to the step path: no writes, no
- * locks, no wake-ups.  A steps' burst only makes the next batches fuller.
+ * EVENT_BATCH history events after the cursor, read by the index on
+ * events (id) in one statement; the backlog is the history itself (bounded
+ * by retention), so exporting adds to the step path only that index entry:
+ * no other writes, no locks, no wake-ups.  A steps' burst only makes the
+ * next batches fuller; while there is a backlog batches follow each other.
  *
  * The cursor (df_internal.otel_export.last_event_id) moves when the
  * collector accepted a batch (2xx), in a transaction of its own: at least
@@ -23,17 +24,20 @@
  * commit an event with a lower id after one with a higher id was seen; a
  * cursor moved past the higher id would skip it.  So the export only goes
  * up to a horizon: at one scan it reads the sequence's last value L and
- * then the xmax X of a new snapshot; every id <= L was drawn by a
- * transaction that already had an xid below X (an event is always written
- * after that transaction locked or wrote a row: its runs row, its instance),
- * and once a later snapshot's xmin reaches X all of them have ended, so
- * every id <= L is committed or never will be.  A long transaction
+ * then draws an xid X of its own; every id <= L was drawn by a transaction
+ * that already had an xid below X (an event is always written after that
+ * transaction locked or wrote a row: its runs row, its instance), and once
+ * a later snapshot's xmin reaches X all of them have ended, so every id <=
+ * L is committed or never will be.  (Until 2026-12-01 X was a snapshot's
+ * xmax, the latest completed xid plus one: a transaction running with a
+ * higher xid could still commit an id <= L, and its spans were skipped.)  A long transaction
  * anywhere in the cluster therefore delays the export (never the steps).
  *
- * Between scans (SCAN_INTERVAL_MS apart) the exporter keeps, for every
- * instance it is exporting, the graph and the history read so far, and
- * reads only the new events (the cache below); an instance leaves it once
- * its end was exported.
+ * Between scans (SCAN_INTERVAL_MS apart when idle, PENDING_MS while the
+ * horizon waits for running transactions) the exporter keeps, for every
+ * instance it is exporting, the graph and the history read so far
+ * (monitor/span_sources.c), which a scan feeds with its new events; an
+ * instance leaves them once its end was exported.
  *
  * One transfer at a time, in a multi handle of its own, polled by the HTTP
  * worker's loop (pgd_otel_step) between its calls.
@@ -48,11 +52,11 @@
 #include <signal.h>
 #include <curl/curl.h>
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -60,20 +64,18 @@
 #include "common/spi.h"
 #include "core/settings.h"
 #include "core/unit.h"
+#include "monitor/span_sources.h"
 #include "monitor/spans.h"
 #include "worker/worker.h"
 
-#define EVENT_BATCH 4096 /* span-ending events per batch */
+#define EVENT_BATCH 8192 /* history events per batch */
 #define SCAN_INTERVAL_MS \
 	2000 /* between scans; an instance is read once a scan */
+#define PENDING_MS		 200 /* while the horizon waits for running transactions */
 #define BACKOFF_MIN_MS	 1000
 #define BACKOFF_MAX_MS	 60000
 #define EXPORT_TIMEOUT_S 10
 #define RESPONSE_KEEP	 512 /* bytes of an error answer kept for the log */
-
-#define SPAN_END_KINDS \
-	"('node_completed', 'node_failed', 'retry_scheduled', 'instance_completed', " \
-	"'instance_failed', 'instance_cancelled', 'instance_compensated')"
 
 static CURLM			 *otel_multi = NULL;
 static CURL				 *otel_easy = NULL;
@@ -92,19 +94,13 @@ static TimestampTz next_scan = 0;
 static int		   backoff_ms = 0;
 
 /*
- * The instances being exported, kept between scans (spans.c's sources) so
- * that a scan reads only their new events: dropped when their end was
+ * The instances being exported, kept between scans (span_sources.c) so
+ * that a scan reads only the new events: dropped when their end was
  * exported, all of them when there are more than CACHE_MAX or a scan
  * failed.
  */
-#define CACHE_MAX 4096
-typedef struct CacheEntry
-{
-	char		   id[16];
-	PgdSpanSource *src;
-} CacheEntry;
-static MemoryContext cache_cxt = NULL;
-static HTAB			*cache = NULL;
+#define CACHE_MAX 8192
+static PgdSpanSources *sources = NULL;
 
 /* the horizon candidate of an earlier scan (see the file's comment) */
 static bool	  have_candidate = false;
@@ -209,63 +205,8 @@ write_span(StringInfo b, const PgdSpanSet *set, const PgdSpan *s)
 static void
 cache_reset(void)
 {
-	if (cache_cxt != NULL)
-		MemoryContextDelete(cache_cxt);
-	cache_cxt = NULL;
-	cache = NULL;
-}
-
-/* The source of an instance's spans, up to date; NULL if it is gone. */
-static PgdSpanSource *
-cached_source(const char *instance_id)
-{
-	CacheEntry *e;
-	bool		found;
-	char		key[16] = {0};
-
-	if (cache != NULL && hash_get_num_entries(cache) > CACHE_MAX)
-		cache_reset();
-	if (cache == NULL)
-	{
-		HASHCTL ctl;
-
-		cache_cxt =
-			AllocSetContextCreate(TopMemoryContext, "pg_durable OTLP sources",
-								  ALLOCSET_DEFAULT_SIZES);
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(key);
-		ctl.entrysize = sizeof(CacheEntry);
-		ctl.hcxt = cache_cxt;
-		cache = hash_create("pg_durable OTLP sources", 256, &ctl,
-							HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-	}
-	strlcpy(key, instance_id, sizeof(key));
-	e = hash_search(cache, key, HASH_ENTER, &found);
-	if (found)
-		pgd_span_source_refresh(e->src);
-	else if ((e->src = pgd_span_source_new(instance_id, cache_cxt)) == NULL)
-	{
-		hash_search(cache, key, HASH_REMOVE, NULL);
-		return NULL;
-	}
-	return e->src;
-}
-
-static void
-cache_forget(const char *instance_id)
-{
-	CacheEntry *e;
-	char		key[16] = {0};
-
-	if (cache == NULL)
-		return;
-	strlcpy(key, instance_id, sizeof(key));
-	e = hash_search(cache, key, HASH_FIND, NULL);
-	if (e != NULL)
-	{
-		pgd_span_source_free(e->src);
-		hash_search(cache, key, HASH_REMOVE, NULL);
-	}
+	pgd_span_sources_destroy(sources);
+	sources = NULL;
 }
 
 /*
@@ -327,16 +268,30 @@ horizon(int64 cursor)
 	}
 	if (!have_candidate)
 	{
-		/* first the sequence, then a new snapshot (the order matters) */
+		/* first the sequence, then our xid (the order matters) */
 		pgd_exec("SELECT CASE WHEN is_called THEN last_value ELSE 0 END "
 				 "FROM df_internal.events_id_seq",
 				 0, NULL);
 		v = pgd_spi_getstring(0, 1);
 		candidate_last = v ? strtoll(v, NULL, 10) : 0;
-		pgd_exec("SELECT pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::text::int8",
-				 0, NULL);
-		candidate_xmax = strtoull(pgd_spi_getstring(0, 1), NULL, 10);
-		have_candidate = candidate_last > bound;
+		/*
+		 * An xid of our own, drawn after the sequence was read: every
+		 * transaction that drew an id <= last has a lower one.  (A
+		 * snapshot's xmax would not do: it is the latest completed xid
+		 * plus one, and a running transaction can have an xid above it.)
+		 * Only when there is something new, and not in a transaction
+		 * that had an xid before the read (the cursor row's first
+		 * insert); its commit need not wait for the WAL flush.
+		 */
+		have_candidate = candidate_last > bound &&
+			!TransactionIdIsValid(GetTopTransactionIdIfAny());
+		if (have_candidate)
+		{
+			pgd_exec("SELECT pg_catalog.pg_current_xact_id()::text::int8", 0,
+					 NULL);
+			candidate_xmax = strtoull(pgd_spi_getstring(0, 1), NULL, 10);
+			pgd_exec("SET LOCAL synchronous_commit TO off", 0, NULL);
+		}
 	}
 	return bound;
 }
@@ -349,8 +304,6 @@ horizon(int64 cursor)
 static char *
 build_batch(int64 cursor, int64 bound, int64 *through, int *nspans)
 {
-	char		   c[32], b[32];
-	int			   n;
 	char		 **instances;
 	int			   ninstances = 0;
 	StringInfoData body;
@@ -360,28 +313,12 @@ build_batch(int64 cursor, int64 bound, int64 *through, int *nspans)
 	*through = cursor;
 	if (bound <= cursor)
 		return NULL;
-	snprintf(c, sizeof(c), INT64_FORMAT, cursor);
-	snprintf(b, sizeof(b), INT64_FORMAT, bound);
-	n = PGD_EXEC("SELECT id, instance_id FROM df_internal.events "
-				 "WHERE id OPERATOR(pg_catalog.>) $1::pg_catalog.int8 "
-				 "AND id OPERATOR(pg_catalog.<=) $2::pg_catalog.int8 "
-				 "AND kind IN " SPAN_END_KINDS
-				 " ORDER BY id LIMIT " CppAsString2(EVENT_BATCH),
-				 c, b);
-	*through = n == EVENT_BATCH ?
-		strtoll(pgd_spi_getstring(n - 1, 1), NULL, 10) :
-		bound;
-	instances = palloc(sizeof(char *) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-	{
-		char *id = pgd_spi_getstring(i, 2);
-		bool  seen = false;
-
-		for (int k = 0; k < ninstances && !seen; k++)
-			seen = strcmp(instances[k], id) == 0;
-		if (!seen)
-			instances[ninstances++] = id;
-	}
+	if (sources != NULL && pgd_span_sources_count(sources) > CACHE_MAX)
+		cache_reset();
+	if (sources == NULL)
+		sources = pgd_span_sources_create(TopMemoryContext);
+	instances = pgd_span_sources_read(sources, cursor, bound, EVENT_BATCH,
+									  through, &ninstances);
 
 	initStringInfo(&body);
 	appendStringInfoString(&body,
@@ -395,8 +332,7 @@ build_batch(int64 cursor, int64 bound, int64 *through, int *nspans)
 						   "\"},\"spans\":[");
 	for (int k = 0; k < ninstances; k++)
 	{
-		PgdSpanSource *src = cached_source(instances[k]);
-		PgdSpanSet	  *set = src ? pgd_span_source_spans(src) : NULL;
+		PgdSpanSet *set = pgd_span_sources_spans(sources, instances[k]);
 
 		for (int i = 0; set != NULL && i < set->nspans; i++)
 		{
@@ -411,9 +347,9 @@ build_batch(int64 cursor, int64 bound, int64 *through, int *nspans)
 			(*nspans)++;
 		}
 		/* an instance whose end is in this batch is read for the last time */
-		if (set != NULL && set->spans[0].ended &&
-			set->spans[0].end_event <= *through)
-			cache_forget(instances[k]);
+		if (set == NULL ||
+			(set->spans[0].ended && set->spans[0].end_event <= *through))
+			pgd_span_sources_forget(sources, instances[k]);
 	}
 	appendStringInfoString(&body, "]}]}]}");
 	return *nspans > 0 ? body.data : NULL;
@@ -427,6 +363,13 @@ export_headers(void)
 		curl_slist_append(NULL, "Content-Type: application/json");
 	char *list = pstrdup(pgd_otel_headers ? pgd_otel_headers : "");
 	char *save = NULL;
+
+	/*
+	 * No "Expect: 100-continue" (curl's default for a body over 1 MB): a
+	 * round trip less per batch, and no 1 s wait at a collector that does
+	 * not answer it.
+	 */
+	h = curl_slist_append(h, "Expect:");
 
 	for (char *pair = strtok_r(list, ",", &save); pair;
 		 pair = strtok_r(NULL, ",", &save))
@@ -591,6 +534,14 @@ scan_unit(MemoryContext cxt)
 	}
 	bound = horizon(cursor);
 	body = build_batch(cursor, bound, &through, &nspans);
+	/*
+	 * Nothing to send until the transactions of the candidate's snapshot
+	 * end: look again soon rather than a whole interval later (a fast
+	 * export otherwise trails the history by two intervals).
+	 */
+	if (body == NULL && have_candidate)
+		next_scan =
+			TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PENDING_MS);
 	if (body == NULL && through > cursor)
 		move_cursor(cursor, through, 0);
 	else if (body != NULL)

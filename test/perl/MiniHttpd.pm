@@ -13,7 +13,9 @@
 #       # or $srv->hold($c)  (never answered unless respond is called later)
 #   });
 #
-# $srv->{aborted} counts the held calls whose client closed first.
+# $srv->{aborted} counts the held calls whose client closed first;
+# $srv->{on_close}, when set, is called with each connection that closes.
+# A body comes with Content-Length or chunked (Transfer-Encoding).
 package MiniHttpd;
 
 use strict;
@@ -102,10 +104,45 @@ sub parse_request
 		$k = lc $k;
 		$h{$k} = exists $h{$k} ? "$h{$k}, $v" : $v;
 	}
-	my $len = $h{'content-length'} // 0;
-	return if length($c->{rbuf}) < $end + 4 + $len;
-	my $body = substr($c->{rbuf}, $end + 4, $len);
-	substr($c->{rbuf}, 0, $end + 4 + $len) = '';
+	my $body;
+	# a client that waits for a go-ahead before its body (curl, over 1 MB) gets it
+	if (lc($h{expect} // '') eq '100-continue' && !$c->{continued})
+	{
+		$c->{continued} = 1;
+		syswrite($c->{sock}, "HTTP/1.1 100 Continue\r\n\r\n");
+	}
+	if (($h{'transfer-encoding'} // '') =~ /chunked/i)
+	{
+		# (the OpenTelemetry JavaScript exporter sends its body in chunks)
+		my $pos = $end + 4;
+		$body = '';
+		while (1)
+		{
+			my $eol = index($c->{rbuf}, "\r\n", $pos);
+			return if $eol < 0;
+			my $size = hex(substr($c->{rbuf}, $pos, $eol - $pos) =~ s/;.*//sr);
+			if ($size == 0)
+			{
+				# the trailer, up to an empty line
+				my $last = index($c->{rbuf}, "\r\n\r\n", $eol);
+				return if $last < 0;
+				$pos = $last + 4;
+				last;
+			}
+			return if length($c->{rbuf}) < $eol + 2 + $size + 2;
+			$body .= substr($c->{rbuf}, $eol + 2, $size);
+			$pos = $eol + 2 + $size + 2;
+		}
+		substr($c->{rbuf}, 0, $pos) = '';
+	}
+	else
+	{
+		my $len = $h{'content-length'} // 0;
+		return if length($c->{rbuf}) < $end + 4 + $len;
+		$body = substr($c->{rbuf}, $end + 4, $len);
+		substr($c->{rbuf}, 0, $end + 4 + $len) = '';
+	}
+	delete $c->{continued};
 	my ($path, $query) = split /\?/, $target // '/', 2;
 	my %q = map { my ($k, $v) = split /=/, $_, 2; ($k => $v // '') }
 	  grep { length } split /&/, $query // '';
