@@ -81,7 +81,7 @@
 
 #define PGDB_VERSION "1.0"
 #define PGDB_ERRLEN 512
-#define PGDB_MAXROWS 64
+#define PGDB_MAXROWS 128
 #define PGDB_ID_LEN 8
 #define PGDB_MAX_WIDTHS 8
 
@@ -278,7 +278,11 @@ add_row(Pgdb *b, const char *unit, const char *value, const char *fmt,...)
 	va_list		ap;
 
 	if (b->nrows == PGDB_MAXROWS)
+	{
+		fprintf(stderr, "%s: more than %d figures: the rest are not printed\n",
+				"pgd_bench", PGDB_MAXROWS);
 		return;
+	}
 	r = &b->rows[b->nrows++];
 	va_start(ap, fmt);
 	vsnprintf(r->label, sizeof(r->label), fmt, ap);
