@@ -80,11 +80,22 @@ SELECT map_wait(:'id');
 SELECT status FROM df.instances WHERE id = :'id';
 SELECT status, result #>> '{}' AS error
 FROM df.nodes WHERE instance_id = :'id' AND node_type = 'MAP';
--- the other children are abandoned: row 1 fails after half a second, when
--- rows 2 and 3 are asleep; caught around the MAP, the instance goes on to
--- wait for a signal, and the sleeping children have no timer left
+-- the other children are abandoned: row 1 fails once rows 2 and 3 are
+-- asleep (it waits for that, with a deadline); caught around the MAP, the
+-- instance goes on to wait for a signal, and the sleeping children have no
+-- timer left
+CREATE FUNCTION map_wait_asleep(iid text, want int) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+	deadline timestamptz := clock_timestamp() + interval '60 seconds';
+BEGIN
+	WHILE (SELECT count(*) FROM df.nodes WHERE instance_id = iid AND node_type = 'SLEEP'
+		   AND status = 'running') < want AND clock_timestamp() < deadline LOOP
+		PERFORM pg_sleep(0.02);
+	END LOOP;
+	RETURN 0;
+END $$;
 SELECT df.start(df.catch(df.map('SELECT g AS n FROM generate_series(1, 3) g',
-								'SELECT 1 / ($item.n - 1) AS v FROM pg_sleep(CASE WHEN $item.n = 1 THEN 0.5 ELSE 0 END)'
+								'SELECT 1 / ($item.n - 1) AS v FROM (SELECT CASE WHEN $item.n = 1 THEN map_wait_asleep(''{sys_instance_id}'', 2) END) w'
 								~> df.sleep(60)),
 						 'SELECT ''caught'' AS c')
 				~> df.wait_for_signal('end')) AS id \gset
