@@ -48,10 +48,12 @@
  *	  traced chain's steps/s over the mean of the two untraced ones, the
  *	  spans exported and the events still to export when it ended.
  *	- Keyed locks (--lock-workflows, issue 17): the chain with each step
- *	  inside a df.with_lock of a key of its own (uncontended), then the
- *	  plain chain once more: the plain chains' mean steps/s (the chain's
- *	  and this one's) over the locked chain's, the cost of a step under
- *	  a lock in plain steps (the target is 1.3 at most).
+ *	  inside a df.with_lock of a key of its own (uncontended), in the
+ *	  rounds of the limits (each round's plain chain then runs with
+ *	  --lock-workflows instances when --limit-workflows is 0): the median
+ *	  steps/s and the median of each round's time per step over its plain
+ *	  chain's, the cost of a step under a lock in plain steps (the target
+ *	  is 1.3 at most).
  *	- Commit rate: pgbench -n -f <one INSERT> at the executors' concurrency
  *	  (the executors are the sessions that commit steps) and at the
  *	  clients' one, on the same server, in the same run.
@@ -1593,9 +1595,11 @@ pgdb_run(Pgdb *b)
 				traced_backlog = NAN,
 				export_cpu = NAN,
 				server_cpu = NAN,
-				locked = NAN,
-				chain3 = NAN,
+				llock[PGDB_LIMIT_ROUNDS],
+				lrlock[PGDB_LIMIT_ROUNDS],
 				dummy;
+	int			rounds_flows = o->limit_workflows > 0 ? o->limit_workflows :
+		o->lock_workflows;
 	bool		ok;
 	char		v[32];
 	char		latlabel[32];
@@ -1698,20 +1702,28 @@ pgdb_run(Pgdb *b)
 	 * are the medians over the rounds, the ratios those of each round's
 	 * plain chain over its limited ones.
 	 */
-	for (int r = 0; o->limit_workflows > 0 && r < PGDB_LIMIT_ROUNDS; r++)
+	for (int r = 0; rounds_flows > 0 && r < PGDB_LIMIT_ROUNDS; r++)
 	{
-		if (!throughput_phase(b, "plain chain", "~>", o->chain_steps, o->limit_workflows,
-							  &lplain[r], &dummy) ||
-			!throughput_phase_of(b, "chain under df.limit, own keys", "~>", o->chain_steps,
-								 o->limit_workflows, limit_own_leaf, &lown[r], &dummy) ||
-			!throughput_phase_of(b, "chain under df.limit, one key", "~>", o->chain_steps,
-								 o->limit_workflows, limit_shared_leaf, &lshared[r], &dummy) ||
-			!throughput_phase_of(b, "chain under df.catch", "~>", o->chain_steps,
-								 o->limit_workflows, catch_leaf, &lcatch[r], &dummy))
+		lown[r] = lshared[r] = lcatch[r] = llock[r] = NAN;
+		if (!throughput_phase(b, "plain chain", "~>", o->chain_steps, rounds_flows,
+							  &lplain[r], &dummy))
+			return false;
+		if (o->limit_workflows > 0 &&
+			(!throughput_phase_of(b, "chain under df.limit, own keys", "~>", o->chain_steps,
+								  o->limit_workflows, limit_own_leaf, &lown[r], &dummy) ||
+			 !throughput_phase_of(b, "chain under df.limit, one key", "~>", o->chain_steps,
+								  o->limit_workflows, limit_shared_leaf, &lshared[r], &dummy) ||
+			 !throughput_phase_of(b, "chain under df.catch", "~>", o->chain_steps,
+								  o->limit_workflows, catch_leaf, &lcatch[r], &dummy)))
+			return false;
+		if (o->lock_workflows > 0 &&
+			!throughput_phase_of(b, "chain under df.with_lock", "~>", o->chain_steps,
+								 o->lock_workflows, lock_leaf, &llock[r], &dummy))
 			return false;
 		lrcatch[r] = lplain[r] / lcatch[r];
 		lrown[r] = lplain[r] / lown[r];
 		lrshared[r] = lplain[r] / lshared[r];
+		lrlock[r] = lplain[r] / llock[r];
 	}
 
 	if (o->otel_url != NULL && o->chain_workflows > 0)
@@ -1756,13 +1768,6 @@ pgdb_run(Pgdb *b)
 		free(backlog);
 	}
 
-	if (o->lock_workflows > 0 &&
-		(!throughput_phase_of(b, "chain under df.with_lock", "~>", o->chain_steps,
-							  o->lock_workflows, lock_leaf, &locked, &dummy) ||
-		 !throughput_phase(b, "chain after the locks", "~>", o->chain_steps,
-						   o->lock_workflows, &chain3, &dummy)))
-		return false;
-
 	if (o->chain_workflows > 0)
 		add_row(b, "steps/s", fmt_num(v, chain), "chain: %d workflows x %d steps, %d clients",
 				o->chain_workflows, o->chain_steps, o->clients);
@@ -1782,13 +1787,11 @@ pgdb_run(Pgdb *b)
 	}
 	if (o->lock_workflows > 0)
 	{
-		add_row(b, "steps/s", fmt_num(v, locked),
-				"lock: %d chains, each step in a df.with_lock of its own key",
-				o->lock_workflows);
-		add_row(b, "steps/s", fmt_num(v, chain3), "chain again, %d workflows, after it",
-				o->lock_workflows);
-		add_row(b, "", fmt_num(v, (o->chain_workflows > 0 ? (chain + chain3) / 2 : chain3) / locked),
-				"a step under df.with_lock / a plain step (mean of the plain chains)");
+		add_row(b, "steps/s", fmt_num(v, median3(llock)),
+				"lock: %d chains, each step in a df.with_lock of its own key (median of %d)",
+				o->lock_workflows, PGDB_LIMIT_ROUNDS);
+		add_row(b, "", fmt_num(v, median3(lrlock)),
+				"a step under df.with_lock / a plain step (median of each round's ratio)");
 	}
 	if (o->retry_workflows > 0 && o->chain_workflows > 0)
 	{

@@ -260,6 +260,7 @@ pgd_lock_target(const char *instance_id, const PgdRunInfo *run,
 		return false;
 	if ((*g = pgd_graph_get(instance_id, run->token)) == NULL)
 		return false;
+	pgd_graph_remember_run(*g, run);
 	if (node_id == NULL)
 		return true;
 	return (*n = pgd_graph_find(*g, node_id)) >= 0 &&

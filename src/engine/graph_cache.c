@@ -549,6 +549,44 @@ pgd_graph_get(const char *instance_id, const char *token)
 	return g;
 }
 
+static char *
+cxt_strdup(MemoryContext cxt, const char *s)
+{
+	return s ? MemoryContextStrdup(cxt, s) : NULL;
+}
+
+void
+pgd_graph_remember_run(PgdGraph *g, const PgdRunInfo *run)
+{
+	if (g->has_run)
+		return;
+	g->run.submitted_by = run->submitted_by;
+	g->run.label = cxt_strdup(g->cxt, run->label);
+	g->run.vars = cxt_strdup(g->cxt, run->vars);
+	g->run.token = g->token;
+	g->run.database = cxt_strdup(g->cxt, run->database);
+	g->run.status = PGD_INSTANCE_RUNNING; /* not kept: see graph_cache.h */
+	g->has_run = true;
+}
+
+void
+pgd_graph_run(PgdGraph *g, PgdRunInfo *run)
+{
+	if (!g->has_run)
+	{
+		PgdRunInfo loaded;
+
+		if (!pgd_store_load_run(g->instance_id, &loaded))
+			elog(ERROR, "instance %s has no runs row", g->instance_id);
+		/* a newer instance under the same id is not this graph's */
+		if (loaded.token == NULL || strcmp(loaded.token, g->token) != 0)
+			elog(ERROR, "the runs row of instance %s is of another incarnation",
+				 g->instance_id);
+		pgd_graph_remember_run(g, &loaded);
+	}
+	*run = g->run;
+}
+
 void
 pgd_graph_forget(const char *instance_id)
 {

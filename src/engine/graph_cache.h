@@ -77,7 +77,16 @@ typedef struct PgdGraph
 	char		 *token;   /* identifies this incarnation of the id */
 	bool		  has_map; /* a MAP node: the graph grows (df.map) */
 	bool		  stale;   /* it grew in a transaction that rolled back */
-	MemoryContext cxt;	   /* owns everything above */
+	/*
+	 * The runs row's fields that never change while the row lives
+	 * (submitted_by, label, vars, database: the token is its incarnation),
+	 * kept once a transition has read them (pgd_graph_remember_run), so
+	 * that a key or message template does not read the row again.  Not
+	 * the status, which changes.
+	 */
+	bool		  has_run;
+	PgdRunInfo	  run;
+	MemoryContext cxt; /* owns everything above */
 } PgdGraph;
 
 /*
@@ -93,6 +102,15 @@ extern PgdGraph *pgd_graph_get(const char *instance_id, const char *token);
  * added since it was cached on a miss (inside SPI).
  */
 extern int pgd_graph_find(const PgdGraph *g, const char *node_id);
+
+/* Keep run's unchanging fields in g (run read with g's token). */
+extern void pgd_graph_remember_run(PgdGraph *g, const PgdRunInfo *run);
+
+/*
+ * The runs row of g's instance: the fields kept in g, or read now and
+ * kept (inside SPI).  run->status is not read and stays unset.
+ */
+extern void pgd_graph_run(PgdGraph *g, PgdRunInfo *run);
 
 /* ... without looking for added nodes. */
 extern int pgd_graph_find_loaded(const PgdGraph *g, const char *node_id);

@@ -26,12 +26,14 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "mb/pg_wchar.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -73,11 +75,21 @@ typedef struct PgdStmtDef
  * times slower under load (its two subplans on the hot path: one-step
  * workflows 488/s with it, 1,017/s without, in one bench run each).
  */
+/*
+ * Both lookups are by key, one candidate task at a time (OFFSET 0 keeps
+ * the planner from turning them into hashes of the whole tables), and the
+ * scans are planned without sequential scans (scans_by_key below).
+ * Planned while df_internal.runs was empty, the EXISTS read every row of
+ * it for each candidate, dead ones included, whose xmax is a multixact
+ * when a later step of a batch ended the instance in a subtransaction:
+ * GetMultiXactIdMembers for each, a fifth of an executor's CPU in a chain
+ * of df.catch steps (perf).
+ */
 #define CLAIMABLE_K \
 	"(EXISTS (SELECT FROM df_internal.runs r " \
-	"WHERE r.instance_id OPERATOR(pg_catalog.=) k.instance_id) " \
+	"WHERE r.instance_id OPERATOR(pg_catalog.=) k.instance_id OFFSET 0) " \
 	"OR EXISTS (SELECT FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) k.instance_id " \
-	"AND i.status IN " PGD_SQL_TERMINAL_STATUSES "))"
+	"AND i.status IN " PGD_SQL_TERMINAL_STATUSES " OFFSET 0))"
 
 static const PgdStmtDef stmts[STMT_COUNT] = {
 	[STMT_RUN_LOCK] =
@@ -324,34 +336,6 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 * O(width) per write, quadratic fan-outs (issue 22).  The old row's
 	 * updated_at (o) is read on the statement's snapshot, before the update.
 	 */
-	[STMT_NODE_WRITE] =
-		{"a buffered node start or end, with its event",
-		 "WITH o AS (SELECT n.updated_at FROM df.nodes n "
-		 " WHERE n.instance_id OPERATOR(pg_catalog.=) $1 AND n.id OPERATOR(pg_catalog.=) $2), "
-		 "u AS (UPDATE df.nodes n SET "
-		 " status = CASE $4 WHEN 'r' THEN 'running' WHEN 'c' THEN 'completed' ELSE 'failed' END, "
-		 " result = CASE $4 WHEN 'r' THEN NULL WHEN 'c' THEN $5::pg_catalog.jsonb "
-		 "  ELSE pg_catalog.to_jsonb($5) END, "
-		 " status_details = pg_catalog.jsonb_build_object('execution_id', $3), "
-		 " updated_at = pg_catalog.now() "
-		 " WHERE n.instance_id OPERATOR(pg_catalog.=) $1 AND n.id OPERATOR(pg_catalog.=) $2 "
-		 " RETURNING n.id, n.result) "
-		 "INSERT INTO df_internal.events "
-		 "(instance_id, kind, node_id, scope, attempt, duration_ms, detail) "
-		 "SELECT $1, CASE $4 WHEN 'r' THEN 'node_started' WHEN 'c' THEN 'node_completed' "
-		 " ELSE 'node_failed' END, u.id, $3, "
-		 "CASE WHEN $4 OPERATOR(pg_catalog.<>) 'r' THEN NULLIF($6, 0) END, "
-		 "CASE WHEN $4 OPERATOR(pg_catalog.<>) 'r' THEN "
-		 " GREATEST(0, (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() "
-		 " OPERATOR(pg_catalog.-) o.updated_at) OPERATOR(pg_catalog.*) 1000)::bigint) END, "
-		 "CASE $4 WHEN 'r' THEN NULL WHEN 'f' THEN $7::pg_catalog.jsonb "
-		 " ELSE CASE WHEN pg_catalog.jsonb_typeof(u.result OPERATOR(pg_catalog.->) 'row_count') "
-		 " OPERATOR(pg_catalog.=) 'number' "
-		 " THEN pg_catalog.jsonb_build_object('row_count', u.result OPERATOR(pg_catalog.->) 'row_count') "
-		 " END END "
-		 "FROM u LEFT JOIN o ON true",
-		 7,
-		 {T, T, T, T, T, INT4OID, T}},
 	[STMT_NODE_STATE] =
 		{"a node's status and result",
 		 "SELECT status, result::text, "
@@ -776,12 +760,32 @@ keeps_node_writes(PgdStmt s)
 {
 	switch (s)
 	{
-		case STMT_NODE_WRITE:
 		case STMT_RUN_LOAD:
 		case STMT_TASK_START:
 		case STMT_TASK_STEP:
 		case STMT_TASK_HTTP:
 		case STMT_TASK_TIMER:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * The queue scans, whose plans must find rows by key however small the
+ * tables were when they were planned (CLAIMABLE_K): they run with
+ * enable_seqscan off, so that a plan made again while they run is made
+ * the same way.  Only these: setting it around every statement cost more
+ * than it saved (store_run).
+ */
+static bool
+scans_by_key(PgdStmt s)
+{
+	switch (s)
+	{
+		case STMT_TASK_OLDEST_READY:
+		case STMT_TASK_OLDEST_READY_SHARE:
+		case STMT_HTTP_DUE:
 			return true;
 		default:
 			return false;
@@ -825,11 +829,30 @@ store_run(PgdStmt s, const Datum *values, const char *nulls)
 	 * and the time per branch at width 5,000 over width 1,000 was 1.24 with
 	 * it and 1.33 without (issue 14).
 	 */
-	rc = SPI_execute_plan(plans[s], (Datum *) values, nulls, false, 0);
+	if (scans_by_key(s))
+	{
+		int nest = NewGUCNestLevel();
+
+		(void) set_config_option("enable_seqscan", "off", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+								 false);
+		rc = SPI_execute_plan(plans[s], (Datum *) values, nulls, false, 0);
+		AtEOXact_GUC(true, nest);
+	}
+	else
+		rc = SPI_execute_plan(plans[s], (Datum *) values, nulls, false, 0);
 	if (rc < 0)
 		elog(ERROR, "engine statement \"%s\" failed: %s", def->name,
 			 SPI_result_code_string(rc));
 	return (int) SPI_processed;
+}
+
+bool
+pgd_store_table_exists(const char *name)
+{
+	Oid ns = get_namespace_oid("df_internal", true);
+
+	return OidIsValid(ns) && OidIsValid(get_relname_relid(name, ns));
 }
 
 /* store_run with text arguments only (a NULL pointer is SQL NULL). */

@@ -37,17 +37,6 @@
 /* An event's error detail is cut to this many bytes (at a character boundary). */
 #define PGD_EVENT_ERROR_LEN 200
 
-/* An instance's df_internal.runs row. */
-typedef struct PgdRunInfo
-{
-	Oid				  submitted_by;
-	char			 *label;
-	char			 *vars; /* jsonb text */
-	PgdInstanceStatus status;
-	char			 *token;	/* created_at: this incarnation of the id */
-	char			 *database; /* where the steps run; NULL = here */
-} PgdRunInfo;
-
 /* A claimed task, with its instance's runs row read in the same statement. */
 typedef struct PgdClaim
 {
@@ -449,7 +438,13 @@ typedef struct PgdInboxEntry
 	PgdOutcome outcome;
 } PgdInboxEntry;
 
-extern bool pgd_store_inbox_exists(void);
+/*
+ * Is df_internal.name there?  Until ALTER EXTENSION ... UPDATE has run, a
+ * database created with an older script lacks the newer tables (and no
+ * node can have used them).  Catalog cache lookups, so an update is seen
+ * at once.
+ */
+extern bool pgd_store_table_exists(const char *name);
 extern void pgd_store_inbox_add(const char *instance_id, const char *node_id,
 								const char *scope, int attempt,
 								const PgdOutcome *outcome);

@@ -39,25 +39,10 @@
  */
 #include "postgres.h"
 
-#include "catalog/namespace.h"
-#include "utils/lsyscache.h"
 
 #include "common/spi.h"
 #include "engine/store.h"
 #include "engine/wake.h"
-
-/*
- * The bus of this database's schema, or false: an older version of the
- * extension (before ALTER EXTENSION UPDATE) has none, and then there is
- * nothing to sweep or remove.
- */
-static bool
-bus_exists(void)
-{
-	Oid ns = get_namespace_oid("df_internal", true);
-
-	return OidIsValid(ns) && OidIsValid(get_relname_relid("bus_events", ns));
-}
 
 /*
  * The events instance $1 may still take of topic $2 whose payload contains
@@ -114,7 +99,7 @@ pgd_store_event_waits(const char *instance_id, char ***node_ids,
 {
 	int n;
 
-	if (!bus_exists())
+	if (!pgd_store_table_exists("bus_events"))
 		return 0; /* an older schema: no EVENT waits (nor event_xmin) */
 	n = PGD_EXEC("SELECT node_id, scope, event_xmin FROM df_internal.waits "
 				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
@@ -142,7 +127,7 @@ pgd_store_event_sweep(void)
 {
 	int n;
 
-	if (!bus_exists())
+	if (!pgd_store_table_exists("bus_events"))
 		return -1;
 	n = pgd_exec("INSERT INTO df_internal.tasks (instance_id, scope, kind) "
 				 "SELECT m.instance_id, m.instance_id, 'deliver' FROM ("
@@ -174,7 +159,7 @@ pgd_store_event_retention(int retention_days)
 {
 	char days[16];
 
-	if (!bus_exists())
+	if (!pgd_store_table_exists("bus_events"))
 		return -1;
 
 	snprintf(days, sizeof(days), "%d", retention_days);

@@ -21,7 +21,7 @@
  *
  * Under a schema without the inbox (the new library before ALTER
  * EXTENSION ... UPDATE) nothing here is used: the step waits for its runs
- * row as before (pgd_store_inbox_exists).
+ * row as before (pgd_store_table_exists).
  *
  * Locks: the runs row taken with SKIP LOCKED (never waits); the inbox is
  * insert only and read and deleted under the instance's runs lock; other
@@ -31,22 +31,12 @@
  */
 #include "postgres.h"
 
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
-#include "utils/lsyscache.h"
 
 #include "common/spi.h"
 #include "engine/store.h"
 #include "engine/store_stmt.h"
 #include "engine/wake.h"
-
-bool
-pgd_store_inbox_exists(void)
-{
-	Oid ns = get_namespace_oid("df_internal", true);
-
-	return OidIsValid(ns) && OidIsValid(get_relname_relid("inbox", ns));
-}
 
 /*
  * Take the runs row with SKIP LOCKED: true with the row's status as

@@ -35,9 +35,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
-#include "utils/lsyscache.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -131,34 +129,17 @@ enter_at_once(const char *instance_id, const char *node_id, const char *scope,
 }
 
 /*
- * A slot of key was freed: hand it on if anybody is queued.  The key's row
- * lock first, then the look at the queue (a statement of its own, for the
- * reason above): a waiter that queued while this transaction's holder was
- * still visible has committed by then, or is waiting for the lock and
- * will count the holders without it.
+ * The key's row is locked: hand its freed slot on if anybody is queued.
+ * The look at the queue is a statement of its own, for the reason above:
+ * a waiter that queued while this transaction's holder was still visible
+ * has committed by then, or is waiting for the lock and will count the
+ * holders without it.
  */
 static void
-pump_if_queued(const char *key)
+pump_locked(const char *key)
 {
 	int n;
 
-	/*
-	 * The executors run in READ COMMITTED; df.cancel runs in its caller's
-	 * transaction, whose snapshot could hide a holder or a waiter committed
-	 * since it was taken.
-	 */
-	if (IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot release a df.limit slot in a REPEATABLE READ or SERIALIZABLE transaction"),
-				 errdetail("The instance holds or waits for a slot of the key \"%s\"; handing it on must see the latest commits.",
-						   key),
-				 errhint("Cancel the instance in a READ COMMITTED transaction.")));
-
-	(void)
-		PGD_EXEC("SELECT 1 FROM df_internal.limits WHERE key OPERATOR(pg_catalog.=) $1 "
-				 "FOR UPDATE",
-				 key);
 	if (PGD_EXEC("SELECT 1 FROM df_internal.limit_waiters "
 				 "WHERE key OPERATOR(pg_catalog.=) $1 LIMIT 1",
 				 key) == 0)
@@ -167,6 +148,35 @@ pump_if_queued(const char *key)
 				 "FROM df_internal.limit_pump($1, NULL, NULL, NULL)",
 				 key);
 	(void) limit_rows(n, NULL, NULL, NULL);
+}
+
+/*
+ * The executors run in READ COMMITTED; df.cancel runs in its caller's
+ * transaction, whose snapshot could hide a holder or a waiter committed
+ * since it was taken.
+ */
+static void
+refuse_snapshot_isolation(const char *key)
+{
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot release a df.limit slot in a REPEATABLE READ or SERIALIZABLE transaction"),
+				 errdetail("The instance holds or waits for a slot of the key \"%s\"; handing it on must see the latest commits.",
+						   key),
+				 errhint("Cancel the instance in a READ COMMITTED transaction.")));
+}
+
+/* A slot of key was freed: the key's row lock, then pump_locked. */
+static void
+pump_if_queued(const char *key)
+{
+	refuse_snapshot_isolation(key);
+	(void)
+		PGD_EXEC("SELECT 1 FROM df_internal.limits WHERE key OPERATOR(pg_catalog.=) $1 "
+				 "FOR UPDATE",
+				 key);
+	pump_locked(key);
 }
 
 PgdLimitVerdict
@@ -212,20 +222,6 @@ pgd_store_limit_timer(const char *instance_id, const char *node_id,
 	return limit_rows(n, instance_id, node_id, scope);
 }
 
-/*
- * Are the limits' tables there?  Until ALTER EXTENSION ... UPDATE has run,
- * a database created with an older script (0.3.0) has none, and every
- * instance's end comes here: two catalog cache lookups.
- */
-static bool
-limits_installed(void)
-{
-	Oid nsp = get_namespace_oid("df_internal", true);
-
-	return OidIsValid(nsp) &&
-		OidIsValid(get_relname_relid("limit_holders", nsp));
-}
-
 void
 pgd_store_limit_release(const char *instance_id, const char *node_id,
 						const char *scope)
@@ -233,18 +229,34 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 	int	   n;
 	char **keys;
 
-	if (node_id == NULL && !limits_installed())
+	if (node_id == NULL && !pgd_store_table_exists("limit_holders"))
 		return;
 
-	if (node_id != NULL)
+	if (node_id != NULL && IsolationUsesXactSnapshot())
 	{
-		/* one node's own slot, when it finished */
 		if (PGD_EXEC("DELETE FROM df_internal.limit_holders "
 					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 					 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
 					 "RETURNING key",
 					 instance_id, node_id, scope) == 1)
-			pump_if_queued(pgd_spi_getstring(0, 1));
+			refuse_snapshot_isolation(pgd_spi_getstring(0, 1));
+		return;
+	}
+	if (node_id != NULL)
+	{
+		/*
+		 * One node's own slot, when it finished: its row goes and its
+		 * key's row is locked in one statement (issue 17: two statements
+		 * for the release of a slot nobody waits for, not three).
+		 */
+		if (PGD_EXEC("WITH h AS (DELETE FROM df_internal.limit_holders "
+					 " WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+					 " AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
+					 " RETURNING key) "
+					 "SELECT l.key FROM df_internal.limits l "
+					 "WHERE l.key IN (SELECT key FROM h) FOR UPDATE OF l",
+					 instance_id, node_id, scope) == 1)
+			pump_locked(pgd_spi_getstring(0, 1));
 		return;
 	}
 	/*
@@ -320,7 +332,7 @@ pgd_store_limit_forget_idle(int max)
 {
 	char max_text[16];
 
-	if (!limits_installed())
+	if (!pgd_store_table_exists("limit_holders"))
 		return 0;
 	snprintf(max_text, sizeof(max_text), "%d", max);
 	if (PGD_EXEC("SELECT df_internal.limit_forget_idle($1::int)", max_text) !=

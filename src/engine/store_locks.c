@@ -37,8 +37,6 @@
  */
 #include "postgres.h"
 
-#include "catalog/namespace.h"
-#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "common/spi.h"
@@ -56,20 +54,6 @@
 	"AND (" s "::text IS NULL OR scope" EQ s " OR (" n "::text IS NULL " \
 	" AND pg_catalog.starts_with(scope, " s \
 	" OPERATOR(pg_catalog.||) '::')))"
-
-/*
- * Until ALTER EXTENSION UPDATE has run, the schema of 0.3.0 has no lock
- * tables (and no LOCK node can have started): the release that every
- * ended instance and abandoned scope goes through has nothing to do.  A
- * catalog cache lookup, so an update is seen at once.
- */
-static bool
-locks_table_exists(void)
-{
-	Oid nsp = get_namespace_oid("df_internal", true);
-
-	return OidIsValid(nsp) && OidIsValid(get_relname_relid("locks", nsp));
-}
 
 /* Lock key's row, making it when the key has none. */
 static void
@@ -210,6 +194,15 @@ grant_next(const char *key)
  * under its row: a grant and a release of one key never meet on an entry
  * row (one waiting on the other's entry while holding the key's row would
  * deadlock).
+ *
+ * Two statements for a node holding one key (issue 17: a step under
+ * df.with_lock should cost little more than a plain step): the first
+ * finds the keys and locks their rows, one after the other in key order
+ * (a nested loop over the sorted keys, each row locked by the inner
+ * side); the second deletes the entries and, when none of anybody else
+ * is left, the key's row.  Both DELETEs of the second see the same
+ * snapshot, taken after the key's row was locked, so the entries it
+ * deletes itself are left out of the count by their seq.
  */
 void
 pgd_store_lock_release(const char *instance_id, const char *node_id,
@@ -217,31 +210,37 @@ pgd_store_lock_release(const char *instance_id, const char *node_id,
 {
 	int	   n;
 	char **keys;
+	char **locked;
 
-	if (!locks_table_exists())
+	/* the schema of 0.3.0 has no lock tables (and no LOCK node ran) */
+	if (!pgd_store_table_exists("locks"))
 		return;
-	n = PGD_EXEC("SELECT DISTINCT key FROM df_internal.locks "
-				 "WHERE instance_id" EQ
-				 "$1 " LOCK_FILTER("$2", "$3") " ORDER BY key",
+	n = PGD_EXEC("SELECT e.key, k.key IS NOT NULL FROM "
+				 "(SELECT DISTINCT key FROM df_internal.locks "
+				 " WHERE instance_id" EQ "$1 " LOCK_FILTER("$2", "$3")
+				 " ORDER BY key) e "
+				 "LEFT JOIN LATERAL (SELECT key FROM df_internal.lock_keys y "
+				 " WHERE y.key" EQ "e.key FOR UPDATE) k ON true "
+				 "ORDER BY e.key",
 				 instance_id, node_id, scope);
 	if (n == 0)
 		return;
 	keys = pgd_spi_column(n, 1);
+	locked = pgd_spi_column(n, 2);
 	for (int i = 0; i < n; i++)
 	{
 		/* the row exists while the entries above are on it */
-		if (PGD_EXEC("SELECT 1 FROM df_internal.lock_keys WHERE key" EQ
-					 "$1 FOR UPDATE",
-					 keys[i]) == 0)
+		if (strcmp(locked[i], "t") != 0)
 			lock_key(keys[i]);
-		PGD_EXEC("DELETE FROM df_internal.locks WHERE key" EQ
-				 "$1 AND instance_id" EQ "$2 " LOCK_FILTER("$3", "$4"),
-				 keys[i], instance_id, node_id, scope);
 		/* the common case: nobody else was there, the key's row goes */
-		if (PGD_EXEC("DELETE FROM df_internal.lock_keys k WHERE k.key" EQ "$1 "
+		if (PGD_EXEC("WITH d AS (DELETE FROM df_internal.locks WHERE key" EQ
+					 "$1 AND instance_id" EQ "$2 " LOCK_FILTER("$3", "$4")
+					 " RETURNING seq) "
+					 "DELETE FROM df_internal.lock_keys k WHERE k.key" EQ "$1 "
 					 "AND NOT EXISTS (SELECT 1 FROM df_internal.locks x "
-					 " WHERE x.key" EQ "$1)",
-					 keys[i]) == 0)
+					 " WHERE x.key" EQ "$1 AND x.seq OPERATOR(pg_catalog.<>) ALL "
+					 " (SELECT seq FROM d))",
+					 keys[i], instance_id, node_id, scope) == 0)
 			grant_next(keys[i]);
 	}
 }

@@ -14,8 +14,7 @@
  * the node started (the old row's updated_at, read before the update) and
  * the truncated error or a SQL step's row count, never the result itself.
  *
- * A buffer of one write is one execution of STMT_NODE_WRITE (store.c).  A
- * buffer of several is written by statements of up to GROUP_MAX writes
+ * The buffer is written by statements of up to GROUP_MAX writes
  * each (a chain step ends its node and its parent and starts the next; a
  * wrapper node adds its own start and end): one execution per group
  * instead of one per node, which is most of what a wrapper node around a
@@ -177,7 +176,7 @@ write_args(const NodeWrite *w, Datum *values, char *nulls, int b)
 	nulls[b + 5] = w->detail ? ' ' : 'n';
 }
 
-/* Writes ws[0..k-1]: one STMT_NODE_WRITE, or one group statement. */
+/* Writes ws[0..k-1] in one group statement. */
 static void
 write_group(const NodeWrite *ws, int k)
 {
@@ -189,11 +188,6 @@ write_group(const NodeWrite *ws, int k)
 	values[0] = pgd_text_datum(pending_instance);
 	for (i = 0; i < k; i++)
 		write_args(&ws[i], values, nulls, 1 + i * GROUP_ARGS);
-	if (k == 1)
-	{
-		store_run(STMT_NODE_WRITE, values, nulls);
-		return;
-	}
 	rc = SPI_execute_plan(group_plan(k), values, nulls, false, 0);
 	if (rc < 0)
 		elog(ERROR, "engine statement \"%d node writes\" failed: %s", k,

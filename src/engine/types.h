@@ -85,6 +85,17 @@ typedef enum PgdInstanceStatus
 	PGD_INSTANCE_COMPENSATED /* the body failed and its undos ran (issue 16) */
 } PgdInstanceStatus;
 
+/* An instance's df_internal.runs row. */
+typedef struct PgdRunInfo
+{
+	Oid				  submitted_by;
+	char			 *label;
+	char			 *vars; /* jsonb text */
+	PgdInstanceStatus status;
+	char			 *token;	/* created_at: this incarnation of the id */
+	char			 *database; /* where the steps run; NULL = here */
+} PgdRunInfo;
+
 /*
  * df.nodes.status.  pending -> running (the node starts in a scope) ->
  * completed | failed.  A loop body node goes back to running in its next

@@ -61,8 +61,7 @@ start_publish(PgdGraph *g, int n, const char *scope)
 	char		  *key;
 	char		  *id = NULL;
 
-	if (!pgd_store_load_run(g->instance_id, &run))
-		elog(ERROR, "instance %s has no runs row", g->instance_id);
+	pgd_graph_run(g, &run);
 	vars = pgd_step_vars(g->instance_id, &run);
 	results = pgd_visible_results(g->instance_id, scope);
 	payload = substituted(node->event->payload, vars, results, &error);

@@ -49,8 +49,7 @@ limit_key(PgdGraph *g, int n, const char *scope, char **err)
 	*err = NULL;
 	if (strchr(key, '{') == NULL && strchr(key, '$') == NULL)
 		return pstrdup(key);
-	if (!pgd_store_load_run(g->instance_id, &run))
-		elog(ERROR, "instance %s has no runs row", g->instance_id);
+	pgd_graph_run(g, &run);
 	/* the named results are read only when the template names one */
 	return pgd_substitute(key, pgd_step_vars(g->instance_id, &run),
 						  strchr(key, '$') != NULL ?

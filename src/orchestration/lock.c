@@ -90,13 +90,17 @@ substituted_keys(PgdGraph *g, int n, const char *scope, char ***keys,
 		{
 			if (vars == NULL)
 			{
-				if (!pgd_store_load_run(g->instance_id, &run))
-					elog(ERROR, "instance %s has no runs row", g->instance_id);
+				pgd_graph_run(g, &run);
 				vars = pgd_step_vars(g->instance_id, &run);
-				results = pgd_visible_results(g->instance_id, scope);
 			}
-			if ((k = pgd_substitute(k, vars, results, PGD_SUBST_RAW, &err)) ==
-				NULL)
+			/* the named results are read only when a key names one */
+			if (results == NULL)
+				results = strchr(k, '$') != NULL ?
+					pgd_visible_results(g->instance_id, scope) :
+					NULL;
+			if ((k = pgd_substitute(k, vars,
+									results ? results : dfjson_make_object(),
+									PGD_SUBST_RAW, &err)) == NULL)
 				return psprintf("df.with_lock: key %d (\"%s\"): %s", i + 1,
 								cfg->keys[i], err);
 		}

@@ -100,8 +100,7 @@ start_fail(PgdGraph *g, int n, const char *scope)
 
 	if (strchr(message, '{') != NULL || strchr(message, '$') != NULL)
 	{
-		if (!pgd_store_load_run(g->instance_id, &run))
-			elog(ERROR, "instance %s has no runs row", g->instance_id);
+		pgd_graph_run(g, &run);
 		message = pgd_substitute(message, pgd_step_vars(g->instance_id, &run),
 								 pgd_visible_results(g->instance_id, scope),
 								 PGD_SUBST_RAW, &err);

@@ -357,7 +357,7 @@ static bool
 inbox_usable(const PgdGraph *g, int n)
 {
 	return pgd_inbox && !decided_by_first_to_finish(g, n) &&
-		pgd_store_inbox_exists();
+		pgd_store_table_exists("inbox");
 }
 
 /*
@@ -367,14 +367,13 @@ inbox_usable(const PgdGraph *g, int n)
  * if the node is still live as far as the committed state shows; the
  * apply task checks again under the lock.  False when the step is not
  * wanted.  A later step of a batch whose completion may not go to the
- * inbox took its row (NOWAIT) before its statement.
+ * inbox took its row (NOWAIT) before its statement.  skip: the completion
+ * may go to the inbox (inbox_usable, asked once per step).
  */
 static bool
 lock_or_inbox(PgdClaim *t, PgdGraph **g, int *n, const PgdOutcome *outcome,
-			  bool *inboxed)
+			  bool skip, bool *inboxed)
 {
-	bool skip = inbox_usable(*g, *n);
-
 	pgd_store_set_run_skip(skip);
 	if (pgd_lock_target(t->instance_id, &t->run, PGD_INSTANCE_RUNNING,
 						t->node_id, t->scope, g, n))
@@ -407,6 +406,7 @@ run_step_task(PgdClaim *t)
 	PgdOutcome outcome = {0};
 	StepRun	   ran;
 	bool	   inboxed = false;
+	bool	   may_inbox;
 
 	/*
 	 * A step that is no longer wanted is found out under the runs lock at
@@ -419,6 +419,8 @@ run_step_task(PgdClaim *t)
 		(n = pgd_graph_find(g, t->node_id)) < 0 ||
 		(t->attempts > 0 && !pgd_node_is_live(g, n, t->scope)))
 		return STEP_RAN;
+	/* may its completion go to the inbox (step 3)?  Asked once per step */
+	may_inbox = inbox_usable(g, n);
 
 	if (engine_gave_up(t, &outcome))
 		ran = STEP_RAN;
@@ -450,7 +452,7 @@ run_step_task(PgdClaim *t)
 		 * to the inbox: find that out before it (NOWAIT).  The batch holds
 		 * the row until its commit anyway.
 		 */
-		if (pgd_unit_state.in_follower && !inbox_usable(g, n) &&
+		if (pgd_unit_state.in_follower && !may_inbox &&
 			!pgd_store_lock_run(t->instance_id, NULL))
 			return STEP_RAN; /* the instance ended: nothing to do */
 		if (!share_taken)
@@ -469,7 +471,7 @@ run_step_task(PgdClaim *t)
 		log_step_failure(t->node_id, t->instance_id, outcome.result);
 
 	/* step 3: under the instance lock, the step must still be wanted */
-	if (ran == STEP_UNWANTED || !lock_or_inbox(t, &g, &n, &outcome, &inboxed))
+	if (ran == STEP_UNWANTED || !lock_or_inbox(t, &g, &n, &outcome, may_inbox, &inboxed))
 	{
 		if (pgd_unit_state.in_follower)
 			return STEP_UNWANTED;
