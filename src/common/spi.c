@@ -24,7 +24,9 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
 
 #include "common/spi.h"
@@ -35,11 +37,55 @@ typedef struct PlanEntry
 {
 	char	   sql[PLAN_KEY_LEN]; /* hash key: the statement text */
 	SPIPlanPtr plan;
+	bool	   planned; /* executed once: its generic plan was made */
 } PlanEntry;
 
 static HTAB *plans = NULL;
 
-static SPIPlanPtr
+/*
+ * The engine's plans are generic and kept for the life of the process;
+ * they are made at their first execution and again after an invalidation,
+ * which a VACUUM or ANALYZE of a table they read sends (its new size in
+ * pg_class).  The engine's queues (tasks, runs, the inbox) are empty most
+ * of the time, and a plan made while a table is empty takes a sequential
+ * scan, kept as the table fills: every lookup of a burst of work then read
+ * the whole table.  After a VACUUM of the engine's tables, a chain ran at
+ * 1,300-1,950 steps/s instead of 3,400-4,000 (bench/run, issue 14), and
+ * the queue scan's EXISTS over df_internal.runs took a fifth of an
+ * executor's CPU.  Every engine statement finds its rows by a key, so a
+ * plan is made with enable_seqscan off (and jit off, below): set only
+ * while the plan is made, after the invalidations that arrived are read,
+ * so that an invalidated plan is seen as one here.
+ */
+int
+pgd_spi_run_kept(SPIPlanPtr plan, bool *planned, const Datum *values,
+				 const char *nulls)
+{
+	int rc;
+	int nest;
+
+	AcceptInvalidationMessages();
+	if (*planned && SPI_plan_is_valid(plan))
+		return SPI_execute_plan(plan, (Datum *) values, nulls, false, 0);
+	nest = NewGUCNestLevel();
+	(void) set_config_option("enable_seqscan", "off", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	/*
+	 * A statement that has no other way than a sequential scan (a table
+	 * without an index that serves it) keeps it, with the setting's
+	 * penalty in its cost, above jit_above_cost: compiled at every
+	 * execution, 10-90 ms each.  That is what made the toggle of issue 14
+	 * so costly.  Engine plans are small and not worth compiling.
+	 */
+	(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	rc = SPI_execute_plan(plan, (Datum *) values, nulls, false, 0);
+	AtEOXact_GUC(true, nest);
+	*planned = true;
+	return rc;
+}
+
+static PlanEntry *
 prepared(const char *sql, int nargs, const Oid *types)
 {
 	PlanEntry *e;
@@ -62,7 +108,7 @@ prepared(const char *sql, int nargs, const Oid *types)
 	/* a lookup reads the key only up to its terminating zero */
 	e = hash_search(plans, sql, HASH_FIND, &found);
 	if (found)
-		return e->plan;
+		return e;
 
 	plan =
 		SPI_prepare_cursor(sql, nargs, (Oid *) types, CURSOR_OPT_GENERIC_PLAN);
@@ -76,7 +122,8 @@ prepared(const char *sql, int nargs, const Oid *types)
 	strlcpy(key, sql, sizeof(key));
 	e = hash_search(plans, key, HASH_ENTER, &found);
 	e->plan = plan;
-	return plan;
+	e->planned = false;
+	return e;
 }
 
 /*
@@ -90,12 +137,10 @@ pgd_spi_exec(const char *sql, int nargs, const Oid *types, const Datum *values,
 			 const char *nulls, bool read_only)
 {
 	int		   rc;
-	SPIPlanPtr plan;
+	PlanEntry *e = prepared(sql, nargs, types);
 
-	plan = prepared(sql, nargs, types);
-
-	if (plan != NULL)
-		rc = SPI_execute_plan(plan, (Datum *) values, nulls, false, 0);
+	if (e != NULL)
+		rc = pgd_spi_run_kept(e->plan, &e->planned, values, nulls);
 	else
 		rc = SPI_execute_with_args(sql, nargs, (Oid *) types, (Datum *) values,
 								   nulls, false, 0);

@@ -27,6 +27,15 @@ extern int	 pgd_spi_exec(const char *sql, int nargs, const Oid *types,
 						  const Datum *values, const char *nulls,
 						  bool read_only);
 extern int	 pgd_exec(const char *sql, int nargs, const char *const *args);
+
+/*
+ * Execute a kept plan (SPI_execute_plan, not read-only).  When it is about
+ * to be planned, at its first execution (*planned false) or again after an
+ * invalidation, it is planned with enable_seqscan off: see spi.c.
+ */
+extern int	 pgd_spi_run_kept(SPIPlanPtr plan, bool *planned,
+							  const Datum *values, const char *nulls);
+
 extern char *pgd_spi_getstring(int row, int col);
 /* Column col of the n rows SPI returned, as palloc'd strings (NULL: SQL NULL). */
 extern char **pgd_spi_column(int n, int col);

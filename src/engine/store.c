@@ -77,11 +77,11 @@ typedef struct PgdStmtDef
  */
 /*
  * Both lookups are by key, one candidate task at a time (OFFSET 0 keeps
- * the planner from turning them into hashes of the whole tables), and the
- * scans are planned without sequential scans (scans_by_key below).
- * Planned while df_internal.runs was empty, the EXISTS read every row of
- * it for each candidate, dead ones included, whose xmax is a multixact
- * when a later step of a batch ended the instance in a subtransaction:
+ * the planner from turning them into hashes of the whole tables), and
+ * planned without sequential scans (pgd_spi_run_kept).  Planned while
+ * df_internal.runs was empty, the EXISTS read every row of it for each
+ * candidate, dead ones included, whose xmax is a multixact when a later
+ * step of a batch ended the instance in a subtransaction:
  * GetMultiXactIdMembers for each, a fifth of an executor's CPU in a chain
  * of df.catch steps (perf).
  */
@@ -232,13 +232,19 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 " AND kind OPERATOR(pg_catalog.=) 'deliver' FOR UPDATE SKIP LOCKED)",
 		 1,
 		 {T}},
-	/* choose FOR UPDATE SKIP LOCKED (never waits), delete, read the runs row */
+	/*
+	 * choose FOR UPDATE SKIP LOCKED (never waits), delete, read the runs row.
+	 * The kind is tested by a function call, which the planner cannot match
+	 * with tasks_run_at_idx's predicate: planned while df_internal.tasks was
+	 * empty (after a VACUUM), the lookup by id otherwise chose that index,
+	 * whose second column is the id, and read all of it for each claim.
+	 */
 	[STMT_TASK_CLAIM] =
 		{"claim a task by its id",
 		 "WITH t AS (DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) "
 		 "(SELECT id FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1 "
 		 " AND run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
-		 " AND kind OPERATOR(pg_catalog.<>) 'http' FOR UPDATE SKIP LOCKED) "
+		 " AND pg_catalog.textne(kind, 'http') FOR UPDATE SKIP LOCKED) "
 		 "RETURNING id, instance_id, node_id, scope, kind, attempts, engine_errors, "
 		 " last_engine_error) "
 		 "SELECT t.id, t.instance_id, t.node_id, t.scope, t.kind, t.attempts, "
@@ -747,6 +753,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 #undef TA
 
 static SPIPlanPtr plans[STMT_COUNT];
+static bool planned[STMT_COUNT]; /* pgd_spi_run_kept */
 
 /*
  * Statements that neither read nor write df.nodes or the history leave the
@@ -765,27 +772,6 @@ keeps_node_writes(PgdStmt s)
 		case STMT_TASK_STEP:
 		case STMT_TASK_HTTP:
 		case STMT_TASK_TIMER:
-			return true;
-		default:
-			return false;
-	}
-}
-
-/*
- * The queue scans, whose plans must find rows by key however small the
- * tables were when they were planned (CLAIMABLE_K): they run with
- * enable_seqscan off, so that a plan made again while they run is made
- * the same way.  Only these: setting it around every statement cost more
- * than it saved (store_run).
- */
-static bool
-scans_by_key(PgdStmt s)
-{
-	switch (s)
-	{
-		case STMT_TASK_OLDEST_READY:
-		case STMT_TASK_OLDEST_READY_SHARE:
-		case STMT_HTTP_DUE:
 			return true;
 		default:
 			return false;
@@ -822,25 +808,11 @@ store_run(PgdStmt s, const Datum *values, const char *nulls)
 	}
 	/*
 	 * Every engine statement finds its rows by a key (issue 22: node writes
-	 * and stamps by the whole primary key), so plans made while the tables
-	 * are small stay right as they grow.  Planning them with enable_seqscan
-	 * off, set and undone around every execution, cost more than it saved:
-	 * one-step workflows ran at 168-198/s with it and 810-1,116/s without,
-	 * and the time per branch at width 5,000 over width 1,000 was 1.24 with
-	 * it and 1.33 without (issue 14).
+	 * and stamps by the whole primary key); its plan is made without
+	 * sequential scans, so that one made while the tables are empty stays
+	 * right as they fill (pgd_spi_run_kept).
 	 */
-	if (scans_by_key(s))
-	{
-		int nest = NewGUCNestLevel();
-
-		(void) set_config_option("enable_seqscan", "off", PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
-								 false);
-		rc = SPI_execute_plan(plans[s], (Datum *) values, nulls, false, 0);
-		AtEOXact_GUC(true, nest);
-	}
-	else
-		rc = SPI_execute_plan(plans[s], (Datum *) values, nulls, false, 0);
+	rc = pgd_spi_run_kept(plans[s], &planned[s], values, nulls);
 	if (rc < 0)
 		elog(ERROR, "engine statement \"%s\" failed: %s", def->name,
 			 SPI_result_code_string(rc));

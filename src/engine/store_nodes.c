@@ -73,6 +73,7 @@ static int	current_attempt = 0;
 #define GROUP_PARAMS (1 + GROUP_MAX * GROUP_ARGS)
 
 static SPIPlanPtr group_plans[GROUP_MAX + 1];
+static bool		  group_planned[GROUP_MAX + 1]; /* pgd_spi_run_kept */
 
 /* The text of the statement that writes k nodes ($1: the instance). */
 static char *
@@ -188,7 +189,7 @@ write_group(const NodeWrite *ws, int k)
 	values[0] = pgd_text_datum(pending_instance);
 	for (i = 0; i < k; i++)
 		write_args(&ws[i], values, nulls, 1 + i * GROUP_ARGS);
-	rc = SPI_execute_plan(group_plan(k), values, nulls, false, 0);
+	rc = pgd_spi_run_kept(group_plan(k), &group_planned[k], values, nulls);
 	if (rc < 0)
 		elog(ERROR, "engine statement \"%d node writes\" failed: %s", k,
 			 SPI_result_code_string(rc));
