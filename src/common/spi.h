@@ -31,7 +31,7 @@ extern int	 pgd_exec(const char *sql, int nargs, const char *const *args);
 /*
  * Execute a kept plan (SPI_execute_plan, not read-only).  When it is about
  * to be planned, at its first execution (*planned false) or again after an
- * invalidation, it is planned with enable_seqscan off: see spi.c.
+ * invalidation, it is planned with enable_seqscan and jit off: see spi.c.
  */
 extern int	 pgd_spi_run_kept(SPIPlanPtr plan, bool *planned,
 							  const Datum *values, const char *nulls);

@@ -108,7 +108,8 @@ extern void pgd_graph_remember_run(PgdGraph *g, const PgdRunInfo *run);
 
 /*
  * The runs row of g's instance: the fields kept in g, or read now and
- * kept (inside SPI).  run->status is not read and stays unset.
+ * kept (inside SPI).  run->status is not the row's (it changes, and is
+ * not kept): it reads as running.
  */
 extern void pgd_graph_run(PgdGraph *g, PgdRunInfo *run);
 

@@ -74,8 +74,7 @@ typedef struct PgdStmtDef
  * restore publishes nothing.  The check there made every claim several
  * times slower under load (its two subplans on the hot path: one-step
  * workflows 488/s with it, 1,017/s without, in one bench run each).
- */
-/*
+ *
  * Both lookups are by key, one candidate task at a time (OFFSET 0 keeps
  * the planner from turning them into hashes of the whole tables), and
  * planned without sequential scans (pgd_spi_run_kept).  Planned while

@@ -39,7 +39,6 @@
  */
 #include "postgres.h"
 
-
 #include "common/spi.h"
 #include "engine/store.h"
 #include "engine/wake.h"

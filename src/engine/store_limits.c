@@ -150,14 +150,15 @@ pump_locked(const char *key)
 	(void) limit_rows(n, NULL, NULL, NULL);
 }
 
-/*
- * The executors run in READ COMMITTED; df.cancel runs in its caller's
- * transaction, whose snapshot could hide a holder or a waiter committed
- * since it was taken.
- */
+/* A slot of key was freed: the key's row lock, then pump_locked. */
 static void
-refuse_snapshot_isolation(const char *key)
+pump_if_queued(const char *key)
 {
+	/*
+	 * The executors run in READ COMMITTED; df.cancel runs in its caller's
+	 * transaction, whose snapshot could hide a holder or a waiter committed
+	 * since it was taken.
+	 */
 	if (IsolationUsesXactSnapshot())
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -165,13 +166,7 @@ refuse_snapshot_isolation(const char *key)
 				 errdetail("The instance holds or waits for a slot of the key \"%s\"; handing it on must see the latest commits.",
 						   key),
 				 errhint("Cancel the instance in a READ COMMITTED transaction.")));
-}
 
-/* A slot of key was freed: the key's row lock, then pump_locked. */
-static void
-pump_if_queued(const char *key)
-{
-	refuse_snapshot_isolation(key);
 	(void)
 		PGD_EXEC("SELECT 1 FROM df_internal.limits WHERE key OPERATOR(pg_catalog.=) $1 "
 				 "FOR UPDATE",
@@ -232,24 +227,24 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 	if (node_id == NULL && !pgd_store_table_exists("limit_holders"))
 		return;
 
-	if (node_id != NULL && IsolationUsesXactSnapshot())
-	{
-		if (PGD_EXEC("DELETE FROM df_internal.limit_holders "
-					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-					 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
-					 "RETURNING key",
-					 instance_id, node_id, scope) == 1)
-			refuse_snapshot_isolation(pgd_spi_getstring(0, 1));
-		return;
-	}
 	if (node_id != NULL)
 	{
 		/*
 		 * One node's own slot, when it finished: its row goes and its
 		 * key's row is locked in one statement (issue 17: two statements
-		 * for the release of a slot nobody waits for, not three).
+		 * for the release of a slot nobody waits for, not three); under a
+		 * snapshot isolation, pump_if_queued refuses before any lock.
 		 */
-		if (PGD_EXEC("WITH h AS (DELETE FROM df_internal.limit_holders "
+		if (IsolationUsesXactSnapshot())
+		{
+			if (PGD_EXEC("DELETE FROM df_internal.limit_holders "
+						 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+						 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
+						 "RETURNING key",
+						 instance_id, node_id, scope) == 1)
+				pump_if_queued(pgd_spi_getstring(0, 1));
+		}
+		else if (PGD_EXEC("WITH h AS (DELETE FROM df_internal.limit_holders "
 					 " WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 					 " AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
 					 " RETURNING key) "
