@@ -778,6 +778,29 @@ keeps_node_writes(PgdStmt s)
 }
 
 /*
+ * Statements that add tasks, or claim one by its id, need no step task a
+ * batch holds to be written first; any other that names the queue does
+ * (store_tasks.c).
+ */
+static bool
+leaves_held_tasks(PgdStmt s)
+{
+	switch (s)
+	{
+		case STMT_TASK_START:
+		case STMT_TASK_STEP:
+		case STMT_TASK_HTTP:
+		case STMT_TASK_DELIVER:
+		case STMT_TASK_TIMER:
+		case STMT_TASK_REQUEUE:
+		case STMT_TASK_CLAIM:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
  * The one way the engine runs a statement: buffered node writes first,
  * then the statement's kept plan.  Returns SPI_processed; the rows are in
  * SPI_tuptable.
@@ -790,6 +813,8 @@ store_run(PgdStmt s, const Datum *values, const char *nulls)
 
 	if (!keeps_node_writes(s))
 		store_flush_node_writes();
+	if (!leaves_held_tasks(s))
+		store_tasks_before(def->sql);
 	if (plans[s] == NULL)
 	{
 		SPIPlanPtr plan =

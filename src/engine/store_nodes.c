@@ -337,4 +337,5 @@ void
 pgd_store_register_xact_callback(void)
 {
 	RegisterXactCallback(store_xact_callback, NULL);
+	store_register_task_callbacks();
 }

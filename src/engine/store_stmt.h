@@ -117,6 +117,10 @@ typedef enum PgdStmt
  */
 extern int store_run(PgdStmt s, const Datum *values, const char *nulls);
 
+/* Held step tasks (store_tasks.c): written before a statement that reads the queue. */
+extern void store_tasks_before(const char *sql);
+extern void store_register_task_callbacks(void);
+
 /* store_run with text arguments only (a NULL pointer is SQL NULL). */
 extern int store_run_text(PgdStmt s, int nargs, const char *const *args);
 

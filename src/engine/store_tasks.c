@@ -12,6 +12,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/array.h"
@@ -30,6 +31,9 @@
  * ---------------------------------------------------------------------
  */
 
+static bool hold_step_task(const char *instance_id, const char *node_id,
+						   const char *scope);
+
 /*
  * A task that is ready now, with the wake-up its commit owes: an executor
  * for start and step tasks (by id), the HTTP worker for http tasks, a
@@ -47,6 +51,8 @@ pgd_store_task_add(const char *instance_id, const char *node_id,
 											 10));
 			break;
 		case PGD_TASK_STEP:
+			if (hold_step_task(instance_id, node_id, scope))
+				break;
 			RUN(STMT_TASK_STEP, instance_id, node_id, scope);
 			pgd_task_ready_at_commit(strtoll(store_get_string(0, 1), NULL,
 											 10));
@@ -67,6 +73,227 @@ pgd_store_task_add(const char *instance_id, const char *node_id,
 				 "an apply task comes with its inbox row: use pgd_store_inbox_add");
 			break;
 	}
+}
+
+/* ---------------------------------------------------------------------
+ * Step tasks a batch holds (issue 14, DESIGN.md §4.1)
+ *
+ * While an executor runs a batch, a step task its transitions make ready
+ * is first only held here, under a negative id: the batch runs its next
+ * step at once (a chain goes on in the batch that made its next step
+ * ready), and a task it ran never needs its row, its three index entries,
+ * its claim and its delete.  A held task becomes a row (is written) when
+ * anything could look for it: before a statement of the store that reads
+ * the queue, before a step's own statement runs, when its step gives way
+ * to lead the next batch, and at the end of the batch for those it did not
+ * run.  A subtransaction's rollback takes back what it held, claimed or
+ * wrote; the commit hook refuses a commit with a task still held.
+ * ---------------------------------------------------------------------
+ */
+
+#define MAX_HELD 16
+
+typedef struct HeldTask
+{
+	int64			 vid; /* < 0 */
+	char			 instance_id[PGD_ID_LEN + 1];
+	char			 node_id[PGD_ID_LEN + 1];
+	char			*scope;
+	SubTransactionId made;	  /* the subtransaction that made it ready */
+	SubTransactionId taken;	  /* claimed by a step of the batch in; or 0 */
+	SubTransactionId written; /* written as a row in; or 0 */
+	int64			 row_id;  /* its row's id, once written */
+} HeldTask;
+
+static HeldTask held[MAX_HELD];
+static int		nheld = 0;
+static int64	last_vid = 0;
+static bool		hold_steps = false;
+
+static int
+held_pending(void)
+{
+	int k = 0;
+
+	for (int i = 0; i < nheld; i++)
+		if (held[i].taken == 0 && held[i].written == 0)
+			k++;
+	return k;
+}
+
+static void
+write_held(HeldTask *h)
+{
+	RUN(STMT_TASK_STEP, h->instance_id, h->node_id, h->scope);
+	h->row_id = strtoll(store_get_string(0, 1), NULL, 10);
+	h->written = GetCurrentSubTransactionId();
+	pgd_task_ready_at_commit(h->row_id);
+}
+
+/* The executor runs a batch (true) or not: may step tasks be held? */
+void
+pgd_store_hold_step_tasks(bool hold)
+{
+	hold_steps = hold;
+}
+
+/* Write every held task nobody claimed, oldest first. */
+void
+pgd_store_write_held_tasks(void)
+{
+	for (int i = 0; i < nheld; i++)
+		if (held[i].taken == 0 && held[i].written == 0)
+			write_held(&held[i]);
+}
+
+/* Before statement sql runs: does it read the queue a held task belongs to? */
+void
+store_tasks_before(const char *sql)
+{
+	if (held_pending() > 0 && strstr(sql, "df_internal.tasks") != NULL)
+		pgd_store_write_held_tasks();
+}
+
+/* The newest held task nobody claimed or wrote (0: none). */
+int64
+pgd_store_held_task_next(void)
+{
+	for (int i = nheld - 1; i >= 0; i--)
+		if (held[i].taken == 0 && held[i].written == 0)
+			return held[i].vid;
+	return 0;
+}
+
+static HeldTask *
+held_of(int64 vid)
+{
+	for (int i = 0; i < nheld; i++)
+		if (held[i].vid == vid)
+			return &held[i];
+	return NULL;
+}
+
+/*
+ * A held task gives way to lead the next batch: write it (its claim was
+ * rolled back) and return its row's id.
+ */
+int64
+pgd_store_write_held_task(int64 vid)
+{
+	HeldTask *h = held_of(vid);
+
+	if (h == NULL || h->taken != 0)
+		elog(ERROR, "held step task %lld is not there to be written",
+			 (long long) vid);
+	if (h->written == 0)
+		write_held(h);
+	return h->row_id;
+}
+
+/* Claim held task vid: its runs row is read now. */
+static bool
+claim_held(int64 vid, PgdClaim *c)
+{
+	HeldTask *h = held_of(vid);
+
+	if (h == NULL || h->taken != 0 || h->written != 0)
+		return false;
+	h->taken = GetCurrentSubTransactionId();
+	c->id = vid;
+	c->instance_id = pstrdup(h->instance_id);
+	c->node_id = pstrdup(h->node_id);
+	c->scope = pstrdup(h->scope);
+	c->kind = PGD_TASK_STEP;
+	c->attempts = 0;
+	c->engine_errors = 0;
+	c->last_engine_error = NULL;
+	c->has_run = pgd_store_load_run(c->instance_id, &c->run);
+	return true;
+}
+
+/* Hold a step task (false: the caller writes it). */
+static bool
+hold_step_task(const char *instance_id, const char *node_id,
+			   const char *scope)
+{
+	HeldTask *h;
+
+	if (!hold_steps)
+		return false;
+	if (nheld == MAX_HELD)
+	{
+		/* keep the queue's order: the held ones go first */
+		pgd_store_write_held_tasks();
+		return false;
+	}
+	h = &held[nheld++];
+	h->vid = --last_vid;
+	strlcpy(h->instance_id, instance_id, sizeof(h->instance_id));
+	strlcpy(h->node_id, node_id, sizeof(h->node_id));
+	h->scope = MemoryContextStrdup(TopTransactionContext, scope);
+	h->made = GetCurrentSubTransactionId();
+	h->taken = h->written = 0;
+	h->row_id = 0;
+	return true;
+}
+
+static void
+held_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			if (held_pending() > 0)
+				elog(ERROR, "step tasks were still held at commit");
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			nheld = 0;
+			last_vid = 0;
+			hold_steps = false;
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * A subtransaction rolled back: what it (or one below it: their ids are
+ * higher) held is gone, and what it claimed or wrote is held again.
+ */
+static void
+held_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					  SubTransactionId parentSubid, void *arg)
+{
+	int k = 0;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	for (int i = 0; i < nheld; i++)
+	{
+		HeldTask *h = &held[i];
+
+		if (h->made >= mySubid)
+			continue;
+		if (h->taken >= mySubid)
+			h->taken = 0;
+		if (h->written >= mySubid)
+		{
+			h->written = 0;
+			h->row_id = 0;
+		}
+		held[k++] = *h;
+	}
+	nheld = k;
+}
+
+void
+store_register_task_callbacks(void)
+{
+	RegisterXactCallback(held_xact_callback, NULL);
+	RegisterSubXactCallback(held_subxact_callback, NULL);
 }
 
 /* A timer task due at 'at'; an idle executor must recompute how long to sleep. */
@@ -157,6 +384,8 @@ pgd_store_claim_by_id(int64 task_id, PgdClaim *c)
 	Datum values[1];
 	char *kind;
 
+	if (task_id < 0)
+		return claim_held(task_id, c);
 	values[0] = Int64GetDatum(task_id);
 	if (store_run(STMT_TASK_CLAIM, values, NULL) == 0)
 		return false;

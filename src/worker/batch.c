@@ -39,6 +39,16 @@ typedef enum Follow
 } Follow;
 
 /*
+ * Task id leads the next batch; a held one (store_tasks.c) is written now,
+ * in the batch's own transaction, its claim rolled back.
+ */
+static void
+give_way(int64 id)
+{
+	pgd_unit_state.next_leader = id < 0 ? pgd_store_write_held_task(id) : id;
+}
+
+/*
  * Claim task id and run it as a later step of the batch under way
  * (DESIGN.md §4.1).  Two subtransactions: the outer one holds the claim,
  * the inner one the step (its statement in a third, step_sql.c) and its
@@ -50,8 +60,9 @@ typedef enum Follow
  * inner one only, and its claim commits with the batch.
  */
 static Follow
-run_follower(int64 id)
+run_follower(int64 task_id)
 {
+	volatile int64	id = task_id;
 	MemoryContext	cxt = CurrentMemoryContext;
 	ResourceOwner	owner = CurrentResourceOwner;
 	int				level = GetCurrentTransactionNestLevel();
@@ -76,7 +87,7 @@ run_follower(int64 id)
 			if (result == FOLLOW_END)
 			{
 				RollbackAndReleaseCurrentSubTransaction();
-				pgd_unit_state.next_leader = id;
+				give_way(id);
 			}
 			else
 				ReleaseCurrentSubTransaction();
@@ -115,7 +126,7 @@ run_follower(int64 id)
 			RollbackAndReleaseCurrentSubTransaction();
 			pgd_store_forget_node_writes();
 			RollbackAndReleaseCurrentSubTransaction();
-			pgd_unit_state.next_leader = id;
+			give_way(id);
 			result = FOLLOW_END;
 		}
 		MemoryContextSwitchTo(cxt);
@@ -142,7 +153,7 @@ run_follower(int64 id)
 				(errmsg_internal("a later task of a batch gives way: %s",
 								 edata->message)));
 		FreeErrorData(edata);
-		pgd_unit_state.next_leader = id;
+		give_way(id);
 		result = FOLLOW_END;
 	}
 	PG_END_TRY();
@@ -161,11 +172,15 @@ static int64
 next_follower(int64 *tried, int *ntried, int max_tried)
 {
 	int64 own[64];
-	int	  nown = pgd_ready_made_here(own, lengthof(own));
+	int	  nown;
 	int	  i;
 	int	  j;
 	int64 id;
 
+	/* a step task held, not written yet (store_tasks.c), comes first */
+	if ((id = pgd_store_held_task_next()) != 0)
+		return id;
+	nown = pgd_ready_made_here(own, lengthof(own));
 	for (i = nown - 1; i >= 0; i--)
 	{
 		for (j = 0; j < *ntried; j++)

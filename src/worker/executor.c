@@ -255,6 +255,8 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 		return STEP_RAN;
 	}
 
+	/* what a step's statement could look for is in the queue (store_tasks.c) */
+	pgd_store_write_held_tasks();
 	pgd_executor_set_running(t->instance_id, t->scope);
 	if (t->run.database != NULL)
 	{
@@ -694,6 +696,8 @@ process_one(long *sleep_ms)
 
 	pgd_executor_set_idle(false);
 	started = GetCurrentTimestamp();
+	/* the step tasks a batch makes ready are held until it is over (store_tasks.c) */
+	pgd_store_hold_step_tasks(pgd_batch_max_steps > 1);
 	committed_here = (pgd_executor_run_task(&t) == STEP_RAN);
 
 	if (committed_here)
@@ -702,6 +706,8 @@ process_one(long *sleep_ms)
 
 		if (pgd_batch_max_steps > 1)
 			steps = pgd_run_batch(started);
+		pgd_store_hold_step_tasks(false);
+		pgd_store_write_held_tasks();
 		pgd_end_unit();
 		pgd_batch_committed(steps);
 	}

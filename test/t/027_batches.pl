@@ -10,6 +10,9 @@
 #   steps before it commit without waiting for it;
 # - a later step that runs past the batch's budget gives way the same way
 #   and runs to its end as the first step of the next batch;
+# - a chain the batch runs itself draws no task ids for its steps (they
+#   are held in the executor, never rows), and a held task that a step
+#   wrote as a row before it gave way is not lost with its rollback;
 # - two batched steps that take two rows in opposite orders: no deadlock
 #   is left hanging, both effects exist once;
 # df.check() is clean after each.
@@ -164,6 +167,52 @@ sub wait_engine_ready_again
 		'the waiting step ran once');
 	is(counts($id), 'w1=1,w3=1', 'the other steps ran once');
 	check_clean('a step that gave way');
+}
+
+# --- held step tasks: a chain the batch runs itself has no task rows ----
+{
+	my $g = "'" . eff('c1') . "'";
+	$g = "df.seq($g, '" . eff("c$_") . "')" for 2 .. 12;
+	my $seq = "SELECT last_value FROM df_internal.tasks_id_seq";
+	my $before = $node->safe_psql('postgres', $seq);
+	my $id = start($g);
+	ok(wait_status($id, 'completed'), 'the 12-step chain completes');
+	is($node->safe_psql('postgres',
+			"SELECT count(*) || '/' || count(DISTINCT step) || '/' || count(DISTINCT txn_start) "
+			  . "FROM batch_effects WHERE instance_id = '$id'"),
+		'12/12/1', 'its 12 steps ran once each, in one batch');
+	my $drawn = $node->safe_psql('postgres', $seq) - $before;
+	ok($drawn <= 2, "the batch ran its steps without their task rows ($drawn task ids drawn, "
+		  . "the start task's among them)");
+	check_clean('a chain of held tasks');
+}
+
+# --- a held task written by a step that then gives way ------------------
+{
+	# The JOIN's two branches are held; the batch takes the newest (the
+	# right one), whose statement first writes the left one as a row, and
+	# then would wait for the lock: its subtransaction's rollback takes
+	# that row back, the left branch is held again and written with the
+	# batch, and runs while the right one waits as the next batch's first.
+	my $holder = $node->background_psql('postgres');
+	$holder->query_safe('BEGIN');
+	$holder->query_safe('SELECT * FROM locked WHERE id = 2 FOR UPDATE');
+	my $id = start(sprintf("df.seq('%s', df.join('%s', '%s'))",
+			eff('j0'), eff('j1'), "UPDATE locked SET v = v + 1 WHERE id = 2 RETURNING v"));
+	ok(query_until($node,
+			"SELECT count(*) = 1 FROM batch_effects WHERE instance_id = '$id' AND step = 'j1'"),
+		'the other branch ran while the lock is held: the rollback did not lose its task');
+	ok(query_until($node,
+			"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_durable executor' "
+			  . "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE locked%'"),
+		'the branch that gave way waits for the lock as the first step of a batch');
+	$holder->query_safe('COMMIT');
+	$holder->quit;
+	ok(wait_status($id, 'completed'), 'the JOIN completes once the lock is free');
+	is($node->safe_psql('postgres', 'SELECT v FROM locked WHERE id = 2'), '1',
+		'the waiting branch ran once');
+	is(counts($id), 'j0=1,j1=1', 'the other steps ran once');
+	check_clean('a held task written by a step that gave way');
 }
 
 # --- two batched steps locking two rows in opposite orders -------------
