@@ -1888,3 +1888,6 @@ ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
 	CHECK (df_internal.event_kind_ok(kind));
 -- the OTLP exporter reads the events after its cursor by id (issue 19)
 CREATE INDEX events_id_idx ON df_internal.events (id);
+-- an instance's apply tasks, looked for at every inbox take and hand-over
+-- (issue 14: through tasks_instance_idx, all of a wide JOIN's branch tasks)
+CREATE INDEX tasks_apply_idx ON df_internal.tasks (instance_id) WHERE kind = 'apply';

@@ -528,6 +528,10 @@ CREATE TABLE df_internal.tasks (
 CREATE INDEX tasks_run_at_idx ON df_internal.tasks (run_at, id) WHERE kind <> 'http';
 CREATE INDEX tasks_http_idx ON df_internal.tasks (run_at, id) WHERE kind = 'http';
 CREATE INDEX tasks_instance_idx ON df_internal.tasks (instance_id);
+-- an instance's apply tasks, looked for at every inbox take and hand-over:
+-- through tasks_instance_idx that read all of a wide JOIN's branch tasks
+-- each time (issue 14: a fan-out's cost per branch grew with its width)
+CREATE INDEX tasks_apply_idx ON df_internal.tasks (instance_id) WHERE kind = 'apply';
 
 -- the inbox (DESIGN.md §4.2, issue 14): a completion whose instance's runs
 -- row another transaction held when its step ended, committed with the
