@@ -34,6 +34,19 @@
 static bool hold_step_task(const char *instance_id, const char *node_id,
 						   const char *scope);
 
+/* Insert a step's task row, published at commit; returns its id. */
+static int64
+insert_step_task(const char *instance_id, const char *node_id,
+				 const char *scope)
+{
+	int64 id;
+
+	RUN(STMT_TASK_STEP, instance_id, node_id, scope);
+	id = strtoll(store_get_string(0, 1), NULL, 10);
+	pgd_task_ready_at_commit(id);
+	return id;
+}
+
 /*
  * A task that is ready now, with the wake-up its commit owes: an executor
  * for start and step tasks (by id), the HTTP worker for http tasks, a
@@ -51,11 +64,8 @@ pgd_store_task_add(const char *instance_id, const char *node_id,
 											 10));
 			break;
 		case PGD_TASK_STEP:
-			if (hold_step_task(instance_id, node_id, scope))
-				break;
-			RUN(STMT_TASK_STEP, instance_id, node_id, scope);
-			pgd_task_ready_at_commit(strtoll(store_get_string(0, 1), NULL,
-											 10));
+			if (!hold_step_task(instance_id, node_id, scope))
+				(void) insert_step_task(instance_id, node_id, scope);
 			break;
 		case PGD_TASK_HTTP:
 			RUN(STMT_TASK_HTTP, instance_id, node_id, scope);
@@ -110,27 +120,21 @@ static int		nheld = 0;
 static int64	last_vid = 0;
 static bool		hold_steps = false;
 
-static int
-held_pending(void)
+/* Neither claimed by a step of the batch nor written as a row. */
+static inline bool
+pending(const HeldTask *h)
 {
-	int k = 0;
-
-	for (int i = 0; i < nheld; i++)
-		if (held[i].taken == 0 && held[i].written == 0)
-			k++;
-	return k;
+	return h->taken == 0 && h->written == 0;
 }
 
 static void
 write_held(HeldTask *h)
 {
-	RUN(STMT_TASK_STEP, h->instance_id, h->node_id, h->scope);
-	h->row_id = strtoll(store_get_string(0, 1), NULL, 10);
+	h->row_id = insert_step_task(h->instance_id, h->node_id, h->scope);
 	h->written = GetCurrentSubTransactionId();
-	pgd_task_ready_at_commit(h->row_id);
 }
 
-/* The executor runs a batch (true) or not: may step tasks be held? */
+/* The executor runs a batch: may step tasks be held until its transaction ends? */
 void
 pgd_store_hold_step_tasks(bool hold)
 {
@@ -142,7 +146,7 @@ void
 pgd_store_write_held_tasks(void)
 {
 	for (int i = 0; i < nheld; i++)
-		if (held[i].taken == 0 && held[i].written == 0)
+		if (pending(&held[i]))
 			write_held(&held[i]);
 }
 
@@ -150,7 +154,8 @@ pgd_store_write_held_tasks(void)
 void
 store_tasks_before(const char *sql)
 {
-	if (held_pending() > 0 && strstr(sql, "df_internal.tasks") != NULL)
+	if (pgd_store_held_task_next() != 0 &&
+		strstr(sql, "df_internal.tasks") != NULL)
 		pgd_store_write_held_tasks();
 }
 
@@ -159,7 +164,7 @@ int64
 pgd_store_held_task_next(void)
 {
 	for (int i = nheld - 1; i >= 0; i--)
-		if (held[i].taken == 0 && held[i].written == 0)
+		if (pending(&held[i]))
 			return held[i].vid;
 	return 0;
 }
@@ -196,7 +201,7 @@ claim_held(int64 vid, PgdClaim *c)
 {
 	HeldTask *h = held_of(vid);
 
-	if (h == NULL || h->taken != 0 || h->written != 0)
+	if (h == NULL || !pending(h))
 		return false;
 	h->taken = GetCurrentSubTransactionId();
 	c->id = vid;
@@ -213,8 +218,7 @@ claim_held(int64 vid, PgdClaim *c)
 
 /* Hold a step task (false: the caller writes it). */
 static bool
-hold_step_task(const char *instance_id, const char *node_id,
-			   const char *scope)
+hold_step_task(const char *instance_id, const char *node_id, const char *scope)
 {
 	HeldTask *h;
 
@@ -243,7 +247,7 @@ held_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
-			if (held_pending() > 0)
+			if (pgd_store_held_task_next() != 0)
 				elog(ERROR, "step tasks were still held at commit");
 			break;
 		case XACT_EVENT_COMMIT:

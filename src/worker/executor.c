@@ -696,7 +696,7 @@ process_one(long *sleep_ms)
 
 	pgd_executor_set_idle(false);
 	started = GetCurrentTimestamp();
-	/* the step tasks a batch makes ready are held until it is over (store_tasks.c) */
+	/* the step tasks a batch makes ready are held until it commits (store_tasks.c) */
 	pgd_store_hold_step_tasks(pgd_batch_max_steps > 1);
 	committed_here = (pgd_executor_run_task(&t) == STEP_RAN);
 
@@ -706,7 +706,6 @@ process_one(long *sleep_ms)
 
 		if (pgd_batch_max_steps > 1)
 			steps = pgd_run_batch(started);
-		pgd_store_hold_step_tasks(false);
 		pgd_store_write_held_tasks();
 		pgd_end_unit();
 		pgd_batch_committed(steps);

@@ -138,11 +138,27 @@ sub wait_engine_ready_again
 		  . "WHERE backend_type = 'pg_durable executor' AND pid <> $killed");
 }
 
-# --- a later step would wait for a row lock held by another session ----
+# A session that holds row $row of locked until it commits.
+sub lock_row
 {
+	my ($row) = @_;
 	my $holder = $node->background_psql('postgres');
 	$holder->query_safe('BEGIN');
-	$holder->query_safe('SELECT * FROM locked WHERE id = 1 FOR UPDATE');
+	$holder->query_safe("SELECT * FROM locked WHERE id = $row FOR UPDATE");
+	return $holder;
+}
+
+# An executor's step waits for a lock on locked.
+sub executor_waits_for_lock
+{
+	return query_until($node,
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_durable executor' "
+		  . "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE locked%'");
+}
+
+# --- a later step would wait for a row lock held by another session ----
+{
+	my $holder = lock_row(1);
 
 	my $id = start(sprintf("df.seq(df.seq('%s', '%s'), '%s')",
 			eff('w1'),
@@ -153,10 +169,7 @@ sub wait_engine_ready_again
 	ok(query_until($node,
 			"SELECT count(*) = 1 FROM batch_effects WHERE instance_id = '$id' AND step = 'w1'"),
 		'the step before the waiting one committed while the lock is held');
-	ok(query_until($node,
-			"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_durable executor' "
-			  . "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE locked%'"),
-		'the step waits for the lock as the first step of a batch');
+	ok(executor_waits_for_lock(), 'the step waits for the lock as the first step of a batch');
 	is($node->safe_psql('postgres',
 			"SELECT count(*) FROM df_internal.events WHERE instance_id = '$id' AND kind = 'step_retried'"),
 		'0', 'giving way is not a retry');
@@ -194,17 +207,13 @@ sub wait_engine_ready_again
 	# then would wait for the lock: its subtransaction's rollback takes
 	# that row back, the left branch is held again and written with the
 	# batch, and runs while the right one waits as the next batch's first.
-	my $holder = $node->background_psql('postgres');
-	$holder->query_safe('BEGIN');
-	$holder->query_safe('SELECT * FROM locked WHERE id = 2 FOR UPDATE');
+	my $holder = lock_row(2);
 	my $id = start(sprintf("df.seq('%s', df.join('%s', '%s'))",
 			eff('j0'), eff('j1'), "UPDATE locked SET v = v + 1 WHERE id = 2 RETURNING v"));
 	ok(query_until($node,
 			"SELECT count(*) = 1 FROM batch_effects WHERE instance_id = '$id' AND step = 'j1'"),
 		'the other branch ran while the lock is held: the rollback did not lose its task');
-	ok(query_until($node,
-			"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_durable executor' "
-			  . "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE locked%'"),
+	ok(executor_waits_for_lock(),
 		'the branch that gave way waits for the lock as the first step of a batch');
 	$holder->query_safe('COMMIT');
 	$holder->quit;
