@@ -778,26 +778,36 @@ keeps_node_writes(PgdStmt s)
 }
 
 /*
- * Statements that add tasks, or claim one by its id, need no step task a
- * batch holds to be written first; any other that names the queue does
- * (store_tasks.c).
+ * Must the step tasks a batch holds be written before statement s
+ * (store_tasks.c)?  Those that add tasks, or claim one by its id, need
+ * not; any other that names the queue does.  Found out once per statement.
  */
 static bool
-leaves_held_tasks(PgdStmt s)
+reads_queue(PgdStmt s)
 {
-	switch (s)
+	static char known[STMT_COUNT]; /* 0: not yet; 'y' or 'n' */
+
+	if (known[s] == 0)
 	{
-		case STMT_TASK_START:
-		case STMT_TASK_STEP:
-		case STMT_TASK_HTTP:
-		case STMT_TASK_DELIVER:
-		case STMT_TASK_TIMER:
-		case STMT_TASK_REQUEUE:
-		case STMT_TASK_CLAIM:
-			return true;
-		default:
-			return false;
+		switch (s)
+		{
+			case STMT_TASK_START:
+			case STMT_TASK_STEP:
+			case STMT_TASK_HTTP:
+			case STMT_TASK_DELIVER:
+			case STMT_TASK_TIMER:
+			case STMT_TASK_REQUEUE:
+			case STMT_TASK_CLAIM:
+				known[s] = 'n';
+				break;
+			default:
+				known[s] = strstr(stmts[s].sql, "df_internal.tasks") != NULL ?
+					'y' :
+					'n';
+				break;
+		}
 	}
+	return known[s] == 'y';
 }
 
 /*
@@ -813,8 +823,8 @@ store_run(PgdStmt s, const Datum *values, const char *nulls)
 
 	if (!keeps_node_writes(s))
 		store_flush_node_writes();
-	if (!leaves_held_tasks(s))
-		store_tasks_before(def->sql);
+	if (reads_queue(s))
+		pgd_store_write_held_tasks();
 	if (plans[s] == NULL)
 	{
 		SPIPlanPtr plan =

@@ -117,8 +117,7 @@ typedef enum PgdStmt
  */
 extern int store_run(PgdStmt s, const Datum *values, const char *nulls);
 
-/* Held step tasks (store_tasks.c): written before a statement that reads the queue. */
-extern void store_tasks_before(const char *sql);
+/* The callbacks of the step tasks a batch holds (store_tasks.c). */
 extern void store_register_task_callbacks(void);
 
 /* store_run with text arguments only (a NULL pointer is SQL NULL). */

@@ -150,15 +150,6 @@ pgd_store_write_held_tasks(void)
 			write_held(&held[i]);
 }
 
-/* Before statement sql runs: does it read the queue a held task belongs to? */
-void
-store_tasks_before(const char *sql)
-{
-	if (pgd_store_held_task_next() != 0 &&
-		strstr(sql, "df_internal.tasks") != NULL)
-		pgd_store_write_held_tasks();
-}
-
 /* The newest held task nobody claimed or wrote (0: none). */
 int64
 pgd_store_held_task_next(void)
