@@ -33,6 +33,7 @@ int	  pgd_reconcile_interval = 3600;
 int	  pgd_workers = 4;
 int	  pgd_max_executors_per_role = 0;
 int	  pgd_loop_iteration_floor = 1000;
+int	  pgd_safety_poll = 5000;
 int	  pgd_max_result_size = 64 * 1024; /* kB */
 int	  pgd_max_engine_errors = 10;
 int	  pgd_batch_max_steps = 16;
@@ -136,6 +137,17 @@ define_engine_settings(void)
 							"steps run.",
 							&pgd_max_executors_per_role, 0, 0, 64, PGC_SIGHUP,
 							0, NULL, NULL, NULL);
+
+	/*
+	 * Every wake-up is delivered at commit (engine/wake.c); the poll only
+	 * covers what no commit announces (an executor that died holding a
+	 * share, say).  Tests raise it so that a lost wake-up hangs instead of
+	 * costing 5 s.
+	 */
+	DefineCustomIntVariable("pg_durable.safety_poll",
+							"Longest time an idle executor sleeps before it scans the queue anyway.",
+							NULL, &pgd_safety_poll, 5000, 100, 3600000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 
 	DefineCustomIntVariable("pg_durable.loop_iteration_floor",
 							"Least time between the starts of two iterations of a loop.",

@@ -34,6 +34,7 @@ extern int	 pgd_retention_days;
 extern int	 pgd_reconcile_interval;
 extern int	 pgd_workers;
 extern int	 pgd_max_executors_per_role;
+extern int	 pgd_safety_poll;
 extern int	 pgd_loop_iteration_floor;
 extern int	 pgd_max_result_size;
 extern int	 pgd_max_engine_errors;

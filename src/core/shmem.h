@@ -96,8 +96,9 @@ typedef struct PgdShared
 	/*
 	 * What the ring does not say: a task may be ready that is not in it
 	 * (scan_needed), or a future task falls due at next_due.  due_gen
-	 * counts the times next_due was lowered, so that an executor that read
-	 * the queue's earliest task does not overwrite a newer, earlier time.
+	 * counts the commits that announced a future task, so that an executor
+	 * whose scan could not see such a commit does not replace next_due with
+	 * a time that leaves that task out (wake.c, pgd_queue_scanned).
 	 */
 	bool		scan_needed;
 	TimestampTz next_due;

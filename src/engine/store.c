@@ -255,11 +255,11 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	[STMT_TASK_OLDEST_READY] =
 		{"the oldest due task nobody holds",
 		 "SELECT id FROM df_internal.tasks k "
-		 "WHERE run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
+		 "WHERE run_at OPERATOR(pg_catalog.<=) $1 "
 		 "AND kind OPERATOR(pg_catalog.<>) 'http' AND " CLAIMABLE_K " "
 		 "ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
-		 0,
-		 {0}},
+		 1,
+		 {TIMESTAMPTZOID}},
 	/*
 	 * The same, passing over the steps of the roles in $1, which hold their
 	 * share of the executors (core/share.c); their other tasks still count.
@@ -267,22 +267,22 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	[STMT_TASK_OLDEST_READY_SHARE] =
 		{"the oldest due task nobody holds, but no step of a full role (0: of any role)",
 		 "SELECT id FROM df_internal.tasks k "
-		 "WHERE run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
+		 "WHERE run_at OPERATOR(pg_catalog.<=) $2 "
 		 "AND kind OPERATOR(pg_catalog.<>) 'http' AND " CLAIMABLE_K " "
 		 "AND NOT (kind OPERATOR(pg_catalog.=) 'step' AND (0::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
 		 " OR EXISTS (SELECT FROM df_internal.runs r "
 		 " WHERE r.instance_id OPERATOR(pg_catalog.=) k.instance_id "
 		 " AND r.submitted_by::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)))) "
 		 "ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
-		 1,
-		 {OIDARRAYOID}},
+		 2,
+		 {OIDARRAYOID, TIMESTAMPTZOID}},
 	[STMT_TASK_NEXT_DUE] =
 		{"when the next future task is due (read without locks)",
 		 "SELECT min(run_at) FROM df_internal.tasks "
-		 "WHERE run_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
+		 "WHERE run_at OPERATOR(pg_catalog.>) $1 "
 		 "AND kind OPERATOR(pg_catalog.<>) 'http'",
-		 0,
-		 {0}},
+		 1,
+		 {TIMESTAMPTZOID}},
 	/*
 	 * After the rollback of a claim that failed in the engine, in a
 	 * transaction of its own: count it, keep the error, and back off (1 s

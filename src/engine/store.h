@@ -114,10 +114,10 @@ extern void	 pgd_store_write_held_tasks(void);
 extern int64 pgd_store_held_task_next(void);
 extern int64 pgd_store_write_held_task(int64 vid);
 extern void pgd_store_task_engine_error(int64 task_id, const char *error);
-extern bool pgd_store_oldest_ready(int64 *task_id);
+extern bool pgd_store_oldest_ready(TimestampTz now, int64 *task_id);
 extern bool pgd_store_oldest_ready_except(const Oid *roles, int nroles,
-										  int64 *task_id);
-extern bool pgd_store_next_due(TimestampTz *at);
+										  TimestampTz now, int64 *task_id);
+extern bool pgd_store_next_due(TimestampTz now, TimestampTz *at);
 
 /* --- HTTP leases --- */
 extern int	 pgd_store_http_due(int max, PgdHttpDue **rows);

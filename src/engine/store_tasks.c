@@ -417,11 +417,14 @@ pgd_store_task_engine_error(int64 task_id, const char *error)
 																   &isnull)));
 }
 
-/* The id of the oldest due task nobody holds (the caller claims it). */
+/* The id of the oldest task due at 'now' nobody holds (the caller claims it). */
 bool
-pgd_store_oldest_ready(int64 *task_id)
+pgd_store_oldest_ready(TimestampTz now, int64 *task_id)
 {
-	if (store_run(STMT_TASK_OLDEST_READY, NULL, NULL) == 0)
+	Datum values[1];
+
+	values[0] = TimestampTzGetDatum(now);
+	if (store_run(STMT_TASK_OLDEST_READY, values, NULL) == 0)
 		return false;
 	*task_id = strtoll(store_get_string(0, 1), NULL, 10);
 	return true;
@@ -433,20 +436,22 @@ pgd_store_oldest_ready(int64 *task_id)
  * InvalidOid among them passes over every step.
  */
 bool
-pgd_store_oldest_ready_except(const Oid *roles, int nroles, int64 *task_id)
+pgd_store_oldest_ready_except(const Oid *roles, int nroles, TimestampTz now,
+							  int64 *task_id)
 {
 	Datum *elems;
-	Datum  values[1];
+	Datum  values[2];
 	int	   i;
 
 	if (nroles == 0)
-		return pgd_store_oldest_ready(task_id);
+		return pgd_store_oldest_ready(now, task_id);
 	elems = palloc(sizeof(Datum) * nroles);
 	for (i = 0; i < nroles; i++)
 		elems[i] = ObjectIdGetDatum(roles[i]);
 	values[0] =
 		PointerGetDatum(construct_array(elems, nroles, OIDOID, sizeof(Oid),
 										true, TYPALIGN_INT));
+	values[1] = TimestampTzGetDatum(now);
 	if (store_run(STMT_TASK_OLDEST_READY_SHARE, values, NULL) == 0)
 		return false;
 	*task_id = strtoll(store_get_string(0, 1), NULL, 10);
@@ -454,17 +459,22 @@ pgd_store_oldest_ready_except(const Oid *roles, int nroles, int64 *task_id)
 }
 
 /*
- * When the next future task is due.  Read without locks: a scan that
- * skipped rows another executor held (with SKIP LOCKED) would report a
- * later time and hide a timer until the safety poll.
+ * When the next task due after 'now' is due.  Read without locks: a scan
+ * that skipped rows another executor held (with SKIP LOCKED) would report
+ * a later time and hide a timer until the safety poll.  'now' must be the
+ * time the scan's pgd_store_oldest_ready used: with a later one, a task
+ * falling due between the two statements would be in neither answer, and
+ * nobody would look for it until the safety poll.
  */
 bool
-pgd_store_next_due(TimestampTz *at)
+pgd_store_next_due(TimestampTz now, TimestampTz *at)
 {
 	bool  isnull;
 	Datum next;
+	Datum values[1];
 
-	store_run(STMT_TASK_NEXT_DUE, NULL, NULL);
+	values[0] = TimestampTzGetDatum(now);
+	store_run(STMT_TASK_NEXT_DUE, values, NULL);
 	next = store_get_datum(0, 1, &isnull);
 	if (isnull)
 		return false;

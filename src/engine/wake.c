@@ -124,9 +124,16 @@ publish_ready(void)
 	}
 	if (pending_scan)
 		pgd_shared->scan_needed = true;
-	if (pending_due < pgd_shared->next_due)
+	/*
+	 * A scan under way may have read the queue before this commit: its
+	 * answer must not replace next_due, even when this task is due after
+	 * the time next_due says now (that task may be claimed already, and
+	 * the scan would report only what it saw).
+	 */
+	if (pending_due != DT_NOEND)
 	{
-		pgd_shared->next_due = pending_due;
+		if (pending_due < pgd_shared->next_due)
+			pgd_shared->next_due = pending_due;
 		pgd_shared->due_gen++;
 	}
 	SpinLockRelease(&pgd_shared->ready_mutex);
@@ -189,8 +196,9 @@ pgd_queue_scan_begin(void)
 /*
  * A scan found earliest (DT_NOEND: nothing; a time not after now: a task it
  * is about to run, after which another may be due at once) as the queue's
- * earliest task.  Unless a commit announced another time since the scan
- * began, that is the next time to look.
+ * earliest task.  Unless a commit announced a future task since the scan
+ * began, that is the next time to look; if one did, the scan may not have
+ * seen it, and may only bring next_due forward.
  */
 void
 pgd_queue_scanned(uint64 gen, TimestampTz earliest)

@@ -112,7 +112,7 @@
 #include "worker/executor.h"
 #include "worker/worker.h"
 
-#define SAFETY_POLL_MS	  5000L
+#define SAFETY_POLL_MS	  ((long) pgd_safety_poll)
 #define EXTENSION_POLL_MS 5000L
 #define HEARTBEAT_MS	  5000L
 #define MAX_RETRIES		  50
@@ -546,7 +546,9 @@ run_apply_task(PgdClaim *t)
 
 /*
  * Claim the oldest due task nobody holds; when there is none, tell wake.c
- * and the executor when the next future task is due.
+ * and the executor when the next future task is due.  Both questions are
+ * asked about one moment, 'now': a task is either due then or found as the
+ * next one due.
  */
 static bool
 scan_queue(PgdClaim *claim, long *sleep_ms)
@@ -556,20 +558,20 @@ scan_queue(PgdClaim *claim, long *sleep_ms)
 	int			nfull = pgd_share_full_roles(full);
 	int64		id;
 	TimestampTz at;
+	TimestampTz now = GetCurrentTimestamp();
 
 	/* the steps of roles that hold their share wait (core/share.c) */
-	if (pgd_store_oldest_ready_except(full, nfull, &id))
+	if (pgd_store_oldest_ready_except(full, nfull, now, &id))
 	{
 		/* after this one, another may be due at once: look again */
-		pgd_queue_scanned(gen, GetCurrentTimestamp());
+		pgd_queue_scanned(gen, now);
 		return pgd_store_claim_by_id(id, claim);
 	}
-	if (!pgd_store_next_due(&at))
+	if (!pgd_store_next_due(now, &at))
 		pgd_queue_scanned(gen, DT_NOEND);
 	else
 	{
-		TimestampTz now = GetCurrentTimestamp();
-
+		now = GetCurrentTimestamp();
 		pgd_queue_scanned(gen, at);
 		*sleep_ms =
 			Min(*sleep_ms,

@@ -20,7 +20,7 @@ our @EXPORT = qw(
   engine_cluster engine_node wait_engine_ready step_sql crash_shapes start_instance
   wait_instances_done executor_pid_in_step check_effects check_engine_empty
   start_server start_http_server http_get start_otlp_receiver
-  query_until
+  query_until diag_engine
 );
 
 # The role that starts workflows (superusers may not, by default).
