@@ -49,7 +49,13 @@
 #include "engine/wake.h"
 
 #define MAX_PENDING_INTERRUPTS 16
-#define MAX_PENDING_READY	   64
+/*
+ * A commit publishes the ids of every task it made ready, up to what the
+ * ring holds: a batch takes its later tasks from the ring only, so the
+ * branches of a wide fan-out whose ids were not published were found by
+ * queue scans one at a time, each leading a batch of its own (issue 14).
+ */
+#define MAX_PENDING_READY PGD_READY_RING
 
 typedef struct PendingInterrupt
 {
@@ -58,7 +64,7 @@ typedef struct PendingInterrupt
 } PendingInterrupt;
 
 static int	 pending_tasks = 0; /* tasks this transaction made runnable */
-static int64 pending_ready[MAX_PENDING_READY]; /* ids of some of them */
+static int64 pending_ready[MAX_PENDING_READY]; /* their ids (ring size) */
 static int	 npending_ready = 0;
 static bool pending_scan = false; /* some ready task is not in pending_ready */
 static TimestampTz pending_due = DT_NOEND;	  /* earliest future task made */
