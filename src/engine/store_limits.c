@@ -27,8 +27,11 @@
  * Locks: the caller holds the instance's runs row; then the rows of
  * df_internal.limits of the keys concerned, one at a time, or in key
  * order when an abandoned scope or an ended instance held several.
- * These are waited for (a transition holds one only until its commit);
- * a later step of a batch waits at most its lock_timeout and gives way.
+ * These are waited for (a transition holds one only until its commit) in
+ * the one order of the key rows (store_locks.c): an executor waits only
+ * for a row after every lock key and limit key row it holds, takes an
+ * earlier one with a short lock_timeout and runs again when it is busy; a
+ * later step of a batch waits at most its lock_timeout and gives way.
  *
  *-------------------------------------------------------------------------
  */
@@ -41,6 +44,7 @@
 
 #include "common/spi.h"
 #include "engine/store.h"
+#include "engine/store_stmt.h"
 
 typedef struct LimitRow
 {
@@ -108,15 +112,19 @@ static bool
 enter_at_once(const char *instance_id, const char *node_id, const char *scope,
 			  const char *key, int max_concurrent)
 {
-	char max_text[16];
+	char		 max_text[16];
+	volatile int n = 0;
 
 	snprintf(max_text, sizeof(max_text), "%d", max_concurrent);
-	if (PGD_EXEC("SELECT 1 FROM df_internal.limits "
-				 "WHERE key OPERATOR(pg_catalog.=) $1 "
-				 "AND max_concurrent OPERATOR(pg_catalog.=) $2::int "
-				 "AND rate IS NULL AND burst IS NULL FOR UPDATE",
-				 key, max_text) == 0)
+	STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", key,
+				   n = PGD_EXEC("SELECT 1 FROM df_internal.limits "
+								"WHERE key OPERATOR(pg_catalog.=) $1 "
+								"AND max_concurrent OPERATOR(pg_catalog.=) $2::int "
+								"AND rate IS NULL AND burst IS NULL FOR UPDATE",
+								key, max_text));
+	if (n == 0)
 		return false;
+	store_keys_locked(PGD_KEYS_LIMIT, key);
 	return PGD_EXEC("INSERT INTO df_internal.limit_holders "
 					"(instance_id, node_id, scope, key, submitted_by, started) "
 					"SELECT $2, $3, $4, $1, r.submitted_by, true FROM df_internal.runs r "
@@ -167,10 +175,12 @@ pump_if_queued(const char *key)
 						   key),
 				 errhint("Cancel the instance in a READ COMMITTED transaction.")));
 
-	(void)
-		PGD_EXEC("SELECT 1 FROM df_internal.limits WHERE key OPERATOR(pg_catalog.=) $1 "
-				 "FOR UPDATE",
-				 key);
+	STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", key,
+				   (void)
+					   PGD_EXEC("SELECT 1 FROM df_internal.limits "
+								"WHERE key OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+								key));
+	store_keys_locked(PGD_KEYS_LIMIT, key);
 	pump_locked(key);
 }
 
@@ -183,7 +193,7 @@ pgd_store_limit_enter(const char *instance_id, const char *node_id,
 								 TEXTOID, TEXTOID, TEXTOID,	  TIMESTAMPTZOID};
 	Datum			 values[8];
 	char			 nulls[8] = "        ";
-	int				 n;
+	volatile int	 n = 0;
 
 	if (rate <= 0 && max_concurrent > 0 &&
 		enter_at_once(instance_id, node_id, scope, key, max_concurrent))
@@ -200,9 +210,11 @@ pgd_store_limit_enter(const char *instance_id, const char *node_id,
 	values[6] = pgd_text_datum(scope);
 	values[7] = TimestampTzGetDatum(deadline);
 	nulls[7] = deadline != 0 ? ' ' : 'n';
-	n = pgd_spi_exec("SELECT action, instance_id, node_id, scope, at "
-					 "FROM df_internal.limit_enter($1, $2, $3, $4, $5, $6, $7, $8)",
-					 8, types, values, nulls, false);
+	STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", key,
+				   n = pgd_spi_exec("SELECT action, instance_id, node_id, scope, at "
+									"FROM df_internal.limit_enter($1, $2, $3, $4, $5, $6, $7, $8)",
+									8, types, values, nulls, false));
+	store_keys_locked(PGD_KEYS_LIMIT, key);
 	return limit_rows(n, instance_id, node_id, scope);
 }
 
@@ -210,10 +222,14 @@ PgdLimitVerdict
 pgd_store_limit_timer(const char *instance_id, const char *node_id,
 					  const char *scope)
 {
-	int n = PGD_EXEC("SELECT action, instance_id, node_id, scope, at "
-					 "FROM df_internal.limit_timer($1, $2, $3)",
-					 instance_id, node_id, scope);
+	volatile int n = 0;
 
+	/* the key is the node's: it locks a row not known here */
+	STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", NULL,
+				   n = PGD_EXEC("SELECT action, instance_id, node_id, scope, at "
+								"FROM df_internal.limit_timer($1, $2, $3)",
+								instance_id, node_id, scope));
+	store_keys_locked(PGD_KEYS_LIMIT, NULL);
 	return limit_rows(n, instance_id, node_id, scope);
 }
 
@@ -244,14 +260,25 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 						 instance_id, node_id, scope) == 1)
 				pump_if_queued(pgd_spi_getstring(0, 1));
 		}
-		else if (PGD_EXEC("WITH h AS (DELETE FROM df_internal.limit_holders "
-					 " WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-					 " AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
-					 " RETURNING key) "
-					 "SELECT l.key FROM df_internal.limits l "
-					 "WHERE l.key IN (SELECT key FROM h) FOR UPDATE OF l",
-					 instance_id, node_id, scope) == 1)
-			pump_locked(pgd_spi_getstring(0, 1));
+		else
+		{
+			volatile int held = 0;
+
+			STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", NULL,
+						   held =
+							   PGD_EXEC("WITH h AS (DELETE FROM df_internal.limit_holders "
+										" WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+										" AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
+										" RETURNING key) "
+										"SELECT l.key FROM df_internal.limits l "
+										"WHERE l.key IN (SELECT key FROM h) FOR UPDATE OF l",
+										instance_id, node_id, scope));
+			if (held == 1)
+			{
+				store_keys_locked(PGD_KEYS_LIMIT, pgd_spi_getstring(0, 1));
+				pump_locked(pgd_spi_getstring(0, 1));
+			}
+		}
 		return;
 	}
 	/*

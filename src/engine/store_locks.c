@@ -29,16 +29,21 @@
  * transition (store_nodes.c).
  *
  * Locks: the lock_keys row of each key touched, taken in key order within
- * one call and held to the end of the transaction (a plain row lock: the
- * other holders of it are transitions that take no other lock after it
- * but the next keys in order); rows of df_internal.locks of that key.
+ * one call and held to the end of the transaction, in the one order of the
+ * key rows below (an executor waits only for a row after every one it
+ * holds); rows of df_internal.locks of that key.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
+#include "storage/proc.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "common/compat.h"
 #include "common/spi.h"
 #include "engine/store.h"
 #include "engine/store_stmt.h"
@@ -55,13 +60,121 @@
 	" AND pg_catalog.starts_with(scope, " s \
 	" OPERATOR(pg_catalog.||) '::')))"
 
+/* ---------------------------------------------------------------------
+ * One order for the key rows (DESIGN.md §5 rule 1)
+ *
+ * An executor's transaction locks the key rows of several nodes: a chain
+ * step releases its LOCK's key and takes the next LOCK's, a batch runs the
+ * steps of several instances, and limits (df_internal.limits, store_limits.c)
+ * have key rows too.  Two transactions could each hold a row the other
+ * waits for: b ~> a against a ~> b deadlocked 5 times in 400 instances.  So
+ * the rows have one order, lock keys before limit keys, each by key, and an
+ * executor's transaction waits only for a row after every row it holds.
+ * A row before one it holds is taken with a lock_timeout of KEY_WAIT: when
+ * another transaction holds it, the unit rolls back and runs again at once
+ * (worker/executor.c; a later step of a batch gives way), which no other
+ * transaction can be waiting for.  A user's session (df.cancel) waits, as
+ * PostgreSQL's deadlock detection serves it.
+ * ---------------------------------------------------------------------
+ */
+#define KEY_WAIT "1ms"
+
+/* The largest key of each space whose row this transaction locked. */
+static LocalTransactionId keys_lxid = InvalidLocalTransactionId;
+static char				 *keys_max[PGD_KEY_SPACES];
+static const char		  keys_all[] = "\377"; /* after every key: not known */
+
+static void
+keys_current(void)
+{
+	if (keys_lxid == PGD_MY_LXID)
+		return;
+	keys_lxid = PGD_MY_LXID;
+	for (int i = 0; i < PGD_KEY_SPACES; i++)
+	{
+		if (keys_max[i] != NULL && keys_max[i] != keys_all)
+			pfree(keys_max[i]);
+		keys_max[i] = NULL;
+	}
+}
+
+void
+store_keys_locked(PgdKeySpace space, const char *key)
+{
+	keys_current();
+	if (key == NULL)
+		keys_max[space] = (char *) keys_all;
+	else if (keys_max[space] == NULL || strcmp(key, keys_max[space]) > 0)
+	{
+		if (keys_max[space] != NULL && keys_max[space] != keys_all)
+			pfree(keys_max[space]);
+		keys_max[space] = MemoryContextStrdup(TopMemoryContext, key);
+	}
+}
+
+bool
+store_keys_may_wait(PgdKeySpace space, const char *first)
+{
+	if (MyBackendType != B_BG_WORKER)
+		return true;
+	keys_current();
+	for (int i = space + 1; i < PGD_KEY_SPACES; i++)
+		if (keys_max[i] != NULL)
+			return false;
+	return keys_max[space] == NULL ||
+		(first != NULL && keys_max[space] != keys_all &&
+		 strcmp(first, keys_max[space]) >= 0);
+}
+
+int
+store_keys_wait_begin(bool may_wait)
+{
+	int nest;
+
+	if (may_wait)
+		return -1;
+	nest = NewGUCNestLevel();
+	(void) set_config_option("lock_timeout", KEY_WAIT, PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	return nest;
+}
+
+void
+store_keys_wait_end(int nest)
+{
+	if (nest >= 0)
+		AtEOXact_GUC(true, nest);
+}
+
+void
+store_keys_wait_failed(MemoryContext cxt, int nest, const char *what,
+					   const char *key)
+{
+	ErrorData *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	if (nest < 0 || edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+		PG_RE_THROW();
+	FlushErrorState();
+	ereport(ERROR,
+			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+			 errmsg("the row of %s key %s%s%s is held by another transaction",
+					what, key ? "\"" : "", key ? key : "(one of a release)",
+					key ? "\"" : ""),
+			 errdetail("An engine transaction that holds the row of a later key does not wait for an earlier one, "
+					   "so that two transactions never wait for each other; it runs again.")));
+}
+
 /* Lock key's row, making it when the key has none. */
 static void
 lock_key(const char *key)
 {
-	PGD_EXEC("INSERT INTO df_internal.lock_keys AS k (key) VALUES ($1) "
-			 "ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key",
-			 key);
+	STORE_KEY_ROWS(PGD_KEYS_LOCK, "lock", key,
+				   PGD_EXEC("INSERT INTO df_internal.lock_keys AS k (key) VALUES ($1) "
+							"ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key",
+							key));
+	store_keys_locked(PGD_KEYS_LOCK, key);
 }
 
 bool
@@ -208,27 +321,30 @@ void
 pgd_store_lock_release(const char *instance_id, const char *node_id,
 					   const char *scope)
 {
-	int	   n;
-	char **keys;
-	char **locked;
+	volatile int n = 0;
+	char	   **keys;
+	char	   **locked;
 
 	/* the schema of 0.3.0 has no lock tables (and no LOCK node ran) */
 	if (!pgd_store_table_exists("locks"))
 		return;
-	n = PGD_EXEC("SELECT e.key, k.key IS NOT NULL FROM "
-				 "(SELECT DISTINCT key FROM df_internal.locks "
-				 " WHERE instance_id" EQ "$1 " LOCK_FILTER("$2", "$3")
-				 " ORDER BY key) e "
-				 "LEFT JOIN LATERAL (SELECT key FROM df_internal.lock_keys y "
-				 " WHERE y.key" EQ "e.key FOR UPDATE) k ON true "
-				 "ORDER BY e.key",
-				 instance_id, node_id, scope);
+	STORE_KEY_ROWS(PGD_KEYS_LOCK, "lock", NULL,
+				   n = PGD_EXEC("SELECT e.key, k.key IS NOT NULL FROM "
+								"(SELECT DISTINCT key FROM df_internal.locks "
+								" WHERE instance_id" EQ "$1 " LOCK_FILTER("$2", "$3")
+								" ORDER BY key) e "
+								"LEFT JOIN LATERAL (SELECT key FROM df_internal.lock_keys y "
+								" WHERE y.key" EQ "e.key FOR UPDATE) k ON true "
+								"ORDER BY e.key",
+								instance_id, node_id, scope));
 	if (n == 0)
 		return;
 	keys = pgd_spi_column(n, 1);
 	locked = pgd_spi_column(n, 2);
 	for (int i = 0; i < n; i++)
 	{
+		if (strcmp(locked[i], "t") == 0)
+			store_keys_locked(PGD_KEYS_LOCK, keys[i]);
 		/* the row exists while the entries above are on it */
 		if (strcmp(locked[i], "t") != 0)
 			lock_key(keys[i]);

@@ -143,6 +143,51 @@ extern Datum store_text_array(int n, const char *const *items);
  */
 extern bool store_read_run(int col, struct PgdRunInfo *run);
 
+/*
+ * The key rows of locks and limits in one order (store_locks.c): may a
+ * statement that locks rows of space from key first on (NULL: not known)
+ * wait for them?  store_keys_wait_begin(may) gives it a short lock_timeout
+ * when not, store_keys_wait_end ends that, store_keys_wait_failed (in its
+ * PG_CATCH) says which row was busy; store_keys_locked records a row it
+ * locked (key NULL: rows not known).
+ */
+typedef enum PgdKeySpace
+{
+	PGD_KEYS_LOCK,	/* df_internal.lock_keys */
+	PGD_KEYS_LIMIT, /* df_internal.limits */
+	PGD_KEY_SPACES
+} PgdKeySpace;
+
+extern bool store_keys_may_wait(PgdKeySpace space, const char *first);
+extern int	store_keys_wait_begin(bool may_wait);
+extern void store_keys_wait_end(int nest);
+extern void store_keys_wait_failed(MemoryContext cxt, int nest,
+								   const char *what, const char *key);
+extern void store_keys_locked(PgdKeySpace space, const char *key);
+
+/*
+ * Run stmt, which locks key rows of space from key on (NULL: not known),
+ * under that order.  A variable stmt assigns and the caller reads after
+ * must be volatile.
+ */
+#define STORE_KEY_ROWS(space, what, key, stmt) \
+	do \
+	{ \
+		MemoryContext keys_cxt_ = CurrentMemoryContext; \
+		volatile int  keys_nest_ = \
+			store_keys_wait_begin(store_keys_may_wait((space), (key))); \
+		PG_TRY(); \
+		{ \
+			stmt; \
+		} \
+		PG_CATCH(); \
+		{ \
+			store_keys_wait_failed(keys_cxt_, keys_nest_, (what), (key)); \
+		} \
+		PG_END_TRY(); \
+		store_keys_wait_end(keys_nest_); \
+	} while (0)
+
 /* Write the buffered node updates now. */
 extern void store_flush_node_writes(void);
 /* store_inbox.c: the runs row with SKIP LOCKED (issue 14) */

@@ -36,7 +36,10 @@
  * timer is due, or until a commit wakes it.
  *
  * Deadlocks and serialization failures of the user's statement re-queue
- * the task with a jittered back-off.  Unexpected errors of the engine
+ * the task with a jittered back-off.  An engine statement that lost a
+ * race for a lock (a deadlock, a serialization failure, a key row it may
+ * not wait for: engine/store_locks.c) rolls the unit back, which runs
+ * again after 1-4 ms, with nothing recorded.  Other errors of the engine
  * itself are logged, the transaction is rolled back and the loop goes on;
  * then, in a transaction of its own, the error is recorded on the task
  * row the rollback put back (a counter and the last message) and its next
@@ -746,16 +749,32 @@ record_engine_error(int64 task_id, const char *error)
  * longer wanted and which says nothing about the task.
  */
 static char *
-current_error_text(void)
+current_error_text(int *sqlerrcode)
 {
 	ErrorData *edata = CopyErrorData();
 	char *msg = edata->message ? edata->message : pstrdup("unknown error");
 
+	*sqlerrcode = edata->sqlerrcode;
 	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
 		return NULL;
 	if (strlen(msg) > ENGINE_ERROR_LEN)
 		msg[pg_mbcliplen(msg, strlen(msg), ENGINE_ERROR_LEN)] = '\0';
 	return msg;
+}
+
+/*
+ * An engine transaction that lost a race for a lock (DESIGN.md §5 rule 5):
+ * a deadlock PostgreSQL broke, a serialization failure, or a key row the
+ * transaction may not wait for (engine/store_locks.c).  Nothing of it
+ * remains, the other transaction goes on, and the unit runs again soon; it
+ * is not an error of the task.
+ */
+static bool
+lost_lock_race(int sqlerrcode)
+{
+	return sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED ||
+		sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
+		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
 }
 
 static void
@@ -795,13 +814,25 @@ process_available_work(void)
 		{
 			int64 task_id = pgd_unit_state.claimed_task_id;
 			char *error;
+			int	  code;
+			bool  lost_race;
 
 			MemoryContextSwitchTo(work_cxt);
-			error = current_error_text();
-			pgd_unit_recover(old);
+			error = current_error_text(&code);
+			lost_race = lost_lock_race(code);
+			if (!lost_race)
+				pgd_unit_recover(old);
+			else
+			{
+				(void) pgd_unit_abort(old);
+				if (pgd_log_allowed())
+					ereport(LOG,
+							(errmsg("pg_durable: an engine transaction lost a lock race and runs again: %s",
+									error ? error : "canceled")));
+			}
 			give_share_back();
 			pgd_unit_state.claimed_task_id = 0;
-			if (task_id != 0 && error != NULL)
+			if (task_id != 0 && error != NULL && !lost_race)
 			{
 				MemoryContextSwitchTo(work_cxt);
 				record_engine_error(task_id, error);
@@ -809,7 +840,13 @@ process_available_work(void)
 			}
 			pgd_queue_rescan(); /* the claimed task is back in the queue */
 			did = false;
-			sleep_ms = 1000L; /* do not spin on a persistent engine error */
+			/*
+			 * Do not spin on a persistent engine error; a lost lock race
+			 * (DESIGN.md §5 rule 5) runs again after 1-4 ms.
+			 */
+			sleep_ms = lost_race ?
+				1 + (long) (pg_prng_double(&pg_global_prng_state) * 4) :
+				1000L;
 		}
 		PG_END_TRY();
 		MemoryContextSwitchTo(old);
