@@ -275,8 +275,10 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 										instance_id, node_id, scope));
 			if (held == 1)
 			{
-				store_keys_locked(PGD_KEYS_LIMIT, pgd_spi_getstring(0, 1));
-				pump_locked(pgd_spi_getstring(0, 1));
+				char *key = pgd_spi_getstring(0, 1);
+
+				store_keys_locked(PGD_KEYS_LIMIT, key);
+				pump_locked(key);
 			}
 		}
 		return;

@@ -343,10 +343,10 @@ pgd_store_lock_release(const char *instance_id, const char *node_id,
 	locked = pgd_spi_column(n, 2);
 	for (int i = 0; i < n; i++)
 	{
+		/* the row exists while the entries above are on it */
 		if (strcmp(locked[i], "t") == 0)
 			store_keys_locked(PGD_KEYS_LOCK, keys[i]);
-		/* the row exists while the entries above are on it */
-		if (strcmp(locked[i], "t") != 0)
+		else
 			lock_key(keys[i]);
 		/* the common case: nobody else was there, the key's row goes */
 		if (PGD_EXEC("WITH d AS (DELETE FROM df_internal.locks WHERE key" EQ

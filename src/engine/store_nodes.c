@@ -28,8 +28,9 @@
  * ANY($2), issue 22), and then the ids as a list (instance_id = $1 AND id
  * IN ($2, $8, ...)), where the planner may search the primary key by its
  * first column alone and apply the list as a filter, a path it keeps
- * because it returns rows in index order.  A 5,000-branch fan-out took 6.6 ms per branch that way, 0.9 ms
- * now (bench/run --widths on fresh clusters).
+ * because it returns rows in index order.  A 5,000-branch fan-out took
+ * 6.6 ms per branch that way, 0.9 ms now (bench/run --widths on fresh
+ * clusters).
  *
  * Locks: the rows of the instance whose runs row the caller holds.
  *

@@ -180,8 +180,8 @@ run_as_session_user(Oid submitter)
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 }
 
-static bool
-is_retryable(int sqlerrcode)
+bool
+pgd_lost_lock_race(int sqlerrcode)
 {
 	return sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED ||
 		sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
@@ -325,7 +325,7 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 		edata = pgd_subxact_caught(oldcxt, oldowner);
 
 		*sqlstate = edata->sqlerrcode;
-		*retry = is_retryable(edata->sqlerrcode) ||
+		*retry = pgd_lost_lock_race(edata->sqlerrcode) ||
 			(edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
 			 edata->message_id != NULL &&
 			 strcmp(edata->message_id,

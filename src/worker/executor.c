@@ -762,21 +762,6 @@ current_error_text(int *sqlerrcode)
 	return msg;
 }
 
-/*
- * An engine transaction that lost a race for a lock (DESIGN.md §5 rule 5):
- * a deadlock PostgreSQL broke, a serialization failure, or a key row the
- * transaction may not wait for (engine/store_locks.c).  Nothing of it
- * remains, the other transaction goes on, and the unit runs again soon; it
- * is not an error of the task.
- */
-static bool
-lost_lock_race(int sqlerrcode)
-{
-	return sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED ||
-		sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
-		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
-}
-
 static void
 process_available_work(void)
 {
@@ -819,7 +804,7 @@ process_available_work(void)
 
 			MemoryContextSwitchTo(work_cxt);
 			error = current_error_text(&code);
-			lost_race = lost_lock_race(code);
+			lost_race = pgd_lost_lock_race(code);
 			if (!lost_race)
 				pgd_unit_recover(old);
 			else
