@@ -25,16 +25,8 @@ bench_install() {
 	SHARE=$($PG_CONFIG --sharedir)
 
 	log "building pg_durable${BUILD_EXTRA:+ and $BUILD_EXTRA}"
-	# objects made for another server's headers (test/run's build/built-for,
-	# e.g. after scripts/run-in-trixie) are not linked into this one's library
-	local built_for
-	built_for=$($PG_CONFIG --bindir):$($PG_CONFIG --version)
-	mkdir -p "$ROOT/build"
-	if [ "$(cat "$ROOT/build/built-for" 2>/dev/null)" != "$built_for" ]; then
-		make -C "$ROOT" -s PG_CONFIG="$PG_CONFIG" clean >/dev/null
-	fi
-	make -C "$ROOT" -s PG_CONFIG="$PG_CONFIG"
-	echo "$built_for" >"$ROOT/build/built-for"
+	# (from make clean when the tree was built for another server)
+	PG_CONFIG="$PG_CONFIG" bash "$ROOT/scripts/make-for"
 	[ -n "${BUILD_EXTRA:-}" ] && make -C "$ROOT/$BUILD_EXTRA" -s PG_CONFIG="$PG_CONFIG"
 
 	mkdir -p "$BENCH_DIR"
