@@ -755,26 +755,63 @@ static SPIPlanPtr plans[STMT_COUNT];
 static bool planned[STMT_COUNT]; /* pgd_spi_run_kept */
 
 /*
- * Statements that neither read nor write df.nodes or the history leave the
- * buffered node writes where they are, so that a transition's writes go
- * out together (store_nodes.c): reading the runs row (a df.limit key
+ * Does sql call a function of the extension (which may read anything)?
+ * "df.name(" or "df_internal.name(".
+ */
+static bool
+calls_own_function(const char *sql)
+{
+	for (const char *p = sql; (p = strstr(p, "df")) != NULL; p++)
+	{
+		const char *q = p + 2;
+
+		if (p > sql && (isalnum((unsigned char) p[-1]) || p[-1] == '_'))
+			continue;
+		if (strncmp(q, "_internal.", 10) == 0)
+			q += 10;
+		else if (*q == '.')
+			q++;
+		else
+			continue;
+		while (isalnum((unsigned char) *q) || *q == '_')
+			q++;
+		if (*q == '(')
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Statements that neither read nor write df.nodes or the history (or read
+ * them through the buffer) leave the buffered node writes where they are,
+ * so that a transition's writes go out together (store_nodes.c), and a
+ * batch's until its commit: reading the runs row (a df.limit key
  * template) or queueing a task between two node writes split them into
- * statements of their own.
+ * statements of their own, and taking a signal or a wait between a
+ * step's start and its end made them two updates.  Any statement that
+ * names either table or calls one of the extension's functions writes
+ * them first.  Found out once per statement.
  */
 static bool
 keeps_node_writes(PgdStmt s)
 {
-	switch (s)
+	static char known[STMT_COUNT]; /* 0: not yet; 'y' or 'n' */
+
+	if (known[s] == 0)
 	{
-		case STMT_RUN_LOAD:
-		case STMT_TASK_START:
-		case STMT_TASK_STEP:
-		case STMT_TASK_HTTP:
-		case STMT_TASK_TIMER:
-			return true;
-		default:
-			return false;
+		const char *sql = stmts[s].sql;
+
+		/* the node stamps are read through the buffer (pgd_store_node_stamps) */
+		if (s == STMT_NODE_STAMPS)
+			known[s] = 'y';
+		else
+			known[s] = strstr(sql, "df.nodes") == NULL &&
+					strstr(sql, "df_internal.events") == NULL &&
+					!calls_own_function(sql) ?
+				'y' :
+				'n';
 	}
+	return known[s] == 'y';
 }
 
 /*
@@ -945,6 +982,8 @@ pgd_store_node_stamps(const char *instance_id, const char *const *node_ids,
 		(*statuses)[i] = store_get_string(i, 2);
 		(*stamps)[i] = store_get_string(i, 3);
 	}
+	/* the rows as the node writes not written yet leave them */
+	store_overlay_node_writes(instance_id, rows, *ids, *statuses, *stamps);
 	return rows;
 }
 

@@ -131,6 +131,9 @@ extern void pgd_store_node_running(const char *instance_id,
 extern void pgd_store_node_done(const char *instance_id, const char *node_id,
 								const char *scope, PgdOutcome outcome);
 extern void pgd_store_flush(void);
+/* a batch holds its node writes until it writes them before its commit */
+extern void pgd_store_hold_node_writes(bool hold);
+extern void pgd_store_write_node_writes(void);
 extern void pgd_store_node_state(const char *instance_id, const char *node_id,
 								 char **status, char **result);
 extern int	pgd_store_node_stamps(const char		*instance_id,
@@ -431,7 +434,6 @@ extern void pgd_store_set_run_nowait(bool nowait);
  */
 extern void pgd_store_set_run_skip(bool skip);
 extern bool pgd_store_run_held(void);
-extern void pgd_store_forget_node_writes(void);
 
 /* --- the inbox (store_inbox.c, DESIGN.md §4.2, issue 14) --- */
 

@@ -47,7 +47,7 @@
 bool
 store_run_lock_skip(const char *instance_id, bool *held)
 {
-	store_flush_node_writes();
+	/* reads neither df.nodes nor the history: node writes stay buffered */
 	*held = false;
 	if (PGD_EXEC("SELECT status FROM df_internal.runs "
 				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
@@ -100,7 +100,7 @@ pgd_store_inbox_add(const char *instance_id, const char *node_id,
 bool
 pgd_store_inbox_pending(const char *instance_id)
 {
-	store_flush_node_writes();
+	/* reads neither df.nodes nor the history: node writes stay buffered */
 	return PGD_EXEC("SELECT 1 FROM df_internal.inbox "
 					"WHERE instance_id OPERATOR(pg_catalog.=) $1 LIMIT 1",
 					instance_id) > 0;

@@ -118,13 +118,11 @@ run_follower(int64 task_id)
 		else if (ran == STEP_UNWANTED)
 		{
 			RollbackAndReleaseCurrentSubTransaction(); /* the step */
-			pgd_store_forget_node_writes();
 			ReleaseCurrentSubTransaction(); /* its claim: consumed */
 		}
 		else
 		{
 			RollbackAndReleaseCurrentSubTransaction();
-			pgd_store_forget_node_writes();
 			RollbackAndReleaseCurrentSubTransaction();
 			give_way(id);
 			result = FOLLOW_END;
@@ -146,7 +144,6 @@ run_follower(int64 task_id)
 		FlushErrorState();
 		while (GetCurrentTransactionNestLevel() > level)
 			RollbackAndReleaseCurrentSubTransaction();
-		pgd_store_forget_node_writes();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
 		ereport(DEBUG1,

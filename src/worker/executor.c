@@ -701,8 +701,12 @@ process_one(long *sleep_ms)
 
 	pgd_executor_set_idle(false);
 	started = GetCurrentTimestamp();
-	/* the step tasks a batch makes ready are held until it commits (store_tasks.c) */
+	/*
+	 * the step tasks a batch makes ready, and its node writes, are held
+	 * until it commits (store_tasks.c, store_nodes.c)
+	 */
 	pgd_store_hold_step_tasks(pgd_batch_max_steps > 1);
+	pgd_store_hold_node_writes(pgd_batch_max_steps > 1);
 	committed_here = (pgd_executor_run_task(&t) == STEP_RAN);
 
 	if (committed_here)
@@ -711,6 +715,7 @@ process_one(long *sleep_ms)
 
 		if (pgd_batch_max_steps > 1)
 			steps = pgd_run_batch(started);
+		pgd_store_write_node_writes();
 		pgd_store_write_held_tasks();
 		pgd_end_unit();
 		pgd_batch_committed(steps);

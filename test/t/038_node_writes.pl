@@ -97,4 +97,62 @@ WHERE query LIKE '%UPDATE df.nodes%' AND query LIKE '%INSERT INTO df_internal.ev
 
 is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.check() is clean');
 
+# A chain run in one batch updates each node row once, start and end in
+# one write, with both events (store_nodes.c): a second update of a row in
+# the transaction that wrote it made PostgreSQL check the row's foreign
+# keys again at commit, a locking SELECT on df.nodes per key (3.9 node
+# updates and 2.75 such locks per step of a 20-step chain before).  The
+# whole chain fits one batch here, so not one of those checks runs.
+my $STEPS = 20;
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET pg_durable.batch_max_steps = 64;
+ALTER SYSTEM SET pg_durable.batch_max_ms = 60000;
+SELECT pg_reload_conf();
+});
+$node->poll_query_until('postgres',
+	"SELECT current_setting('pg_durable.batch_max_steps') = '64'")
+  or die 'the batch settings were not reloaded';
+# the chain waits for a signal, so that df.start's own checks of its
+# node rows (at its commit) come before the count
+my $chain = join(' ~> ', "df.wait_for_signal('go')", map { "'SELECT $_'" } 2 .. $STEPS);
+my $cid = $node->safe_psql('postgres', "SET ROLE $ROLE; SELECT df.start($chain)");
+$node->poll_query_until('postgres', qq{
+SELECT EXISTS (SELECT FROM df.nodes WHERE instance_id = '$cid'
+			   AND node_type = 'SIGNAL' AND status = 'running')})
+  or die 'the chain did not begin to wait for its signal';
+$node->safe_psql('postgres', 'SELECT pg_stat_statements_reset()');
+$node->safe_psql('postgres', "SET ROLE $ROLE; SELECT df.signal('$cid', 'go')");
+is($node->safe_psql('postgres',
+		"SET ROLE $ROLE; SELECT df.await_instance('$cid', 120)"),
+	'completed', "the $STEPS-step chain completed")
+  or diag_engine($node);
+my $nnodes = 2 * $STEPS - 1;
+is($node->safe_psql('postgres',
+		"SELECT count(*) FILTER (WHERE status = 'completed') FROM df.nodes WHERE instance_id = '$cid'"),
+	$nnodes, 'every node of the chain completed');
+is($node->safe_psql('postgres', q{
+SELECT coalesce(sum(calls), 0) FROM pg_stat_statements
+WHERE query LIKE '%FROM ONLY "df"."nodes"%FOR KEY SHARE%'
+   OR query LIKE '%FROM ONLY "df"."instances"%submitted_by%FOR KEY SHARE%'}),
+	'0', 'no foreign key of df.nodes was checked again while the chain ran')
+  or diag($node->safe_psql('postgres', q{
+SELECT calls, query FROM pg_stat_statements
+WHERE query LIKE '%FOR KEY SHARE%'}));
+# both events of every node, in order, timed from the node's start
+is($node->safe_psql('postgres', qq{
+SELECT count(*) FROM (
+	SELECT e.node_id,
+		   min(e.id) FILTER (WHERE e.kind = 'node_started') AS s,
+		   min(e.id) FILTER (WHERE e.kind = 'node_completed') AS c,
+		   count(*) FILTER (WHERE e.kind IN ('node_started', 'node_completed')) AS k,
+		   min(e.at) FILTER (WHERE e.kind = 'node_started') AS s_at,
+		   min(e.at) FILTER (WHERE e.kind = 'node_completed') AS c_at,
+		   min(e.duration_ms) FILTER (WHERE e.kind = 'node_completed') AS d
+	FROM df_internal.events e
+	WHERE e.instance_id = '$cid' AND e.node_id IS NOT NULL
+	GROUP BY e.node_id) x
+WHERE x.k = 2 AND x.s IS NOT NULL AND x.c IS NOT NULL AND x.s < x.c AND x.s_at <= x.c_at AND x.d >= 0}),
+	$nnodes, 'every node has its start and its end, in order');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.check() is clean after the chain');
+
 done_testing();
