@@ -1895,3 +1895,24 @@ CREATE INDEX events_id_idx ON df_internal.events (id);
 -- an instance's apply tasks, looked for at every inbox take and hand-over
 -- (issue 14: through tasks_instance_idx, all of a wide JOIN's branch tasks)
 CREATE INDEX tasks_apply_idx ON df_internal.tasks (instance_id) WHERE kind = 'apply';
+-- a node's start written with its end, in one row (issue 14)
+ALTER TABLE df_internal.events ADD COLUMN started_at timestamptz;
+-- One row per event of the history, in the order (id, sub): a node's start
+-- whose end the engine wrote next (a step that started and ended in one
+-- batch) is not a row of its own but the started_at of its end's row, and
+-- comes here just before it, as sub 0 (issue 14).  Every reader of the
+-- history reads this view (monitor/history.c, spans.c, span_sources.c).
+CREATE VIEW df_internal.history_events AS
+SELECT e.id, x.sub, e.instance_id,
+	   CASE x.sub WHEN 0 THEN e.started_at ELSE e.at END AS at,
+	   CASE x.sub WHEN 0 THEN 'node_started' ELSE e.kind END AS kind,
+	   e.node_id, e.scope,
+	   CASE x.sub WHEN 1 THEN e.attempt END AS attempt,
+	   CASE x.sub WHEN 1 THEN e.duration_ms END AS duration_ms,
+	   CASE x.sub WHEN 1 THEN e.detail END AS detail
+FROM df_internal.events e
+CROSS JOIN LATERAL (VALUES (0), (1)) x (sub)
+WHERE x.sub OPERATOR(pg_catalog.=) 1 OR e.started_at IS NOT NULL;
+COMMENT ON VIEW df_internal.history_events IS
+	'the events of df_internal.events one per row, a start kept in its end''s row (started_at) '
+	'as a node_started of its own just before it';

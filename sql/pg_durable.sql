@@ -626,7 +626,9 @@ CREATE TABLE df_internal.events (
 	scope text,
 	attempt int,
 	duration_ms bigint,
-	detail jsonb
+	detail jsonb,
+	-- a node_completed / node_failed row's own node_started (issue 14)
+	started_at timestamptz
 );
 ALTER SEQUENCE df_internal.events_id_seq OWNED BY df_internal.events.id;
 CREATE INDEX events_instance_idx ON df_internal.events (instance_id, id);
@@ -635,6 +637,25 @@ CREATE INDEX events_id_idx ON df_internal.events (id);
 COMMENT ON TABLE df_internal.events IS 'append-only event history of the instances (df.history)';
 SELECT pg_catalog.pg_extension_config_dump('df_internal.events', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.events_id_seq', '');
+-- One row per event of the history, in the order (id, sub): a node's start
+-- whose end the engine wrote next (a step that started and ended in one
+-- batch) is not a row of its own but the started_at of its end's row, and
+-- comes here just before it, as sub 0 (issue 14).  Every reader of the
+-- history reads this view (monitor/history.c, spans.c, span_sources.c).
+CREATE VIEW df_internal.history_events AS
+SELECT e.id, x.sub, e.instance_id,
+	   CASE x.sub WHEN 0 THEN e.started_at ELSE e.at END AS at,
+	   CASE x.sub WHEN 0 THEN 'node_started' ELSE e.kind END AS kind,
+	   e.node_id, e.scope,
+	   CASE x.sub WHEN 1 THEN e.attempt END AS attempt,
+	   CASE x.sub WHEN 1 THEN e.duration_ms END AS duration_ms,
+	   CASE x.sub WHEN 1 THEN e.detail END AS detail
+FROM df_internal.events e
+CROSS JOIN LATERAL (VALUES (0), (1)) x (sub)
+WHERE x.sub OPERATOR(pg_catalog.=) 1 OR e.started_at IS NOT NULL;
+COMMENT ON VIEW df_internal.history_events IS
+	'the events of df_internal.events one per row, a start kept in its end''s row (started_at) '
+	'as a node_started of its own just before it';
 
 SELECT pg_catalog.pg_extension_config_dump('df_internal.signals', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.waits', '');

@@ -48,6 +48,7 @@ int	  pgd_http_max_concurrent = 500;
 char *pgd_otel_endpoint = NULL;
 char *pgd_otel_service_name = NULL;
 char *pgd_otel_headers = NULL;
+int	  pgd_otel_batch_events = 8192;
 bool  pgd_inbox = true;
 
 /* The engine's settings: where and as whom it runs, its limits and pace. */
@@ -276,6 +277,12 @@ define_otel_settings(void)
 							   "For example the API key a collector asks for: \"x-api-key=<key>\".",
 							   &pgd_otel_headers, "", PGC_SIGHUP,
 							   GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+
+	/* at least 2: a start kept in its end's row and that end fit in any batch */
+	DefineCustomIntVariable("pg_durable.otel_batch_events",
+							"Most history events whose spans one OTLP export posts.",
+							NULL, &pgd_otel_batch_events, 8192, 2, 1000000,
+							PGC_SIGHUP, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
 }
 
 void

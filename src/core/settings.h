@@ -51,6 +51,7 @@ extern int	 pgd_http_max_concurrent;
 extern char *pgd_otel_endpoint;
 extern char *pgd_otel_service_name;
 extern char *pgd_otel_headers;
+extern int	 pgd_otel_batch_events;
 
 /* settings.c: define every pg_durable.* setting (from _PG_init) */
 extern void pgd_settings_define(void);

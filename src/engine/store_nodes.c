@@ -106,15 +106,17 @@ static int	current_attempt = 0;
 /*
  * Parameters of a write in a group statement: id, scope, state, result,
  * attempt, detail, the time of its event, the time its node started when
- * that was buffered too (else NULL), and whether it is only the event of
- * a start whose update the node's end in the same statement makes.
+ * that was buffered too (else NULL), whether it is only the event of a
+ * start whose update the node's end in the same statement makes, and
+ * whether it is a start and its end, the next write (one event row).
  */
 #define GROUP_MAX	 8
-#define GROUP_ARGS	 9
+#define GROUP_ARGS	 10
 #define GROUP_PARAMS (1 + GROUP_MAX * GROUP_ARGS)
 
-static SPIPlanPtr group_plans[GROUP_MAX + 1];
-static bool		  group_planned[GROUP_MAX + 1]; /* pgd_spi_run_kept */
+/* [1]: with started_at; [0]: for a schema without it (0.3.0, until updated) */
+static SPIPlanPtr group_plans[2][GROUP_MAX + 1];
+static bool		  group_planned[2][GROUP_MAX + 1]; /* pgd_spi_run_kept */
 
 /*
  * The text of the statement that writes k nodes ($1: the instance): one
@@ -124,7 +126,7 @@ static bool		  group_planned[GROUP_MAX + 1]; /* pgd_spi_run_kept */
  * and one INSERT of their events in the order of the writes.
  */
 static char *
-group_sql(int k)
+group_sql(int k, bool paired)
 {
 	StringInfoData s;
 	int			   i;
@@ -148,29 +150,33 @@ group_sql(int k)
 			"WHERE n.instance_id OPERATOR(pg_catalog.=) $1 AND n.id OPERATOR(pg_catalog.=) $%d "
 			" AND NOT $%d "
 			"RETURNING %d AS ord, n.id, n.result, $%d AS st, $%d AS scope, $%d AS att, "
-			" $%d AS det, COALESCE($%d, o.updated_at) AS old, $%d AS at), "
+			" $%d AS det, COALESCE($%d, o.updated_at) AS old, $%d AS at, "
+			" CASE WHEN $%d THEN $%d END AS started), "
 			"e%d AS (SELECT %d AS ord, $%d::varchar AS id, NULL::pg_catalog.jsonb AS result, "
 			" $%d AS st, $%d AS scope, $%d AS att, $%d AS det, "
-			" NULL::pg_catalog.timestamptz AS old, $%d AS at WHERE $%d)",
+			" NULL::pg_catalog.timestamptz AS old, $%d AS at, "
+			" NULL::pg_catalog.timestamptz AS started WHERE $%d AND NOT $%d)",
 			i > 0 ? ", " : "", i + 1, b + 2, b + 2, b + 3, b + 3, b + 1, b, b,
-			b + 8, i + 1, b + 2, b + 1, b + 4, b + 5, b + 7, b + 6, i + 1,
-			i + 1, b, b + 2, b + 1, b + 4, b + 5, b + 6, b + 8);
+			b + 8, i + 1, b + 2, b + 1, b + 4, b + 5, b + 7, b + 6, b + 9,
+			b + 7, i + 1, i + 1, b, b + 2, b + 1, b + 4, b + 5, b + 6, b + 8,
+			b + 9);
 	}
-	appendStringInfoString(
-		&s,
-		" INSERT INTO df_internal.events "
-		"(instance_id, at, kind, node_id, scope, attempt, duration_ms, detail) "
-		"SELECT $1, u.at, CASE u.st WHEN 'r' THEN 'node_started' WHEN 'c' THEN 'node_completed' "
-		" ELSE 'node_failed' END, u.id, u.scope, "
-		"CASE WHEN u.st OPERATOR(pg_catalog.<>) 'r' THEN NULLIF(u.att, 0) END, "
-		"CASE WHEN u.st OPERATOR(pg_catalog.<>) 'r' THEN "
-		" GREATEST(0, (pg_catalog.date_part('epoch', u.at "
-		" OPERATOR(pg_catalog.-) u.old) OPERATOR(pg_catalog.*) 1000)::bigint) END, "
-		"CASE u.st WHEN 'r' THEN NULL WHEN 'f' THEN u.det::pg_catalog.jsonb "
-		" ELSE CASE WHEN pg_catalog.jsonb_typeof(u.result OPERATOR(pg_catalog.->) 'row_count') "
-		" OPERATOR(pg_catalog.=) 'number' "
-		" THEN pg_catalog.jsonb_build_object('row_count', u.result OPERATOR(pg_catalog.->) 'row_count') "
-		" END END FROM (");
+	appendStringInfo(&s,
+					 " INSERT INTO df_internal.events "
+					 "(instance_id, at, kind, node_id, scope, attempt, duration_ms, detail%s) "
+					 "SELECT $1, u.at, CASE u.st WHEN 'r' THEN 'node_started' WHEN 'c' THEN 'node_completed' "
+					 " ELSE 'node_failed' END, u.id, u.scope, "
+					 "CASE WHEN u.st OPERATOR(pg_catalog.<>) 'r' THEN NULLIF(u.att, 0) END, "
+					 "CASE WHEN u.st OPERATOR(pg_catalog.<>) 'r' THEN "
+					 " GREATEST(0, (pg_catalog.date_part('epoch', u.at "
+					 " OPERATOR(pg_catalog.-) u.old) OPERATOR(pg_catalog.*) 1000)::bigint) END, "
+					 "CASE u.st WHEN 'r' THEN NULL WHEN 'f' THEN u.det::pg_catalog.jsonb "
+					 " ELSE CASE WHEN pg_catalog.jsonb_typeof(u.result OPERATOR(pg_catalog.->) 'row_count') "
+					 " OPERATOR(pg_catalog.=) 'number' "
+					 " THEN pg_catalog.jsonb_build_object('row_count', u.result OPERATOR(pg_catalog.->) 'row_count') "
+					 " END END%s FROM (",
+					 paired ? ", started_at" : "",
+					 paired ? ", u.started" : "");
 	for (i = 0; i < k; i++)
 		appendStringInfo(&s, "%sSELECT * FROM u%d UNION ALL SELECT * FROM e%d",
 						 i > 0 ? " UNION ALL " : "", i + 1, i + 1);
@@ -179,15 +185,15 @@ group_sql(int k)
 }
 
 static SPIPlanPtr
-group_plan(int k)
+group_plan(int k, bool paired)
 {
 	Oid		   types[GROUP_PARAMS];
 	SPIPlanPtr plan;
 	char	  *sql;
 	int		   i;
 
-	if (group_plans[k] != NULL)
-		return group_plans[k];
+	if (group_plans[paired][k] != NULL)
+		return group_plans[paired][k];
 	types[0] = TEXTOID;
 	for (i = 0; i < k; i++)
 	{
@@ -197,9 +203,9 @@ group_plan(int k)
 		types[b + 4] = INT4OID;
 		types[b + 5] = TEXTOID;
 		types[b + 6] = types[b + 7] = TIMESTAMPTZOID;
-		types[b + 8] = BOOLOID;
+		types[b + 8] = types[b + 9] = BOOLOID;
 	}
-	sql = group_sql(k);
+	sql = group_sql(k, paired);
 	plan = SPI_prepare_cursor(sql, 1 + k * GROUP_ARGS, types,
 							  CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
@@ -211,7 +217,7 @@ group_plan(int k)
 			 "could not keep the plan of the engine statement \"%d node writes\"",
 			 k);
 	pfree(sql);
-	group_plans[k] = plan;
+	group_plans[paired][k] = plan;
 	return plan;
 }
 
@@ -231,12 +237,27 @@ end_of_start(const NodeWrite *ws, int from, int n)
 }
 
 /*
- * The arguments of write ws[i] at values[b..b+8] ('r'unning,
+ * Is ws[i] a start whose end is ws[i + 1], in the same scope?  Then the
+ * two are one event row: the end's, with the start's time in started_at
+ * (df_internal.history_events shows the start just before the end).  A
+ * step that a batch starts and runs, and a one-step workflow's step, are
+ * that; a compound node, whose children's writes come between, is not.
+ */
+static bool
+start_and_end(const NodeWrite *ws, int i, int n)
+{
+	return i + 1 < n && !ws[i].done && ws[i + 1].done &&
+		strcmp(ws[i].id, ws[i + 1].id) == 0 &&
+		strcmp(ws[i].scope, ws[i + 1].scope) == 0;
+}
+
+/*
+ * The arguments of write ws[i] at values[b..b+9] ('r'unning,
  * 'c'ompleted, 'f'ailed); ws[0..n-1] are the writes of this flush.
  */
 static void
-write_args(const NodeWrite *ws, int i, int n, Datum *values, char *nulls,
-		   int b)
+write_args(const NodeWrite *ws, int i, int n, bool paired, Datum *values,
+		   char *nulls, int b)
 {
 	const NodeWrite *w = &ws[i];
 	const NodeWrite *start = NULL;
@@ -257,11 +278,14 @@ write_args(const NodeWrite *ws, int i, int n, Datum *values, char *nulls,
 	values[b + 7] = start ? TimestampTzGetDatum(start->at) : (Datum) 0;
 	nulls[b + 7] = start ? ' ' : 'n';
 	values[b + 8] = BoolGetDatum(end_of_start(ws, i, n) != NULL);
+	values[b + 9] = BoolGetDatum(paired &&
+								 (start_and_end(ws, i, n) ||
+								  (i > 0 && start_and_end(ws, i - 1, n))));
 }
 
 /* Writes ws[from..from+k-1] of ws[0..n-1] in one group statement. */
 static void
-write_group(const NodeWrite *ws, int from, int k, int n)
+write_group(const NodeWrite *ws, int from, int k, int n, bool paired)
 {
 	Datum values[GROUP_PARAMS];
 	char  nulls[GROUP_PARAMS];
@@ -270,8 +294,9 @@ write_group(const NodeWrite *ws, int from, int k, int n)
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = pgd_text_datum(ws[from].instance_id);
 	for (i = 0; i < k; i++)
-		write_args(ws, from + i, n, values, nulls, 1 + i * GROUP_ARGS);
-	rc = pgd_spi_run_kept(group_plan(k), &group_planned[k], values, nulls);
+		write_args(ws, from + i, n, paired, values, nulls, 1 + i * GROUP_ARGS);
+	rc = pgd_spi_run_kept(group_plan(k, paired), &group_planned[paired][k],
+						  values, nulls);
 	if (rc < 0)
 		elog(ERROR, "engine statement \"%d node writes\" failed: %s", k,
 			 SPI_result_code_string(rc));
@@ -307,8 +332,11 @@ store_flush_node_writes(void)
 	flushing = true;
 	PG_TRY();
 	{
+		/* a start and its end in one row: not before the schema has the view */
+		bool paired = pgd_store_table_exists("history_events");
+
 		for (int i = 0; i < n; i += GROUP_MAX)
-			write_group(ws, i, Min(GROUP_MAX, n - i), n);
+			write_group(ws, i, Min(GROUP_MAX, n - i), n, paired);
 	}
 	PG_FINALLY();
 	{

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * history.c
- *	  df.history: the event history of an instance (df_internal.events).
+ *	  df.history: the event history of an instance (df_internal.events, as
+ *	  the view df_internal.history_events shows it: a start written in its
+ *	  end's row comes as a row of its own).
  *
  * The events are written by the engine's transitions (engine/store.c).
  * df.history reads as the caller: the instance must be visible to it in
@@ -15,15 +17,27 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 #include "common/spi.h"
 #include "monitor/monitor.h"
 
 #define HISTORY_COLUMNS 8
+
+const char *
+pgd_history_events(void)
+{
+	Oid ns = get_namespace_oid("df_internal", true);
+
+	if (OidIsValid(ns) && OidIsValid(get_relname_relid("history_events", ns)))
+		return "df_internal.history_events";
+	return "(SELECT o.*, 1 AS sub FROM df_internal.events o)";
+}
 
 static void
 read_history(const char *instance_id, void *arg)
@@ -32,12 +46,13 @@ read_history(const char *instance_id, void *arg)
 	Datum values[1];
 
 	values[0] = CStringGetTextDatum(instance_id);
-	pgd_spi_exec("SELECT e.at, e.kind, e.node_id::text, n.node_type, e.scope, e.attempt, "
-				 "e.duration_ms, e.detail "
-				 "FROM df_internal.events e LEFT JOIN df.nodes n "
-				 "ON n.instance_id OPERATOR(pg_catalog.=) e.instance_id "
-				 "AND n.id OPERATOR(pg_catalog.=) e.node_id "
-				 "WHERE e.instance_id OPERATOR(pg_catalog.=) $1 ORDER BY e.id",
+	pgd_spi_exec(psprintf("SELECT e.at, e.kind, e.node_id::text, n.node_type, e.scope, "
+						  "e.attempt, e.duration_ms, e.detail "
+						  "FROM %s e LEFT JOIN df.nodes n "
+						  "ON n.instance_id OPERATOR(pg_catalog.=) e.instance_id "
+						  "AND n.id OPERATOR(pg_catalog.=) e.node_id "
+						  "WHERE e.instance_id OPERATOR(pg_catalog.=) $1 ORDER BY e.id, e.sub",
+						  pgd_history_events()),
 				 1, types, values, NULL, false);
 	pgd_spi_rows_to_srf((FunctionCallInfo) arg, HISTORY_COLUMNS);
 }

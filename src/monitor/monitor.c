@@ -386,16 +386,17 @@ load_generations(Datum id, int64 current, int64 **gens, int64 **counts,
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
 						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	ngens =
-		pgd_spi_exec("SELECT g, pg_catalog.count(*), "
-					 "GREATEST(0, (pg_catalog.date_part('epoch', "
-					 "CASE WHEN g OPERATOR(pg_catalog.=) $2 AND NOT pg_catalog.bool_or(kind "
-					 "OPERATOR(pg_catalog.~) '^instance_(completed|failed|cancelled)$') "
-					 "THEN pg_catalog.clock_timestamp() ELSE pg_catalog.max(at) END "
-					 "OPERATOR(pg_catalog.-) pg_catalog.min(at)) OPERATOR(pg_catalog.*) 1000)::bigint) "
-					 "FROM (SELECT COALESCE((pg_catalog.regexp_match(scope, "
-					 " '^[^:]+::([0-9]{1,18})(::|$)'))[1]::bigint, $2) AS g, kind, at "
-					 " FROM df_internal.events WHERE instance_id OPERATOR(pg_catalog.=) $1) s "
-					 "GROUP BY g",
+		pgd_spi_exec(psprintf("SELECT g, pg_catalog.count(*), "
+							  "GREATEST(0, (pg_catalog.date_part('epoch', "
+							  "CASE WHEN g OPERATOR(pg_catalog.=) $2 AND NOT pg_catalog.bool_or(kind "
+							  "OPERATOR(pg_catalog.~) '^instance_(completed|failed|cancelled)$') "
+							  "THEN pg_catalog.clock_timestamp() ELSE pg_catalog.max(at) END "
+							  "OPERATOR(pg_catalog.-) pg_catalog.min(at)) OPERATOR(pg_catalog.*) 1000)::bigint) "
+							  "FROM (SELECT COALESCE((pg_catalog.regexp_match(scope, "
+							  " '^[^:]+::([0-9]{1,18})(::|$)'))[1]::bigint, $2) AS g, kind, at "
+							  " FROM %s h WHERE instance_id OPERATOR(pg_catalog.=) $1) s "
+							  "GROUP BY g",
+							  pgd_history_events()),
 					 2, t2, v2, NULL, true);
 	SetUserIdAndSecContext(save_userid, save_sec);
 	*gens = *counts = *durations = NULL;
@@ -527,14 +528,15 @@ pgd_metrics(PG_FUNCTION_ARGS)
 						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	pgd_spi_exec("SELECT pg_catalog.count(*), "
-				 "pg_catalog.count(*) FILTER (WHERE i.status OPERATOR(pg_catalog.=) ANY ('{pending,running}'::text[])), "
-				 "pg_catalog.count(*) FILTER (WHERE i.status OPERATOR(pg_catalog.=) 'completed'), "
-				 "pg_catalog.count(*) FILTER (WHERE i.status OPERATOR(pg_catalog.=) 'failed'), "
-				 "COALESCE(pg_catalog.sum(" PGD_SQL_EXECUTION_COUNT
-				 "), 0)::bigint, "
-				 "(SELECT pg_catalog.count(*) FROM df_internal.events) "
-				 "FROM " PGD_SQL_ROOT_JOIN,
+	pgd_spi_exec(psprintf("SELECT pg_catalog.count(*), "
+						  "pg_catalog.count(*) FILTER (WHERE i.status OPERATOR(pg_catalog.=) ANY ('{pending,running}'::text[])), "
+						  "pg_catalog.count(*) FILTER (WHERE i.status OPERATOR(pg_catalog.=) 'completed'), "
+						  "pg_catalog.count(*) FILTER (WHERE i.status OPERATOR(pg_catalog.=) 'failed'), "
+						  "COALESCE(pg_catalog.sum(" PGD_SQL_EXECUTION_COUNT
+						  "), 0)::bigint, "
+						  "(SELECT pg_catalog.count(*) FROM %s h) "
+						  "FROM " PGD_SQL_ROOT_JOIN,
+						  pgd_history_events()),
 				 0, NULL, NULL, NULL, true);
 	for (i = 0; i < 6; i++)
 		out[i] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,

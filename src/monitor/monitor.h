@@ -118,6 +118,14 @@ extern bool pgd_read_as_engine(const char *instance_id, PgdEngineRead read,
 							   void *arg);
 
 /*
+ * history.c: the relation to read the history from, with an alias after
+ * it: df_internal.history_events (one row per event, a start written in
+ * its end's row as sub 0), or under a schema without the view (0.3.0,
+ * until ALTER EXTENSION UPDATE) the events with sub 1.
+ */
+extern const char *pgd_history_events(void);
+
+/*
  * visibility.c: put the first ncols columns of every row of SPI_tuptable
  * into the materialized result of a set-returning function.
  */

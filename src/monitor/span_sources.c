@@ -272,11 +272,13 @@ read_new(PgdSpanSources *all, Source **list, int n, int64 after)
 	/* the events up to the cursor: the sources are empty, so they come first */
 	values[0] = text_array(np, prior);
 	values[1] = Int64GetDatum(after);
-	rows = pgd_spi_exec("SELECT instance_id, " PGD_SQL_SPAN_EVENT_COLUMNS
-						" FROM df_internal.events "
-						"WHERE instance_id OPERATOR(pg_catalog.=) ANY ($1) "
-						"AND id OPERATOR(pg_catalog.<=) $2 ORDER BY id",
-						2, types, values, NULL, false);
+	rows =
+		pgd_spi_exec(psprintf("SELECT instance_id, " PGD_SQL_SPAN_EVENT_COLUMNS
+							  " FROM %s h "
+							  "WHERE instance_id OPERATOR(pg_catalog.=) ANY ($1) "
+							  "AND id OPERATOR(pg_catalog.<=) $2 ORDER BY id, sub",
+							  pgd_history_events()),
+					 2, types, values, NULL, false);
 	for (int r = 0; r < rows; r++)
 	{
 		Source *s = lookup(all, pgd_spi_getstring(r, 1), false);
@@ -323,16 +325,30 @@ pgd_span_sources_read(PgdSpanSources *all, int64 after, int64 bound, int limit,
 	values[0] = Int64GetDatum(after);
 	values[1] = Int64GetDatum(bound);
 	values[2] = Int32GetDatum(limit);
-	n = pgd_spi_exec("SELECT instance_id, " PGD_SQL_SPAN_EVENT_COLUMNS
-					 " FROM df_internal.events "
-					 "WHERE id OPERATOR(pg_catalog.>) $1 AND id OPERATOR(pg_catalog.<=) $2 "
-					 "ORDER BY id LIMIT $3",
+	n = pgd_spi_exec(psprintf("SELECT instance_id, " PGD_SQL_SPAN_EVENT_COLUMNS
+							  " FROM %s h "
+							  "WHERE id OPERATOR(pg_catalog.>) $1 AND id OPERATOR(pg_catalog.<=) $2 "
+							  "ORDER BY id, sub LIMIT $3",
+							  pgd_history_events()),
 					 3, types, values, NULL, false);
 	*through = bound;
 	if (n == limit && n > 0)
-		*through = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[n - 1],
-											   SPI_tuptable->tupdesc, 2,
-											   &(bool){false}));
+	{
+		bool  isnull;
+		int64 last =
+			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[n - 1],
+										SPI_tuptable->tupdesc, 2, &isnull));
+
+		/* a start whose end (the same row, sub 1) the limit left out */
+		if (DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[n - 1],
+										SPI_tuptable->tupdesc, 9, &isnull)) ==
+			0)
+		{
+			last--;
+			n--;
+		}
+		*through = last;
+	}
 	*ntouched = 0;
 	if (n == 0)
 		return NULL;
@@ -373,11 +389,18 @@ pgd_span_sources_read(PgdSpanSources *all, int64 after, int64 bound, int limit,
 		if (s == NULL || s->gone)
 			continue;
 		/* a batch read again (its post failed): the events are there */
-		if (s->h.nevents > 0 &&
-			DatumGetInt64(SPI_getbinval(tt->vals[i], tt->tupdesc, 2,
-										&(bool){false})) <=
-				s->h.events[s->h.nevents - 1].id)
-			continue;
+		if (s->h.nevents > 0)
+		{
+			const HistEvent *last = &s->h.events[s->h.nevents - 1];
+			bool			 isnull;
+			int64 id = DatumGetInt64(SPI_getbinval(tt->vals[i], tt->tupdesc, 2,
+												   &isnull));
+			int sub = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 9,
+												  &isnull));
+
+			if (id < last->id || (id == last->id && sub <= last->sub))
+				continue;
+		}
 		pgd_hist_reserve(&s->h, 1);
 		e = &s->h.events[s->h.nevents++];
 		pgd_hist_event_from_spi(&s->h, e, tt, i, 2);

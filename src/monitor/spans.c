@@ -147,6 +147,7 @@ pgd_hist_event_from_spi(HistRead *h, HistEvent *e, SPITupleTable *tt, int row,
 		e->scope = "";
 	e->attempt = DatumGetInt32(SPI_getbinval(tup, desc, col + 5, &isnull));
 	e->has_attempt = !isnull;
+	e->sub = DatumGetInt32(SPI_getbinval(tup, desc, col + 7, &isnull));
 	detail = SPI_getvalue(tup, desc, col + 6);
 	if (detail != NULL)
 	{
@@ -179,9 +180,10 @@ read_events(HistRead *h, const char *instance_id)
 	int	  n;
 
 	values[0] = CStringGetTextDatum(instance_id);
-	n = pgd_spi_exec("SELECT " PGD_SQL_SPAN_EVENT_COLUMNS
-					 " FROM df_internal.events WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-					 "ORDER BY id",
+	n = pgd_spi_exec(psprintf("SELECT " PGD_SQL_SPAN_EVENT_COLUMNS
+							  " FROM %s h WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+							  "ORDER BY id, sub",
+							  pgd_history_events()),
 					 1, types, values, NULL, false);
 	pgd_hist_reserve(h, n);
 	for (int i = 0; i < n; i++)

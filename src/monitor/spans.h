@@ -111,6 +111,7 @@ extern const char *pgd_span_status_name(PgdSpanStatus status);
 typedef struct HistEvent
 {
 	int64		id;
+	int			sub; /* 0: a start written in its end's row (id) */
 	TimestampTz at;
 	char	   *kind;
 	char	   *node_id; /* NULL for instance events */
@@ -131,15 +132,16 @@ typedef struct HistRead
 } HistRead;
 
 /*
- * The columns of an event, as pgd_hist_event_from_spi reads them from
- * column col on; the detail only of the events whose spans use it (errors,
- * retry delays, the instance's end).
+ * The columns of an event of df_internal.history_events, as
+ * pgd_hist_event_from_spi reads them from column col on; the detail only
+ * of the events whose spans use it (errors, retry delays, the instance's
+ * end).
  */
 #define PGD_SQL_SPAN_EVENT_COLUMNS \
 	"id, at, kind, node_id, scope, attempt, " \
 	"CASE WHEN kind OPERATOR(pg_catalog.=) ANY ('{node_failed,retry_scheduled}'::text[]) " \
 	"OR (node_id IS NULL AND kind OPERATOR(pg_catalog.<>) 'instance_started') " \
-	"THEN detail::text END"
+	"THEN detail::text END, sub"
 
 extern void pgd_hist_event_from_spi(HistRead *h, HistEvent *e,
 									SPITupleTable *tt, int row, int col);

@@ -7,9 +7,11 @@
  * What is exported: every span ends at a history event (a node's end, a
  * retry, the instance's end; monitor/spans.c), so the export walks
  * df_internal.events by id.  A batch is the spans ended by the next
- * EVENT_BATCH history events after the cursor, read by the index on
- * events (id) in one statement; the backlog is the history itself (bounded
- * by retention), so exporting adds to the step path only that index entry:
+ * pg_durable.otel_batch_events history events after the cursor (8,192
+ * by default), read by the index on events (id) in one statement (a start
+ * kept in its end's row counts as an event; a batch the limit would cut
+ * between the two ends before their row, span_sources.c); the backlog is
+ * the history itself (bounded by retention), so exporting adds to the step path only that index entry:
  * no other writes, no locks, no wake-ups.  A steps' burst only makes the
  * next batches fuller; while there is a backlog batches follow each other.
  *
@@ -68,7 +70,6 @@
 #include "monitor/spans.h"
 #include "worker/worker.h"
 
-#define EVENT_BATCH 8192 /* history events per batch */
 #define SCAN_INTERVAL_MS \
 	2000 /* between scans; an instance is read once a scan */
 #define PENDING_MS		 200 /* while the horizon waits for running transactions */
@@ -317,8 +318,9 @@ build_batch(int64 cursor, int64 bound, int64 *through, int *nspans)
 		cache_reset();
 	if (sources == NULL)
 		sources = pgd_span_sources_create(TopMemoryContext);
-	instances = pgd_span_sources_read(sources, cursor, bound, EVENT_BATCH,
-									  through, &ninstances);
+	instances =
+		pgd_span_sources_read(sources, cursor, bound, pgd_otel_batch_events,
+							  through, &ninstances);
 
 	initStringInfo(&body);
 	appendStringInfoString(&body,

@@ -87,6 +87,9 @@ FROM pg_stat_statements
 WHERE query LIKE '%UPDATE df.nodes%' AND query LIKE '%INSERT INTO df_internal.events%'
   AND rows > 0});
 my ($writes, $calls, $worst) = split /\|/, $stats;
+# (a start and its end written together are one event row)
+$writes += $node->safe_psql('postgres',
+	"SELECT count(started_at) FROM df_internal.events WHERE instance_id = '$id'");
 ok($writes >= 2 * (2 * $BRANCHES - 1),
 	"the node writes were counted ($writes writes in $calls statements)");
 cmp_ok($worst // 1e9, '<', $MAX_HITS,
@@ -138,21 +141,33 @@ WHERE query LIKE '%FROM ONLY "df"."nodes"%FOR KEY SHARE%'
   or diag($node->safe_psql('postgres', q{
 SELECT calls, query FROM pg_stat_statements
 WHERE query LIKE '%FOR KEY SHARE%'}));
-# both events of every node, in order, timed from the node's start
+# both events of every node, in order, timed from the node's start, as
+# the history shows them (df_internal.history_events)
 is($node->safe_psql('postgres', qq{
 SELECT count(*) FROM (
 	SELECT e.node_id,
-		   min(e.id) FILTER (WHERE e.kind = 'node_started') AS s,
-		   min(e.id) FILTER (WHERE e.kind = 'node_completed') AS c,
+		   min(e.ord) FILTER (WHERE e.kind = 'node_started') AS s,
+		   min(e.ord) FILTER (WHERE e.kind = 'node_completed') AS c,
 		   count(*) FILTER (WHERE e.kind IN ('node_started', 'node_completed')) AS k,
 		   min(e.at) FILTER (WHERE e.kind = 'node_started') AS s_at,
 		   min(e.at) FILTER (WHERE e.kind = 'node_completed') AS c_at,
 		   min(e.duration_ms) FILTER (WHERE e.kind = 'node_completed') AS d
-	FROM df_internal.events e
-	WHERE e.instance_id = '$cid' AND e.node_id IS NOT NULL
+	FROM (SELECT h.*, row_number() OVER (ORDER BY h.id, h.sub) AS ord
+		  FROM df_internal.history_events h WHERE h.instance_id = '$cid') e
+	WHERE e.node_id IS NOT NULL
 	GROUP BY e.node_id) x
 WHERE x.k = 2 AND x.s IS NOT NULL AND x.c IS NOT NULL AND x.s < x.c AND x.s_at <= x.c_at AND x.d >= 0}),
 	$nnodes, 'every node has its start and its end, in order');
+# a step the batch started and ran is one event row, its start in started_at
+# (store_nodes.c): the 19 SQL steps after the signal, no other node
+is($node->safe_psql('postgres', qq{
+SELECT count(*) FILTER (WHERE n.node_type = 'SQL') || '/' || count(*)
+FROM df_internal.events e JOIN df.nodes n ON n.instance_id = e.instance_id AND n.id = e.node_id
+WHERE e.instance_id = '$cid' AND e.started_at IS NOT NULL}),
+	($STEPS - 1) . '/' . ($STEPS - 1), 'each step run in the batch wrote one event row, not two');
+is($node->safe_psql('postgres', qq{
+SELECT count(*) FROM df.history('$cid') WHERE kind = 'node_started'}),
+	$nnodes, 'df.history shows every start');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.check() is clean after the chain');
 
 done_testing();
