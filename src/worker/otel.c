@@ -8,10 +8,12 @@
  * retry, the instance's end; monitor/spans.c), so the export walks
  * df_internal.events by id.  A batch is the spans ended by the next
  * pg_durable.otel_batch_events history events after the cursor (8,192
- * by default), read by the index on events (id) in one statement (a start
- * kept in its end's row counts as an event; a batch the limit would cut
- * between the two ends before their row, span_sources.c); the backlog is
- * the history itself (bounded by retention), so exporting adds to the step path only that index entry:
+ * by default), read in one statement by the BRIN index on events (id)
+ * from a window of at most four batches' worth of ids (a start kept in its
+ * end's row counts as an event; a batch the limit would cut between the
+ * two ends before their row, span_sources.c); the backlog is the history
+ * itself (bounded by retention), so exporting adds to the step path only
+ * that index's summaries (a btree entry per event until issue 14's cut):
  * no other writes, no locks, no wake-ups.  A steps' burst only makes the
  * next batches fuller; while there is a backlog batches follow each other.
  *
@@ -70,6 +72,7 @@
 #include "monitor/spans.h"
 #include "worker/worker.h"
 
+#define WINDOW_IDS 4 /* ids a scan reads, in batches (build_batch) */
 #define SCAN_INTERVAL_MS \
 	2000 /* between scans; an instance is read once a scan */
 #define PENDING_MS		 200 /* while the horizon waits for running transactions */
@@ -309,6 +312,7 @@ build_batch(int64 cursor, int64 bound, int64 *through, int *nspans)
 	int			   ninstances = 0;
 	StringInfoData body;
 	bool		   first = true;
+	int64		   window;
 
 	*nspans = 0;
 	*through = cursor;
@@ -318,9 +322,17 @@ build_batch(int64 cursor, int64 bound, int64 *through, int *nspans)
 		cache_reset();
 	if (sources == NULL)
 		sources = pgd_span_sources_create(TopMemoryContext);
+	/*
+	 * At most WINDOW_IDS batches' worth of ids at a time: the BRIN index
+	 * on events (id) gives the pages of the whole window, whose rows are
+	 * then sorted, so a catch-up must not read the backlog at every batch.
+	 */
+	window = (int64) pgd_otel_batch_events * WINDOW_IDS;
 	instances =
-		pgd_span_sources_read(sources, cursor, bound, pgd_otel_batch_events,
-							  through, &ninstances);
+		pgd_span_sources_read(sources, cursor,
+							  bound - cursor > window ? cursor + window :
+														bound,
+							  pgd_otel_batch_events, through, &ninstances);
 
 	initStringInfo(&body);
 	appendStringInfoString(&body,
@@ -534,6 +546,8 @@ scan_unit(MemoryContext cxt)
 		next_scan = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 10000);
 		return NULL;
 	}
+	/* the window's BRIN scan is small: no parallel workers (slots) for it */
+	pgd_exec("SET LOCAL max_parallel_workers_per_gather = 0", 0, NULL);
 	bound = horizon(cursor);
 	body = build_batch(cursor, bound, &through, &nspans);
 	/*
@@ -544,6 +558,8 @@ scan_unit(MemoryContext cxt)
 	if (body == NULL && have_candidate)
 		next_scan =
 			TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PENDING_MS);
+	if (body == NULL && through < bound)
+		next_scan = 0; /* the window ended before the horizon: go on */
 	if (body == NULL && through > cursor)
 		move_cursor(cursor, through, 0);
 	else if (body != NULL)
