@@ -19,6 +19,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "access/xact.h"
 #include "executor/spi.h"
@@ -27,6 +28,7 @@
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #include "common/spi.h"
@@ -252,4 +254,12 @@ pgd_exec_as(Oid role, int sec_flags, char **error, const char *sql, int nargs,
 	MemoryContextSwitchTo(oldcxt);
 	CurrentResourceOwner = oldowner;
 	return value;
+}
+
+bool
+pgd_internal_relation_exists(const char *name)
+{
+	Oid ns = get_namespace_oid("df_internal", true);
+
+	return OidIsValid(ns) && OidIsValid(get_relname_relid(name, ns));
 }

@@ -23,18 +23,26 @@
  * snapshot could miss what committed just before a task was claimed, and
  * call a live step dead.  read_only is accepted for documentation only.
  */
-extern int	 pgd_spi_exec(const char *sql, int nargs, const Oid *types,
-						  const Datum *values, const char *nulls,
-						  bool read_only);
-extern int	 pgd_exec(const char *sql, int nargs, const char *const *args);
+extern int pgd_spi_exec(const char *sql, int nargs, const Oid *types,
+						const Datum *values, const char *nulls,
+						bool read_only);
+extern int pgd_exec(const char *sql, int nargs, const char *const *args);
+
+/*
+ * Is df_internal.name (a table or a view) there?  Until ALTER EXTENSION
+ * ... UPDATE has run, a database created with an older script lacks the
+ * newer ones (and no node can have used them).  Catalog cache lookups, so
+ * an update is seen at once.
+ */
+extern bool pgd_internal_relation_exists(const char *name);
 
 /*
  * Execute a kept plan (SPI_execute_plan, not read-only).  When it is about
  * to be planned, at its first execution (*planned false) or again after an
  * invalidation, it is planned with enable_seqscan and jit off: see spi.c.
  */
-extern int	 pgd_spi_run_kept(SPIPlanPtr plan, bool *planned,
-							  const Datum *values, const char *nulls);
+extern int pgd_spi_run_kept(SPIPlanPtr plan, bool *planned,
+							const Datum *values, const char *nulls);
 
 extern char *pgd_spi_getstring(int row, int col);
 /* Column col of the n rows SPI returned, as palloc'd strings (NULL: SQL NULL). */

@@ -890,14 +890,6 @@ store_run(PgdStmt s, const Datum *values, const char *nulls)
 	return (int) SPI_processed;
 }
 
-bool
-pgd_store_table_exists(const char *name)
-{
-	Oid ns = get_namespace_oid("df_internal", true);
-
-	return OidIsValid(ns) && OidIsValid(get_relname_relid(name, ns));
-}
-
 /* store_run with text arguments only (a NULL pointer is SQL NULL). */
 int
 store_run_text(PgdStmt s, int nargs, const char *const *args)

@@ -446,13 +446,6 @@ typedef struct PgdInboxEntry
 	PgdOutcome outcome;
 } PgdInboxEntry;
 
-/*
- * Is df_internal.name there?  Until ALTER EXTENSION ... UPDATE has run, a
- * database created with an older script lacks the newer tables (and no
- * node can have used them).  Catalog cache lookups, so an update is seen
- * at once.
- */
-extern bool pgd_store_table_exists(const char *name);
 extern void pgd_store_inbox_add(const char *instance_id, const char *node_id,
 								const char *scope, int attempt,
 								const PgdOutcome *outcome);

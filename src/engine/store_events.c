@@ -98,7 +98,7 @@ pgd_store_event_waits(const char *instance_id, char ***node_ids,
 {
 	int n;
 
-	if (!pgd_store_table_exists("bus_events"))
+	if (!pgd_internal_relation_exists("bus_events"))
 		return 0; /* an older schema: no EVENT waits (nor event_xmin) */
 	n = PGD_EXEC("SELECT node_id, scope, event_xmin FROM df_internal.waits "
 				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
@@ -126,7 +126,7 @@ pgd_store_event_sweep(void)
 {
 	int n;
 
-	if (!pgd_store_table_exists("bus_events"))
+	if (!pgd_internal_relation_exists("bus_events"))
 		return -1;
 	n = pgd_exec("INSERT INTO df_internal.tasks (instance_id, scope, kind) "
 				 "SELECT m.instance_id, m.instance_id, 'deliver' FROM ("
@@ -158,7 +158,7 @@ pgd_store_event_retention(int retention_days)
 {
 	char days[16];
 
-	if (!pgd_store_table_exists("bus_events"))
+	if (!pgd_internal_relation_exists("bus_events"))
 		return -1;
 
 	snprintf(days, sizeof(days), "%d", retention_days);

@@ -21,7 +21,7 @@
  *
  * Under a schema without the inbox (the new library before ALTER
  * EXTENSION ... UPDATE) nothing here is used: the step waits for its runs
- * row as before (pgd_store_table_exists).
+ * row as before (pgd_internal_relation_exists).
  *
  * Locks: the runs row taken with SKIP LOCKED (never waits); the inbox is
  * insert only and read and deleted under the instance's runs lock; other

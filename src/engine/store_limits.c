@@ -240,7 +240,7 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 	int	   n;
 	char **keys;
 
-	if (node_id == NULL && !pgd_store_table_exists("limit_holders"))
+	if (node_id == NULL && !pgd_internal_relation_exists("limit_holders"))
 		return;
 
 	if (node_id != NULL)
@@ -356,7 +356,7 @@ pgd_store_limit_forget_idle(int max)
 {
 	char max_text[16];
 
-	if (!pgd_store_table_exists("limit_holders"))
+	if (!pgd_internal_relation_exists("limit_holders"))
 		return 0;
 	snprintf(max_text, sizeof(max_text), "%d", max);
 	if (PGD_EXEC("SELECT df_internal.limit_forget_idle($1::int)", max_text) !=

@@ -326,7 +326,7 @@ pgd_store_lock_release(const char *instance_id, const char *node_id,
 	char	   **locked;
 
 	/* the schema of 0.3.0 has no lock tables (and no LOCK node ran) */
-	if (!pgd_store_table_exists("locks"))
+	if (!pgd_internal_relation_exists("locks"))
 		return;
 	STORE_KEY_ROWS(PGD_KEYS_LOCK, "lock", NULL,
 				   n = PGD_EXEC("SELECT e.key, k.key IS NOT NULL FROM "

@@ -333,7 +333,7 @@ store_flush_node_writes(void)
 	PG_TRY();
 	{
 		/* a start and its end in one row: not before the schema has the view */
-		bool paired = pgd_store_table_exists("history_events");
+		bool paired = pgd_internal_relation_exists("history_events");
 
 		for (int i = 0; i < n; i += GROUP_MAX)
 			write_group(ws, i, Min(GROUP_MAX, n - i), n, paired);

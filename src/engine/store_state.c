@@ -169,7 +169,7 @@ pgd_store_end_instance(const char *instance_id)
 	RUN(STMT_END_INSTANCE, instance_id);
 	pgd_store_limit_release(instance_id, NULL, NULL);
 	/* completions nobody will apply (issue 14); one committed later is its apply task's */
-	if (pgd_store_table_exists("inbox"))
+	if (pgd_internal_relation_exists("inbox"))
 		(void) pgd_store_inbox_drop(instance_id);
 }
 

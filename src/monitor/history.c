@@ -17,12 +17,10 @@
  */
 #include "postgres.h"
 
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 
 #include "common/spi.h"
 #include "monitor/monitor.h"
@@ -32,9 +30,7 @@
 const char *
 pgd_history_events(void)
 {
-	Oid ns = get_namespace_oid("df_internal", true);
-
-	if (OidIsValid(ns) && OidIsValid(get_relname_relid("history_events", ns)))
+	if (pgd_internal_relation_exists("history_events"))
 		return "df_internal.history_events";
 	return "(SELECT o.*, 1 AS sub FROM df_internal.events o)";
 }

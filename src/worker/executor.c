@@ -100,6 +100,7 @@
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
+#include "common/spi.h"
 #include "core/settings.h"
 #include "core/share.h"
 #include "core/shmem.h"
@@ -362,7 +363,7 @@ static bool
 inbox_usable(const PgdGraph *g, int n)
 {
 	return pgd_inbox && !decided_by_first_to_finish(g, n) &&
-		pgd_store_table_exists("inbox");
+		pgd_internal_relation_exists("inbox");
 }
 
 /*
