@@ -152,8 +152,11 @@ sub lock_row
 sub executor_waits_for_lock
 {
 	return query_until($node,
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_durable executor' "
-		  . "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE locked%'");
+		"SELECT count(*) = 1 FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid AND NOT l.granted "
+		  . "WHERE backend_type = 'pg_durable executor' "
+		  . "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE locked%' "
+		  # a wait that lasts: a later step of a batch gives way after 5 ms
+		  . "AND l.waitstart < clock_timestamp() - interval '0.5 s'");
 }
 
 # --- a later step would wait for a row lock held by another session ----

@@ -76,9 +76,11 @@ $gate->query_safe('LOCK TABLE gate IN ACCESS EXCLUSIVE MODE');
 my $id = scalar_sql("SET ROLE $ROLE; SELECT df.start(" . tree(0, $BRANCHES) . ')');
 like($id, qr/^[0-9a-f]{8}$/, "a $BRANCHES-branch fan-out started");
 ok(query_until($node,
-		"SELECT count(*) = $WORKERS FROM pg_stat_activity "
+		"SELECT count(*) = $WORKERS FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid AND NOT l.granted "
 		  . "WHERE backend_type = 'pg_durable executor' AND wait_event_type = 'Lock' "
-		  . "AND query LIKE 'INSERT INTO inbox_effects%'"),
+		  . "AND query LIKE 'INSERT INTO inbox_effects%' "
+		  # a wait that lasts: a later step of a batch gives way after 5 ms
+		  . "AND l.waitstart < clock_timestamp() - interval '0.5 s'"),
 	'every executor waits in a branch step behind the gate');
 
 my $holder = $node->background_psql('postgres');
