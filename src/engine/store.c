@@ -3,8 +3,8 @@
  * store.c
  *	  The engine store: every statement the engine runs, named in one
  *	  table at the top, prepared once per process and run one way
- *	  (store_run); the buffer of node writes with its commit hook; and the
- *	  history.  The typed functions around the other statements are in
+ *	  (store_run), and the events of the history other than node starts
+ *	  and ends.  The typed functions around the other statements are in
  *	  store_state.c (instances, JOINs, loops, results, signals) and
  *	  store_tasks.c (tasks, HTTP leases, maintenance).
  *
@@ -17,7 +17,8 @@
  * commit that made a task ready.
  *
  * Node writes (the buffer of node starts and ends, written at the end of
- * a transition) are in store_nodes.c.
+ * a transition) and the reads of node rows through it are in
+ * store_nodes.c.
  *
  * Locks: see store.h.
  *
@@ -937,46 +938,6 @@ store_text_array(int n, const char *const *items)
 	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs,
 											  TEXTOID, -1, false,
 											  TYPALIGN_INT));
-}
-
-/* Status and result (as JSON text; the error text of a failed node) of a node. */
-void
-pgd_store_node_state(const char *instance_id, const char *node_id,
-					 char **status, char **result)
-{
-	if (RUN(STMT_NODE_STATE, instance_id, node_id) == 0)
-		elog(ERROR, "node %s of instance %s disappeared", node_id,
-			 instance_id);
-	*status = store_get_string(0, 1);
-	if (*status != NULL && strcmp(*status, "failed") == 0)
-		*result = store_get_string(0, 3);
-	else
-		*result = store_get_string(0, 2);
-}
-
-/* id, status and stamp (execution_id) of the named nodes that exist. */
-int
-pgd_store_node_stamps(const char *instance_id, const char *const *node_ids,
-					  int n, char ***ids, char ***statuses, char ***stamps)
-{
-	Datum values[2];
-	int	  rows, i;
-
-	values[0] = pgd_text_datum(instance_id);
-	values[1] = store_text_array(n, node_ids);
-	rows = store_run(STMT_NODE_STAMPS, values, NULL);
-	*ids = palloc(sizeof(char *) * Max(rows, 1));
-	*statuses = palloc(sizeof(char *) * Max(rows, 1));
-	*stamps = palloc(sizeof(char *) * Max(rows, 1));
-	for (i = 0; i < rows; i++)
-	{
-		(*ids)[i] = store_get_string(i, 1);
-		(*statuses)[i] = store_get_string(i, 2);
-		(*stamps)[i] = store_get_string(i, 3);
-	}
-	/* the rows as the node writes not written yet leave them */
-	store_overlay_node_writes(instance_id, rows, *ids, *statuses, *stamps);
-	return rows;
 }
 
 /* ---------------------------------------------------------------------

@@ -2,7 +2,8 @@
  *
  * store_nodes.c
  *	  The engine store's node writes: node starts and ends are buffered and
- *	  written at the end of a transition, with their events.
+ *	  written at the end of a transition, with their events; and the reads
+ *	  of a node's state and stamps, which see the buffer.
  *
  * Node starts and ends are buffered and written at the end of a
  * transition, or before any other statement of the store that reads or
@@ -449,7 +450,7 @@ buffer_node_write(const char *instance_id, const char *node_id,
  * and stamp, pgd_store_node_stamps) are brought up to date with it: the
  * newest write of a node not written yet is its state.
  */
-void
+static void
 store_overlay_node_writes(const char *instance_id, int rows, char **ids,
 						  char **statuses, char **stamps)
 {
@@ -468,6 +469,46 @@ store_overlay_node_writes(const char *instance_id, int rows, char **ids,
 				stamps[r] = pstrdup(w->scope);
 			}
 	}
+}
+
+/* Status and result (as JSON text; the error text of a failed node) of a node. */
+void
+pgd_store_node_state(const char *instance_id, const char *node_id,
+					 char **status, char **result)
+{
+	if (RUN(STMT_NODE_STATE, instance_id, node_id) == 0)
+		elog(ERROR, "node %s of instance %s disappeared", node_id,
+			 instance_id);
+	*status = store_get_string(0, 1);
+	if (*status != NULL && strcmp(*status, "failed") == 0)
+		*result = store_get_string(0, 3);
+	else
+		*result = store_get_string(0, 2);
+}
+
+/* id, status and stamp (execution_id) of the named nodes that exist. */
+int
+pgd_store_node_stamps(const char *instance_id, const char *const *node_ids,
+					  int n, char ***ids, char ***statuses, char ***stamps)
+{
+	Datum values[2];
+	int	  rows, i;
+
+	values[0] = pgd_text_datum(instance_id);
+	values[1] = store_text_array(n, node_ids);
+	rows = store_run(STMT_NODE_STAMPS, values, NULL);
+	*ids = palloc(sizeof(char *) * Max(rows, 1));
+	*statuses = palloc(sizeof(char *) * Max(rows, 1));
+	*stamps = palloc(sizeof(char *) * Max(rows, 1));
+	for (i = 0; i < rows; i++)
+	{
+		(*ids)[i] = store_get_string(i, 1);
+		(*statuses)[i] = store_get_string(i, 2);
+		(*stamps)[i] = store_get_string(i, 3);
+	}
+	/* the rows as the node writes not written yet leave them */
+	store_overlay_node_writes(instance_id, rows, *ids, *statuses, *stamps);
+	return rows;
 }
 
 /* The node starts in scope (its node_started event goes with the update). */

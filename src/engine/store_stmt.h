@@ -190,9 +190,6 @@ extern void store_keys_locked(PgdKeySpace space, const char *key);
 
 /* Write the buffered node updates now. */
 extern void store_flush_node_writes(void);
-extern void store_overlay_node_writes(const char *instance_id, int rows,
-									  char **ids, char **statuses,
-									  char **stamps);
 /* store_inbox.c: the runs row with SKIP LOCKED (issue 14) */
 extern bool store_run_lock_skip(const char *instance_id, bool *held);
 
