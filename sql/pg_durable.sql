@@ -506,7 +506,10 @@ CREATE TABLE df_internal.runs (
 	created_at timestamptz NOT NULL DEFAULT now(),
 	-- what df.start saw: an EVENT node takes only events it did not (issue 18)
 	start_snapshot pg_snapshot NOT NULL DEFAULT pg_catalog.pg_current_snapshot()
-);
+) WITH (fillfactor = 50);
+-- A runs row is updated when its instance starts: room on its page keeps
+-- that update HOT, with no second runs_pkey entry (issue 14; on full pages
+-- it was not, 204 B of WAL and a key entry per instance).
 
 -- the ready queue; timers are tasks with a future run_at.  HTTP steps
 -- (kind 'http') belong to the HTTP worker, which leases them: a claimed
