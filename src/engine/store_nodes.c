@@ -492,20 +492,14 @@ pgd_store_node_stamps(const char *instance_id, const char *const *node_ids,
 					  int n, char ***ids, char ***statuses, char ***stamps)
 {
 	Datum values[2];
-	int	  rows, i;
+	int	  rows;
 
 	values[0] = pgd_text_datum(instance_id);
 	values[1] = store_text_array(n, node_ids);
 	rows = store_run(STMT_NODE_STAMPS, values, NULL);
-	*ids = palloc(sizeof(char *) * Max(rows, 1));
-	*statuses = palloc(sizeof(char *) * Max(rows, 1));
-	*stamps = palloc(sizeof(char *) * Max(rows, 1));
-	for (i = 0; i < rows; i++)
-	{
-		(*ids)[i] = store_get_string(i, 1);
-		(*statuses)[i] = store_get_string(i, 2);
-		(*stamps)[i] = store_get_string(i, 3);
-	}
+	*ids = pgd_spi_column(rows, 1);
+	*statuses = pgd_spi_column(rows, 2);
+	*stamps = pgd_spi_column(rows, 3);
 	/* the rows as the node writes not written yet leave them */
 	store_overlay_node_writes(instance_id, rows, *ids, *statuses, *stamps);
 	return rows;

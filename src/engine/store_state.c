@@ -337,18 +337,13 @@ pgd_store_results_in(const char *instance_id, const char *const *scopes,
 					 int nscopes, char ***names, char ***values)
 {
 	Datum args[2];
-	int	  n, i;
+	int	  n;
 
 	args[0] = pgd_text_datum(instance_id);
 	args[1] = store_text_array(nscopes, scopes);
 	n = store_run(STMT_RESULTS_IN, args, NULL);
-	*names = palloc(sizeof(char *) * Max(n, 1));
-	*values = palloc(sizeof(char *) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		(*names)[i] = store_get_string(i, 1);
-		(*values)[i] = store_get_string(i, 2);
-	}
+	*names = pgd_spi_column(n, 1);
+	*values = pgd_spi_column(n, 2);
 	return n;
 }
 
