@@ -375,9 +375,17 @@ pgd_store_hold_node_writes(bool hold)
 	hold_writes = hold;
 }
 
+bool
+store_node_writes_held(void)
+{
+	return hold_writes;
+}
+
+/* ... and an instance's start held with them (store_state.c) */
 void
 pgd_store_write_node_writes(void)
 {
+	store_write_held_start();
 	store_flush_node_writes();
 	hold_writes = false;
 }
@@ -609,4 +617,5 @@ pgd_store_register_xact_callback(void)
 	RegisterXactCallback(store_xact_callback, NULL);
 	RegisterSubXactCallback(store_subxact_callback, NULL);
 	store_register_task_callbacks();
+	store_register_start_callbacks();
 }

@@ -190,6 +190,13 @@ extern void store_keys_locked(PgdKeySpace space, const char *key);
 
 /* Write the buffered node updates now. */
 extern void store_flush_node_writes(void);
+/* Does the executor hold node writes for its batch (store_nodes.c)? */
+extern bool store_node_writes_held(void);
+/* store_state.c: an instance's start held in a batch (issue 14) */
+extern void store_write_held_start(void);
+extern void store_overlay_held_start(const char		   *instance_id,
+									 struct PgdRunInfo *run);
+extern void store_register_start_callbacks(void);
 /* store_inbox.c: the runs row with SKIP LOCKED (issue 14) */
 extern bool store_run_lock_skip(const char *instance_id, bool *held);
 
