@@ -1902,19 +1902,30 @@ CREATE INDEX events_id_idx ON df_internal.events USING brin (id)
 CREATE INDEX tasks_apply_idx ON df_internal.tasks (instance_id) WHERE kind = 'apply';
 -- a node's start written with its end, in one row (issue 14)
 ALTER TABLE df_internal.events ADD COLUMN started_at timestamptz;
+-- and, when other events came between, the end's place in the order
+ALTER TABLE df_internal.events ADD COLUMN ended_id bigint;
+CREATE INDEX events_ended_id_idx ON df_internal.events USING brin (ended_id)
+	WITH (pages_per_range = 32, autosummarize = on);
 -- One row per event of the history, in the order (id, sub): a node's start
--- whose end the engine wrote next (a step that started and ended in one
--- batch) is not a row of its own but the started_at of its end's row, and
--- comes here just before it, as sub 0 (issue 14).  Every reader of the
--- history reads this view (monitor/history.c, spans.c, span_sources.c).
+-- whose end the engine wrote in the same statements (a step that started
+-- and ended in one batch, a THEN or a wrapper around it) is not a row of
+-- its own but the started_at of its end's row (issue 14).  When the end
+-- was the next write, the start comes here just before it, as sub 0 of
+-- the same id; else the row's id is the one drawn at the start's place
+-- and the end's is ended_id, so both keep their places in the order.
+-- Every reader of the history reads this view (monitor/history.c,
+-- spans.c, span_sources.c); one that windows by id also bounds row_id or
+-- ended_id, so that the BRIN indexes find the rows.
 CREATE VIEW df_internal.history_events AS
-SELECT e.id, x.sub, e.instance_id,
+SELECT CASE x.sub WHEN 1 THEN COALESCE(e.ended_id, e.id) ELSE e.id END AS id,
+	   x.sub, e.instance_id,
 	   CASE x.sub WHEN 0 THEN e.started_at ELSE e.at END AS at,
 	   CASE x.sub WHEN 0 THEN 'node_started' ELSE e.kind END AS kind,
 	   e.node_id, e.scope,
 	   CASE x.sub WHEN 1 THEN e.attempt END AS attempt,
 	   CASE x.sub WHEN 1 THEN e.duration_ms END AS duration_ms,
-	   CASE x.sub WHEN 1 THEN e.detail END AS detail
+	   CASE x.sub WHEN 1 THEN e.detail END AS detail,
+	   e.id AS row_id, e.ended_id
 FROM df_internal.events e
 CROSS JOIN LATERAL (VALUES (0), (1)) x (sub)
 WHERE x.sub OPERATOR(pg_catalog.=) 1 OR e.started_at IS NOT NULL;

@@ -30,6 +30,15 @@
  * write left them (its node still pending, not running); other sessions
  * see nothing of the batch before its commit either way.
  *
+ * Its two events are one row of df_internal.events as well (started_at
+ * holds the start's time): when the end is the next write, the history
+ * shows the start just before the end; when other writes came between
+ * (a THEN, a wrapper), the flush draws the ids of its events first, the
+ * row's id is the one drawn at the start's place and ended_id the one at
+ * the end's (df_internal.history_events).  A step of a 20-step chain run
+ * in one batch was three event rows, its own and its THEN's start and
+ * end; it is two.
+ *
  * The buffer keeps a subtransaction's writes (the later steps of a batch
  * run in subtransactions, batch.c): what a rolled-back one buffered is
  * gone, and what it wrote is buffered again (store_subxact_callback),
@@ -108,16 +117,31 @@ static int	current_attempt = 0;
  * Parameters of a write in a group statement: id, scope, state, result,
  * attempt, detail, the time of its event, the time its node started when
  * that was buffered too (else NULL), whether it is only the event of a
- * start whose update the node's end in the same statement makes, and
- * whether it is a start and its end, the next write (one event row).
+ * start whose update the node's end in the same statement makes, whether
+ * it is a start or an end whose start and end are one event row, and
+ * (GROUP_IDS) the event row's id and its end's place (ended_id).
  */
 #define GROUP_MAX	 8
-#define GROUP_ARGS	 10
+#define GROUP_ARGS	 12
 #define GROUP_PARAMS (1 + GROUP_MAX * GROUP_ARGS)
 
-/* [1]: with started_at; [0]: for a schema without it (0.3.0, until updated) */
-static SPIPlanPtr group_plans[2][GROUP_MAX + 1];
-static bool		  group_planned[2][GROUP_MAX + 1]; /* pgd_spi_run_kept */
+/*
+ * How a flush writes the events: for a schema without started_at (0.3.0,
+ * until updated), each its own row; a start and its end when it is the
+ * next write, one row; and a start and its end with other writes between
+ * them, one row too, whose ids are drawn for the flush beforehand.
+ */
+typedef enum GroupMode
+{
+	GROUP_ROWS,
+	GROUP_PAIRS,
+	GROUP_IDS
+} GroupMode;
+
+static SPIPlanPtr group_plans[3][GROUP_MAX + 1];
+static bool		  group_planned[3][GROUP_MAX + 1]; /* pgd_spi_run_kept */
+static SPIPlanPtr ids_plan;
+static bool		  ids_planned;
 
 /*
  * The text of the statement that writes k nodes ($1: the instance): one
@@ -127,7 +151,7 @@ static bool		  group_planned[2][GROUP_MAX + 1]; /* pgd_spi_run_kept */
  * and one INSERT of their events in the order of the writes.
  */
 static char *
-group_sql(int k, bool paired)
+group_sql(int k, GroupMode mode)
 {
 	StringInfoData s;
 	int			   i;
@@ -152,20 +176,23 @@ group_sql(int k, bool paired)
 			" AND NOT $%d "
 			"RETURNING %d AS ord, n.id, n.result, $%d AS st, $%d AS scope, $%d AS att, "
 			" $%d AS det, COALESCE($%d, o.updated_at) AS old, $%d AS at, "
-			" CASE WHEN $%d THEN $%d END AS started), "
+			" CASE WHEN $%d THEN $%d END AS started, "
+			" $%d::pg_catalog.int8 AS eid, $%d::pg_catalog.int8 AS ended), "
 			"e%d AS (SELECT %d AS ord, $%d::varchar AS id, NULL::pg_catalog.jsonb AS result, "
 			" $%d AS st, $%d AS scope, $%d AS att, $%d AS det, "
 			" NULL::pg_catalog.timestamptz AS old, $%d AS at, "
-			" NULL::pg_catalog.timestamptz AS started WHERE $%d AND NOT $%d)",
+			" NULL::pg_catalog.timestamptz AS started, "
+			" $%d::pg_catalog.int8 AS eid, NULL::pg_catalog.int8 AS ended "
+			" WHERE $%d AND NOT $%d)",
 			i > 0 ? ", " : "", i + 1, b + 2, b + 2, b + 3, b + 3, b + 1, b, b,
 			b + 8, i + 1, b + 2, b + 1, b + 4, b + 5, b + 7, b + 6, b + 9,
-			b + 7, i + 1, i + 1, b, b + 2, b + 1, b + 4, b + 5, b + 6, b + 8,
-			b + 9);
+			b + 7, b + 10, b + 11, i + 1, i + 1, b, b + 2, b + 1, b + 4, b + 5,
+			b + 6, b + 10, b + 8, b + 9);
 	}
 	appendStringInfo(&s,
 					 " INSERT INTO df_internal.events "
-					 "(instance_id, at, kind, node_id, scope, attempt, duration_ms, detail%s) "
-					 "SELECT $1, u.at, CASE u.st WHEN 'r' THEN 'node_started' WHEN 'c' THEN 'node_completed' "
+					 "(%sinstance_id, at, kind, node_id, scope, attempt, duration_ms, detail%s) "
+					 "SELECT %s$1, u.at, CASE u.st WHEN 'r' THEN 'node_started' WHEN 'c' THEN 'node_completed' "
 					 " ELSE 'node_failed' END, u.id, u.scope, "
 					 "CASE WHEN u.st OPERATOR(pg_catalog.<>) 'r' THEN NULLIF(u.att, 0) END, "
 					 "CASE WHEN u.st OPERATOR(pg_catalog.<>) 'r' THEN "
@@ -176,8 +203,14 @@ group_sql(int k, bool paired)
 					 " OPERATOR(pg_catalog.=) 'number' "
 					 " THEN pg_catalog.jsonb_build_object('row_count', u.result OPERATOR(pg_catalog.->) 'row_count') "
 					 " END END%s FROM (",
-					 paired ? ", started_at" : "",
-					 paired ? ", u.started" : "");
+					 mode == GROUP_IDS ? "id, " : "",
+					 mode == GROUP_IDS		 ? ", started_at, ended_id" :
+						 mode == GROUP_PAIRS ? ", started_at" :
+											   "",
+					 mode == GROUP_IDS ? "u.eid, " : "",
+					 mode == GROUP_IDS		 ? ", u.started, u.ended" :
+						 mode == GROUP_PAIRS ? ", u.started" :
+											   "");
 	for (i = 0; i < k; i++)
 		appendStringInfo(&s, "%sSELECT * FROM u%d UNION ALL SELECT * FROM e%d",
 						 i > 0 ? " UNION ALL " : "", i + 1, i + 1);
@@ -186,15 +219,15 @@ group_sql(int k, bool paired)
 }
 
 static SPIPlanPtr
-group_plan(int k, bool paired)
+group_plan(int k, GroupMode mode)
 {
 	Oid		   types[GROUP_PARAMS];
 	SPIPlanPtr plan;
 	char	  *sql;
 	int		   i;
 
-	if (group_plans[paired][k] != NULL)
-		return group_plans[paired][k];
+	if (group_plans[mode][k] != NULL)
+		return group_plans[mode][k];
 	types[0] = TEXTOID;
 	for (i = 0; i < k; i++)
 	{
@@ -205,8 +238,9 @@ group_plan(int k, bool paired)
 		types[b + 5] = TEXTOID;
 		types[b + 6] = types[b + 7] = TIMESTAMPTZOID;
 		types[b + 8] = types[b + 9] = BOOLOID;
+		types[b + 10] = types[b + 11] = INT8OID;
 	}
-	sql = group_sql(k, paired);
+	sql = group_sql(k, mode);
 	plan = SPI_prepare_cursor(sql, 1 + k * GROUP_ARGS, types,
 							  CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
@@ -218,7 +252,7 @@ group_plan(int k, bool paired)
 			 "could not keep the plan of the engine statement \"%d node writes\"",
 			 k);
 	pfree(sql);
-	group_plans[paired][k] = plan;
+	group_plans[mode][k] = plan;
 	return plan;
 }
 
@@ -253,15 +287,49 @@ start_and_end(const NodeWrite *ws, int i, int n)
 }
 
 /*
- * The arguments of write ws[i] at values[b..b+9] ('r'unning,
- * 'c'ompleted, 'f'ailed); ws[0..n-1] are the writes of this flush.
+ * Is ws[i] a start whose end comes later in ws[0..n-1] in the same
+ * scope, with other writes between?  Then, when the flush draws its event
+ * ids (GROUP_IDS), the two are one event row too: its id is the one drawn
+ * at the start's place, and ended_id the one drawn at the end's.  A THEN
+ * or a wrapper node (a LOCK, a LIMIT, a CATCH) around a step that a batch
+ * runs is that.
+ */
+static const NodeWrite *
+merged_end(const NodeWrite *ws, int i, int n)
+{
+	const NodeWrite *end = end_of_start(ws, i, n);
+
+	if (end == NULL || end == &ws[i + 1] ||
+		strcmp(end->scope, ws[i].scope) != 0)
+		return NULL;
+	return end;
+}
+
+/*
+ * The start in ws[0..i-1] that write ws[i] ends, or -1: the node's write
+ * before it, when that is a start (end_of_start of it is ws[i]).
+ */
+static int
+start_of_end(const NodeWrite *ws, int i)
+{
+	for (int j = i - 1; ws[i].done && j >= 0; j--)
+		if (strcmp(ws[j].id, ws[i].id) == 0)
+			return ws[j].done ? -1 : j;
+	return -1;
+}
+
+/*
+ * The arguments of write ws[i] at values[b..b+11] ('r'unning,
+ * 'c'ompleted, 'f'ailed); ws[0..n-1] are the writes of this flush, and
+ * ids the event ids drawn for them (GROUP_IDS, else NULL).
  */
 static void
-write_args(const NodeWrite *ws, int i, int n, bool paired, Datum *values,
-		   char *nulls, int b)
+write_args(const NodeWrite *ws, int i, int n, GroupMode mode, const int64 *ids,
+		   Datum *values, char *nulls, int b)
 {
 	const NodeWrite *w = &ws[i];
-	const NodeWrite *start = NULL;
+	int				 start = start_of_end(ws, i);
+	bool			 merged = false;
 
 	values[b] = pgd_text_datum(w->id);
 	values[b + 1] = pgd_text_datum(w->scope);
@@ -273,20 +341,34 @@ write_args(const NodeWrite *ws, int i, int n, bool paired, Datum *values,
 	nulls[b + 5] = w->detail ? ' ' : 'n';
 	values[b + 6] = TimestampTzGetDatum(w->at);
 	/* an end whose start is in this flush too: measured from that start */
-	for (int j = 0; w->done && j < i; j++)
-		if (end_of_start(ws, j, n) == w)
-			start = &ws[j];
-	values[b + 7] = start ? TimestampTzGetDatum(start->at) : (Datum) 0;
-	nulls[b + 7] = start ? ' ' : 'n';
+	values[b + 7] = start >= 0 ? TimestampTzGetDatum(ws[start].at) : (Datum) 0;
+	nulls[b + 7] = start >= 0 ? ' ' : 'n';
 	values[b + 8] = BoolGetDatum(end_of_start(ws, i, n) != NULL);
-	values[b + 9] = BoolGetDatum(paired &&
-								 (start_and_end(ws, i, n) ||
+	if (mode == GROUP_IDS)
+		merged = merged_end(ws, i, n) != NULL ||
+			(start >= 0 && merged_end(ws, start, n) == w);
+	values[b + 9] = BoolGetDatum(mode != GROUP_ROWS &&
+								 (merged || start_and_end(ws, i, n) ||
 								  (i > 0 && start_and_end(ws, i - 1, n))));
+	/* the row's id, and its end's place when its start's is the id */
+	nulls[b + 10] = nulls[b + 11] = 'n';
+	if (mode == GROUP_IDS && merged && w->done)
+	{
+		values[b + 10] = Int64GetDatum(ids[start]);
+		values[b + 11] = Int64GetDatum(ids[i]);
+		nulls[b + 10] = nulls[b + 11] = ' ';
+	}
+	else if (mode == GROUP_IDS)
+	{
+		values[b + 10] = Int64GetDatum(ids[i]);
+		nulls[b + 10] = ' ';
+	}
 }
 
 /* Writes ws[from..from+k-1] of ws[0..n-1] in one group statement. */
 static void
-write_group(const NodeWrite *ws, int from, int k, int n, bool paired)
+write_group(const NodeWrite *ws, int from, int k, int n, GroupMode mode,
+			const int64 *ids)
 {
 	Datum values[GROUP_PARAMS];
 	char  nulls[GROUP_PARAMS];
@@ -295,12 +377,69 @@ write_group(const NodeWrite *ws, int from, int k, int n, bool paired)
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = pgd_text_datum(ws[from].instance_id);
 	for (i = 0; i < k; i++)
-		write_args(ws, from + i, n, paired, values, nulls, 1 + i * GROUP_ARGS);
-	rc = pgd_spi_run_kept(group_plan(k, paired), &group_planned[paired][k],
-						  values, nulls);
+		write_args(ws, from + i, n, mode, ids, values, nulls,
+				   1 + i * GROUP_ARGS);
+	rc = pgd_spi_run_kept(group_plan(k, mode), &group_planned[mode][k], values,
+						  nulls);
 	if (rc < 0)
 		elog(ERROR, "engine statement \"%d node writes\" failed: %s", k,
 			 SPI_result_code_string(rc));
+}
+
+/*
+ * n event ids, in the order the sequence hands them out, one for each
+ * write of ws[0..n-1] (a start whose end is the next write shares its
+ * end's: its entry is unused).  One statement for the flush, only when a
+ * start and its end with writes between them make one row.
+ */
+static int64 *
+draw_event_ids(int n)
+{
+	Datum  values[1];
+	int64 *ids = palloc(sizeof(int64) * n);
+	int	   rc;
+
+	if (ids_plan == NULL)
+	{
+		Oid types[1] = {INT4OID};
+
+		ids_plan =
+			SPI_prepare_cursor("SELECT pg_catalog.nextval('df_internal.events_id_seq'::pg_catalog.regclass) "
+							   "FROM pg_catalog.generate_series(1, $1)",
+							   1, types, CURSOR_OPT_GENERIC_PLAN);
+		if (ids_plan == NULL || SPI_keepplan(ids_plan) != 0)
+			elog(ERROR,
+				 "could not prepare the engine statement \"event ids\"");
+	}
+	values[0] = Int32GetDatum(n);
+	rc = pgd_spi_run_kept(ids_plan, &ids_planned, values, NULL);
+	if (rc < 0 || SPI_processed != (uint64) n)
+		elog(ERROR, "engine statement \"event ids\" failed");
+	for (int i = 0; i < n; i++)
+	{
+		bool isnull;
+
+		ids[i] =
+			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+										SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	return ids;
+}
+
+/* How this flush writes its events; GROUP_IDS draws their ids. */
+static GroupMode
+flush_mode(const NodeWrite *ws, int n)
+{
+	/* a start and its end in one row: not before the schema has the view */
+	if (!pgd_internal_relation_exists("history_events"))
+		return GROUP_ROWS;
+	/* ended_id came with its index */
+	if (!pgd_internal_relation_exists("events_ended_id_idx"))
+		return GROUP_PAIRS;
+	for (int i = 0; i < n; i++)
+		if (merged_end(ws, i, n) != NULL)
+			return GROUP_IDS;
+	return GROUP_PAIRS;
 }
 
 /*
@@ -333,11 +472,13 @@ store_flush_node_writes(void)
 	flushing = true;
 	PG_TRY();
 	{
-		/* a start and its end in one row: not before the schema has the view */
-		bool paired = pgd_internal_relation_exists("history_events");
+		GroupMode mode = flush_mode(ws, n);
+		int64	 *ids = mode == GROUP_IDS ? draw_event_ids(n) : NULL;
 
 		for (int i = 0; i < n; i += GROUP_MAX)
-			write_group(ws, i, Min(GROUP_MAX, n - i), n, paired);
+			write_group(ws, i, Min(GROUP_MAX, n - i), n, mode, ids);
+		if (ids)
+			pfree(ids);
 	}
 	PG_FINALLY();
 	{

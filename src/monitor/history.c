@@ -32,7 +32,25 @@ pgd_history_events(void)
 {
 	if (pgd_internal_relation_exists("history_events"))
 		return "df_internal.history_events";
-	return "(SELECT o.*, 1 AS sub FROM df_internal.events o)";
+	return "(SELECT o.*, 1 AS sub, o.id AS row_id FROM df_internal.events o)";
+}
+
+/*
+ * The condition on the rows of pgd_history_events() that a reader of the
+ * events with ids in ($n, $m] adds (n and m: its parameters), so that the
+ * BRIN indexes on df_internal.events find the rows: an event's id is its
+ * row's, or for the end of a start and end written in one row with
+ * events between, its ended_id (issue 14).
+ */
+char *
+pgd_history_window(int n, int m)
+{
+	if (pgd_internal_relation_exists("events_ended_id_idx"))
+		return psprintf("((row_id OPERATOR(pg_catalog.>) $%d AND row_id OPERATOR(pg_catalog.<=) $%d) "
+						"OR (ended_id OPERATOR(pg_catalog.>) $%d AND ended_id OPERATOR(pg_catalog.<=) $%d))",
+						n, m, n, m);
+	return psprintf("row_id OPERATOR(pg_catalog.>) $%d AND row_id OPERATOR(pg_catalog.<=) $%d",
+					n, m);
 }
 
 static void

@@ -124,6 +124,8 @@ extern bool pgd_read_as_engine(const char *instance_id, PgdEngineRead read,
  * until ALTER EXTENSION UPDATE) the events with sub 1.
  */
 extern const char *pgd_history_events(void);
+/* the condition a reader of the events with ids in ($n, $m] adds */
+extern char *pgd_history_window(int n, int m);
 
 /*
  * visibility.c: put the first ncols columns of every row of SPI_tuptable

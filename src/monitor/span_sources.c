@@ -328,8 +328,8 @@ pgd_span_sources_read(PgdSpanSources *all, int64 after, int64 bound, int limit,
 	n = pgd_spi_exec(psprintf("SELECT instance_id, " PGD_SQL_SPAN_EVENT_COLUMNS
 							  " FROM %s h "
 							  "WHERE id OPERATOR(pg_catalog.>) $1 AND id OPERATOR(pg_catalog.<=) $2 "
-							  "ORDER BY id, sub LIMIT $3",
-							  pgd_history_events()),
+							  "AND %s ORDER BY id, sub LIMIT $3",
+							  pgd_history_events(), pgd_history_window(1, 2)),
 					 3, types, values, NULL, false);
 	*through = bound;
 	if (n == limit && n > 0)

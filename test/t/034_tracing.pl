@@ -216,6 +216,11 @@ wait_status($id_small, 'completed');
 cmp_ok($node->safe_psql('postgres',
 		"SELECT count(started_at) FROM df_internal.events WHERE instance_id = '$id_small'"),
 	'>=', 3, 'some of its steps wrote their start and their end in one row');
+# and a THEN around them, with its children's events between, is one row
+# too, its end's place in ended_id: the exporter windows by both ids
+cmp_ok($node->safe_psql('postgres',
+		"SELECT count(ended_id) FROM df_internal.events WHERE instance_id = '$id_small'"),
+	'>=', 1, 'some of its THEN nodes wrote their start and their end in one row');
 ($otlp, $otlp_pid) = start_otlp_receiver($otlp_port, $out);
 ($want, $got) = collected_spans($id_small);
 is(scalar(@$got), scalar(@$want), 'in batches of three events, every span was exported');

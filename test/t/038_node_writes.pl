@@ -170,4 +170,49 @@ SELECT count(*) FROM df.history('$cid') WHERE kind = 'node_started'}),
 	$nnodes, 'df.history shows every start');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.check() is clean after the chain');
 
+# A chain whose THEN nodes start and end in one batch too: each THEN's
+# start and end are one event row with its children's events between, the
+# row's id drawn at the start's place and ended_id at the end's
+# (store_nodes.c).  The history must still show every start before the
+# events of the node's subtree and every end after them.
+my $chain2 = join(' ~> ', map { "'SELECT $_'" } 1 .. $STEPS);
+my $cid2 = $node->safe_psql('postgres', "SET ROLE $ROLE; SELECT df.start($chain2)");
+is($node->safe_psql('postgres',
+		"SET ROLE $ROLE; SELECT df.await_instance('$cid2', 120)"),
+	'completed', "the second $STEPS-step chain completed")
+  or diag_engine($node);
+cmp_ok($node->safe_psql('postgres', qq{
+SELECT count(*) FROM df_internal.events e JOIN df.nodes n ON n.instance_id = e.instance_id AND n.id = e.node_id
+WHERE e.instance_id = '$cid2' AND n.node_type = 'THEN' AND e.ended_id IS NOT NULL AND e.started_at IS NOT NULL}),
+	'>=', $STEPS / 2, 'THEN nodes started and ended in the batch wrote one event row each');
+# every node's start comes before, and its end after, each event of its
+# descendants, in df.history's order: in a left-nested chain, THEN k
+# (1 the innermost) has 2k descendants
+my $pairs = 0;
+$pairs += 2 * $_ for 1 .. $STEPS - 1;
+is($node->safe_psql('postgres', qq{
+WITH RECURSIVE h AS (
+	SELECT node_id, kind, row_number() OVER (ORDER BY id, sub) AS ord
+	FROM df_internal.history_events WHERE instance_id = '$cid2' AND node_id IS NOT NULL),
+span AS (
+	SELECT node_id, min(ord) FILTER (WHERE kind = 'node_started') AS s,
+		   min(ord) FILTER (WHERE kind = 'node_completed') AS c
+	FROM h GROUP BY node_id),
+tree AS (
+	SELECT n.id AS anc, c.child AS node FROM df.nodes n
+	CROSS JOIN LATERAL (VALUES (n.left_node), (n.right_node)) c (child)
+	WHERE n.instance_id = '$cid2' AND c.child IS NOT NULL
+	UNION
+	SELECT t.anc, c.child FROM tree t JOIN df.nodes n ON n.instance_id = '$cid2' AND n.id = t.node
+	CROSS JOIN LATERAL (VALUES (n.left_node), (n.right_node)) c (child)
+	WHERE c.child IS NOT NULL)
+SELECT count(*) || '/' || count(*) FILTER (WHERE a.s < d.s AND d.c < a.c)
+FROM tree t JOIN span a ON a.node_id = t.anc JOIN span d ON d.node_id = t.node}),
+	"$pairs/$pairs",
+	'every start precedes its descendants\' events and every end follows them');
+is($node->safe_psql('postgres', qq{
+SELECT count(*) FROM df.history('$cid2') WHERE kind IN ('node_started', 'node_completed')}),
+	2 * $nnodes, 'df.history shows every start and every end');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.check() is clean after the second chain');
+
 done_testing();
