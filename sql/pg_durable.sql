@@ -649,8 +649,9 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.events', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.events_id_seq', '');
 -- One row per event of the history, in the order (id, sub): a node's start
 -- whose end the engine wrote in the same statements (a step that started
--- and ended in one batch, a THEN or a wrapper around it) is not a row of
--- its own but the started_at of its end's row (issue 14).  When the end
+-- and ended in one batch, a THEN or a wrapper around it, an instance that
+-- ran to its end in one) is not a row of its own but the started_at of its
+-- end's row (issue 14).  When the end
 -- was the next write, the start comes here just before it, as sub 0 of
 -- the same id; else the row's id is the one drawn at the start's place
 -- and the end's is ended_id, so both keep their places in the order.
@@ -661,7 +662,8 @@ CREATE VIEW df_internal.history_events AS
 SELECT CASE x.sub WHEN 1 THEN COALESCE(e.ended_id, e.id) ELSE e.id END AS id,
 	   x.sub, e.instance_id,
 	   CASE x.sub WHEN 0 THEN e.started_at ELSE e.at END AS at,
-	   CASE x.sub WHEN 0 THEN 'node_started' ELSE e.kind END AS kind,
+	   CASE WHEN x.sub OPERATOR(pg_catalog.=) 1 THEN e.kind
+			WHEN e.node_id IS NULL THEN 'instance_started' ELSE 'node_started' END AS kind,
 	   e.node_id, e.scope,
 	   CASE x.sub WHEN 1 THEN e.attempt END AS attempt,
 	   CASE x.sub WHEN 1 THEN e.duration_ms END AS duration_ms,

@@ -349,9 +349,7 @@ pgd_apply_start(PgdGraph *g)
 {
 	char *scope = pgd_root_scope(g->instance_id, 1);
 
-	pgd_store_instance_started(g->instance_id);
-	pgd_store_event_add(g->instance_id, "instance_started", NULL, scope, 0,
-						NULL);
+	pgd_store_instance_started(g->instance_id, scope); /* and its event */
 	start_node(g, g->root, scope);
 	pgd_store_flush();
 }

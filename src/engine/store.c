@@ -961,6 +961,10 @@ pgd_store_event_add(const char *instance_id, const char *kind,
 {
 	char attempt_s[16];
 
+	/* an instance's end, its instance_started held: one row (store_start.c) */
+	if (node_id == NULL &&
+		store_held_start_end_event(instance_id, kind, scope, detail))
+		return;
 	snprintf(attempt_s, sizeof(attempt_s), "%d", attempt);
 	RUN(STMT_EVENT_ADD, instance_id, kind, node_id, scope, attempt_s, detail);
 }

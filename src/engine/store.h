@@ -87,7 +87,8 @@ typedef struct PgdProblem
 extern bool pgd_store_lock_run(const char		 *instance_id,
 							   PgdInstanceStatus *status);
 extern bool pgd_store_load_run(const char *instance_id, PgdRunInfo *run);
-extern void pgd_store_instance_started(const char *instance_id);
+extern void pgd_store_instance_started(const char *instance_id,
+									   const char *scope);
 extern bool pgd_store_instance_finished(const char		 *instance_id,
 										PgdInstanceStatus status);
 extern Oid	pgd_store_instance_submitter(const char *instance_id);

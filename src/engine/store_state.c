@@ -45,65 +45,6 @@ run_status(const char *text, PgdInstanceStatus *status)
 }
 
 /*
- * An instance's start, held while the executor holds its batch's node
- * writes (issue 14): its 'running' updates of df.instances and the runs
- * row are written when the batch writes its node writes, before its
- * commit, and not at all when the instance ends in the batch first.  A
- * one-step workflow is then one update of its df.instances row, not two,
- * and its runs row is deleted without an update before.  The update of
- * df.instances is not HOT (status is indexed), so it was four index
- * entries besides the row.  Reads of the runs row's status through the
- * store (pgd_store_lock_run, pgd_store_load_run, a claim) see the held
- * start; a step's own statement sees the instance as pending, as it sees
- * its node (store_nodes.c).
- *
- * One start is held at a time.  made, ended and written are the
- * subtransactions that held it, ended the instance and wrote it; a
- * rolled-back subtransaction takes back what it did to the start
- * (held_start_subxact).
- */
-static char				started_id[PGD_ID_LEN + 1];
-static SubTransactionId started_made = InvalidSubTransactionId; /* none held */
-static SubTransactionId started_ended = InvalidSubTransactionId;
-static SubTransactionId started_written = InvalidSubTransactionId;
-
-static bool
-start_held(const char *instance_id)
-{
-	return started_made != InvalidSubTransactionId &&
-		started_written == InvalidSubTransactionId &&
-		started_ended == InvalidSubTransactionId &&
-		strcmp(started_id, instance_id) == 0;
-}
-
-/* Write the start held, if any and not written or made moot yet. */
-void
-store_write_held_start(void)
-{
-	if (started_made == InvalidSubTransactionId ||
-		started_written != InvalidSubTransactionId ||
-		started_ended != InvalidSubTransactionId)
-		return;
-	RUN(STMT_INSTANCE_STARTED, started_id);
-	RUN(STMT_RUN_STARTED, started_id);
-	started_written = GetCurrentSubTransactionId();
-}
-
-/* A status read from the runs row, as the start held leaves it. */
-static void
-overlay_held_start(const char *instance_id, PgdInstanceStatus *status)
-{
-	if (*status == PGD_INSTANCE_PENDING && start_held(instance_id))
-		*status = PGD_INSTANCE_RUNNING;
-}
-
-void
-store_overlay_held_start(const char *instance_id, PgdRunInfo *run)
-{
-	overlay_held_start(instance_id, &run->status);
-}
-
-/*
  * How the next runs row is taken: waiting (the first task of a batch),
  * NOWAIT (a later one: held elsewhere, the lock raises an error that rolls
  * back only that task, which leads the next batch; issue 14, DESIGN §4.1
@@ -155,7 +96,7 @@ pgd_store_lock_run(const char *instance_id, PgdInstanceStatus *status)
 	if (status)
 	{
 		run_status(store_get_string(0, 1), status);
-		overlay_held_start(instance_id, status);
+		store_overlay_held_start(instance_id, status);
 	}
 	return true;
 }
@@ -189,103 +130,8 @@ pgd_store_load_run(const char *instance_id, PgdRunInfo *run)
 {
 	if (RUN(STMT_RUN_LOAD, instance_id) == 0 || !store_read_run(1, run))
 		return false;
-	overlay_held_start(instance_id, &run->status);
+	store_overlay_held_start(instance_id, &run->status);
 	return true;
-}
-
-/* An instance begins: it is running (the caller holds its runs row). */
-void
-pgd_store_instance_started(const char *instance_id)
-{
-	if (!store_node_writes_held())
-	{
-		RUN(STMT_INSTANCE_STARTED, instance_id);
-		RUN(STMT_RUN_STARTED, instance_id);
-		return;
-	}
-	/*
-	 * Another instance's start, held and not made moot for good: written
-	 * now, and this one too, so that no rollback takes back what only
-	 * the slot remembers
-	 */
-	if (started_made != InvalidSubTransactionId &&
-		(started_ended != TopSubTransactionId &&
-		 started_written != TopSubTransactionId))
-	{
-		store_write_held_start();
-		RUN(STMT_INSTANCE_STARTED, instance_id);
-		RUN(STMT_RUN_STARTED, instance_id);
-		return;
-	}
-	strlcpy(started_id, instance_id, sizeof(started_id));
-	started_made = GetCurrentSubTransactionId();
-	started_ended = started_written = InvalidSubTransactionId;
-}
-
-static void
-held_start_xact(XactEvent event, void *arg)
-{
-	switch (event)
-	{
-		case XACT_EVENT_PRE_COMMIT:
-			if (started_made != InvalidSubTransactionId &&
-				started_written == InvalidSubTransactionId &&
-				started_ended == InvalidSubTransactionId)
-				elog(ERROR,
-					 "the start of instance %s was not written before commit",
-					 started_id);
-			break;
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_PARALLEL_ABORT:
-			started_made = started_ended = started_written =
-				InvalidSubTransactionId;
-			break;
-		default:
-			break;
-	}
-}
-
-/*
- * A rolled-back subtransaction (or one below it: higher ids) takes back
- * its part; what one committed belongs to its parent from then on.
- */
-static void
-held_start_subxact(SubXactEvent event, SubTransactionId mySubid,
-				   SubTransactionId parentSubid, void *arg)
-{
-	if (started_made == InvalidSubTransactionId)
-		return;
-	if (event == SUBXACT_EVENT_COMMIT_SUB)
-	{
-		if (started_made >= mySubid)
-			started_made = parentSubid;
-		if (started_ended >= mySubid)
-			started_ended = parentSubid;
-		if (started_written >= mySubid)
-			started_written = parentSubid;
-		return;
-	}
-	if (event != SUBXACT_EVENT_ABORT_SUB)
-		return;
-	if (started_made >= mySubid)
-	{
-		started_made = started_ended = started_written =
-			InvalidSubTransactionId;
-		return;
-	}
-	if (started_ended >= mySubid)
-		started_ended = InvalidSubTransactionId;
-	if (started_written >= mySubid)
-		started_written = InvalidSubTransactionId;
-}
-
-void
-store_register_start_callbacks(void)
-{
-	RegisterXactCallback(held_start_xact, NULL);
-	RegisterSubXactCallback(held_start_subxact, NULL);
 }
 
 /*
@@ -296,9 +142,7 @@ store_register_start_callbacks(void)
 bool
 pgd_store_instance_finished(const char *instance_id, PgdInstanceStatus status)
 {
-	/* every end removes the runs row too (pgd_store_end_instance) */
-	if (start_held(instance_id))
-		started_ended = GetCurrentSubTransactionId();
+	store_held_start_ends(instance_id);
 	return RUN(STMT_INSTANCE_FINISHED, instance_id,
 			   pgd_instance_status_name(status)) > 0;
 }

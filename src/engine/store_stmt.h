@@ -17,6 +17,8 @@
 
 #include "executor/spi.h"
 
+#include "engine/types.h"
+
 struct PgdRunInfo; /* store.h */
 
 /*
@@ -192,10 +194,14 @@ extern void store_keys_locked(PgdKeySpace space, const char *key);
 extern void store_flush_node_writes(void);
 /* Does the executor hold node writes for its batch (store_nodes.c)? */
 extern bool store_node_writes_held(void);
-/* store_state.c: an instance's start held in a batch (issue 14) */
+/* store_start.c: an instance's start held in a batch (issue 14) */
 extern void store_write_held_start(void);
 extern void store_overlay_held_start(const char		   *instance_id,
-									 struct PgdRunInfo *run);
+									 PgdInstanceStatus *status);
+extern void store_held_start_ends(const char *instance_id);
+extern bool store_held_start_end_event(const char *instance_id,
+									   const char *kind, const char *scope,
+									   const char *detail);
 extern void store_register_start_callbacks(void);
 /* store_inbox.c: the runs row with SKIP LOCKED (issue 14) */
 extern bool store_run_lock_skip(const char *instance_id, bool *held);

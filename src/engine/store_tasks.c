@@ -394,7 +394,7 @@ pgd_store_claim_by_id(int64 task_id, PgdClaim *c)
 	c->attempts = atoi(store_get_string(0, 6));
 	c->has_run = store_read_run(7, &c->run);
 	if (c->has_run)
-		store_overlay_held_start(c->instance_id, &c->run);
+		store_overlay_held_start(c->instance_id, &c->run.status);
 	c->engine_errors = atoi(store_get_string(0, 13));
 	c->last_engine_error = store_get_string(0, 14);
 	return true;

@@ -137,7 +137,7 @@ RESET ROLE;
 SELECT (SELECT e.at FROM df_internal.events e JOIN df.nodes n
           ON n.instance_id = e.instance_id AND n.id = e.node_id
         WHERE e.instance_id = :'id' AND e.kind = 'node_completed' AND n.node_type = 'SLEEP')
-       - (SELECT at FROM df_internal.events WHERE instance_id = :'id' AND kind = 'instance_started')
+       - (SELECT at FROM df_internal.history_events WHERE instance_id = :'id' AND kind = 'instance_started')
        AS sleep_took \gset
 SELECT :'sleep_took'::interval < interval '5 seconds' AS sleep_not_held_up,
        (SELECT result->'data' FROM df.nodes WHERE instance_id = :'id' AND node_type = 'SIGNAL') AS go_data;

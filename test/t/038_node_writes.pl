@@ -215,4 +215,29 @@ SELECT count(*) FROM df.history('$cid2') WHERE kind IN ('node_started', 'node_co
 	2 * $nnodes, 'df.history shows every start and every end');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.check() is clean after the second chain');
 
+# A one-step workflow run to its end in its first batch: its start is
+# held and never written as an update (engine/store_start.c), so its
+# df.instances row is updated once, and its instance_started is the start
+# of its instance_completed row.  Its history is unchanged: the four
+# events in order.
+my $one = $node->safe_psql('postgres', "SET ROLE $ROLE; SELECT df.start('SELECT 42')");
+is($node->safe_psql('postgres',
+		"SET ROLE $ROLE; SELECT df.await_instance('$one', 120)"),
+	'completed', 'the one-step workflow completed')
+  or diag_engine($node);
+is($node->safe_psql('postgres', qq{
+SELECT count(*) || ' rows, ' || count(*) FILTER (WHERE kind = 'instance_completed'
+	AND started_at IS NOT NULL AND ended_id > id)
+FROM df_internal.events WHERE instance_id = '$one'}),
+	'2 rows, 1', 'its start and end are one event row, and its step another');
+is($node->safe_psql('postgres', qq{
+SELECT string_agg(kind, ',' ORDER BY id, sub) FROM df_internal.history_events
+WHERE instance_id = '$one'}),
+	'instance_started,node_started,node_completed,instance_completed',
+	'its history shows the four events in order');
+is($node->safe_psql('postgres', qq{
+SELECT status || ' ' || (completed_at IS NOT NULL) FROM df.instances WHERE id = '$one'}),
+	'completed true', 'df.instances shows it completed');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.check() is clean after the one-step workflow');
+
 done_testing();

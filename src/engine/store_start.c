@@ -1,0 +1,328 @@
+/*-------------------------------------------------------------------------
+ *
+ * store_start.c
+ *	  The engine store's start of an instance, held while the executor
+ *	  holds its batch's node writes (issue 14).
+ *
+ * An instance starts in a transition that writes 'running' into its
+ * df.instances row and its runs row, and adds its instance_started event.
+ * In a batch these wait until the batch writes its node writes, before
+ * its commit (store_write_held_start), and the two updates are not
+ * written at all when the instance ends in the batch first: a one-step
+ * workflow is then one update of its df.instances row, not two (the
+ * update is not HOT, status is indexed: a heap record and four index
+ * entries), and its runs row is deleted without an update before.  Its
+ * instance_started event is then the start of its end's row, as a node's
+ * start is (store_nodes.c): the row's id is drawn when the instance
+ * starts, its end's place is ended_id, and df_internal.history_events
+ * shows both.
+ *
+ * Reads of the runs row's status through the store (pgd_store_lock_run,
+ * pgd_store_load_run, a claim) see the held start
+ * (store_overlay_held_start); a step's own statement sees its instance
+ * as pending, as it sees its node.
+ *
+ * One start is held at a time.  made, ended, written and event_written
+ * are the subtransactions that held it, ended the instance, wrote the
+ * updates and wrote the event; a rolled-back subtransaction takes back
+ * what it did, and what one committed belongs to its parent from then on
+ * (start_subxact).
+ *
+ * Locks: the runs row of the instance, which the caller holds.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "common/spi.h"
+#include "engine/store.h"
+#include "engine/store_stmt.h"
+
+static char				started_id[PGD_ID_LEN + 1];
+static SubTransactionId made = InvalidSubTransactionId; /* none held */
+static SubTransactionId ended = InvalidSubTransactionId;
+static SubTransactionId written = InvalidSubTransactionId;
+static SubTransactionId event_written = InvalidSubTransactionId;
+static int64			event_id;	 /* drawn for instance_started; 0: none */
+static char			   *event_scope; /* TopTransactionContext */
+static TimestampTz		event_at;
+
+/* The statements of this file, planned once and kept. */
+enum
+{
+	DRAW_ID,
+	START_EVENT,
+	START_AND_END_EVENT,
+	START_STMTS
+};
+
+static const char *const start_sql[START_STMTS] = {
+	[DRAW_ID] =
+		"SELECT pg_catalog.nextval('df_internal.events_id_seq'::pg_catalog.regclass)",
+	[START_EVENT] =
+		"INSERT INTO df_internal.events (id, instance_id, at, kind, scope) "
+		"VALUES ($1, $2, $3, 'instance_started', $4)",
+	/* as pgd_store_event_add, with the start: ids as in store_nodes.c */
+	[START_AND_END_EVENT] =
+		"INSERT INTO df_internal.events "
+		"(id, instance_id, kind, scope, duration_ms, detail, started_at, ended_id) "
+		"SELECT $1, $2, $4, $5, "
+		"(SELECT GREATEST(0, (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() "
+		"OPERATOR(pg_catalog.-) i.created_at) OPERATOR(pg_catalog.*) 1000)::bigint) "
+		"FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) $2), "
+		"$6::pg_catalog.jsonb, $3, "
+		"pg_catalog.nextval('df_internal.events_id_seq'::pg_catalog.regclass)",
+};
+static const int start_nargs[START_STMTS] = {0, 4, 6};
+static const Oid start_types[START_STMTS][6] = {
+	{0},
+	{INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID},
+	{INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID},
+};
+static SPIPlanPtr start_plans[START_STMTS];
+static bool		  start_planned[START_STMTS]; /* pgd_spi_run_kept */
+
+static void
+run_start_stmt(int s, Datum *values, const char *nulls)
+{
+	int rc;
+
+	if (start_plans[s] == NULL)
+	{
+		SPIPlanPtr plan = SPI_prepare_cursor(start_sql[s], start_nargs[s],
+											 (Oid *) start_types[s],
+											 CURSOR_OPT_GENERIC_PLAN);
+
+		if (plan == NULL || SPI_keepplan(plan) != 0)
+			elog(ERROR,
+				 "could not prepare the engine statement \"instance start %d\"",
+				 s);
+		start_plans[s] = plan;
+	}
+	rc = pgd_spi_run_kept(start_plans[s], &start_planned[s], values, nulls);
+	if (rc < 0)
+		elog(ERROR, "engine statement \"instance start %d\" failed: %s", s,
+			 SPI_result_code_string(rc));
+}
+
+/* Can an instance's end be the same row as its start (the schema has ended_id)? */
+static bool
+start_rows_paired(void)
+{
+	return pgd_internal_relation_exists("events_ended_id_idx");
+}
+
+/* Is instance_id's start held, its updates neither written nor moot? */
+static bool
+start_held(const char *instance_id)
+{
+	return made != InvalidSubTransactionId &&
+		written == InvalidSubTransactionId &&
+		ended == InvalidSubTransactionId &&
+		strcmp(started_id, instance_id) == 0;
+}
+
+/* Write what the start held still owes: its updates, its event. */
+void
+store_write_held_start(void)
+{
+	if (made == InvalidSubTransactionId)
+		return;
+	if (written == InvalidSubTransactionId && ended == InvalidSubTransactionId)
+	{
+		RUN(STMT_INSTANCE_STARTED, started_id);
+		RUN(STMT_RUN_STARTED, started_id);
+		written = GetCurrentSubTransactionId();
+	}
+	if (event_id != 0 && event_written == InvalidSubTransactionId)
+	{
+		Datum values[4];
+
+		values[0] = Int64GetDatum(event_id);
+		values[1] = pgd_text_datum(started_id);
+		values[2] = TimestampTzGetDatum(event_at);
+		values[3] = pgd_text_datum(event_scope);
+		run_start_stmt(START_EVENT, values, NULL);
+		event_written = GetCurrentSubTransactionId();
+	}
+}
+
+/* A status read from the runs row, as the start held leaves it. */
+void
+store_overlay_held_start(const char *instance_id, PgdInstanceStatus *status)
+{
+	if (*status == PGD_INSTANCE_PENDING && start_held(instance_id))
+		*status = PGD_INSTANCE_RUNNING;
+}
+
+/*
+ * The instance ends (pgd_store_instance_finished): its held updates are
+ * moot, since every end removes the runs row too (pgd_store_end_instance).
+ */
+void
+store_held_start_ends(const char *instance_id)
+{
+	if (start_held(instance_id))
+		ended = GetCurrentSubTransactionId();
+}
+
+/*
+ * The instance's end event (kind, in scope), when its instance_started is
+ * held: both one row, written here.  False, having done nothing, when
+ * they cannot be (another instance, scope or kind; the event written).
+ */
+bool
+store_held_start_end_event(const char *instance_id, const char *kind,
+						   const char *scope, const char *detail)
+{
+	Datum values[6];
+	char  nulls[6] = "      ";
+
+	if (made == InvalidSubTransactionId || event_id == 0 ||
+		event_written != InvalidSubTransactionId ||
+		strcmp(started_id, instance_id) != 0 || scope == NULL ||
+		strcmp(scope, event_scope) != 0 ||
+		strncmp(kind, "instance_", 9) != 0 ||
+		strcmp(kind, "instance_started") == 0)
+		return false;
+	/* the end's place comes after every node event of the instance */
+	store_flush_node_writes();
+	values[0] = Int64GetDatum(event_id);
+	values[1] = pgd_text_datum(instance_id);
+	values[2] = TimestampTzGetDatum(event_at);
+	values[3] = pgd_text_datum(kind);
+	values[4] = pgd_text_datum(scope);
+	values[5] = detail ? pgd_text_datum(detail) : (Datum) 0;
+	nulls[5] = detail ? ' ' : 'n';
+	run_start_stmt(START_AND_END_EVENT, values, nulls);
+	event_written = GetCurrentSubTransactionId();
+	return true;
+}
+
+/*
+ * An instance begins in scope: it is running and its instance_started
+ * event is written (the caller holds its runs row), or held.
+ */
+void
+pgd_store_instance_started(const char *instance_id, const char *scope)
+{
+	if (!store_node_writes_held() ||
+		/*
+		 * another instance's start, held and not written for good: it
+		 * keeps the slot, so that no rollback takes back what only the
+		 * slot remembers
+		 */
+		(made != InvalidSubTransactionId &&
+		 ((written != TopSubTransactionId && ended != TopSubTransactionId) ||
+		  (event_id != 0 && event_written != TopSubTransactionId))))
+	{
+		store_write_held_start();
+		RUN(STMT_INSTANCE_STARTED, instance_id);
+		RUN(STMT_RUN_STARTED, instance_id);
+		pgd_store_event_add(instance_id, "instance_started", NULL, scope, 0,
+							NULL);
+		return;
+	}
+	strlcpy(started_id, instance_id, sizeof(started_id));
+	made = GetCurrentSubTransactionId();
+	ended = written = event_written = InvalidSubTransactionId;
+	event_id = 0;
+	event_scope = NULL;
+	if (start_rows_paired())
+	{
+		bool isnull;
+
+		/* its place in the history: before the node events that follow */
+		store_flush_node_writes();
+		run_start_stmt(DRAW_ID, NULL, NULL);
+		event_id =
+			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										SPI_tuptable->tupdesc, 1, &isnull));
+		event_scope = MemoryContextStrdup(TopTransactionContext, scope);
+		event_at = GetCurrentTimestamp();
+	}
+	else
+		pgd_store_event_add(instance_id, "instance_started", NULL, scope, 0,
+							NULL);
+}
+
+static void
+start_xact(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			if (made != InvalidSubTransactionId &&
+				((written == InvalidSubTransactionId &&
+				  ended == InvalidSubTransactionId) ||
+				 (event_id != 0 && event_written == InvalidSubTransactionId)))
+				elog(ERROR,
+					 "the start of instance %s was not written before commit",
+					 started_id);
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			made = ended = written = event_written = InvalidSubTransactionId;
+			event_id = 0;
+			event_scope = NULL; /* in TopTransactionContext */
+			break;
+		default:
+			break;
+	}
+}
+
+/* sub, or parent when sub is at or below mySubid */
+static SubTransactionId
+reparent(SubTransactionId sub, SubTransactionId mySubid,
+		 SubTransactionId parentSubid)
+{
+	return sub >= mySubid ? parentSubid : sub;
+}
+
+static void
+start_subxact(SubXactEvent event, SubTransactionId mySubid,
+			  SubTransactionId parentSubid, void *arg)
+{
+	if (made == InvalidSubTransactionId)
+		return;
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		made = reparent(made, mySubid, parentSubid);
+		if (ended != InvalidSubTransactionId)
+			ended = reparent(ended, mySubid, parentSubid);
+		if (written != InvalidSubTransactionId)
+			written = reparent(written, mySubid, parentSubid);
+		if (event_written != InvalidSubTransactionId)
+			event_written = reparent(event_written, mySubid, parentSubid);
+		return;
+	}
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	if (made >= mySubid)
+	{
+		made = ended = written = event_written = InvalidSubTransactionId;
+		event_id = 0; /* a drawn id unused: a gap */
+		return;
+	}
+	if (ended >= mySubid)
+		ended = InvalidSubTransactionId;
+	if (written >= mySubid)
+		written = InvalidSubTransactionId;
+	if (event_written >= mySubid)
+		event_written = InvalidSubTransactionId;
+}
+
+void
+store_register_start_callbacks(void)
+{
+	RegisterXactCallback(start_xact, NULL);
+	RegisterSubXactCallback(start_subxact, NULL);
+}
