@@ -140,8 +140,6 @@ typedef enum GroupMode
 
 static SPIPlanPtr group_plans[3][GROUP_MAX + 1];
 static bool		  group_planned[3][GROUP_MAX + 1]; /* pgd_spi_run_kept */
-static SPIPlanPtr ids_plan;
-static bool		  ids_planned;
 
 /*
  * The text of the statement that writes k nodes ($1: the instance): one
@@ -387,34 +385,24 @@ write_group(const NodeWrite *ws, int from, int k, int n, GroupMode mode,
 }
 
 /*
- * n event ids, in the order the sequence hands them out, one for each
- * write of ws[0..n-1] (a start whose end is the next write shares its
- * end's: its entry is unused).  One statement for the flush, only when a
- * start and its end with writes between them make one row.
+ * n event ids, in the order the sequence hands them out: for a flush, one
+ * for each write of it (a start whose end is the next write shares its
+ * end's: its entry is unused), one statement only when a start and its
+ * end with writes between them make one row; for a held instance start,
+ * one (store_start.c).
  */
-static int64 *
-draw_event_ids(int n)
+int64 *
+store_draw_event_ids(int n)
 {
+	Oid	   types[1] = {INT4OID};
 	Datum  values[1];
 	int64 *ids = palloc(sizeof(int64) * n);
-	int	   rc;
 
-	if (ids_plan == NULL)
-	{
-		Oid types[1] = {INT4OID};
-
-		ids_plan =
-			SPI_prepare_cursor("SELECT pg_catalog.nextval('df_internal.events_id_seq'::pg_catalog.regclass) "
-							   "FROM pg_catalog.generate_series(1, $1)",
-							   1, types, CURSOR_OPT_GENERIC_PLAN);
-		if (ids_plan == NULL || SPI_keepplan(ids_plan) != 0)
-			elog(ERROR,
-				 "could not prepare the engine statement \"event ids\"");
-	}
 	values[0] = Int32GetDatum(n);
-	rc = pgd_spi_run_kept(ids_plan, &ids_planned, values, NULL);
-	if (rc < 0 || SPI_processed != (uint64) n)
-		elog(ERROR, "engine statement \"event ids\" failed");
+	if (pgd_spi_exec("SELECT pg_catalog.nextval('df_internal.events_id_seq'::pg_catalog.regclass) "
+					 "FROM pg_catalog.generate_series(1, $1)",
+					 1, types, values, NULL, false) != n)
+		elog(ERROR, "engine statement \"event ids\" drew too few ids");
 	for (int i = 0; i < n; i++)
 	{
 		bool isnull;
@@ -426,6 +414,16 @@ draw_event_ids(int n)
 	return ids;
 }
 
+/*
+ * Has df_internal.events the column ended_id (it came with its index), so
+ * that a start and its end with other events between them can be one row?
+ */
+bool
+store_events_have_ended_id(void)
+{
+	return pgd_internal_relation_exists("events_ended_id_idx");
+}
+
 /* How this flush writes its events; GROUP_IDS draws their ids. */
 static GroupMode
 flush_mode(const NodeWrite *ws, int n)
@@ -433,8 +431,7 @@ flush_mode(const NodeWrite *ws, int n)
 	/* a start and its end in one row: not before the schema has the view */
 	if (!pgd_internal_relation_exists("history_events"))
 		return GROUP_ROWS;
-	/* ended_id came with its index */
-	if (!pgd_internal_relation_exists("events_ended_id_idx"))
+	if (!store_events_have_ended_id())
 		return GROUP_PAIRS;
 	for (int i = 0; i < n; i++)
 		if (merged_end(ws, i, n) != NULL)
@@ -473,7 +470,7 @@ store_flush_node_writes(void)
 	PG_TRY();
 	{
 		GroupMode mode = flush_mode(ws, n);
-		int64	 *ids = mode == GROUP_IDS ? draw_event_ids(n) : NULL;
+		int64	 *ids = mode == GROUP_IDS ? store_draw_event_ids(n) : NULL;
 
 		for (int i = 0; i < n; i += GROUP_MAX)
 			write_group(ws, i, Min(GROUP_MAX, n - i), n, mode, ids);
@@ -522,7 +519,7 @@ store_node_writes_held(void)
 	return hold_writes;
 }
 
-/* ... and an instance's start held with them (store_state.c) */
+/* ... and an instance's start held with them (store_start.c) */
 void
 pgd_store_write_node_writes(void)
 {

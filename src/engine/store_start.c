@@ -53,102 +53,73 @@ static int64			event_id;	 /* drawn for instance_started; 0: none */
 static char			   *event_scope; /* TopTransactionContext */
 static TimestampTz		event_at;
 
-/* The statements of this file, planned once and kept. */
-enum
+/*
+ * The event statements (kept plans, pgd_spi_exec).  An end with its
+ * start: as STMT_EVENT_ADD (store.c), with the start's id, time and the
+ * end's place, the ids as in store_nodes.c.
+ */
+#define START_EVENT_SQL \
+	"INSERT INTO df_internal.events (id, instance_id, at, kind, scope) " \
+	"VALUES ($1, $2, $3, 'instance_started', $4)"
+#define START_AND_END_EVENT_SQL \
+	"INSERT INTO df_internal.events " \
+	"(id, instance_id, kind, scope, duration_ms, detail, started_at, ended_id) " \
+	"SELECT $1, $2, $4, $5, " \
+	"(SELECT GREATEST(0, (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() " \
+	"OPERATOR(pg_catalog.-) i.created_at) OPERATOR(pg_catalog.*) 1000)::bigint) " \
+	"FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) $2), " \
+	"$6::pg_catalog.jsonb, $3, " \
+	"pg_catalog.nextval('df_internal.events_id_seq'::pg_catalog.regclass)"
+
+/* Does the start held still owe its updates (not written, not moot)? */
+static bool
+owes_updates(void)
 {
-	DRAW_ID,
-	START_EVENT,
-	START_AND_END_EVENT,
-	START_STMTS
-};
-
-static const char *const start_sql[START_STMTS] = {
-	[DRAW_ID] =
-		"SELECT pg_catalog.nextval('df_internal.events_id_seq'::pg_catalog.regclass)",
-	[START_EVENT] =
-		"INSERT INTO df_internal.events (id, instance_id, at, kind, scope) "
-		"VALUES ($1, $2, $3, 'instance_started', $4)",
-	/* as pgd_store_event_add, with the start: ids as in store_nodes.c */
-	[START_AND_END_EVENT] =
-		"INSERT INTO df_internal.events "
-		"(id, instance_id, kind, scope, duration_ms, detail, started_at, ended_id) "
-		"SELECT $1, $2, $4, $5, "
-		"(SELECT GREATEST(0, (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() "
-		"OPERATOR(pg_catalog.-) i.created_at) OPERATOR(pg_catalog.*) 1000)::bigint) "
-		"FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) $2), "
-		"$6::pg_catalog.jsonb, $3, "
-		"pg_catalog.nextval('df_internal.events_id_seq'::pg_catalog.regclass)",
-};
-static const int start_nargs[START_STMTS] = {0, 4, 6};
-static const Oid start_types[START_STMTS][6] = {
-	{0},
-	{INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID},
-	{INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID},
-};
-static SPIPlanPtr start_plans[START_STMTS];
-static bool		  start_planned[START_STMTS]; /* pgd_spi_run_kept */
-
-static void
-run_start_stmt(int s, Datum *values, const char *nulls)
-{
-	int rc;
-
-	if (start_plans[s] == NULL)
-	{
-		SPIPlanPtr plan = SPI_prepare_cursor(start_sql[s], start_nargs[s],
-											 (Oid *) start_types[s],
-											 CURSOR_OPT_GENERIC_PLAN);
-
-		if (plan == NULL || SPI_keepplan(plan) != 0)
-			elog(ERROR,
-				 "could not prepare the engine statement \"instance start %d\"",
-				 s);
-		start_plans[s] = plan;
-	}
-	rc = pgd_spi_run_kept(start_plans[s], &start_planned[s], values, nulls);
-	if (rc < 0)
-		elog(ERROR, "engine statement \"instance start %d\" failed: %s", s,
-			 SPI_result_code_string(rc));
+	return made != InvalidSubTransactionId &&
+		written == InvalidSubTransactionId && ended == InvalidSubTransactionId;
 }
 
-/* Can an instance's end be the same row as its start (the schema has ended_id)? */
+/* Does it still owe its instance_started event (drawn, not written)? */
 static bool
-start_rows_paired(void)
+owes_event(void)
 {
-	return pgd_internal_relation_exists("events_ended_id_idx");
+	return made != InvalidSubTransactionId && event_id != 0 &&
+		event_written == InvalidSubTransactionId;
+}
+
+static void
+write_start_updates(const char *instance_id)
+{
+	RUN(STMT_INSTANCE_STARTED, instance_id);
+	RUN(STMT_RUN_STARTED, instance_id);
 }
 
 /* Is instance_id's start held, its updates neither written nor moot? */
 static bool
 start_held(const char *instance_id)
 {
-	return made != InvalidSubTransactionId &&
-		written == InvalidSubTransactionId &&
-		ended == InvalidSubTransactionId &&
-		strcmp(started_id, instance_id) == 0;
+	return owes_updates() && strcmp(started_id, instance_id) == 0;
 }
 
 /* Write what the start held still owes: its updates, its event. */
 void
 store_write_held_start(void)
 {
-	if (made == InvalidSubTransactionId)
-		return;
-	if (written == InvalidSubTransactionId && ended == InvalidSubTransactionId)
+	if (owes_updates())
 	{
-		RUN(STMT_INSTANCE_STARTED, started_id);
-		RUN(STMT_RUN_STARTED, started_id);
+		write_start_updates(started_id);
 		written = GetCurrentSubTransactionId();
 	}
-	if (event_id != 0 && event_written == InvalidSubTransactionId)
+	if (owes_event())
 	{
+		Oid	  types[4] = {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID};
 		Datum values[4];
 
 		values[0] = Int64GetDatum(event_id);
 		values[1] = pgd_text_datum(started_id);
 		values[2] = TimestampTzGetDatum(event_at);
 		values[3] = pgd_text_datum(event_scope);
-		run_start_stmt(START_EVENT, values, NULL);
+		pgd_spi_exec(START_EVENT_SQL, 4, types, values, NULL, false);
 		event_written = GetCurrentSubTransactionId();
 	}
 }
@@ -181,13 +152,13 @@ bool
 store_held_start_end_event(const char *instance_id, const char *kind,
 						   const char *scope, const char *detail)
 {
+	Oid	  types[6] = {INT8OID, TEXTOID, TIMESTAMPTZOID,
+					  TEXTOID, TEXTOID, TEXTOID};
 	Datum values[6];
 	char  nulls[6] = "      ";
 
-	if (made == InvalidSubTransactionId || event_id == 0 ||
-		event_written != InvalidSubTransactionId ||
-		strcmp(started_id, instance_id) != 0 || scope == NULL ||
-		strcmp(scope, event_scope) != 0 ||
+	if (!owes_event() || strcmp(started_id, instance_id) != 0 ||
+		scope == NULL || strcmp(scope, event_scope) != 0 ||
 		strncmp(kind, "instance_", 9) != 0 ||
 		strcmp(kind, "instance_started") == 0)
 		return false;
@@ -200,7 +171,7 @@ store_held_start_end_event(const char *instance_id, const char *kind,
 	values[4] = pgd_text_datum(scope);
 	values[5] = detail ? pgd_text_datum(detail) : (Datum) 0;
 	nulls[5] = detail ? ' ' : 'n';
-	run_start_stmt(START_AND_END_EVENT, values, nulls);
+	pgd_spi_exec(START_AND_END_EVENT_SQL, 6, types, values, nulls, false);
 	event_written = GetCurrentSubTransactionId();
 	return true;
 }
@@ -212,19 +183,18 @@ store_held_start_end_event(const char *instance_id, const char *kind,
 void
 pgd_store_instance_started(const char *instance_id, const char *scope)
 {
+	/*
+	 * Held unless a batch does not hold its writes, or another instance's
+	 * start still owes something that a rollback could take back: it
+	 * keeps the slot, so that nothing only the slot remembers is lost
+	 */
 	if (!store_node_writes_held() ||
-		/*
-		 * another instance's start, held and not written for good: it
-		 * keeps the slot, so that no rollback takes back what only the
-		 * slot remembers
-		 */
 		(made != InvalidSubTransactionId &&
 		 ((written != TopSubTransactionId && ended != TopSubTransactionId) ||
 		  (event_id != 0 && event_written != TopSubTransactionId))))
 	{
 		store_write_held_start();
-		RUN(STMT_INSTANCE_STARTED, instance_id);
-		RUN(STMT_RUN_STARTED, instance_id);
+		write_start_updates(instance_id);
 		pgd_store_event_add(instance_id, "instance_started", NULL, scope, 0,
 							NULL);
 		return;
@@ -234,16 +204,11 @@ pgd_store_instance_started(const char *instance_id, const char *scope)
 	ended = written = event_written = InvalidSubTransactionId;
 	event_id = 0;
 	event_scope = NULL;
-	if (start_rows_paired())
+	if (store_events_have_ended_id())
 	{
-		bool isnull;
-
 		/* its place in the history: before the node events that follow */
 		store_flush_node_writes();
-		run_start_stmt(DRAW_ID, NULL, NULL);
-		event_id =
-			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										SPI_tuptable->tupdesc, 1, &isnull));
+		event_id = *store_draw_event_ids(1);
 		event_scope = MemoryContextStrdup(TopTransactionContext, scope);
 		event_at = GetCurrentTimestamp();
 	}
@@ -258,10 +223,7 @@ start_xact(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
-			if (made != InvalidSubTransactionId &&
-				((written == InvalidSubTransactionId &&
-				  ended == InvalidSubTransactionId) ||
-				 (event_id != 0 && event_written == InvalidSubTransactionId)))
+			if (owes_updates() || owes_event())
 				elog(ERROR,
 					 "the start of instance %s was not written before commit",
 					 started_id);

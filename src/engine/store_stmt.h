@@ -194,6 +194,9 @@ extern void store_keys_locked(PgdKeySpace space, const char *key);
 extern void store_flush_node_writes(void);
 /* Does the executor hold node writes for its batch (store_nodes.c)? */
 extern bool store_node_writes_held(void);
+/* store_nodes.c: event ids drawn ahead, and the column that needs them */
+extern int64 *store_draw_event_ids(int n);
+extern bool	  store_events_have_ended_id(void);
 /* store_start.c: an instance's start held in a batch (issue 14) */
 extern void store_write_held_start(void);
 extern void store_overlay_held_start(const char		   *instance_id,
