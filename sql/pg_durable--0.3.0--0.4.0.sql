@@ -1910,10 +1910,10 @@ CREATE INDEX events_ended_id_idx ON df_internal.events USING brin (ended_id)
 -- whose end the engine wrote in the same statements (a step that started
 -- and ended in one batch, a THEN or a wrapper around it, an instance that
 -- ran to its end in one) is not a row of its own but the started_at of its
--- end's row (issue 14).  When the end
--- was the next write, the start comes here just before it, as sub 0 of
--- the same id; else the row's id is the one drawn at the start's place
--- and the end's is ended_id, so both keep their places in the order.
+-- end's row (issue 14).  When the end was the next write, the start comes
+-- here just before it, as sub 0 of the same id; else the row's id is the
+-- one drawn at the start's place and the end's is ended_id, so both keep
+-- their places in the order.
 -- Every reader of the history reads this view (monitor/history.c,
 -- spans.c, span_sources.c); one that windows by id also bounds row_id or
 -- ended_id, so that the BRIN indexes find the rows.
