@@ -44,23 +44,16 @@
  * gone, and what it wrote is buffered again (store_subxact_callback),
  * like the step tasks a batch holds (store_tasks.c).
  *
- * The buffer is written by statements of up to GROUP_MAX writes
- * each (a chain step ends its node and its parent and starts the next; a
- * wrapper node adds its own start and end): one execution per group
- * instead of one per node, which is most of what a wrapper node around a
- * step cost (issue 17).  Their text is made here, one per group size, and
- * their plans kept like the store's.  In a group each node is its own
- * UPDATE by the whole primary key (instance_id = $1 AND id = $2), so
- * every plan of it finds one row by one index lookup.  Two earlier forms
- * let a generic plan made while df.nodes was small or had no statistics
- * (a fresh cluster) read every node of the instance for each write,
- * which made wide JOINs quadratic: the ids in an array parameter (id =
- * ANY($2), issue 22), and then the ids as a list (instance_id = $1 AND id
- * IN ($2, $8, ...)), where the planner may search the primary key by its
- * first column alone and apply the list as a filter, a path it keeps
- * because it returns rows in index order.  A 5,000-branch fan-out took
- * 6.6 ms per branch that way, 0.9 ms now (bench/run --widths on fresh
- * clusters).
+ * The buffer is written by one statement per flush, whatever its size:
+ * the writes go in as arrays, one per column, and one UPDATE and one
+ * INSERT write the rows and their events (flush_sql).  Its plan is made
+ * once.  Groups of up to eight writes, each its own UPDATE in a CTE, were
+ * the form before: their execution was mostly the setup of eight
+ * UPDATEs, each parsing and preparing df.nodes' eight CHECK constraints
+ * again (a profile of the executors running 20-step chains: 57% of their
+ * time in the node writes, 34% of that in ExecutorStart and 25% in
+ * ExecConstraints, mostly stringToNode).  One statement per flush made
+ * chains 1.7 times as fast on the same machine (bench/run, issue 14).
  *
  * Locks: the rows of the instance whose runs row the caller holds.
  *
@@ -72,7 +65,9 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -114,16 +109,33 @@ static char current_node[PGD_ID_LEN + 1];
 static int	current_attempt = 0;
 
 /*
- * Parameters of a write in a group statement: id, scope, state, result,
- * attempt, detail, the time of its event, the time its node started when
- * that was buffered too (else NULL), whether it is only the event of a
- * start whose update the node's end in the same statement makes, whether
- * it is a start or an end whose start and end are one event row, and
- * (GROUP_IDS) the event row's id and its end's place (ended_id).
+ * The columns of a flush's statement, one array each with an element per
+ * write: id, scope, state, result, attempt, detail, the time of its event,
+ * the time its node started when that start is in the flush too, whether
+ * it is a start whose update the node's end in the same flush makes,
+ * whether it is a start or an end whose start and end are one event row,
+ * and (GROUP_IDS) the event row's id and its end's place (ended_id).
  */
-#define GROUP_MAX	 8
-#define GROUP_ARGS	 12
-#define GROUP_PARAMS (1 + GROUP_MAX * GROUP_ARGS)
+enum
+{
+	COL_ID,
+	COL_SCOPE,
+	COL_STATE,
+	COL_RESULT,
+	COL_ATTEMPT,
+	COL_DETAIL,
+	COL_AT,
+	COL_START_AT,
+	COL_LATER,
+	COL_STARTED,
+	COL_EID,
+	COL_ENDED,
+	FLUSH_COLS
+};
+
+static const Oid col_types[FLUSH_COLS] = {
+	TEXTOID,		TEXTOID,		TEXTOID, TEXTOID, INT4OID, TEXTOID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID, BOOLOID, INT8OID, INT8OID};
 
 /*
  * How a flush writes the events: for a schema without started_at (0.3.0,
@@ -138,57 +150,61 @@ typedef enum GroupMode
 	GROUP_IDS
 } GroupMode;
 
-static SPIPlanPtr group_plans[3][GROUP_MAX + 1];
-static bool		  group_planned[3][GROUP_MAX + 1]; /* pgd_spi_run_kept */
+static SPIPlanPtr flush_plans[3];
+static bool		  flush_planned[3]; /* pgd_spi_run_kept */
 
 /*
- * The text of the statement that writes k nodes ($1: the instance): one
- * UPDATE of each node by its whole primary key, each reading the row's
- * old updated_at (the statement's snapshot sees the row as it was), or
- * for a start whose node ends later in the buffer only its event row,
- * and one INSERT of their events in the order of the writes.
+ * The text of the statement that writes a flush ($1: the instance, $2..
+ * $13 the columns above): the writes as rows (w); for each one that
+ * updates its node, the row's place and old updated_at, found by the
+ * whole primary key (x; the statement's snapshot sees the row as it was);
+ * one UPDATE of those rows by their place (u); and one INSERT of the
+ * events in the order of the writes, a start whose node ends later in the
+ * flush being only its event row (or none, when its end's row is both).
+ *
+ * The lookup by the primary key is a subquery of its own (OFFSET 0), so
+ * that its plan has both columns as index conditions whatever the
+ * statistics: two earlier forms let a generic plan made while df.nodes
+ * was small or had no statistics (a fresh cluster) read every node of
+ * the instance for each write, which made wide JOINs quadratic: the ids
+ * in an array parameter (id = ANY($2), issue 22), and then the ids as a
+ * list (instance_id = $1 AND id IN ($2, $8, ...)), where the planner may
+ * search the primary key by its first column alone and apply the list as
+ * a filter.  The UPDATE then finds each row by its ctid, which nobody
+ * else changes meanwhile: the caller holds the instance's runs row.
  */
 static char *
-group_sql(int k, GroupMode mode)
+flush_sql(GroupMode mode)
 {
 	StringInfoData s;
-	int			   i;
 
 	initStringInfo(&s);
-	appendStringInfoString(&s, "WITH ");
-	for (i = 0; i < k; i++)
-	{
-		int b = 2 + i * GROUP_ARGS;
-
-		appendStringInfo(
-			&s,
-			"%su%d AS (UPDATE df.nodes n SET "
-			" status = CASE $%d WHEN 'r' THEN 'running' WHEN 'c' THEN 'completed' ELSE 'failed' END, "
-			" result = CASE $%d WHEN 'r' THEN NULL WHEN 'c' THEN $%d::pg_catalog.jsonb "
-			"  ELSE pg_catalog.to_jsonb($%d) END, "
-			" status_details = pg_catalog.jsonb_build_object('execution_id', $%d), "
-			" updated_at = pg_catalog.now() "
-			"FROM (SELECT o.updated_at FROM df.nodes o WHERE o.instance_id OPERATOR(pg_catalog.=) $1 "
-			" AND o.id OPERATOR(pg_catalog.=) $%d) o "
-			"WHERE n.instance_id OPERATOR(pg_catalog.=) $1 AND n.id OPERATOR(pg_catalog.=) $%d "
-			" AND NOT $%d "
-			"RETURNING %d AS ord, n.id, n.result, $%d AS st, $%d AS scope, $%d AS att, "
-			" $%d AS det, COALESCE($%d, o.updated_at) AS old, $%d AS at, "
-			" CASE WHEN $%d THEN $%d END AS started, "
-			" $%d::pg_catalog.int8 AS eid, $%d::pg_catalog.int8 AS ended), "
-			"e%d AS (SELECT %d AS ord, $%d::varchar AS id, NULL::pg_catalog.jsonb AS result, "
-			" $%d AS st, $%d AS scope, $%d AS att, $%d AS det, "
-			" NULL::pg_catalog.timestamptz AS old, $%d AS at, "
-			" NULL::pg_catalog.timestamptz AS started, "
-			" $%d::pg_catalog.int8 AS eid, NULL::pg_catalog.int8 AS ended "
-			" WHERE $%d AND NOT $%d)",
-			i > 0 ? ", " : "", i + 1, b + 2, b + 2, b + 3, b + 3, b + 1, b, b,
-			b + 8, i + 1, b + 2, b + 1, b + 4, b + 5, b + 7, b + 6, b + 9,
-			b + 7, b + 10, b + 11, i + 1, i + 1, b, b + 2, b + 1, b + 4, b + 5,
-			b + 6, b + 10, b + 8, b + 9);
-	}
+	appendStringInfoString(&s,
+						   "WITH w AS MATERIALIZED (SELECT * FROM ROWS FROM (");
+	for (int c = 0; c < FLUSH_COLS; c++)
+		appendStringInfo(&s, "%spg_catalog.unnest($%d)", c > 0 ? ", " : "",
+						 c + 2);
+	appendStringInfoString(
+		&s,
+		") WITH ORDINALITY AS w(id, scope, st, result, att, det, at, "
+		" start_at, later, started, eid, ended, ord)), "
+		"x AS (SELECT w.*, o.tid, o.updated_at AS old_at FROM w CROSS JOIN LATERAL "
+		" (SELECT o.ctid AS tid, o.updated_at FROM df.nodes o "
+		"  WHERE o.instance_id OPERATOR(pg_catalog.=) $1 "
+		"  AND o.id OPERATOR(pg_catalog.=) w.id OFFSET 0) o "
+		" WHERE NOT w.later), "
+		"u AS (UPDATE df.nodes n SET "
+		" status = CASE x.st WHEN 'r' THEN 'running' WHEN 'c' THEN 'completed' ELSE 'failed' END, "
+		" result = CASE x.st WHEN 'r' THEN NULL WHEN 'c' THEN x.result::pg_catalog.jsonb "
+		"  ELSE pg_catalog.to_jsonb(x.result) END, "
+		" status_details = pg_catalog.jsonb_build_object('execution_id', x.scope), "
+		" updated_at = pg_catalog.now() "
+		"FROM x WHERE n.ctid OPERATOR(pg_catalog.=) x.tid "
+		"RETURNING x.ord, n.id, n.result, x.st, x.scope, x.att, x.det, "
+		" COALESCE(x.start_at, x.old_at) AS old, x.at, "
+		" CASE WHEN x.started THEN x.start_at END AS started, x.eid, x.ended) ");
 	appendStringInfo(&s,
-					 " INSERT INTO df_internal.events "
+					 "INSERT INTO df_internal.events "
 					 "(%sinstance_id, at, kind, node_id, scope, attempt, duration_ms, detail%s) "
 					 "SELECT %s$1, u.at, CASE u.st WHEN 'r' THEN 'node_started' WHEN 'c' THEN 'node_completed' "
 					 " ELSE 'node_failed' END, u.id, u.scope, "
@@ -209,48 +225,39 @@ group_sql(int k, GroupMode mode)
 					 mode == GROUP_IDS		 ? ", u.started, u.ended" :
 						 mode == GROUP_PAIRS ? ", u.started" :
 											   "");
-	for (i = 0; i < k; i++)
-		appendStringInfo(&s, "%sSELECT * FROM u%d UNION ALL SELECT * FROM e%d",
-						 i > 0 ? " UNION ALL " : "", i + 1, i + 1);
-	appendStringInfoString(&s, ") u ORDER BY u.ord");
+	appendStringInfoString(&s,
+						   "SELECT * FROM u UNION ALL "
+						   "SELECT w.ord, w.id::varchar, NULL::pg_catalog.jsonb, w.st, w.scope, w.att, "
+						   " w.det, NULL::pg_catalog.timestamptz, w.at, NULL::pg_catalog.timestamptz, "
+						   " w.eid, NULL::pg_catalog.int8 FROM w WHERE w.later AND NOT w.started"
+						   ") u ORDER BY u.ord");
 	return s.data;
 }
 
 static SPIPlanPtr
-group_plan(int k, GroupMode mode)
+flush_plan(GroupMode mode)
 {
-	Oid		   types[GROUP_PARAMS];
+	Oid		   types[1 + FLUSH_COLS];
 	SPIPlanPtr plan;
 	char	  *sql;
-	int		   i;
 
-	if (group_plans[mode][k] != NULL)
-		return group_plans[mode][k];
+	if (flush_plans[mode] != NULL)
+		return flush_plans[mode];
 	types[0] = TEXTOID;
-	for (i = 0; i < k; i++)
-	{
-		int b = 1 + i * GROUP_ARGS;
-
-		types[b] = types[b + 1] = types[b + 2] = types[b + 3] = TEXTOID;
-		types[b + 4] = INT4OID;
-		types[b + 5] = TEXTOID;
-		types[b + 6] = types[b + 7] = TIMESTAMPTZOID;
-		types[b + 8] = types[b + 9] = BOOLOID;
-		types[b + 10] = types[b + 11] = INT8OID;
-	}
-	sql = group_sql(k, mode);
-	plan = SPI_prepare_cursor(sql, 1 + k * GROUP_ARGS, types,
+	for (int c = 0; c < FLUSH_COLS; c++)
+		types[1 + c] = get_array_type(col_types[c]);
+	sql = flush_sql(mode);
+	plan = SPI_prepare_cursor(sql, 1 + FLUSH_COLS, types,
 							  CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR,
-			 "could not prepare the engine statement \"%d node writes\": %s",
-			 k, SPI_result_code_string(SPI_result));
+			 "could not prepare the engine statement \"node writes\": %s",
+			 SPI_result_code_string(SPI_result));
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR,
-			 "could not keep the plan of the engine statement \"%d node writes\"",
-			 k);
+			 "could not keep the plan of the engine statement \"node writes\"");
 	pfree(sql);
-	group_plans[mode][k] = plan;
+	flush_plans[mode] = plan;
 	return plan;
 }
 
@@ -317,71 +324,95 @@ start_of_end(const NodeWrite *ws, int i)
 }
 
 /*
- * The arguments of write ws[i] at values[b..b+11] ('r'unning,
+ * The columns of write ws[i] at element i of v and nulls ('r'unning,
  * 'c'ompleted, 'f'ailed); ws[0..n-1] are the writes of this flush, and
  * ids the event ids drawn for them (GROUP_IDS, else NULL).
  */
 static void
 write_args(const NodeWrite *ws, int i, int n, GroupMode mode, const int64 *ids,
-		   Datum *values, char *nulls, int b)
+		   Datum **v, bool **nulls)
 {
 	const NodeWrite *w = &ws[i];
 	int				 start = start_of_end(ws, i);
 	bool			 merged = false;
 
-	values[b] = pgd_text_datum(w->id);
-	values[b + 1] = pgd_text_datum(w->scope);
-	values[b + 2] = pgd_text_datum(!w->done ? "r" : w->ok ? "c" : "f");
-	values[b + 3] = w->result ? pgd_text_datum(w->result) : (Datum) 0;
-	nulls[b + 3] = w->result ? ' ' : 'n';
-	values[b + 4] = Int32GetDatum(w->attempt);
-	values[b + 5] = w->detail ? pgd_text_datum(w->detail) : (Datum) 0;
-	nulls[b + 5] = w->detail ? ' ' : 'n';
-	values[b + 6] = TimestampTzGetDatum(w->at);
+	v[COL_ID][i] = pgd_text_datum(w->id);
+	v[COL_SCOPE][i] = pgd_text_datum(w->scope);
+	v[COL_STATE][i] = pgd_text_datum(!w->done ? "r" : w->ok ? "c" : "f");
+	v[COL_RESULT][i] = w->result ? pgd_text_datum(w->result) : (Datum) 0;
+	nulls[COL_RESULT][i] = w->result == NULL;
+	v[COL_ATTEMPT][i] = Int32GetDatum(w->attempt);
+	v[COL_DETAIL][i] = w->detail ? pgd_text_datum(w->detail) : (Datum) 0;
+	nulls[COL_DETAIL][i] = w->detail == NULL;
+	v[COL_AT][i] = TimestampTzGetDatum(w->at);
 	/* an end whose start is in this flush too: measured from that start */
-	values[b + 7] = start >= 0 ? TimestampTzGetDatum(ws[start].at) : (Datum) 0;
-	nulls[b + 7] = start >= 0 ? ' ' : 'n';
-	values[b + 8] = BoolGetDatum(end_of_start(ws, i, n) != NULL);
+	v[COL_START_AT][i] =
+		start >= 0 ? TimestampTzGetDatum(ws[start].at) : (Datum) 0;
+	nulls[COL_START_AT][i] = start < 0;
+	v[COL_LATER][i] = BoolGetDatum(end_of_start(ws, i, n) != NULL);
 	if (mode == GROUP_IDS)
 		merged = merged_end(ws, i, n) != NULL ||
 			(start >= 0 && merged_end(ws, start, n) == w);
-	values[b + 9] = BoolGetDatum(mode != GROUP_ROWS &&
-								 (merged || start_and_end(ws, i, n) ||
-								  (i > 0 && start_and_end(ws, i - 1, n))));
+	v[COL_STARTED][i] = BoolGetDatum(mode != GROUP_ROWS &&
+									 (merged || start_and_end(ws, i, n) ||
+									  (i > 0 && start_and_end(ws, i - 1, n))));
 	/* the row's id, and its end's place when its start's is the id */
-	nulls[b + 10] = nulls[b + 11] = 'n';
+	nulls[COL_EID][i] = nulls[COL_ENDED][i] = true;
 	if (mode == GROUP_IDS && merged && w->done)
 	{
-		values[b + 10] = Int64GetDatum(ids[start]);
-		values[b + 11] = Int64GetDatum(ids[i]);
-		nulls[b + 10] = nulls[b + 11] = ' ';
+		v[COL_EID][i] = Int64GetDatum(ids[start]);
+		v[COL_ENDED][i] = Int64GetDatum(ids[i]);
+		nulls[COL_EID][i] = nulls[COL_ENDED][i] = false;
 	}
 	else if (mode == GROUP_IDS)
 	{
-		values[b + 10] = Int64GetDatum(ids[i]);
-		nulls[b + 10] = ' ';
+		v[COL_EID][i] = Int64GetDatum(ids[i]);
+		nulls[COL_EID][i] = false;
 	}
 }
 
-/* Writes ws[from..from+k-1] of ws[0..n-1] in one group statement. */
+/* Writes ws[0..n-1] in one statement. */
 static void
-write_group(const NodeWrite *ws, int from, int k, int n, GroupMode mode,
-			const int64 *ids)
+write_flush(const NodeWrite *ws, int n, GroupMode mode, const int64 *ids)
 {
-	Datum values[GROUP_PARAMS];
-	char  nulls[GROUP_PARAMS];
-	int	  i, rc;
+	Datum  values[1 + FLUSH_COLS];
+	Datum *v[FLUSH_COLS];
+	bool  *nulls[FLUSH_COLS];
+	int	   dims[1] = {n};
+	int	   lbs[1] = {1};
+	int	   rc;
 
-	memset(nulls, ' ', sizeof(nulls));
-	values[0] = pgd_text_datum(ws[from].instance_id);
-	for (i = 0; i < k; i++)
-		write_args(ws, from + i, n, mode, ids, values, nulls,
-				   1 + i * GROUP_ARGS);
-	rc = pgd_spi_run_kept(group_plan(k, mode), &group_planned[mode][k], values,
-						  nulls);
+	for (int c = 0; c < FLUSH_COLS; c++)
+	{
+		v[c] = palloc0(sizeof(Datum) * n);
+		nulls[c] = palloc0(sizeof(bool) * n);
+	}
+	for (int i = 0; i < n; i++)
+		write_args(ws, i, n, mode, ids, v, nulls);
+	values[0] = pgd_text_datum(ws[0].instance_id);
+	for (int c = 0; c < FLUSH_COLS; c++)
+	{
+		int16 len;
+		bool  byval;
+		char  align;
+
+		get_typlenbyvalalign(col_types[c], &len, &byval, &align);
+		values[1 + c] =
+			PointerGetDatum(construct_md_array(v[c], nulls[c], 1, dims, lbs,
+											   col_types[c], len, byval,
+											   align));
+	}
+	rc =
+		pgd_spi_run_kept(flush_plan(mode), &flush_planned[mode], values, NULL);
 	if (rc < 0)
-		elog(ERROR, "engine statement \"%d node writes\" failed: %s", k,
+		elog(ERROR, "engine statement \"node writes\" failed: %s",
 			 SPI_result_code_string(rc));
+	for (int c = 0; c < FLUSH_COLS; c++)
+	{
+		pfree(DatumGetPointer(values[1 + c]));
+		pfree(v[c]);
+		pfree(nulls[c]);
+	}
 }
 
 /*
@@ -472,8 +503,7 @@ store_flush_node_writes(void)
 		GroupMode mode = flush_mode(ws, n);
 		int64	 *ids = mode == GROUP_IDS ? store_draw_event_ids(n) : NULL;
 
-		for (int i = 0; i < n; i += GROUP_MAX)
-			write_group(ws, i, Min(GROUP_MAX, n - i), n, mode, ids);
+		write_flush(ws, n, mode, ids);
 		if (ids)
 			pfree(ids);
 	}
