@@ -420,6 +420,10 @@ extern char *pgd_store_lock_max_held(const char *instance_id,
  */
 extern void pgd_store_lock_release(const char *instance_id,
 								   const char *node_id, const char *scope);
+/* ... of node_id in scope, a LOCK node of one key */
+extern void pgd_store_lock_release_one(const char *instance_id,
+									   const char *node_id,
+									   const char *scope);
 extern void pgd_store_lock_result_forget(const char *instance_id,
 										 const char *scope);
 

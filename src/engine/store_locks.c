@@ -166,6 +166,101 @@ store_keys_wait_failed(MemoryContext cxt, int nest, const char *what,
 					   "so that two transactions never wait for each other; it runs again.")));
 }
 
+/* ---------------------------------------------------------------------
+ * Keys this transaction made its own
+ *
+ * A key taken by take_fresh_key has its row made by this transaction,
+ * locked for it until it ends: no other transaction has changed the key's
+ * entries since, and this one's own changes are seen by its next
+ * statement.  So the release of that entry in the same transaction need
+ * not lock the row and look again (pgd_store_lock_release_one): a LOCK
+ * around a step that a batch runs costs one statement to take its key and
+ * one to give it back.  What a rolled-back subtransaction took is gone
+ * with it: any abort of one forgets them all (the release then takes the
+ * general way).
+ * ---------------------------------------------------------------------
+ */
+typedef struct FreshKey
+{
+	char  instance_id[PGD_ID_LEN + 1];
+	char  node_id[PGD_ID_LEN + 1];
+	char *scope;
+	char *key;
+} FreshKey;
+
+#define MAX_FRESH_KEYS 32
+
+static LocalTransactionId fresh_lxid = InvalidLocalTransactionId;
+static FreshKey			  fresh[MAX_FRESH_KEYS];
+static int				  nfresh = 0;
+
+static void
+fresh_current(void)
+{
+	if (fresh_lxid == PGD_MY_LXID)
+		return;
+	fresh_lxid = PGD_MY_LXID;
+	nfresh = 0; /* their strings went with the transaction's memory */
+}
+
+static void
+fresh_add(const char *instance_id, const char *node_id, const char *scope,
+		  const char *key)
+{
+	FreshKey *f;
+
+	fresh_current();
+	if (nfresh == MAX_FRESH_KEYS)
+		return; /* released the general way */
+	f = &fresh[nfresh++];
+	strlcpy(f->instance_id, instance_id, sizeof(f->instance_id));
+	strlcpy(f->node_id, node_id, sizeof(f->node_id));
+	f->scope = MemoryContextStrdup(TopTransactionContext, scope);
+	f->key = MemoryContextStrdup(TopTransactionContext, key);
+}
+
+/* The key of a node execution's entry this transaction made, taken off the list; or NULL. */
+static char *
+fresh_take(const char *instance_id, const char *node_id, const char *scope)
+{
+	fresh_current();
+	for (int i = 0; i < nfresh; i++)
+		if (strcmp(fresh[i].instance_id, instance_id) == 0 &&
+			strcmp(fresh[i].node_id, node_id) == 0 &&
+			strcmp(fresh[i].scope, scope) == 0)
+		{
+			char *key = fresh[i].key;
+
+			fresh[i] = fresh[--nfresh];
+			return key;
+		}
+	return NULL;
+}
+
+/* The instance's entries are released the general way: forget its keys. */
+static void
+fresh_forget(const char *instance_id)
+{
+	fresh_current();
+	for (int i = nfresh - 1; i >= 0; i--)
+		if (strcmp(fresh[i].instance_id, instance_id) == 0)
+			fresh[i] = fresh[--nfresh];
+}
+
+static void
+fresh_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		nfresh = 0;
+}
+
+void
+store_register_lock_callbacks(void)
+{
+	RegisterSubXactCallback(fresh_subxact_callback, NULL);
+}
+
 /* Lock key's row, making it when the key has none. */
 static void
 lock_key(const char *key)
@@ -177,6 +272,38 @@ lock_key(const char *key)
 	store_keys_locked(PGD_KEYS_LOCK, key);
 }
 
+/*
+ * The common case in one statement: a key nobody has, whose row this
+ * statement makes (a key's row exists while it has entries, and every
+ * change of its entries is made under it), so the key is free and the
+ * entry is held at once.  Inserting the row waits, like locking it, for a
+ * transaction that is making it or deleting it; then the row is there (or
+ * gone and made again) and the statement returns nothing, or its entry.
+ */
+static bool
+take_fresh_key(const char *instance_id, const char *node_id, const char *scope,
+			   const char *key, bool shared, int64 *token)
+{
+	volatile int n = 0;
+
+	STORE_KEY_ROWS(PGD_KEYS_LOCK, "lock", key,
+				   n = PGD_EXEC("WITH k AS (INSERT INTO df_internal.lock_keys (key) VALUES ($1) "
+								" ON CONFLICT (key) DO NOTHING RETURNING key) "
+								"INSERT INTO df_internal.locks "
+								"(key, instance_id, node_id, scope, mode, held, token, since) "
+								"SELECT k.key, $2, $3, $4, $5, true, "
+								"pg_catalog.nextval('df_internal.lock_tokens'), "
+								"pg_catalog.clock_timestamp() FROM k RETURNING token",
+								key, instance_id, node_id, scope,
+								shared ? "shared" : "exclusive"));
+	if (n == 0)
+		return false;
+	store_keys_locked(PGD_KEYS_LOCK, key);
+	fresh_add(instance_id, node_id, scope, key);
+	*token = strtoll(pgd_spi_getstring(0, 1), NULL, 10);
+	return true;
+}
+
 bool
 pgd_store_lock_take(const char *instance_id, const char *node_id,
 					const char *scope, const char *key, bool shared,
@@ -184,6 +311,8 @@ pgd_store_lock_take(const char *instance_id, const char *node_id,
 {
 	char *tok;
 
+	if (take_fresh_key(instance_id, node_id, scope, key, shared, token))
+		return true;
 	lock_key(key);
 	if (PGD_EXEC("INSERT INTO df_internal.locks "
 				 "(key, instance_id, node_id, scope, mode, held, token, since) "
@@ -299,6 +428,29 @@ grant_next(const char *key)
 }
 
 /*
+ * Key's row is locked: the entries go (of the node execution, or the
+ * scope, as pgd_store_lock_release), and the key's row too when nobody
+ * else has one (the common case); else the key is handed on.
+ */
+static void
+release_locked(const char *key, const char *instance_id, const char *node_id,
+			   const char *scope)
+{
+	if (PGD_EXEC("WITH d AS (DELETE FROM df_internal.locks WHERE key" EQ
+				 "$1 AND instance_id" EQ
+				 "$2 " LOCK_FILTER("$3",
+								   "$4") " RETURNING seq) "
+										 "DELETE FROM df_internal.lock_keys k WHERE k.key" EQ
+										 "$1 "
+										 "AND NOT EXISTS (SELECT 1 FROM df_internal.locks x "
+										 " WHERE x.key" EQ
+										 "$1 AND x.seq OPERATOR(pg_catalog.<>) ALL "
+										 " (SELECT seq FROM d))",
+				 key, instance_id, node_id, scope) == 0)
+		grant_next(key);
+}
+
+/*
  * Release the entries of instance_id (held or waiting): of node_id in
  * exactly scope, or of every node in scope and below (node_id NULL), or
  * all of them (both NULL).  Each of their keys, in canonical order, is
@@ -325,17 +477,20 @@ pgd_store_lock_release(const char *instance_id, const char *node_id,
 	char	   **keys;
 	char	   **locked;
 
+	fresh_forget(instance_id);
 	/* the schema of 0.3.0 has no lock tables (and no LOCK node ran) */
 	if (!pgd_internal_relation_exists("locks"))
 		return;
 	STORE_KEY_ROWS(PGD_KEYS_LOCK, "lock", NULL,
 				   n = PGD_EXEC("SELECT e.key, k.key IS NOT NULL FROM "
 								"(SELECT DISTINCT key FROM df_internal.locks "
-								" WHERE instance_id" EQ "$1 " LOCK_FILTER("$2", "$3")
-								" ORDER BY key) e "
-								"LEFT JOIN LATERAL (SELECT key FROM df_internal.lock_keys y "
-								" WHERE y.key" EQ "e.key FOR UPDATE) k ON true "
-								"ORDER BY e.key",
+								" WHERE instance_id" EQ
+								"$1 " LOCK_FILTER("$2",
+												  "$3") " ORDER BY key) e "
+														"LEFT JOIN LATERAL (SELECT key FROM df_internal.lock_keys y "
+														" WHERE y.key" EQ
+														"e.key FOR UPDATE) k ON true "
+														"ORDER BY e.key",
 								instance_id, node_id, scope));
 	if (n == 0)
 		return;
@@ -348,17 +503,25 @@ pgd_store_lock_release(const char *instance_id, const char *node_id,
 			store_keys_locked(PGD_KEYS_LOCK, keys[i]);
 		else
 			lock_key(keys[i]);
-		/* the common case: nobody else was there, the key's row goes */
-		if (PGD_EXEC("WITH d AS (DELETE FROM df_internal.locks WHERE key" EQ
-					 "$1 AND instance_id" EQ "$2 " LOCK_FILTER("$3", "$4")
-					 " RETURNING seq) "
-					 "DELETE FROM df_internal.lock_keys k WHERE k.key" EQ "$1 "
-					 "AND NOT EXISTS (SELECT 1 FROM df_internal.locks x "
-					 " WHERE x.key" EQ "$1 AND x.seq OPERATOR(pg_catalog.<>) ALL "
-					 " (SELECT seq FROM d))",
-					 keys[i], instance_id, node_id, scope) == 0)
-			grant_next(keys[i]);
+		release_locked(keys[i], instance_id, node_id, scope);
 	}
+}
+
+/*
+ * The release of a LOCK node execution that has one key: when this
+ * transaction took it and made its row (take_fresh_key), one statement;
+ * else pgd_store_lock_release.
+ */
+void
+pgd_store_lock_release_one(const char *instance_id, const char *node_id,
+						   const char *scope)
+{
+	char *key = fresh_take(instance_id, node_id, scope);
+
+	if (key != NULL)
+		release_locked(key, instance_id, node_id, scope);
+	else
+		pgd_store_lock_release(instance_id, node_id, scope);
 }
 
 /* A LOCK node's $lock, which must not outlive it: gone from its child's scope. */

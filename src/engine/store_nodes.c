@@ -786,4 +786,5 @@ pgd_store_register_xact_callback(void)
 	RegisterSubXactCallback(store_subxact_callback, NULL);
 	store_register_task_callbacks();
 	store_register_start_callbacks();
+	store_register_lock_callbacks();
 }

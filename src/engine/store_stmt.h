@@ -206,6 +206,8 @@ extern bool store_held_start_end_event(const char *instance_id,
 									   const char *kind, const char *scope,
 									   const char *detail);
 extern void store_register_start_callbacks(void);
+/* store_locks.c: the keys a transaction made its own (issue 17) */
+extern void store_register_lock_callbacks(void);
 /* store_inbox.c: the runs row with SKIP LOCKED (issue 14) */
 extern bool store_run_lock_skip(const char *instance_id, bool *held);
 

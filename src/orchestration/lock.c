@@ -172,7 +172,10 @@ subtree_needs(const PgdGraph *g, int n, bool *uses_lock, bool *binds)
 static void
 finish_lock(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 {
-	pgd_store_lock_release(g->instance_id, g->nodes[n].id, scope);
+	if (g->nodes[n].lock->nkeys == 1)
+		pgd_store_lock_release_one(g->instance_id, g->nodes[n].id, scope);
+	else
+		pgd_store_lock_release(g->instance_id, g->nodes[n].id, scope);
 	/* a wait's deadline timer; without one, the only timers are consumed wake-ups */
 	if (g->nodes[n].lock->wait_timeout_ms >= 0)
 		pgd_store_node_tasks_drop(g->instance_id, g->nodes[n].id, scope);

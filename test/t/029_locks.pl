@@ -74,6 +74,41 @@ is($node->safe_psql('postgres',
 		'SELECT (SELECT count(*) FROM df_internal.locks) + (SELECT count(*) FROM df_internal.lock_keys)'),
 	'0', 'no lock left behind');
 
+# 1b. chains of three locks of one key each, all the same key C: a take
+# that makes the key's row and a release in the same transaction (one
+# statement each) meet waiters queued in other transactions and in the
+# same batch
+$node->safe_psql('postgres', 'TRUNCATE spans');
+my $one = "df.with_lock('SELECT lock_span(''{sys_instance_id}'', \$lock.token)', ARRAY['C'])";
+my $s3 = $node->background_psql('postgres');
+my $s4 = $node->background_psql('postgres');
+$s3->query_safe('SET ROLE df_user');
+$s4->query_safe('SET ROLE df_user');
+for my $i (1 .. 30)
+{
+	($i % 2 ? $s4 : $s3)->query_safe("SELECT df.start($one ~> $one ~> $one);");
+}
+$s3->quit;
+$s4->quit;
+wait_instances_done($node, 'one key C');
+is($node->safe_psql('postgres',
+		"SELECT status, count(*) FROM df.instances GROUP BY status ORDER BY status"),
+	'completed|70', 'the 30 chains on key C completed too');
+is($node->safe_psql('postgres', 'SELECT count(*), count(DISTINCT token) FROM spans'),
+	'90|90', 'each of the 90 steps ran once, each with a token of its own');
+is($node->safe_psql('postgres', q{
+SELECT count(*) FROM spans a JOIN spans b
+  ON (a.instance_id, a.token) < (b.instance_id, b.token) AND a.t0 < b.t1 AND b.t0 < a.t1}),
+	'0', 'no two steps held C at the same time');
+is($node->safe_psql('postgres', q{
+SELECT count(*) FROM (SELECT token, lag(token) OVER (ORDER BY t0) AS prev FROM spans) s
+WHERE token <= prev}),
+	'0', 'the tokens of C grow in the order its holders entered');
+is($node->safe_psql('postgres', q{
+SELECT (SELECT count(*) FROM df_internal.locks) + (SELECT count(*) FROM df_internal.lock_keys)
+     + (SELECT count(*) FROM df.check())}),
+	'0', 'no lock of C left behind and df.check finds nothing');
+
 # 2. SIGKILL of the executor inside the step of a holder
 my $holder = start_instance($node,
 	sprintf("df.with_lock('%s', '{K}')", step_sql('x1', 3)), 'x1');
@@ -94,7 +129,7 @@ is($node->safe_psql('postgres',
 		"SELECT held FROM df_internal.locks WHERE instance_id = '$holder'"),
 	't', 'after recovery the holder still holds K');
 wait_instances_done($node, 'after the crash');
-check_effects($node, 42);
+check_effects($node, 72);
 is($node->safe_psql('postgres', q{
 SELECT (SELECT at FROM effects WHERE step = 'y1') > (SELECT at FROM effects WHERE step = 'x1')}),
 	't', 'the waiter ran after the holder');
