@@ -861,6 +861,8 @@ store_run(PgdStmt s, const Datum *values, const char *nulls)
 
 	if (!keeps_node_writes(s))
 		store_flush_node_writes();
+	if (s == STMT_NODE_DETAILS_MERGE)
+		store_stamps_forget(); /* it writes the rows it keeps */
 	if (reads_queue(s))
 		pgd_store_write_held_tasks();
 	if (plans[s] == NULL)

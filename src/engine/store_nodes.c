@@ -513,7 +513,15 @@ store_flush_node_writes(void)
 	}
 	PG_END_TRY();
 	for (int i = 0; i < n; i++)
+	{
 		ws[i].written = now;
+		/* the row as this write left it (the last write of a node wins) */
+		store_stamps_put(ws[i].instance_id, ws[i].id,
+						 !ws[i].done  ? "running" :
+							 ws[i].ok ? "completed" :
+										"failed",
+						 ws[i].scope);
+	}
 	nunwritten = 0;
 	if (now == TopSubTransactionId)
 		forget_written(TopSubTransactionId);
@@ -662,6 +670,17 @@ pgd_store_node_state(const char *instance_id, const char *node_id,
 		*result = store_get_string(0, 2);
 }
 
+/* Has the buffer a write of the node not written yet? */
+static bool
+buffered(const char *instance_id, const char *id)
+{
+	for (int i = nwrites - nunwritten; i < nwrites; i++)
+		if (strcmp(writes[i].id, id) == 0 &&
+			strcmp(writes[i].instance_id, instance_id) == 0)
+			return true;
+	return false;
+}
+
 /* id, status and stamp (execution_id) of the named nodes that exist. */
 int
 pgd_store_node_stamps(const char *instance_id, const char *const *node_ids,
@@ -670,12 +689,21 @@ pgd_store_node_stamps(const char *instance_id, const char *const *node_ids,
 	Datum values[2];
 	int	  rows;
 
-	values[0] = pgd_text_datum(instance_id);
-	values[1] = store_text_array(n, node_ids);
-	rows = store_run(STMT_NODE_STAMPS, values, NULL);
-	*ids = pgd_spi_column(rows, 1);
-	*statuses = pgd_spi_column(rows, 2);
-	*stamps = pgd_spi_column(rows, 3);
+	if (store_stamps_get(instance_id, node_ids, n, buffered, ids, statuses,
+						 stamps))
+		rows = n;
+	else
+	{
+		values[0] = pgd_text_datum(instance_id);
+		values[1] = store_text_array(n, node_ids);
+		rows = store_run(STMT_NODE_STAMPS, values, NULL);
+		*ids = pgd_spi_column(rows, 1);
+		*statuses = pgd_spi_column(rows, 2);
+		*stamps = pgd_spi_column(rows, 3);
+		for (int r = 0; r < rows; r++)
+			store_stamps_put(instance_id, (*ids)[r], (*statuses)[r],
+							 (*stamps)[r]);
+	}
 	/* the rows as the node writes not written yet leave them */
 	store_overlay_node_writes(instance_id, rows, *ids, *statuses, *stamps);
 	return rows;
@@ -787,4 +815,5 @@ pgd_store_register_xact_callback(void)
 	store_register_task_callbacks();
 	store_register_start_callbacks();
 	store_register_lock_callbacks();
+	store_register_stamps_callbacks();
 }

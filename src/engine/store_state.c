@@ -93,6 +93,7 @@ pgd_store_lock_run(const char *instance_id, PgdInstanceStatus *status)
 	else if (RUN(run_nowait ? STMT_RUN_LOCK_NOWAIT : STMT_RUN_LOCK,
 				 instance_id) == 0)
 		return false;
+	store_stamps_locked(instance_id);
 	if (status)
 	{
 		run_status(store_get_string(0, 1), status);

@@ -206,6 +206,18 @@ extern bool store_held_start_end_event(const char *instance_id,
 									   const char *kind, const char *scope,
 									   const char *detail);
 extern void store_register_start_callbacks(void);
+/* store_stamps.c: node stamps kept while the runs row is held (issue 14) */
+extern void store_stamps_locked(const char *instance_id);
+extern void store_stamps_forget(void);
+extern void store_stamps_put(const char *instance_id, const char *id,
+							 const char *status, const char *stamp);
+extern bool store_stamps_get(const char *instance_id, const char *const *ids,
+							 int n,
+							 bool (*in_buffer)(const char *instance_id,
+											   const char *id),
+							 char ***row_ids, char ***statuses,
+							 char ***row_stamps);
+extern void store_register_stamps_callbacks(void);
 /* store_locks.c: the keys a transaction made its own (issue 17) */
 extern void store_register_lock_callbacks(void);
 /* store_inbox.c: the runs row with SKIP LOCKED (issue 14) */
