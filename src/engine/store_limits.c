@@ -39,9 +39,12 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "storage/proc.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "common/compat.h"
 #include "common/spi.h"
 #include "engine/store.h"
 #include "engine/store_stmt.h"
@@ -100,6 +103,90 @@ limit_rows(int n, const char *instance_id, const char *node_id,
 	return verdict;
 }
 
+/* ---------------------------------------------------------------------
+ * Key rows this transaction holds
+ *
+ * enter_at_once locks a key's row and admits; the row stays locked to the
+ * end of the transaction.  While it is, no other transaction changes the
+ * key's holders or queue, and this one's changes are seen by its next
+ * statement: so the next entry of that key in the same transaction (the
+ * next step of a chain that a batch runs, under a key of its instance)
+ * need not lock the row again, and the release of a slot taken in it
+ * deletes the holder and looks at the queue in one statement, not two
+ * (issue 17).  Kept: the key with the max_concurrent its row was found
+ * with, and the node executions that entered it.  Forgotten with the
+ * transaction, at the rollback of any subtransaction, and when one of the
+ * install script's limit functions ran (they may change the key's row).
+ * ---------------------------------------------------------------------
+ */
+#define MAX_HELD 32
+
+typedef struct HeldKey
+{
+	char *key;
+	int	  max_concurrent;
+} HeldKey;
+
+static LocalTransactionId held_lxid = InvalidLocalTransactionId;
+static HeldKey			  held[MAX_HELD];
+static int				  nheld = 0;
+static PgdXactKeys		  entered;
+
+static void
+held_current(void)
+{
+	if (held_lxid == PGD_MY_LXID)
+		return;
+	held_lxid = PGD_MY_LXID;
+	nheld = 0; /* their strings went with the transaction */
+}
+
+static void
+held_forget(void)
+{
+	held_current();
+	nheld = 0;
+	store_xact_keys_clear(&entered);
+}
+
+/* Is key's row locked by this transaction, found with max_concurrent (-1: any)? */
+static bool
+key_held(const char *key, int max_concurrent)
+{
+	held_current();
+	for (int i = 0; i < nheld; i++)
+		if (strcmp(held[i].key, key) == 0)
+			return max_concurrent < 0 ||
+				held[i].max_concurrent == max_concurrent;
+	return false;
+}
+
+static void
+key_hold(const char *key, int max_concurrent)
+{
+	if (key_held(key, -1) || nheld == MAX_HELD)
+		return;
+	held[nheld].key = MemoryContextStrdup(TopTransactionContext, key);
+	held[nheld++].max_concurrent = max_concurrent;
+}
+
+static void
+held_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					  SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		nheld = 0;
+		store_xact_keys_clear(&entered);
+	}
+}
+
+void
+store_register_limit_callbacks(void)
+{
+	RegisterSubXactCallback(held_subxact_callback, NULL);
+}
+
 /*
  * The common case in plain statements: a key that exists with these
  * settings, a concurrency limit only, nobody queued and a slot free.  The
@@ -116,24 +203,31 @@ enter_at_once(const char *instance_id, const char *node_id, const char *scope,
 	volatile int n = 0;
 
 	snprintf(max_text, sizeof(max_text), "%d", max_concurrent);
-	STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", key,
-				   n = PGD_EXEC("SELECT 1 FROM df_internal.limits "
-								"WHERE key OPERATOR(pg_catalog.=) $1 "
-								"AND max_concurrent OPERATOR(pg_catalog.=) $2::int "
-								"AND rate IS NULL AND burst IS NULL FOR UPDATE",
-								key, max_text));
-	if (n == 0)
+	if (!key_held(key, max_concurrent))
+	{
+		STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", key,
+					   n = PGD_EXEC("SELECT 1 FROM df_internal.limits "
+									"WHERE key OPERATOR(pg_catalog.=) $1 "
+									"AND max_concurrent OPERATOR(pg_catalog.=) $2::int "
+									"AND rate IS NULL AND burst IS NULL FOR UPDATE",
+									key, max_text));
+		if (n == 0)
+			return false;
+		store_keys_locked(PGD_KEYS_LIMIT, key);
+		key_hold(key, max_concurrent);
+	}
+	if (PGD_EXEC("INSERT INTO df_internal.limit_holders "
+				 "(instance_id, node_id, scope, key, submitted_by, started) "
+				 "SELECT $2, $3, $4, $1, r.submitted_by, true FROM df_internal.runs r "
+				 "WHERE r.instance_id OPERATOR(pg_catalog.=) $2 "
+				 "AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters w "
+				 "  WHERE w.key OPERATOR(pg_catalog.=) $1) "
+				 "AND (SELECT pg_catalog.count(*) FROM df_internal.limit_holders h "
+				 "  WHERE h.key OPERATOR(pg_catalog.=) $1) OPERATOR(pg_catalog.<) $5::int",
+				 key, instance_id, node_id, scope, max_text) != 1)
 		return false;
-	store_keys_locked(PGD_KEYS_LIMIT, key);
-	return PGD_EXEC("INSERT INTO df_internal.limit_holders "
-					"(instance_id, node_id, scope, key, submitted_by, started) "
-					"SELECT $2, $3, $4, $1, r.submitted_by, true FROM df_internal.runs r "
-					"WHERE r.instance_id OPERATOR(pg_catalog.=) $2 "
-					"AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters w "
-					"  WHERE w.key OPERATOR(pg_catalog.=) $1) "
-					"AND (SELECT pg_catalog.count(*) FROM df_internal.limit_holders h "
-					"  WHERE h.key OPERATOR(pg_catalog.=) $1) OPERATOR(pg_catalog.<) $5::int",
-					key, instance_id, node_id, scope, max_text) == 1;
+	store_xact_keys_add(&entered, instance_id, node_id, scope, key);
+	return true;
 }
 
 /*
@@ -155,6 +249,7 @@ pump_locked(const char *key)
 	n = PGD_EXEC("SELECT action, instance_id, node_id, scope, at "
 				 "FROM df_internal.limit_pump($1, NULL, NULL, NULL)",
 				 key);
+	held_forget(); /* it may change the key's row */
 	(void) limit_rows(n, NULL, NULL, NULL);
 }
 
@@ -210,6 +305,7 @@ pgd_store_limit_enter(const char *instance_id, const char *node_id,
 	values[6] = pgd_text_datum(scope);
 	values[7] = TimestampTzGetDatum(deadline);
 	nulls[7] = deadline != 0 ? ' ' : 'n';
+	held_forget(); /* the function may change the key's row */
 	STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", key,
 				   n = pgd_spi_exec("SELECT action, instance_id, node_id, scope, at "
 									"FROM df_internal.limit_enter($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -224,6 +320,7 @@ pgd_store_limit_timer(const char *instance_id, const char *node_id,
 {
 	volatile int n = 0;
 
+	held_forget(); /* the function may change the key's row */
 	/* the key is the node's: it locks a row not known here */
 	STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", NULL,
 				   n = PGD_EXEC("SELECT action, instance_id, node_id, scope, at "
@@ -231,6 +328,42 @@ pgd_store_limit_timer(const char *instance_id, const char *node_id,
 								instance_id, node_id, scope));
 	store_keys_locked(PGD_KEYS_LIMIT, NULL);
 	return limit_rows(n, instance_id, node_id, scope);
+}
+
+/*
+ * The release of a slot that this transaction gave (enter_at_once) while it
+ * still holds the key's row: the holder goes and the queue is looked at in
+ * one statement, and the slot is handed on only when somebody is queued.
+ * False when the slot was not given so (the caller releases it).
+ */
+static bool
+release_held(const char *instance_id, const char *node_id, const char *scope)
+{
+	char *key = store_xact_keys_take(&entered, instance_id, node_id, scope);
+	char *gone;
+	int	  n;
+
+	if (key == NULL || !key_held(key, -1))
+		return false;
+	n = PGD_EXEC("WITH h AS (DELETE FROM df_internal.limit_holders "
+				 " WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+				 " AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
+				 " RETURNING key) "
+				 "SELECT h.key, EXISTS (SELECT 1 FROM df_internal.limit_waiters w "
+				 " WHERE w.key OPERATOR(pg_catalog.=) h.key) FROM h",
+				 instance_id, node_id, scope);
+	if (n == 0)
+		return true; /* nothing was held */
+	gone = pgd_spi_getstring(0, 1);
+	if (strcmp(gone, key) != 0)
+	{
+		/* not the key it entered: hand it on the general way */
+		pump_if_queued(gone);
+		return true;
+	}
+	if (strcmp(pgd_spi_getstring(0, 2), "t") == 0)
+		pump_locked(key);
+	return true;
 }
 
 void
@@ -260,6 +393,8 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 						 instance_id, node_id, scope) == 1)
 				pump_if_queued(pgd_spi_getstring(0, 1));
 		}
+		else if (release_held(instance_id, node_id, scope))
+			return;
 		else
 		{
 			volatile int held = 0;
@@ -283,6 +418,7 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 		}
 		return;
 	}
+	store_xact_keys_forget(&entered, instance_id);
 	/*
 	 * A plain statement first: an instance or scope without limits (the
 	 * common case) costs one indexed delete on each table, nothing more.
@@ -312,6 +448,7 @@ bool
 pgd_store_limit_repair(const char *instance_id, const char *node_id,
 					   const char *scope, const char *problem)
 {
+	held_forget();
 	if (strcmp(problem, "limit_slot_of_ended_node") == 0 ||
 		strcmp(problem, "limit_wait_of_ended_node") == 0)
 	{
@@ -359,6 +496,7 @@ pgd_store_limit_forget_idle(int max)
 	if (!pgd_internal_relation_exists("limit_holders"))
 		return 0;
 	snprintf(max_text, sizeof(max_text), "%d", max);
+	held_forget(); /* it deletes key rows */
 	if (PGD_EXEC("SELECT df_internal.limit_forget_idle($1::int)", max_text) !=
 		1)
 		return 0;

@@ -180,79 +180,14 @@ store_keys_wait_failed(MemoryContext cxt, int nest, const char *what,
  * general way).
  * ---------------------------------------------------------------------
  */
-typedef struct FreshKey
-{
-	char  instance_id[PGD_ID_LEN + 1];
-	char  node_id[PGD_ID_LEN + 1];
-	char *scope;
-	char *key;
-} FreshKey;
-
-#define MAX_FRESH_KEYS 32
-
-static LocalTransactionId fresh_lxid = InvalidLocalTransactionId;
-static FreshKey			  fresh[MAX_FRESH_KEYS];
-static int				  nfresh = 0;
-
-static void
-fresh_current(void)
-{
-	if (fresh_lxid == PGD_MY_LXID)
-		return;
-	fresh_lxid = PGD_MY_LXID;
-	nfresh = 0; /* their strings went with the transaction's memory */
-}
-
-static void
-fresh_add(const char *instance_id, const char *node_id, const char *scope,
-		  const char *key)
-{
-	FreshKey *f;
-
-	fresh_current();
-	if (nfresh == MAX_FRESH_KEYS)
-		return; /* released the general way */
-	f = &fresh[nfresh++];
-	strlcpy(f->instance_id, instance_id, sizeof(f->instance_id));
-	strlcpy(f->node_id, node_id, sizeof(f->node_id));
-	f->scope = MemoryContextStrdup(TopTransactionContext, scope);
-	f->key = MemoryContextStrdup(TopTransactionContext, key);
-}
-
-/* The key of a node execution's entry this transaction made, taken off the list; or NULL. */
-static char *
-fresh_take(const char *instance_id, const char *node_id, const char *scope)
-{
-	fresh_current();
-	for (int i = 0; i < nfresh; i++)
-		if (strcmp(fresh[i].instance_id, instance_id) == 0 &&
-			strcmp(fresh[i].node_id, node_id) == 0 &&
-			strcmp(fresh[i].scope, scope) == 0)
-		{
-			char *key = fresh[i].key;
-
-			fresh[i] = fresh[--nfresh];
-			return key;
-		}
-	return NULL;
-}
-
-/* The instance's entries are released the general way: forget its keys. */
-static void
-fresh_forget(const char *instance_id)
-{
-	fresh_current();
-	for (int i = nfresh - 1; i >= 0; i--)
-		if (strcmp(fresh[i].instance_id, instance_id) == 0)
-			fresh[i] = fresh[--nfresh];
-}
+static PgdXactKeys fresh;
 
 static void
 fresh_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					   SubTransactionId parentSubid, void *arg)
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB)
-		nfresh = 0;
+		store_xact_keys_clear(&fresh);
 }
 
 void
@@ -299,7 +234,7 @@ take_fresh_key(const char *instance_id, const char *node_id, const char *scope,
 	if (n == 0)
 		return false;
 	store_keys_locked(PGD_KEYS_LOCK, key);
-	fresh_add(instance_id, node_id, scope, key);
+	store_xact_keys_add(&fresh, instance_id, node_id, scope, key);
 	*token = strtoll(pgd_spi_getstring(0, 1), NULL, 10);
 	return true;
 }
@@ -477,7 +412,7 @@ pgd_store_lock_release(const char *instance_id, const char *node_id,
 	char	   **keys;
 	char	   **locked;
 
-	fresh_forget(instance_id);
+	store_xact_keys_forget(&fresh, instance_id);
 	/* the schema of 0.3.0 has no lock tables (and no LOCK node ran) */
 	if (!pgd_internal_relation_exists("locks"))
 		return;
@@ -516,7 +451,7 @@ void
 pgd_store_lock_release_one(const char *instance_id, const char *node_id,
 						   const char *scope)
 {
-	char *key = fresh_take(instance_id, node_id, scope);
+	char *key = store_xact_keys_take(&fresh, instance_id, node_id, scope);
 
 	if (key != NULL)
 		release_locked(key, instance_id, node_id, scope);

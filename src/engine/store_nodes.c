@@ -816,4 +816,5 @@ pgd_store_register_xact_callback(void)
 	store_register_start_callbacks();
 	store_register_lock_callbacks();
 	store_register_stamps_callbacks();
+	store_register_limit_callbacks();
 }

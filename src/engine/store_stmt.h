@@ -211,13 +211,35 @@ extern void store_stamps_locked(const char *instance_id);
 extern void store_stamps_forget(void);
 extern void store_stamps_put(const char *instance_id, const char *id,
 							 const char *status, const char *stamp);
-extern bool store_stamps_get(const char *instance_id, const char *const *ids,
-							 int n,
-							 bool (*in_buffer)(const char *instance_id,
-											   const char *id),
-							 char ***row_ids, char ***statuses,
-							 char ***row_stamps);
+extern bool
+store_stamps_get(const char *instance_id, const char *const *ids, int n,
+				 bool (*in_buffer)(const char *instance_id, const char *id),
+				 char ***row_ids, char ***statuses, char ***row_stamps);
 extern void store_register_stamps_callbacks(void);
+/* store_xact_keys.c: keys node executions took in this transaction (issue 17) */
+#define PGD_XACT_KEYS_MAX 32
+typedef struct PgdXactKey
+{
+	char  instance_id[PGD_ID_LEN + 1];
+	char  node_id[PGD_ID_LEN + 1];
+	char *scope;
+	char *key;
+} PgdXactKey;
+typedef struct PgdXactKeys
+{
+	LocalTransactionId lxid;
+	int				   n;
+	PgdXactKey		   keys[PGD_XACT_KEYS_MAX];
+} PgdXactKeys;
+extern void	 store_xact_keys_add(PgdXactKeys *l, const char *instance_id,
+								 const char *node_id, const char *scope,
+								 const char *key);
+extern char *store_xact_keys_take(PgdXactKeys *l, const char *instance_id,
+								  const char *node_id, const char *scope);
+extern void	 store_xact_keys_forget(PgdXactKeys *l, const char *instance_id);
+extern void	 store_xact_keys_clear(PgdXactKeys *l);
+/* store_limits.c: the key rows a transaction holds (issue 17) */
+extern void store_register_limit_callbacks(void);
 /* store_locks.c: the keys a transaction made its own (issue 17) */
 extern void store_register_lock_callbacks(void);
 /* store_inbox.c: the runs row with SKIP LOCKED (issue 14) */

@@ -81,6 +81,27 @@ cmp_ok($most, '<=', 3, "max_concurrent: at most 3 inside at once (seen: $most)")
 cmp_ok($most, '>=', 2, 'max_concurrent: the limit let more than one in at once');
 engine_clean('max_concurrent');
 
+# --- chains of three steps under one key, max_concurrent => 2 ---------------------
+# a batch enters and releases the key again and again while it holds the
+# key's row: a release that looks at the queue in the statement that
+# deletes its slot must still hand the slot to the waiters of other
+# transactions and of its own batch
+my $c2 = "df.limit('SELECT limited_step(''{sys_instance_id}'', ''c2'', 0.01)', 'c2', 2)";
+start_many(60, "$c2 ~> $c2 ~> $c2");
+wait_instances_done($node, 'chains under c2') or diag_engine($node);
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FILTER (WHERE status = 'completed'), count(*) FROM df.instances"),
+	'260|260', 'chains under c2: all 60 completed (and the 200 before)');
+is($node->safe_psql('postgres', "SELECT count(*) FROM inside WHERE key = 'c2'"),
+	'180', 'chains under c2: every step ran once');
+$most = $node->safe_psql('postgres', q{
+SELECT max(n) FROM (
+	SELECT (SELECT count(*) FROM inside b
+			WHERE b.key = 'c2' AND b.entered <= a.entered AND b.left_at > a.entered) AS n
+	FROM inside a WHERE a.key = 'c2') x});
+cmp_ok($most, '<=', 2, "chains under c2: at most 2 inside at once (seen: $most)");
+engine_clean('chains under c2');
+
 # --- rate => 20 -----------------------------------------------------------------
 $node->safe_psql('postgres', 'DELETE FROM df.instances');
 $step = "'SELECT limited_step(''{sys_instance_id}'', ''r20'', 0)'";
