@@ -709,12 +709,14 @@ static void
 join_branch_done(PgdGraph *g, int p, int child, const char *pscope,
 				 PgdOutcome child_outcome)
 {
-	PgdNode	  *join = &g->nodes[p];
-	int		   width = pgd_join_width(join);
-	char	 **statuses;
-	char	 **results;
-	PgdOutcome outcome = {0};
-	int		   i;
+	PgdNode		*join = &g->nodes[p];
+	int			 width = pgd_join_width(join);
+	char	   **statuses;
+	char	   **results;
+	const char **ids;
+	bool		 any;
+	PgdOutcome	 outcome = {0};
+	int			 i;
 
 	if (pgd_store_join_count(g->instance_id, join->id, pscope) > 0)
 	{
@@ -726,8 +728,10 @@ join_branch_done(PgdGraph *g, int p, int child, const char *pscope,
 
 	statuses = palloc(sizeof(char *) * width);
 	results = palloc(sizeof(char *) * width);
+	ids = palloc(sizeof(char *) * width);
 	for (i = 0; i < width; i++)
-		node_state(g, pgd_join_branch(join, i), &statuses[i], &results[i]);
+		ids[i] = g->nodes[pgd_join_branch(join, i)].id;
+	pgd_store_node_states(g->instance_id, ids, width, statuses, results);
 	outcome = pgd_join_outcome(join, statuses, results);
 	/* the first failed branch's error code goes on (a CATCH above matches it) */
 	for (i = 0; i < width && !outcome.ok && outcome.code == NULL; i++)
@@ -736,8 +740,12 @@ join_branch_done(PgdGraph *g, int p, int child, const char *pscope,
 									  g->nodes[pgd_join_branch(join, i)].id,
 									  &outcome);
 
-	/* the branches' named results join the JOIN's scope only when it succeeds */
-	for (i = 0; i < width; i++)
+	/*
+	 * The branches' named results join the JOIN's scope only when it
+	 * succeeds; an instance without any has nothing to merge.
+	 */
+	for (i = 0, any = pgd_store_has_results(g->instance_id); any && i < width;
+		 i++)
 	{
 		int b = pgd_join_branch(join, i);
 

@@ -137,6 +137,10 @@ extern void pgd_store_hold_node_writes(bool hold);
 extern void pgd_store_write_node_writes(void);
 extern void pgd_store_node_state(const char *instance_id, const char *node_id,
 								 char **status, char **result);
+/* ... of the nodes ids[0..n-1], in one statement (a JOIN's branches) */
+extern void pgd_store_node_states(const char *instance_id,
+								  const char *const *ids, int n,
+								  char **statuses, char **results);
 extern int	pgd_store_node_stamps(const char		*instance_id,
 								  const char *const *node_ids, int n,
 								  char ***ids, char ***statuses,
@@ -325,6 +329,8 @@ extern void pgd_store_result_save(const char *instance_id, const char *scope,
 extern void pgd_store_results_merge(const char *instance_id,
 									const char *from_scope,
 									const char *to_scope, bool keep);
+/* Has the instance any named result, in any scope? */
+extern bool pgd_store_has_results(const char *instance_id);
 extern void pgd_store_results_move(const char *instance_id,
 								   const char *from_scope,
 								   const char *to_scope);

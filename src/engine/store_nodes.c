@@ -670,6 +670,43 @@ pgd_store_node_state(const char *instance_id, const char *node_id,
 		*result = store_get_string(0, 2);
 }
 
+/*
+ * pgd_store_node_state of several nodes in one statement: the buffer is
+ * written first, then each node's row is found by the whole primary key
+ * (a subquery of its own, as in flush_sql), in the order of ids.
+ */
+void
+pgd_store_node_states(const char *instance_id, const char *const *ids, int n,
+					  char **statuses, char **results)
+{
+	Oid	  types[2] = {TEXTOID, TEXTARRAYOID};
+	Datum values[2];
+
+	store_flush_node_writes();
+	values[0] = pgd_text_datum(instance_id);
+	values[1] = store_text_array(n, ids);
+	if (pgd_spi_exec("SELECT x.status, x.result::text, "
+					 "CASE WHEN pg_catalog.jsonb_typeof(x.result) OPERATOR(pg_catalog.=) 'string' "
+					 "THEN x.result OPERATOR(pg_catalog.#>>) '{}' END "
+					 "FROM pg_catalog.unnest($2) WITH ORDINALITY AS a(id, ord) "
+					 "LEFT JOIN LATERAL (SELECT o.status, o.result FROM df.nodes o "
+					 " WHERE o.instance_id OPERATOR(pg_catalog.=) $1 "
+					 " AND o.id OPERATOR(pg_catalog.=) a.id OFFSET 0) x ON true "
+					 "ORDER BY a.ord",
+					 2, types, values, NULL, false) != n)
+		elog(ERROR, "the states of %d nodes of instance %s were not read", n,
+			 instance_id);
+	for (int i = 0; i < n; i++)
+	{
+		statuses[i] = store_get_string(i, 1);
+		if (statuses[i] == NULL)
+			elog(ERROR, "node %s of instance %s disappeared", ids[i],
+				 instance_id);
+		results[i] =
+			store_get_string(i, strcmp(statuses[i], "failed") == 0 ? 3 : 2);
+	}
+}
+
 /* Has the buffer a write of the node not written yet? */
 static bool
 buffered(const char *instance_id, const char *id)

@@ -316,6 +316,19 @@ pgd_store_results_merge(const char *instance_id, const char *from_scope,
 	RUN(STMT_RESULTS_DROP_SCOPE, instance_id, from_scope);
 }
 
+/*
+ * Has the instance a named result in any scope?  When it has none, a
+ * JOIN's branches have none to merge (pgd_apply's join_branch_done skips
+ * their two statements each).
+ */
+bool
+pgd_store_has_results(const char *instance_id)
+{
+	return PGD_EXEC("SELECT 1 FROM df_internal.results "
+					"WHERE instance_id OPERATOR(pg_catalog.=) $1 LIMIT 1",
+					instance_id) > 0;
+}
+
 /* A scope's named results move to another scope (a loop's next generation). */
 void
 pgd_store_results_move(const char *instance_id, const char *from_scope,
