@@ -714,7 +714,6 @@ join_branch_done(PgdGraph *g, int p, int child, const char *pscope,
 	char	   **statuses;
 	char	   **results;
 	const char **ids;
-	bool		 any;
 	PgdOutcome	 outcome = {0};
 	int			 i;
 
@@ -744,12 +743,15 @@ join_branch_done(PgdGraph *g, int p, int child, const char *pscope,
 	 * The branches' named results join the JOIN's scope only when it
 	 * succeeds; an instance without any has nothing to merge.
 	 */
-	for (i = 0, any = pgd_store_has_results(g->instance_id); any && i < width;
-		 i++)
+	if (pgd_store_has_results(g->instance_id))
 	{
-		int b = pgd_join_branch(join, i);
+		for (i = 0; i < width; i++)
+		{
+			int b = pgd_join_branch(join, i);
 
-		merge_results(g, branch_scope_now(g, b, pscope), pscope, outcome.ok);
+			merge_results(g, branch_scope_now(g, b, pscope), pscope,
+						  outcome.ok);
+		}
 	}
 	complete(g, p, pscope, outcome);
 }

@@ -335,22 +335,25 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {0}},
 
 	/*
-	 * One node per execution, found by its whole primary key (scalar
-	 * arguments).  With an array of ids (id = ANY), the generic plan weighs
-	 * the array's assumed ten elements against the few rows it expects per
-	 * instance, and chose to read every node of the instance and filter:
-	 * O(width) per write, quadratic fan-outs (issue 22).  The old row's
-	 * updated_at (o) is read on the statement's snapshot, before the update.
+	 * Nodes found by their whole primary key: the ids are unnested and each
+	 * row is looked up in a subquery of its own (OFFSET 0), so that its plan
+	 * has both columns as index conditions.  With id = ANY of the array, the
+	 * generic plan weighed the array's assumed ten elements against the few
+	 * rows it expects per instance, and chose to read every node of the
+	 * instance and filter: O(width) per node, quadratic fan-outs (issue 22).
 	 */
 	[STMT_NODE_STATE] =
-		{"a node's status and result",
-		 "SELECT status, result::text, "
-		 "CASE WHEN pg_catalog.jsonb_typeof(result) = 'string' "
-		 "THEN result OPERATOR(pg_catalog.#>>) '{}' END "
-		 "FROM df.nodes "
-		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
+		{"the status and result of nodes, in the order of their ids",
+		 "SELECT x.status, x.result::text, "
+		 "CASE WHEN pg_catalog.jsonb_typeof(x.result) OPERATOR(pg_catalog.=) 'string' "
+		 "THEN x.result OPERATOR(pg_catalog.#>>) '{}' END "
+		 "FROM pg_catalog.unnest($2) WITH ORDINALITY AS a(id, ord) "
+		 "LEFT JOIN LATERAL (SELECT o.status, o.result FROM df.nodes o "
+		 " WHERE o.instance_id OPERATOR(pg_catalog.=) $1 "
+		 " AND o.id OPERATOR(pg_catalog.=) a.id OFFSET 0) x ON true "
+		 "ORDER BY a.ord",
 		 2,
-		 {T, T}},
+		 {T, TA}},
 	[STMT_NODE_STAMPS] =
 		{"status and stamp of a node and its ancestors",
 		 "SELECT x.id, x.status, x.stamp FROM pg_catalog.unnest($2) AS a(id) "
@@ -861,8 +864,6 @@ store_run(PgdStmt s, const Datum *values, const char *nulls)
 
 	if (!keeps_node_writes(s))
 		store_flush_node_writes();
-	if (s == STMT_NODE_DETAILS_MERGE)
-		store_stamps_forget(); /* it writes the rows it keeps */
 	if (reads_queue(s))
 		pgd_store_write_held_tasks();
 	if (plans[s] == NULL)

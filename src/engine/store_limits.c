@@ -175,10 +175,7 @@ held_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					  SubTransactionId parentSubid, void *arg)
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB)
-	{
-		nheld = 0;
-		store_xact_keys_clear(&entered);
-	}
+		held_forget();
 }
 
 void

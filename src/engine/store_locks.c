@@ -372,15 +372,12 @@ release_locked(const char *key, const char *instance_id, const char *node_id,
 			   const char *scope)
 {
 	if (PGD_EXEC("WITH d AS (DELETE FROM df_internal.locks WHERE key" EQ
-				 "$1 AND instance_id" EQ
-				 "$2 " LOCK_FILTER("$3",
-								   "$4") " RETURNING seq) "
-										 "DELETE FROM df_internal.lock_keys k WHERE k.key" EQ
-										 "$1 "
-										 "AND NOT EXISTS (SELECT 1 FROM df_internal.locks x "
-										 " WHERE x.key" EQ
-										 "$1 AND x.seq OPERATOR(pg_catalog.<>) ALL "
-										 " (SELECT seq FROM d))",
+				 "$1 AND instance_id" EQ "$2 " LOCK_FILTER("$3", "$4")
+				 " RETURNING seq) "
+				 "DELETE FROM df_internal.lock_keys k WHERE k.key" EQ "$1 "
+				 "AND NOT EXISTS (SELECT 1 FROM df_internal.locks x "
+				 " WHERE x.key" EQ "$1 AND x.seq OPERATOR(pg_catalog.<>) ALL "
+				 " (SELECT seq FROM d))",
 				 key, instance_id, node_id, scope) == 0)
 		grant_next(key);
 }
@@ -419,13 +416,11 @@ pgd_store_lock_release(const char *instance_id, const char *node_id,
 	STORE_KEY_ROWS(PGD_KEYS_LOCK, "lock", NULL,
 				   n = PGD_EXEC("SELECT e.key, k.key IS NOT NULL FROM "
 								"(SELECT DISTINCT key FROM df_internal.locks "
-								" WHERE instance_id" EQ
-								"$1 " LOCK_FILTER("$2",
-												  "$3") " ORDER BY key) e "
-														"LEFT JOIN LATERAL (SELECT key FROM df_internal.lock_keys y "
-														" WHERE y.key" EQ
-														"e.key FOR UPDATE) k ON true "
-														"ORDER BY e.key",
+								" WHERE instance_id" EQ "$1 " LOCK_FILTER("$2", "$3")
+								" ORDER BY key) e "
+								"LEFT JOIN LATERAL (SELECT key FROM df_internal.lock_keys y "
+								" WHERE y.key" EQ "e.key FOR UPDATE) k ON true "
+								"ORDER BY e.key",
 								instance_id, node_id, scope));
 	if (n == 0)
 		return;

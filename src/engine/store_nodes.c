@@ -486,6 +486,13 @@ forget_written(SubTransactionId from)
 	nwrites = k;
 }
 
+/* The status a write leaves its node's row in. */
+static const char *
+write_status(const NodeWrite *w)
+{
+	return !w->done ? "running" : w->ok ? "completed" : "failed";
+}
+
 /* Write every buffered node write not written yet. */
 void
 store_flush_node_writes(void)
@@ -516,10 +523,7 @@ store_flush_node_writes(void)
 	{
 		ws[i].written = now;
 		/* the row as this write left it (the last write of a node wins) */
-		store_stamps_put(ws[i].instance_id, ws[i].id,
-						 !ws[i].done  ? "running" :
-							 ws[i].ok ? "completed" :
-										"failed",
+		store_stamps_put(ws[i].instance_id, ws[i].id, write_status(&ws[i]),
 						 ws[i].scope);
 	}
 	nunwritten = 0;
@@ -647,9 +651,7 @@ store_overlay_node_writes(const char *instance_id, int rows, char **ids,
 		for (int r = 0; r < rows; r++)
 			if (ids[r] != NULL && strcmp(ids[r], w->id) == 0)
 			{
-				statuses[r] = pstrdup(!w->done	? "running" :
-										  w->ok ? "completed" :
-												  "failed");
+				statuses[r] = pstrdup(write_status(w));
 				stamps[r] = pstrdup(w->scope);
 			}
 	}
@@ -660,40 +662,19 @@ void
 pgd_store_node_state(const char *instance_id, const char *node_id,
 					 char **status, char **result)
 {
-	if (RUN(STMT_NODE_STATE, instance_id, node_id) == 0)
-		elog(ERROR, "node %s of instance %s disappeared", node_id,
-			 instance_id);
-	*status = store_get_string(0, 1);
-	if (*status != NULL && strcmp(*status, "failed") == 0)
-		*result = store_get_string(0, 3);
-	else
-		*result = store_get_string(0, 2);
+	pgd_store_node_states(instance_id, &node_id, 1, status, result);
 }
 
-/*
- * pgd_store_node_state of several nodes in one statement: the buffer is
- * written first, then each node's row is found by the whole primary key
- * (a subquery of its own, as in flush_sql), in the order of ids.
- */
+/* ... of the nodes ids[0..n-1], in one statement (a JOIN's branches). */
 void
 pgd_store_node_states(const char *instance_id, const char *const *ids, int n,
 					  char **statuses, char **results)
 {
-	Oid	  types[2] = {TEXTOID, TEXTARRAYOID};
 	Datum values[2];
 
-	store_flush_node_writes();
 	values[0] = pgd_text_datum(instance_id);
 	values[1] = store_text_array(n, ids);
-	if (pgd_spi_exec("SELECT x.status, x.result::text, "
-					 "CASE WHEN pg_catalog.jsonb_typeof(x.result) OPERATOR(pg_catalog.=) 'string' "
-					 "THEN x.result OPERATOR(pg_catalog.#>>) '{}' END "
-					 "FROM pg_catalog.unnest($2) WITH ORDINALITY AS a(id, ord) "
-					 "LEFT JOIN LATERAL (SELECT o.status, o.result FROM df.nodes o "
-					 " WHERE o.instance_id OPERATOR(pg_catalog.=) $1 "
-					 " AND o.id OPERATOR(pg_catalog.=) a.id OFFSET 0) x ON true "
-					 "ORDER BY a.ord",
-					 2, types, values, NULL, false) != n)
+	if (store_run(STMT_NODE_STATE, values, NULL) != n)
 		elog(ERROR, "the states of %d nodes of instance %s were not read", n,
 			 instance_id);
 	for (int i = 0; i < n; i++)

@@ -101,6 +101,7 @@ pgd_store_node_details_merge(const char *instance_id, const char *node_id,
 							 const char *json)
 {
 	RUN(STMT_NODE_DETAILS_MERGE, instance_id, node_id, json);
+	store_stamps_forget(); /* it wrote rows store_stamps.c may keep */
 }
 
 /* A node's status_details as JSON text, or NULL. */

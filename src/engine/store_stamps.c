@@ -21,7 +21,7 @@
  * What is kept is forgotten with the transaction, and at the rollback of
  * any subtransaction (its writes and its runs row locks are undone).  The
  * nodes' rows are forgotten too when a statement changes status_details
- * another way (STMT_NODE_DETAILS_MERGE, store.c), though the keys it adds
+ * another way (pgd_store_node_details_merge, store_orch.c), though the keys it adds
  * are never execution_id.
  *
  *-------------------------------------------------------------------------
