@@ -28,16 +28,27 @@
  * the store's buffered node writes to go out with the rest of the
  * transition (store_nodes.c).
  *
+ * In an executor's batch, an exclusive key nobody has is held in memory
+ * (below, "Keys held in memory"): no row is written unless the batch
+ * commits with the key still held.
+ *
  * Locks: the lock_keys row of each key touched, taken in key order within
  * one call and held to the end of the transaction, in the one order of the
  * key rows below (an executor waits only for a row after every one it
- * holds); rows of df_internal.locks of that key.
+ * holds); rows of df_internal.locks of that key.  Before a key's row is
+ * made, and for a key held in memory, the key's advisory lock (an
+ * ExclusiveLock on an advisory tag of the key's hash, field4
+ * PGD_KEY_ADVISORY_TAG), in the same order, to the end of the transaction.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+#include "common/hashfn.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
 #include "storage/proc.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -182,28 +193,60 @@ store_keys_wait_failed(MemoryContext cxt, int nest, const char *what,
  */
 static PgdXactKeys fresh;
 
+static void held_subxact_abort(SubTransactionId subid);
+static void held_xact_callback(XactEvent event, void *arg);
+
 static void
 fresh_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					   SubTransactionId parentSubid, void *arg)
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
 		store_xact_keys_clear(&fresh);
+		held_subxact_abort(mySubid);
+	}
 }
 
 void
 store_register_lock_callbacks(void)
 {
 	RegisterSubXactCallback(fresh_subxact_callback, NULL);
+	RegisterXactCallback(held_xact_callback, NULL);
+}
+
+/*
+ * The key's advisory lock, taken before its row is made and held to the
+ * end of the transaction: a transaction that holds a key in memory (no
+ * row) holds it too, so whoever would make the key's row meanwhile waits
+ * for that transaction's end, as it would for a row being made.  Keys
+ * whose hashes collide only share a lock.  Inside STORE_KEY_ROWS: its
+ * lock_timeout applies to the wait.
+ */
+/* "pd": not 1 or 2, the field4 of the SQL advisory lock functions */
+#define PGD_KEY_ADVISORY_TAG 0x7064
+
+static void
+key_advisory_lock(const char *key)
+{
+	LOCKTAG tag;
+	uint64	h =
+		hash_bytes_extended((const unsigned char *) key, strlen(key), 0);
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (h >> 32), (uint32) h,
+						 PGD_KEY_ADVISORY_TAG);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
 /* Lock key's row, making it when the key has none. */
 static void
 lock_key(const char *key)
 {
-	STORE_KEY_ROWS(PGD_KEYS_LOCK, "lock", key,
-				   PGD_EXEC("INSERT INTO df_internal.lock_keys AS k (key) VALUES ($1) "
-							"ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key",
-							key));
+	STORE_KEY_ROWS(PGD_KEYS_LOCK, "lock", key, {
+		key_advisory_lock(key);
+		PGD_EXEC("INSERT INTO df_internal.lock_keys AS k (key) VALUES ($1) "
+				 "ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key",
+				 key);
+	});
 	store_keys_locked(PGD_KEYS_LOCK, key);
 }
 
@@ -221,22 +264,249 @@ take_fresh_key(const char *instance_id, const char *node_id, const char *scope,
 {
 	volatile int n = 0;
 
-	STORE_KEY_ROWS(PGD_KEYS_LOCK, "lock", key,
-				   n = PGD_EXEC("WITH k AS (INSERT INTO df_internal.lock_keys (key) VALUES ($1) "
-								" ON CONFLICT (key) DO NOTHING RETURNING key) "
-								"INSERT INTO df_internal.locks "
-								"(key, instance_id, node_id, scope, mode, held, token, since) "
-								"SELECT k.key, $2, $3, $4, $5, true, "
-								"pg_catalog.nextval('df_internal.lock_tokens'), "
-								"pg_catalog.clock_timestamp() FROM k RETURNING token",
-								key, instance_id, node_id, scope,
-								shared ? "shared" : "exclusive"));
+	STORE_KEY_ROWS(PGD_KEYS_LOCK, "lock", key, {
+		key_advisory_lock(key);
+		n = PGD_EXEC("WITH k AS (INSERT INTO df_internal.lock_keys (key) VALUES ($1) "
+					 " ON CONFLICT (key) DO NOTHING RETURNING key) "
+					 "INSERT INTO df_internal.locks "
+					 "(key, instance_id, node_id, scope, mode, held, token, since) "
+					 "SELECT k.key, $2, $3, $4, $5, true, "
+					 "pg_catalog.nextval('df_internal.lock_tokens'), "
+					 "pg_catalog.clock_timestamp() FROM k RETURNING token",
+					 key, instance_id, node_id, scope,
+					 shared ? "shared" : "exclusive");
+	});
 	if (n == 0)
 		return false;
 	store_keys_locked(PGD_KEYS_LOCK, key);
 	store_xact_keys_add(&fresh, instance_id, node_id, scope, key);
 	*token = strtoll(pgd_spi_getstring(0, 1), NULL, 10);
 	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * Keys held in memory (issue 17)
+ *
+ * In an executor's batch (store_node_writes_held), an exclusive key
+ * nobody has is taken without writing a row: the transaction takes the
+ * key's advisory lock, looks that the key has no row (no committed holder
+ * or waiter: a row being made would have made it wait for the advisory
+ * lock), draws a token and keeps the entry here.  A release in the same
+ * transaction only marks it released, so a LOCK around a step that the
+ * batch runs to its end writes nothing of its lock; other transactions
+ * could never have seen rows made and deleted in one transaction anyway.
+ * The advisory lock stays to the end of the transaction, as the rows'
+ * locks did.
+ *
+ * What is still held when the batch ends is written as rows before its
+ * commit (pgd_store_lock_write_held, from pgd_store_write_node_writes);
+ * a commit with one left unwritten is refused.  Every other function of
+ * this file that reads or changes entries writes the held ones first
+ * (held_write_all), or drops the ones it releases, so that only these
+ * two functions ever see an entry in memory.  A second take of a key held
+ * here writes it first and takes the general way.
+ *
+ * Each entry records the subtransaction that took it and the one that
+ * released it: a rolled-back subtransaction's takes are gone (its
+ * advisory locks too, with its resource owner) and its releases undone.
+ * ---------------------------------------------------------------------
+ */
+typedef struct HeldKey
+{
+	char			 instance_id[PGD_ID_LEN + 1];
+	char			 node_id[PGD_ID_LEN + 1];
+	char			*scope; /* TopTransactionContext */
+	char			*key;
+	char			*token; /* as text */
+	char			*since;
+	SubTransactionId made;	   /* the subtransaction that took it */
+	SubTransactionId released; /* the one that released or wrote it; 0: held */
+} HeldKey;
+
+static LocalTransactionId held_lxid = InvalidLocalTransactionId;
+static HeldKey			 *held;
+static int				  nheld;
+static int				  maxheld;
+static int				  nlive; /* entries with released 0 */
+
+static void
+held_current(void)
+{
+	if (held_lxid == PGD_MY_LXID)
+		return;
+	held_lxid = PGD_MY_LXID;
+	held = NULL; /* in the last transaction's TopTransactionContext */
+	nheld = maxheld = nlive = 0;
+}
+
+static void
+held_subxact_abort(SubTransactionId subid)
+{
+	int k = 0;
+
+	if (held_lxid != PGD_MY_LXID)
+		return;
+	for (int i = 0; i < nheld; i++)
+	{
+		HeldKey *h = &held[i];
+
+		if (h->made >= subid)
+		{
+			if (h->released == 0)
+				nlive--;
+			continue;
+		}
+		if (h->released >= subid)
+		{
+			h->released = 0;
+			nlive++;
+		}
+		held[k++] = *h;
+	}
+	nheld = k;
+}
+
+static void
+held_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_PRE_COMMIT && held_lxid == PGD_MY_LXID &&
+		nlive > 0)
+		elog(ERROR,
+			 "keyed locks held in memory were not written before commit");
+}
+
+static void
+held_release(HeldKey *h)
+{
+	h->released = GetCurrentSubTransactionId();
+	nlive--;
+}
+
+/* Write entry h as rows (the key has none: this transaction holds its advisory lock). */
+static void
+held_write(HeldKey *h)
+{
+	if (PGD_EXEC("WITH k AS (INSERT INTO df_internal.lock_keys (key) VALUES ($1) RETURNING key) "
+				 "INSERT INTO df_internal.locks "
+				 "(key, instance_id, node_id, scope, mode, held, token, since) "
+				 "SELECT k.key, $2, $3, $4, 'exclusive', true, $5::pg_catalog.int8, "
+				 "$6::pg_catalog.timestamptz FROM k",
+				 h->key, h->instance_id, h->node_id, h->scope, h->token,
+				 h->since) != 1)
+		elog(ERROR,
+			 "the lock entry of key \"%s\" held in memory was not written",
+			 h->key);
+	store_keys_locked(PGD_KEYS_LOCK, h->key);
+	store_xact_keys_add(&fresh, h->instance_id, h->node_id, h->scope, h->key);
+	held_release(h);
+}
+
+static void
+held_write_all(void)
+{
+	held_current();
+	for (int i = 0; i < nheld && nlive > 0; i++)
+		if (held[i].released == 0)
+			held_write(&held[i]);
+}
+
+void
+pgd_store_lock_write_held(void)
+{
+	held_write_all();
+}
+
+static HeldKey *
+held_find(const char *instance_id, const char *node_id, const char *scope)
+{
+	held_current();
+	for (int i = 0; i < nheld; i++)
+		if (held[i].released == 0 &&
+			strcmp(held[i].instance_id, instance_id) == 0 &&
+			strcmp(held[i].node_id, node_id) == 0 &&
+			strcmp(held[i].scope, scope) == 0)
+			return &held[i];
+	return NULL;
+}
+
+/*
+ * Take key in memory; false: take it the general way (not in a batch, a
+ * long id, the key has rows, or this transaction holds it here already:
+ * then that entry is written first).
+ */
+static bool
+held_take(const char *instance_id, const char *node_id, const char *scope,
+		  const char *key, int64 *token)
+{
+	HeldKey		 *h;
+	volatile bool has_row = false;
+	MemoryContext old;
+
+	if (!store_node_writes_held() || strlen(instance_id) > PGD_ID_LEN ||
+		strlen(node_id) > PGD_ID_LEN)
+		return false;
+	held_current();
+	for (int i = 0; i < nheld; i++)
+		if (held[i].released == 0 && strcmp(held[i].key, key) == 0)
+		{
+			held_write(&held[i]);
+			return false;
+		}
+	STORE_KEY_ROWS(PGD_KEYS_LOCK, "lock", key, {
+		key_advisory_lock(key);
+		PGD_EXEC("SELECT EXISTS (SELECT 1 FROM df_internal.lock_keys k WHERE k.key" EQ
+				 "$1), pg_catalog.nextval('df_internal.lock_tokens'), "
+				 "pg_catalog.clock_timestamp()",
+				 key);
+		has_row = strcmp(pgd_spi_getstring(0, 1), "t") == 0;
+	});
+	store_keys_locked(PGD_KEYS_LOCK, key);
+	if (has_row)
+		return false;
+	if (nheld == maxheld)
+	{
+		maxheld = Max(8, maxheld * 2);
+		held = held == NULL ? MemoryContextAlloc(TopTransactionContext,
+												 sizeof(HeldKey) * maxheld) :
+							  repalloc(held, sizeof(HeldKey) * maxheld);
+	}
+	h = &held[nheld++];
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	strlcpy(h->instance_id, instance_id, sizeof(h->instance_id));
+	strlcpy(h->node_id, node_id, sizeof(h->node_id));
+	h->scope = pstrdup(scope);
+	h->key = pstrdup(key);
+	h->token = pstrdup(pgd_spi_getstring(0, 2));
+	h->since = pstrdup(pgd_spi_getstring(0, 3));
+	MemoryContextSwitchTo(old);
+	h->made = GetCurrentSubTransactionId();
+	h->released = 0;
+	nlive++;
+	*token = strtoll(h->token, NULL, 10);
+	return true;
+}
+
+/* The entries that a release of (node_id, scope) as LOCK_FILTER names, released here. */
+static void
+held_drop(const char *instance_id, const char *node_id, const char *scope)
+{
+	size_t sl = scope ? strlen(scope) : 0;
+
+	held_current();
+	for (int i = 0; i < nheld && nlive > 0; i++)
+	{
+		HeldKey *h = &held[i];
+
+		if (h->released != 0 || strcmp(h->instance_id, instance_id) != 0)
+			continue;
+		if (node_id != NULL ?
+				(strcmp(h->node_id, node_id) == 0 &&
+				 (scope == NULL || strcmp(h->scope, scope) == 0)) :
+				(scope == NULL || strcmp(h->scope, scope) == 0 ||
+				 (strncmp(h->scope, scope, sl) == 0 &&
+				  strncmp(h->scope + sl, "::", 2) == 0)))
+			held_release(h);
+	}
 }
 
 bool
@@ -246,6 +516,8 @@ pgd_store_lock_take(const char *instance_id, const char *node_id,
 {
 	char *tok;
 
+	if (!shared && held_take(instance_id, node_id, scope, key, token))
+		return true;
 	if (take_fresh_key(instance_id, node_id, scope, key, shared, token))
 		return true;
 	lock_key(key);
@@ -272,6 +544,7 @@ pgd_store_lock_entries(const char *instance_id, const char *node_id,
 {
 	int n;
 
+	held_write_all();
 	n = PGD_EXEC("SELECT key, held, token FROM df_internal.locks "
 				 "WHERE instance_id" EQ "$1 AND node_id" EQ "$2 AND scope" EQ
 				 "$3 ORDER BY key",
@@ -291,6 +564,7 @@ pgd_store_lock_entries(const char *instance_id, const char *node_id,
 char *
 pgd_store_lock_max_held(const char *instance_id, const char *node_ids)
 {
+	held_write_all();
 	PGD_EXEC("SELECT pg_catalog.max(key) FROM df_internal.locks "
 			 "WHERE instance_id" EQ "$1 AND held AND node_id" EQ
 			 "ANY (pg_catalog.string_to_array($2, ','))",
@@ -410,6 +684,7 @@ pgd_store_lock_release(const char *instance_id, const char *node_id,
 	char	   **locked;
 
 	store_xact_keys_forget(&fresh, instance_id);
+	held_drop(instance_id, node_id, scope);
 	/* the schema of 0.3.0 has no lock tables (and no LOCK node ran) */
 	if (!pgd_internal_relation_exists("locks"))
 		return;
@@ -446,8 +721,15 @@ void
 pgd_store_lock_release_one(const char *instance_id, const char *node_id,
 						   const char *scope)
 {
-	char *key = store_xact_keys_take(&fresh, instance_id, node_id, scope);
+	HeldKey *h = held_find(instance_id, node_id, scope);
+	char	*key;
 
+	if (h != NULL)
+	{
+		held_release(h);
+		return;
+	}
+	key = store_xact_keys_take(&fresh, instance_id, node_id, scope);
 	if (key != NULL)
 		release_locked(key, instance_id, node_id, scope);
 	else

@@ -561,10 +561,14 @@ store_node_writes_held(void)
 	return hold_writes;
 }
 
-/* ... and an instance's start held with them (store_start.c) */
+/*
+ * ... and an instance's start held with them (store_start.c), and the
+ * keyed locks still held in memory (store_locks.c)
+ */
 void
 pgd_store_write_node_writes(void)
 {
+	pgd_store_lock_write_held();
 	store_write_held_start();
 	store_flush_node_writes();
 	hold_writes = false;

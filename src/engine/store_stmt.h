@@ -242,6 +242,8 @@ extern void	 store_xact_keys_clear(PgdXactKeys *l);
 extern void store_register_limit_callbacks(void);
 /* store_locks.c: the keys a transaction made its own (issue 17) */
 extern void store_register_lock_callbacks(void);
+/* ... and the keys a batch holds in memory, written as rows before its commit */
+extern void pgd_store_lock_write_held(void);
 /* store_inbox.c: the runs row with SKIP LOCKED (issue 14) */
 extern bool store_run_lock_skip(const char *instance_id, bool *held);
 
