@@ -24,6 +24,10 @@
  * subtree) or its instance ending (pgd_store_end_instance: completed,
  * failed, cancelled).  A crash rolls both back together.
  *
+ * In an executor's batch, a slot of a key whose row the batch holds is
+ * given in memory (below, "Slots given in memory"): no holder row is
+ * written unless the batch commits with the slot still held.
+ *
  * Locks: the caller holds the instance's runs row; then the rows of
  * df_internal.limits of the keys concerned, one at a time, or in key
  * order when an abandoned scope or an ended instance held several.
@@ -125,6 +129,8 @@ typedef struct HeldKey
 {
 	char *key;
 	int	  max_concurrent;
+	int	  holders; /* its holder rows, counted once the row was locked */
+	bool  queued;  /* ... and whether it had waiters then */
 } HeldKey;
 
 static LocalTransactionId held_lxid = InvalidLocalTransactionId;
@@ -141,47 +147,137 @@ held_current(void)
 	nheld = 0; /* their strings went with the transaction */
 }
 
+static void slots_write_all(void);
+static void slots_subxact_abort(SubTransactionId subid);
+
+/* What this transaction knows of its key rows; its slots in memory written first. */
 static void
 held_forget(void)
 {
+	slots_write_all();
 	held_current();
 	nheld = 0;
 	store_xact_keys_clear(&entered);
 }
 
 /* Is key's row locked by this transaction, found with max_concurrent (-1: any)? */
-static bool
+static HeldKey *
 key_held(const char *key, int max_concurrent)
 {
 	held_current();
 	for (int i = 0; i < nheld; i++)
 		if (strcmp(held[i].key, key) == 0)
 			return max_concurrent < 0 ||
-				held[i].max_concurrent == max_concurrent;
-	return false;
+					held[i].max_concurrent == max_concurrent ?
+				&held[i] :
+				NULL;
+	return NULL;
 }
 
-static void
-key_hold(const char *key, int max_concurrent)
+static HeldKey *
+key_hold(const char *key, int max_concurrent, int holders, bool queued)
 {
-	if (key_held(key, -1) || nheld == MAX_HELD)
-		return;
-	held[nheld].key = MemoryContextStrdup(TopTransactionContext, key);
-	held[nheld++].max_concurrent = max_concurrent;
+	HeldKey *h = key_held(key, -1);
+
+	if (h == NULL)
+	{
+		if (nheld == MAX_HELD)
+			return NULL;
+		h = &held[nheld++];
+		h->key = MemoryContextStrdup(TopTransactionContext, key);
+	}
+	h->max_concurrent = max_concurrent;
+	h->holders = holders;
+	h->queued = queued;
+	return h;
 }
 
+static void slots_xact_callback(XactEvent event, void *arg);
+
+/*
+ * A rolled-back subtransaction may have taken a key's row lock: forget
+ * them all (without writing anything: no statement runs here), and the
+ * slots it gave.
+ */
 static void
 held_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					  SubTransactionId parentSubid, void *arg)
 {
-	if (event == SUBXACT_EVENT_ABORT_SUB)
-		held_forget();
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	held_current();
+	nheld = 0;
+	store_xact_keys_clear(&entered);
+	slots_subxact_abort(mySubid);
 }
 
 void
 store_register_limit_callbacks(void)
 {
 	RegisterSubXactCallback(held_subxact_callback, NULL);
+	RegisterXactCallback(slots_xact_callback, NULL);
+}
+
+/* ---------------------------------------------------------------------
+ * Slots given in memory (issue 17)
+ *
+ * While this transaction holds a key's row, nobody else admits anyone to
+ * the key or queues for it (both need the row), and a holder of another
+ * transaction can only go.  So in an executor's batch
+ * (store_node_writes_held), a key that had no waiters when its row was
+ * locked gives a slot without writing a holder row: the holders counted
+ * then, plus the slots given here that are still held, stay under
+ * max_concurrent.  A release in the same batch only marks the slot
+ * released (nobody is queued to hand it to).  A slot still held when the
+ * batch ends is written as its holder row before the commit
+ * (pgd_store_limit_write_held, from pgd_store_write_node_writes); a
+ * commit with one unwritten is refused.  Whatever else counts or changes
+ * holders (the install script's limit functions, a release the general
+ * way) writes them first (held_forget, slots_write_all).
+ *
+ * The list (store_held.c) undoes what a rolled-back subtransaction gave
+ * or released.
+ * ---------------------------------------------------------------------
+ */
+static PgdHeldList slots; /* a: since */
+
+static void
+slots_subxact_abort(SubTransactionId subid)
+{
+	store_held_subxact_abort(&slots, subid);
+}
+
+static void
+slots_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_PRE_COMMIT)
+		store_held_check_written(&slots, "limit slots");
+}
+
+static void
+slots_write_all(void)
+{
+	int			  i = 0;
+	PgdHeldEntry *m;
+
+	while ((m = store_held_next(&slots, NULL, &i)) != NULL)
+	{
+		if (PGD_EXEC("INSERT INTO df_internal.limit_holders "
+					 "(instance_id, node_id, scope, key, submitted_by, since, started) "
+					 "SELECT $2, $3, $4, $1, r.submitted_by, $5::pg_catalog.timestamptz, true "
+					 "FROM df_internal.runs r WHERE r.instance_id OPERATOR(pg_catalog.=) $2",
+					 m->key, m->instance_id, m->node_id, m->scope, m->a) != 1)
+			elog(ERROR,
+				 "the slot of limit key \"%s\" given in memory was not written",
+				 m->key);
+		store_held_release(&slots, m);
+	}
+}
+
+void
+pgd_store_limit_write_held(void)
+{
+	slots_write_all();
 }
 
 /*
@@ -198,9 +294,12 @@ enter_at_once(const char *instance_id, const char *node_id, const char *scope,
 {
 	char		 max_text[16];
 	volatile int n = 0;
+	bool		 in_memory =
+		store_node_writes_held() && store_held_fits(instance_id, node_id);
+	HeldKey *h;
 
 	snprintf(max_text, sizeof(max_text), "%d", max_concurrent);
-	if (!key_held(key, max_concurrent))
+	if ((h = key_held(key, max_concurrent)) == NULL)
 	{
 		STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", key,
 					   n = PGD_EXEC("SELECT 1 FROM df_internal.limits "
@@ -211,8 +310,27 @@ enter_at_once(const char *instance_id, const char *node_id, const char *scope,
 		if (n == 0)
 			return false;
 		store_keys_locked(PGD_KEYS_LIMIT, key);
-		key_hold(key, max_concurrent);
+		/* counted after the lock: every holder and waiter committed before it */
+		if (in_memory)
+			PGD_EXEC("SELECT (SELECT pg_catalog.count(*) FROM df_internal.limit_holders h "
+					 " WHERE h.key OPERATOR(pg_catalog.=) $1), "
+					 "EXISTS (SELECT 1 FROM df_internal.limit_waiters w "
+					 " WHERE w.key OPERATOR(pg_catalog.=) $1)",
+					 key);
+		h = key_hold(key, max_concurrent,
+					 in_memory ? atoi(pgd_spi_getstring(0, 1)) : 0,
+					 !in_memory || strcmp(pgd_spi_getstring(0, 2), "t") == 0);
 	}
+	if (in_memory && h != NULL && !h->queued)
+	{
+		if (h->holders + store_held_count(&slots, key) >= max_concurrent)
+			return false;
+		store_held_add(&slots, instance_id, node_id, scope, key,
+					   timestamptz_to_str(GetCurrentTimestamp()), NULL);
+		return true;
+	}
+	/* the holder rows are counted below: none of this key may be in memory */
+	slots_write_all();
 	if (PGD_EXEC("INSERT INTO df_internal.limit_holders "
 				 "(instance_id, node_id, scope, key, submitted_by, started) "
 				 "SELECT $2, $3, $4, $1, r.submitted_by, true FROM df_internal.runs r "
@@ -243,6 +361,7 @@ pump_locked(const char *key)
 				 "WHERE key OPERATOR(pg_catalog.=) $1 LIMIT 1",
 				 key) == 0)
 		return;
+	slots_write_all(); /* it counts the holders */
 	n = PGD_EXEC("SELECT action, instance_id, node_id, scope, at "
 				 "FROM df_internal.limit_pump($1, NULL, NULL, NULL)",
 				 key);
@@ -367,12 +486,20 @@ void
 pgd_store_limit_release(const char *instance_id, const char *node_id,
 						const char *scope)
 {
-	int	   n;
-	char **keys;
+	int			  n;
+	char		**keys;
+	PgdHeldEntry *m;
 
 	if (node_id == NULL && !pgd_internal_relation_exists("limit_holders"))
 		return;
 
+	/* a slot given in memory: nobody is queued to hand it to */
+	if (node_id != NULL &&
+		(m = store_held_find(&slots, instance_id, node_id, scope)) != NULL)
+	{
+		store_held_release(&slots, m);
+		return;
+	}
 	if (node_id != NULL)
 	{
 		/*
@@ -416,6 +543,7 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 		return;
 	}
 	store_xact_keys_forget(&entered, instance_id);
+	store_held_drop(&slots, instance_id, NULL, scope);
 	/*
 	 * A plain statement first: an instance or scope without limits (the
 	 * common case) costs one indexed delete on each table, nothing more.

@@ -306,127 +306,59 @@ take_fresh_key(const char *instance_id, const char *node_id, const char *scope,
  * two functions ever see an entry in memory.  A second take of a key held
  * here writes it first and takes the general way.
  *
- * Each entry records the subtransaction that took it and the one that
- * released it: a rolled-back subtransaction's takes are gone (its
- * advisory locks too, with its resource owner) and its releases undone.
+ * The list (store_held.c) undoes what a rolled-back subtransaction took
+ * or released; its advisory locks go with its resource owner.
  * ---------------------------------------------------------------------
  */
-typedef struct HeldKey
-{
-	char			 instance_id[PGD_ID_LEN + 1];
-	char			 node_id[PGD_ID_LEN + 1];
-	char			*scope; /* TopTransactionContext */
-	char			*key;
-	char			*token; /* as text */
-	char			*since;
-	SubTransactionId made;	   /* the subtransaction that took it */
-	SubTransactionId released; /* the one that released or wrote it; 0: held */
-} HeldKey;
-
-static LocalTransactionId held_lxid = InvalidLocalTransactionId;
-static HeldKey			 *held;
-static int				  nheld;
-static int				  maxheld;
-static int				  nlive; /* entries with released 0 */
-
-static void
-held_current(void)
-{
-	if (held_lxid == PGD_MY_LXID)
-		return;
-	held_lxid = PGD_MY_LXID;
-	held = NULL; /* in the last transaction's TopTransactionContext */
-	nheld = maxheld = nlive = 0;
-}
+static PgdHeldList held; /* a: the token, b: since */
 
 static void
 held_subxact_abort(SubTransactionId subid)
 {
-	int k = 0;
-
-	if (held_lxid != PGD_MY_LXID)
-		return;
-	for (int i = 0; i < nheld; i++)
-	{
-		HeldKey *h = &held[i];
-
-		if (h->made >= subid)
-		{
-			if (h->released == 0)
-				nlive--;
-			continue;
-		}
-		if (h->released >= subid)
-		{
-			h->released = 0;
-			nlive++;
-		}
-		held[k++] = *h;
-	}
-	nheld = k;
+	store_held_subxact_abort(&held, subid);
 }
 
 static void
 held_xact_callback(XactEvent event, void *arg)
 {
-	if (event == XACT_EVENT_PRE_COMMIT && held_lxid == PGD_MY_LXID &&
-		nlive > 0)
-		elog(ERROR,
-			 "keyed locks held in memory were not written before commit");
-}
-
-static void
-held_release(HeldKey *h)
-{
-	h->released = GetCurrentSubTransactionId();
-	nlive--;
+	if (event == XACT_EVENT_PRE_COMMIT)
+		store_held_check_written(&held, "keyed locks");
 }
 
 /* Write entry h as rows (the key has none: this transaction holds its advisory lock). */
 static void
-held_write(HeldKey *h)
+held_write(PgdHeldEntry *h)
 {
 	if (PGD_EXEC("WITH k AS (INSERT INTO df_internal.lock_keys (key) VALUES ($1) RETURNING key) "
 				 "INSERT INTO df_internal.locks "
 				 "(key, instance_id, node_id, scope, mode, held, token, since) "
 				 "SELECT k.key, $2, $3, $4, 'exclusive', true, $5::pg_catalog.int8, "
 				 "$6::pg_catalog.timestamptz FROM k",
-				 h->key, h->instance_id, h->node_id, h->scope, h->token,
-				 h->since) != 1)
+				 h->key, h->instance_id, h->node_id, h->scope, h->a,
+				 h->b) != 1)
 		elog(ERROR,
 			 "the lock entry of key \"%s\" held in memory was not written",
 			 h->key);
 	store_keys_locked(PGD_KEYS_LOCK, h->key);
 	store_xact_keys_add(&fresh, h->instance_id, h->node_id, h->scope, h->key);
-	held_release(h);
+	store_held_release(&held, h);
 }
 
+/* Write the entries of key (NULL: all) still held in memory. */
 static void
-held_write_all(void)
+held_write_all(const char *key)
 {
-	held_current();
-	for (int i = 0; i < nheld && nlive > 0; i++)
-		if (held[i].released == 0)
-			held_write(&held[i]);
+	int			  i = 0;
+	PgdHeldEntry *h;
+
+	while ((h = store_held_next(&held, key, &i)) != NULL)
+		held_write(h);
 }
 
 void
 pgd_store_lock_write_held(void)
 {
-	held_write_all();
-}
-
-static HeldKey *
-held_find(const char *instance_id, const char *node_id, const char *scope)
-{
-	held_current();
-	for (int i = 0; i < nheld; i++)
-		if (held[i].released == 0 &&
-			strcmp(held[i].instance_id, instance_id) == 0 &&
-			strcmp(held[i].node_id, node_id) == 0 &&
-			strcmp(held[i].scope, scope) == 0)
-			return &held[i];
-	return NULL;
+	held_write_all(NULL);
 }
 
 /*
@@ -438,20 +370,15 @@ static bool
 held_take(const char *instance_id, const char *node_id, const char *scope,
 		  const char *key, int64 *token)
 {
-	HeldKey		 *h;
 	volatile bool has_row = false;
-	MemoryContext old;
 
-	if (!store_node_writes_held() || strlen(instance_id) > PGD_ID_LEN ||
-		strlen(node_id) > PGD_ID_LEN)
+	if (!store_node_writes_held() || !store_held_fits(instance_id, node_id))
 		return false;
-	held_current();
-	for (int i = 0; i < nheld; i++)
-		if (held[i].released == 0 && strcmp(held[i].key, key) == 0)
-		{
-			held_write(&held[i]);
-			return false;
-		}
+	if (store_held_count(&held, key) > 0)
+	{
+		held_write_all(key);
+		return false;
+	}
 	STORE_KEY_ROWS(PGD_KEYS_LOCK, "lock", key, {
 		key_advisory_lock(key);
 		PGD_EXEC("SELECT EXISTS (SELECT 1 FROM df_internal.lock_keys k WHERE k.key" EQ
@@ -463,50 +390,12 @@ held_take(const char *instance_id, const char *node_id, const char *scope,
 	store_keys_locked(PGD_KEYS_LOCK, key);
 	if (has_row)
 		return false;
-	if (nheld == maxheld)
-	{
-		maxheld = Max(8, maxheld * 2);
-		held = held == NULL ? MemoryContextAlloc(TopTransactionContext,
-												 sizeof(HeldKey) * maxheld) :
-							  repalloc(held, sizeof(HeldKey) * maxheld);
-	}
-	h = &held[nheld++];
-	old = MemoryContextSwitchTo(TopTransactionContext);
-	strlcpy(h->instance_id, instance_id, sizeof(h->instance_id));
-	strlcpy(h->node_id, node_id, sizeof(h->node_id));
-	h->scope = pstrdup(scope);
-	h->key = pstrdup(key);
-	h->token = pstrdup(pgd_spi_getstring(0, 2));
-	h->since = pstrdup(pgd_spi_getstring(0, 3));
-	MemoryContextSwitchTo(old);
-	h->made = GetCurrentSubTransactionId();
-	h->released = 0;
-	nlive++;
-	*token = strtoll(h->token, NULL, 10);
+	*token = strtoll(store_held_add(&held, instance_id, node_id, scope, key,
+									pgd_spi_getstring(0, 2),
+									pgd_spi_getstring(0, 3))
+						 ->a,
+					 NULL, 10);
 	return true;
-}
-
-/* The entries that a release of (node_id, scope) as LOCK_FILTER names, released here. */
-static void
-held_drop(const char *instance_id, const char *node_id, const char *scope)
-{
-	size_t sl = scope ? strlen(scope) : 0;
-
-	held_current();
-	for (int i = 0; i < nheld && nlive > 0; i++)
-	{
-		HeldKey *h = &held[i];
-
-		if (h->released != 0 || strcmp(h->instance_id, instance_id) != 0)
-			continue;
-		if (node_id != NULL ?
-				(strcmp(h->node_id, node_id) == 0 &&
-				 (scope == NULL || strcmp(h->scope, scope) == 0)) :
-				(scope == NULL || strcmp(h->scope, scope) == 0 ||
-				 (strncmp(h->scope, scope, sl) == 0 &&
-				  strncmp(h->scope + sl, "::", 2) == 0)))
-			held_release(h);
-	}
 }
 
 bool
@@ -544,7 +433,7 @@ pgd_store_lock_entries(const char *instance_id, const char *node_id,
 {
 	int n;
 
-	held_write_all();
+	held_write_all(NULL);
 	n = PGD_EXEC("SELECT key, held, token FROM df_internal.locks "
 				 "WHERE instance_id" EQ "$1 AND node_id" EQ "$2 AND scope" EQ
 				 "$3 ORDER BY key",
@@ -564,7 +453,7 @@ pgd_store_lock_entries(const char *instance_id, const char *node_id,
 char *
 pgd_store_lock_max_held(const char *instance_id, const char *node_ids)
 {
-	held_write_all();
+	held_write_all(NULL);
 	PGD_EXEC("SELECT pg_catalog.max(key) FROM df_internal.locks "
 			 "WHERE instance_id" EQ "$1 AND held AND node_id" EQ
 			 "ANY (pg_catalog.string_to_array($2, ','))",
@@ -684,7 +573,7 @@ pgd_store_lock_release(const char *instance_id, const char *node_id,
 	char	   **locked;
 
 	store_xact_keys_forget(&fresh, instance_id);
-	held_drop(instance_id, node_id, scope);
+	store_held_drop(&held, instance_id, node_id, scope);
 	/* the schema of 0.3.0 has no lock tables (and no LOCK node ran) */
 	if (!pgd_internal_relation_exists("locks"))
 		return;
@@ -721,12 +610,12 @@ void
 pgd_store_lock_release_one(const char *instance_id, const char *node_id,
 						   const char *scope)
 {
-	HeldKey *h = held_find(instance_id, node_id, scope);
-	char	*key;
+	PgdHeldEntry *h = store_held_find(&held, instance_id, node_id, scope);
+	char		 *key;
 
 	if (h != NULL)
 	{
-		held_release(h);
+		store_held_release(&held, h);
 		return;
 	}
 	key = store_xact_keys_take(&fresh, instance_id, node_id, scope);

@@ -563,12 +563,14 @@ store_node_writes_held(void)
 
 /*
  * ... and an instance's start held with them (store_start.c), and the
- * keyed locks still held in memory (store_locks.c)
+ * keyed locks and limit slots still held in memory (store_locks.c,
+ * store_limits.c)
  */
 void
 pgd_store_write_node_writes(void)
 {
 	pgd_store_lock_write_held();
+	pgd_store_limit_write_held();
 	store_write_held_start();
 	store_flush_node_writes();
 	hold_writes = false;

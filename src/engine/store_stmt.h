@@ -240,10 +240,47 @@ extern void	 store_xact_keys_forget(PgdXactKeys *l, const char *instance_id);
 extern void	 store_xact_keys_clear(PgdXactKeys *l);
 /* store_limits.c: the key rows a transaction holds (issue 17) */
 extern void store_register_limit_callbacks(void);
+/* store_held.c: what a batch holds in memory instead of rows (issue 17) */
+typedef struct PgdHeldEntry
+{
+	char			 instance_id[PGD_ID_LEN + 1];
+	char			 node_id[PGD_ID_LEN + 1];
+	char			*scope;
+	char			*key;
+	char			*a; /* the owner's texts for the entry's row */
+	char			*b;
+	SubTransactionId made;	   /* the subtransaction that made it */
+	SubTransactionId released; /* the one that released or wrote it; 0: held */
+} PgdHeldEntry;
+typedef struct PgdHeldList
+{
+	LocalTransactionId lxid;
+	PgdHeldEntry	  *e;
+	int				   n;
+	int				   max;
+	int				   nlive; /* entries with released 0 */
+} PgdHeldList;
+extern bool store_held_fits(const char *instance_id, const char *node_id);
+extern PgdHeldEntry *store_held_add(PgdHeldList *l, const char *instance_id,
+									const char *node_id, const char *scope,
+									const char *key, const char *a,
+									const char *b);
+extern void			 store_held_release(PgdHeldList *l, PgdHeldEntry *h);
+extern PgdHeldEntry *store_held_find(PgdHeldList *l, const char *instance_id,
+									 const char *node_id, const char *scope);
+extern PgdHeldEntry *store_held_next(PgdHeldList *l, const char *key, int *i);
+extern int			 store_held_count(PgdHeldList *l, const char *key);
+extern void			 store_held_drop(PgdHeldList *l, const char *instance_id,
+									 const char *node_id, const char *scope);
+extern void store_held_subxact_abort(PgdHeldList *l, SubTransactionId subid);
+extern void store_held_check_written(PgdHeldList *l, const char *what);
+
 /* store_locks.c: the keys a transaction made its own (issue 17) */
 extern void store_register_lock_callbacks(void);
 /* ... and the keys a batch holds in memory, written as rows before its commit */
 extern void pgd_store_lock_write_held(void);
+/* store_limits.c: the slots a batch gave in memory, written likewise (issue 17) */
+extern void pgd_store_limit_write_held(void);
 /* store_inbox.c: the runs row with SKIP LOCKED (issue 14) */
 extern bool store_run_lock_skip(const char *instance_id, bool *held);
 

@@ -20,7 +20,7 @@ our @EXPORT = qw(
   engine_cluster engine_node wait_engine_ready step_sql crash_shapes start_instance
   wait_instances_done executor_pid_in_step check_effects check_engine_empty
   start_server start_http_server http_get start_otlp_receiver
-  query_until diag_engine
+  query_until diag_engine executor_inserts start_interleaved
 );
 
 # The role that starts workflows (superusers may not, by default).
@@ -106,6 +106,32 @@ sub query_until
 		usleep(100_000);
 	}
 	return 0;
+}
+
+# Start each of @graphs (DSL expressions) as the role, alternately from two
+# sessions, so that the starts interleave with the executors' work.
+sub start_interleaved
+{
+	my ($node, @graphs) = @_;
+	my @s = map { $node->background_psql('postgres') } 1 .. 2;
+	$_->query_safe("SET ROLE $ROLE") for @s;
+	$s[$_ % 2]->query_safe("SELECT df.start($graphs[$_]);") for 0 .. $#graphs;
+	$_->quit for @s;
+}
+
+# The rows the executors inserted into df_internal.$table, by the table
+# statistics.  Executors report theirs when idle: first wait until the
+# history's inserts are all counted, as one test (ok) of the caller's.
+sub executor_inserts
+{
+	my ($node, $table) = @_;
+	ok(query_until($node, q{
+SELECT (SELECT n_tup_ins FROM pg_stat_all_tables
+        WHERE schemaname = 'df_internal' AND relname = 'events')
+       >= (SELECT count(*) FROM df_internal.events)}),
+		'the executors reported their table statistics');
+	return $node->safe_psql('postgres',
+		"SELECT n_tup_ins FROM pg_stat_all_tables WHERE schemaname = 'df_internal' AND relname = '$table'");
 }
 
 # A SQL step that sleeps and records its effect under the key $step.

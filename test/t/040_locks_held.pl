@@ -47,24 +47,10 @@ sub span_step
 	return "'SELECT lock_span(''{sys_instance_id}'', ''$key'', \$lock.token)'";
 }
 
-# The inserts into a table the executors have reported (they report their
-# statistics when idle: wait until the history's count is complete).
-sub executor_inserts
-{
-	my ($table) = @_;
-	ok(query_until($node, q{
-SELECT (SELECT n_tup_ins FROM pg_stat_all_tables
-        WHERE schemaname = 'df_internal' AND relname = 'events')
-       >= (SELECT count(*) FROM df_internal.events)}),
-		'the executors reported their table statistics');
-	return $node->safe_psql('postgres',
-		"SELECT n_tup_ins FROM pg_stat_all_tables WHERE schemaname = 'df_internal' AND relname = '$table'");
-}
-
 # 1. no contention
 my $chain = join(' ~> ',
 	map { "df.with_lock(" . span_step("own") . ", ARRAY['{sys_instance_id}:$_'])" } 1 .. 5);
-my $inserts0 = executor_inserts('lock_keys');
+my $inserts0 = executor_inserts($node, 'lock_keys');
 $node->safe_psql('postgres',
 	"SET ROLE df_user; SELECT count(df.start($chain)) FROM generate_series(1, 20)");
 wait_instances_done($node, 'own keys');
@@ -73,24 +59,15 @@ is($node->safe_psql('postgres',
 	'completed|20', 'the 20 chains completed');
 is($node->safe_psql('postgres', 'SELECT count(*), count(DISTINCT token) FROM spans'),
 	'100|100', 'each of the 100 steps ran once, each with a token of its own');
-my $rows = executor_inserts('lock_keys') - $inserts0;
+my $rows = executor_inserts($node, 'lock_keys') - $inserts0;
 cmp_ok($rows, '<', 50, "fewer than half of the 100 takes wrote a key row ($rows did)");
 
 # 2. one key, in memory and across commits
 $node->safe_psql('postgres', 'TRUNCATE spans');
 my $short = "df.with_lock(" . span_step("H") . ", ARRAY['H'])";
 my $long = "df.with_lock(df.sleep(0) ~> " . span_step("H") . ", ARRAY['H'])";
-my $s1 = $node->background_psql('postgres');
-my $s2 = $node->background_psql('postgres');
-$s1->query_safe('SET ROLE df_user');
-$s2->query_safe('SET ROLE df_user');
-for my $i (1 .. 30)
-{
-	my $g = $i % 5 == 0 ? "$long ~> $short" : "$short ~> $short";
-	($i % 2 ? $s1 : $s2)->query_safe("SELECT df.start($g);");
-}
-$s1->quit;
-$s2->quit;
+start_interleaved($node,
+	map { $_ % 5 == 0 ? "$long ~> $short" : "$short ~> $short" } 1 .. 30);
 wait_instances_done($node, 'one key H');
 is($node->safe_psql('postgres',
 		"SELECT status, count(*) FROM df.instances GROUP BY status ORDER BY status"),
