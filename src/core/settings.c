@@ -36,7 +36,7 @@ int	  pgd_loop_iteration_floor = 1000;
 int	  pgd_safety_poll = 5000;
 int	  pgd_max_result_size = 64 * 1024; /* kB */
 int	  pgd_max_engine_errors = 10;
-int	  pgd_batch_max_steps = 16;
+int	  pgd_batch_max_steps = 32;
 int	  pgd_batch_max_ms = 20;
 char *pgd_http_allowed_hosts = NULL;
 bool  pgd_http_allow_private = false;
@@ -177,7 +177,7 @@ define_engine_settings(void)
 	DefineCustomIntVariable("pg_durable.batch_max_steps",
 							"Most tasks an executor runs in one transaction (a batch).",
 							"1 runs each task in a transaction of its own.",
-							&pgd_batch_max_steps, 16, 1, 1000, PGC_SIGHUP, 0,
+							&pgd_batch_max_steps, 32, 1, 1000, PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_durable.batch_max_ms",
 							"Longest time a batch takes new tasks, and the budget of each step after its first.",
