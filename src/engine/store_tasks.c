@@ -101,7 +101,13 @@ pgd_store_task_add(const char *instance_id, const char *node_id,
  * ---------------------------------------------------------------------
  */
 
-#define MAX_HELD 16
+/*
+ * At most this many held in one transaction; past it, step tasks are
+ * written at once (the held ones first, keeping the queue's order).  A
+ * batch of pg_durable.batch_max_steps chain steps holds one task a step;
+ * with 16 here, a batch of 32 wrote every task after its 16th (issue 14).
+ */
+#define MAX_HELD 1024
 
 typedef struct HeldTask
 {
@@ -115,10 +121,11 @@ typedef struct HeldTask
 	int64			 row_id;  /* its row's id, once written */
 } HeldTask;
 
-static HeldTask held[MAX_HELD];
-static int		nheld = 0;
-static int64	last_vid = 0;
-static bool		hold_steps = false;
+static HeldTask *held; /* TopTransactionContext */
+static int		 nheld = 0;
+static int		 maxheld = 0;
+static int64	 last_vid = 0;
+static bool		 hold_steps = false;
 
 /* Neither claimed by a step of the batch nor written as a row. */
 static inline bool
@@ -221,6 +228,13 @@ hold_step_task(const char *instance_id, const char *node_id, const char *scope)
 		pgd_store_write_held_tasks();
 		return false;
 	}
+	if (nheld == maxheld)
+	{
+		maxheld = Min(Max(32, maxheld * 2), MAX_HELD);
+		held = held == NULL ? MemoryContextAlloc(TopTransactionContext,
+												 sizeof(HeldTask) * maxheld) :
+							  repalloc(held, sizeof(HeldTask) * maxheld);
+	}
 	h = &held[nheld++];
 	h->vid = --last_vid;
 	strlcpy(h->instance_id, instance_id, sizeof(h->instance_id));
@@ -245,7 +259,8 @@ held_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			nheld = 0;
+			held = NULL; /* in TopTransactionContext */
+			nheld = maxheld = 0;
 			last_vid = 0;
 			hold_steps = false;
 			break;
