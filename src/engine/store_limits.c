@@ -147,8 +147,9 @@ held_current(void)
 	nheld = 0; /* their strings went with the transaction */
 }
 
+static PgdHeldList slots; /* slots given in memory, below; a: since */
+
 static void slots_write_all(void);
-static void slots_subxact_abort(SubTransactionId subid);
 
 /* What this transaction knows of its key rows; its slots in memory written first. */
 static void
@@ -208,7 +209,7 @@ held_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	held_current();
 	nheld = 0;
 	store_xact_keys_clear(&entered);
-	slots_subxact_abort(mySubid);
+	store_held_subxact_abort(&slots, mySubid);
 }
 
 void
@@ -239,14 +240,6 @@ store_register_limit_callbacks(void)
  * or released.
  * ---------------------------------------------------------------------
  */
-static PgdHeldList slots; /* a: since */
-
-static void
-slots_subxact_abort(SubTransactionId subid)
-{
-	store_held_subxact_abort(&slots, subid);
-}
-
 static void
 slots_xact_callback(XactEvent event, void *arg)
 {

@@ -192,8 +192,9 @@ store_keys_wait_failed(MemoryContext cxt, int nest, const char *what,
  * ---------------------------------------------------------------------
  */
 static PgdXactKeys fresh;
+/* keys held in memory (below); a: the token, b: since */
+static PgdHeldList held;
 
-static void held_subxact_abort(SubTransactionId subid);
 static void held_xact_callback(XactEvent event, void *arg);
 
 static void
@@ -203,7 +204,7 @@ fresh_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 	{
 		store_xact_keys_clear(&fresh);
-		held_subxact_abort(mySubid);
+		store_held_subxact_abort(&held, mySubid);
 	}
 }
 
@@ -310,14 +311,6 @@ take_fresh_key(const char *instance_id, const char *node_id, const char *scope,
  * or released; its advisory locks go with its resource owner.
  * ---------------------------------------------------------------------
  */
-static PgdHeldList held; /* a: the token, b: since */
-
-static void
-held_subxact_abort(SubTransactionId subid)
-{
-	store_held_subxact_abort(&held, subid);
-}
-
 static void
 held_xact_callback(XactEvent event, void *arg)
 {
