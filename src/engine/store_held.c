@@ -38,6 +38,7 @@ held_current(PgdHeldList *l)
 	l->n = l->max = l->nlive = 0;
 }
 
+/* Do the ids fit an entry's fields (here and in store_xact_keys.c)? */
 bool
 store_held_fits(const char *instance_id, const char *node_id)
 {

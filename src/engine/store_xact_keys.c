@@ -37,8 +37,7 @@ store_xact_keys_add(PgdXactKeys *l, const char *instance_id,
 	PgdXactKey *k;
 
 	xact_keys_current(l);
-	if (l->n == PGD_XACT_KEYS_MAX || strlen(instance_id) > PGD_ID_LEN ||
-		strlen(node_id) > PGD_ID_LEN)
+	if (l->n == PGD_XACT_KEYS_MAX || !store_held_fits(instance_id, node_id))
 		return; /* released the general way */
 	k = &l->keys[l->n++];
 	strlcpy(k->instance_id, instance_id, sizeof(k->instance_id));
