@@ -429,6 +429,14 @@ CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
 	FOR EACH ROW WHEN (pg_catalog.current_setting('pg_durable.start_inserts_nodes', true) IS DISTINCT FROM 'on')
 	EXECUTE FUNCTION df_internal.check_root_node();
 DROP INDEX df.idx_nodes_instance;
+-- and df.start's instance rows skip the instance side (issue 14; see the
+-- install script)
+DROP TRIGGER instances_root_node_same_instance_fkey ON df.instances;
+CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
+	AFTER INSERT OR UPDATE OF id, root_node ON df.instances
+	DEFERRABLE INITIALLY DEFERRED
+	FOR EACH ROW WHEN (pg_catalog.current_setting('pg_durable.start_inserts_nodes', true) IS DISTINCT FROM 'on')
+	EXECUTE FUNCTION df_internal.check_root_node();
 
 -- Sagas (issue 16, orchestration-api.md §2): node COMPENSATED, a forward
 -- step paired with its undo.  <~> has the precedence of ~> and groups left

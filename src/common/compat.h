@@ -46,4 +46,17 @@ typedef uint8 PgdB64Byte;
 typedef char PgdB64Byte;
 #endif
 
+/*
+ * PG 16 added onlySummarizing to ExecInsertIndexTuples: the index entries of
+ * a new row (executor/executor.h), none of them deferred or speculative.
+ */
+#if PG_VERSION_NUM >= 160000
+#define pgd_insert_index_tuples(rri, slot, estate) \
+	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL, \
+						  false)
+#else
+#define pgd_insert_index_tuples(rri, slot, estate) \
+	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL)
+#endif
+
 #endif /* PG_DURABLE_COMPAT_H */

@@ -70,12 +70,42 @@ DELETE FROM df.nodes WHERE instance_id = '0000aa01' AND id = '0000bb05';
 DELETE FROM df.instances WHERE id IN ('0000aa01', '0000aa02');
 SELECT count(*) FROM df.nodes WHERE instance_id IN ('0000aa01', '0000aa02');
 
--- only df.start's own node rows skip the nodes side: the setting its WHEN
+-- only df.start's own rows skip the two sides: the setting their WHEN
 -- reads is off here (so the inserts above were checked one by one), and no
 -- role but a superuser may turn it on
 SELECT current_setting('pg_durable.start_inserts_nodes') AS start_inserts_nodes;
-SELECT tgname, pg_get_triggerdef(oid) LIKE '%WHEN%pg_durable.start_inserts_nodes%' AS skips_start
-FROM pg_trigger WHERE tgrelid = 'df.nodes'::regclass AND tgname = 'instances_root_node_same_instance_fkey';
+SELECT tgrelid::regclass, tgname, pg_get_triggerdef(oid) LIKE '%WHEN%pg_durable.start_inserts_nodes%' AS skips_start
+FROM pg_trigger WHERE tgname = 'instances_root_node_same_instance_fkey' ORDER BY 1;
 SET ROLE df_user;
 SET pg_durable.start_inserts_nodes = on;
 RESET ROLE;
+
+-- df.start writes its node rows without an INSERT (no trigger of df.nodes
+-- fires for them, foreign keys included) and its instance row with the
+-- setting on: the rows are still what the checks want, and get the
+-- columns' defaults and every index entry as an INSERT's would
+BEGIN;
+SET LOCAL ROLE df_user;
+SELECT df.start((('SELECT 1'::text ~> 'SELECT 2'::text) & 'SELECT 3'::text) |
+				'SELECT 4'::text) AS started \gset
+SELECT count(*) AS nodes,
+	   count(*) FILTER (WHERE status = 'pending' AND created_at = now()
+						AND updated_at = now() AND result IS NULL) AS with_defaults,
+	   count(*) FILTER (WHERE submitted_by = current_user::regrole) AS submitted_by_caller
+FROM df.nodes WHERE instance_id = :'started';
+SELECT count(*) AS dangling_references
+FROM df.nodes n, LATERAL (VALUES (n.left_node), (n.right_node)) r (child)
+WHERE n.instance_id = :'started' AND r.child IS NOT NULL
+	AND NOT EXISTS (SELECT FROM df.nodes c WHERE c.instance_id = n.instance_id AND c.id = r.child);
+SELECT count(*) AS root_found
+FROM df.instances i JOIN df.nodes n ON n.instance_id = i.id AND n.id = i.root_node
+WHERE i.id = :'started';
+-- found through the primary key's index, as the engine looks them up
+SET LOCAL enable_seqscan = off;
+SET LOCAL enable_bitmapscan = off;
+SELECT count(*) AS by_index FROM df.nodes n JOIN df.instances i ON i.id = n.instance_id
+WHERE n.instance_id = :'started' AND n.id IN (SELECT id FROM df.nodes WHERE instance_id = :'started');
+-- the deferred checks that remain find nothing wrong
+SET CONSTRAINTS ALL IMMEDIATE;
+SELECT current_setting('pg_durable.start_inserts_nodes') AS start_inserts_nodes_after;
+ROLLBACK;
