@@ -26,6 +26,9 @@ LOCK TABLE df_internal.runs, df_internal.tasks, df_internal.waits, df.nodes, df_
 ALTER TABLE df.nodes SET (fillfactor = 30);
 -- and for the update of a runs row when its instance starts
 ALTER TABLE df_internal.runs SET (fillfactor = 50);
+-- and for the updates of an instance's row, which move it to another page
+-- when its own is full
+ALTER TABLE df.instances SET (fillfactor = 50);
 
 -- The graph references under the reference's names (issue 21).
 ALTER TABLE df.nodes RENAME CONSTRAINT nodes_left_node_fkey TO nodes_left_node_same_instance_fkey;

@@ -326,7 +326,12 @@ CREATE TABLE df.instances (
 	trace_id text,
 	traceparent text,
 	tracestate text
-);
+) WITH (fillfactor = 50);
+-- An instance's row is updated once or twice (running, then ended), never
+-- HOT (its status is indexed, as in the reference): room on its page keeps
+-- the new version there, without the lock record of a row moved to another
+-- page.  A one-step workflow wrote 3,209 bytes of WAL on full pages, 3,089
+-- at 50 (issue 14).
 ALTER TABLE df.instances ADD CONSTRAINT instances_id_check
 	CHECK (id OPERATOR(pg_catalog.~) '^[0-9a-f]{8}$') NOT VALID;
 ALTER TABLE df.instances ADD CONSTRAINT instances_root_node_check
