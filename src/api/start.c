@@ -43,6 +43,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_database.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "executor/executor.h"
@@ -191,6 +192,93 @@ persisted_query(NodeList *list, NodeRow *row)
 	return dfjson_to_text(cfg);
 }
 
+static Datum
+text_array(Datum *elems, bool *nulls, int n)
+{
+	int dims[1] = {n};
+	int lbs[1] = {1};
+
+	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs,
+											  TEXTOID, -1, false,
+											  TYPALIGN_INT));
+}
+
+/*
+ * The same rows by an INSERT, through which a trigger of the user's on
+ * df.nodes fires (insert_nodes): its foreign keys are checked at commit,
+ * and the nodes side of the root-node check skips them while
+ * pg_durable.start_inserts_nodes is on (its WHEN reads the setting).
+ */
+static void
+insert_node_rows_statement(const char *instance_id, Oid submitter,
+						   const char *database, NodeList *list)
+{
+	int start;
+	int nest = NewGUCNestLevel();
+
+	(void) set_config_option("pg_durable.start_inserts_nodes", "on", PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+
+	for (start = 0; start < list->count; start += NODE_INSERT_BATCH)
+	{
+		int	   n = Min(NODE_INSERT_BATCH, list->count - start);
+		Datum *cols[6];
+		bool  *nulls[6];
+		Oid	   types[9] = {TEXTOID,		 OIDOID,	   TEXTOID,
+						   TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+						   TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
+		Datum  values[9];
+		char   argnulls[9] = "         ";
+		int	   c, i;
+
+		for (c = 0; c < 6; c++)
+		{
+			cols[c] = palloc(sizeof(Datum) * n);
+			nulls[c] = palloc0(sizeof(bool) * n);
+		}
+		for (i = 0; i < n; i++)
+		{
+			NodeRow *row = &list->rows[start + i];
+			char	*q = persisted_query(list, row);
+
+			cols[0][i] = pgd_text_datum(row->id);
+			cols[1][i] = pgd_text_datum(df_node_type_name(row->node->type));
+			if (q)
+				cols[2][i] = pgd_text_datum(q);
+			else
+				nulls[2][i] = true;
+			if (row->node->result_name)
+				cols[3][i] = pgd_text_datum(row->node->result_name);
+			else
+				nulls[3][i] = true;
+			if (row->left >= 0)
+				cols[4][i] = pgd_text_datum(list->rows[row->left].id);
+			else
+				nulls[4][i] = true;
+			if (row->right >= 0)
+				cols[5][i] = pgd_text_datum(list->rows[row->right].id);
+			else
+				nulls[5][i] = true;
+		}
+		values[0] = pgd_text_datum(instance_id);
+		values[1] = ObjectIdGetDatum(submitter);
+		if (database)
+			values[2] = pgd_text_datum(database);
+		else
+			argnulls[2] = 'n';
+		for (c = 0; c < 6; c++)
+			values[3 + c] = text_array(cols[c], nulls[c], n);
+
+		pgd_spi_exec("INSERT INTO df.nodes (instance_id, submitted_by, database, id, node_type, "
+					 "query, result_name, left_node, right_node) "
+					 "SELECT $1, $2::pg_catalog.regrole, $3, u.* "
+					 "FROM ROWS FROM (pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6), "
+					 "pg_catalog.unnest($7), pg_catalog.unnest($8), pg_catalog.unnest($9)) AS u",
+					 9, types, values, argnulls, false);
+	}
+	AtEOXact_GUC(true, nest);
+}
+
 /*
  * df.start's node rows go straight into df.nodes's heap and indexes, the way
  * COPY writes them (one WAL record per page of rows), not through an
@@ -262,6 +350,12 @@ insert_nodes(const char *instance_id, Oid submitter, const char *database,
 	if (!OidIsValid(relid))
 		elog(ERROR, "table df.nodes does not exist");
 	rel = table_open(relid, RowExclusiveLock);
+	if (pgd_store_user_trigger(rel, TRIGGER_TYPE_INSERT))
+	{
+		table_close(rel, NoLock);
+		insert_node_rows_statement(instance_id, submitter, database, list);
+		return;
+	}
 	desc = RelationGetDescr(rel);
 	for (c = 0; c < (int) NODE_COLUMNS; c++)
 	{

@@ -59,4 +59,36 @@ typedef char PgdB64Byte;
 	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL)
 #endif
 
+/*
+ * PG 16 made simple_heap_update say which index entries the new version
+ * needs (TU_UpdateIndexes); before, a heap-only tuple needed none.
+ * pgd_simple_heap_update returns 0 (none: a HOT update), 1 (all) or 2
+ * (the summarizing indexes only), which pgd_insert_index_tuples_update
+ * takes.
+ */
+#include "access/heapam.h"
+
+#if PG_VERSION_NUM >= 160000
+static inline int
+pgd_simple_heap_update(Relation rel, ItemPointer otid, HeapTuple tup)
+{
+	TU_UpdateIndexes which;
+
+	simple_heap_update(rel, otid, tup, &which);
+	return which == TU_None ? 0 : which == TU_All ? 1 : 2;
+}
+#define pgd_insert_index_tuples_update(rri, slot, estate, which) \
+	ExecInsertIndexTuples((rri), (slot), (estate), true, false, NULL, NIL, \
+						  (which) == 2)
+#else
+static inline int
+pgd_simple_heap_update(Relation rel, ItemPointer otid, HeapTuple tup)
+{
+	simple_heap_update(rel, otid, tup);
+	return HeapTupleIsHeapOnly(tup) ? 0 : 1;
+}
+#define pgd_insert_index_tuples_update(rri, slot, estate, which) \
+	ExecInsertIndexTuples((rri), (slot), (estate), true, false, NULL, NIL)
+#endif
+
 #endif /* PG_DURABLE_COMPAT_H */

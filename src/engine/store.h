@@ -31,6 +31,7 @@
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
+#include "utils/relcache.h"
 
 #include "engine/types.h"
 
@@ -135,6 +136,13 @@ extern void pgd_store_flush(void);
 /* a batch holds its node writes until it writes them before its commit */
 extern void pgd_store_hold_node_writes(bool hold);
 extern void pgd_store_write_node_writes(void);
+/*
+ * Has the table a trigger of the user's (not a foreign key's, not
+ * pg_durable's own root-node check) that fires on event (TRIGGER_TYPE_INSERT
+ * or TRIGGER_TYPE_UPDATE)?  Then the engine writes its rows by statements,
+ * so that it fires, instead of straight into the heap (store_nodes.c).
+ */
+extern bool pgd_store_user_trigger(Relation rel, int16 event);
 extern void pgd_store_node_state(const char *instance_id, const char *node_id,
 								 char **status, char **result);
 /* ... of the nodes ids[0..n-1], in one statement (a JOIN's branches) */

@@ -1,17 +1,21 @@
 # A node write reads only the node it writes (engine/store_nodes.c), whatever
-# the statistics its plan was made with.  Here they say that an instance
-# has three nodes (the ANALYZE autovacuum takes after the first small
-# workflows of a new installation; autovacuum is off so that nothing
-# else makes the executors plan again), and then comes a wide fan-out.
+# the statistics of df.nodes.  Here they say that an instance has three
+# nodes (the ANALYZE autovacuum takes after the first small workflows of a
+# new installation; autovacuum is off so that nothing else makes the
+# executors plan again), and then come wide fan-outs.
 #
 # One fan-out of 2,000 branches (a balanced tree of df.join, 3,999 nodes)
-# writes every node twice, in groups of two to eight writes per statement.
-# A group that named its nodes by an IN list let such a plan search the
-# primary key by the instance alone and filter by the list, reading the
-# instance's nodes for each write: 172 buffer hits per write in the groups
-# of three here, 2,100 in bench/run's 1,000-branch fan-out, quadratic in
-# the width.  By the whole primary key it is about 20 (the UPDATE, its
-# event and the old row's updated_at).
+# writes every node once or twice.  The executors write them straight into
+# the heap, each row found by its whole primary key: the index entries
+# read per node write (pg_stat_all_indexes) stay a handful.  A second
+# fan-out runs with a trigger of the user's on df.nodes, which makes the
+# engine write through its statement so that the trigger fires: a group
+# that named its nodes by an IN list let a plan made on such statistics
+# search the primary key by the instance alone and filter by the list,
+# reading the instance's nodes for each write (172 buffer hits per write
+# in groups of three here, 2,100 in bench/run's 1,000-branch fan-out,
+# quadratic in the width).  By the whole primary key it is about 20 (the
+# UPDATE, its event and the old row's updated_at).
 use strict;
 use warnings;
 use FindBin;
@@ -24,6 +28,7 @@ use PgDurableTest;
 my $ROLE = $PgDurableTest::ROLE;
 my $BRANCHES = 2000;
 my $MAX_HITS = 60;    # buffer hits per node write: about 20 by the key
+my $MAX_READS = 60;   # index entries read per node write
 my $node = engine_node('node_writes', 4, qq{
 shared_preload_libraries = 'pg_durable,pg_stat_statements'
 pg_stat_statements.track = all
@@ -65,19 +70,63 @@ ok($node->safe_psql('postgres',
 		  . "AND attname = 'instance_id'") != 0,
 	'df.nodes has statistics of small instances');
 
-$node->safe_psql('postgres', 'SELECT pg_stat_statements_reset()');
-my $id = $node->safe_psql('postgres',
-	"SET ROLE $ROLE; SELECT df.start((SELECT g FROM graph))");
-like($id, qr/^[0-9a-f]{8}$/, 'the fan-out started');
-is($node->safe_psql('postgres',
-		"SET ROLE $ROLE; SELECT df.await_instance('$id', 300)"),
-	'completed', "the $BRANCHES-branch fan-out completed")
-  or diag_engine($node);
-is($node->safe_psql('postgres',
-		"SELECT count(*) FILTER (WHERE status = 'completed') || '/' || count(*) "
-		  . "FROM df.nodes WHERE instance_id = '$id'"),
-	(2 * $BRANCHES - 1) . '/' . (2 * $BRANCHES - 1), 'every node completed');
+# the fan-out and the writes of its nodes, from the table statistics the
+# executors report: the node updates, and the entries read from the
+# primary key of df.nodes by anyone (each node's own lookup, a JOIN's read
+# of its branches' states, a load of the graph)
+sub nodes_stats
+{
+	return split /\|/, $node->safe_psql('postgres', q{
+SELECT (SELECT n_tup_upd FROM pg_stat_all_tables WHERE relid = 'df.nodes'::regclass) || '|' ||
+	   (SELECT idx_tup_read FROM pg_stat_all_indexes WHERE indexrelid = 'df.nodes_pkey'::regclass)});
+}
 
+sub fan_out
+{
+	my ($what) = @_;
+	my $id = $node->safe_psql('postgres',
+		"SET ROLE $ROLE; SELECT df.start((SELECT g FROM graph))");
+	like($id, qr/^[0-9a-f]{8}$/, "$what: the fan-out started");
+	is($node->safe_psql('postgres',
+			"SET ROLE $ROLE; SELECT df.await_instance('$id', 300)"),
+		'completed', "$what: the $BRANCHES-branch fan-out completed")
+	  or diag_engine($node);
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FILTER (WHERE status = 'completed') || '/' || count(*) "
+			  . "FROM df.nodes WHERE instance_id = '$id'"),
+		(2 * $BRANCHES - 1) . '/' . (2 * $BRANCHES - 1), "$what: every node completed");
+	return $id;
+}
+
+# 1. straight into the heap
+my ($upd0, $read0) = nodes_stats();
+fan_out('direct');
+ok(query_until($node, q{
+SELECT n_tup_upd >= } . ($upd0 + 2 * $BRANCHES - 1) . q{
+FROM pg_stat_all_tables WHERE relid = 'df.nodes'::regclass}),
+	'direct: the executors reported a write of every node');
+my ($upd1, $read1) = nodes_stats();
+my $per_write = ($read1 - $read0) / ($upd1 - $upd0);
+cmp_ok($per_write, '<', $MAX_READS,
+	sprintf('direct: index entries read per node write: %.1f', $per_write));
+is($node->safe_psql('postgres', q{
+SELECT count(*) FROM pg_stat_statements
+WHERE query LIKE '%UPDATE df.nodes%' AND query LIKE '%INSERT INTO df_internal.events%'}),
+	'0', 'direct: no statement wrote the nodes');
+
+# 2. through the statements, for a trigger of the user's
+$node->safe_psql('postgres', q{
+CREATE FUNCTION count_node_write() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM pg_catalog.nextval('public.node_write_count');
+	RETURN NULL;
+END $$;
+CREATE SEQUENCE node_write_count;
+CREATE TRIGGER count_node_write AFTER INSERT OR UPDATE ON df.nodes
+	FOR EACH ROW EXECUTE FUNCTION count_node_write();
+SELECT pg_stat_statements_reset();
+});
+my $id = fan_out('statement');
 # the statements that write nodes with their events, one per group size:
 # their rows (one per write) and buffer hits
 my $stats = $node->safe_psql('postgres', q{
@@ -91,12 +140,16 @@ my ($writes, $calls, $worst) = split /\|/, $stats;
 $writes += $node->safe_psql('postgres',
 	"SELECT count(started_at) FROM df_internal.events WHERE instance_id = '$id'");
 ok($writes >= 2 * (2 * $BRANCHES - 1),
-	"the node writes were counted ($writes writes in $calls statements)");
+	"statement: the node writes were counted ($writes writes in $calls statements)");
 cmp_ok($worst // 1e9, '<', $MAX_HITS,
-	sprintf('a node write reads only its node (at most %.1f buffer hits per write)', $worst // -1))
+	sprintf('statement: a node write reads only its node (at most %.1f buffer hits per write)', $worst // -1))
   or diag($node->safe_psql('postgres', q{
 SELECT calls, rows, shared_blks_hit, substr(query, 1, 60) FROM pg_stat_statements
 WHERE query LIKE '%UPDATE df.nodes%' AND query LIKE '%INSERT INTO df_internal.events%'}));
+# df.start's rows went in by its INSERT too (api/start.c)
+cmp_ok($node->safe_psql('postgres', 'SELECT last_value FROM node_write_count'), '>=', 2 * (2 * $BRANCHES - 1),
+	'statement: the trigger fired for every node inserted and every node written');
+$node->safe_psql('postgres', 'DROP TRIGGER count_node_write ON df.nodes');
 
 is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.check() is clean');
 
