@@ -294,6 +294,8 @@ enter_at_once(const char *instance_id, const char *node_id, const char *scope,
 	snprintf(max_text, sizeof(max_text), "%d", max_concurrent);
 	if ((h = key_held(key, max_concurrent)) == NULL)
 	{
+		volatile bool fresh = false;
+
 		STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", key,
 					   n = PGD_EXEC("SELECT 1 FROM df_internal.limits "
 									"WHERE key OPERATOR(pg_catalog.=) $1 "
@@ -301,18 +303,42 @@ enter_at_once(const char *instance_id, const char *node_id, const char *scope,
 									"AND rate IS NULL AND burst IS NULL FOR UPDATE",
 									key, max_text));
 		if (n == 0)
-			return false;
+		{
+			/*
+			 * A key without a row (never used, or forgotten as idle) gets
+			 * its row here, as limit_enter makes it.  The row is this
+			 * transaction's, and a holder or a waiter is only ever written
+			 * under its key's row, which limit_forget_idle deletes only
+			 * when it has neither: nobody holds or waits for a slot of it.
+			 * A key made meanwhile by another transaction (the insert
+			 * waits for it) goes the general way.  Before, limit_enter
+			 * made it, queued the node and pumped it in: 280 us per
+			 * instance of a key per instance (pg_stat_statements).
+			 */
+			STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", key,
+						   n = PGD_EXEC("INSERT INTO df_internal.limits (key, max_concurrent, tokens_at) "
+										"VALUES ($1, $2::int, pg_catalog.clock_timestamp()) "
+										"ON CONFLICT (key) DO NOTHING",
+										key, max_text));
+			if (n == 0)
+				return false;
+			fresh = true;
+		}
 		store_keys_locked(PGD_KEYS_LIMIT, key);
 		/* counted after the lock: every holder and waiter committed before it */
-		if (in_memory)
+		if (in_memory && !fresh)
 			PGD_EXEC("SELECT (SELECT pg_catalog.count(*) FROM df_internal.limit_holders h "
 					 " WHERE h.key OPERATOR(pg_catalog.=) $1), "
 					 "EXISTS (SELECT 1 FROM df_internal.limit_waiters w "
 					 " WHERE w.key OPERATOR(pg_catalog.=) $1)",
 					 key);
-		h = key_hold(key, max_concurrent,
-					 in_memory ? atoi(pgd_spi_getstring(0, 1)) : 0,
-					 !in_memory || strcmp(pgd_spi_getstring(0, 2), "t") == 0);
+		if (fresh)
+			h = key_hold(key, max_concurrent, 0, !in_memory);
+		else
+			h = key_hold(key, max_concurrent,
+						 in_memory ? atoi(pgd_spi_getstring(0, 1)) : 0,
+						 !in_memory ||
+							 strcmp(pgd_spi_getstring(0, 2), "t") == 0);
 	}
 	if (in_memory && h != NULL && !h->queued)
 	{

@@ -6,7 +6,10 @@
 # 1. 20 chains of five steps, each under a df.limit of a key of its own (no
 #    contention): all complete, every step runs once, and most slots wrote
 #    no row of df_internal.limit_holders (the executors' table statistics
-#    count the inserts; before this change every slot wrote one).
+#    count the inserts; before this change every slot wrote one).  Each
+#    key is made by its instance's first take, which then queues nobody:
+#    one df_internal.limits row per chain and no limit_waiters row (before
+#    session 17, limit_enter made the key, queued the node and pumped it in).
 # 2. One key of max_concurrent 2, entered by short steps given slots in
 #    memory and by steps that hold their slot across commits (df.sleep
 #    under the limit), from 30 chains on 4 executors: every instance
@@ -44,6 +47,8 @@ my $span = "'SELECT limit_span(''{sys_instance_id}'')'";
 # 1. a key per instance
 my $chain = join(' ~> ', map { "df.limit($span, '{sys_instance_id}', 2)" } 1 .. 5);
 my $inserts0 = executor_inserts($node, 'limit_holders');
+my $waiters0 = executor_inserts($node, 'limit_waiters');
+my $keys0 = executor_inserts($node, 'limits');
 $node->safe_psql('postgres',
 	"SET ROLE df_user; SELECT count(df.start($chain)) FROM generate_series(1, 20)");
 wait_instances_done($node, 'own keys');
@@ -53,6 +58,8 @@ is($node->safe_psql('postgres',
 is($node->safe_psql('postgres', 'SELECT count(*) FROM spans'), '100', 'each of the 100 steps ran once');
 my $rows = executor_inserts($node, 'limit_holders') - $inserts0;
 cmp_ok($rows, '<', 50, "fewer than half of the 100 slots wrote a holder row ($rows did)");
+is(executor_inserts($node, 'limits') - $keys0, 20, 'each chain made its key once');
+is(executor_inserts($node, 'limit_waiters') - $waiters0, 0, 'and queued nobody to do it');
 
 # 2. one key of two slots, in memory and across commits
 $node->safe_psql('postgres', 'TRUNCATE spans');
