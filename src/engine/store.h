@@ -140,7 +140,7 @@ extern void pgd_store_write_node_writes(void);
  * Has the table a trigger of the user's (not a foreign key's, not
  * pg_durable's own root-node check) that fires on event (TRIGGER_TYPE_INSERT
  * or TRIGGER_TYPE_UPDATE)?  Then the engine writes its rows by statements,
- * so that it fires, instead of straight into the heap (store_nodes.c).
+ * so that it fires, instead of straight into the heap (store_node_rows.c).
  */
 extern bool pgd_store_user_trigger(Relation rel, int16 event);
 extern void pgd_store_node_state(const char *instance_id, const char *node_id,

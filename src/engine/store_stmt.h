@@ -190,6 +190,51 @@ extern void store_keys_locked(PgdKeySpace space, const char *key);
 		store_keys_wait_end(keys_nest_); \
 	} while (0)
 
+/*
+ * The columns of a flush's node writes (store_nodes.c, written by
+ * store_node_rows.c), one array each with an element per write: id, scope, state, result, attempt, detail, the time of its event,
+ * the time its node started when that start is in the flush too, whether
+ * it is a start whose update the node's end in the same flush makes,
+ * whether it is a start or an end whose start and end are one event row,
+ * and (NW_IDS) the event row's id and its end's place (ended_id).
+ */
+enum
+{
+	NW_ID,
+	NW_SCOPE,
+	NW_STATE,
+	NW_RESULT,
+	NW_ATTEMPT,
+	NW_DETAIL,
+	NW_AT,
+	NW_START_AT,
+	NW_LATER,
+	NW_STARTED,
+	NW_EID,
+	NW_ENDED,
+	NW_COLS
+};
+
+/*
+ * How a flush writes the events: for a schema without started_at (0.3.0,
+ * until updated), each its own row; a start and its end when it is the
+ * next write, one row; and a start and its end with other writes between
+ * them, one row too, whose ids are drawn for the flush beforehand.
+ */
+typedef enum NodeWriteMode
+{
+	NW_ROWS,
+	NW_PAIRS,
+	NW_IDS
+} NodeWriteMode;
+
+/*
+ * Write a flush's n node writes of one instance: each node's row and the
+ * events, in the order of the writes (store_node_rows.c).
+ */
+extern void store_write_node_rows(const char *instance_id, int n,
+								  NodeWriteMode mode, Datum **v, bool **nulls);
+
 /* Write the buffered node updates now. */
 extern void store_flush_node_writes(void);
 /* Does the executor hold node writes for its batch (store_nodes.c)? */

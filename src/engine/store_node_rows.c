@@ -1,0 +1,638 @@
+/*-------------------------------------------------------------------------
+ *
+ * store_node_rows.c
+ *	  The rows of a flush of node writes (store_nodes.c): each node's row in
+ *	  df.nodes and the events in df_internal.events.
+ *
+ * The rows are written without a statement: each node row is found by its
+ * whole primary key and updated in place, with index entries only when the
+ * update is not HOT, and the events go in as one multi-insert (one WAL
+ * record per page of rows) with their index entries.  One statement per
+ * flush was the form before, an UPDATE of the rows from arrays of the
+ * writes' columns and an INSERT of their events: about 26 us per write,
+ * 40% of the executors' time in 20-step chains (pg_stat_statements);
+ * before that, groups of eight UPDATEs, most of whose time went to
+ * preparing df.nodes' CHECK constraints again.  No CHECK constraint or
+ * trigger runs for these writes: the columns written are the engine's own
+ * (a status of its three, a result its parser produced, a stamp, the
+ * time; an event kind of its list), no trigger of df.nodes fires for an
+ * update of them (the root-node check watches instance_id and id, and the
+ * foreign keys skip an update that leaves theirs as they were), and
+ * df_internal.events has none.  Executor CPU per step of a 20-step chain
+ * fell from 121-128 us to 99-113, and of a chain of steps each under a
+ * df.with_lock from 182-186 to 137-142 (issues 14, 17).
+ *
+ * A trigger of the user's on df.nodes (UPDATE) or df_internal.events
+ * (INSERT) keeps the statement (write_rows_statement), so that it fires.
+ *
+ * Locks: the rows of the instance whose runs row the caller holds.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_trigger.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "parser/parse_relation.h"
+#include "rewrite/rewriteHandler.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/reltrigger.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "common/compat.h"
+#include "common/spi.h"
+#include "engine/store.h"
+#include "engine/store_stmt.h"
+
+static const Oid col_types[NW_COLS] = {
+	TEXTOID,		TEXTOID,		TEXTOID, TEXTOID, INT4OID, TEXTOID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID, BOOLOID, INT8OID, INT8OID};
+
+static SPIPlanPtr flush_plans[3];
+static bool		  flush_planned[3]; /* pgd_spi_run_kept */
+
+/*
+ * The text of the statement that writes a flush ($1: the instance, $2..
+ * $13 the columns above): the writes as rows (w); for each one that
+ * updates its node, the row's place and old updated_at, found by the
+ * whole primary key (x; the statement's snapshot sees the row as it was);
+ * one UPDATE of those rows by their place (u); and one INSERT of the
+ * events in the order of the writes, a start whose node ends later in the
+ * flush being only its event row (or none, when its end's row is both).
+ *
+ * The lookup by the primary key is a subquery of its own (OFFSET 0), so
+ * that its plan has both columns as index conditions whatever the
+ * statistics: two earlier forms let a generic plan made while df.nodes
+ * was small or had no statistics (a fresh cluster) read every node of
+ * the instance for each write, which made wide JOINs quadratic: the ids
+ * in an array parameter (id = ANY($2), issue 22), and then the ids as a
+ * list (instance_id = $1 AND id IN ($2, $8, ...)), where the planner may
+ * search the primary key by its first column alone and apply the list as
+ * a filter.  The UPDATE then finds each row by its ctid, which nobody
+ * else changes meanwhile: the caller holds the instance's runs row.
+ */
+static char *
+flush_sql(NodeWriteMode mode)
+{
+	StringInfoData s;
+
+	initStringInfo(&s);
+	appendStringInfoString(&s,
+						   "WITH w AS MATERIALIZED (SELECT * FROM ROWS FROM (");
+	for (int c = 0; c < NW_COLS; c++)
+		appendStringInfo(&s, "%spg_catalog.unnest($%d)", c > 0 ? ", " : "",
+						 c + 2);
+	appendStringInfoString(
+		&s,
+		") WITH ORDINALITY AS w(id, scope, st, result, att, det, at, "
+		" start_at, later, started, eid, ended, ord)), "
+		"x AS (SELECT w.*, o.tid, o.updated_at AS old_at FROM w CROSS JOIN LATERAL "
+		" (SELECT o.ctid AS tid, o.updated_at FROM df.nodes o "
+		"  WHERE o.instance_id OPERATOR(pg_catalog.=) $1 "
+		"  AND o.id OPERATOR(pg_catalog.=) w.id OFFSET 0) o "
+		" WHERE NOT w.later), "
+		"u AS (UPDATE df.nodes n SET "
+		" status = CASE x.st WHEN 'r' THEN 'running' WHEN 'c' THEN 'completed' ELSE 'failed' END, "
+		" result = CASE x.st WHEN 'r' THEN NULL WHEN 'c' THEN x.result::pg_catalog.jsonb "
+		"  ELSE pg_catalog.to_jsonb(x.result) END, "
+		" status_details = pg_catalog.jsonb_build_object('execution_id', x.scope), "
+		" updated_at = pg_catalog.now() "
+		"FROM x WHERE n.ctid OPERATOR(pg_catalog.=) x.tid "
+		"RETURNING x.ord, n.id, n.result, x.st, x.scope, x.att, x.det, "
+		" COALESCE(x.start_at, x.old_at) AS old, x.at, "
+		" CASE WHEN x.started THEN x.start_at END AS started, x.eid, x.ended) ");
+	appendStringInfo(&s,
+					 "INSERT INTO df_internal.events "
+					 "(%sinstance_id, at, kind, node_id, scope, attempt, duration_ms, detail%s) "
+					 "SELECT %s$1, u.at, CASE u.st WHEN 'r' THEN 'node_started' WHEN 'c' THEN 'node_completed' "
+					 " ELSE 'node_failed' END, u.id, u.scope, "
+					 "CASE WHEN u.st OPERATOR(pg_catalog.<>) 'r' THEN NULLIF(u.att, 0) END, "
+					 "CASE WHEN u.st OPERATOR(pg_catalog.<>) 'r' THEN "
+					 " GREATEST(0, (pg_catalog.date_part('epoch', u.at "
+					 " OPERATOR(pg_catalog.-) u.old) OPERATOR(pg_catalog.*) 1000)::bigint) END, "
+					 "CASE u.st WHEN 'r' THEN NULL WHEN 'f' THEN u.det::pg_catalog.jsonb "
+					 " ELSE CASE WHEN pg_catalog.jsonb_typeof(u.result OPERATOR(pg_catalog.->) 'row_count') "
+					 " OPERATOR(pg_catalog.=) 'number' "
+					 " THEN pg_catalog.jsonb_build_object('row_count', u.result OPERATOR(pg_catalog.->) 'row_count') "
+					 " END END%s FROM (",
+					 mode == NW_IDS ? "id, " : "",
+					 mode == NW_IDS		  ? ", started_at, ended_id" :
+						 mode == NW_PAIRS ? ", started_at" :
+											"",
+					 mode == NW_IDS ? "u.eid, " : "",
+					 mode == NW_IDS		  ? ", u.started, u.ended" :
+						 mode == NW_PAIRS ? ", u.started" :
+											"");
+	appendStringInfoString(&s,
+						   "SELECT * FROM u UNION ALL "
+						   "SELECT w.ord, w.id::varchar, NULL::pg_catalog.jsonb, w.st, w.scope, w.att, "
+						   " w.det, NULL::pg_catalog.timestamptz, w.at, NULL::pg_catalog.timestamptz, "
+						   " w.eid, NULL::pg_catalog.int8 FROM w WHERE w.later AND NOT w.started"
+						   ") u ORDER BY u.ord");
+	return s.data;
+}
+
+static SPIPlanPtr
+flush_plan(NodeWriteMode mode)
+{
+	Oid		   types[1 + NW_COLS];
+	SPIPlanPtr plan;
+	char	  *sql;
+
+	if (flush_plans[mode] != NULL)
+		return flush_plans[mode];
+	types[0] = TEXTOID;
+	for (int c = 0; c < NW_COLS; c++)
+		types[1 + c] = get_array_type(col_types[c]);
+	sql = flush_sql(mode);
+	plan =
+		SPI_prepare_cursor(sql, 1 + NW_COLS, types, CURSOR_OPT_GENERIC_PLAN);
+	if (plan == NULL)
+		elog(ERROR,
+			 "could not prepare the engine statement \"node writes\": %s",
+			 SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR,
+			 "could not keep the plan of the engine statement \"node writes\"");
+	pfree(sql);
+	flush_plans[mode] = plan;
+	return plan;
+}
+
+/*
+ * The rows in one statement, through which a trigger of the user's on
+ * df.nodes or df_internal.events fires (store_write_node_rows).
+ */
+static void
+write_rows_statement(const char *instance_id, int n, NodeWriteMode mode,
+					 Datum **v, bool **nulls)
+{
+	Datum values[1 + NW_COLS];
+	int	  dims[1] = {n};
+	int	  lbs[1] = {1};
+	int	  rc;
+
+	values[0] = pgd_text_datum(instance_id);
+	for (int c = 0; c < NW_COLS; c++)
+	{
+		int16 len;
+		bool  byval;
+		char  align;
+
+		get_typlenbyvalalign(col_types[c], &len, &byval, &align);
+		values[1 + c] =
+			PointerGetDatum(construct_md_array(v[c], nulls[c], 1, dims, lbs,
+											   col_types[c], len, byval,
+											   align));
+	}
+	rc =
+		pgd_spi_run_kept(flush_plan(mode), &flush_planned[mode], values, NULL);
+	if (rc < 0)
+		elog(ERROR, "engine statement \"node writes\" failed: %s",
+			 SPI_result_code_string(rc));
+	for (int c = 0; c < NW_COLS; c++)
+		pfree(DatumGetPointer(values[1 + c]));
+}
+
+/*
+ * df.nodes and df_internal.events, opened for a flush: the rows are written
+ * straight into their heaps and indexes (flush_rows).
+ */
+typedef struct FlushRels
+{
+	Relation		nodes;
+	Relation		events;
+	Oid				nodes_pkey;
+	EState		   *estate;
+	ResultRelInfo  *nodes_rri;
+	ResultRelInfo  *events_rri;
+	TupleTableSlot *node_slot;
+	ExprState	   *event_id_default;
+	/* attribute numbers: df.nodes */
+	AttrNumber n_instance_id, n_id, n_status, n_result, n_details,
+		n_updated_at;
+	/* df_internal.events (0: the schema has no such column) */
+	AttrNumber e_id, e_instance_id, e_at, e_kind, e_node_id, e_scope,
+		e_attempt, e_duration, e_detail, e_started_at, e_ended_id;
+} FlushRels;
+
+static AttrNumber
+flush_attnum(Relation rel, const char *name, bool missing_ok)
+{
+	AttrNumber attnum = attnameAttNum(rel, name, false);
+
+	if (attnum <= 0 && !missing_ok)
+		elog(ERROR, "table %s has no column \"%s\"",
+			 RelationGetRelationName(rel), name);
+	return attnum > 0 ? attnum : 0;
+}
+
+static void
+flush_open(FlushRels *r)
+{
+	Oid df = get_namespace_oid("df", false);
+	Oid internal = get_namespace_oid("df_internal", false);
+	Oid nodes = get_relname_relid("nodes", df);
+	Oid events = get_relname_relid("events", internal);
+
+	r->nodes_pkey = get_relname_relid("nodes_pkey", df);
+	if (!OidIsValid(nodes) || !OidIsValid(events) ||
+		!OidIsValid(r->nodes_pkey))
+		elog(ERROR, "the tables of pg_durable's node writes are missing");
+	r->nodes = table_open(nodes, RowExclusiveLock);
+	r->events = table_open(events, RowExclusiveLock);
+	r->n_instance_id = flush_attnum(r->nodes, "instance_id", false);
+	r->n_id = flush_attnum(r->nodes, "id", false);
+	r->n_status = flush_attnum(r->nodes, "status", false);
+	r->n_result = flush_attnum(r->nodes, "result", false);
+	r->n_details = flush_attnum(r->nodes, "status_details", false);
+	r->n_updated_at = flush_attnum(r->nodes, "updated_at", false);
+	r->e_id = flush_attnum(r->events, "id", false);
+	r->e_instance_id = flush_attnum(r->events, "instance_id", false);
+	r->e_at = flush_attnum(r->events, "at", false);
+	r->e_kind = flush_attnum(r->events, "kind", false);
+	r->e_node_id = flush_attnum(r->events, "node_id", false);
+	r->e_scope = flush_attnum(r->events, "scope", false);
+	r->e_attempt = flush_attnum(r->events, "attempt", false);
+	r->e_duration = flush_attnum(r->events, "duration_ms", false);
+	r->e_detail = flush_attnum(r->events, "detail", false);
+	r->e_started_at = flush_attnum(r->events, "started_at", true);
+	r->e_ended_id = flush_attnum(r->events, "ended_id", true);
+
+	r->estate = CreateExecutorState();
+	r->nodes_rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(r->nodes_rri, r->nodes, 0, NULL, 0);
+	ExecOpenIndices(r->nodes_rri, false);
+	r->events_rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(r->events_rri, r->events, 0, NULL, 0);
+	ExecOpenIndices(r->events_rri, false);
+	r->node_slot =
+		MakeSingleTupleTableSlot(RelationGetDescr(r->nodes), &TTSOpsHeapTuple);
+	r->event_id_default = NULL;
+}
+
+static void
+flush_close(FlushRels *r)
+{
+	ExecDropSingleTupleTableSlot(r->node_slot);
+	ExecCloseIndices(r->nodes_rri);
+	ExecCloseIndices(r->events_rri);
+	FreeExecutorState(r->estate);
+	table_close(r->events, NoLock);
+	table_close(r->nodes, NoLock);
+}
+
+bool
+pgd_store_user_trigger(Relation rel, int16 event)
+{
+	TriggerDesc *td = rel->trigdesc;
+
+	for (int i = 0; td != NULL && i < td->numtriggers; i++)
+	{
+		Trigger *t = &td->triggers[i];
+
+		if (t->tgisinternal || t->tgenabled == TRIGGER_DISABLED ||
+			(t->tgtype & event) == 0 ||
+			strcmp(t->tgname, "instances_root_node_same_instance_fkey") == 0)
+			continue;
+		return true;
+	}
+	return false;
+}
+
+/* A jsonb datum from JSON text. */
+static Datum
+flush_jsonb(const char *text)
+{
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(text));
+}
+
+/* {"key": value} */
+static Datum
+flush_jsonb_pair(const char *key, JsonbValue *value)
+{
+	JsonbParseState *state = NULL;
+	JsonbValue		 k;
+	JsonbValue		*res;
+
+	k.type = jbvString;
+	k.val.string.len = strlen(key);
+	k.val.string.val = (char *) key;
+	(void) pushJsonbValue(&state, WJB_BEGIN_OBJECT, NULL);
+	(void) pushJsonbValue(&state, WJB_KEY, &k);
+	(void) pushJsonbValue(&state, WJB_VALUE, value);
+	res = pushJsonbValue(&state, WJB_END_OBJECT, NULL);
+	return JsonbPGetDatum(JsonbValueToJsonb(res));
+}
+
+/* A JSON string, or null, as jsonb. */
+static Datum
+flush_jsonb_string(const char *str)
+{
+	JsonbValue v;
+
+	if (str == NULL)
+	{
+		v.type = jbvNull;
+		return JsonbPGetDatum(JsonbValueToJsonb(&v));
+	}
+	v.type = jbvString;
+	v.val.string.len = strlen(str);
+	v.val.string.val = (char *) str;
+	return JsonbPGetDatum(JsonbValueToJsonb(&v));
+}
+
+/* A SQL step's row count from its result: {"row_count": n}, or NULL. */
+static Datum
+flush_row_count(Jsonb *result, bool *isnull)
+{
+	JsonbValue	key;
+	JsonbValue *count;
+
+	*isnull = true;
+	if (result == NULL || !JB_ROOT_IS_OBJECT(result) ||
+		JB_ROOT_IS_SCALAR(result))
+		return (Datum) 0;
+	key.type = jbvString;
+	key.val.string.len = strlen("row_count");
+	key.val.string.val = "row_count";
+	count = findJsonbValueFromContainer(&result->root, JB_FOBJECT, &key);
+	if (count == NULL || count->type != jbvNumeric)
+		return (Datum) 0;
+	*isnull = false;
+	return flush_jsonb_pair("row_count", count);
+}
+
+/*
+ * Update write i's node row (found by the whole primary key): its status,
+ * result, stamp and updated_at.  Its old updated_at goes to *old_at, its
+ * new result to *result.  False when the instance has no such node.
+ * Nobody else changes the row meanwhile: the caller holds the instance's
+ * runs row; should someone have, the update fails ("tuple concurrently
+ * updated") rather than write over it.
+ */
+static bool
+flush_update_node(FlushRels *r, Snapshot snap, const char *instance_id,
+				  Datum **v, bool **nulls, int i, TimestampTz *old_at,
+				  bool *old_at_null, Jsonb **result)
+{
+	TupleDesc	desc = RelationGetDescr(r->nodes);
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	old;
+	HeapTuple	tup;
+	Datum	   *values = palloc0(sizeof(Datum) * desc->natts);
+	bool	   *isnull = palloc0(sizeof(bool) * desc->natts);
+	bool	   *replace = palloc0(sizeof(bool) * desc->natts);
+	const char *st = TextDatumGetCString(v[NW_STATE][i]);
+	char	   *scope = TextDatumGetCString(v[NW_SCOPE][i]);
+	char	   *res =
+		  nulls[NW_RESULT][i] ? NULL : TextDatumGetCString(v[NW_RESULT][i]);
+	Datum	   d;
+	bool	   found;
+	int		   which;
+	JsonbValue sv;
+
+	ScanKeyInit(&keys[0], r->n_instance_id, BTEqualStrategyNumber, F_TEXTEQ,
+				CStringGetTextDatum(instance_id));
+	ScanKeyInit(&keys[1], r->n_id, BTEqualStrategyNumber, F_TEXTEQ,
+				v[NW_ID][i]);
+	/* compared as the index orders them */
+	keys[0].sk_collation =
+		TupleDescAttr(desc, r->n_instance_id - 1)->attcollation;
+	keys[1].sk_collation = TupleDescAttr(desc, r->n_id - 1)->attcollation;
+	scan = systable_beginscan(r->nodes, r->nodes_pkey, true, snap, 2, keys);
+	old = systable_getnext(scan);
+	found = HeapTupleIsValid(old);
+	*result = NULL;
+	if (found)
+	{
+		d = heap_getattr(old, r->n_updated_at, desc, old_at_null);
+		*old_at = *old_at_null ? 0 : DatumGetTimestampTz(d);
+
+		replace[r->n_status - 1] = true;
+		values[r->n_status - 1] =
+			CStringGetTextDatum(st[0] == 'r'	 ? "running" :
+									st[0] == 'c' ? "completed" :
+												   "failed");
+		replace[r->n_result - 1] = true;
+		if (st[0] == 'r' || res == NULL)
+			isnull[r->n_result - 1] = true;
+		else if (st[0] == 'c')
+			values[r->n_result - 1] = flush_jsonb(res);
+		else
+			values[r->n_result - 1] = flush_jsonb_string(res);
+		if (!isnull[r->n_result - 1])
+			*result = DatumGetJsonbP(values[r->n_result - 1]);
+		replace[r->n_details - 1] = true;
+		sv.type = jbvString;
+		sv.val.string.len = strlen(scope);
+		sv.val.string.val = scope;
+		values[r->n_details - 1] = flush_jsonb_pair("execution_id", &sv);
+		replace[r->n_updated_at - 1] = true;
+		values[r->n_updated_at - 1] =
+			TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+
+		tup = heap_modify_tuple(old, desc, values, isnull, replace);
+		which = pgd_simple_heap_update(r->nodes, &old->t_self, tup);
+		if (which != 0 && r->nodes_rri->ri_NumIndices > 0)
+		{
+			ExecStoreHeapTuple(tup, r->node_slot, false);
+			(void) pgd_insert_index_tuples_update(r->nodes_rri, r->node_slot,
+												  r->estate, which);
+			ExecClearTuple(r->node_slot);
+		}
+	}
+	systable_endscan(scan);
+	return found;
+}
+
+/*
+ * The rows of a flush: each write that updates its node, then the events
+ * in the order of the writes.  Straight into the heaps and indexes, not
+ * by a statement (the file's comment); the events as one multi-insert.
+ */
+void
+store_write_node_rows(const char *instance_id, int n, NodeWriteMode mode,
+					  Datum **v, bool **nulls)
+{
+	MemoryContext cxt =
+		AllocSetContextCreate(CurrentMemoryContext, "pg_durable node writes",
+							  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext	 old = MemoryContextSwitchTo(cxt);
+	FlushRels		 r;
+	Snapshot		 snap;
+	TupleDesc		 edesc;
+	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * n);
+	int				 nslots = 0;
+	ExprContext		*econtext;
+
+	flush_open(&r);
+	if (pgd_store_user_trigger(r.nodes, TRIGGER_TYPE_UPDATE) ||
+		pgd_store_user_trigger(r.events, TRIGGER_TYPE_INSERT))
+	{
+		flush_close(&r);
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(cxt);
+		write_rows_statement(instance_id, n, mode, v, nulls);
+		return;
+	}
+	/* the rows as the statements before this one left them */
+	CommandCounterIncrement();
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	edesc = RelationGetDescr(r.events);
+	econtext = GetPerTupleExprContext(r.estate);
+	if (mode != NW_IDS)
+	{
+		Node *expr = build_column_default(r.events, r.e_id);
+
+		if (expr == NULL)
+			elog(ERROR, "df_internal.events.id has no default");
+		r.event_id_default = ExecPrepareExpr((Expr *) expr, r.estate);
+	}
+
+	for (int i = 0; i < n; i++)
+	{
+		const char	   *st = TextDatumGetCString(v[NW_STATE][i]);
+		bool			later = DatumGetBool(v[NW_LATER][i]);
+		bool			started = DatumGetBool(v[NW_STARTED][i]);
+		TimestampTz		old_at = 0;
+		bool			old_null = true;
+		Jsonb		   *result = NULL;
+		TupleTableSlot *slot;
+		Datum		   *ev;
+		bool		   *en;
+
+		if (later)
+		{
+			/* a start whose end is later in the flush: its event only */
+			if (started)
+				continue;
+		}
+		else if (!flush_update_node(&r, snap, instance_id, v, nulls, i,
+									&old_at, &old_null, &result))
+			continue;
+
+		slot = slots[nslots++] = table_slot_create(r.events, NULL);
+		ExecClearTuple(slot);
+		ev = slot->tts_values;
+		en = slot->tts_isnull;
+		for (int a = 0; a < edesc->natts; a++)
+		{
+			ev[a] = (Datum) 0;
+			en[a] = true;
+		}
+		if (mode == NW_IDS)
+		{
+			ev[r.e_id - 1] = v[NW_EID][i];
+			en[r.e_id - 1] = nulls[NW_EID][i];
+		}
+		else
+			ev[r.e_id - 1] =
+				ExecEvalExprSwitchContext(r.event_id_default, econtext,
+										  &en[r.e_id - 1]);
+		ev[r.e_instance_id - 1] = CStringGetTextDatum(instance_id);
+		en[r.e_instance_id - 1] = false;
+		ev[r.e_at - 1] = v[NW_AT][i];
+		en[r.e_at - 1] = false;
+		ev[r.e_kind - 1] =
+			CStringGetTextDatum(st[0] == 'r'	 ? "node_started" :
+									st[0] == 'c' ? "node_completed" :
+												   "node_failed");
+		en[r.e_kind - 1] = false;
+		ev[r.e_node_id - 1] = v[NW_ID][i];
+		en[r.e_node_id - 1] = false;
+		ev[r.e_scope - 1] = v[NW_SCOPE][i];
+		en[r.e_scope - 1] = false;
+		if (st[0] != 'r' && !later)
+		{
+			int32		att = DatumGetInt32(v[NW_ATTEMPT][i]);
+			TimestampTz from = old_at;
+			bool		from_null = old_null;
+
+			if (att != 0)
+			{
+				ev[r.e_attempt - 1] = Int32GetDatum(att);
+				en[r.e_attempt - 1] = false;
+			}
+			/* measured from its start in this flush, else from the row's last write */
+			if (!nulls[NW_START_AT][i])
+			{
+				from = DatumGetTimestampTz(v[NW_START_AT][i]);
+				from_null = false;
+			}
+			if (!from_null)
+			{
+				/* as GREATEST(0, (date_part('epoch', at - from) * 1000)::bigint) */
+				double ms =
+					rint((double) (DatumGetTimestampTz(v[NW_AT][i]) - from) /
+						 1000000.0 * 1000.0);
+
+				ev[r.e_duration - 1] = Int64GetDatum(ms > 0 ? (int64) ms : 0);
+				en[r.e_duration - 1] = false;
+			}
+			if (st[0] == 'f')
+			{
+				if (!nulls[NW_DETAIL][i])
+				{
+					ev[r.e_detail - 1] =
+						flush_jsonb(TextDatumGetCString(v[NW_DETAIL][i]));
+					en[r.e_detail - 1] = false;
+				}
+			}
+			else
+				ev[r.e_detail - 1] =
+					flush_row_count(result, &en[r.e_detail - 1]);
+		}
+		if (mode != NW_ROWS && r.e_started_at != 0 && !later && started &&
+			!nulls[NW_START_AT][i])
+		{
+			ev[r.e_started_at - 1] = v[NW_START_AT][i];
+			en[r.e_started_at - 1] = false;
+		}
+		if (mode == NW_IDS && r.e_ended_id != 0 && !later &&
+			!nulls[NW_ENDED][i])
+		{
+			ev[r.e_ended_id - 1] = v[NW_ENDED][i];
+			en[r.e_ended_id - 1] = false;
+		}
+		ExecStoreVirtualTuple(slot);
+	}
+
+	if (nslots > 0)
+	{
+		table_multi_insert(r.events, slots, nslots, GetCurrentCommandId(true),
+						   0, NULL);
+		for (int i = 0; i < nslots; i++)
+			if (r.events_rri->ri_NumIndices > 0)
+				(void) pgd_insert_index_tuples(r.events_rri, slots[i],
+											   r.estate);
+	}
+	for (int i = 0; i < nslots; i++)
+		ExecDropSingleTupleTableSlot(slots[i]);
+	flush_close(&r);
+	UnregisterSnapshot(snap);
+	/* the statements after this one see the rows */
+	CommandCounterIncrement();
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+}
