@@ -215,7 +215,7 @@ write_rows_statement(const char *instance_id, int n, NodeWriteMode mode,
 
 /*
  * df.nodes and df_internal.events, opened for a flush: the rows are written
- * straight into their heaps and indexes (flush_rows).
+ * straight into their heaps and indexes (store_write_node_rows).
  */
 typedef struct FlushRels
 {
