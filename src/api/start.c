@@ -29,9 +29,9 @@
  *
  * Locks: inserts only (df.instances, df.nodes, df_internal.runs,
  * df_internal.tasks).  The node rows are written without an INSERT, so no
- * trigger fires for them (insert_nodes); the instance row skips the
- * root-node check.  The deferred foreign keys of other rows are checked
- * at commit.
+ * trigger fires for them, unless the user has put one of their own on
+ * df.nodes (insert_nodes); the instance row skips the root-node check.
+ * The deferred foreign keys of other rows are checked at commit.
  *
  *-------------------------------------------------------------------------
  */
