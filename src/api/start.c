@@ -46,6 +46,7 @@
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
+#include "common/pg_prng.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -121,6 +122,18 @@ random_id(char *out)
 			 bytes[2], bytes[3]);
 }
 
+/*
+ * A node's id: unique only within its instance (collect looks), so from
+ * the backend's own generator, seeded from a strong source when the
+ * backend started; the instance's id comes from the strong source itself.
+ */
+static void
+node_id(char *out)
+{
+	snprintf(out, PGD_ID_LEN + 1, "%08x",
+			 (unsigned int) pg_prng_uint32(&pg_global_prng_state));
+}
+
 /* Number the nodes in pre-order (root, left, right, condition, extras). */
 static int
 collect(NodeList *list, const DfNode *node)
@@ -140,7 +153,7 @@ collect(NodeList *list, const DfNode *node)
 	list->rows[self].node = node;
 	do
 	{
-		random_id(list->rows[self].id);
+		node_id(list->rows[self].id);
 		hash_search(list->ids, list->rows[self].id, HASH_ENTER, &found);
 	} while (found);
 

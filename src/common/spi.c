@@ -19,17 +19,24 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
-#include "access/xact.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "common/spi.h"
 
@@ -262,4 +269,51 @@ pgd_internal_relation_exists(const char *name)
 	Oid ns = get_namespace_oid("df_internal", true);
 
 	return OidIsValid(ns) && OidIsValid(get_relname_relid(name, ns));
+}
+
+/*
+ * Whether a df_internal table has a row whose first nkeys columns of its
+ * index `index` are values (text or varchar columns, compared with the
+ * index's collations), committed or being made and not deleted by a
+ * committed transaction (a dirty snapshot, as a unique check's): found
+ * through the index whatever the table's statistics say.  A statement's generic
+ * plan, made while a table was empty after a vacuum, scans the whole
+ * table for the rest of the session however much it grows (issue 17: the
+ * release of an instance's keyed locks read 233 buffers a call).  False
+ * when the index does not exist (the schema of an older version).  The
+ * table and the index stay locked (AccessShareLock) to the end of the
+ * transaction, as a statement's would.
+ */
+bool
+pgd_internal_index_has(const char *index, int nkeys, const char *const *values)
+{
+	Oid ns = get_namespace_oid("df_internal", true);
+	Oid indexoid = OidIsValid(ns) ? get_relname_relid(index, ns) : InvalidOid;
+	ScanKeyData	 keys[INDEX_MAX_KEYS];
+	Relation	 heap;
+	Relation	 irel;
+	SnapshotData snap;
+	SysScanDesc	 scan;
+	bool		 found;
+
+	if (!OidIsValid(indexoid))
+		return false;
+	heap = table_open(IndexGetRelation(indexoid, false), AccessShareLock);
+	irel = index_open(indexoid, AccessShareLock);
+	if (nkeys < 1 || nkeys > IndexRelationGetNumberOfKeyAttributes(irel))
+		elog(ERROR, "index \"%s\" has no %d key columns", index, nkeys);
+	for (int i = 0; i < nkeys; i++)
+	{
+		ScanKeyInit(&keys[i], irel->rd_index->indkey.values[i],
+					BTEqualStrategyNumber, F_TEXTEQ,
+					CStringGetTextDatum(values[i]));
+		keys[i].sk_collation = irel->rd_indcollation[i];
+	}
+	InitDirtySnapshot(snap);
+	scan = systable_beginscan(heap, indexoid, true, &snap, nkeys, keys);
+	found = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	index_close(irel, NoLock);
+	table_close(heap, NoLock);
+	return found;
 }

@@ -45,12 +45,15 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/namespace.h"
+#include "commands/sequence.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -168,6 +171,12 @@ store_keys_wait_failed(MemoryContext cxt, int nest, const char *what,
 	if (nest < 0 || edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
 		PG_RE_THROW();
 	FlushErrorState();
+	store_keys_busy(what, key);
+}
+
+void
+store_keys_busy(const char *what, const char *key)
+{
 	ereport(ERROR,
 			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 			 errmsg("the row of %s key %s%s%s is held by another transaction",
@@ -226,8 +235,17 @@ store_register_lock_callbacks(void)
 /* "pd": not 1 or 2, the field4 of the SQL advisory lock functions */
 #define PGD_KEY_ADVISORY_TAG 0x7064
 
+static bool key_advisory_lock_if(const char *key, bool dont_wait);
+
 static void
 key_advisory_lock(const char *key)
+{
+	(void) key_advisory_lock_if(key, false);
+}
+
+/* The same, or false at once if another transaction has it and dont_wait. */
+static bool
+key_advisory_lock_if(const char *key, bool dont_wait)
 {
 	LOCKTAG tag;
 	uint64	h =
@@ -235,7 +253,8 @@ key_advisory_lock(const char *key)
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (h >> 32), (uint32) h,
 						 PGD_KEY_ADVISORY_TAG);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	return LockAcquire(&tag, ExclusiveLock, false, dont_wait) !=
+		LOCKACQUIRE_NOT_AVAIL;
 }
 
 /* Lock key's row, making it when the key has none. */
@@ -363,8 +382,6 @@ static bool
 held_take(const char *instance_id, const char *node_id, const char *scope,
 		  const char *key, int64 *token)
 {
-	volatile bool has_row = false;
-
 	if (!store_node_writes_held() || !store_held_fits(instance_id, node_id))
 		return false;
 	if (store_held_count(&held, key) > 0)
@@ -372,22 +389,25 @@ held_take(const char *instance_id, const char *node_id, const char *scope,
 		held_write_all(key);
 		return false;
 	}
-	STORE_KEY_ROWS(PGD_KEYS_LOCK, "lock", key, {
-		key_advisory_lock(key);
-		PGD_EXEC("SELECT EXISTS (SELECT 1 FROM df_internal.lock_keys k WHERE k.key" EQ
-				 "$1), pg_catalog.nextval('df_internal.lock_tokens'), "
-				 "pg_catalog.clock_timestamp()",
-				 key);
-		has_row = strcmp(pgd_spi_getstring(0, 1), "t") == 0;
-	});
+	/*
+	 * The key's advisory lock, without waiting where the transaction may
+	 * not (store_keys_may_wait): no statement waits here, so no
+	 * lock_timeout is set for one
+	 */
+	if (!key_advisory_lock_if(key, !store_keys_may_wait(PGD_KEYS_LOCK, key)))
+		store_keys_busy("lock", key);
 	store_keys_locked(PGD_KEYS_LOCK, key);
-	if (has_row)
+	if (pgd_internal_index_has("lock_keys_pkey", 1,
+							   (const char *const[]){key}))
 		return false;
-	*token = strtoll(store_held_add(&held, instance_id, node_id, scope, key,
-									pgd_spi_getstring(0, 2),
-									pgd_spi_getstring(0, 3))
-						 ->a,
-					 NULL, 10);
+	*token =
+		nextval_internal(get_relname_relid("lock_tokens",
+										   get_namespace_oid("df_internal",
+															 false)),
+						 false);
+	(void) store_held_add(&held, instance_id, node_id, scope, key,
+						  psprintf(INT64_FORMAT, *token),
+						  timestamptz_to_str(GetCurrentTimestamp()));
 	return true;
 }
 
@@ -567,8 +587,12 @@ pgd_store_lock_release(const char *instance_id, const char *node_id,
 
 	store_xact_keys_forget(&fresh, instance_id);
 	store_held_drop(&held, instance_id, node_id, scope);
-	/* the schema of 0.3.0 has no lock tables (and no LOCK node ran) */
-	if (!pgd_internal_relation_exists("locks"))
+	/*
+	 * Most nodes and instances have no entries: looked up by the index
+	 * first (the schema of 0.3.0 has none, and no LOCK node ran)
+	 */
+	if (!pgd_internal_index_has("locks_instance_idx", node_id ? 2 : 1,
+								(const char *const[]){instance_id, node_id}))
 		return;
 	STORE_KEY_ROWS(PGD_KEYS_LOCK, "lock", NULL,
 				   n = PGD_EXEC("SELECT e.key, k.key IS NOT NULL FROM "

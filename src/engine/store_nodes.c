@@ -55,7 +55,9 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/sequence.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "utils/array.h"
@@ -243,23 +245,15 @@ write_flush(const NodeWrite *ws, int n, NodeWriteMode mode, const int64 *ids)
 int64 *
 store_draw_event_ids(int n)
 {
-	Oid	   types[1] = {INT4OID};
-	Datum  values[1];
+	Oid	   seq = get_relname_relid("events_id_seq",
+								   get_namespace_oid("df_internal", false));
 	int64 *ids = palloc(sizeof(int64) * n);
 
-	values[0] = Int32GetDatum(n);
-	if (pgd_spi_exec("SELECT pg_catalog.nextval('df_internal.events_id_seq'::pg_catalog.regclass) "
-					 "FROM pg_catalog.generate_series(1, $1)",
-					 1, types, values, NULL, false) != n)
-		elog(ERROR, "engine statement \"event ids\" drew too few ids");
+	if (!OidIsValid(seq))
+		elog(ERROR, "sequence df_internal.events_id_seq does not exist");
+	/* as nextval(), without a statement (the engine's own sequence) */
 	for (int i = 0; i < n; i++)
-	{
-		bool isnull;
-
-		ids[i] =
-			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-										SPI_tuptable->tupdesc, 1, &isnull));
-	}
+		ids[i] = nextval_internal(seq, false);
 	return ids;
 }
 

@@ -165,6 +165,9 @@ extern int	store_keys_wait_begin(bool may_wait);
 extern void store_keys_wait_end(int nest);
 extern void store_keys_wait_failed(MemoryContext cxt, int nest,
 								   const char *what, const char *key);
+/* Fail as a key row out of order that another transaction holds: "what" key "key" is busy. */
+extern void store_keys_busy(const char *what, const char *key)
+	pg_attribute_noreturn();
 extern void store_keys_locked(PgdKeySpace space, const char *key);
 
 /*
