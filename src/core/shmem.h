@@ -26,7 +26,7 @@
 
 #define PGD_MAX_EXECUTORS 64
 #define PGD_MAX_AWAITERS  128
-#define PGD_READY_RING	  1024
+#define PGD_READY_RING	  16384
 /* the largest pg_durable.max_new_transaction_starts */
 #define PGD_MAX_NEW_STARTS 1000
 
