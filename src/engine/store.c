@@ -342,27 +342,6 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 * rows it expects per instance, and chose to read every node of the
 	 * instance and filter: O(width) per node, quadratic fan-outs (issue 22).
 	 */
-	[STMT_NODE_STATE] =
-		{"the status and result of nodes, in the order of their ids",
-		 "SELECT x.status, x.result::text, "
-		 "CASE WHEN pg_catalog.jsonb_typeof(x.result) OPERATOR(pg_catalog.=) 'string' "
-		 "THEN x.result OPERATOR(pg_catalog.#>>) '{}' END "
-		 "FROM pg_catalog.unnest($2) WITH ORDINALITY AS a(id, ord) "
-		 "LEFT JOIN LATERAL (SELECT o.status, o.result FROM df.nodes o "
-		 " WHERE o.instance_id OPERATOR(pg_catalog.=) $1 "
-		 " AND o.id OPERATOR(pg_catalog.=) a.id OFFSET 0) x ON true "
-		 "ORDER BY a.ord",
-		 2,
-		 {T, TA}},
-	[STMT_NODE_STAMPS] =
-		{"status and stamp of a node and its ancestors",
-		 "SELECT x.id, x.status, x.stamp FROM pg_catalog.unnest($2) AS a(id) "
-		 "CROSS JOIN LATERAL (SELECT n.id, n.status, "
-		 " n.status_details OPERATOR(pg_catalog.->>) 'execution_id' AS stamp "
-		 " FROM df.nodes n WHERE n.instance_id OPERATOR(pg_catalog.=) $1 "
-		 " AND n.id OPERATOR(pg_catalog.=) a.id OFFSET 0) AS x",
-		 2,
-		 {T, TA}},
 	[STMT_EVENT_ADD] =
 		{"an event of the history",
 		 "INSERT INTO df_internal.events "
@@ -756,7 +735,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 #undef TA
 
 static SPIPlanPtr plans[STMT_COUNT];
-static bool planned[STMT_COUNT]; /* pgd_spi_run_kept */
+static bool		  planned[STMT_COUNT]; /* pgd_spi_run_kept */
 
 /*
  * Does sql call a function of the extension (which may read anything)?
@@ -805,15 +784,11 @@ keeps_node_writes(PgdStmt s)
 	{
 		const char *sql = stmts[s].sql;
 
-		/* the node stamps are read through the buffer (pgd_store_node_stamps) */
-		if (s == STMT_NODE_STAMPS)
-			known[s] = 'y';
-		else
-			known[s] = strstr(sql, "df.nodes") == NULL &&
-					strstr(sql, "df_internal.events") == NULL &&
-					!calls_own_function(sql) ?
-				'y' :
-				'n';
+		known[s] = strstr(sql, "df.nodes") == NULL &&
+				strstr(sql, "df_internal.events") == NULL &&
+				!calls_own_function(sql) ?
+			'y' :
+			'n';
 	}
 	return known[s] == 'y';
 }

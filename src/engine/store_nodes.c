@@ -483,27 +483,23 @@ pgd_store_node_state(const char *instance_id, const char *node_id,
 	pgd_store_node_states(instance_id, &node_id, 1, status, result);
 }
 
-/* ... of the nodes ids[0..n-1], in one statement (a JOIN's branches). */
+/* ... of the nodes ids[0..n-1] (a JOIN's branches), the buffer written first. */
 void
 pgd_store_node_states(const char *instance_id, const char *const *ids, int n,
 					  char **statuses, char **results)
 {
-	Datum values[2];
+	bool  *found = palloc(sizeof(bool) * n);
+	char **stamps = palloc(sizeof(char *) * n);
 
-	values[0] = pgd_text_datum(instance_id);
-	values[1] = store_text_array(n, ids);
-	if (store_run(STMT_NODE_STATE, values, NULL) != n)
-		elog(ERROR, "the states of %d nodes of instance %s were not read", n,
-			 instance_id);
+	store_flush_node_writes();
+	store_read_node_rows(instance_id, n, ids, found, statuses, stamps,
+						 results);
 	for (int i = 0; i < n; i++)
-	{
-		statuses[i] = store_get_string(i, 1);
 		if (statuses[i] == NULL)
 			elog(ERROR, "node %s of instance %s disappeared", ids[i],
 				 instance_id);
-		results[i] =
-			store_get_string(i, strcmp(statuses[i], "failed") == 0 ? 3 : 2);
-	}
+	pfree(found);
+	pfree(stamps);
 }
 
 /* Has the buffer a write of the node not written yet? */
@@ -517,29 +513,69 @@ buffered(const char *instance_id, const char *id)
 	return false;
 }
 
-/* id, status and stamp (execution_id) of the named nodes that exist. */
+/*
+ * id, status and stamp (execution_id) of the named nodes that exist: those
+ * kept for the transaction (store_stamps.c) from there, a node of the
+ * buffer not kept with its row from the overlay below, the others read
+ * (and kept from then on).
+ */
 int
 pgd_store_node_stamps(const char *instance_id, const char *const *node_ids,
 					  int n, char ***ids, char ***statuses, char ***stamps)
 {
-	Datum values[2];
-	int	  rows;
+	bool		*found = palloc(sizeof(bool) * Max(n, 1));
+	char	   **st = palloc(sizeof(char *) * Max(n, 1));
+	char	   **sp = palloc(sizeof(char *) * Max(n, 1));
+	const char **missing = palloc(sizeof(char *) * Max(n, 1));
+	int			*where = palloc(sizeof(int) * Max(n, 1));
+	int			 nmissing = 0;
+	int			 rows = 0;
 
-	if (store_stamps_get(instance_id, node_ids, n, buffered, ids, statuses,
-						 stamps))
-		rows = n;
-	else
+	for (int i = 0; i < n; i++)
 	{
-		values[0] = pgd_text_datum(instance_id);
-		values[1] = store_text_array(n, node_ids);
-		rows = store_run(STMT_NODE_STAMPS, values, NULL);
-		*ids = pgd_spi_column(rows, 1);
-		*statuses = pgd_spi_column(rows, 2);
-		*stamps = pgd_spi_column(rows, 3);
-		for (int r = 0; r < rows; r++)
-			store_stamps_put(instance_id, (*ids)[r], (*statuses)[r],
-							 (*stamps)[r]);
+		found[i] = store_stamps_find(instance_id, node_ids[i], &st[i], &sp[i]);
+		if (!found[i] && buffered(instance_id, node_ids[i]))
+		{
+			found[i] = true;
+			st[i] = sp[i] = NULL;
+		}
+		else if (!found[i])
+		{
+			where[nmissing] = i;
+			missing[nmissing++] = node_ids[i];
+		}
 	}
+	if (nmissing > 0)
+	{
+		bool  *f = palloc(sizeof(bool) * nmissing);
+		char **mst = palloc(sizeof(char *) * nmissing);
+		char **msp = palloc(sizeof(char *) * nmissing);
+
+		/* the rows as written so far; the overlay below adds the buffer */
+		store_read_node_rows(instance_id, nmissing, missing, f, mst, msp,
+							 NULL);
+		for (int j = 0; j < nmissing; j++)
+		{
+			int i = where[j];
+
+			found[i] = f[j];
+			st[i] = mst[j];
+			sp[i] = msp[j];
+			if (f[j])
+				store_stamps_put(instance_id, node_ids[i], st[i], sp[i]);
+		}
+	}
+	*ids = palloc(sizeof(char *) * Max(n, 1));
+	*statuses = palloc(sizeof(char *) * Max(n, 1));
+	*stamps = palloc(sizeof(char *) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		if (found[i])
+		{
+			(*ids)[rows] = pstrdup(node_ids[i]);
+			(*statuses)[rows] = st[i];
+			(*stamps)[rows] = sp[i];
+			rows++;
+		}
 	/* the rows as the node writes not written yet leave them */
 	store_overlay_node_writes(instance_id, rows, *ids, *statuses, *stamps);
 	return rows;

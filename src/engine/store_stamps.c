@@ -162,44 +162,24 @@ store_stamps_put(const char *instance_id, const char *id, const char *status,
 }
 
 /*
- * The rows of the nodes ids[0..n-1] of the instance, as pgd_store_node_stamps
- * returns them, when every one is kept here or is a node of the buffer
- * (in_buffer); else false, and the caller reads them.  A node of the
- * buffer that is not kept gets its row from the buffer's overlay.
+ * Node id of the instance as kept here (its status and stamp, either may be
+ * NULL), if it is; else false, and the caller reads its row.
  */
 bool
-store_stamps_get(const char *instance_id, const char *const *ids, int n,
-				 bool (*in_buffer)(const char *instance_id, const char *id),
-				 char ***row_ids, char ***statuses, char ***row_stamps)
+store_stamps_find(const char *instance_id, const char *id, char **status,
+				  char **stamp)
 {
-	StampEntry **found;
+	StampKey	key;
+	StampEntry *e;
 
-	if (stamps == NULL || !is_locked(instance_id))
+	if (stamps == NULL || id == NULL || strlen(id) > PGD_ID_LEN ||
+		!is_locked(instance_id))
 		return false;
-	found = palloc(sizeof(StampEntry *) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-	{
-		StampKey key;
-
-		if (ids[i] == NULL || strlen(ids[i]) > PGD_ID_LEN)
-			return false;
-		make_key(&key, instance_id, ids[i]);
-		found[i] = hash_search(stamps, &key, HASH_FIND, NULL);
-		if (found[i] == NULL && !in_buffer(instance_id, ids[i]))
-			return false;
-	}
-	*row_ids = palloc(sizeof(char *) * Max(n, 1));
-	*statuses = palloc(sizeof(char *) * Max(n, 1));
-	*row_stamps = palloc(sizeof(char *) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-	{
-		(*row_ids)[i] = pstrdup(ids[i]);
-		(*statuses)[i] =
-			found[i] && found[i]->status ? pstrdup(found[i]->status) : NULL;
-		(*row_stamps)[i] =
-			found[i] && found[i]->stamp ? pstrdup(found[i]->stamp) : NULL;
-	}
-	pfree(found);
+	make_key(&key, instance_id, id);
+	if ((e = hash_search(stamps, &key, HASH_FIND, NULL)) == NULL)
+		return false;
+	*status = e->status ? pstrdup(e->status) : NULL;
+	*stamp = e->stamp ? pstrdup(e->stamp) : NULL;
 	return true;
 }
 

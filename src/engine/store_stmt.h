@@ -56,8 +56,6 @@ typedef enum PgdStmt
 	STMT_HTTP_LEASE,
 	STMT_HTTP_LEASE_TOKEN,
 	STMT_HTTP_NEXT_DUE,
-	STMT_NODE_STATE,
-	STMT_NODE_STAMPS,
 	STMT_EVENT_ADD,
 	STMT_JOIN_OPEN,
 	STMT_JOIN_COUNT,
@@ -237,6 +235,11 @@ typedef enum NodeWriteMode
  */
 extern void store_write_node_rows(const char *instance_id, int n,
 								  NodeWriteMode mode, Datum **v, bool **nulls);
+/* The rows of some nodes of an instance, by the primary key (store_node_rows.c). */
+extern void store_read_node_rows(const char *instance_id, int n,
+								 const char *const *ids, bool *found,
+								 char **statuses, char **stamps,
+								 char **results);
 
 /* Write the buffered node updates now. */
 extern void store_flush_node_writes(void);
@@ -259,10 +262,8 @@ extern void store_stamps_locked(const char *instance_id);
 extern void store_stamps_forget(void);
 extern void store_stamps_put(const char *instance_id, const char *id,
 							 const char *status, const char *stamp);
-extern bool
-store_stamps_get(const char *instance_id, const char *const *ids, int n,
-				 bool (*in_buffer)(const char *instance_id, const char *id),
-				 char ***row_ids, char ***statuses, char ***row_stamps);
+extern bool store_stamps_find(const char *instance_id, const char *id,
+							  char **status, char **stamp);
 extern void store_register_stamps_callbacks(void);
 /* store_xact_keys.c: keys node executions took in this transaction (issue 17) */
 #define PGD_XACT_KEYS_MAX 32
