@@ -98,12 +98,6 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 		 1,
 		 {T}},
-	[STMT_RUN_LOAD] =
-		{"read the runs row",
-		 "SELECT submitted_by::pg_catalog.oid, label, vars::text, status, created_at::text, database "
-		 "FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
-		 1,
-		 {T}},
 	[STMT_RUN_STARTED] = {"the runs row of a started instance",
 						  "UPDATE df_internal.runs SET status = 'running' "
 						  "WHERE instance_id OPERATOR(pg_catalog.=) $1",
@@ -239,20 +233,6 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 * empty (after a VACUUM), the lookup by id otherwise chose that index,
 	 * whose second column is the id, and read all of it for each claim.
 	 */
-	[STMT_TASK_CLAIM] =
-		{"claim a task by its id",
-		 "WITH t AS (DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) "
-		 "(SELECT id FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1 "
-		 " AND run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
-		 " AND pg_catalog.textne(kind, 'http') FOR UPDATE SKIP LOCKED) "
-		 "RETURNING id, instance_id, node_id, scope, kind, attempts, engine_errors, "
-		 " last_engine_error) "
-		 "SELECT t.id, t.instance_id, t.node_id, t.scope, t.kind, t.attempts, "
-		 "r.submitted_by::pg_catalog.oid, r.label, r.vars::text, r.status, r.created_at::text, "
-		 "r.database, t.engine_errors, t.last_engine_error "
-		 "FROM t LEFT JOIN df_internal.runs r ON r.instance_id OPERATOR(pg_catalog.=) t.instance_id",
-		 1,
-		 {INT8OID}},
 	[STMT_TASK_OLDEST_READY] =
 		{"the oldest due task nobody holds",
 		 "SELECT id FROM df_internal.tasks k "
@@ -813,7 +793,6 @@ reads_queue(PgdStmt s)
 			case STMT_TASK_DELIVER:
 			case STMT_TASK_TIMER:
 			case STMT_TASK_REQUEUE:
-			case STMT_TASK_CLAIM:
 				known[s] = 'n';
 				break;
 			default:

@@ -129,7 +129,7 @@ store_read_run(int col, PgdRunInfo *run)
 bool
 pgd_store_load_run(const char *instance_id, PgdRunInfo *run)
 {
-	if (RUN(STMT_RUN_LOAD, instance_id) == 0 || !store_read_run(1, run))
+	if (!store_read_run_row(instance_id, run))
 		return false;
 	store_overlay_held_start(instance_id, &run->status);
 	return true;

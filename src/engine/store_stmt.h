@@ -20,6 +20,7 @@
 #include "engine/types.h"
 
 struct PgdRunInfo; /* store.h */
+struct PgdClaim;   /* store.h */
 
 /*
  * The statements.  The order of the enum and of the table is the same;
@@ -28,7 +29,6 @@ struct PgdRunInfo; /* store.h */
 typedef enum PgdStmt
 {
 	STMT_RUN_LOCK,
-	STMT_RUN_LOAD,
 	STMT_RUN_STARTED,
 	STMT_INSTANCE_STARTED,
 	STMT_INSTANCE_FINISHED,
@@ -47,7 +47,6 @@ typedef enum PgdStmt
 	STMT_WAITS_DROP_SCOPE,
 	STMT_TASK_DROP_WAIT_TIMER,
 	STMT_TASK_DELIVER_DROP,
-	STMT_TASK_CLAIM,
 	STMT_TASK_OLDEST_READY,
 	STMT_TASK_OLDEST_READY_SHARE,
 	STMT_TASK_NEXT_DUE,
@@ -142,6 +141,9 @@ extern Datum store_text_array(int n, const char *const *items);
  * row had none (an outer join found no runs row).
  */
 extern bool store_read_run(int col, struct PgdRunInfo *run);
+/* store_task_rows.c: the runs row and a task's claim by the primary key (issue 14) */
+extern bool store_read_run_row(const char *instance_id, struct PgdRunInfo *r);
+extern bool store_claim_task_row(int64 task_id, struct PgdClaim *c);
 
 /*
  * The key rows of locks and limits in one order (store_locks.c): may a

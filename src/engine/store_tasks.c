@@ -391,28 +391,9 @@ pgd_store_deliver_tasks_drop(const char *instance_id)
 bool
 pgd_store_claim_by_id(int64 task_id, PgdClaim *c)
 {
-	Datum values[1];
-	char *kind;
-
 	if (task_id < 0)
 		return claim_held(task_id, c);
-	values[0] = Int64GetDatum(task_id);
-	if (store_run(STMT_TASK_CLAIM, values, NULL) == 0)
-		return false;
-	c->id = strtoll(store_get_string(0, 1), NULL, 10);
-	c->instance_id = store_get_string(0, 2);
-	c->node_id = store_get_string(0, 3);
-	c->scope = store_get_string(0, 4);
-	kind = store_get_string(0, 5);
-	if (!pgd_task_kind_parse(kind, &c->kind))
-		elog(ERROR, "unknown task kind \"%s\"", kind);
-	c->attempts = atoi(store_get_string(0, 6));
-	c->has_run = store_read_run(7, &c->run);
-	if (c->has_run)
-		store_overlay_held_start(c->instance_id, &c->run.status);
-	c->engine_errors = atoi(store_get_string(0, 13));
-	c->last_engine_error = store_get_string(0, 14);
-	return true;
+	return store_claim_task_row(task_id, c);
 }
 
 /*

@@ -1,0 +1,241 @@
+/*-------------------------------------------------------------------------
+ *
+ * store_task_rows.c
+ *	  The claim of a task by its id and the read of an instance's runs row,
+ *	  without a statement (issue 14).
+ *
+ * Every task an executor runs is claimed by its id (the ring of published
+ * ids, wake.c), and every transition reads its instance's runs row.  As
+ * statements they cost 35 us a claim (a DELETE of the task in a CTE, the
+ * runs row joined) and 3 us a read, the largest statement cost of a
+ * fan-out's branch after the node writes (pg_stat_statements, 600
+ * fan-outs of 20 branches).  Here each row is found by its primary key:
+ *
+ * - the claim locks the task row without waiting and deletes it: a row
+ *   another transaction holds (locked, being deleted or updated) is not
+ *   claimed, as SKIP LOCKED skipped it; nor is a row not due yet or an
+ *   HTTP task (the HTTP worker's).  A row changed by a transaction that
+ *   committed after the snapshot is not claimed either, and the queue is
+ *   scanned at commit: a statement would have claimed its new version.
+ * - the runs row is read with a snapshot taken now, as a statement's.
+ *
+ * df_internal's tables are the engine's own: no trigger or rule of theirs
+ * runs for these rows (none is defined; a user's would be bypassed here).
+ *
+ * Locks: the task row, deleted (the caller's subtransaction); no lock on
+ * the runs row (pgd_store_lock_run takes it).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "parser/parse_relation.h"
+#include "storage/bufmgr.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "core/settings.h"
+#include "engine/store.h"
+#include "engine/store_stmt.h"
+#include "engine/wake.h"
+
+/* A df_internal relation's oid, or an error naming it. */
+static Oid
+internal_relid(const char *name)
+{
+	Oid relid =
+		get_relname_relid(name, get_namespace_oid("df_internal", false));
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "relation df_internal.%s does not exist", name);
+	return relid;
+}
+
+static AttrNumber
+column(Relation rel, const char *name)
+{
+	AttrNumber attnum = attnameAttNum(rel, name, false);
+
+	if (attnum <= 0)
+		elog(ERROR, "table %s has no column \"%s\"",
+			 RelationGetRelationName(rel), name);
+	return attnum;
+}
+
+/* Column name of tup as text (NULL for SQL NULL), of a text column. */
+static char *
+text_column(HeapTuple tup, Relation rel, const char *name)
+{
+	bool  isnull;
+	Datum d =
+		heap_getattr(tup, column(rel, name), RelationGetDescr(rel), &isnull);
+
+	return isnull ? NULL : TextDatumGetCString(d);
+}
+
+/*
+ * The runs row of the instance into run, as store_read_run reads it from
+ * a statement's columns; false when the instance has none.
+ */
+bool
+store_read_run_row(const char *instance_id, PgdRunInfo *run)
+{
+	Relation	rel;
+	TupleDesc	desc;
+	AttrNumber	a_instance_id;
+	ScanKeyData key;
+	Snapshot	snap;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		found;
+
+	/* a statement would see what this transaction wrote before it */
+	CommandCounterIncrement();
+	rel = table_open(internal_relid("runs"), AccessShareLock);
+	desc = RelationGetDescr(rel);
+	a_instance_id = column(rel, "instance_id");
+	ScanKeyInit(&key, a_instance_id, BTEqualStrategyNumber, F_TEXTEQ,
+				CStringGetTextDatum(instance_id));
+	key.sk_collation = TupleDescAttr(desc, a_instance_id - 1)->attcollation;
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	scan = systable_beginscan(rel, internal_relid("runs_pkey"), true, snap, 1,
+							  &key);
+	tup = systable_getnext(scan);
+	found = HeapTupleIsValid(tup);
+	if (found)
+	{
+		bool  isnull;
+		Datum d;
+		char *status;
+
+		d = heap_getattr(tup, column(rel, "submitted_by"), desc, &isnull);
+		run->submitted_by = isnull ? InvalidOid : DatumGetObjectId(d);
+		run->label = text_column(tup, rel, "label");
+		d = heap_getattr(tup, column(rel, "vars"), desc, &isnull);
+		if (isnull)
+			run->vars = NULL;
+		else
+		{
+			Jsonb *vars = DatumGetJsonbP(d);
+
+			run->vars = JsonbToCString(NULL, &vars->root, VARSIZE(vars));
+		}
+		status = text_column(tup, rel, "status");
+		if (status == NULL || !pgd_instance_status_parse(status, &run->status))
+			run->status = PGD_INSTANCE_FAILED;
+		d = heap_getattr(tup, column(rel, "created_at"), desc, &isnull);
+		run->token = isnull ?
+			NULL :
+			DatumGetCString(DirectFunctionCall1(timestamptz_out, d));
+		run->database = text_column(tup, rel, "database");
+		/* steps of the engine's own database run here */
+		if (run->database != NULL && strcmp(run->database, pgd_database) == 0)
+			run->database = NULL;
+	}
+	systable_endscan(scan);
+	UnregisterSnapshot(snap);
+	table_close(rel, NoLock);
+	return found;
+}
+
+/*
+ * Claim task task_id: its row deleted by this (sub)transaction, its
+ * columns and its instance's runs row in c.  False when it is not there,
+ * not due, an HTTP task, or held by another transaction.
+ */
+bool
+store_claim_task_row(int64 task_id, PgdClaim *c)
+{
+	Relation	   rel;
+	TupleDesc	   desc;
+	ScanKeyData	   key;
+	Snapshot	   snap;
+	SysScanDesc	   scan;
+	HeapTuple	   tup;
+	HeapTuple	   copy = NULL;
+	HeapTupleData  locked;
+	Buffer		   buffer = InvalidBuffer;
+	TM_FailureData tmfd;
+	TM_Result	   res;
+	bool		   isnull;
+	char		  *kind;
+
+	/* a statement would see what this transaction wrote before it */
+	CommandCounterIncrement();
+	rel = table_open(internal_relid("tasks"), RowExclusiveLock);
+	desc = RelationGetDescr(rel);
+	ScanKeyInit(&key, column(rel, "id"), BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum(task_id));
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	scan = systable_beginscan(rel, internal_relid("tasks_pkey"), true, snap, 1,
+							  &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		TimestampTz run_at =
+			DatumGetTimestampTz(heap_getattr(tup, column(rel, "run_at"), desc,
+											 &isnull));
+
+		kind = text_column(tup, rel, "kind");
+		if (!isnull && run_at <= GetCurrentTimestamp() &&
+			strcmp(kind, "http") != 0)
+			copy = heap_copytuple(tup);
+	}
+	systable_endscan(scan);
+	UnregisterSnapshot(snap);
+	if (copy == NULL)
+	{
+		table_close(rel, NoLock);
+		return false;
+	}
+	/*
+	 * Locked without waiting, as FOR UPDATE SKIP LOCKED: a row another
+	 * transaction holds is skipped; one this transaction locked already
+	 * (a queue scan's) is its own.  Then its deletion does not wait.
+	 */
+	locked.t_self = copy->t_self;
+	res = heap_lock_tuple(rel, &locked, GetCurrentCommandId(true),
+						  LockTupleExclusive, LockWaitSkip, false, &buffer,
+						  &tmfd);
+	if (BufferIsValid(buffer))
+		ReleaseBuffer(buffer);
+	if (res != TM_Ok)
+	{
+		/* changed since the snapshot: a scan finds its new version */
+		if (res == TM_Updated)
+			pgd_queue_rescan();
+		table_close(rel, NoLock);
+		return false;
+	}
+	simple_heap_delete(rel, &copy->t_self);
+	c->id = task_id;
+	c->instance_id = text_column(copy, rel, "instance_id");
+	c->node_id = text_column(copy, rel, "node_id");
+	c->scope = text_column(copy, rel, "scope");
+	kind = text_column(copy, rel, "kind");
+	if (!pgd_task_kind_parse(kind, &c->kind))
+		elog(ERROR, "unknown task kind \"%s\"", kind);
+	c->attempts = DatumGetInt32(heap_getattr(copy, column(rel, "attempts"),
+											 desc, &isnull));
+	c->engine_errors =
+		DatumGetInt32(heap_getattr(copy, column(rel, "engine_errors"), desc,
+								   &isnull));
+	c->last_engine_error = text_column(copy, rel, "last_engine_error");
+	table_close(rel, NoLock);
+	c->has_run = store_read_run_row(c->instance_id, &c->run);
+	if (c->has_run)
+		store_overlay_held_start(c->instance_id, &c->run.status);
+	return true;
+}
