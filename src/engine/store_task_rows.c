@@ -22,8 +22,10 @@
  * df_internal's tables are the engine's own: no trigger or rule of theirs
  * runs for these rows (none is defined; a user's would be bypassed here).
  *
- * Locks: the task row, deleted (the caller's subtransaction); no lock on
- * the runs row (pgd_store_lock_run takes it).
+ * Locks: runs, then tasks (AccessShareLock, RowExclusiveLock), in the
+ * order of the claim's statement and of the update scripts' LOCK TABLE;
+ * the task row, deleted (the caller's subtransaction); no lock on the
+ * runs row (pgd_store_lock_run takes it).
  *
  *-------------------------------------------------------------------------
  */
@@ -174,6 +176,12 @@ store_claim_task_row(int64 task_id, PgdClaim *c)
 
 	/* a statement would see what this transaction wrote before it */
 	CommandCounterIncrement();
+	/*
+	 * runs before tasks, as the claim's statement locked them and as an
+	 * update's script locks them first (sql/pg_durable--0.3.0--0.4.0.sql):
+	 * the other order deadlocked with ALTER EXTENSION UPDATE (t/022)
+	 */
+	table_close(table_open(internal_relid("runs"), AccessShareLock), NoLock);
 	rel = table_open(internal_relid("tasks"), RowExclusiveLock);
 	desc = RelationGetDescr(rel);
 	ScanKeyInit(&key, column(rel, "id"), BTEqualStrategyNumber, F_INT8EQ,
@@ -239,3 +247,4 @@ store_claim_task_row(int64 task_id, PgdClaim *c)
 		store_overlay_held_start(c->instance_id, &c->run.status);
 	return true;
 }
+
