@@ -341,19 +341,6 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "VALUES ($1, $2, $3, $4)",
 		 4,
 		 {T, T, T, INT4OID}},
-	[STMT_JOIN_COUNT] =
-		{"one JOIN branch fewer running",
-		 "UPDATE df_internal.joins SET remaining = remaining OPERATOR(pg_catalog.-) 1 "
-		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
-		 "AND scope OPERATOR(pg_catalog.=) $3 RETURNING remaining",
-		 3,
-		 {T, T, T}},
-	[STMT_JOIN_CLOSE] =
-		{"a finished JOIN's counter",
-		 "DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3",
-		 3,
-		 {T, T, T}},
 	[STMT_JOINS_DROP_SCOPE] =
 		{"the JOIN counters of an abandoned scope",
 		 "DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1 "

@@ -220,19 +220,19 @@ int
 pgd_store_join_count(const char *instance_id, const char *node_id,
 					 const char *scope)
 {
-	bool isnull;
+	int remaining = store_join_count_row(instance_id, node_id, scope);
 
-	if (RUN(STMT_JOIN_COUNT, instance_id, node_id, scope) == 0)
+	if (remaining < 0)
 		elog(ERROR, "JOIN %s of instance %s has no branch counter", node_id,
 			 instance_id);
-	return DatumGetInt32(store_get_datum(0, 1, &isnull));
+	return remaining;
 }
 
 void
 pgd_store_join_close(const char *instance_id, const char *node_id,
 					 const char *scope)
 {
-	RUN(STMT_JOIN_CLOSE, instance_id, node_id, scope);
+	store_join_close_row(instance_id, node_id, scope);
 }
 
 void

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * store_task_rows.c
- *	  The claim of a task by its id and the read of an instance's runs row,
- *	  without a statement (issue 14).
+ *	  The claim of a task by its id, the read of an instance's runs row
+ *	  and a JOIN's counter counted down and closed, without statements
+ *	  (issue 14).
  *
  * Every task an executor runs is claimed by its id (the ring of published
  * ids, wake.c), and every transition reads its instance's runs row.  As
@@ -38,6 +39,7 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "executor/executor.h"
 #include "parser/parse_relation.h"
 #include "storage/bufmgr.h"
 #include "utils/builtins.h"
@@ -48,6 +50,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "common/compat.h"
 #include "core/settings.h"
 #include "engine/store.h"
 #include "engine/store_stmt.h"
@@ -228,6 +231,7 @@ store_claim_task_row(int64 task_id, PgdClaim *c)
 		return false;
 	}
 	simple_heap_delete(rel, &copy->t_self);
+	CommandCounterIncrement();
 	c->id = task_id;
 	c->instance_id = text_column(copy, rel, "instance_id");
 	c->node_id = text_column(copy, rel, "node_id");
@@ -248,3 +252,115 @@ store_claim_task_row(int64 task_id, PgdClaim *c)
 	return true;
 }
 
+/* ---------------------------------------------------------------------
+ * JOIN counters
+ *
+ * A JOIN's counter row (df_internal.joins) is counted down by each branch
+ * that ends, and deleted when the JOIN closes: 1.9 statements of 12 us
+ * a branch in fan-outs of 20 branches (pg_stat_statements).  The row is
+ * found by its primary key with SnapshotSelf (this transaction's writes
+ * seen; nobody else changes the rows of an instance whose runs row the
+ * caller holds) and updated in place: remaining is not indexed, so the
+ * update is HOT unless the page is full, and then its index entries are
+ * made as an UPDATE makes them.
+ * ---------------------------------------------------------------------
+ */
+
+/* The JOIN's counter row, copied, or NULL; *rel is opened (RowExclusiveLock). */
+static HeapTuple
+join_row(const char *instance_id, const char *node_id, const char *scope,
+		 Relation *rel)
+{
+	TupleDesc	desc;
+	ScanKeyData keys[3];
+	const char *values[3] = {instance_id, node_id, scope};
+	const char *names[3] = {"instance_id", "node_id", "scope"};
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	/* what this transaction wrote is seen and may be changed again */
+	CommandCounterIncrement();
+	*rel = table_open(internal_relid("joins"), RowExclusiveLock);
+	desc = RelationGetDescr(*rel);
+	for (int i = 0; i < 3; i++)
+	{
+		AttrNumber a = column(*rel, names[i]);
+
+		ScanKeyInit(&keys[i], a, BTEqualStrategyNumber, F_TEXTEQ,
+					CStringGetTextDatum(values[i]));
+		keys[i].sk_collation = TupleDescAttr(desc, a - 1)->attcollation;
+	}
+	scan = systable_beginscan(*rel, internal_relid("joins_pkey"), true,
+							  SnapshotSelf, 3, keys);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		tup = heap_copytuple(tup);
+	systable_endscan(scan);
+	return tup;
+}
+
+/* One branch fewer: the number still running; -1 when the JOIN has no counter. */
+int
+store_join_count_row(const char *instance_id, const char *node_id,
+					 const char *scope)
+{
+	Relation   rel;
+	HeapTuple  old = join_row(instance_id, node_id, scope, &rel);
+	TupleDesc  desc = RelationGetDescr(rel);
+	AttrNumber a_remaining = column(rel, "remaining");
+	Datum	  *values;
+	bool	  *nulls;
+	bool	  *replace;
+	HeapTuple  tup;
+	bool	   isnull;
+	int		   remaining;
+	int		   which;
+
+	if (old == NULL)
+	{
+		table_close(rel, NoLock);
+		return -1;
+	}
+	values = palloc0(sizeof(Datum) * desc->natts);
+	nulls = palloc0(sizeof(bool) * desc->natts);
+	replace = palloc0(sizeof(bool) * desc->natts);
+	remaining =
+		DatumGetInt32(heap_getattr(old, a_remaining, desc, &isnull)) - 1;
+	values[a_remaining - 1] = Int32GetDatum(remaining);
+	replace[a_remaining - 1] = true;
+	tup = heap_modify_tuple(old, desc, values, nulls, replace);
+	which = pgd_simple_heap_update(rel, &old->t_self, tup);
+	if (which != 0)
+	{
+		/* not HOT (a full page): the index entries, as an UPDATE's */
+		EState		   *estate = CreateExecutorState();
+		ResultRelInfo  *rri = makeNode(ResultRelInfo);
+		TupleTableSlot *slot =
+			MakeSingleTupleTableSlot(desc, &TTSOpsHeapTuple);
+
+		InitResultRelInfo(rri, rel, 0, NULL, 0);
+		ExecOpenIndices(rri, false);
+		ExecStoreHeapTuple(tup, slot, false);
+		(void) pgd_insert_index_tuples_update(rri, slot, estate, which);
+		ExecDropSingleTupleTableSlot(slot);
+		ExecCloseIndices(rri);
+		FreeExecutorState(estate);
+	}
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+	return remaining;
+}
+
+/* The JOIN's counter goes (it closed). */
+void
+store_join_close_row(const char *instance_id, const char *node_id,
+					 const char *scope)
+{
+	Relation  rel;
+	HeapTuple old = join_row(instance_id, node_id, scope, &rel);
+
+	if (old != NULL)
+		simple_heap_delete(rel, &old->t_self);
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+}
