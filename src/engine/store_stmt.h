@@ -140,12 +140,15 @@ extern Datum store_text_array(int n, const char *const *items);
  */
 extern bool store_read_run(int col, struct PgdRunInfo *run);
 /* store_task_rows.c: the runs row and a task's claim by the primary key (issue 14) */
-extern bool store_read_run_row(const char *instance_id, struct PgdRunInfo *r);
-extern bool store_claim_task_row(int64 task_id, struct PgdClaim *c);
-extern int	store_join_count_row(const char *instance_id, const char *node_id,
-								 const char *scope);
-extern void store_join_close_row(const char *instance_id, const char *node_id,
-								 const char *scope);
+extern bool	 store_read_run_row(const char *instance_id, struct PgdRunInfo *r);
+extern bool	 store_claim_task_row(int64 task_id, struct PgdClaim *c);
+extern int64 store_insert_task_row(const char *instance_id,
+								   const char *node_id, const char *scope,
+								   const char *kind);
+extern int	 store_join_count_row(const char *instance_id, const char *node_id,
+								  const char *scope);
+extern void	 store_join_close_row(const char *instance_id, const char *node_id,
+								  const char *scope);
 
 /*
  * The key rows of locks and limits in one order (store_locks.c): may a

@@ -39,10 +39,13 @@ static int64
 insert_step_task(const char *instance_id, const char *node_id,
 				 const char *scope)
 {
-	int64 id;
+	int64 id = store_insert_task_row(instance_id, node_id, scope, "step");
 
-	RUN(STMT_TASK_STEP, instance_id, node_id, scope);
-	id = strtoll(store_get_string(0, 1), NULL, 10);
+	if (id < 0)
+	{
+		RUN(STMT_TASK_STEP, instance_id, node_id, scope);
+		id = strtoll(store_get_string(0, 1), NULL, 10);
+	}
 	pgd_task_ready_at_commit(id);
 	return id;
 }
@@ -59,10 +62,18 @@ pgd_store_task_add(const char *instance_id, const char *node_id,
 	switch (kind)
 	{
 		case PGD_TASK_START:
-			RUN(STMT_TASK_START, instance_id);
-			pgd_task_ready_at_commit(strtoll(store_get_string(0, 1), NULL,
-											 10));
-			break;
+		{
+			int64 id =
+				store_insert_task_row(instance_id, NULL, instance_id, "start");
+
+			if (id < 0)
+			{
+				RUN(STMT_TASK_START, instance_id);
+				id = strtoll(store_get_string(0, 1), NULL, 10);
+			}
+			pgd_task_ready_at_commit(id);
+		}
+		break;
 		case PGD_TASK_STEP:
 			if (!hold_step_task(instance_id, node_id, scope))
 				(void) insert_step_task(instance_id, node_id, scope);
