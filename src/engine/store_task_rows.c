@@ -253,6 +253,31 @@ store_claim_task_row(int64 task_id, PgdClaim *c)
 	return true;
 }
 
+/*
+ * The index entries of tup, just written to rel: of an insert (which -1),
+ * or of an update that was not HOT (which as pgd_simple_heap_update says),
+ * those whose predicate it meets, as an INSERT or UPDATE makes them.
+ */
+static void
+index_entries(Relation rel, HeapTuple tup, int which)
+{
+	EState		   *estate = CreateExecutorState();
+	ResultRelInfo  *rri = makeNode(ResultRelInfo);
+	TupleTableSlot *slot =
+		MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+
+	InitResultRelInfo(rri, rel, 0, NULL, 0);
+	ExecOpenIndices(rri, false);
+	ExecStoreHeapTuple(tup, slot, false);
+	if (which < 0)
+		(void) pgd_insert_index_tuples(rri, slot, estate);
+	else
+		(void) pgd_insert_index_tuples_update(rri, slot, estate, which);
+	ExecDropSingleTupleTableSlot(slot);
+	ExecCloseIndices(rri);
+	FreeExecutorState(estate);
+}
+
 /* The columns of df_internal.tasks this file knows how to fill. */
 static const char *const task_columns[] = {
 	"id",		   "instance_id",	"node_id",			"scope",
@@ -272,15 +297,12 @@ int64
 store_insert_task_row(const char *instance_id, const char *node_id,
 					  const char *scope, const char *kind)
 {
-	Relation		rel;
-	TupleDesc		desc;
-	Datum		   *values;
-	bool		   *nulls;
-	HeapTuple		tup;
-	int64			id;
-	EState		   *estate;
-	ResultRelInfo  *rri;
-	TupleTableSlot *slot;
+	Relation  rel;
+	TupleDesc desc;
+	Datum	 *values;
+	bool	 *nulls;
+	HeapTuple tup;
+	int64	  id;
 
 	/* runs before tasks, as the claim (above) */
 	table_close(table_open(internal_relid("runs"), AccessShareLock), NoLock);
@@ -322,16 +344,7 @@ store_insert_task_row(const char *instance_id, const char *node_id,
 #undef SET
 	tup = heap_form_tuple(desc, values, nulls);
 	simple_heap_insert(rel, tup);
-	estate = CreateExecutorState();
-	rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(rri, rel, 0, NULL, 0);
-	ExecOpenIndices(rri, false);
-	slot = MakeSingleTupleTableSlot(desc, &TTSOpsHeapTuple);
-	ExecStoreHeapTuple(tup, slot, false);
-	(void) pgd_insert_index_tuples(rri, slot, estate);
-	ExecDropSingleTupleTableSlot(slot);
-	ExecCloseIndices(rri);
-	FreeExecutorState(estate);
+	index_entries(rel, tup, -1);
 	table_close(rel, NoLock);
 	/* the statements and reads after this one see the row */
 	CommandCounterIncrement();
@@ -416,22 +429,9 @@ store_join_count_row(const char *instance_id, const char *node_id,
 	replace[a_remaining - 1] = true;
 	tup = heap_modify_tuple(old, desc, values, nulls, replace);
 	which = pgd_simple_heap_update(rel, &old->t_self, tup);
+	/* not HOT (a full page): the index entries, as an UPDATE's */
 	if (which != 0)
-	{
-		/* not HOT (a full page): the index entries, as an UPDATE's */
-		EState		   *estate = CreateExecutorState();
-		ResultRelInfo  *rri = makeNode(ResultRelInfo);
-		TupleTableSlot *slot =
-			MakeSingleTupleTableSlot(desc, &TTSOpsHeapTuple);
-
-		InitResultRelInfo(rri, rel, 0, NULL, 0);
-		ExecOpenIndices(rri, false);
-		ExecStoreHeapTuple(tup, slot, false);
-		(void) pgd_insert_index_tuples_update(rri, slot, estate, which);
-		ExecDropSingleTupleTableSlot(slot);
-		ExecCloseIndices(rri);
-		FreeExecutorState(estate);
-	}
+		index_entries(rel, tup, which);
 	table_close(rel, NoLock);
 	CommandCounterIncrement();
 	return remaining;
