@@ -263,6 +263,18 @@ pgd_exec_as(Oid role, int sec_flags, char **error, const char *sql, int nargs,
 	return value;
 }
 
+/* A df_internal relation's oid, or an error naming it. */
+Oid
+pgd_internal_relid(const char *name)
+{
+	Oid relid =
+		get_relname_relid(name, get_namespace_oid("df_internal", false));
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "relation df_internal.%s does not exist", name);
+	return relid;
+}
+
 bool
 pgd_internal_relation_exists(const char *name)
 {

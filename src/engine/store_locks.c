@@ -45,7 +45,6 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "catalog/namespace.h"
 #include "commands/sequence.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
@@ -53,7 +52,6 @@
 #include "storage/lock.h"
 #include "storage/proc.h"
 #include "utils/guc.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -400,11 +398,7 @@ held_take(const char *instance_id, const char *node_id, const char *scope,
 	if (pgd_internal_index_has("lock_keys_pkey", 1,
 							   (const char *const[]){key}))
 		return false;
-	*token =
-		nextval_internal(get_relname_relid("lock_tokens",
-										   get_namespace_oid("df_internal",
-															 false)),
-						 false);
+	*token = nextval_internal(pgd_internal_relid("lock_tokens"), false);
 	(void) store_held_add(&held, instance_id, node_id, scope, key,
 						  psprintf(INT64_FORMAT, *token),
 						  timestamptz_to_str(GetCurrentTimestamp()));

@@ -235,8 +235,9 @@ typedef struct FlushRels
 		e_attempt, e_duration, e_detail, e_started_at, e_ended_id;
 } FlushRels;
 
-static AttrNumber
-flush_attnum(Relation rel, const char *name, bool missing_ok)
+/* rel's column name; 0 (missing_ok) or an error when it has none */
+AttrNumber
+store_attnum(Relation rel, const char *name, bool missing_ok)
 {
 	AttrNumber attnum = attnameAttNum(rel, name, false);
 
@@ -260,23 +261,23 @@ flush_open(FlushRels *r)
 		elog(ERROR, "the tables of pg_durable's node writes are missing");
 	r->nodes = table_open(nodes, RowExclusiveLock);
 	r->events = table_open(events, RowExclusiveLock);
-	r->n_instance_id = flush_attnum(r->nodes, "instance_id", false);
-	r->n_id = flush_attnum(r->nodes, "id", false);
-	r->n_status = flush_attnum(r->nodes, "status", false);
-	r->n_result = flush_attnum(r->nodes, "result", false);
-	r->n_details = flush_attnum(r->nodes, "status_details", false);
-	r->n_updated_at = flush_attnum(r->nodes, "updated_at", false);
-	r->e_id = flush_attnum(r->events, "id", false);
-	r->e_instance_id = flush_attnum(r->events, "instance_id", false);
-	r->e_at = flush_attnum(r->events, "at", false);
-	r->e_kind = flush_attnum(r->events, "kind", false);
-	r->e_node_id = flush_attnum(r->events, "node_id", false);
-	r->e_scope = flush_attnum(r->events, "scope", false);
-	r->e_attempt = flush_attnum(r->events, "attempt", false);
-	r->e_duration = flush_attnum(r->events, "duration_ms", false);
-	r->e_detail = flush_attnum(r->events, "detail", false);
-	r->e_started_at = flush_attnum(r->events, "started_at", true);
-	r->e_ended_id = flush_attnum(r->events, "ended_id", true);
+	r->n_instance_id = store_attnum(r->nodes, "instance_id", false);
+	r->n_id = store_attnum(r->nodes, "id", false);
+	r->n_status = store_attnum(r->nodes, "status", false);
+	r->n_result = store_attnum(r->nodes, "result", false);
+	r->n_details = store_attnum(r->nodes, "status_details", false);
+	r->n_updated_at = store_attnum(r->nodes, "updated_at", false);
+	r->e_id = store_attnum(r->events, "id", false);
+	r->e_instance_id = store_attnum(r->events, "instance_id", false);
+	r->e_at = store_attnum(r->events, "at", false);
+	r->e_kind = store_attnum(r->events, "kind", false);
+	r->e_node_id = store_attnum(r->events, "node_id", false);
+	r->e_scope = store_attnum(r->events, "scope", false);
+	r->e_attempt = store_attnum(r->events, "attempt", false);
+	r->e_duration = store_attnum(r->events, "duration_ms", false);
+	r->e_detail = store_attnum(r->events, "detail", false);
+	r->e_started_at = store_attnum(r->events, "started_at", true);
+	r->e_ended_id = store_attnum(r->events, "ended_id", true);
 
 	r->estate = CreateExecutorState();
 	r->nodes_rri = makeNode(ResultRelInfo);
@@ -664,10 +665,10 @@ jsonb_field_text(Jsonb *jb, const char *key)
 
 /*
  * The rows of nodes ids[0..n-1] of an instance, each found by the whole
- * primary key without a statement: found[i], and its status and stamp
- * (status_details' execution_id), and when results is not NULL its result
- * as JSON text, or for a failed node the error text (the result's string;
- * NULL when it is not one).  Statements did this before: 1.8 of them per
+ * primary key without a statement: found[i], its status, when stamps is
+ * not NULL its stamp (status_details' execution_id), and when results is
+ * not NULL its result as JSON text, or for a failed node the error text
+ * (the result's string; NULL when it is not one).  Statements did this before: 1.8 of them per
  * branch of a fan-out of 1,000 branches, about a sixth of the executors'
  * time (pg_stat_statements).  The transaction's own writes are seen
  * (SnapshotSelf), as a statement after them sees them; nobody else changes
@@ -694,11 +695,11 @@ store_read_node_rows(const char *instance_id, int n, const char *const *ids,
 		elog(ERROR, "table df.nodes or its primary key is missing");
 	rel = table_open(nodes, AccessShareLock);
 	desc = RelationGetDescr(rel);
-	a_instance_id = flush_attnum(rel, "instance_id", false);
-	a_id = flush_attnum(rel, "id", false);
-	a_status = flush_attnum(rel, "status", false);
-	a_details = flush_attnum(rel, "status_details", false);
-	a_result = flush_attnum(rel, "result", false);
+	a_instance_id = store_attnum(rel, "instance_id", false);
+	a_id = store_attnum(rel, "id", false);
+	a_status = store_attnum(rel, "status", false);
+	a_details = store_attnum(rel, "status_details", false);
+	a_result = store_attnum(rel, "result", false);
 	instance = CStringGetTextDatum(instance_id);
 	for (int i = 0; i < n; i++)
 	{
@@ -719,7 +720,9 @@ store_read_node_rows(const char *instance_id, int n, const char *const *ids,
 		scan = systable_beginscan(rel, pkey, true, SnapshotSelf, 2, keys);
 		tup = systable_getnext(scan);
 		found[i] = HeapTupleIsValid(tup);
-		statuses[i] = stamps[i] = NULL;
+		statuses[i] = NULL;
+		if (stamps != NULL)
+			stamps[i] = NULL;
 		if (results != NULL)
 			results[i] = NULL;
 		if (found[i])
@@ -728,7 +731,7 @@ store_read_node_rows(const char *instance_id, int n, const char *const *ids,
 			if (!isnull)
 				statuses[i] = TextDatumGetCString(d);
 			d = heap_getattr(tup, a_details, desc, &isnull);
-			if (!isnull)
+			if (stamps != NULL && !isnull)
 				stamps[i] =
 					jsonb_field_text(DatumGetJsonbP(d), "execution_id");
 			d = heap_getattr(tup, a_result, desc, &isnull);

@@ -55,7 +55,6 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "executor/spi.h"
@@ -245,12 +244,9 @@ write_flush(const NodeWrite *ws, int n, NodeWriteMode mode, const int64 *ids)
 int64 *
 store_draw_event_ids(int n)
 {
-	Oid	   seq = get_relname_relid("events_id_seq",
-								   get_namespace_oid("df_internal", false));
+	Oid	   seq = pgd_internal_relid("events_id_seq");
 	int64 *ids = palloc(sizeof(int64) * n);
 
-	if (!OidIsValid(seq))
-		elog(ERROR, "sequence df_internal.events_id_seq does not exist");
 	/* as nextval(), without a statement (the engine's own sequence) */
 	for (int i = 0; i < n; i++)
 		ids[i] = nextval_internal(seq, false);
@@ -488,18 +484,15 @@ void
 pgd_store_node_states(const char *instance_id, const char *const *ids, int n,
 					  char **statuses, char **results)
 {
-	bool  *found = palloc(sizeof(bool) * n);
-	char **stamps = palloc(sizeof(char *) * n);
+	bool *found = palloc(sizeof(bool) * n);
 
 	store_flush_node_writes();
-	store_read_node_rows(instance_id, n, ids, found, statuses, stamps,
-						 results);
+	store_read_node_rows(instance_id, n, ids, found, statuses, NULL, results);
 	for (int i = 0; i < n; i++)
 		if (statuses[i] == NULL)
 			elog(ERROR, "node %s of instance %s disappeared", ids[i],
 				 instance_id);
 	pfree(found);
-	pfree(stamps);
 }
 
 /* Has the buffer a write of the node not written yet? */

@@ -102,30 +102,6 @@ pgd_store_lock_run(const char *instance_id, PgdInstanceStatus *status)
 	return true;
 }
 
-/*
- * The runs row in the first result row, from column col on: submitted_by,
- * label, vars::text, status, created_at::text, database.  False when the
- * row had none (submitted_by NULL: an outer join found no runs row).
- */
-bool
-store_read_run(int col, PgdRunInfo *run)
-{
-	char *submitted_by = store_get_string(0, col);
-
-	if (submitted_by == NULL)
-		return false;
-	run->submitted_by = (Oid) strtoul(submitted_by, NULL, 10);
-	run->label = store_get_string(0, col + 1);
-	run->vars = store_get_string(0, col + 2);
-	run_status(store_get_string(0, col + 3), &run->status);
-	run->token = store_get_string(0, col + 4);
-	run->database = store_get_string(0, col + 5);
-	/* steps of the engine's own database run here */
-	if (run->database != NULL && strcmp(run->database, pgd_database) == 0)
-		run->database = NULL;
-	return true;
-}
-
 bool
 pgd_store_load_run(const char *instance_id, PgdRunInfo *run)
 {

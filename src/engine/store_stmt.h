@@ -133,12 +133,9 @@ extern Datum store_get_datum(int row, int col, bool *isnull);
 /* A text[] of n items (NULL items are SQL NULLs). */
 extern Datum store_text_array(int n, const char *const *items);
 
-/*
- * The runs row in the first result row, from column col on: submitted_by,
- * label, vars::text, status, created_at::text, database.  False when the
- * row had none (an outer join found no runs row).
- */
-extern bool store_read_run(int col, struct PgdRunInfo *run);
+/* store_node_rows.c: rel's column name (0 with missing_ok, else an error) */
+extern AttrNumber store_attnum(Relation rel, const char *name,
+							   bool missing_ok);
 /* store_task_rows.c: the runs row and a task's claim by the primary key (issue 14) */
 extern bool	 store_read_run_row(const char *instance_id, struct PgdRunInfo *r);
 extern bool	 store_claim_task_row(int64 task_id, struct PgdClaim *c);

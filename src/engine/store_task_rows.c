@@ -52,33 +52,14 @@
 #include "utils/timestamp.h"
 
 #include "common/compat.h"
+#include "common/spi.h"
 #include "core/settings.h"
 #include "engine/store.h"
 #include "engine/store_stmt.h"
 #include "engine/wake.h"
 
-/* A df_internal relation's oid, or an error naming it. */
-static Oid
-internal_relid(const char *name)
-{
-	Oid relid =
-		get_relname_relid(name, get_namespace_oid("df_internal", false));
-
-	if (!OidIsValid(relid))
-		elog(ERROR, "relation df_internal.%s does not exist", name);
-	return relid;
-}
-
-static AttrNumber
-column(Relation rel, const char *name)
-{
-	AttrNumber attnum = attnameAttNum(rel, name, false);
-
-	if (attnum <= 0)
-		elog(ERROR, "table %s has no column \"%s\"",
-			 RelationGetRelationName(rel), name);
-	return attnum;
-}
+/* rel's column name (store_node_rows.c), or an error naming it */
+#define column(rel, name) store_attnum((rel), (name), false)
 
 /* Column name of tup as text (NULL for SQL NULL), of a text column. */
 static char *
@@ -109,15 +90,15 @@ store_read_run_row(const char *instance_id, PgdRunInfo *run)
 
 	/* a statement would see what this transaction wrote before it */
 	CommandCounterIncrement();
-	rel = table_open(internal_relid("runs"), AccessShareLock);
+	rel = table_open(pgd_internal_relid("runs"), AccessShareLock);
 	desc = RelationGetDescr(rel);
 	a_instance_id = column(rel, "instance_id");
 	ScanKeyInit(&key, a_instance_id, BTEqualStrategyNumber, F_TEXTEQ,
 				CStringGetTextDatum(instance_id));
 	key.sk_collation = TupleDescAttr(desc, a_instance_id - 1)->attcollation;
 	snap = RegisterSnapshot(GetLatestSnapshot());
-	scan = systable_beginscan(rel, internal_relid("runs_pkey"), true, snap, 1,
-							  &key);
+	scan = systable_beginscan(rel, pgd_internal_relid("runs_pkey"), true, snap,
+							  1, &key);
 	tup = systable_getnext(scan);
 	found = HeapTupleIsValid(tup);
 	if (found)
@@ -185,14 +166,15 @@ store_claim_task_row(int64 task_id, PgdClaim *c)
 	 * update's script locks them first (sql/pg_durable--0.3.0--0.4.0.sql):
 	 * the other order deadlocked with ALTER EXTENSION UPDATE (t/022)
 	 */
-	table_close(table_open(internal_relid("runs"), AccessShareLock), NoLock);
-	rel = table_open(internal_relid("tasks"), RowExclusiveLock);
+	table_close(table_open(pgd_internal_relid("runs"), AccessShareLock),
+				NoLock);
+	rel = table_open(pgd_internal_relid("tasks"), RowExclusiveLock);
 	desc = RelationGetDescr(rel);
 	ScanKeyInit(&key, column(rel, "id"), BTEqualStrategyNumber, F_INT8EQ,
 				Int64GetDatum(task_id));
 	snap = RegisterSnapshot(GetLatestSnapshot());
-	scan = systable_beginscan(rel, internal_relid("tasks_pkey"), true, snap, 1,
-							  &key);
+	scan = systable_beginscan(rel, pgd_internal_relid("tasks_pkey"), true,
+							  snap, 1, &key);
 	tup = systable_getnext(scan);
 	if (HeapTupleIsValid(tup))
 	{
@@ -305,8 +287,9 @@ store_insert_task_row(const char *instance_id, const char *node_id,
 	int64	  id;
 
 	/* runs before tasks, as the claim (above) */
-	table_close(table_open(internal_relid("runs"), AccessShareLock), NoLock);
-	rel = table_open(internal_relid("tasks"), RowExclusiveLock);
+	table_close(table_open(pgd_internal_relid("runs"), AccessShareLock),
+				NoLock);
+	rel = table_open(pgd_internal_relid("tasks"), RowExclusiveLock);
 	desc = RelationGetDescr(rel);
 	for (int a = 0; a < desc->natts; a++)
 	{
@@ -324,7 +307,7 @@ store_insert_task_row(const char *instance_id, const char *node_id,
 	values = palloc0(sizeof(Datum) * desc->natts);
 	nulls = palloc(sizeof(bool) * desc->natts);
 	memset(nulls, true, sizeof(bool) * desc->natts);
-	id = nextval_internal(internal_relid("tasks_id_seq"), false);
+	id = nextval_internal(pgd_internal_relid("tasks_id_seq"), false);
 #define SET(name, datum) \
 	do \
 	{ \
@@ -379,7 +362,7 @@ join_row(const char *instance_id, const char *node_id, const char *scope,
 
 	/* what this transaction wrote is seen and may be changed again */
 	CommandCounterIncrement();
-	*rel = table_open(internal_relid("joins"), RowExclusiveLock);
+	*rel = table_open(pgd_internal_relid("joins"), RowExclusiveLock);
 	desc = RelationGetDescr(*rel);
 	for (int i = 0; i < 3; i++)
 	{
@@ -389,7 +372,7 @@ join_row(const char *instance_id, const char *node_id, const char *scope,
 					CStringGetTextDatum(values[i]));
 		keys[i].sk_collation = TupleDescAttr(desc, a - 1)->attcollation;
 	}
-	scan = systable_beginscan(*rel, internal_relid("joins_pkey"), true,
+	scan = systable_beginscan(*rel, pgd_internal_relid("joins_pkey"), true,
 							  SnapshotSelf, 3, keys);
 	tup = systable_getnext(scan);
 	if (HeapTupleIsValid(tup))

@@ -34,16 +34,24 @@
 static bool hold_step_task(const char *instance_id, const char *node_id,
 						   const char *scope);
 
-/* Insert a step's task row, published at commit; returns its id. */
+/*
+ * Insert a ready task row (a step's, or with node_id NULL the instance's
+ * start task in its root scope), published at commit; returns its id.
+ * By the statement when the row cannot be made without one.
+ */
 static int64
-insert_step_task(const char *instance_id, const char *node_id,
-				 const char *scope)
+insert_ready_task(const char *instance_id, const char *node_id,
+				  const char *scope)
 {
-	int64 id = store_insert_task_row(instance_id, node_id, scope, "step");
+	int64 id = store_insert_task_row(instance_id, node_id, scope,
+									 node_id ? "step" : "start");
 
 	if (id < 0)
 	{
-		RUN(STMT_TASK_STEP, instance_id, node_id, scope);
+		if (node_id)
+			RUN(STMT_TASK_STEP, instance_id, node_id, scope);
+		else
+			RUN(STMT_TASK_START, instance_id);
 		id = strtoll(store_get_string(0, 1), NULL, 10);
 	}
 	pgd_task_ready_at_commit(id);
@@ -62,21 +70,11 @@ pgd_store_task_add(const char *instance_id, const char *node_id,
 	switch (kind)
 	{
 		case PGD_TASK_START:
-		{
-			int64 id =
-				store_insert_task_row(instance_id, NULL, instance_id, "start");
-
-			if (id < 0)
-			{
-				RUN(STMT_TASK_START, instance_id);
-				id = strtoll(store_get_string(0, 1), NULL, 10);
-			}
-			pgd_task_ready_at_commit(id);
-		}
-		break;
+			(void) insert_ready_task(instance_id, NULL, instance_id);
+			break;
 		case PGD_TASK_STEP:
 			if (!hold_step_task(instance_id, node_id, scope))
-				(void) insert_step_task(instance_id, node_id, scope);
+				(void) insert_ready_task(instance_id, node_id, scope);
 			break;
 		case PGD_TASK_HTTP:
 			RUN(STMT_TASK_HTTP, instance_id, node_id, scope);
@@ -148,7 +146,7 @@ pending(const HeldTask *h)
 static void
 write_held(HeldTask *h)
 {
-	h->row_id = insert_step_task(h->instance_id, h->node_id, h->scope);
+	h->row_id = insert_ready_task(h->instance_id, h->node_id, h->scope);
 	h->written = GetCurrentSubTransactionId();
 }
 
