@@ -168,8 +168,7 @@ extern void store_keys_wait_end(int nest);
 extern void store_keys_wait_failed(MemoryContext cxt, int nest,
 								   const char *what, const char *key);
 /* Fail as a key row out of order that another transaction holds: "what" key "key" is busy. */
-extern void store_keys_busy(const char *what, const char *key)
-	pg_attribute_noreturn();
+extern void store_keys_busy(const char *what, const char *key);
 extern void store_keys_locked(PgdKeySpace space, const char *key);
 
 /*
