@@ -571,7 +571,7 @@ start_branches(PgdGraph *g, int n, const char *scope)
 	PgdNode *join = &g->nodes[n];
 	int		 i;
 
-	pgd_store_join_open(g->instance_id, join->id, scope, pgd_join_width(join));
+	/* its counter is made by the first branch that ends */
 	for (i = 0; i < pgd_join_width(join); i++)
 	{
 		int b = pgd_join_branch(join, i);
@@ -717,13 +717,13 @@ join_branch_done(PgdGraph *g, int p, int child, const char *pscope,
 	PgdOutcome	 outcome = {0};
 	int			 i;
 
-	if (pgd_store_join_count(g->instance_id, join->id, pscope) > 0)
+	/* the last branch's count deletes the counter */
+	if (pgd_store_join_count(g->instance_id, join->id, pscope, width) > 0)
 	{
 		if (!child_outcome.ok)
 			(void) join_fail_fast(g, p, child, pscope, child_outcome);
 		return;
 	}
-	pgd_store_join_close(g->instance_id, join->id, pscope);
 
 	statuses = palloc(sizeof(char *) * width);
 	results = palloc(sizeof(char *) * width);

@@ -336,7 +336,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T, T, T, T}},
 
 	[STMT_JOIN_OPEN] =
-		{"a JOIN's branch counter",
+		{"a JOIN's branch counter, made by its first branch's end (a table with columns store_task_rows.c does not know)",
 		 "INSERT INTO df_internal.joins (instance_id, node_id, scope, remaining) "
 		 "VALUES ($1, $2, $3, $4)",
 		 4,

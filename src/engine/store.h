@@ -306,10 +306,12 @@ extern int pgd_store_event_sweep(void);
 extern int pgd_store_event_retention(int retention_days);
 
 /* --- JOIN counters and loop state --- */
-extern void pgd_store_join_open(const char *instance_id, const char *node_id,
-								const char *scope, int branches);
+/*
+ * A branch of a JOIN of width branches ended: how many still run (the
+ * counter is made by the first end and deleted by the last).
+ */
 extern int	pgd_store_join_count(const char *instance_id, const char *node_id,
-								 const char *scope);
+								 const char *scope, int width);
 extern void pgd_store_join_close(const char *instance_id, const char *node_id,
 								 const char *scope);
 extern void pgd_store_joins_drop_scope(const char *instance_id,

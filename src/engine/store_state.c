@@ -178,29 +178,32 @@ pgd_store_load_nodes(const char *instance_id, char **root_id,
  * ---------------------------------------------------------------------
  */
 
-void
-pgd_store_join_open(const char *instance_id, const char *node_id,
-					const char *scope, int branches)
-{
-	Datum values[4];
-
-	values[0] = pgd_text_datum(instance_id);
-	values[1] = pgd_text_datum(node_id);
-	values[2] = pgd_text_datum(scope);
-	values[3] = Int32GetDatum(branches);
-	store_run(STMT_JOIN_OPEN, values, NULL);
-}
-
-/* One branch fewer: the number still running. */
+/*
+ * One branch fewer: the number still running.  No JOIN has a counter row
+ * before a branch of it ends (store_task_rows.c); the statement makes the
+ * first one when the table has columns the row code does not know.
+ */
 int
 pgd_store_join_count(const char *instance_id, const char *node_id,
-					 const char *scope)
+					 const char *scope, int width)
 {
-	int remaining = store_join_count_row(instance_id, node_id, scope);
+	bool by_statement;
+	int	 remaining = store_join_count_row(instance_id, node_id, scope, width,
+										  &by_statement);
 
 	if (remaining < 0)
-		elog(ERROR, "JOIN %s of instance %s has no branch counter", node_id,
-			 instance_id);
+		elog(ERROR, "JOIN %s of instance %s counted more than its %d branches",
+			 node_id, instance_id, width);
+	if (by_statement)
+	{
+		Datum values[4];
+
+		values[0] = pgd_text_datum(instance_id);
+		values[1] = pgd_text_datum(node_id);
+		values[2] = pgd_text_datum(scope);
+		values[3] = Int32GetDatum(remaining);
+		store_run(STMT_JOIN_OPEN, values, NULL);
+	}
 	return remaining;
 }
 

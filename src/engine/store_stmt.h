@@ -143,7 +143,8 @@ extern int64 store_insert_task_row(const char *instance_id,
 								   const char *node_id, const char *scope,
 								   const char *kind);
 extern int	 store_join_count_row(const char *instance_id, const char *node_id,
-								  const char *scope);
+								  const char *scope, int width,
+								  bool *by_statement);
 extern void	 store_join_close_row(const char *instance_id, const char *node_id,
 								  const char *scope);
 

@@ -260,6 +260,28 @@ index_entries(Relation rel, HeapTuple tup, int which)
 	FreeExecutorState(estate);
 }
 
+/*
+ * rel has no column but the dropped ones and names[0 .. n - 1]: a row
+ * this file makes gives none a default it would have to know.
+ */
+static bool
+known_columns(Relation rel, const char *const *names, int n)
+{
+	TupleDesc desc = RelationGetDescr(rel);
+
+	for (int a = 0; a < desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+		bool			  known = att->attisdropped;
+
+		for (int k = 0; k < n && !known; k++)
+			known = strcmp(NameStr(att->attname), names[k]) == 0;
+		if (!known)
+			return false;
+	}
+	return true;
+}
+
 /* The columns of df_internal.tasks this file knows how to fill. */
 static const char *const task_columns[] = {
 	"id",		   "instance_id",	"node_id",			"scope",
@@ -291,18 +313,10 @@ store_insert_task_row(const char *instance_id, const char *node_id,
 				NoLock);
 	rel = table_open(pgd_internal_relid("tasks"), RowExclusiveLock);
 	desc = RelationGetDescr(rel);
-	for (int a = 0; a < desc->natts; a++)
+	if (!known_columns(rel, task_columns, lengthof(task_columns)))
 	{
-		Form_pg_attribute att = TupleDescAttr(desc, a);
-		bool			  known = att->attisdropped;
-
-		for (int k = 0; k < lengthof(task_columns) && !known; k++)
-			known = strcmp(NameStr(att->attname), task_columns[k]) == 0;
-		if (!known)
-		{
-			table_close(rel, NoLock);
-			return -1;
-		}
+		table_close(rel, NoLock);
+		return -1;
 	}
 	values = palloc0(sizeof(Datum) * desc->natts);
 	nulls = palloc(sizeof(bool) * desc->natts);
@@ -345,6 +359,15 @@ store_insert_task_row(const char *instance_id, const char *node_id,
  * caller holds) and updated in place: remaining is not indexed, so the
  * update is HOT unless the page is full, and then its index entries are
  * made as an UPDATE makes them.
+ *
+ * The row is made by the first branch that ends, not when the JOIN starts
+ * (session 19): until then it would only say that every branch is still
+ * running.  A JOIN's execution has a scope of its own (a loop's next
+ * generation is another scope), and a branch's end reaches the count
+ * only while the JOIN is live (the liveness check), so a missing row
+ * means no branch has ended yet.  The last branch deletes it.  A JOIN of
+ * two branches writes an insert and a delete instead of an insert, two
+ * updates and a delete (a 20-branch fan-out has 19 JOINs).
  * ---------------------------------------------------------------------
  */
 
@@ -381,10 +404,20 @@ join_row(const char *instance_id, const char *node_id, const char *scope,
 	return tup;
 }
 
-/* One branch fewer: the number still running; -1 when the JOIN has no counter. */
+/* The columns of df_internal.joins this file knows how to fill. */
+static const char *const join_columns[] = {"instance_id", "node_id", "scope",
+										   "remaining"};
+
+/*
+ * One branch of a JOIN of width branches ended: the number still
+ * running.  The first end makes the counter row (width - 1), the last
+ * deletes it; false in *by_statement unless the row could not be made
+ * here (a column this file does not know: the caller's statement makes
+ * it, with its defaults).
+ */
 int
 store_join_count_row(const char *instance_id, const char *node_id,
-					 const char *scope)
+					 const char *scope, int width, bool *by_statement)
 {
 	Relation   rel;
 	HeapTuple  old = join_row(instance_id, node_id, scope, &rel);
@@ -398,16 +431,44 @@ store_join_count_row(const char *instance_id, const char *node_id,
 	int		   remaining;
 	int		   which;
 
-	if (old == NULL)
-	{
-		table_close(rel, NoLock);
-		return -1;
-	}
+	*by_statement = false;
 	values = palloc0(sizeof(Datum) * desc->natts);
 	nulls = palloc0(sizeof(bool) * desc->natts);
-	replace = palloc0(sizeof(bool) * desc->natts);
+	if (old == NULL)
+	{
+		/* the first branch to end */
+		remaining = width - 1;
+		if (remaining > 0 &&
+			!known_columns(rel, join_columns, lengthof(join_columns)))
+			*by_statement = true;
+		else if (remaining > 0)
+		{
+			values[column(rel, "instance_id") - 1] =
+				CStringGetTextDatum(instance_id);
+			values[column(rel, "node_id") - 1] = CStringGetTextDatum(node_id);
+			values[column(rel, "scope") - 1] = CStringGetTextDatum(scope);
+			values[a_remaining - 1] = Int32GetDatum(remaining);
+			for (int a = 0; a < desc->natts; a++)
+				nulls[a] = TupleDescAttr(desc, a)->attisdropped;
+			tup = heap_form_tuple(desc, values, nulls);
+			simple_heap_insert(rel, tup);
+			index_entries(rel, tup, -1);
+		}
+		table_close(rel, NoLock);
+		CommandCounterIncrement();
+		return remaining;
+	}
 	remaining =
 		DatumGetInt32(heap_getattr(old, a_remaining, desc, &isnull)) - 1;
+	if (remaining <= 0)
+	{
+		/* the last branch: the JOIN closes */
+		simple_heap_delete(rel, &old->t_self);
+		table_close(rel, NoLock);
+		CommandCounterIncrement();
+		return remaining;
+	}
+	replace = palloc0(sizeof(bool) * desc->natts);
 	values[a_remaining - 1] = Int32GetDatum(remaining);
 	replace[a_remaining - 1] = true;
 	tup = heap_modify_tuple(old, desc, values, nulls, replace);
