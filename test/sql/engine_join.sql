@@ -91,6 +91,31 @@ FROM df.nodes n JOIN df.nodes j ON j.instance_id = n.instance_id AND j.node_type
 WHERE n.instance_id = :'id'
   AND (n.id = j.left_node OR n.id = j.right_node)
   AND n.status_details->>'execution_id' LIKE '%::' || n.id || '::1';
+-- the branch counter: no row while every branch runs, made by the first
+-- branch that ends (width - 1), counted down, deleted by the last
+SELECT df.start(df.join3(df.wait_for_signal('a'), df.wait_for_signal('b'),
+                         df.wait_for_signal('c'))) AS id \gset
+SELECT wait_until(format($$SELECT count(*) = 3 FROM df.nodes WHERE instance_id = %L
+                           AND node_type = 'SIGNAL' AND status = 'running'$$, :'id')) AS waiting;
+RESET ROLE;
+SELECT count(*) AS counter_rows FROM df_internal.joins WHERE instance_id = :'id';
+SET ROLE df_user;
+SELECT df.signal(:'id', 'b', '2');
+SELECT wait_until(format($$SELECT count(*) = 1 FROM df.nodes WHERE instance_id = %L
+                           AND node_type = 'SIGNAL' AND status = 'completed'$$, :'id')) AS one_ended;
+RESET ROLE;
+SELECT remaining FROM df_internal.joins WHERE instance_id = :'id';
+SET ROLE df_user;
+SELECT df.signal(:'id', 'a', '1');
+SELECT wait_until(format($$SELECT count(*) = 2 FROM df.nodes WHERE instance_id = %L
+                           AND node_type = 'SIGNAL' AND status = 'completed'$$, :'id')) AS two_ended;
+RESET ROLE;
+SELECT remaining FROM df_internal.joins WHERE instance_id = :'id';
+SELECT count(*) AS problems FROM df.check() WHERE instance_id = :'id';
+SET ROLE df_user;
+SELECT df.signal(:'id', 'c', '3');
+SELECT df.await_instance(:'id');
+SELECT df.result(:'id');
 RESET ROLE;
 SELECT engine_idle();
 SELECT count(*) AS engine_rows_left FROM df_internal.runs;
