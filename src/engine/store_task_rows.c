@@ -12,9 +12,10 @@
  * fan-out's branch after the node writes (pg_stat_statements, 600
  * fan-outs of 20 branches).  Here each row is found by its primary key:
  *
- * - the claim locks the task row without waiting and deletes it: a row
- *   another transaction holds (locked, being deleted or updated) is not
- *   claimed, as SKIP LOCKED skipped it; nor is a row not due yet or an
+ * - the claim deletes the task row without waiting (a row locked by
+ *   somebody is locked first, without waiting): a row another transaction
+ *   holds (locked, being deleted or updated) is not claimed, as SKIP
+ *   LOCKED skipped it; nor is a row not due yet or an
  *   HTTP task (the HTTP worker's).  A row changed by a transaction that
  *   committed after the snapshot is not claimed either, and the queue is
  *   scanned at commit: a statement would have claimed its new version.
@@ -195,16 +196,26 @@ store_claim_task_row(int64 task_id, PgdClaim *c)
 		return false;
 	}
 	/*
-	 * Locked without waiting, as FOR UPDATE SKIP LOCKED: a row another
-	 * transaction holds is skipped; one this transaction locked already
-	 * (a queue scan's) is its own.  Then its deletion does not wait.
+	 * Deleted without waiting, as FOR UPDATE SKIP LOCKED skips a row
+	 * another transaction holds.  A row somebody has locked (this
+	 * transaction's queue scan, or another transaction) is locked first,
+	 * without waiting: one this transaction locked is its own, another's
+	 * is skipped.  Deleting at once saves the lock's WAL record of every
+	 * other claim.
 	 */
-	locked.t_self = copy->t_self;
-	res = heap_lock_tuple(rel, &locked, GetCurrentCommandId(true),
-						  LockTupleExclusive, LockWaitSkip, false, &buffer,
-						  &tmfd);
-	if (BufferIsValid(buffer))
-		ReleaseBuffer(buffer);
+	res = heap_delete(rel, &copy->t_self, GetCurrentCommandId(true),
+					  InvalidSnapshot, false, &tmfd, false);
+	if (res == TM_BeingModified)
+	{
+		locked.t_self = copy->t_self;
+		res = heap_lock_tuple(rel, &locked, GetCurrentCommandId(true),
+							  LockTupleExclusive, LockWaitSkip, false, &buffer,
+							  &tmfd);
+		if (BufferIsValid(buffer))
+			ReleaseBuffer(buffer);
+		if (res == TM_Ok)
+			simple_heap_delete(rel, &copy->t_self);
+	}
 	if (res != TM_Ok)
 	{
 		/* changed since the snapshot: a scan finds its new version */
@@ -213,7 +224,6 @@ store_claim_task_row(int64 task_id, PgdClaim *c)
 		table_close(rel, NoLock);
 		return false;
 	}
-	simple_heap_delete(rel, &copy->t_self);
 	CommandCounterIncrement();
 	c->id = task_id;
 	c->instance_id = text_column(copy, rel, "instance_id");
