@@ -39,21 +39,37 @@
 #include "engine/wake.h"
 
 /*
- * Take the runs row with SKIP LOCKED: true with the row's status as
- * column 1 of SPI's result when taken; false when it is held elsewhere
- * (*held) or gone.  A row released between the two statements reads as
- * held, which only sends a completion to the inbox.
+ * Take the runs row with SKIP LOCKED: true with the row's status in
+ * *status when taken; false when it is held elsewhere (*held) or gone.
+ * The row is locked by its key (store_lock_run_row); a row changed since
+ * the snapshot by statements, of which a row released between the two
+ * reads as held, which only sends a completion to the inbox.
  */
 bool
-store_run_lock_skip(const char *instance_id, bool *held)
+store_run_lock_skip(const char *instance_id, bool *held, char **status)
 {
-	/* reads neither df.nodes nor the history: node writes stay buffered */
 	*held = false;
+	switch (store_lock_run_row(instance_id, status))
+	{
+		case PGD_RUN_TAKEN:
+			return true;
+		case PGD_RUN_HELD:
+			*held = true;
+			return false;
+		case PGD_RUN_GONE:
+			return false;
+		case PGD_RUN_CHANGED:
+			break;
+	}
+	/* reads neither df.nodes nor the history: node writes stay buffered */
 	if (PGD_EXEC("SELECT status FROM df_internal.runs "
 				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 				 "FOR UPDATE SKIP LOCKED",
 				 instance_id) > 0)
+	{
+		*status = store_get_string(0, 1);
 		return true;
+	}
 	*held = PGD_EXEC("SELECT 1 FROM df_internal.runs "
 					 "WHERE instance_id OPERATOR(pg_catalog.=) $1",
 					 instance_id) > 0;

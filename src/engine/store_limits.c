@@ -564,8 +564,21 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 	store_xact_keys_forget(&entered, instance_id);
 	store_held_drop(&slots, instance_id, NULL, scope);
 	/*
-	 * A plain statement first: an instance or scope without limits (the
-	 * common case) costs one indexed delete on each table, nothing more.
+	 * An instance without slots or places (the common case) runs no
+	 * statement: the indexes say so, with a dirty snapshot (a row being
+	 * made counts).  Its rows are made by its own transitions, which this
+	 * one holds off, or from its places by a hand-over, which leaves one
+	 * or the other in sight.  The statement cost 26 us at every
+	 * instance's end (perf, session 19).
+	 */
+	if (!pgd_internal_index_has("limit_holders_pkey", 1,
+								(const char *const[]){instance_id}) &&
+		!pgd_internal_index_has("limit_waiters_pkey", 1,
+								(const char *const[]){instance_id}))
+		return;
+	/*
+	 * A plain statement: a scope without limits costs one indexed delete
+	 * on each table, nothing more.
 	 */
 	n = PGD_EXEC("WITH h AS (DELETE FROM df_internal.limit_holders x "
 				 " WHERE x.instance_id OPERATOR(pg_catalog.=) $1 AND ($2::text IS NULL "

@@ -84,19 +84,23 @@ pgd_store_run_held(void)
 bool
 pgd_store_lock_run(const char *instance_id, PgdInstanceStatus *status)
 {
+	char *st;
+
 	if (run_skip)
 	{
 		run_skip = false; /* once */
-		if (!store_run_lock_skip(instance_id, &run_held))
+		if (!store_run_lock_skip(instance_id, &run_held, &st))
 			return false;
 	}
 	else if (RUN(run_nowait ? STMT_RUN_LOCK_NOWAIT : STMT_RUN_LOCK,
 				 instance_id) == 0)
 		return false;
+	else
+		st = store_get_string(0, 1);
 	store_stamps_locked(instance_id);
 	if (status)
 	{
-		run_status(store_get_string(0, 1), status);
+		run_status(st, status);
 		store_overlay_held_start(instance_id, status);
 	}
 	return true;
@@ -144,8 +148,12 @@ pgd_store_end_instance(const char *instance_id)
 	pgd_store_lock_release(instance_id, NULL, NULL); /* its keyed locks */
 	RUN(STMT_END_INSTANCE, instance_id);
 	pgd_store_limit_release(instance_id, NULL, NULL);
-	/* completions nobody will apply (issue 14); one committed later is its apply task's */
-	if (pgd_internal_relation_exists("inbox"))
+	/*
+	 * completions nobody will apply (issue 14), when the index has any
+	 * (a row being made counts); one committed later is its apply task's
+	 */
+	if (pgd_internal_index_has("inbox_instance_idx", 1,
+							   (const char *const[]){instance_id}))
 		(void) pgd_store_inbox_drop(instance_id);
 }
 

@@ -148,6 +148,17 @@ extern int	 store_join_count_row(const char *instance_id, const char *node_id,
 extern void	 store_join_close_row(const char *instance_id, const char *node_id,
 								  const char *scope);
 
+/* How store_lock_run_row found an instance's runs row. */
+typedef enum PgdRunLock
+{
+	PGD_RUN_TAKEN,	 /* locked (or held already) by this transaction */
+	PGD_RUN_HELD,	 /* another transaction holds it */
+	PGD_RUN_GONE,	 /* there is none */
+	PGD_RUN_CHANGED, /* changed since the snapshot: lock it by statement */
+} PgdRunLock;
+
+extern PgdRunLock store_lock_run_row(const char *instance_id, char **status);
+
 /*
  * The key rows of locks and limits in one order (store_locks.c): may a
  * statement that locks rows of space from key first on (NULL: not known)
@@ -335,6 +346,7 @@ extern void pgd_store_lock_write_held(void);
 /* store_limits.c: the slots a batch gave in memory, written likewise (issue 17) */
 extern void pgd_store_limit_write_held(void);
 /* store_inbox.c: the runs row with SKIP LOCKED (issue 14) */
-extern bool store_run_lock_skip(const char *instance_id, bool *held);
+extern bool store_run_lock_skip(const char *instance_id, bool *held,
+								char **status);
 
 #endif /* PG_DURABLE_STORE_STMT_H */
