@@ -144,18 +144,6 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "DELETE FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
 		 1,
 		 {T}},
-	[STMT_INSTANCE_ROOT] =
-		{"an instance's root node",
-		 "SELECT root_node FROM df.instances WHERE id OPERATOR(pg_catalog.=) $1",
-		 1,
-		 {T}},
-	[STMT_NODES_LOAD] =
-		{"an instance's graph",
-		 "SELECT id, node_type, query, result_name, left_node, right_node "
-		 "FROM df.nodes WHERE instance_id OPERATOR(pg_catalog.=) $1",
-		 1,
-		 {T}},
-
 	[STMT_TASK_START] =
 		{"the task that starts an instance",
 		 "INSERT INTO df_internal.tasks (instance_id, scope, kind) VALUES ($1, $1, 'start') "

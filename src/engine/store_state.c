@@ -157,28 +157,15 @@ pgd_store_end_instance(const char *instance_id)
 		(void) pgd_store_inbox_drop(instance_id);
 }
 
-/* The node rows of an instance and its root's id; 0 when it has none. */
+/*
+ * The node rows of an instance and its root's id; 0 when it has none
+ * (store_load_node_rows reads them by the primary keys).
+ */
 int
 pgd_store_load_nodes(const char *instance_id, char **root_id,
 					 PgdStoredNode **rows)
 {
-	int n, i;
-
-	if (RUN(STMT_INSTANCE_ROOT, instance_id) == 0)
-		return 0;
-	*root_id = store_get_string(0, 1);
-	n = RUN(STMT_NODES_LOAD, instance_id);
-	*rows = palloc(sizeof(PgdStoredNode) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		(*rows)[i].id = store_get_string(i, 1);
-		(*rows)[i].type = store_get_string(i, 2);
-		(*rows)[i].query = store_get_string(i, 3);
-		(*rows)[i].result_name = store_get_string(i, 4);
-		(*rows)[i].left = store_get_string(i, 5);
-		(*rows)[i].right = store_get_string(i, 6);
-	}
-	return n;
+	return store_load_node_rows(instance_id, root_id, rows);
 }
 
 /* ---------------------------------------------------------------------

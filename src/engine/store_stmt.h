@@ -19,8 +19,9 @@
 
 #include "engine/types.h"
 
-struct PgdRunInfo; /* store.h */
-struct PgdClaim;   /* store.h */
+struct PgdRunInfo;	  /* store.h */
+struct PgdClaim;	  /* store.h */
+struct PgdStoredNode; /* store.h */
 
 /*
  * The statements.  The order of the enum and of the table is the same;
@@ -34,8 +35,6 @@ typedef enum PgdStmt
 	STMT_INSTANCE_FINISHED,
 	STMT_INSTANCE_SUBMITTER,
 	STMT_END_INSTANCE,
-	STMT_INSTANCE_ROOT,
-	STMT_NODES_LOAD,
 	STMT_TASK_START,
 	STMT_TASK_STEP,
 	STMT_TASK_HTTP,
@@ -136,6 +135,9 @@ extern Datum store_text_array(int n, const char *const *items);
 /* store_node_rows.c: rel's column name (0 with missing_ok, else an error) */
 extern AttrNumber store_attnum(Relation rel, const char *name,
 							   bool missing_ok);
+/* store_node_rows.c: an instance's root node and graph rows by the primary keys */
+extern int store_load_node_rows(const char *instance_id, char **root_id,
+								struct PgdStoredNode **rows);
 /* store_task_rows.c: the runs row and a task's claim by the primary key (issue 14) */
 extern bool	 store_read_run_row(const char *instance_id, struct PgdRunInfo *r);
 extern bool	 store_claim_task_row(int64 task_id, struct PgdClaim *c);
