@@ -67,6 +67,7 @@ typedef char PgdB64Byte;
  * takes.
  */
 #include "access/heapam.h"
+#include "access/xact.h"
 
 #if PG_VERSION_NUM >= 160000
 static inline int
@@ -80,6 +81,20 @@ pgd_simple_heap_update(Relation rel, ItemPointer otid, HeapTuple tup)
 #define pgd_insert_index_tuples_update(rri, slot, estate, which) \
 	ExecInsertIndexTuples((rri), (slot), (estate), true, false, NULL, NIL, \
 						  (which) == 2)
+
+/* heap_update waiting for a row lock, its result returned; *which as above */
+static inline TM_Result
+pgd_heap_update(Relation rel, ItemPointer otid, HeapTuple tup, int *which)
+{
+	TM_FailureData	 tmfd;
+	LockTupleMode	 mode;
+	TU_UpdateIndexes u = TU_None;
+	TM_Result res = heap_update(rel, otid, tup, GetCurrentCommandId(true),
+								InvalidSnapshot, true, &tmfd, &mode, &u);
+
+	*which = u == TU_None ? 0 : u == TU_All ? 1 : 2;
+	return res;
+}
 #else
 static inline int
 pgd_simple_heap_update(Relation rel, ItemPointer otid, HeapTuple tup)
@@ -89,6 +104,18 @@ pgd_simple_heap_update(Relation rel, ItemPointer otid, HeapTuple tup)
 }
 #define pgd_insert_index_tuples_update(rri, slot, estate, which) \
 	ExecInsertIndexTuples((rri), (slot), (estate), true, false, NULL, NIL)
+
+static inline TM_Result
+pgd_heap_update(Relation rel, ItemPointer otid, HeapTuple tup, int *which)
+{
+	TM_FailureData tmfd;
+	LockTupleMode  mode;
+	TM_Result	   res = heap_update(rel, otid, tup, GetCurrentCommandId(true),
+									 InvalidSnapshot, true, &tmfd, &mode);
+
+	*which = HeapTupleIsHeapOnly(tup) ? 0 : 1;
+	return res;
+}
 #endif
 
 #endif /* PG_DURABLE_COMPAT_H */

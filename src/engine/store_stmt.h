@@ -160,6 +160,9 @@ typedef enum PgdRunLock
 } PgdRunLock;
 
 extern PgdRunLock store_lock_run_row(const char *instance_id, char **status);
+extern bool		  store_delete_run_row(const char *instance_id);
+extern int		  store_finish_instance_row(const char *instance_id,
+											const char *status);
 
 /*
  * The key rows of locks and limits in one order (store_locks.c): may a

@@ -40,6 +40,7 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_trigger.h"
 #include "commands/sequence.h"
 #include "executor/executor.h"
 #include "parser/parse_relation.h"
@@ -211,6 +212,53 @@ store_lock_run_row(const char *instance_id, char **status)
 }
 
 /*
+ * Delete the instance's runs row, which this transaction holds (a row
+ * deleted as DELETE does, but no trigger of runs fires: the caller knows
+ * df_internal.maps, whose foreign key cascades, has no rows of it).
+ * False when the row is not there or was not this transaction's to
+ * delete (the caller's statement then does what a statement does).
+ */
+bool
+store_delete_run_row(const char *instance_id)
+{
+	Relation		rel;
+	TupleDesc		desc;
+	AttrNumber		a_instance_id;
+	ScanKeyData		key;
+	Snapshot		snap;
+	SysScanDesc		scan;
+	HeapTuple		tup;
+	ItemPointerData tid;
+	TM_FailureData	tmfd;
+	bool			found;
+
+	/* a statement would see what this transaction wrote before it */
+	CommandCounterIncrement();
+	rel = table_open(pgd_internal_relid("runs"), RowExclusiveLock);
+	desc = RelationGetDescr(rel);
+	a_instance_id = column(rel, "instance_id");
+	ScanKeyInit(&key, a_instance_id, BTEqualStrategyNumber, F_TEXTEQ,
+				CStringGetTextDatum(instance_id));
+	key.sk_collation = TupleDescAttr(desc, a_instance_id - 1)->attcollation;
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	scan = systable_beginscan(rel, pgd_internal_relid("runs_pkey"), true, snap,
+							  1, &key);
+	tup = systable_getnext(scan);
+	found = HeapTupleIsValid(tup);
+	if (found)
+		tid = tup->t_self;
+	systable_endscan(scan);
+	UnregisterSnapshot(snap);
+	/* the caller holds the row (its own lock is no wait) */
+	if (found)
+		found = heap_delete(rel, &tid, GetCurrentCommandId(true),
+							InvalidSnapshot, true, &tmfd, false) == TM_Ok;
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+	return found;
+}
+
+/*
  * Claim task task_id: its row deleted by this (sub)transaction, its
  * columns and its instance's runs row in c.  False when it is not there,
  * not due, an HTTP task, or held by another transaction.
@@ -340,6 +388,96 @@ index_entries(Relation rel, HeapTuple tup, int which)
 	ExecDropSingleTupleTableSlot(slot);
 	ExecCloseIndices(rri);
 	FreeExecutorState(estate);
+}
+
+/*
+ * An instance ends with status: its df.instances row updated as
+ * STMT_INSTANCE_FINISHED does (status, updated_at, completed_at when it
+ * completed, NULL otherwise), found by its primary key with a snapshot
+ * taken now.  1 when updated, 0 when there is no row, -1 when the
+ * caller's statement must do it: a trigger of the user's on df.instances
+ * (it fires for a statement), or a row another transaction changed after
+ * the snapshot (its owner may UPDATE it; the statement updates the new
+ * version).  The update is never HOT (status is indexed): the new
+ * version's index entries are made as an UPDATE makes them.  The
+ * statement cost 62 us at every instance's end (perf, session 19).
+ */
+int
+store_finish_instance_row(const char *instance_id, const char *status)
+{
+	Oid			df = get_namespace_oid("df", false);
+	Oid			instances = get_relname_relid("instances", df);
+	Oid			pkey = get_relname_relid("instances_pkey", df);
+	Relation	rel;
+	TupleDesc	desc;
+	AttrNumber	a_id;
+	ScanKeyData key;
+	Snapshot	snap;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	HeapTuple	copy = NULL;
+	Datum	   *values;
+	bool	   *nulls;
+	bool	   *replace;
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	int			which;
+	int			result;
+
+	if (!OidIsValid(instances) || !OidIsValid(pkey))
+		return -1;
+	/* a statement would see what this transaction wrote before it */
+	CommandCounterIncrement();
+	rel = table_open(instances, RowExclusiveLock);
+	if (pgd_store_user_trigger(rel, TRIGGER_TYPE_UPDATE))
+	{
+		table_close(rel, NoLock);
+		return -1;
+	}
+	desc = RelationGetDescr(rel);
+	a_id = column(rel, "id");
+	ScanKeyInit(&key, a_id, BTEqualStrategyNumber, F_TEXTEQ,
+				CStringGetTextDatum(instance_id));
+	key.sk_collation = TupleDescAttr(desc, a_id - 1)->attcollation;
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	scan = systable_beginscan(rel, pkey, true, snap, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		copy = heap_copytuple(tup);
+	systable_endscan(scan);
+	UnregisterSnapshot(snap);
+	if (copy == NULL)
+	{
+		table_close(rel, NoLock);
+		return 0;
+	}
+	values = palloc0(sizeof(Datum) * desc->natts);
+	nulls = palloc0(sizeof(bool) * desc->natts);
+	replace = palloc0(sizeof(bool) * desc->natts);
+#define SET(name, datum, null) \
+	do \
+	{ \
+		AttrNumber a_ = column(rel, (name)); \
+		values[a_ - 1] = (datum); \
+		nulls[a_ - 1] = (null); \
+		replace[a_ - 1] = true; \
+	} while (0)
+	SET("status", CStringGetTextDatum(status), false);
+	SET("updated_at", TimestampTzGetDatum(now), false);
+	SET("completed_at", TimestampTzGetDatum(now),
+		strcmp(status, "completed") != 0);
+#undef SET
+	tup = heap_modify_tuple(copy, desc, values, nulls, replace);
+	if (pgd_heap_update(rel, &copy->t_self, tup, &which) != TM_Ok)
+		result = -1;
+	else
+	{
+		if (which != 0)
+			index_entries(rel, tup, which);
+		result = 1;
+	}
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+	return result;
 }
 
 /*

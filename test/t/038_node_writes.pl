@@ -293,4 +293,39 @@ SELECT status || ' ' || (completed_at IS NOT NULL) FROM df.instances WHERE id = 
 	'completed true', 'df.instances shows it completed');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.check() is clean after the one-step workflow');
 
+# An instance's end updates its df.instances row by the primary key, not
+# by a statement (engine/store_task_rows.c, session 19): its row is
+# updated, and its indexes find it under its new status.  A trigger of
+# the user's on df.instances brings the statement back, and it fires.
+my $quiet = $node->safe_psql('postgres', "SET ROLE $ROLE; SELECT df.start('SELECT 43')");
+is($node->safe_psql('postgres',
+		"SET ROLE $ROLE; SELECT df.await_instance('$quiet', 120)"),
+	'completed', 'a one-step workflow without a trigger completed')
+  or diag_engine($node);
+is($node->safe_psql('postgres', qq{
+SET enable_seqscan = off;
+SELECT count(*) FROM df.instances WHERE status = 'completed' AND id = '$quiet'
+  AND completed_at IS NOT NULL AND updated_at >= created_at}),
+	'1', 'its row shows it completed, through the status index too');
+$node->safe_psql('postgres', q{
+CREATE TABLE instance_updates (id text, status text);
+CREATE FUNCTION log_instance_update() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO public.instance_updates VALUES (NEW.id, NEW.status);
+	RETURN NULL;
+END $$;
+CREATE TRIGGER log_instance_update AFTER UPDATE ON df.instances
+	FOR EACH ROW EXECUTE FUNCTION log_instance_update();
+});
+my $logged = $node->safe_psql('postgres', "SET ROLE $ROLE; SELECT df.start('SELECT 44')");
+is($node->safe_psql('postgres',
+		"SET ROLE $ROLE; SELECT df.await_instance('$logged', 120)"),
+	'completed', 'a one-step workflow with a trigger on df.instances completed')
+  or diag_engine($node);
+is($node->safe_psql('postgres',
+		"SELECT count(*) FROM instance_updates WHERE id = '$logged' AND status = 'completed'"),
+	'1', 'the trigger fired for the update of its end');
+$node->safe_psql('postgres', 'DROP TRIGGER log_instance_update ON df.instances');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.check() is clean after the instance ends');
+
 done_testing();
