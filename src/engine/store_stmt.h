@@ -163,6 +163,13 @@ extern PgdRunLock store_lock_run_row(const char *instance_id, char **status);
 extern bool		  store_delete_run_row(const char *instance_id);
 extern int		  store_finish_instance_row(const char *instance_id,
 											const char *status);
+extern bool		  store_finished_created_at(const char	*instance_id,
+											TimestampTz *created_at);
+/* store_node_rows.c: an instance's start and end as one history row */
+extern bool store_instance_event_row(int64 event_id, const char *instance_id,
+									 TimestampTz started_at, const char *kind,
+									 const char *scope, const char *detail,
+									 TimestampTz created_at);
 
 /*
  * The key rows of locks and limits in one order (store_locks.c): may a

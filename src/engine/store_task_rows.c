@@ -391,6 +391,26 @@ index_entries(Relation rel, HeapTuple tup, int which)
 }
 
 /*
+ * The created_at of the instance whose row store_finish_instance_row
+ * last updated, in the transaction that started at finished_xact: the
+ * duration of its end's event (store_instance_event_row) without reading
+ * the row again.
+ */
+static char		   finished_id[PGD_ID_LEN + 1];
+static TimestampTz finished_created_at;
+static TimestampTz finished_xact;
+
+bool
+store_finished_created_at(const char *instance_id, TimestampTz *created_at)
+{
+	if (finished_xact != GetCurrentTransactionStartTimestamp() ||
+		strcmp(finished_id, instance_id) != 0)
+		return false;
+	*created_at = finished_created_at;
+	return true;
+}
+
+/*
  * An instance ends with status: its df.instances row updated as
  * STMT_INSTANCE_FINISHED does (status, updated_at, completed_at when it
  * completed, NULL otherwise), found by its primary key with a snapshot
@@ -466,6 +486,18 @@ store_finish_instance_row(const char *instance_id, const char *status)
 	SET("completed_at", TimestampTzGetDatum(now),
 		strcmp(status, "completed") != 0);
 #undef SET
+	finished_id[0] = '\0';
+	{
+		bool  isnull;
+		Datum d = heap_getattr(copy, column(rel, "created_at"), desc, &isnull);
+
+		if (!isnull)
+		{
+			strlcpy(finished_id, instance_id, sizeof(finished_id));
+			finished_created_at = DatumGetTimestampTz(d);
+			finished_xact = GetCurrentTransactionStartTimestamp();
+		}
+	}
 	tup = heap_modify_tuple(copy, desc, values, nulls, replace);
 	if (pgd_heap_update(rel, &copy->t_self, tup, &which) != TM_Ok)
 		result = -1;
