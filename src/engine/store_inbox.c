@@ -49,7 +49,7 @@ bool
 store_run_lock_skip(const char *instance_id, bool *held, char **status)
 {
 	*held = false;
-	switch (store_lock_run_row(instance_id, status))
+	switch (store_lock_run_row(instance_id, LockWaitSkip, status))
 	{
 		case PGD_RUN_TAKEN:
 			return true;

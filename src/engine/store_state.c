@@ -92,11 +92,26 @@ pgd_store_lock_run(const char *instance_id, PgdInstanceStatus *status)
 		if (!store_run_lock_skip(instance_id, &run_held, &st))
 			return false;
 	}
-	else if (RUN(run_nowait ? STMT_RUN_LOCK_NOWAIT : STMT_RUN_LOCK,
-				 instance_id) == 0)
-		return false;
 	else
-		st = store_get_string(0, 1);
+	{
+		/* by the key; by the statement when the row changed meanwhile */
+		switch (store_lock_run_row(instance_id,
+								   run_nowait ? LockWaitError : LockWaitBlock,
+								   &st))
+		{
+			case PGD_RUN_TAKEN:
+				break;
+			case PGD_RUN_GONE:
+				return false;
+			case PGD_RUN_HELD:
+			case PGD_RUN_CHANGED:
+				if (RUN(run_nowait ? STMT_RUN_LOCK_NOWAIT : STMT_RUN_LOCK,
+						instance_id) == 0)
+					return false;
+				st = store_get_string(0, 1);
+				break;
+		}
+	}
 	store_stamps_locked(instance_id);
 	if (status)
 	{

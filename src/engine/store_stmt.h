@@ -159,7 +159,8 @@ typedef enum PgdRunLock
 	PGD_RUN_CHANGED, /* changed since the snapshot: lock it by statement */
 } PgdRunLock;
 
-extern PgdRunLock store_lock_run_row(const char *instance_id, char **status);
+extern PgdRunLock store_lock_run_row(const char	   *instance_id,
+									 LockWaitPolicy wait, char **status);
 extern bool		  store_delete_run_row(const char *instance_id);
 extern int		  store_finish_instance_row(const char *instance_id,
 											const char *status);

@@ -140,17 +140,21 @@ store_read_run_row(const char *instance_id, PgdRunInfo *run)
 }
 
 /*
- * Lock the instance's runs row as SELECT status ... FOR UPDATE SKIP LOCKED
- * does, its status into *status: PGD_RUN_TAKEN; PGD_RUN_HELD when
- * another transaction holds it; PGD_RUN_GONE when there is none;
- * PGD_RUN_CHANGED when a transaction that committed after the snapshot
- * changed it (the caller's statement then locks its newest version, as
- * it would have).  A row this transaction holds already is taken at once,
- * without a new lock.  A chain's every step took it with a statement
- * (5 us a step, perf).
+ * Lock the instance's runs row as SELECT status ... FOR UPDATE does, with
+ * wait (LockWaitBlock), NOWAIT (LockWaitError: the same error) or SKIP
+ * LOCKED (LockWaitSkip), its status into *status: PGD_RUN_TAKEN;
+ * PGD_RUN_HELD when another transaction holds it (SKIP LOCKED);
+ * PGD_RUN_GONE when there is none; PGD_RUN_CHANGED when a transaction
+ * that committed after the snapshot, or that it waited for, changed it
+ * (the caller's statement then locks its newest version, as it would
+ * have).  A row this transaction holds already is taken at once, without
+ * a new lock.  A chain's every step took it with a statement (5 us a
+ * step, perf), and every start task (14 us).  Under a transaction
+ * snapshot (df.cancel in a REPEATABLE READ transaction) it is always
+ * PGD_RUN_CHANGED: the statement raises what such a transaction raises.
  */
 PgdRunLock
-store_lock_run_row(const char *instance_id, char **status)
+store_lock_run_row(const char *instance_id, LockWaitPolicy wait, char **status)
 {
 	Relation	   rel;
 	TupleDesc	   desc;
@@ -166,6 +170,8 @@ store_lock_run_row(const char *instance_id, char **status)
 	PgdRunLock	   result;
 
 	*status = NULL;
+	if (IsolationUsesXactSnapshot())
+		return PGD_RUN_CHANGED;
 	/* a statement would see what this transaction wrote before it */
 	CommandCounterIncrement();
 	rel = table_open(pgd_internal_relid("runs"), RowShareLock);
@@ -184,8 +190,7 @@ store_lock_run_row(const char *instance_id, char **status)
 	{
 		locked.t_self = tup->t_self;
 		res = heap_lock_tuple(rel, &locked, GetCurrentCommandId(true),
-							  LockTupleExclusive, LockWaitSkip, false, &buffer,
-							  &tmfd);
+							  LockTupleExclusive, wait, false, &buffer, &tmfd);
 		switch (res)
 		{
 			case TM_Ok:
