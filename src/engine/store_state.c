@@ -153,6 +153,10 @@ pgd_store_instance_finished(const char *instance_id, PgdInstanceStatus status)
 Oid
 pgd_store_instance_submitter(const char *instance_id)
 {
+	Oid submitter;
+
+	if (store_instance_submitter_row(instance_id, &submitter))
+		return submitter;
 	if (RUN(STMT_INSTANCE_SUBMITTER, instance_id) == 0)
 		return InvalidOid;
 	return (Oid) strtoul(store_get_string(0, 1), NULL, 10);

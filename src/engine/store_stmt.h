@@ -164,6 +164,8 @@ extern PgdRunLock store_lock_run_row(const char	   *instance_id,
 extern bool		  store_delete_run_row(const char *instance_id);
 extern int		  store_finish_instance_row(const char *instance_id,
 											const char *status);
+extern bool		  store_instance_submitter_row(const char *instance_id,
+											   Oid		  *submitter);
 extern bool		  store_finished_created_at(const char	*instance_id,
 											TimestampTz *created_at);
 /* store_node_rows.c: an instance's start and end as one history row */
