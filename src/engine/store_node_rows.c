@@ -878,27 +878,16 @@ store_load_node_rows(const char *instance_id, char **root_id,
 		!OidIsValid(nodes) || !OidIsValid(nodes_pkey))
 		elog(ERROR,
 			 "table df.instances or df.nodes or a primary key is missing");
-	/* a statement would see what this transaction wrote before it */
-	CommandCounterIncrement();
-	snap = RegisterSnapshot(GetLatestSnapshot());
-
-	rel = table_open(instances, AccessShareLock);
-	desc = RelationGetDescr(rel);
-	a = store_attnum(rel, "id", false);
-	ScanKeyInit(&key, a, BTEqualStrategyNumber, F_TEXTEQ,
-				CStringGetTextDatum(instance_id));
-	key.sk_collation = TupleDescAttr(desc, a - 1)->attcollation;
-	scan = systable_beginscan(rel, instances_pkey, true, snap, 1, &key);
-	tup = systable_getnext(scan);
-	if (HeapTupleIsValid(tup))
-		*root_id = text_attr(tup, desc, store_attnum(rel, "root_node", false));
-	systable_endscan(scan);
+	tup = store_key_row(instances, instances_pkey, "id", instance_id,
+						AccessShareLock, &rel);
+	if (tup != NULL)
+		*root_id = text_attr(tup, RelationGetDescr(rel),
+							 store_attnum(rel, "root_node", false));
 	table_close(rel, NoLock);
-	if (!HeapTupleIsValid(tup))
-	{
-		UnregisterSnapshot(snap);
+	if (tup == NULL)
 		return 0;
-	}
+	/* the nodes as a statement after that one sees them */
+	snap = RegisterSnapshot(GetLatestSnapshot());
 
 	rel = table_open(nodes, AccessShareLock);
 	desc = RelationGetDescr(rel);

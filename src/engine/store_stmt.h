@@ -139,6 +139,9 @@ extern AttrNumber store_attnum(Relation rel, const char *name,
 extern int store_load_node_rows(const char *instance_id, char **root_id,
 								struct PgdStoredNode **rows);
 /* store_task_rows.c: the runs row and a task's claim by the primary key (issue 14) */
+extern HeapTuple store_key_row(Oid relid, Oid indexid, const char *col,
+							   const char *value, LOCKMODE lockmode,
+							   Relation *rel);
 extern bool	 store_read_run_row(const char *instance_id, struct PgdRunInfo *r);
 extern bool	 store_claim_task_row(int64 task_id, struct PgdClaim *c);
 extern int64 store_insert_task_row(const char *instance_id,

@@ -75,35 +75,60 @@ text_column(HeapTuple tup, Relation rel, const char *name)
 }
 
 /*
+ * The row of relid whose text column col is value, found through the
+ * unique index indexid as a statement after this transaction's writes
+ * finds it (a snapshot taken now), copied, or NULL; *rel is left open
+ * with lockmode.
+ */
+HeapTuple
+store_key_row(Oid relid, Oid indexid, const char *col, const char *value,
+			  LOCKMODE lockmode, Relation *rel)
+{
+	TupleDesc	desc;
+	AttrNumber	a;
+	ScanKeyData key;
+	Snapshot	snap;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	/* a statement would see what this transaction wrote before it */
+	CommandCounterIncrement();
+	*rel = table_open(relid, lockmode);
+	desc = RelationGetDescr(*rel);
+	a = column(*rel, col);
+	ScanKeyInit(&key, a, BTEqualStrategyNumber, F_TEXTEQ,
+				CStringGetTextDatum(value));
+	key.sk_collation = TupleDescAttr(desc, a - 1)->attcollation;
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	scan = systable_beginscan(*rel, indexid, true, snap, 1, &key);
+	tup = systable_getnext(scan);
+	tup = HeapTupleIsValid(tup) ? heap_copytuple(tup) : NULL;
+	systable_endscan(scan);
+	UnregisterSnapshot(snap);
+	return tup;
+}
+
+/* The instance's runs row (store_key_row). */
+static HeapTuple
+run_row(const char *instance_id, LOCKMODE lockmode, Relation *rel)
+{
+	return store_key_row(pgd_internal_relid("runs"),
+						 pgd_internal_relid("runs_pkey"), "instance_id",
+						 instance_id, lockmode, rel);
+}
+
+/*
  * The runs row of the instance into run, as store_read_run reads it from
  * a statement's columns; false when the instance has none.
  */
 bool
 store_read_run_row(const char *instance_id, PgdRunInfo *run)
 {
-	Relation	rel;
-	TupleDesc	desc;
-	AttrNumber	a_instance_id;
-	ScanKeyData key;
-	Snapshot	snap;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	bool		found;
+	Relation  rel;
+	HeapTuple tup = run_row(instance_id, AccessShareLock, &rel);
+	TupleDesc desc = RelationGetDescr(rel);
 
-	/* a statement would see what this transaction wrote before it */
-	CommandCounterIncrement();
-	rel = table_open(pgd_internal_relid("runs"), AccessShareLock);
-	desc = RelationGetDescr(rel);
-	a_instance_id = column(rel, "instance_id");
-	ScanKeyInit(&key, a_instance_id, BTEqualStrategyNumber, F_TEXTEQ,
-				CStringGetTextDatum(instance_id));
-	key.sk_collation = TupleDescAttr(desc, a_instance_id - 1)->attcollation;
-	snap = RegisterSnapshot(GetLatestSnapshot());
-	scan = systable_beginscan(rel, pgd_internal_relid("runs_pkey"), true, snap,
-							  1, &key);
-	tup = systable_getnext(scan);
-	found = HeapTupleIsValid(tup);
-	if (found)
+	if (tup != NULL)
 	{
 		bool  isnull;
 		Datum d;
@@ -133,10 +158,8 @@ store_read_run_row(const char *instance_id, PgdRunInfo *run)
 		if (run->database != NULL && strcmp(run->database, pgd_database) == 0)
 			run->database = NULL;
 	}
-	systable_endscan(scan);
-	UnregisterSnapshot(snap);
 	table_close(rel, NoLock);
-	return found;
+	return tup != NULL;
 }
 
 /*
@@ -157,41 +180,24 @@ PgdRunLock
 store_lock_run_row(const char *instance_id, LockWaitPolicy wait, char **status)
 {
 	Relation	   rel;
-	TupleDesc	   desc;
-	AttrNumber	   a_instance_id;
-	ScanKeyData	   key;
-	Snapshot	   snap;
-	SysScanDesc	   scan;
 	HeapTuple	   tup;
 	HeapTupleData  locked;
 	Buffer		   buffer = InvalidBuffer;
 	TM_FailureData tmfd;
-	TM_Result	   res;
 	PgdRunLock	   result;
 
 	*status = NULL;
 	if (IsolationUsesXactSnapshot())
 		return PGD_RUN_CHANGED;
-	/* a statement would see what this transaction wrote before it */
-	CommandCounterIncrement();
-	rel = table_open(pgd_internal_relid("runs"), RowShareLock);
-	desc = RelationGetDescr(rel);
-	a_instance_id = column(rel, "instance_id");
-	ScanKeyInit(&key, a_instance_id, BTEqualStrategyNumber, F_TEXTEQ,
-				CStringGetTextDatum(instance_id));
-	key.sk_collation = TupleDescAttr(desc, a_instance_id - 1)->attcollation;
-	snap = RegisterSnapshot(GetLatestSnapshot());
-	scan = systable_beginscan(rel, pgd_internal_relid("runs_pkey"), true, snap,
-							  1, &key);
-	tup = systable_getnext(scan);
-	if (!HeapTupleIsValid(tup))
+	tup = run_row(instance_id, RowShareLock, &rel);
+	if (tup == NULL)
 		result = PGD_RUN_GONE;
 	else
 	{
 		locked.t_self = tup->t_self;
-		res = heap_lock_tuple(rel, &locked, GetCurrentCommandId(true),
-							  LockTupleExclusive, wait, false, &buffer, &tmfd);
-		switch (res)
+		switch (heap_lock_tuple(rel, &locked, GetCurrentCommandId(true),
+								LockTupleExclusive, wait, false, &buffer,
+								&tmfd))
 		{
 			case TM_Ok:
 				result = PGD_RUN_TAKEN;
@@ -210,8 +216,6 @@ store_lock_run_row(const char *instance_id, LockWaitPolicy wait, char **status)
 		if (BufferIsValid(buffer))
 			ReleaseBuffer(buffer);
 	}
-	systable_endscan(scan);
-	UnregisterSnapshot(snap);
 	table_close(rel, NoLock);
 	return result;
 }
@@ -226,43 +230,21 @@ store_lock_run_row(const char *instance_id, LockWaitPolicy wait, char **status)
 bool
 store_delete_run_row(const char *instance_id)
 {
-	Relation		rel;
-	TupleDesc		desc;
-	AttrNumber		a_instance_id;
-	ScanKeyData		key;
-	Snapshot		snap;
-	SysScanDesc		scan;
-	HeapTuple		tup;
-	ItemPointerData tid;
-	TM_FailureData	tmfd;
-	bool			found;
+	Relation	   rel;
+	HeapTuple	   tup;
+	TM_FailureData tmfd;
+	bool		   done;
 
 	if (IsolationUsesXactSnapshot())
 		return false;
-	/* a statement would see what this transaction wrote before it */
-	CommandCounterIncrement();
-	rel = table_open(pgd_internal_relid("runs"), RowExclusiveLock);
-	desc = RelationGetDescr(rel);
-	a_instance_id = column(rel, "instance_id");
-	ScanKeyInit(&key, a_instance_id, BTEqualStrategyNumber, F_TEXTEQ,
-				CStringGetTextDatum(instance_id));
-	key.sk_collation = TupleDescAttr(desc, a_instance_id - 1)->attcollation;
-	snap = RegisterSnapshot(GetLatestSnapshot());
-	scan = systable_beginscan(rel, pgd_internal_relid("runs_pkey"), true, snap,
-							  1, &key);
-	tup = systable_getnext(scan);
-	found = HeapTupleIsValid(tup);
-	if (found)
-		tid = tup->t_self;
-	systable_endscan(scan);
-	UnregisterSnapshot(snap);
+	tup = run_row(instance_id, RowExclusiveLock, &rel);
 	/* the caller holds the row (its own lock is no wait) */
-	if (found)
-		found = heap_delete(rel, &tid, GetCurrentCommandId(true),
-							InvalidSnapshot, true, &tmfd, false) == TM_Ok;
+	done = tup != NULL &&
+		heap_delete(rel, &tup->t_self, GetCurrentCommandId(true),
+					InvalidSnapshot, true, &tmfd, false) == TM_Ok;
 	table_close(rel, NoLock);
 	CommandCounterIncrement();
-	return found;
+	return done;
 }
 
 /*
@@ -410,33 +392,14 @@ static bool
 instance_row(const char *instance_id, LOCKMODE lockmode, Relation *rel,
 			 HeapTuple *row)
 {
-	Oid			df = get_namespace_oid("df", false);
-	Oid			instances = get_relname_relid("instances", df);
-	Oid			pkey = get_relname_relid("instances_pkey", df);
-	TupleDesc	desc;
-	AttrNumber	a_id;
-	ScanKeyData key;
-	Snapshot	snap;
-	SysScanDesc scan;
-	HeapTuple	tup;
+	Oid df = get_namespace_oid("df", false);
+	Oid instances = get_relname_relid("instances", df);
+	Oid pkey = get_relname_relid("instances_pkey", df);
 
 	if (!OidIsValid(instances) || !OidIsValid(pkey) ||
 		IsolationUsesXactSnapshot())
 		return false;
-	/* a statement would see what this transaction wrote before it */
-	CommandCounterIncrement();
-	*rel = table_open(instances, lockmode);
-	desc = RelationGetDescr(*rel);
-	a_id = column(*rel, "id");
-	ScanKeyInit(&key, a_id, BTEqualStrategyNumber, F_TEXTEQ,
-				CStringGetTextDatum(instance_id));
-	key.sk_collation = TupleDescAttr(desc, a_id - 1)->attcollation;
-	snap = RegisterSnapshot(GetLatestSnapshot());
-	scan = systable_beginscan(*rel, pkey, true, snap, 1, &key);
-	tup = systable_getnext(scan);
-	*row = HeapTupleIsValid(tup) ? heap_copytuple(tup) : NULL;
-	systable_endscan(scan);
-	UnregisterSnapshot(snap);
+	*row = store_key_row(instances, pkey, "id", instance_id, lockmode, rel);
 	return true;
 }
 
