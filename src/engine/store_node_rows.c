@@ -248,20 +248,78 @@ store_attnum(Relation rel, const char *name, bool missing_ok)
 	return attnum > 0 ? attnum : 0;
 }
 
+/* Column a of tup as a C string, NULL for SQL NULL (a text-like column). */
+char *
+store_text_attr(HeapTuple tup, TupleDesc desc, AttrNumber a)
+{
+	bool  isnull;
+	Datum d = heap_getattr(tup, a, desc, &isnull);
+
+	return isnull ? NULL : TextDatumGetCString(d);
+}
+
+/* A relation of schema df by name, or an error naming it. */
+static Oid
+df_relid(const char *name)
+{
+	Oid relid = get_relname_relid(name, get_namespace_oid("df", false));
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "relation df.%s does not exist", name);
+	return relid;
+}
+
+/*
+ * A new event row of r's events: a slot of the table, every column NULL
+ * (the caller sets its own).
+ */
+static TupleTableSlot *
+event_slot(FlushRels *r)
+{
+	TupleTableSlot *slot = table_slot_create(r->events, NULL);
+
+	ExecClearTuple(slot);
+	for (int a = 0; a < RelationGetDescr(r->events)->natts; a++)
+	{
+		slot->tts_values[a] = (Datum) 0;
+		slot->tts_isnull[a] = true;
+	}
+	return slot;
+}
+
+/* Insert the event rows of slots[0 .. n - 1] with their index entries, and drop the slots. */
+static void
+insert_events(FlushRels *r, TupleTableSlot **slots, int n)
+{
+	if (n > 0)
+		table_multi_insert(r->events, slots, n, GetCurrentCommandId(true), 0,
+						   NULL);
+	for (int i = 0; i < n; i++)
+	{
+		if (r->events_rri->ri_NumIndices > 0)
+			(void) pgd_insert_index_tuples(r->events_rri, slots[i], r->estate);
+		ExecDropSingleTupleTableSlot(slots[i]);
+	}
+}
+
+/*
+ * The milliseconds from from to at, as GREATEST(0, (date_part('epoch', at
+ * - from) * 1000)::bigint).
+ */
+static int64
+duration_ms(TimestampTz at, TimestampTz from)
+{
+	double ms = rint((double) (at - from) / 1000000.0 * 1000.0);
+
+	return ms > 0 ? (int64) ms : 0;
+}
+
 static void
 flush_open(FlushRels *r)
 {
-	Oid df = get_namespace_oid("df", false);
-	Oid internal = get_namespace_oid("df_internal", false);
-	Oid nodes = get_relname_relid("nodes", df);
-	Oid events = get_relname_relid("events", internal);
-
-	r->nodes_pkey = get_relname_relid("nodes_pkey", df);
-	if (!OidIsValid(nodes) || !OidIsValid(events) ||
-		!OidIsValid(r->nodes_pkey))
-		elog(ERROR, "the tables of pg_durable's node writes are missing");
-	r->nodes = table_open(nodes, RowExclusiveLock);
-	r->events = table_open(events, RowExclusiveLock);
+	r->nodes_pkey = df_relid("nodes_pkey");
+	r->nodes = table_open(df_relid("nodes"), RowExclusiveLock);
+	r->events = table_open(pgd_internal_relid("events"), RowExclusiveLock);
 	r->n_instance_id = store_attnum(r->nodes, "instance_id", false);
 	r->n_id = store_attnum(r->nodes, "id", false);
 	r->n_status = store_attnum(r->nodes, "status", false);
@@ -483,7 +541,6 @@ store_write_node_rows(const char *instance_id, int n, NodeWriteMode mode,
 	MemoryContext	 old = MemoryContextSwitchTo(cxt);
 	FlushRels		 r;
 	Snapshot		 snap;
-	TupleDesc		 edesc;
 	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * n);
 	int				 nslots = 0;
 	ExprContext		*econtext;
@@ -501,7 +558,6 @@ store_write_node_rows(const char *instance_id, int n, NodeWriteMode mode,
 	/* the rows as the statements before this one left them */
 	CommandCounterIncrement();
 	snap = RegisterSnapshot(GetLatestSnapshot());
-	edesc = RelationGetDescr(r.events);
 	econtext = GetPerTupleExprContext(r.estate);
 	if (mode != NW_IDS)
 	{
@@ -534,15 +590,9 @@ store_write_node_rows(const char *instance_id, int n, NodeWriteMode mode,
 									&old_at, &old_null, &result))
 			continue;
 
-		slot = slots[nslots++] = table_slot_create(r.events, NULL);
-		ExecClearTuple(slot);
+		slot = slots[nslots++] = event_slot(&r);
 		ev = slot->tts_values;
 		en = slot->tts_isnull;
-		for (int a = 0; a < edesc->natts; a++)
-		{
-			ev[a] = (Datum) 0;
-			en[a] = true;
-		}
 		if (mode == NW_IDS)
 		{
 			ev[r.e_id - 1] = v[NW_EID][i];
@@ -584,12 +634,9 @@ store_write_node_rows(const char *instance_id, int n, NodeWriteMode mode,
 			}
 			if (!from_null)
 			{
-				/* as GREATEST(0, (date_part('epoch', at - from) * 1000)::bigint) */
-				double ms =
-					rint((double) (DatumGetTimestampTz(v[NW_AT][i]) - from) /
-						 1000000.0 * 1000.0);
-
-				ev[r.e_duration - 1] = Int64GetDatum(ms > 0 ? (int64) ms : 0);
+				ev[r.e_duration - 1] =
+					Int64GetDatum(duration_ms(DatumGetTimestampTz(v[NW_AT][i]),
+											  from));
 				en[r.e_duration - 1] = false;
 			}
 			if (st[0] == 'f')
@@ -620,17 +667,7 @@ store_write_node_rows(const char *instance_id, int n, NodeWriteMode mode,
 		ExecStoreVirtualTuple(slot);
 	}
 
-	if (nslots > 0)
-	{
-		table_multi_insert(r.events, slots, nslots, GetCurrentCommandId(true),
-						   0, NULL);
-		for (int i = 0; i < nslots; i++)
-			if (r.events_rri->ri_NumIndices > 0)
-				(void) pgd_insert_index_tuples(r.events_rri, slots[i],
-											   r.estate);
-	}
-	for (int i = 0; i < nslots; i++)
-		ExecDropSingleTupleTableSlot(slots[i]);
+	insert_events(&r, slots, nslots);
 	flush_close(&r);
 	UnregisterSnapshot(snap);
 	/* the statements after this one see the rows */
@@ -644,31 +681,39 @@ store_write_node_rows(const char *instance_id, int n, NodeWriteMode mode,
  * store_start.c's statement inserts it: id event_id (drawn at the start's
  * place), the end's kind, scope and detail (JSON text or NULL), the
  * start's time as started_at, ended_id drawn now from the events'
- * sequence, the duration since created_at (the instance's), at now.  No
+ * sequence, the duration since the instance's created_at, at now.  No
  * statement: it cost 28-38 us at the end of every instance that started
  * and ended in one batch (perf, session 19).  False when a trigger of the
- * user's on df_internal.events must fire or the schema has no
- * started_at: the caller's statement then inserts it.
+ * user's on df_internal.events must fire, the schema has no started_at,
+ * or the instance's row or its created_at is not there: the caller's
+ * statement then inserts it.
  */
 bool
 store_instance_event_row(int64 event_id, const char *instance_id,
 						 TimestampTz started_at, const char *kind,
-						 const char *scope, const char *detail,
-						 TimestampTz created_at)
+						 const char *scope, const char *detail)
 {
 	MemoryContext	cxt = AllocSetContextCreate(CurrentMemoryContext,
 												"pg_durable instance event",
 												ALLOCSET_SMALL_SIZES);
 	MemoryContext	old = MemoryContextSwitchTo(cxt);
+	Relation		instances;
+	HeapTuple		row;
+	Datum			created = (Datum) 0;
+	bool			no_created = true;
 	FlushRels		r;
 	TupleTableSlot *slot;
-	Datum		   *ev;
-	bool		   *en;
 	TimestampTz		now = GetCurrentTimestamp();
-	double			ms;
 
+	row = store_key_row(df_relid("instances"), df_relid("instances_pkey"),
+						"id", instance_id, AccessShareLock, &instances);
+	if (row != NULL)
+		created =
+			heap_getattr(row, store_attnum(instances, "created_at", false),
+						 RelationGetDescr(instances), &no_created);
+	table_close(instances, NoLock);
 	flush_open(&r);
-	if (pgd_store_user_trigger(r.events, TRIGGER_TYPE_INSERT) ||
+	if (no_created || pgd_store_user_trigger(r.events, TRIGGER_TYPE_INSERT) ||
 		r.e_started_at == 0 || r.e_ended_id == 0)
 	{
 		flush_close(&r);
@@ -676,29 +721,20 @@ store_instance_event_row(int64 event_id, const char *instance_id,
 		MemoryContextDelete(cxt);
 		return false;
 	}
-	slot = table_slot_create(r.events, NULL);
-	ExecClearTuple(slot);
-	ev = slot->tts_values;
-	en = slot->tts_isnull;
-	for (int a = 0; a < RelationGetDescr(r.events)->natts; a++)
-	{
-		ev[a] = (Datum) 0;
-		en[a] = true;
-	}
+	slot = event_slot(&r);
 #define SET(a, datum) \
 	do \
 	{ \
-		ev[a - 1] = (datum); \
-		en[a - 1] = false; \
+		slot->tts_values[a - 1] = (datum); \
+		slot->tts_isnull[a - 1] = false; \
 	} while (0)
 	SET(r.e_id, Int64GetDatum(event_id));
 	SET(r.e_instance_id, CStringGetTextDatum(instance_id));
 	SET(r.e_at, TimestampTzGetDatum(now));
 	SET(r.e_kind, CStringGetTextDatum(kind));
 	SET(r.e_scope, CStringGetTextDatum(scope));
-	/* as GREATEST(0, (date_part('epoch', clock_timestamp() - created_at) * 1000)::bigint) */
-	ms = rint((double) (now - created_at) / 1000000.0 * 1000.0);
-	SET(r.e_duration, Int64GetDatum(ms > 0 ? (int64) ms : 0));
+	SET(r.e_duration,
+		Int64GetDatum(duration_ms(now, DatumGetTimestampTz(created))));
 	if (detail != NULL)
 		SET(r.e_detail, flush_jsonb(detail));
 	SET(r.e_started_at, TimestampTzGetDatum(started_at));
@@ -707,10 +743,7 @@ store_instance_event_row(int64 event_id, const char *instance_id,
 									   false)));
 #undef SET
 	ExecStoreVirtualTuple(slot);
-	table_multi_insert(r.events, &slot, 1, GetCurrentCommandId(true), 0, NULL);
-	if (r.events_rri->ri_NumIndices > 0)
-		(void) pgd_insert_index_tuples(r.events_rri, slot, r.estate);
-	ExecDropSingleTupleTableSlot(slot);
+	insert_events(&r, &slot, 1);
 	flush_close(&r);
 	/* the statements after this one see the row */
 	CommandCounterIncrement();
@@ -760,9 +793,7 @@ store_read_node_rows(const char *instance_id, int n, const char *const *ids,
 					 bool *found, char **statuses, char **stamps,
 					 char **results)
 {
-	Oid		   df = get_namespace_oid("df", false);
-	Oid		   nodes = get_relname_relid("nodes", df);
-	Oid		   pkey = get_relname_relid("nodes_pkey", df);
+	Oid		   pkey = df_relid("nodes_pkey");
 	Relation   rel;
 	TupleDesc  desc;
 	AttrNumber a_instance_id;
@@ -772,9 +803,7 @@ store_read_node_rows(const char *instance_id, int n, const char *const *ids,
 	AttrNumber a_result;
 	Datum	   instance;
 
-	if (!OidIsValid(nodes) || !OidIsValid(pkey))
-		elog(ERROR, "table df.nodes or its primary key is missing");
-	rel = table_open(nodes, AccessShareLock);
+	rel = table_open(df_relid("nodes"), AccessShareLock);
 	desc = RelationGetDescr(rel);
 	a_instance_id = store_attnum(rel, "instance_id", false);
 	a_id = store_attnum(rel, "id", false);
@@ -808,9 +837,7 @@ store_read_node_rows(const char *instance_id, int n, const char *const *ids,
 			results[i] = NULL;
 		if (found[i])
 		{
-			d = heap_getattr(tup, a_status, desc, &isnull);
-			if (!isnull)
-				statuses[i] = TextDatumGetCString(d);
+			statuses[i] = store_text_attr(tup, desc, a_status);
 			d = heap_getattr(tup, a_details, desc, &isnull);
 			if (stamps != NULL && !isnull)
 				stamps[i] =
@@ -833,16 +860,6 @@ store_read_node_rows(const char *instance_id, int n, const char *const *ids,
 	table_close(rel, NoLock);
 }
 
-/* Column a of tup as a C string, NULL for SQL NULL (a text-like column). */
-static char *
-text_attr(HeapTuple tup, TupleDesc desc, AttrNumber a)
-{
-	bool  isnull;
-	Datum d = heap_getattr(tup, a, desc, &isnull);
-
-	return isnull ? NULL : TextDatumGetCString(d);
-}
-
 /*
  * An instance's graph rows, as a statement reads them (a snapshot taken
  * now, after this transaction's own writes): its root node's id into
@@ -856,11 +873,6 @@ int
 store_load_node_rows(const char *instance_id, char **root_id,
 					 PgdStoredNode **rows)
 {
-	Oid			df = get_namespace_oid("df", false);
-	Oid			instances = get_relname_relid("instances", df);
-	Oid			instances_pkey = get_relname_relid("instances_pkey", df);
-	Oid			nodes = get_relname_relid("nodes", df);
-	Oid			nodes_pkey = get_relname_relid("nodes_pkey", df);
 	Relation	rel;
 	TupleDesc	desc;
 	ScanKeyData key;
@@ -874,22 +886,18 @@ store_load_node_rows(const char *instance_id, char **root_id,
 	int			n = 0;
 	int			size = 16;
 
-	if (!OidIsValid(instances) || !OidIsValid(instances_pkey) ||
-		!OidIsValid(nodes) || !OidIsValid(nodes_pkey))
-		elog(ERROR,
-			 "table df.instances or df.nodes or a primary key is missing");
-	tup = store_key_row(instances, instances_pkey, "id", instance_id,
-						AccessShareLock, &rel);
+	tup = store_key_row(df_relid("instances"), df_relid("instances_pkey"),
+						"id", instance_id, AccessShareLock, &rel);
 	if (tup != NULL)
-		*root_id = text_attr(tup, RelationGetDescr(rel),
-							 store_attnum(rel, "root_node", false));
+		*root_id = store_text_attr(tup, RelationGetDescr(rel),
+								   store_attnum(rel, "root_node", false));
 	table_close(rel, NoLock);
 	if (tup == NULL)
 		return 0;
 	/* the nodes as a statement after that one sees them */
 	snap = RegisterSnapshot(GetLatestSnapshot());
 
-	rel = table_open(nodes, AccessShareLock);
+	rel = table_open(df_relid("nodes"), AccessShareLock);
 	desc = RelationGetDescr(rel);
 	for (int i = 0; i < lengthof(cols); i++)
 		cols[i] = store_attnum(rel, names[i], false);
@@ -898,7 +906,8 @@ store_load_node_rows(const char *instance_id, char **root_id,
 				CStringGetTextDatum(instance_id));
 	key.sk_collation = TupleDescAttr(desc, a - 1)->attcollation;
 	*rows = palloc(sizeof(PgdStoredNode) * size);
-	scan = systable_beginscan(rel, nodes_pkey, true, snap, 1, &key);
+	scan =
+		systable_beginscan(rel, df_relid("nodes_pkey"), true, snap, 1, &key);
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
 		PgdStoredNode *r;
@@ -909,12 +918,12 @@ store_load_node_rows(const char *instance_id, char **root_id,
 			*rows = repalloc(*rows, sizeof(PgdStoredNode) * size);
 		}
 		r = &(*rows)[n++];
-		r->id = text_attr(tup, desc, cols[0]);
-		r->type = text_attr(tup, desc, cols[1]);
-		r->query = text_attr(tup, desc, cols[2]);
-		r->result_name = text_attr(tup, desc, cols[3]);
-		r->left = text_attr(tup, desc, cols[4]);
-		r->right = text_attr(tup, desc, cols[5]);
+		r->id = store_text_attr(tup, desc, cols[0]);
+		r->type = store_text_attr(tup, desc, cols[1]);
+		r->query = store_text_attr(tup, desc, cols[2]);
+		r->result_name = store_text_attr(tup, desc, cols[3]);
+		r->left = store_text_attr(tup, desc, cols[4]);
+		r->right = store_text_attr(tup, desc, cols[5]);
 	}
 	systable_endscan(scan);
 	table_close(rel, NoLock);

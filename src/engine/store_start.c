@@ -152,11 +152,10 @@ bool
 store_held_start_end_event(const char *instance_id, const char *kind,
 						   const char *scope, const char *detail)
 {
-	Oid			types[6] = {INT8OID, TEXTOID, TIMESTAMPTZOID,
-							TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[6];
-	char		nulls[6] = "      ";
-	TimestampTz created;
+	Oid	  types[6] = {INT8OID, TEXTOID, TIMESTAMPTZOID,
+					  TEXTOID, TEXTOID, TEXTOID};
+	Datum values[6];
+	char  nulls[6] = "      ";
 
 	if (!owes_event() || strcmp(started_id, instance_id) != 0 ||
 		scope == NULL || strcmp(scope, event_scope) != 0 ||
@@ -165,10 +164,9 @@ store_held_start_end_event(const char *instance_id, const char *kind,
 		return false;
 	/* the end's place comes after every node event of the instance */
 	store_flush_node_writes();
-	/* without a statement, when the instance's end read its created_at */
-	if (store_finished_created_at(instance_id, &created) &&
-		store_instance_event_row(event_id, instance_id, event_at, kind, scope,
-								 detail, created))
+	/* without a statement when it can */
+	if (store_instance_event_row(event_id, instance_id, event_at, kind, scope,
+								 detail))
 	{
 		event_written = GetCurrentSubTransactionId();
 		return true;

@@ -135,6 +135,8 @@ extern Datum store_text_array(int n, const char *const *items);
 /* store_node_rows.c: rel's column name (0 with missing_ok, else an error) */
 extern AttrNumber store_attnum(Relation rel, const char *name,
 							   bool missing_ok);
+/* store_node_rows.c: column a of tup as a C string (NULL for SQL NULL) */
+extern char *store_text_attr(HeapTuple tup, TupleDesc desc, AttrNumber a);
 /* store_node_rows.c: an instance's root node and graph rows by the primary keys */
 extern int store_load_node_rows(const char *instance_id, char **root_id,
 								struct PgdStoredNode **rows);
@@ -169,13 +171,10 @@ extern int		  store_finish_instance_row(const char *instance_id,
 											const char *status);
 extern bool		  store_instance_submitter_row(const char *instance_id,
 											   Oid		  *submitter);
-extern bool		  store_finished_created_at(const char	*instance_id,
-											TimestampTz *created_at);
 /* store_node_rows.c: an instance's start and end as one history row */
 extern bool store_instance_event_row(int64 event_id, const char *instance_id,
 									 TimestampTz started_at, const char *kind,
-									 const char *scope, const char *detail,
-									 TimestampTz created_at);
+									 const char *scope, const char *detail);
 
 /*
  * The key rows of locks and limits in one order (store_locks.c): may a

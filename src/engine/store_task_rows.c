@@ -64,15 +64,8 @@
 #define column(rel, name) store_attnum((rel), (name), false)
 
 /* Column name of tup as text (NULL for SQL NULL), of a text column. */
-static char *
-text_column(HeapTuple tup, Relation rel, const char *name)
-{
-	bool  isnull;
-	Datum d =
-		heap_getattr(tup, column(rel, name), RelationGetDescr(rel), &isnull);
-
-	return isnull ? NULL : TextDatumGetCString(d);
-}
+#define text_column(tup, rel, name) \
+	store_text_attr((tup), RelationGetDescr(rel), column((rel), (name)))
 
 /*
  * The row of relid whose text column col is value, found through the
@@ -432,36 +425,17 @@ store_instance_submitter_row(const char *instance_id, Oid *submitter)
 }
 
 /*
- * The created_at of the instance whose row store_finish_instance_row
- * last updated, in the transaction that started at finished_xact: the
- * duration of its end's event (store_instance_event_row) without reading
- * the row again.
- */
-static char		   finished_id[PGD_ID_LEN + 1];
-static TimestampTz finished_created_at;
-static TimestampTz finished_xact;
-
-bool
-store_finished_created_at(const char *instance_id, TimestampTz *created_at)
-{
-	if (finished_xact != GetCurrentTransactionStartTimestamp() ||
-		strcmp(finished_id, instance_id) != 0)
-		return false;
-	*created_at = finished_created_at;
-	return true;
-}
-
-/*
  * An instance ends with status: its df.instances row updated as
  * STMT_INSTANCE_FINISHED does (status, updated_at, completed_at when it
  * completed, NULL otherwise), found by its primary key with a snapshot
  * taken now.  1 when updated, 0 when there is no row, -1 when the
  * caller's statement must do it: a trigger of the user's on df.instances
- * (it fires for a statement), or a row another transaction changed after
+ * (it fires for a statement), a row another transaction changed after
  * the snapshot (its owner may UPDATE it; the statement updates the new
- * version), or a transaction snapshot (instance_row).  The update is never HOT (status is indexed): the new
- * version's index entries are made as an UPDATE makes them.  The
- * statement cost 62 us at every instance's end (perf, session 19).
+ * version), or a transaction snapshot (instance_row).  The update is
+ * never HOT (status is indexed): the new version's index entries are made
+ * as an UPDATE makes them.  The statement cost 62 us at every instance's
+ * end (perf, session 19).
  */
 int
 store_finish_instance_row(const char *instance_id, const char *status)
@@ -506,18 +480,6 @@ store_finish_instance_row(const char *instance_id, const char *status)
 	SET("completed_at", TimestampTzGetDatum(now),
 		strcmp(status, "completed") != 0);
 #undef SET
-	finished_id[0] = '\0';
-	{
-		bool  isnull;
-		Datum d = heap_getattr(copy, column(rel, "created_at"), desc, &isnull);
-
-		if (!isnull)
-		{
-			strlcpy(finished_id, instance_id, sizeof(finished_id));
-			finished_created_at = DatumGetTimestampTz(d);
-			finished_xact = GetCurrentTransactionStartTimestamp();
-		}
-	}
 	tup = heap_modify_tuple(copy, desc, values, nulls, replace);
 	if (pgd_heap_update(rel, &copy->t_self, tup, &which) != TM_Ok)
 		result = -1;
