@@ -898,7 +898,8 @@ pgd_store_event_add(const char *instance_id, const char *kind,
 		store_held_start_end_event(instance_id, kind, scope, detail))
 		return;
 	snprintf(attempt_s, sizeof(attempt_s), "%d", attempt);
-	RUN(STMT_EVENT_ADD, instance_id, kind, node_id, scope, attempt_s, detail);
+	RUN(STMT_EVENT_ADD, instance_id, kind, node_id,
+		store_event_scope(instance_id, scope), attempt_s, detail);
 }
 
 /* {"<key>": "<text truncated to PGD_EVENT_ERROR_LEN>"} */

@@ -118,34 +118,41 @@ flush_sql(NodeWriteMode mode)
 		" status_details = pg_catalog.jsonb_build_object('execution_id', x.scope), "
 		" updated_at = pg_catalog.now() "
 		"FROM x WHERE n.ctid OPERATOR(pg_catalog.=) x.tid "
-		"RETURNING x.ord, n.id, n.result, x.st, x.scope, x.att, x.det, "
+		"RETURNING x.ord, n.id, n.result, n.left_node IS NULL AND n.right_node IS NULL AS leaf, "
+		" x.st, x.scope, x.att, x.det, "
 		" COALESCE(x.start_at, x.old_at) AS old, x.at, "
 		" CASE WHEN x.started THEN x.start_at END AS started, x.eid, x.ended) ");
-	appendStringInfo(&s,
-					 "INSERT INTO df_internal.events "
-					 "(%sinstance_id, at, kind, node_id, scope, attempt, duration_ms, detail%s) "
-					 "SELECT %s$1, u.at, CASE u.st WHEN 'r' THEN 'node_started' WHEN 'c' THEN 'node_completed' "
-					 " ELSE 'node_failed' END, u.id, u.scope, "
-					 "CASE WHEN u.st OPERATOR(pg_catalog.<>) 'r' THEN NULLIF(u.att, 0) END, "
-					 "CASE WHEN u.st OPERATOR(pg_catalog.<>) 'r' THEN "
-					 " GREATEST(0, (pg_catalog.date_part('epoch', u.at "
-					 " OPERATOR(pg_catalog.-) u.old) OPERATOR(pg_catalog.*) 1000)::bigint) END, "
-					 "CASE u.st WHEN 'r' THEN NULL WHEN 'f' THEN u.det::pg_catalog.jsonb "
-					 " ELSE CASE WHEN pg_catalog.jsonb_typeof(u.result OPERATOR(pg_catalog.->) 'row_count') "
-					 " OPERATOR(pg_catalog.=) 'number' "
-					 " THEN pg_catalog.jsonb_build_object('row_count', u.result OPERATOR(pg_catalog.->) 'row_count') "
-					 " END END%s FROM (",
-					 mode == NW_IDS ? "id, " : "",
-					 mode == NW_IDS		  ? ", started_at, ended_id" :
-						 mode == NW_PAIRS ? ", started_at" :
-											"",
-					 mode == NW_IDS ? "u.eid, " : "",
-					 mode == NW_IDS		  ? ", u.started, u.ended" :
-						 mode == NW_PAIRS ? ", u.started" :
-											"");
+	appendStringInfo(
+		&s,
+		"INSERT INTO df_internal.events "
+		"(%sinstance_id, at, kind, node_id, scope, attempt, duration_ms, detail%s) "
+		"SELECT %s$1, u.at, CASE u.st WHEN 'r' THEN 'node_started' WHEN 'c' THEN 'node_completed' "
+		" ELSE 'node_failed' END, u.id, "
+		"CASE WHEN pg_catalog.starts_with(u.scope, $1 OPERATOR(pg_catalog.||) '::') "
+		" AND %s THEN pg_catalog.substr(u.scope, pg_catalog.length($1) OPERATOR(pg_catalog.+) 1) "
+		" ELSE u.scope END, "
+		"CASE WHEN u.st OPERATOR(pg_catalog.<>) 'r' THEN NULLIF(u.att, 0) END, "
+		"CASE WHEN u.st OPERATOR(pg_catalog.<>) 'r' THEN "
+		" GREATEST(0, (pg_catalog.date_part('epoch', u.at "
+		" OPERATOR(pg_catalog.-) u.old) OPERATOR(pg_catalog.*) 1000)::bigint) END, "
+		"CASE u.st WHEN 'r' THEN NULL WHEN 'f' THEN u.det::pg_catalog.jsonb "
+		" ELSE CASE WHEN u.leaf AND pg_catalog.jsonb_typeof(u.result OPERATOR(pg_catalog.->) 'row_count') "
+		" OPERATOR(pg_catalog.=) 'number' "
+		" THEN pg_catalog.jsonb_build_object('row_count', u.result OPERATOR(pg_catalog.->) 'row_count') "
+		" END END%s FROM (",
+		mode == NW_IDS ? "id, " : "",
+		mode == NW_IDS		 ? ", started_at, ended_id" :
+			mode == NW_PAIRS ? ", started_at" :
+							   "",
+		mode == NW_IDS ? "u.eid, " : "",
+		/* kept without the instance's id where the view puts it back */
+		mode != NW_ROWS ? "true" : "false",
+		mode == NW_IDS		 ? ", u.started, u.ended" :
+			mode == NW_PAIRS ? ", u.started" :
+							   "");
 	appendStringInfoString(&s,
 						   "SELECT * FROM u UNION ALL "
-						   "SELECT w.ord, w.id::varchar, NULL::pg_catalog.jsonb, w.st, w.scope, w.att, "
+						   "SELECT w.ord, w.id::varchar, NULL::pg_catalog.jsonb, false, w.st, w.scope, w.att, "
 						   " w.det, NULL::pg_catalog.timestamptz, w.at, NULL::pg_catalog.timestamptz, "
 						   " w.eid, NULL::pg_catalog.int8 FROM w WHERE w.later AND NOT w.started"
 						   ") u ORDER BY u.ord");
@@ -230,7 +237,7 @@ typedef struct FlushRels
 	ExprState	   *event_id_default;
 	/* attribute numbers: df.nodes */
 	AttrNumber n_instance_id, n_id, n_status, n_result, n_details,
-		n_updated_at;
+		n_updated_at, n_left, n_right;
 	/* df_internal.events (0: the schema has no such column) */
 	AttrNumber e_id, e_instance_id, e_at, e_kind, e_node_id, e_scope,
 		e_attempt, e_duration, e_detail, e_started_at, e_ended_id;
@@ -256,6 +263,28 @@ store_text_attr(HeapTuple tup, TupleDesc desc, AttrNumber a)
 	Datum d = heap_getattr(tup, a, desc, &isnull);
 
 	return isnull ? NULL : TextDatumGetCString(d);
+}
+
+/*
+ * scope as a row of df_internal.events keeps it: without the instance's id
+ * in front, "::1" for "<id>::1" (every scope of an instance starts with
+ * "<id>::"), which df_internal.history_events puts back; 8 bytes less per
+ * history row, about 16 per chain step (issue 14).  Whole when the schema
+ * has no such view (an older version's, which would show it as kept).
+ */
+const char *
+store_event_scope(const char *instance_id, const char *scope)
+{
+	size_t n;
+
+	if (scope == NULL || instance_id == NULL)
+		return scope;
+	n = strlen(instance_id);
+	if (n == 0 || strncmp(scope, instance_id, n) != 0 ||
+		strncmp(scope + n, "::", 2) != 0 ||
+		!pgd_internal_relation_exists("history_events"))
+		return scope;
+	return scope + n;
 }
 
 /* A relation of schema df by name, or an error naming it. */
@@ -326,6 +355,8 @@ flush_open(FlushRels *r)
 	r->n_result = store_attnum(r->nodes, "result", false);
 	r->n_details = store_attnum(r->nodes, "status_details", false);
 	r->n_updated_at = store_attnum(r->nodes, "updated_at", false);
+	r->n_left = store_attnum(r->nodes, "left_node", false);
+	r->n_right = store_attnum(r->nodes, "right_node", false);
 	r->e_id = store_attnum(r->events, "id", false);
 	r->e_instance_id = store_attnum(r->events, "instance_id", false);
 	r->e_at = store_attnum(r->events, "at", false);
@@ -421,7 +452,11 @@ flush_jsonb_string(const char *str)
 	return JsonbPGetDatum(JsonbValueToJsonb(&v));
 }
 
-/* A SQL step's row count from its result: {"row_count": n}, or NULL. */
+/*
+ * A step's row count from its result: {"row_count": n}, or NULL.  Only a
+ * leaf's event has it: a THEN, a JOIN, a wrapper ends with a copy of a
+ * child's result, whose own event has the count already.
+ */
 static Datum
 flush_row_count(Jsonb *result, bool *isnull)
 {
@@ -445,7 +480,7 @@ flush_row_count(Jsonb *result, bool *isnull)
 /*
  * Update write i's node row (found by the whole primary key): its status,
  * result, stamp and updated_at.  Its old updated_at goes to *old_at, its
- * new result to *result.  False when the instance has no such node.
+ * new result to *result, whether it is a leaf (no children) to *leaf.  False when the instance has no such node.
  * Nobody else changes the row meanwhile: the caller holds the instance's
  * runs row; should someone have, the update fails ("tuple concurrently
  * updated") rather than write over it.
@@ -453,7 +488,7 @@ flush_row_count(Jsonb *result, bool *isnull)
 static bool
 flush_update_node(FlushRels *r, Snapshot snap, const char *instance_id,
 				  Datum **v, bool **nulls, int i, TimestampTz *old_at,
-				  bool *old_at_null, Jsonb **result)
+				  bool *old_at_null, Jsonb **result, bool *leaf)
 {
 	TupleDesc	desc = RelationGetDescr(r->nodes);
 	ScanKeyData keys[2];
@@ -488,6 +523,8 @@ flush_update_node(FlushRels *r, Snapshot snap, const char *instance_id,
 	{
 		d = heap_getattr(old, r->n_updated_at, desc, old_at_null);
 		*old_at = *old_at_null ? 0 : DatumGetTimestampTz(d);
+		*leaf = heap_attisnull(old, r->n_left, desc) &&
+			heap_attisnull(old, r->n_right, desc);
 
 		replace[r->n_status - 1] = true;
 		values[r->n_status - 1] =
@@ -576,6 +613,7 @@ store_write_node_rows(const char *instance_id, int n, NodeWriteMode mode,
 		TimestampTz		old_at = 0;
 		bool			old_null = true;
 		Jsonb		   *result = NULL;
+		bool			leaf = false;
 		TupleTableSlot *slot;
 		Datum		   *ev;
 		bool		   *en;
@@ -587,7 +625,7 @@ store_write_node_rows(const char *instance_id, int n, NodeWriteMode mode,
 				continue;
 		}
 		else if (!flush_update_node(&r, snap, instance_id, v, nulls, i,
-									&old_at, &old_null, &result))
+									&old_at, &old_null, &result, &leaf))
 			continue;
 
 		slot = slots[nslots++] = event_slot(&r);
@@ -613,7 +651,10 @@ store_write_node_rows(const char *instance_id, int n, NodeWriteMode mode,
 		en[r.e_kind - 1] = false;
 		ev[r.e_node_id - 1] = v[NW_ID][i];
 		en[r.e_node_id - 1] = false;
-		ev[r.e_scope - 1] = v[NW_SCOPE][i];
+		ev[r.e_scope - 1] =
+			CStringGetTextDatum(store_event_scope(instance_id,
+												  TextDatumGetCString(v[NW_SCOPE]
+																	   [i])));
 		en[r.e_scope - 1] = false;
 		if (st[0] != 'r' && !later)
 		{
@@ -648,7 +689,7 @@ store_write_node_rows(const char *instance_id, int n, NodeWriteMode mode,
 					en[r.e_detail - 1] = false;
 				}
 			}
-			else
+			else if (leaf)
 				ev[r.e_detail - 1] =
 					flush_row_count(result, &en[r.e_detail - 1]);
 		}
@@ -732,7 +773,7 @@ store_instance_event_row(int64 event_id, const char *instance_id,
 	SET(r.e_instance_id, CStringGetTextDatum(instance_id));
 	SET(r.e_at, TimestampTzGetDatum(now));
 	SET(r.e_kind, CStringGetTextDatum(kind));
-	SET(r.e_scope, CStringGetTextDatum(scope));
+	SET(r.e_scope, CStringGetTextDatum(store_event_scope(instance_id, scope)));
 	SET(r.e_duration,
 		Int64GetDatum(duration_ms(now, DatumGetTimestampTz(created))));
 	if (detail != NULL)

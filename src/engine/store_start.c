@@ -118,7 +118,7 @@ store_write_held_start(void)
 		values[0] = Int64GetDatum(event_id);
 		values[1] = pgd_text_datum(started_id);
 		values[2] = TimestampTzGetDatum(event_at);
-		values[3] = pgd_text_datum(event_scope);
+		values[3] = pgd_text_datum(store_event_scope(started_id, event_scope));
 		pgd_spi_exec(START_EVENT_SQL, 4, types, values, NULL, false);
 		event_written = GetCurrentSubTransactionId();
 	}
@@ -175,7 +175,7 @@ store_held_start_end_event(const char *instance_id, const char *kind,
 	values[1] = pgd_text_datum(instance_id);
 	values[2] = TimestampTzGetDatum(event_at);
 	values[3] = pgd_text_datum(kind);
-	values[4] = pgd_text_datum(scope);
+	values[4] = pgd_text_datum(store_event_scope(instance_id, scope));
 	values[5] = detail ? pgd_text_datum(detail) : (Datum) 0;
 	nulls[5] = detail ? ' ' : 'n';
 	pgd_spi_exec(START_AND_END_EVENT_SQL, 6, types, values, nulls, false);

@@ -171,6 +171,9 @@ extern int		  store_finish_instance_row(const char *instance_id,
 											const char *status);
 extern bool		  store_instance_submitter_row(const char *instance_id,
 											   Oid		  *submitter);
+/* store_node_rows.c: a scope as df_internal.events keeps it */
+extern const char *store_event_scope(const char *instance_id,
+									 const char *scope);
 /* store_node_rows.c: an instance's start and end as one history row */
 extern bool store_instance_event_row(int64 event_id, const char *instance_id,
 									 TimestampTz started_at, const char *kind,

@@ -36,6 +36,17 @@ FROM hist(:'id') GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
 SELECT max(at) FILTER (WHERE node_type = 'SQL') < max(at) FILTER (WHERE node_type = 'JOIN')
 	AS branches_first
 FROM df.history(:'id');
+-- a row keeps its scope without the instance's id in front ("::1"), and
+-- df_internal.history_events puts it back: every execution_id read starts
+-- with the instance's own id
+SELECT bool_and(execution_id LIKE :'id' || '::%') AS own_id FROM df.history(:'id');
+RESET ROLE;
+SELECT count(*) > 0 AS rows, bool_and(e.scope LIKE '::%') AS kept_short,
+	   bool_and(h.scope = e.instance_id || e.scope) AS put_back
+FROM df_internal.events e
+JOIN df_internal.history_events h ON h.row_id = e.id AND h.sub = 1
+WHERE e.instance_id = :'id';
+SET ROLE df_user;
 
 -- a failed step: the error (truncated) is in the detail, the rest is skipped
 SELECT df.start('SELECT 1/0' ~> 'SELECT 2') AS id \gset

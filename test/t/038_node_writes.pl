@@ -100,7 +100,7 @@ sub fan_out
 
 # 1. straight into the heap
 my ($upd0, $read0) = nodes_stats();
-fan_out('direct');
+my $direct = fan_out('direct');
 ok(query_until($node, q{
 SELECT n_tup_upd >= } . ($upd0 + 2 * $BRANCHES - 1) . q{
 FROM pg_stat_all_tables WHERE relid = 'df.nodes'::regclass}),
@@ -150,6 +150,28 @@ WHERE query LIKE '%UPDATE df.nodes%' AND query LIKE '%INSERT INTO df_internal.ev
 cmp_ok($node->safe_psql('postgres', 'SELECT last_value FROM node_write_count'), '>=', 2 * (2 * $BRANCHES - 1),
 	'statement: the trigger fired for every node inserted and every node written');
 $node->safe_psql('postgres', 'DROP TRIGGER count_node_write ON df.nodes');
+
+# Either way an event row keeps its scope without the instance's id in
+# front, which df_internal.history_events puts back, and only a step's own
+# event has a row count, not the JOINs' ending with copies of results
+for my $case (['direct', $direct], ['statement', $id])
+{
+	my ($what, $i) = @$case;
+	is($node->safe_psql('postgres', qq{
+SELECT count(*) FILTER (WHERE e.scope NOT LIKE '::%') || '/'
+	   || count(*) FILTER (WHERE h.scope IS DISTINCT FROM e.instance_id || e.scope) || '/'
+	   || (count(*) > 0)
+FROM df_internal.events e
+JOIN df_internal.history_events h ON h.row_id = e.id AND h.sub = 1
+WHERE e.instance_id = '$i'}),
+		'0/0/true', "$what: the history's scopes are kept short and read whole");
+	is($node->safe_psql('postgres', qq{
+SELECT count(*) FILTER (WHERE n.node_type = 'SQL' AND e.detail ? 'row_count') || '/'
+	   || count(*) FILTER (WHERE n.node_type = 'JOIN' AND e.detail ? 'row_count')
+FROM df_internal.events e JOIN df.nodes n ON n.instance_id = e.instance_id AND n.id = e.node_id
+WHERE e.instance_id = '$i' AND e.kind = 'node_completed'}),
+		"$BRANCHES/0", "$what: a row count on every step's end, none on a JOIN's");
+}
 
 is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.check() is clean');
 
