@@ -1949,3 +1949,10 @@ WHERE x.sub OPERATOR(pg_catalog.=) 1 OR e.started_at IS NOT NULL;
 COMMENT ON VIEW df_internal.history_events IS
 	'the events of df_internal.events one per row, a start kept in its end''s row (started_at) '
 	'as a node_started of its own just before it';
+
+-- df.await_instance as a procedure: a top-level CALL commits before it
+-- waits, so that its wait holds no snapshot and no xmin (api/status.c)
+CREATE PROCEDURE df.await(instance_id text, timeout_seconds int DEFAULT 30, INOUT status text DEFAULT NULL)
+	LANGUAGE c AS 'MODULE_PATHNAME', 'pgd_await_call';
+COMMENT ON PROCEDURE df.await(text, int, text) IS
+	'wait until an instance is finished (status: its status); a top-level CALL holds back no VACUUM while it waits';

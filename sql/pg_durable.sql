@@ -1056,6 +1056,13 @@ CREATE FUNCTION df.wait_for_completion(instance_id text, timeout_seconds int DEF
 	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_wait_for_completion';
 COMMENT ON FUNCTION df.wait_for_completion(text, int) IS 'deprecated: use df.await_instance';
 
+-- df.await_instance as a procedure: a top-level CALL commits before it
+-- waits, so that its wait holds no snapshot and no xmin (api/status.c)
+CREATE PROCEDURE df.await(instance_id text, timeout_seconds int DEFAULT 30, INOUT status text DEFAULT NULL)
+	LANGUAGE c AS 'MODULE_PATHNAME', 'pgd_await_call';
+COMMENT ON PROCEDURE df.await(text, int, text) IS
+	'wait until an instance is finished (status: its status); a top-level CALL holds back no VACUUM while it waits';
+
 CREATE FUNCTION df.run(instance_id text DEFAULT NULL) RETURNS text
 	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_run';
 COMMENT ON FUNCTION df.run(text) IS 'compatibility no-op: executors run instances by themselves';

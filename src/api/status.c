@@ -29,10 +29,14 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "funcapi.h"
 #include "miscadmin.h"
+#include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -170,8 +174,31 @@ refuse_own_uncommitted(const char *fn, const char *id)
 						 "which sends it at once.")));
 }
 
+/*
+ * Commit the transaction of a procedure called where it may (a top-level
+ * CALL outside a transaction block), which releases the snapshots of the
+ * CALL's portal: the wait then holds none, and no xmin, while it sleeps
+ * (pgd_await_call).  The transaction has written nothing: its commit
+ * writes no WAL.
+ */
+static void
+release_call_snapshot(void)
+{
+	if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect_ext failed");
+	SPI_commit();
+	if (!IsTransactionState())
+		SPI_start_transaction();
+	SPI_finish();
+}
+
+/*
+ * Wait for instance id to finish, for up to timeout_seconds; its status.
+ * nonatomic: called by a procedure that may commit (pgd_await_call).
+ */
 static char *
-await_instance(const char *fn, const char *id, int timeout_seconds)
+await_instance(const char *fn, const char *id, int timeout_seconds,
+			   bool nonatomic)
 {
 	TimestampTz deadline;
 	char *volatile status = NULL;
@@ -206,6 +233,12 @@ await_instance(const char *fn, const char *id, int timeout_seconds)
 				break;
 			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
 														deadline);
+			/*
+			 * A procedure's wait keeps no snapshot while it sleeps: the
+			 * commit drops the one its read left to the CALL's portal
+			 */
+			if (nonatomic)
+				release_call_snapshot();
 			if (remaining <= 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_QUERY_CANCELED),
@@ -230,7 +263,8 @@ pgd_await_instance(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_TEXT_P(cstring_to_text(await_instance("df.await_instance",
 													text_to_cstring(PG_GETARG_TEXT_PP(0)),
-													PG_GETARG_INT32(1))));
+													PG_GETARG_INT32(1),
+													false)));
 }
 
 PG_FUNCTION_INFO_V1(pgd_wait_for_completion);
@@ -242,7 +276,54 @@ pgd_wait_for_completion(PG_FUNCTION_ARGS)
 			 errhint("Use df.await_instance(instance_id, timeout_seconds).")));
 	PG_RETURN_TEXT_P(cstring_to_text(await_instance("df.wait_for_completion",
 													text_to_cstring(PG_GETARG_TEXT_PP(0)),
-													PG_GETARG_INT32(1))));
+													PG_GETARG_INT32(1),
+													false)));
+}
+
+/*
+ * CALL df.await(instance_id, timeout_seconds, status): df.await_instance
+ * as a procedure, which waits without holding back the xmin horizon.  A
+ * function keeps the snapshot of the statement that called it, and with it
+ * its backend's xmin, for as long as it waits: meanwhile VACUUM removes no
+ * row deleted anywhere in the database, nor do index scans learn to skip
+ * them.  The engine's queues (its tasks, its inbox) then keep every entry
+ * they had, and each look at an instance walks them all: a 5,000-branch
+ * fan-out awaited by df.await_instance spent 0.12 ms per branch in one
+ * such look alone, against 0.004 ms at 1,000 branches (perf, session 20).
+ * A top-level CALL outside a transaction block may commit: the procedure
+ * commits before it waits, which drops the CALL's snapshot.  Elsewhere (a
+ * transaction block, a function or DO block) it cannot, and waits as
+ * df.await_instance does.
+ */
+PG_FUNCTION_INFO_V1(pgd_await_call);
+Datum
+pgd_await_call(PG_FUNCTION_ARGS)
+{
+	bool nonatomic = fcinfo->context != NULL &&
+		IsA(fcinfo->context, CallContext) &&
+		!((CallContext *) fcinfo->context)->atomic;
+	TupleDesc desc;
+	Datum	  value;
+	bool	  isnull = false;
+	char	 *id;
+	char	 *status;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("df.await(): instance_id must not be NULL")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("df.await(): timeout_seconds must not be NULL")));
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "df.await() must return a row");
+	/* the argument's copy outlives the commit (the CALL's context does) */
+	id = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	status = await_instance("df.await", id, PG_GETARG_INT32(1), nonatomic);
+	value = CStringGetTextDatum(status);
+	desc = BlessTupleDesc(desc);
+	return HeapTupleGetDatum(heap_form_tuple(desc, &value, &isnull));
 }
 
 PG_FUNCTION_INFO_V1(pgd_run);

@@ -98,6 +98,40 @@ SELECT df.await_instance(:'slow');
 RESET df.in_workflow;
 SELECT df.seq(df.await_instance(:'slow'), 'SELECT 1');
 
+-- df.await: the same wait as a procedure; a top-level CALL commits before
+-- it sleeps, so that it holds back no VACUUM (t/042_await_horizon.pl)
+SELECT df.start('SELECT pg_sleep(0.2)') AS slow2 \gset
+CALL df.await(:'slow2', 5);
+CALL df.await(:'slow2');
+-- in a transaction block it cannot commit: it waits as the function does,
+-- and refuses as it does an instance the transaction itself started
+SELECT df.start('SELECT pg_sleep(0.2)') AS slow3 \gset
+BEGIN;
+CALL df.await(:'slow3', 5);
+DO $$
+DECLARE s text;
+BEGIN
+	CALL df.await(df.start('SELECT 1'), 5, s);
+EXCEPTION WHEN invalid_transaction_state THEN
+	RAISE NOTICE '%', regexp_replace(SQLERRM, '[0-9a-f]{8}', '<id>');
+END $$;
+ROLLBACK;
+-- from a DO block, which may commit as well
+SELECT set_config('test.slow', df.start('SELECT pg_sleep(0.2)'), false) IS NOT NULL AS started;
+DO $$
+DECLARE s text;
+BEGIN
+	CALL df.await(current_setting('test.slow'), 5, s);
+	RAISE NOTICE 'df.await from a DO block: %', s;
+END $$;
+CALL df.await('ffffffff');
+CALL df.await(:'slow2', 0);
+CALL df.await(NULL);
+CALL df.await(:'slow2', NULL);
+SET df.in_workflow = 'true';
+CALL df.await(:'slow2');
+RESET df.in_workflow;
+
 -- cancel: immediate, final, and a no-op on finished instances
 SELECT df.start('SELECT pg_sleep(2)' ~> 'INSERT INTO log (step) VALUES (''after cancel'')') AS id \gset
 SELECT replace(df.cancel(:'id', 'test over'), :'id', '<id>');
