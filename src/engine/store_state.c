@@ -353,9 +353,13 @@ pgd_store_results_merge(const char *instance_id, const char *from_scope,
 bool
 pgd_store_has_results(const char *instance_id)
 {
-	return PGD_EXEC("SELECT 1 FROM df_internal.results "
-					"WHERE instance_id OPERATOR(pg_catalog.=) $1 LIMIT 1",
-					instance_id) > 0;
+	/*
+	 * by the primary key's first column, without a statement (5 us a JOIN
+	 * in fan-outs, perf, session 20); only the holder of the runs row
+	 * writes them, so what is being written elsewhere is nothing
+	 */
+	return pgd_internal_index_has("results_pkey", 1,
+								  (const char *const[]){instance_id});
 }
 
 /* A scope's named results move to another scope (a loop's next generation). */
