@@ -561,7 +561,7 @@ reap(void)
 {
 	CURLMsg		 *msg;
 	int			  left;
-	int			  done = 0;
+	volatile int  done = 0; /* read after a PG_CATCH */
 	MemoryContext cxt = CurrentMemoryContext;
 
 	while ((msg = curl_multi_info_read(multi, &left)) != NULL)
