@@ -120,6 +120,7 @@ pgd_publish_event(PG_FUNCTION_ARGS)
 	char *key = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
 	Oid	  publisher = GetUserId();
 	char *id;
+	int64 event_id;
 	char *event_json;
 	char **names, **workflows, **owners;
 	int	   nsubs;
@@ -143,6 +144,8 @@ pgd_publish_event(PG_FUNCTION_ARGS)
 			 "'payload', payload, 'published_at', published_at, 'event_id', id)::text",
 			 topic, key, payload, psprintf("%u", publisher));
 	id = pgd_spi_getstring(0, 1);
+	/* read now: the text is SPI's, gone with SPI_finish */
+	event_id = strtoll(id, NULL, 10);
 	event_json = pgd_spi_getstring(0, 2);
 	pgd_bus_sweep_at_commit();
 
@@ -165,7 +168,7 @@ pgd_publish_event(PG_FUNCTION_ARGS)
 						 (Oid) strtoul(owners[i], NULL, 10), id, event_json);
 	SetUserIdAndSecContext(save_userid, save_sec);
 	SPI_finish();
-	PG_RETURN_INT64(strtoll(id, NULL, 10));
+	PG_RETURN_INT64(event_id);
 }
 
 /* df.subscribe(name, topic, workflow, filter jsonb DEFAULT '{}') RETURNS text */
