@@ -47,6 +47,15 @@ sub waiting
 		  . "WHERE query LIKE '$like' AND wait_event = 'Extension'");
 }
 
+# of the backends running $like: how many hold an xmin, of how many
+sub xmins
+{
+	my ($like) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FILTER (WHERE backend_xmin IS NOT NULL) || '/' || count(*) "
+		  . "FROM pg_stat_activity WHERE query LIKE '$like'");
+}
+
 # delete 100 rows, vacuum the table: how many dead rows it could not remove
 sub churn_and_vacuum
 {
@@ -63,10 +72,7 @@ sub churn_and_vacuum
 # deadline)
 my $call = waiter("CALL df.await('$id', 300)");
 ok(waiting('CALL df.await(%'), 'CALL df.await is waiting');
-is($node->safe_psql('postgres',
-		"SELECT count(*) FILTER (WHERE backend_xmin IS NULL) || '/' || count(*) "
-		  . "FROM pg_stat_activity WHERE query LIKE 'CALL df.await(%'"),
-	'1/1', 'while it waits, its backend has no xmin');
+is(xmins('CALL df.await(%'), '0/1', 'while it waits, its backend has no xmin');
 my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
 my $left;
 do { $left = churn_and_vacuum() } while ($left != 0 && time() < $deadline);
@@ -75,15 +81,10 @@ is($left, '0', 'VACUUM removed the rows deleted while the procedure waited');
 # 2. the function waits beside it: its statement's snapshot keeps them
 my $func = waiter("SELECT df.await_instance('$id', 300)");
 ok(waiting('SELECT df.await_instance(%'), 'df.await_instance is waiting');
-is($node->safe_psql('postgres',
-		"SELECT backend_xmin IS NOT NULL FROM pg_stat_activity "
-		  . "WHERE query LIKE 'SELECT df.await_instance(%'"),
-	't', 'the function keeps its xmin while it waits');
+is(xmins('SELECT df.await_instance(%'), '1/1', 'the function keeps its xmin while it waits');
 is(churn_and_vacuum(), '100',
 	'VACUUM could not remove the rows deleted while the function waited');
-is($node->safe_psql('postgres',
-		"SELECT backend_xmin IS NULL FROM pg_stat_activity WHERE query LIKE 'CALL df.await(%'"),
-	't', 'the procedure still holds none');
+is(xmins('CALL df.await(%'), '0/1', 'the procedure still holds none');
 
 # 3. the signal ends both waits with the instance's status
 $node->safe_psql('postgres', "SET ROLE $role; SELECT df.signal('$id', 'go')");
