@@ -233,17 +233,17 @@ await_instance(const char *fn, const char *id, int timeout_seconds,
 				break;
 			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
 														deadline);
+			if (remaining <= 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_QUERY_CANCELED),
+						 errmsg(PGD_MSG_AWAIT_TIMEOUT, timeout_seconds, id,
+								status)));
 			/*
 			 * A procedure's wait keeps no snapshot while it sleeps: the
 			 * commit drops the one its read left to the CALL's portal
 			 */
 			if (nonatomic)
 				release_call_snapshot();
-			if (remaining <= 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_QUERY_CANCELED),
-						 errmsg(PGD_MSG_AWAIT_TIMEOUT, timeout_seconds, id,
-								status)));
 			pgd_await_wait(remaining);
 			CHECK_FOR_INTERRUPTS();
 		}

@@ -266,14 +266,11 @@ store_text_attr(HeapTuple tup, TupleDesc desc, AttrNumber a)
 }
 
 /*
- * scope as a row of df_internal.events keeps it: without the instance's id
- * in front, "::1" for "<id>::1" (every scope of an instance starts with
- * "<id>::"), which df_internal.history_events puts back; 8 bytes less per
- * history row, about 16 per chain step (issue 14).  Whole when the schema
- * has no such view (an older version's, which would show it as kept).
+ * scope without the instance's id in front: "::1" for "<id>::1" (every
+ * scope of an instance starts with "<id>::"); any other text as it is.
  */
-const char *
-store_event_scope(const char *instance_id, const char *scope)
+static const char *
+scope_without_instance(const char *instance_id, const char *scope)
 {
 	size_t n;
 
@@ -281,10 +278,24 @@ store_event_scope(const char *instance_id, const char *scope)
 		return scope;
 	n = strlen(instance_id);
 	if (n == 0 || strncmp(scope, instance_id, n) != 0 ||
-		strncmp(scope + n, "::", 2) != 0 ||
-		!pgd_internal_relation_exists("history_events"))
+		strncmp(scope + n, "::", 2) != 0)
 		return scope;
 	return scope + n;
+}
+
+/*
+ * scope as a row of df_internal.events keeps it: without the instance's id
+ * in front, which df_internal.history_events puts back; 8 bytes less per
+ * history row, about 16 per chain step (issue 14).  Whole when the schema
+ * has no such view (an older version's, which would show it as kept).  A
+ * flush knows that from its mode and strips it itself.
+ */
+const char *
+store_event_scope(const char *instance_id, const char *scope)
+{
+	if (!pgd_internal_relation_exists("history_events"))
+		return scope;
+	return scope_without_instance(instance_id, scope);
 }
 
 /* A relation of schema df by name, or an error naming it. */
@@ -480,7 +491,8 @@ flush_row_count(Jsonb *result, bool *isnull)
 /*
  * Update write i's node row (found by the whole primary key): its status,
  * result, stamp and updated_at.  Its old updated_at goes to *old_at, its
- * new result to *result, whether it is a leaf (no children) to *leaf.  False when the instance has no such node.
+ * new result to *result, whether it is a leaf (no children) to *leaf.
+ * False when the instance has no such node.
  * Nobody else changes the row meanwhile: the caller holds the instance's
  * runs row; should someone have, the update fails ("tuple concurrently
  * updated") rather than write over it.
@@ -651,10 +663,16 @@ store_write_node_rows(const char *instance_id, int n, NodeWriteMode mode,
 		en[r.e_kind - 1] = false;
 		ev[r.e_node_id - 1] = v[NW_ID][i];
 		en[r.e_node_id - 1] = false;
-		ev[r.e_scope - 1] =
-			CStringGetTextDatum(store_event_scope(instance_id,
-												  TextDatumGetCString(v[NW_SCOPE]
-																	   [i])));
+		/* kept without the instance's id where the view puts it back (flush_mode) */
+		ev[r.e_scope - 1] = v[NW_SCOPE][i];
+		if (mode != NW_ROWS)
+		{
+			char *scope = TextDatumGetCString(v[NW_SCOPE][i]);
+
+			ev[r.e_scope - 1] =
+				CStringGetTextDatum(scope_without_instance(instance_id,
+														   scope));
+		}
 		en[r.e_scope - 1] = false;
 		if (st[0] != 'r' && !later)
 		{
