@@ -116,7 +116,9 @@
 #include "worker/executor.h"
 #include "worker/worker.h"
 
-#define SAFETY_POLL_MS	  ((long) pgd_safety_poll)
+#define SAFETY_POLL_MS ((long) pgd_safety_poll)
+/* held-back statistics: PostgreSQL's minimum flush interval (1 s), and a margin */
+#define STATS_RETRY_MS	  1100L
 #define EXTENSION_POLL_MS 5000L
 #define HEARTBEAT_MS	  5000L
 #define MAX_RETRIES		  50
@@ -477,7 +479,8 @@ run_step_task(PgdClaim *t)
 		log_step_failure(t->node_id, t->instance_id, outcome.result);
 
 	/* step 3: under the instance lock, the step must still be wanted */
-	if (ran == STEP_UNWANTED || !lock_or_inbox(t, &g, &n, &outcome, may_inbox, &inboxed))
+	if (ran == STEP_UNWANTED ||
+		!lock_or_inbox(t, &g, &n, &outcome, may_inbox, &inboxed))
 	{
 		if (pgd_unit_state.in_follower)
 			return STEP_UNWANTED;
@@ -862,7 +865,14 @@ process_available_work(void)
 		if (did)
 			continue;
 
-		pgstat_report_stat(false); /* make our statistics visible */
+		/*
+		 * Make our statistics visible.  PostgreSQL holds them back when the
+		 * last flush was less than a second ago (or an entry's lock was
+		 * busy) and asks to be called again; an idle executor may sleep
+		 * for the whole safety poll, so it wakes once more for them.
+		 */
+		if (pgstat_report_stat(false) > 0)
+			sleep_ms = Min(sleep_ms, STATS_RETRY_MS);
 		pgstat_report_activity(STATE_IDLE, NULL);
 
 		/*

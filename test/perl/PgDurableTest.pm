@@ -122,16 +122,23 @@ sub start_interleaved
 # The rows the executors inserted into df_internal.$table, by the table
 # statistics.  Executors report theirs when idle: first wait until the
 # history's inserts are all counted, as one test (ok) of the caller's.
+# That alone can be met early (inserts rolled back are counted too, and one
+# executor may report later than another), so a caller that knows how many
+# rows at least it expects gives $at_least, and it is waited for as well.
 sub executor_inserts
 {
-	my ($node, $table) = @_;
+	my ($node, $table, $at_least) = @_;
+	my $count = "SELECT n_tup_ins FROM pg_stat_all_tables "
+	  . "WHERE schemaname = 'df_internal' AND relname = '$table'";
 	ok(query_until($node, q{
 SELECT (SELECT n_tup_ins FROM pg_stat_all_tables
         WHERE schemaname = 'df_internal' AND relname = 'events')
        >= (SELECT count(*) FROM df_internal.events)}),
 		'the executors reported their table statistics');
-	return $node->safe_psql('postgres',
-		"SELECT n_tup_ins FROM pg_stat_all_tables WHERE schemaname = 'df_internal' AND relname = '$table'");
+	ok(query_until($node, "SELECT ($count) >= $at_least"),
+		"the executors reported at least $at_least inserts into $table")
+	  if defined $at_least;
+	return $node->safe_psql('postgres', $count);
 }
 
 # A SQL step that sleeps and records its effect under the key $step.
