@@ -3,7 +3,8 @@
  * row_checks.c
  *	  The CHECK constraints of df.nodes and df_internal.events that name
  *	  every node type or event kind: df_internal.node_type_ok,
- *	  df_internal.node_shape_ok and df_internal.event_kind_ok.
+ *	  df_internal.node_shape_ok and df_internal.event_kind_ok; and
+ *	  df_internal.id_ok, the form of the ids of df.instances and df.nodes.
  *
  * PostgreSQL reads a table's CHECK expressions from the catalog and
  * prepares them again in every statement that inserts or updates a row,
@@ -15,6 +16,10 @@
  * a small expression, and the lists are the ones the engine itself uses:
  * the node type names of graph.c and the kinds below.  A new node type or
  * event kind no longer needs its CHECK restated in the upgrade script.
+ * The ids' form was a regular expression, ^[0-9a-f]{8}$: four of them ran
+ * for each node df.start wrote, 3.4 us of a 20-step chain's 105 us a step
+ * with every step in a df.catch (perf, textregexeq), a loop over 8 bytes
+ * does the same.
  *
  * They are IMMUTABLE and STRICT (the columns they check are NOT NULL, and
  * the shape's arguments are IS NOT NULL tests), and callable by anyone:
@@ -57,6 +62,22 @@ pgd_event_kind_ok(PG_FUNCTION_ARGS)
 		if (strcmp(kind, event_kinds[i]) == 0)
 			PG_RETURN_BOOL(true);
 	PG_RETURN_BOOL(false);
+}
+
+/* An instance's or a node's id: 8 lowercase hexadecimal digits. */
+PG_FUNCTION_INFO_V1(pgd_id_ok);
+Datum
+pgd_id_ok(PG_FUNCTION_ARGS)
+{
+	text	   *id = PG_GETARG_TEXT_PP(0);
+	const char *p = VARDATA_ANY(id);
+
+	if (VARSIZE_ANY_EXHDR(id) != 8)
+		PG_RETURN_BOOL(false);
+	for (int i = 0; i < 8; i++)
+		if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+			PG_RETURN_BOOL(false);
+	PG_RETURN_BOOL(true);
 }
 
 PG_FUNCTION_INFO_V1(pgd_node_type_ok);

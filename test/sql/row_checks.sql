@@ -1,7 +1,11 @@
 -- The row checks of df.nodes and df_internal.events (src/api/row_checks.c):
 -- every node type and event kind the engine writes passes, anything else
 -- is refused under the constraint's name, and a node's children and query
--- must fit its type.
+-- must fit its type.  Ids are 8 lowercase hexadecimal digits.
+SELECT i, df_internal.id_ok(i)
+FROM unnest(ARRAY['0123abcd', '89efabcd', '0123ABCD', '0123abc', '0123abcde', '0123abcg',
+				  '', ' 123abcd', '0123abc/', '0123abc:']) i;
+SELECT df_internal.id_ok(NULL) IS NULL AS strict;
 SELECT df_internal.node_type_ok(t) AS ok, count(*)
 FROM unnest(ARRAY['SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
 				  'WAIT_SCHEDULE', 'HTTP', 'HTTP_MULTIPART', 'SIGNAL', 'RETRY', 'TIMEOUT',
@@ -44,4 +48,18 @@ SELECT node_type, status FROM df.nodes WHERE instance_id = '0000000a';
 ROLLBACK;
 BEGIN;
 INSERT INTO df_internal.events (instance_id, kind) VALUES ('0000000a', 'node_finished');
+ROLLBACK;
+BEGIN;
+INSERT INTO df.nodes (instance_id, id, node_type, query, submitted_by)
+VALUES ('0000000a', '0000000B', 'SQL', 'SELECT 1', 'postgres');
+ROLLBACK;
+BEGIN;
+INSERT INTO df.nodes (instance_id, id, node_type, query, submitted_by)
+VALUES ('000000a', '0000000b', 'SQL', 'SELECT 1', 'postgres');
+ROLLBACK;
+BEGIN;
+INSERT INTO df.instances (id, root_node, submitted_by) VALUES ('0000000g', '0000000b', 'postgres');
+ROLLBACK;
+BEGIN;
+INSERT INTO df.instances (id, root_node, submitted_by) VALUES ('0000000a', '0000000B', 'postgres');
 ROLLBACK;
