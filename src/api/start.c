@@ -909,14 +909,10 @@ pgd_start(PG_FUNCTION_ARGS)
 	/* 3. identity, 4. superuser guard */
 	pgd_check_start_identity(userid);
 
-	/* 5. graph validation */
-	if (root == NULL || pr.status == DF_PARSE_OK)
-	{
-		msg = df_graph_check_text(fut, &root);
-		if (msg)
-			raise_graph_error(msg);
-	}
-	else if ((msg = df_graph_validate(root)) != NULL)
+	/* 5. graph validation, of the tree parsed in 1 (not parsed again) */
+	if (pr.status == DF_PARSE_OK)
+		root = pr.node;
+	if ((msg = df_graph_validate(root)) != NULL)
 		raise_graph_error(psprintf(PGD_MSG_INVALID_GRAPH, msg));
 
 	collect_nodes(&list, root);

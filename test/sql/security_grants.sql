@@ -37,7 +37,7 @@ WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
                   WHERE a.grantee = 0 AND a.privilege_type = 'EXECUTE')
 ORDER BY 1::text;
 -- nor anything in the private schema but reading the readiness table and
--- the row checks of df.nodes and the events (a CHECK runs with the rights
+-- the row checks of df.instances, df.nodes and the events (a CHECK runs with the rights
 -- of whoever writes the row: df.start writes nodes as its caller)
 SELECT p.oid::regprocedure AS public_in_df_internal
 FROM pg_proc p
