@@ -1898,18 +1898,14 @@ COMMENT ON FUNCTION df_internal.node_shape_ok(text, boolean, boolean, boolean) I
 CREATE FUNCTION df_internal.event_kind_ok(kind text) RETURNS boolean
 	LANGUAGE c STRICT IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'pgd_event_kind_ok';
 COMMENT ON FUNCTION df_internal.event_kind_ok(text) IS 'kind is one of the kinds of df.history''s events';
-ALTER TABLE df.instances DROP CONSTRAINT instances_id_check;
-ALTER TABLE df.instances ADD CONSTRAINT instances_id_check
-	CHECK (df_internal.id_ok(id)) NOT VALID;
-ALTER TABLE df.instances DROP CONSTRAINT instances_root_node_check;
-ALTER TABLE df.instances ADD CONSTRAINT instances_root_node_check
-	CHECK (df_internal.id_ok(root_node)) NOT VALID;
-ALTER TABLE df.nodes DROP CONSTRAINT nodes_id_check;
-ALTER TABLE df.nodes ADD CONSTRAINT nodes_id_check
-	CHECK (df_internal.id_ok(id)) NOT VALID;
-ALTER TABLE df.nodes DROP CONSTRAINT nodes_instance_id_check;
-ALTER TABLE df.nodes ADD CONSTRAINT nodes_instance_id_check
-	CHECK (df_internal.id_ok(instance_id)) NOT VALID;
+ALTER TABLE df.instances
+	DROP CONSTRAINT instances_id_check, DROP CONSTRAINT instances_root_node_check,
+	ADD CONSTRAINT instances_id_check CHECK (df_internal.id_ok(id)) NOT VALID,
+	ADD CONSTRAINT instances_root_node_check CHECK (df_internal.id_ok(root_node)) NOT VALID;
+ALTER TABLE df.nodes
+	DROP CONSTRAINT nodes_id_check, DROP CONSTRAINT nodes_instance_id_check,
+	ADD CONSTRAINT nodes_id_check CHECK (df_internal.id_ok(id)) NOT VALID,
+	ADD CONSTRAINT nodes_instance_id_check CHECK (df_internal.id_ok(instance_id)) NOT VALID;
 ALTER TABLE df.nodes DROP CONSTRAINT nodes_node_type_check;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (df_internal.node_type_ok(node_type)) NOT VALID;
