@@ -156,16 +156,66 @@ note_extended(const char *instance_id)
 		strlcpy(extended[nextended++], instance_id, PGD_ID_LEN + 1);
 }
 
+/*
+ * Graphs of up to this many nodes are searched node by node; a larger one
+ * through its nodes sorted by id.  A linear search of a 5,000-branch
+ * fan-out's 9,999 nodes took 36 us a branch against 8 at 1,000 branches
+ * (perf, bench/run's widths): a lookup per transition made a wide fan-out
+ * quadratic.
+ */
+#define FIND_LINEAR_MAX 64
+
+static int
+cmp_node_ids(const void *a, const void *b, void *arg)
+{
+	const PgdGraph *g = arg;
+
+	return strcmp(g->nodes[*(const int *) a].id,
+				  g->nodes[*(const int *) b].id);
+}
+
+/* g->by_id for the nodes g holds now (they are only ever added). */
+static void
+sort_node_ids(PgdGraph *g)
+{
+	if (g->by_id != NULL)
+		pfree(g->by_id);
+	g->by_id = MemoryContextAlloc(g->cxt, sizeof(int) * g->nnodes);
+	for (int i = 0; i < g->nnodes; i++)
+		g->by_id[i] = i;
+	qsort_arg(g->by_id, g->nnodes, sizeof(int), cmp_node_ids, g);
+	g->by_id_n = g->nnodes;
+}
+
 /* Index of node_id among the nodes g holds now, or -1. */
 int
 pgd_graph_find_loaded(const PgdGraph *g, const char *node_id)
 {
-	int i;
+	int lo = 0;
+	int hi;
 
-	/* graphs are small enough on average; a linear scan beats a hash build */
-	for (i = 0; i < g->nnodes; i++)
-		if (strcmp(g->nodes[i].id, node_id) == 0)
-			return i;
+	if (g->nnodes <= FIND_LINEAR_MAX)
+	{
+		for (int i = 0; i < g->nnodes; i++)
+			if (strcmp(g->nodes[i].id, node_id) == 0)
+				return i;
+		return -1;
+	}
+	if (g->by_id_n != g->nnodes)
+		sort_node_ids((PgdGraph *) g);
+	hi = g->by_id_n - 1;
+	while (lo <= hi)
+	{
+		int mid = lo + (hi - lo) / 2;
+		int c = strcmp(g->nodes[g->by_id[mid]].id, node_id);
+
+		if (c == 0)
+			return g->by_id[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
 	return -1;
 }
 
@@ -580,7 +630,8 @@ pgd_graph_run(PgdGraph *g, PgdRunInfo *run)
 			elog(ERROR, "instance %s has no runs row", g->instance_id);
 		/* a newer instance under the same id is not this graph's */
 		if (loaded.token == NULL || strcmp(loaded.token, g->token) != 0)
-			elog(ERROR, "the runs row of instance %s is of another incarnation",
+			elog(ERROR,
+				 "the runs row of instance %s is of another incarnation",
 				 g->instance_id);
 		pgd_graph_remember_run(g, &loaded);
 	}
