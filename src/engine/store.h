@@ -473,7 +473,8 @@ extern void pgd_store_inbox_add(const char *instance_id, const char *node_id,
 extern bool pgd_store_inbox_pending(const char *instance_id);
 extern int pgd_store_inbox_take(const char *instance_id, PgdInboxEntry **rows);
 extern int pgd_store_inbox_drop(const char *instance_id);
-extern bool pgd_store_inbox_other_apply(const char *instance_id);
+extern bool pgd_store_inbox_other_apply(const char *instance_id,
+										int64 after_id);
 extern void pgd_store_inbox_restore_task(const char *instance_id);
 
 /* --- limits (store_limits.c, issue 17) --- */

@@ -185,6 +185,11 @@ pgd_store_inbox_drop(const char *instance_id)
  * another apply task of the instance, when it can lock one nobody has
  * claimed: that task stays (this transaction does not delete it), and
  * whoever claims it reads the inbox after this task's row committed.
+ * Only the tasks after after_id (the caller's own) are looked at, through
+ * tasks_apply_idx in id order: the entries of the applied ones before it
+ * stay in the index until a VACUUM, and in a wide fan-out there are
+ * thousands.  An older task nobody claimed is not lost by it: it is in the
+ * queue, and runs; it only is not the one this task leaves its work to.
  *
  * The lock hides that task from a claim by id while this transaction
  * runs, and a claim that finds it held drops its id from the ring of
@@ -197,14 +202,18 @@ pgd_store_inbox_drop(const char *instance_id)
  * batches hold, 500 buffers and 0.7 ms each in a fan-out, issue 14.)
  */
 bool
-pgd_store_inbox_other_apply(const char *instance_id)
+pgd_store_inbox_other_apply(const char *instance_id, int64 after_id)
 {
+	char after[32];
+
 	store_flush_node_writes();
+	snprintf(after, sizeof(after), INT64_FORMAT, after_id);
 	if (PGD_EXEC("SELECT id FROM df_internal.tasks "
 				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 				 "AND kind OPERATOR(pg_catalog.=) 'apply' "
-				 "LIMIT 1 FOR UPDATE SKIP LOCKED",
-				 instance_id) == 0)
+				 "AND id OPERATOR(pg_catalog.>) $2::pg_catalog.int8 "
+				 "ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
+				 instance_id, after) == 0)
 		return false;
 	pgd_task_ready_at_commit(strtoll(pgd_spi_getstring(0, 1), NULL, 10));
 	return true;

@@ -547,7 +547,7 @@ run_apply_task(PgdClaim *t)
 
 	(void) pgd_apply_inbox(t->instance_id, &held);
 	/* an engine holder commits within a batch: 1 ms doubling up to 32 ms */
-	if (held && !pgd_store_inbox_other_apply(t->instance_id))
+	if (held && !pgd_store_inbox_other_apply(t->instance_id, t->id))
 		requeue_backoff(t, 1000L, 5);
 }
 
