@@ -33,6 +33,9 @@
 
 #include "fmgr.h"
 #include "utils/builtins.h"
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h" /* VARDATA_ANY and VARSIZE_ANY_EXHDR, in postgres.h before */
+#endif
 
 #include "graph/graph.h"
 
