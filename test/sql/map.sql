@@ -67,6 +67,29 @@ SELECT count(*) AS children_ran, count(DISTINCT n) AS distinct_rows FROM map_see
 SELECT node_type, status, count(*) FROM df.nodes WHERE instance_id = :'id'
 GROUP BY 1, 2 ORDER BY 1, 2;
 
+-- A graph of more than 64 nodes is searched through its nodes sorted by id
+-- (engine/graph_cache.c), made again when it grows: a map that grows a small
+-- graph past 64 nodes, and a large graph (a JOIN of 40 branches) whose map
+-- grows it again; every row's step runs once and the results keep row order.
+SELECT df.start(df.map('SELECT g AS n FROM generate_series(1, 60) g',
+					   'SELECT $item.n AS n' ~> 'SELECT $item.n * 2 AS v')) AS id \gset
+SELECT map_wait(:'id');
+SELECT (SELECT array_agg((e -> 'rows' -> 0 ->> 'v')::int ORDER BY o)
+		FROM jsonb_array_elements(df.result(:'id')::jsonb) WITH ORDINALITY AS x(e, o))
+	   = (SELECT array_agg(g * 2 ORDER BY g) FROM generate_series(1, 60) g) AS in_row_order,
+	   (SELECT count(*) FROM df.nodes WHERE instance_id = :'id') AS nodes;
+WITH RECURSIVE j(k, g) AS (
+	SELECT 1, 'SELECT 1'::text
+	UNION ALL SELECT k + 1, df.join(g, format('SELECT %s', k + 1)) FROM j WHERE k < 40)
+SELECT df.start(g ~> df.map('SELECT g AS n FROM generate_series(1, 30) g', 'SELECT $item.n * 3 AS v')) AS id
+FROM j WHERE k = 40 \gset
+SELECT map_wait(:'id');
+SELECT df.status(:'id') AS status,
+	   (SELECT array_agg((e -> 'rows' -> 0 ->> 'v')::int ORDER BY o)
+		FROM jsonb_array_elements(df.result(:'id')::jsonb) WITH ORDINALITY AS x(e, o))
+	   = (SELECT array_agg(g * 3 ORDER BY g) FROM generate_series(1, 30) g) AS in_row_order,
+	   (SELECT count(*) FROM df.nodes WHERE instance_id = :'id') AS nodes;
+
 -- the named result of a MAP, used by the next step
 SELECT df.start((df.map('SELECT g AS n FROM generate_series(1, 3) g', 'SELECT $item.n * 2 AS d') |=> 'm')
 				~> 'SELECT jsonb_array_length($m::jsonb) AS len') AS id \gset
