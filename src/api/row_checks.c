@@ -37,6 +37,8 @@
 #include "varatt.h" /* VARDATA_ANY and VARSIZE_ANY_EXHDR, in postgres.h before */
 #endif
 
+#include "common/trace.h"
+#include "engine/types.h"
 #include "graph/graph.h"
 
 /* Every kind df_internal.events may hold (df.history documents them). */
@@ -67,20 +69,15 @@ pgd_event_kind_ok(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(false);
 }
 
-/* An instance's or a node's id: 8 lowercase hexadecimal digits. */
+/* An instance's or a node's id: PGD_ID_LEN lower-case hexadecimal digits. */
 PG_FUNCTION_INFO_V1(pgd_id_ok);
 Datum
 pgd_id_ok(PG_FUNCTION_ARGS)
 {
-	text	   *id = PG_GETARG_TEXT_PP(0);
-	const char *p = VARDATA_ANY(id);
+	text *id = PG_GETARG_TEXT_PP(0);
 
-	if (VARSIZE_ANY_EXHDR(id) != 8)
-		PG_RETURN_BOOL(false);
-	for (int i = 0; i < 8; i++)
-		if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
-			PG_RETURN_BOOL(false);
-	PG_RETURN_BOOL(true);
+	PG_RETURN_BOOL(VARSIZE_ANY_EXHDR(id) == PGD_ID_LEN &&
+				   pgd_is_lower_hex(VARDATA_ANY(id), PGD_ID_LEN));
 }
 
 PG_FUNCTION_INFO_V1(pgd_node_type_ok);

@@ -22,8 +22,8 @@
 
 #include "common/trace.h"
 
-static bool
-is_lower_hex(const char *s, int n)
+bool
+pgd_is_lower_hex(const char *s, int n)
 {
 	for (int i = 0; i < n; i++)
 		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
@@ -51,8 +51,8 @@ pgd_trace_parse(const char *s, PgdTraceParent *out)
 	 */
 	if (len < 55 || s[2] != '-' || s[35] != '-' || s[52] != '-')
 		return "it must look like 00-<32 hex digits>-<16 hex digits>-<2 hex digits>";
-	if (!is_lower_hex(s, 2) || !is_lower_hex(s + 3, 32) ||
-		!is_lower_hex(s + 36, 16) || !is_lower_hex(s + 53, 2))
+	if (!pgd_is_lower_hex(s, 2) || !pgd_is_lower_hex(s + 3, 32) ||
+		!pgd_is_lower_hex(s + 36, 16) || !pgd_is_lower_hex(s + 53, 2))
 		return "its fields must be lower-case hex digits";
 	if (strncmp(s, "ff", 2) == 0)
 		return "version ff is invalid";

@@ -26,6 +26,12 @@ typedef struct PgdTraceParent
 	char flags[3];
 } PgdTraceParent;
 
+/*
+ * Are the n bytes at s lower-case hexadecimal digits?  (Trace and span ids;
+ * also instances' and nodes' ids, df_internal.id_ok.)
+ */
+extern bool pgd_is_lower_hex(const char *s, int n);
+
 /* NULL when s is a valid traceparent (filling *out), else what is wrong with it. */
 extern const char *pgd_trace_parse(const char *s, PgdTraceParent *out);
 
