@@ -158,64 +158,38 @@ note_extended(const char *instance_id)
 
 /*
  * Graphs of up to this many nodes are searched node by node; a larger one
- * through its nodes sorted by id.  A linear search of a 5,000-branch
- * fan-out's 9,999 nodes took 36 us a branch against 8 at 1,000 branches
- * (perf, bench/run's widths): a lookup per transition made a wide fan-out
- * quadratic.
+ * keeps the hash of its ids that its load builds to link the nodes
+ * (add_rows).  A linear search of a 5,000-branch fan-out's 9,999 nodes
+ * took 36 us a branch against 8 at 1,000 branches (perf, bench/run's
+ * widths): a lookup per transition made a wide fan-out quadratic.  A small
+ * graph does not keep it: its hash's memory context would double what the
+ * graph holds.
  */
 #define FIND_LINEAR_MAX 64
 
-static int
-cmp_node_ids(const void *a, const void *b, void *arg)
+typedef struct IdIndex
 {
-	const PgdGraph *g = arg;
-
-	return strcmp(g->nodes[*(const int *) a].id,
-				  g->nodes[*(const int *) b].id);
-}
-
-/* g->by_id for the nodes g holds now (they are only ever added). */
-static void
-sort_node_ids(PgdGraph *g)
-{
-	if (g->by_id != NULL)
-		pfree(g->by_id);
-	g->by_id = MemoryContextAlloc(g->cxt, sizeof(int) * g->nnodes);
-	for (int i = 0; i < g->nnodes; i++)
-		g->by_id[i] = i;
-	qsort_arg(g->by_id, g->nnodes, sizeof(int), cmp_node_ids, g);
-	g->by_id_n = g->nnodes;
-}
+	char id[PGD_ID_LEN + 1];
+	int	 index;
+} IdIndex;
 
 /* Index of node_id among the nodes g holds now, or -1. */
 int
 pgd_graph_find_loaded(const PgdGraph *g, const char *node_id)
 {
-	int lo = 0;
-	int hi;
-
-	if (g->nnodes <= FIND_LINEAR_MAX)
+	if (g->ids != NULL)
 	{
-		for (int i = 0; i < g->nnodes; i++)
-			if (strcmp(g->nodes[i].id, node_id) == 0)
-				return i;
-		return -1;
-	}
-	if (g->by_id_n != g->nnodes)
-		sort_node_ids((PgdGraph *) g);
-	hi = g->by_id_n - 1;
-	while (lo <= hi)
-	{
-		int mid = lo + (hi - lo) / 2;
-		int c = strcmp(g->nodes[g->by_id[mid]].id, node_id);
+		IdIndex *e;
 
-		if (c == 0)
-			return g->by_id[mid];
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid - 1;
+		/* the hash compares PGD_ID_LEN bytes: a longer id is none of them */
+		if (strlen(node_id) > PGD_ID_LEN)
+			return -1;
+		e = hash_search(g->ids, node_id, HASH_FIND, NULL);
+		return e != NULL ? e->index : -1;
 	}
+	for (int i = 0; i < g->nnodes; i++)
+		if (strcmp(g->nodes[i].id, node_id) == 0)
+			return i;
 	return -1;
 }
 
@@ -235,12 +209,6 @@ pgd_graph_find(const PgdGraph *g, const char *node_id)
 	pgd_graph_extend((PgdGraph *) g);
 	return pgd_graph_find_loaded(g, node_id);
 }
-
-typedef struct IdIndex
-{
-	char id[PGD_ID_LEN + 1];
-	int	 index;
-} IdIndex;
 
 /* Children referenced from a node's query config (condition, extra branches). */
 static void
@@ -406,18 +374,23 @@ add_rows(PgdGraph *g, PgdStoredNode *rows, int n, const char *root_id)
 	int			  total = g->nnodes;
 	int			  i;
 
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = PGD_ID_LEN + 1;
-	ctl.entrysize = sizeof(IdIndex);
-	ctl.hcxt = CurrentMemoryContext;
-	ids = hash_create("pg_durable node ids", Max(n, 16), &ctl,
-					  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-	for (i = 0; i < g->nnodes; i++)
+	/* the ids of the nodes held: kept by a large graph, else made now */
+	ids = g->ids;
+	if (ids == NULL)
 	{
-		bool	 found;
-		IdIndex *e = hash_search(ids, g->nodes[i].id, HASH_ENTER, &found);
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = PGD_ID_LEN + 1;
+		ctl.entrysize = sizeof(IdIndex);
+		ctl.hcxt = CurrentMemoryContext;
+		ids = hash_create("pg_durable node ids", Max(g->nnodes + n, 16), &ctl,
+						  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+		for (i = 0; i < g->nnodes; i++)
+		{
+			bool	 found;
+			IdIndex *e = hash_search(ids, g->nodes[i].id, HASH_ENTER, &found);
 
-		e->index = i;
+			e->index = i;
+		}
 	}
 
 	/*
@@ -485,7 +458,11 @@ add_rows(PgdGraph *g, PgdStoredNode *rows, int n, const char *root_id)
 		link_config_children(g, node, row_of[i], ids);
 		parse_config(node);
 	}
-	hash_destroy(ids);
+	/* kept for the lookups by id of a large graph (pgd_graph_find_loaded) */
+	if (g->nnodes > FIND_LINEAR_MAX)
+		g->ids = ids;
+	else
+		hash_destroy(ids);
 	MemoryContextSwitchTo(old);
 }
 

@@ -69,14 +69,14 @@ typedef struct PgdNode
 /* The immutable structure of one instance. */
 typedef struct PgdGraph
 {
-	char	 instance_id[PGD_ID_LEN + 1];
-	int		 root; /* index of the root node */
-	int		 nnodes;
-	PgdNode *nodes;
-	int		 cap;	  /* room in nodes (df.map adds to them) */
-	char	*token;	  /* identifies this incarnation of the id */
-	bool	 has_map; /* a MAP node: the graph grows (df.map) */
-	bool	 stale;	  /* it grew in a transaction that rolled back */
+	char		  instance_id[PGD_ID_LEN + 1];
+	int			  root; /* index of the root node */
+	int			  nnodes;
+	PgdNode		 *nodes;
+	int			  cap;	   /* room in nodes (df.map adds to them) */
+	char		 *token;   /* identifies this incarnation of the id */
+	bool		  has_map; /* a MAP node: the graph grows (df.map) */
+	bool		  stale;   /* it grew in a transaction that rolled back */
 	/*
 	 * The runs row's fields that never change while the row lives
 	 * (submitted_by, label, vars, database: the token is its incarnation),
@@ -84,15 +84,10 @@ typedef struct PgdGraph
 	 * that a key or message template does not read the row again.  Not
 	 * the status, which changes.
 	 */
-	bool	   has_run;
-	PgdRunInfo run;
-	/*
-	 * The nodes' indexes sorted by id, for lookups in a large graph
-	 * (pgd_graph_find_loaded); made for the first by_id_n nodes, and made
-	 * again when the graph has grown.
-	 */
-	int			 *by_id;
-	int			  by_id_n;
+	bool		  has_run;
+	PgdRunInfo	  run;
+	/* a large graph's ids, for its lookups by id (pgd_graph_find_loaded) */
+	struct HTAB  *ids;
 	MemoryContext cxt; /* owns everything above */
 } PgdGraph;
 

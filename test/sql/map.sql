@@ -67,10 +67,11 @@ SELECT count(*) AS children_ran, count(DISTINCT n) AS distinct_rows FROM map_see
 SELECT node_type, status, count(*) FROM df.nodes WHERE instance_id = :'id'
 GROUP BY 1, 2 ORDER BY 1, 2;
 
--- A graph of more than 64 nodes is searched through its nodes sorted by id
--- (engine/graph_cache.c), made again when it grows: a map that grows a small
--- graph past 64 nodes, and a large graph (a JOIN of 40 branches) whose map
--- grows it again; every row's step runs once and the results keep row order.
+-- A graph of more than 64 nodes keeps a hash of its ids for its lookups
+-- (engine/graph_cache.c), which takes the nodes it grows by: a map that grows
+-- a small graph past 64 nodes, and a large graph (a JOIN of 40 branches)
+-- whose map grows it again; every row's step runs once and the results keep
+-- row order.
 SELECT df.start(df.map('SELECT g AS n FROM generate_series(1, 60) g',
 					   'SELECT $item.n AS n' ~> 'SELECT $item.n * 2 AS v')) AS id \gset
 SELECT map_wait(:'id');
