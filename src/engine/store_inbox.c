@@ -204,16 +204,13 @@ pgd_store_inbox_drop(const char *instance_id)
 bool
 pgd_store_inbox_other_apply(const char *instance_id, int64 after_id)
 {
-	char after[32];
-
 	store_flush_node_writes();
-	snprintf(after, sizeof(after), INT64_FORMAT, after_id);
 	if (PGD_EXEC("SELECT id FROM df_internal.tasks "
 				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 				 "AND kind OPERATOR(pg_catalog.=) 'apply' "
 				 "AND id OPERATOR(pg_catalog.>) $2::pg_catalog.int8 "
 				 "ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
-				 instance_id, after) == 0)
+				 instance_id, psprintf(INT64_FORMAT, after_id)) == 0)
 		return false;
 	pgd_task_ready_at_commit(strtoll(pgd_spi_getstring(0, 1), NULL, 10));
 	return true;

@@ -128,17 +128,17 @@ sub start_interleaved
 sub executor_inserts
 {
 	my ($node, $table, $at_least) = @_;
-	my $count = "SELECT n_tup_ins FROM pg_stat_all_tables "
-	  . "WHERE schemaname = 'df_internal' AND relname = '$table'";
-	ok(query_until($node, q{
-SELECT (SELECT n_tup_ins FROM pg_stat_all_tables
-        WHERE schemaname = 'df_internal' AND relname = 'events')
-       >= (SELECT count(*) FROM df_internal.events)}),
+	my $inserts = sub {
+		"SELECT n_tup_ins FROM pg_stat_all_tables "
+		  . "WHERE schemaname = 'df_internal' AND relname = '$_[0]'";
+	};
+	ok(query_until($node,
+			"SELECT (" . $inserts->('events') . ") >= (SELECT count(*) FROM df_internal.events)"),
 		'the executors reported their table statistics');
-	ok(query_until($node, "SELECT ($count) >= $at_least"),
+	ok(query_until($node, "SELECT (" . $inserts->($table) . ") >= $at_least"),
 		"the executors reported at least $at_least inserts into $table")
 	  if defined $at_least;
-	return $node->safe_psql('postgres', $count);
+	return $node->safe_psql('postgres', $inserts->($table));
 }
 
 # A SQL step that sleeps and records its effect under the key $step.
