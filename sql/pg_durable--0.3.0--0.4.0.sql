@@ -1589,6 +1589,21 @@ ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
 					'event_published', 'event_received', 'lock_waiting', 'lock_acquired',
 					'lock_timeout'));
 
+-- What an executor's batch holds in memory instead of rows, written now
+-- (issue 14): df.check() called by a step sees the engine's rows as the
+-- batch's commit would leave them.  Outside a batch nothing is held.
+CREATE FUNCTION df_internal.write_held() RETURNS void
+	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_write_held';
+REVOKE EXECUTE ON FUNCTION df_internal.write_held() FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.write_held() IS 'write what the executor''s batch under way holds in memory (node writes, step tasks, JOIN counts), for df.check() called by a step';
+CREATE OR REPLACE FUNCTION df.check() RETURNS TABLE (instance_id text, problem text, detail text)
+	LANGUAGE sql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $$ SELECT df_internal.write_held();
+	      SELECT instance_id, problem, detail FROM df_internal.check_rows()
+	      UNION ALL SELECT NULL, problem, detail FROM df_internal.engine_problems()
+	      ORDER BY 1, 2, 3 $$;
+
 -- df.check() reports an HTTP worker left without a worker slot (issue 22)
 COMMENT ON FUNCTION df.check() IS
 	'one row per violated engine invariant (administrators only): a live instance with no task, '

@@ -1632,10 +1632,18 @@ CREATE FUNCTION df_internal.batch_sizes() RETURNS TABLE (tasks integer, batches 
 REVOKE EXECUTE ON FUNCTION df_internal.batch_sizes() FROM PUBLIC;
 COMMENT ON FUNCTION df_internal.batch_sizes() IS 'how many committed executor transactions (batches) ran each number of tasks since the server started (issue 14)';
 
+-- What an executor's batch holds in memory instead of rows, written now
+-- (issue 14): df.check() called by a step sees the engine's rows as the
+-- batch's commit would leave them.  Outside a batch nothing is held.
+CREATE FUNCTION df_internal.write_held() RETURNS void
+	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_write_held';
+REVOKE EXECUTE ON FUNCTION df_internal.write_held() FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.write_held() IS 'write what the executor''s batch under way holds in memory (node writes, step tasks, JOIN counts), for df.check() called by a step';
 CREATE FUNCTION df.check() RETURNS TABLE (instance_id text, problem text, detail text)
-	LANGUAGE sql STABLE
+	LANGUAGE sql VOLATILE
 	SET search_path = pg_catalog, pg_temp
-	AS $$ SELECT instance_id, problem, detail FROM df_internal.check_rows()
+	AS $$ SELECT df_internal.write_held();
+	      SELECT instance_id, problem, detail FROM df_internal.check_rows()
 	      UNION ALL SELECT NULL, problem, detail FROM df_internal.engine_problems()
 	      ORDER BY 1, 2, 3 $$;
 REVOKE EXECUTE ON FUNCTION df.check() FROM PUBLIC;

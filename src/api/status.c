@@ -117,6 +117,43 @@ pgd_result(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Run call(id, arg) with the bootstrap superuser's rights, inside SPI: the
+ * engine's statements on df_internal, whoever calls.
+ */
+typedef void (*EngineCall)(const char *id, void *arg);
+
+static void
+as_engine(EngineCall call, const char *id, void *arg)
+{
+	Oid save_userid;
+	int save_sec;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	call(id, arg);
+	SPI_finish();
+	SetUserIdAndSecContext(save_userid, save_sec);
+}
+
+typedef struct Uncommitted
+{
+	bool started;
+	bool signals;
+	bool cancel;
+} Uncommitted;
+
+static void
+uncommitted_call(const char *id, void *arg)
+{
+	Uncommitted *u = (Uncommitted *) arg;
+
+	pgd_store_uncommitted_by_me(id, &u->started, &u->signals, &u->cancel);
+}
+
+/*
  * Starts, signals and cancels take effect at commit (reference §6): a
  * transaction that starts an instance and then waits for it, or signals it
  * and then waits for it, would wait
@@ -126,22 +163,11 @@ pgd_result(PG_FUNCTION_ARGS)
 static void
 refuse_own_uncommitted(const char *fn, const char *id)
 {
-	bool started;
-	bool signals;
-	bool cancel;
-	Oid	 save_userid;
-	int	 save_sec;
+	Uncommitted u;
 
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
-						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	pgd_store_uncommitted_by_me(id, &started, &signals, &cancel);
-	SPI_finish();
-	SetUserIdAndSecContext(save_userid, save_sec);
+	as_engine(uncommitted_call, id, &u);
 
-	if (started)
+	if (u.started)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
 				 errmsg("%s() cannot wait for instance %s: this transaction started it and has not committed",
@@ -153,7 +179,7 @@ refuse_own_uncommitted(const char *fn, const char *id)
 						 "df.await_instance as separate statements), or start it with "
 						 "transaction_mode => 'new', which starts it at once.")));
 
-	if (cancel)
+	if (u.cancel)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
 				 errmsg("%s() cannot wait for instance %s: this transaction cancelled it and has not committed",
@@ -161,7 +187,7 @@ refuse_own_uncommitted(const char *fn, const char *id)
 				 errdetail("df.cancel() takes effect when the transaction that calls it commits; "
 						   "until then the instance is not cancelled, and a rollback undoes the cancel."),
 				 errhint("Commit the transaction, then wait for the instance.")));
-	if (signals)
+	if (u.signals)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
 				 errmsg("%s() cannot wait for instance %s: this transaction has sent it signals that are "
@@ -362,28 +388,15 @@ refuse_own_instance(const char *id)
  * Run call(id, arg) on an instance the caller can see (and that is not the
  * calling step's own), with the bootstrap superuser's rights, inside SPI.
  */
-typedef void (*EngineCall)(const char *id, void *arg);
-
 static void
 run_as_engine(const char *id, EngineCall call, void *arg)
 {
-	Oid save_userid;
-	int save_sec;
-
 	if (visible_status(id) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg(PGD_MSG_INSTANCE_NOT_FOUND, id)));
 	refuse_own_instance(id);
-
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
-						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	call(id, arg);
-	SPI_finish();
-	SetUserIdAndSecContext(save_userid, save_sec);
+	as_engine(call, id, arg);
 }
 
 typedef struct CancelArgs
@@ -432,4 +445,26 @@ pgd_compensate(PG_FUNCTION_ARGS)
 	run_as_engine(id, compensate_call, NULL);
 	PG_RETURN_TEXT_P(cstring_to_text(psprintf("Instance %s is compensating again",
 											  id)));
+}
+
+/*
+ * df_internal.write_held(): what the executor's batch under way holds in
+ * memory instead of rows (node writes, step tasks, JOIN counts, an
+ * instance's start, keyed locks and limit slots), written now, with the
+ * engine's rights.  df.check() calls it first: a step that calls df.check()
+ * is then told of no problem that its batch's commit would not leave.
+ * Outside a batch nothing is held.
+ */
+static void
+write_held_call(const char *id, void *arg)
+{
+	pgd_store_write_held_all();
+}
+
+PG_FUNCTION_INFO_V1(pgd_write_held);
+Datum
+pgd_write_held(PG_FUNCTION_ARGS)
+{
+	as_engine(write_held_call, NULL, NULL);
+	PG_RETURN_VOID();
 }

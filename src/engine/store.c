@@ -751,7 +751,8 @@ keeps_node_writes(PgdStmt s)
 /*
  * Must the step tasks a batch holds be written before statement s
  * (store_tasks.c)?  Those that add tasks, or claim one by its id, need
- * not; any other that names the queue does.  Found out once per statement.
+ * not; any other that names the queue or runs df.check()'s rows does.
+ * Found out once per statement.
  */
 static bool
 reads_queue(PgdStmt s)
@@ -771,12 +772,33 @@ reads_queue(PgdStmt s)
 				known[s] = 'n';
 				break;
 			default:
-				known[s] = strstr(stmts[s].sql, "df_internal.tasks") != NULL ?
+				/* df.check() as well: an instance's held task is its way to wake */
+				known[s] = strstr(stmts[s].sql, "df_internal.tasks") != NULL ||
+						strstr(stmts[s].sql, "df_internal.check_rows") != NULL ?
 					'y' :
 					'n';
 				break;
 		}
 	}
+	return known[s] == 'y';
+}
+
+/*
+ * Must the JOIN counts a batch holds in memory be written before statement
+ * s (store_state.c)?  Any that names df_internal.joins or runs df.check()'s
+ * rows, but the one that writes a count.  Found out once per statement.
+ */
+static bool
+reads_joins(PgdStmt s)
+{
+	static char known[STMT_COUNT]; /* 0: not yet; 'y' or 'n' */
+
+	if (known[s] == 0)
+		known[s] = s != STMT_JOIN_OPEN &&
+				(strstr(stmts[s].sql, "df_internal.joins") != NULL ||
+				 strstr(stmts[s].sql, "df_internal.check_rows") != NULL) ?
+			'y' :
+			'n';
 	return known[s] == 'y';
 }
 
@@ -795,6 +817,8 @@ store_run(PgdStmt s, const Datum *values, const char *nulls)
 		store_flush_node_writes();
 	if (reads_queue(s))
 		pgd_store_write_held_tasks();
+	if (reads_joins(s))
+		store_write_held_join_counts();
 	if (plans[s] == NULL)
 	{
 		SPIPlanPtr plan =

@@ -112,8 +112,11 @@ extern bool pgd_store_claim_by_id(int64 task_id, PgdClaim *claim);
 
 /* step tasks an executor's batch holds before they are rows (store_tasks.c) */
 extern void	 pgd_store_hold_step_tasks(bool hold);
+extern void	 pgd_store_write_held_all(void);
 extern void	 pgd_store_write_held_tasks(void);
+extern void	 pgd_store_forget_held_tasks(const char *instance_id);
 extern int64 pgd_store_held_task_next(void);
+extern int64 pgd_store_held_branch_next(void);
 extern int64 pgd_store_write_held_task(int64 vid);
 extern void pgd_store_task_engine_error(int64 task_id, const char *error);
 extern bool pgd_store_oldest_ready(TimestampTz now, int64 *task_id);

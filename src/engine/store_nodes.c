@@ -8,7 +8,8 @@
  * Node starts and ends are buffered and written at the end of a
  * transition, or before any other statement of the store that reads or
  * writes df.nodes or the history runs, so the engine never reads a node
- * row that is behind (pgd_store_node_stamps reads through the buffer).
+ * row that is behind (pgd_store_node_stamps and pgd_store_node_states
+ * read through the buffer).
  * The driver (apply.c) writes them at the end of every transition; the
  * commit hook refuses a commit with writes still buffered.  Each write
  * comes with its event: node_started, or node_completed / node_failed
@@ -61,6 +62,7 @@
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -371,17 +373,37 @@ store_node_writes_held(void)
 
 /*
  * ... and an instance's start held with them (store_start.c), and the
- * keyed locks and limit slots still held in memory (store_locks.c,
- * store_limits.c)
+ * keyed locks, limit slots and JOIN counts still held in memory
+ * (store_locks.c, store_limits.c, store_state.c)
  */
-void
-pgd_store_write_node_writes(void)
+static void
+write_held_rows(void)
 {
 	pgd_store_lock_write_held();
 	pgd_store_limit_write_held();
+	store_write_held_join_counts();
 	store_write_held_start();
 	store_flush_node_writes();
+}
+
+void
+pgd_store_write_node_writes(void)
+{
+	write_held_rows();
 	hold_writes = false;
+}
+
+/*
+ * All of it and the step tasks held (store_tasks.c), written now, the
+ * batch holding on from here: df.check() called by a step reads the
+ * engine's rows as the batch's commit would leave them
+ * (df_internal.write_held).  Outside a batch there is nothing to write.
+ */
+void
+pgd_store_write_held_all(void)
+{
+	write_held_rows();
+	pgd_store_write_held_tasks();
 }
 
 static int
@@ -479,20 +501,88 @@ pgd_store_node_state(const char *instance_id, const char *node_id,
 	pgd_store_node_states(instance_id, &node_id, 1, status, result);
 }
 
-/* ... of the nodes ids[0..n-1] (a JOIN's branches), the buffer written first. */
+/* The newest write of a node not written yet, or NULL. */
+static const NodeWrite *
+newest_unwritten(const char *instance_id, const char *id)
+{
+	for (int i = nwrites - 1; i >= nwrites - nunwritten; i--)
+		if (strcmp(writes[i].id, id) == 0 &&
+			strcmp(writes[i].instance_id, instance_id) == 0)
+			return &writes[i];
+	return NULL;
+}
+
+/*
+ * The result a write leaves in its node's row, as store_read_node_rows
+ * reads it back: a completed node's JSON as jsonb prints it, a failed
+ * node's error text, a start's none.
+ */
+static char *
+write_result(const NodeWrite *w)
+{
+	Jsonb *jb;
+
+	if (!w->done || w->result == NULL)
+		return NULL;
+	if (!w->ok)
+		return pstrdup(w->result);
+	jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+											CStringGetDatum(w->result)));
+	return JsonbToCString(NULL, &jb->root, VARSIZE(jb));
+}
+
+/*
+ * ... of the nodes ids[0..n-1] (a JOIN's branches): a node with a write
+ * not written yet as that write leaves its row, the others from their
+ * rows.  The buffer stays: a fan-out run in one batch writes each node's
+ * start and end as one update, as a chain does, instead of writing all
+ * its starts when its first JOIN ends (issue 14).
+ */
 void
 pgd_store_node_states(const char *instance_id, const char *const *ids, int n,
 					  char **statuses, char **results)
 {
-	bool *found = palloc(sizeof(bool) * n);
+	const char **missing = palloc(sizeof(char *) * Max(n, 1));
+	int			*where = palloc(sizeof(int) * Max(n, 1));
+	int			 nmissing = 0;
 
-	store_flush_node_writes();
-	store_read_node_rows(instance_id, n, ids, found, statuses, NULL, results);
 	for (int i = 0; i < n; i++)
-		if (statuses[i] == NULL)
-			elog(ERROR, "node %s of instance %s disappeared", ids[i],
-				 instance_id);
-	pfree(found);
+	{
+		const NodeWrite *w = newest_unwritten(instance_id, ids[i]);
+
+		if (w != NULL)
+		{
+			statuses[i] = pstrdup(write_status(w));
+			results[i] = write_result(w);
+		}
+		else
+		{
+			where[nmissing] = i;
+			missing[nmissing++] = ids[i];
+		}
+	}
+	if (nmissing > 0)
+	{
+		bool  *found = palloc(sizeof(bool) * nmissing);
+		char **st = palloc(sizeof(char *) * nmissing);
+		char **res = palloc(sizeof(char *) * nmissing);
+
+		store_read_node_rows(instance_id, nmissing, missing, found, st, NULL,
+							 res);
+		for (int j = 0; j < nmissing; j++)
+		{
+			if (st[j] == NULL)
+				elog(ERROR, "node %s of instance %s disappeared", missing[j],
+					 instance_id);
+			statuses[where[j]] = st[j];
+			results[where[j]] = res[j];
+		}
+		pfree(found);
+		pfree(st);
+		pfree(res);
+	}
+	pfree(missing);
+	pfree(where);
 }
 
 /* Has the buffer a write of the node not written yet? */
@@ -682,4 +772,5 @@ pgd_store_register_xact_callback(void)
 	store_register_lock_callbacks();
 	store_register_stamps_callbacks();
 	store_register_limit_callbacks();
+	store_register_join_callbacks();
 }

@@ -200,6 +200,8 @@ void
 pgd_store_end_instance(const char *instance_id)
 {
 	pgd_store_lock_release(instance_id, NULL, NULL); /* its keyed locks */
+	pgd_store_forget_held_tasks(instance_id);
+	store_drop_held_join_counts(instance_id);
 	if (end_has_state(instance_id) || !store_delete_run_row(instance_id))
 		RUN(STMT_END_INSTANCE, instance_id);
 	pgd_store_limit_release(instance_id, NULL, NULL);
@@ -229,21 +231,53 @@ pgd_store_load_nodes(const char *instance_id, char **root_id,
  */
 
 /*
- * One branch fewer: the number still running.  No JOIN has a counter row
- * before a branch of it ends (store_task_rows.c); the statement makes the
- * first one when the table has columns the row code does not know.
+ * JOIN counters held in memory (issue 14).  In an executor's batch
+ * (store_node_writes_held) the first branch of a JOIN to end writes no
+ * counter row: the count is an entry of this list, and a JOIN whose
+ * branches all end in the batch (a fan-out it runs itself) never has a
+ * row, where it had an insert, its index entry and a delete (about 290
+ * bytes of WAL a branch in fan-outs of 20).  Each count releases the
+ * entry and adds the next one, so a rolled-back subtransaction's counts
+ * are undone with its entries (store_held.c).  A count still held when
+ * the batch ends is written as its row before the commit (from
+ * pgd_store_write_node_writes), and before any statement that names
+ * df_internal.joins or runs df.check()'s rows (store_run); an ending
+ * instance's are dropped, as STMT_END_INSTANCE deletes its rows.  A
+ * commit with one unwritten is refused.
  */
-int
-pgd_store_join_count(const char *instance_id, const char *node_id,
-					 const char *scope, int width)
+static PgdHeldList join_counts;
+
+static void
+join_counts_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_PRE_COMMIT)
+		store_held_check_written(&join_counts, "JOIN counters");
+}
+
+static void
+join_counts_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+							 SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		store_held_subxact_abort(&join_counts, mySubid);
+}
+
+void
+store_register_join_callbacks(void)
+{
+	RegisterXactCallback(join_counts_xact_callback, NULL);
+	RegisterSubXactCallback(join_counts_subxact_callback, NULL);
+}
+
+/* The counter row of (instance, JOIN, scope) at width - 1 branches running. */
+static int
+count_row(const char *instance_id, const char *node_id, const char *scope,
+		  int width, bool hold, bool *absent)
 {
 	bool by_statement;
 	int	 remaining = store_join_count_row(instance_id, node_id, scope, width,
-										  &by_statement);
+										  hold, &by_statement, absent);
 
-	if (remaining < 0)
-		elog(ERROR, "JOIN %s of instance %s counted more than its %d branches",
-			 node_id, instance_id, width);
 	if (by_statement)
 	{
 		Datum values[4];
@@ -257,11 +291,98 @@ pgd_store_join_count(const char *instance_id, const char *node_id,
 	return remaining;
 }
 
+/* Write the counts held in memory as rows (each released first). */
+void
+store_write_held_join_counts(void)
+{
+	int			  i = 0;
+	PgdHeldEntry *h;
+
+	while ((h = store_held_next(&join_counts, NULL, &i)) != NULL)
+	{
+		int	 remaining = atoi(h->a);
+		bool absent;
+
+		store_held_release(&join_counts, h);
+		(void) count_row(h->instance_id, h->node_id, h->scope, remaining + 1,
+						 false, &absent);
+		if (!absent)
+			elog(ERROR,
+				 "JOIN %s of instance %s had a counter row and one in memory",
+				 h->node_id, h->instance_id);
+	}
+}
+
+/* Has the instance a JOIN count held in memory? */
+bool
+store_join_counts_held(const char *instance_id)
+{
+	int			  i = 0;
+	PgdHeldEntry *h;
+
+	while ((h = store_held_next(&join_counts, NULL, &i)) != NULL)
+		if (strcmp(h->instance_id, instance_id) == 0)
+			return true;
+	return false;
+}
+
+/* An instance ended: its counts held in memory go, as its rows do. */
+void
+store_drop_held_join_counts(const char *instance_id)
+{
+	store_held_drop(&join_counts, instance_id, NULL, NULL);
+}
+
+/*
+ * One branch fewer: the number still running.  No JOIN has a counter row
+ * before a branch of it ends (store_task_rows.c); the statement makes the
+ * first one when the table has columns the row code does not know.
+ */
+int
+pgd_store_join_count(const char *instance_id, const char *node_id,
+					 const char *scope, int width)
+{
+	PgdHeldEntry *h =
+		store_held_find(&join_counts, instance_id, node_id, scope);
+	bool in_memory;
+	int	 remaining;
+
+	if (h != NULL)
+	{
+		remaining = atoi(h->a) - 1;
+		store_held_release(&join_counts, h);
+		in_memory = true;
+	}
+	else
+	{
+		bool hold =
+			store_node_writes_held() && store_held_fits(instance_id, node_id);
+		bool absent;
+
+		remaining =
+			count_row(instance_id, node_id, scope, width, hold, &absent);
+		in_memory = hold && absent;
+	}
+	if (remaining < 0)
+		elog(ERROR, "JOIN %s of instance %s counted more than its %d branches",
+			 node_id, instance_id, width);
+	if (in_memory && remaining > 0)
+		(void) store_held_add(&join_counts, instance_id, node_id, scope, "",
+							  psprintf("%d", remaining), NULL);
+	return remaining;
+}
+
 void
 pgd_store_join_close(const char *instance_id, const char *node_id,
 					 const char *scope)
 {
-	store_join_close_row(instance_id, node_id, scope);
+	PgdHeldEntry *h =
+		store_held_find(&join_counts, instance_id, node_id, scope);
+
+	if (h != NULL)
+		store_held_release(&join_counts, h);
+	else
+		store_join_close_row(instance_id, node_id, scope);
 }
 
 void

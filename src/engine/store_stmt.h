@@ -150,10 +150,14 @@ extern int64 store_insert_task_row(const char *instance_id,
 								   const char *node_id, const char *scope,
 								   const char *kind);
 extern int	 store_join_count_row(const char *instance_id, const char *node_id,
-								  const char *scope, int width,
-								  bool *by_statement);
+								  const char *scope, int width, bool hold,
+								  bool *by_statement, bool *absent);
 extern void	 store_join_close_row(const char *instance_id, const char *node_id,
 								  const char *scope);
+extern void	 store_register_join_callbacks(void);
+extern void	 store_write_held_join_counts(void);
+extern void	 store_drop_held_join_counts(const char *instance_id);
+extern bool	 store_join_counts_held(const char *instance_id);
 
 /* How store_lock_run_row found an instance's runs row. */
 typedef enum PgdRunLock

@@ -647,11 +647,13 @@ static const char *const join_columns[] = {"instance_id", "node_id", "scope",
  * running.  The first end makes the counter row (width - 1), the last
  * deletes it; false in *by_statement unless the row could not be made
  * here (a column this file does not know: the caller's statement makes
- * it, with its defaults).
+ * it, with its defaults).  With hold, the first end makes no row: true in
+ * *absent, the caller keeps the count in memory (store_state.c).
  */
 int
 store_join_count_row(const char *instance_id, const char *node_id,
-					 const char *scope, int width, bool *by_statement)
+					 const char *scope, int width, bool hold,
+					 bool *by_statement, bool *absent)
 {
 	Relation   rel;
 	HeapTuple  old = join_row(instance_id, node_id, scope, &rel);
@@ -666,16 +668,17 @@ store_join_count_row(const char *instance_id, const char *node_id,
 	int		   which;
 
 	*by_statement = false;
+	*absent = old == NULL;
 	values = palloc0(sizeof(Datum) * desc->natts);
 	nulls = palloc0(sizeof(bool) * desc->natts);
 	if (old == NULL)
 	{
 		/* the first branch to end */
 		remaining = width - 1;
-		if (remaining > 0 &&
+		if (remaining > 0 && !hold &&
 			!known_columns(rel, join_columns, lengthof(join_columns)))
 			*by_statement = true;
-		else if (remaining > 0)
+		else if (remaining > 0 && !hold)
 		{
 			values[column(rel, "instance_id") - 1] =
 				CStringGetTextDatum(instance_id);

@@ -102,11 +102,15 @@ pgd_store_task_add(const char *instance_id, const char *node_id,
  * step at once (a chain goes on in the batch that made its next step
  * ready), and a task it ran never needs its row, its three index entries,
  * its claim and its delete.  A held task becomes a row (is written) when
- * anything could look for it: before a statement of the store that reads
- * the queue, before a step's own statement runs, when its step gives way
- * to lead the next batch, and at the end of the batch for those it did not
- * run.  A subtransaction's rollback takes back what it held, claimed or
- * wrote; the commit hook refuses a commit with a task still held.
+ * anything of the engine could look for it: before a statement of the
+ * store that reads the queue (df.check() included, even called by a
+ * step), when its step gives way to lead the next batch, and at the end of
+ * the batch for those it did not run.  A step's own statement sees the
+ * queue as the batch's last write left it, as it sees its instance's node
+ * rows (store_nodes.c): the branches of a fan-out the batch runs itself
+ * are no rows either.  Those of an instance that ends are dropped.  A
+ * subtransaction's rollback takes back what it held, claimed or wrote; the
+ * commit hook refuses a commit with a task still held.
  * ---------------------------------------------------------------------
  */
 
@@ -164,6 +168,46 @@ pgd_store_write_held_tasks(void)
 	for (int i = 0; i < nheld; i++)
 		if (pending(&held[i]))
 			write_held(&held[i]);
+}
+
+/*
+ * An instance ended: its held tasks not run nor written are not wanted (a
+ * JOIN that failed fast, a RACE decided).  They count as taken by the
+ * subtransaction that ended it, whose rollback holds them again.
+ */
+void
+pgd_store_forget_held_tasks(const char *instance_id)
+{
+	for (int i = 0; i < nheld; i++)
+		if (pending(&held[i]) && strcmp(held[i].instance_id, instance_id) == 0)
+			held[i].taken = GetCurrentSubTransactionId();
+}
+
+/* Has the instance another held task nobody claimed or wrote than held[i]? */
+static bool
+sibling_pending(int i)
+{
+	for (int j = 0; j < nheld; j++)
+		if (j != i && pending(&held[j]) &&
+			strcmp(held[j].instance_id, held[i].instance_id) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The newest held task nobody claimed or wrote that is a branch of a
+ * fan-out the batch is in the middle of: its instance has another one, or
+ * a JOIN count held in memory (0: none).  A chain's next step is neither.
+ */
+int64
+pgd_store_held_branch_next(void)
+{
+	for (int i = nheld - 1; i >= 0; i--)
+		if (pending(&held[i]) &&
+			(sibling_pending(i) ||
+			 store_join_counts_held(held[i].instance_id)))
+			return held[i].vid;
+	return 0;
 }
 
 /* The newest held task nobody claimed or wrote (0: none). */

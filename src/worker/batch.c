@@ -166,7 +166,7 @@ run_follower(int64 task_id)
  * offered; returns 0 when there is none.
  */
 static int64
-next_follower(int64 *tried, int *ntried, int max_tried)
+next_follower(int64 *tried, int *ntried, int max_tried, bool held_only)
 {
 	int64 own[64];
 	int	  nown;
@@ -174,6 +174,9 @@ next_follower(int64 *tried, int *ntried, int max_tried)
 	int	  j;
 	int64 id;
 
+	/* past the budget, only a branch of a fan-out under way */
+	if (held_only)
+		return pgd_store_held_branch_next();
 	/* a step task held, not written yet (store_tasks.c), comes first */
 	if ((id = pgd_store_held_task_next()) != 0)
 		return id;
@@ -204,12 +207,21 @@ int
 pgd_run_batch(TimestampTz started)
 {
 	int	   steps = 1;
-	int	   max_tried = Max(pgd_batch_max_steps * 2, 4);
+	int	   max_tried = Max(pgd_batch_max_steps * 4, 4);
 	int64 *tried = palloc(sizeof(int64) * max_tried);
 	int	   ntried = 0;
 	int	   misses = 0;
 
-	while (steps < pgd_batch_max_steps && misses < 4)
+	/*
+	 * Past pg_durable.batch_max_steps, a batch takes no new work but runs
+	 * on the branches it holds of fan-outs under way (a sibling held too,
+	 * or a JOIN of theirs counted in memory), up to twice as many steps:
+	 * they finish in it, so that their nodes' starts and ends are one
+	 * write each and their JOIN counts stay in memory, instead of going
+	 * out as task rows to other batches (issue 14).  A chain stops at the
+	 * budget.
+	 */
+	while (steps < 2 * pgd_batch_max_steps && misses < 4)
 	{
 		int64  id;
 		Follow f;
@@ -218,7 +230,8 @@ pgd_run_batch(TimestampTz started)
 		if (elapsed_ms >= pgd_batch_max_ms)
 			break;
 		pgd_unit_state.budget_ms = pgd_batch_max_ms;
-		if ((id = next_follower(tried, &ntried, max_tried)) == 0)
+		if ((id = next_follower(tried, &ntried, max_tried,
+								steps >= pgd_batch_max_steps)) == 0)
 			break;
 		pgd_unit_state.claimed_task_id =
 			0; /* an error below is the follower's own */

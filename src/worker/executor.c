@@ -261,8 +261,6 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 		return STEP_RAN;
 	}
 
-	/* what a step's statement could look for is in the queue (store_tasks.c) */
-	pgd_store_write_held_tasks();
 	pgd_executor_set_running(t->instance_id, t->scope);
 	if (t->run.database != NULL)
 	{
