@@ -39,6 +39,8 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/toast_compression.h"
+#include "access/toast_internals.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_trigger.h"
@@ -428,6 +430,28 @@ flush_jsonb(const char *text)
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(text));
 }
 
+/*
+ * A large result compressed in its row, as PostgreSQL compresses a value
+ * only once its row passes 2 kB: a JOIN's result repeats its branches'
+ * (the root of a fan-out of 20 holds all 20 of them), and compressed its
+ * row's new version stays on its page, a HOT update, instead of moving to
+ * another one with a lock record, an index entry and the whole row in the
+ * WAL (issue 14).  A value that does not compress is kept as it is;
+ * readers decompress it as any compressed value.
+ */
+#define RESULT_COMPRESS_MIN 256
+
+static Datum
+compact_result(Datum value)
+{
+	Datum compressed;
+
+	if (VARSIZE_ANY(DatumGetPointer(value)) < RESULT_COMPRESS_MIN)
+		return value;
+	compressed = toast_compress_datum(value, (char) default_toast_compression);
+	return DatumGetPointer(compressed) == NULL ? value : compressed;
+}
+
 /* {"key": value} */
 static Datum
 flush_jsonb_pair(const char *key, JsonbValue *value)
@@ -551,7 +575,10 @@ flush_update_node(FlushRels *r, Snapshot snap, const char *instance_id,
 		else
 			values[r->n_result - 1] = flush_jsonb_string(res);
 		if (!isnull[r->n_result - 1])
+		{
 			*result = DatumGetJsonbP(values[r->n_result - 1]);
+			values[r->n_result - 1] = compact_result(values[r->n_result - 1]);
+		}
 		replace[r->n_details - 1] = true;
 		sv.type = jbvString;
 		sv.val.string.len = strlen(scope);
