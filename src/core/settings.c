@@ -176,7 +176,7 @@ define_engine_settings(void)
 	/* issue 14, DESIGN.md §4.1: several ready steps, one commit */
 	DefineCustomIntVariable("pg_durable.batch_max_steps",
 							"Most tasks an executor runs in one transaction (a batch).",
-							"1 runs each task in a transaction of its own.  Past it a batch takes no new work, but runs on the branches of a fan-out under way, up to twice as many.",
+							"1 runs each task in a transaction of its own.  Past it a batch takes no new work, but runs on the branches of a fan-out under way and the steps of an instance holding a lock or a limit slot, up to twice as many.",
 							&pgd_batch_max_steps, 32, 1, 1000, PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_durable.batch_max_ms",

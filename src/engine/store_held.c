@@ -112,6 +112,19 @@ store_held_next(PgdHeldList *l, const char *key, int *i)
 	return NULL;
 }
 
+/* Has the instance an entry still held? */
+bool
+store_held_by(PgdHeldList *l, const char *instance_id)
+{
+	int			  i = 0;
+	PgdHeldEntry *h;
+
+	while ((h = store_held_next(l, NULL, &i)) != NULL)
+		if (strcmp(h->instance_id, instance_id) == 0)
+			return true;
+	return false;
+}
+
 int
 store_held_count(PgdHeldList *l, const char *key)
 {

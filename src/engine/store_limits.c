@@ -149,6 +149,13 @@ held_current(void)
 
 static PgdHeldList slots; /* slots given in memory, below; a: since */
 
+/* Has the instance a slot given in memory? */
+bool
+store_slots_held_by(const char *instance_id)
+{
+	return store_held_by(&slots, instance_id);
+}
+
 static void slots_write_all(void);
 
 /* What this transaction knows of its key rows; its slots in memory written first. */

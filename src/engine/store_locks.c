@@ -202,6 +202,13 @@ static PgdXactKeys fresh;
 /* keys held in memory (below); a: the token, b: since */
 static PgdHeldList held;
 
+/* Has the instance a key held in memory? */
+bool
+store_locks_held_by(const char *instance_id)
+{
+	return store_held_by(&held, instance_id);
+}
+
 static void held_xact_callback(XactEvent event, void *arg);
 
 static void

@@ -317,13 +317,7 @@ store_write_held_join_counts(void)
 bool
 store_join_counts_held(const char *instance_id)
 {
-	int			  i = 0;
-	PgdHeldEntry *h;
-
-	while ((h = store_held_next(&join_counts, NULL, &i)) != NULL)
-		if (strcmp(h->instance_id, instance_id) == 0)
-			return true;
-	return false;
+	return store_held_by(&join_counts, instance_id);
 }
 
 /* An instance ended: its counts held in memory go, as its rows do. */

@@ -358,6 +358,9 @@ extern PgdHeldEntry *store_held_find(PgdHeldList *l, const char *instance_id,
 									 const char *node_id, const char *scope);
 extern PgdHeldEntry *store_held_next(PgdHeldList *l, const char *key, int *i);
 extern int			 store_held_count(PgdHeldList *l, const char *key);
+extern bool			 store_held_by(PgdHeldList *l, const char *instance_id);
+extern bool			 store_locks_held_by(const char *instance_id);
+extern bool			 store_slots_held_by(const char *instance_id);
 extern void			 store_held_drop(PgdHeldList *l, const char *instance_id,
 									 const char *node_id, const char *scope);
 extern void store_held_subxact_abort(PgdHeldList *l, SubTransactionId subid);

@@ -195,18 +195,26 @@ sibling_pending(int i)
 }
 
 /*
- * The newest held task nobody claimed or wrote that is a branch of a
- * fan-out the batch is in the middle of: its instance has another one, or
- * a JOIN count held in memory (0: none).  A chain's next step is neither.
+ * The newest held task nobody claimed or wrote whose instance the batch is
+ * in the middle of: a branch of a fan-out (its instance has another one,
+ * or a JOIN count held in memory), or a step of an instance holding a
+ * keyed lock or a limit slot in memory, which would otherwise be written
+ * as rows at the batch's end and released by statements in the next one
+ * (0: none).  A plain chain's next step is none of these.
  */
 int64
 pgd_store_held_branch_next(void)
 {
 	for (int i = nheld - 1; i >= 0; i--)
+	{
+		const char *instance_id = held[i].instance_id;
+
 		if (pending(&held[i]) &&
-			(sibling_pending(i) ||
-			 store_join_counts_held(held[i].instance_id)))
+			(sibling_pending(i) || store_join_counts_held(instance_id) ||
+			 store_locks_held_by(instance_id) ||
+			 store_slots_held_by(instance_id)))
 			return held[i].vid;
+	}
 	return 0;
 }
 

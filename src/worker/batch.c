@@ -174,7 +174,7 @@ next_follower(int64 *tried, int *ntried, int max_tried, bool held_only)
 	int	  j;
 	int64 id;
 
-	/* past the budget, only a branch of a fan-out under way */
+	/* past the budget, only a branch or step of an instance under way */
 	if (held_only)
 		return pgd_store_held_branch_next();
 	/* a step task held, not written yet (store_tasks.c), comes first */
@@ -215,11 +215,13 @@ pgd_run_batch(TimestampTz started)
 	/*
 	 * Past pg_durable.batch_max_steps, a batch takes no new work but runs
 	 * on the branches it holds of fan-outs under way (a sibling held too,
-	 * or a JOIN of theirs counted in memory), up to twice as many steps:
-	 * they finish in it, so that their nodes' starts and ends are one
-	 * write each and their JOIN counts stay in memory, instead of going
-	 * out as task rows to other batches (issue 14).  A chain stops at the
-	 * budget.
+	 * or a JOIN of theirs counted in memory) and the steps of instances
+	 * holding a keyed lock or a limit slot in memory, up to twice as many
+	 * steps: they finish in it, so that their nodes' starts and ends are
+	 * one write each and their JOIN counts, locks and slots stay in
+	 * memory, instead of going out as task rows to other batches and as
+	 * rows released by statements (issues 14, 17).  A plain chain stops at
+	 * the budget.
 	 */
 	while (steps < 2 * pgd_batch_max_steps && misses < 4)
 	{
