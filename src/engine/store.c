@@ -749,6 +749,17 @@ keeps_node_writes(PgdStmt s)
 }
 
 /*
+ * Does statement s read table (df_internal.<name>), itself or through
+ * df.check()'s rows?  What a batch holds of it must be written first.
+ */
+static bool
+reads_table(PgdStmt s, const char *table)
+{
+	return strstr(stmts[s].sql, table) != NULL ||
+		strstr(stmts[s].sql, "df_internal.check_rows") != NULL;
+}
+
+/*
  * Must the step tasks a batch holds be written before statement s
  * (store_tasks.c)?  Those that add tasks, or claim one by its id, need
  * not; any other that names the queue or runs df.check()'s rows does.
@@ -773,10 +784,7 @@ reads_queue(PgdStmt s)
 				break;
 			default:
 				/* df.check() as well: an instance's held task is its way to wake */
-				known[s] = strstr(stmts[s].sql, "df_internal.tasks") != NULL ||
-						strstr(stmts[s].sql, "df_internal.check_rows") != NULL ?
-					'y' :
-					'n';
+				known[s] = reads_table(s, "df_internal.tasks") ? 'y' : 'n';
 				break;
 		}
 	}
@@ -794,9 +802,7 @@ reads_joins(PgdStmt s)
 	static char known[STMT_COUNT]; /* 0: not yet; 'y' or 'n' */
 
 	if (known[s] == 0)
-		known[s] = s != STMT_JOIN_OPEN &&
-				(strstr(stmts[s].sql, "df_internal.joins") != NULL ||
-				 strstr(stmts[s].sql, "df_internal.check_rows") != NULL) ?
+		known[s] = s != STMT_JOIN_OPEN && reads_table(s, "df_internal.joins") ?
 			'y' :
 			'n';
 	return known[s] == 'y';

@@ -207,7 +207,7 @@ int
 pgd_run_batch(TimestampTz started)
 {
 	int	   steps = 1;
-	int	   max_tried = Max(pgd_batch_max_steps * 4, 4);
+	int	   max_tried = Max(pgd_batch_max_steps * 2, 4);
 	int64 *tried = palloc(sizeof(int64) * max_tried);
 	int	   ntried = 0;
 	int	   misses = 0;
