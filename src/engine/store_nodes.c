@@ -532,6 +532,51 @@ write_result(const NodeWrite *w)
 }
 
 /*
+ * The rows of the nodes ids[i] with need[i], read by their keys (no
+ * statement) into found[i], statuses[i], and stamps[i] and results[i]
+ * unless those are NULL; the other entries are left as they are.
+ */
+static void
+read_rows_of(const char *instance_id, int n, const char *const *ids,
+			 const bool *need, bool *found, char **statuses, char **stamps,
+			 char **results)
+{
+	const char **missing = palloc(sizeof(char *) * Max(n, 1));
+	int			*where = palloc(sizeof(int) * Max(n, 1));
+	int			 m = 0;
+	bool		*f;
+	char	   **st;
+	char	   **sp;
+	char	   **res;
+
+	for (int i = 0; i < n; i++)
+		if (need[i])
+		{
+			where[m] = i;
+			missing[m++] = ids[i];
+		}
+	if (m > 0)
+	{
+		f = palloc(sizeof(bool) * m);
+		st = palloc(sizeof(char *) * m);
+		sp = stamps ? palloc(sizeof(char *) * m) : NULL;
+		res = results ? palloc(sizeof(char *) * m) : NULL;
+		store_read_node_rows(instance_id, m, missing, f, st, sp, res);
+		for (int j = 0; j < m; j++)
+		{
+			found[where[j]] = f[j];
+			statuses[where[j]] = st[j];
+			if (stamps)
+				stamps[where[j]] = sp[j];
+			if (results)
+				results[where[j]] = res[j];
+		}
+	}
+	pfree(missing);
+	pfree(where);
+}
+
+/*
  * ... of the nodes ids[0..n-1] (a JOIN's branches): a node with a write
  * not written yet as that write leaves its row, the others from their
  * rows.  The buffer stays: a fan-out run in one batch writes each node's
@@ -542,58 +587,27 @@ void
 pgd_store_node_states(const char *instance_id, const char *const *ids, int n,
 					  char **statuses, char **results)
 {
-	const char **missing = palloc(sizeof(char *) * Max(n, 1));
-	int			*where = palloc(sizeof(int) * Max(n, 1));
-	int			 nmissing = 0;
+	bool *need = palloc(sizeof(bool) * Max(n, 1));
+	bool *found = palloc(sizeof(bool) * Max(n, 1));
 
 	for (int i = 0; i < n; i++)
 	{
 		const NodeWrite *w = newest_unwritten(instance_id, ids[i]);
 
+		need[i] = w == NULL;
 		if (w != NULL)
 		{
 			statuses[i] = pstrdup(write_status(w));
 			results[i] = write_result(w);
 		}
-		else
-		{
-			where[nmissing] = i;
-			missing[nmissing++] = ids[i];
-		}
 	}
-	if (nmissing > 0)
-	{
-		bool  *found = palloc(sizeof(bool) * nmissing);
-		char **st = palloc(sizeof(char *) * nmissing);
-		char **res = palloc(sizeof(char *) * nmissing);
-
-		store_read_node_rows(instance_id, nmissing, missing, found, st, NULL,
-							 res);
-		for (int j = 0; j < nmissing; j++)
-		{
-			if (st[j] == NULL)
-				elog(ERROR, "node %s of instance %s disappeared", missing[j],
-					 instance_id);
-			statuses[where[j]] = st[j];
-			results[where[j]] = res[j];
-		}
-		pfree(found);
-		pfree(st);
-		pfree(res);
-	}
-	pfree(missing);
-	pfree(where);
-}
-
-/* Has the buffer a write of the node not written yet? */
-static bool
-buffered(const char *instance_id, const char *id)
-{
-	for (int i = nwrites - nunwritten; i < nwrites; i++)
-		if (strcmp(writes[i].id, id) == 0 &&
-			strcmp(writes[i].instance_id, instance_id) == 0)
-			return true;
-	return false;
+	read_rows_of(instance_id, n, ids, need, found, statuses, NULL, results);
+	for (int i = 0; i < n; i++)
+		if (need[i] && !found[i])
+			elog(ERROR, "node %s of instance %s disappeared", ids[i],
+				 instance_id);
+	pfree(need);
+	pfree(found);
 }
 
 /*
@@ -606,48 +620,27 @@ int
 pgd_store_node_stamps(const char *instance_id, const char *const *node_ids,
 					  int n, char ***ids, char ***statuses, char ***stamps)
 {
-	bool		*found = palloc(sizeof(bool) * Max(n, 1));
-	char	   **st = palloc(sizeof(char *) * Max(n, 1));
-	char	   **sp = palloc(sizeof(char *) * Max(n, 1));
-	const char **missing = palloc(sizeof(char *) * Max(n, 1));
-	int			*where = palloc(sizeof(int) * Max(n, 1));
-	int			 nmissing = 0;
-	int			 rows = 0;
+	bool  *found = palloc(sizeof(bool) * Max(n, 1));
+	bool  *need = palloc(sizeof(bool) * Max(n, 1));
+	char **st = palloc(sizeof(char *) * Max(n, 1));
+	char **sp = palloc(sizeof(char *) * Max(n, 1));
+	int	   rows = 0;
 
 	for (int i = 0; i < n; i++)
 	{
 		found[i] = store_stamps_find(instance_id, node_ids[i], &st[i], &sp[i]);
-		if (!found[i] && buffered(instance_id, node_ids[i]))
+		if (!found[i] && newest_unwritten(instance_id, node_ids[i]) != NULL)
 		{
 			found[i] = true;
 			st[i] = sp[i] = NULL;
 		}
-		else if (!found[i])
-		{
-			where[nmissing] = i;
-			missing[nmissing++] = node_ids[i];
-		}
+		need[i] = !found[i];
 	}
-	if (nmissing > 0)
-	{
-		bool  *f = palloc(sizeof(bool) * nmissing);
-		char **mst = palloc(sizeof(char *) * nmissing);
-		char **msp = palloc(sizeof(char *) * nmissing);
-
-		/* the rows as written so far; the overlay below adds the buffer */
-		store_read_node_rows(instance_id, nmissing, missing, f, mst, msp,
-							 NULL);
-		for (int j = 0; j < nmissing; j++)
-		{
-			int i = where[j];
-
-			found[i] = f[j];
-			st[i] = mst[j];
-			sp[i] = msp[j];
-			if (f[j])
-				store_stamps_put(instance_id, node_ids[i], st[i], sp[i]);
-		}
-	}
+	/* the rows as written so far; the overlay below adds the buffer */
+	read_rows_of(instance_id, n, node_ids, need, found, st, sp, NULL);
+	for (int i = 0; i < n; i++)
+		if (need[i] && found[i])
+			store_stamps_put(instance_id, node_ids[i], st[i], sp[i]);
 	*ids = palloc(sizeof(char *) * Max(n, 1));
 	*statuses = palloc(sizeof(char *) * Max(n, 1));
 	*stamps = palloc(sizeof(char *) * Max(n, 1));
