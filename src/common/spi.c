@@ -263,6 +263,17 @@ pgd_exec_as(Oid role, int sec_flags, char **error, const char *sql, int nargs,
 	return value;
 }
 
+/* A relation of schema df by name, or an error naming it. */
+Oid
+pgd_df_relid(const char *name)
+{
+	Oid relid = get_relname_relid(name, get_namespace_oid("df", false));
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "relation df.%s does not exist", name);
+	return relid;
+}
+
 /* A df_internal relation's oid, or an error naming it. */
 Oid
 pgd_internal_relid(const char *name)

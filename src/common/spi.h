@@ -35,6 +35,7 @@ extern int pgd_exec(const char *sql, int nargs, const char *const *args);
  * an update is seen at once.
  */
 extern bool pgd_internal_relation_exists(const char *name);
+extern Oid	pgd_df_relid(const char *name);
 extern Oid	pgd_internal_relid(const char *name);
 extern bool pgd_internal_index_has(const char *index, int nkeys,
 								   const char *const *values);

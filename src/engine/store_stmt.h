@@ -137,7 +137,7 @@ extern AttrNumber store_attnum(Relation rel, const char *name,
 							   bool missing_ok);
 /* store_node_rows.c: column a of tup as a C string (NULL for SQL NULL) */
 extern char *store_text_attr(HeapTuple tup, TupleDesc desc, AttrNumber a);
-/* store_node_rows.c: an instance's root node and graph rows by the primary keys */
+/* store_node_reads.c: an instance's root node and graph rows by the primary keys */
 extern int store_load_node_rows(const char *instance_id, char **root_id,
 								struct PgdStoredNode **rows);
 /* store_task_rows.c: the runs row and a task's claim by the primary key (issue 14) */
@@ -274,7 +274,7 @@ typedef enum NodeWriteMode
  */
 extern void store_write_node_rows(const char *instance_id, int n,
 								  NodeWriteMode mode, Datum **v, bool **nulls);
-/* The rows of some nodes of an instance, by the primary key (store_node_rows.c). */
+/* The rows of some nodes of an instance, by the primary key (store_node_reads.c). */
 extern void store_read_node_rows(const char *instance_id, int n,
 								 const char *const *ids, bool *found,
 								 char **statuses, char **stamps,
