@@ -3,7 +3,8 @@
  * api.h
  *	  What the files of the SQL interface share: df.start and df.signal in
  *	  a new transaction (new_txn.c), used by df.start (start.c) and
- *	  df.signal (signal.c).
+ *	  df.signal (signal.c); df.start's rows written without a statement
+ *	  (start_rows.c).
  *
  * Locks: see each file.
  *
@@ -13,6 +14,8 @@
 #define PG_DURABLE_API_H
 
 #include "postgres.h"
+
+#include "common/trace.h"
 
 /* new_txn.c: df.start(..., transaction_mode => 'new'); returns the instance id */
 /*
@@ -29,6 +32,24 @@ extern char *pgd_start_in_new_transaction(const char *fut, const char *label,
 /* new_txn.c: df.signal(..., transaction_mode => 'new'), committed before it returns */
 extern void pgd_signal_in_new_transaction(const char *instance_id,
 										  const char *name, const char *data);
+
+/* The trace context of a new instance (df.start's traceparent, tracestate). */
+typedef struct StartTrace
+{
+	char		trace_id[PGD_TRACE_ID_LEN + 1];
+	char		flags[3];
+	const char *traceparent; /* as given, or NULL: a new trace */
+	const char *tracestate;	 /* as given, or NULL */
+} StartTrace;
+
+/* start_rows.c: df.start's rows written without a statement */
+extern void pgd_start_random_id(char *out);
+extern bool pgd_start_instance_row(char *instance_id, const char *label,
+								   const char *root_id, Oid userid,
+								   const char *database, const StartTrace *tr);
+extern bool pgd_start_run_row(const char *instance_id, Oid userid,
+							  const char *label, const char *database,
+							  const char *key, const StartTrace *tr);
 
 /* new_txn.c: the entry points of the start and signal sessions */
 PGDLLEXPORT void pgd_start_session_main(Datum main_arg);

@@ -64,6 +64,7 @@
 
 #include "common/compat.h"
 #include "common/messages.h"
+#include "common/row_prep.h"
 #include "api/api.h"
 #include "common/spi.h"
 #include "common/trace.h"
@@ -100,27 +101,6 @@ typedef struct NodeList
 	HTAB	*ids; /* ids used in this instance */
 } NodeList;
 
-/* The trace context of a new instance (df.start's traceparent, tracestate). */
-typedef struct StartTrace
-{
-	char		trace_id[PGD_TRACE_ID_LEN + 1];
-	char		flags[3];
-	const char *traceparent; /* as given, or NULL: a new trace */
-	const char *tracestate;	 /* as given, or NULL */
-} StartTrace;
-
-static void
-random_id(char *out)
-{
-	uint8 bytes[4];
-
-	if (!pg_strong_random(bytes, sizeof(bytes)))
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not generate a random instance id")));
-	snprintf(out, PGD_ID_LEN + 1, "%02x%02x%02x%02x", bytes[0], bytes[1],
-			 bytes[2], bytes[3]);
-}
 
 /*
  * A node's id: unique only within its instance (collect looks), so from
@@ -352,12 +332,13 @@ insert_nodes(const char *instance_id, Oid submitter, const char *database,
 	EState			*estate;
 	ResultRelInfo	*rri;
 	ExprContext		*econtext;
-	ExprState	   **defaults;
+	PgdRowPrep		*prep;
+	bool			*is_given;
 	int				 given[NODE_COLUMNS];
 	TupleTableSlot **slots;
 	CommandId		 cid = GetCurrentCommandId(true);
 	int				 nslots = Min(NODE_INSERT_BATCH, list->count);
-	int				 a, c, i, start;
+	int				 c, i, start;
 
 	relid = get_relname_relid("nodes", get_namespace_oid("df", false));
 	if (!OidIsValid(relid))
@@ -370,6 +351,7 @@ insert_nodes(const char *instance_id, Oid submitter, const char *database,
 		return;
 	}
 	desc = RelationGetDescr(rel);
+	is_given = palloc0(sizeof(bool) * desc->natts);
 	for (c = 0; c < (int) NODE_COLUMNS; c++)
 	{
 		AttrNumber attnum = attnameAttNum(rel, node_columns[c], false);
@@ -378,35 +360,16 @@ insert_nodes(const char *instance_id, Oid submitter, const char *database,
 			elog(ERROR, "table df.nodes has no column \"%s\"",
 				 node_columns[c]);
 		given[c] = attnum - 1;
+		is_given[attnum - 1] = true;
 	}
+	/* the other columns' defaults and the checks, prepared once (row_prep.c) */
+	prep = pgd_row_prep(rel);
 
 	estate = CreateExecutorState();
 	rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(rri, rel, 0, NULL, 0);
 	ExecOpenIndices(rri, false);
 	econtext = GetPerTupleExprContext(estate);
-
-	/* the other columns' defaults, evaluated for each row as an INSERT does */
-	defaults = palloc0(sizeof(ExprState *) * desc->natts);
-	for (a = 0; a < desc->natts; a++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, a);
-		Node			 *expr;
-
-		if (att->attisdropped)
-			continue;
-		if (att->attgenerated)
-			elog(ERROR,
-				 "table df.nodes has a generated column \"%s\", which df.start cannot fill",
-				 NameStr(att->attname));
-		for (c = 0; c < (int) NODE_COLUMNS && given[c] != a; c++)
-			;
-		if (c < (int) NODE_COLUMNS)
-			continue;
-		expr = build_column_default(rel, a + 1);
-		if (expr != NULL)
-			defaults[a] = ExecPrepareExpr((Expr *) expr, estate);
-	}
 
 	slots = palloc(sizeof(TupleTableSlot *) * nslots);
 	for (i = 0; i < nslots; i++)
@@ -423,15 +386,7 @@ insert_nodes(const char *instance_id, Oid submitter, const char *database,
 			bool			nulls[NODE_COLUMNS];
 
 			ExecClearTuple(slot);
-			for (a = 0; a < desc->natts; a++)
-			{
-				slot->tts_isnull[a] = true;
-				slot->tts_values[a] = (Datum) 0;
-				if (defaults[a] != NULL)
-					slot->tts_values[a] =
-						ExecEvalExprSwitchContext(defaults[a], econtext,
-												  &slot->tts_isnull[a]);
-			}
+			pgd_row_prep_defaults(prep, slot, is_given, econtext);
 			node_row_values(instance_id, submitter, database, list,
 							&list->rows[start + i], values, nulls);
 			for (c = 0; c < (int) NODE_COLUMNS; c++)
@@ -440,8 +395,7 @@ insert_nodes(const char *instance_id, Oid submitter, const char *database,
 				slot->tts_isnull[given[c]] = nulls[c];
 			}
 			ExecStoreVirtualTuple(slot);
-			if (desc->constr)
-				ExecConstraints(rri, slot, estate);
+			pgd_row_prep_check(prep, rri, slot, estate);
 		}
 		table_multi_insert(rel, slots, n, cid, 0, NULL);
 		for (i = 0; i < n; i++)
@@ -522,6 +476,10 @@ insert_instance(char *instance_id, const char *label, const char *root_id,
 {
 	int attempt;
 
+	if (key == NULL &&
+		pgd_start_instance_row(instance_id, label, root_id, userid, database,
+							   tr))
+		return true;
 	for (attempt = 0;; attempt++)
 	{
 		Oid	  types[10] = {TEXTOID, TEXTOID, TEXTOID, OIDOID,  TEXTOID,
@@ -534,7 +492,7 @@ insert_instance(char *instance_id, const char *label, const char *root_id,
 					(errcode(ERRCODE_UNIQUE_VIOLATION),
 					 errmsg(PGD_MSG_START_FAILED,
 							"could not find a free instance id")));
-		random_id(instance_id);
+		pgd_start_random_id(instance_id);
 		values[0] = pgd_text_datum(instance_id);
 		if (label)
 			values[1] = pgd_text_datum(label);
@@ -620,7 +578,10 @@ insert_instance(char *instance_id, const char *label, const char *root_id,
 	}
 }
 
-/* The engine's runs row, with the caller's variables captured, and the start task (inside SPI). */
+/*
+ * The engine's runs row, with the caller's variables captured (start_rows.c,
+ * or this statement), and the start task (inside SPI).
+ */
 static void
 insert_run(const char *instance_id, Oid userid, const char *label,
 		   const char *database, const char *key, const StartTrace *tr)
@@ -658,13 +619,14 @@ insert_run(const char *instance_id, Oid userid, const char *label,
 	 * {sys_tracestate} for the traceparent of HTTP steps: kept with the
 	 * variables (pgd_step_vars), which every step reads anyway.
 	 */
-	pgd_spi_exec("INSERT INTO df_internal.runs (instance_id, submitted_by, label, database, vars) "
-				 "SELECT $1, $2, $3, $4, COALESCE(pg_catalog.jsonb_object_agg(name, value), '{}') "
-				 "OPERATOR(pg_catalog.||) pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object("
-				 "'sys_idempotency_key', $5, 'sys_trace_id', $6, 'sys_trace_flags', $7, "
-				 "'sys_tracestate', $8)) "
-				 "FROM df.vars WHERE owner OPERATOR(pg_catalog.=) $2::pg_catalog.regrole",
-				 8, types, values, nulls, false);
+	if (!pgd_start_run_row(instance_id, userid, label, database, key, tr))
+		pgd_spi_exec("INSERT INTO df_internal.runs (instance_id, submitted_by, label, database, vars) "
+					 "SELECT $1, $2, $3, $4, COALESCE(pg_catalog.jsonb_object_agg(name, value), '{}') "
+					 "OPERATOR(pg_catalog.||) pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object("
+					 "'sys_idempotency_key', $5, 'sys_trace_id', $6, 'sys_trace_flags', $7, "
+					 "'sys_tracestate', $8)) "
+					 "FROM df.vars WHERE owner OPERATOR(pg_catalog.=) $2::pg_catalog.regrole",
+					 8, types, values, nulls, false);
 	/* the start task; its commit wakes an executor */
 	pgd_store_task_add(instance_id, NULL, instance_id, PGD_TASK_START);
 }

@@ -312,6 +312,16 @@ pgd_internal_index_has(const char *index, int nkeys, const char *const *values)
 {
 	Oid ns = get_namespace_oid("df_internal", true);
 	Oid indexoid = OidIsValid(ns) ? get_relname_relid(index, ns) : InvalidOid;
+
+	if (!OidIsValid(indexoid))
+		return false;
+	return pgd_index_has(indexoid, nkeys, values);
+}
+
+/* The same for the index indexoid of any schema (df.instances_pkey). */
+bool
+pgd_index_has(Oid indexoid, int nkeys, const char *const *values)
+{
 	ScanKeyData	 keys[INDEX_MAX_KEYS];
 	Relation	 heap;
 	Relation	 irel;
@@ -319,12 +329,11 @@ pgd_internal_index_has(const char *index, int nkeys, const char *const *values)
 	SysScanDesc	 scan;
 	bool		 found;
 
-	if (!OidIsValid(indexoid))
-		return false;
 	heap = table_open(IndexGetRelation(indexoid, false), AccessShareLock);
 	irel = index_open(indexoid, AccessShareLock);
 	if (nkeys < 1 || nkeys > IndexRelationGetNumberOfKeyAttributes(irel))
-		elog(ERROR, "index \"%s\" has no %d key columns", index, nkeys);
+		elog(ERROR, "index \"%s\" has no %d key columns",
+			 RelationGetRelationName(irel), nkeys);
 	for (int i = 0; i < nkeys; i++)
 	{
 		ScanKeyInit(&keys[i], irel->rd_index->indkey.values[i],

@@ -63,3 +63,80 @@ ROLLBACK;
 BEGIN;
 INSERT INTO df.instances (id, root_node, submitted_by) VALUES ('0000000a', '0000000B', 'postgres');
 ROLLBACK;
+
+-- df.start writes its instance, node and runs rows without statements
+-- (src/api/start_rows.c, src/common/row_prep.c): the tables' CHECK
+-- constraints still apply to them, with an INSERT's error, including one
+-- added after this backend prepared the checks, and gone again once dropped;
+-- a column default changed meanwhile is used; a user's INSERT trigger on
+-- df.instances or df_internal.runs fires (the statement writes the row then).
+BEGIN;
+SET LOCAL ROLE df_user;
+SELECT df.start('SELECT 1', 'prepared') IS NOT NULL AS started;
+RESET ROLE;
+SELECT label, status, root_node IS NOT NULL AS has_root FROM df.instances WHERE label = 'prepared';
+ROLLBACK;
+ALTER TABLE df.instances ADD CONSTRAINT instances_label_test_check CHECK (label <> 'refused');
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_query_test_check CHECK (query <> 'SELECT 13');
+BEGIN;
+SET LOCAL ROLE df_user;
+SELECT df.start('SELECT 1', 'refused');
+ROLLBACK;
+BEGIN;
+SET LOCAL ROLE df_user;
+SELECT df.start('SELECT 13', 'fine');
+ROLLBACK;
+BEGIN;
+SET LOCAL ROLE df_user;
+SELECT df.start('SELECT 1', 'fine') IS NOT NULL AS other_rows_pass;
+ROLLBACK;
+ALTER TABLE df.instances DROP CONSTRAINT instances_label_test_check;
+ALTER TABLE df.nodes DROP CONSTRAINT nodes_query_test_check;
+ALTER TABLE df.nodes ALTER COLUMN error SET DEFAULT 'nodes_default';
+BEGIN;
+SET LOCAL ROLE df_user;
+SELECT df.start('SELECT 13', 'refused') IS NOT NULL AS started_again;
+RESET ROLE;
+SELECT n.query, n.error FROM df.nodes n JOIN df.instances i ON i.id = n.instance_id
+WHERE i.label = 'refused';
+ROLLBACK;
+ALTER TABLE df.nodes ALTER COLUMN error DROP DEFAULT;
+CREATE FUNCTION row_checks_notice() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE NOTICE '% trigger on %: label %', TG_WHEN, TG_TABLE_NAME, NEW.label;
+	RETURN NEW;
+END $$;
+CREATE TRIGGER row_checks_instances BEFORE INSERT ON df.instances
+	FOR EACH ROW EXECUTE FUNCTION row_checks_notice();
+CREATE TRIGGER row_checks_runs BEFORE INSERT ON df_internal.runs
+	FOR EACH ROW EXECUTE FUNCTION row_checks_notice();
+BEGIN;
+SET LOCAL ROLE df_user;
+SELECT df.start('SELECT 1', 'triggered') IS NOT NULL AS started;
+RESET ROLE;
+SELECT count(*) AS runs_rows FROM df_internal.runs r JOIN df.instances i ON i.id = r.instance_id
+WHERE i.label = 'triggered';
+ROLLBACK;
+DROP TRIGGER row_checks_instances ON df.instances;
+DROP TRIGGER row_checks_runs ON df_internal.runs;
+DROP FUNCTION row_checks_notice();
+-- the captured variables, with the start's idempotency key and trace
+SET ROLE df_user;
+SELECT df.setvar('row_checks_a', 'one');
+RESET ROLE;
+INSERT INTO df.vars (name, value, owner) VALUES ('row_checks_b', NULL, 'df_user');
+BEGIN;
+SET LOCAL ROLE df_user;
+SELECT df.start('SELECT 1', 'vars', idempotency_key => 'row-checks-key') IS NOT NULL AS started;
+RESET ROLE;
+SELECT r.vars - 'sys_trace_id' AS vars, r.vars ? 'sys_trace_id' AS has_trace
+FROM df_internal.runs r JOIN df.instances i ON i.id = r.instance_id WHERE i.label = 'vars';
+SET LOCAL ROLE df_user;
+SELECT df.start('SELECT 1', 'vars2') IS NOT NULL AS started;
+RESET ROLE;
+SELECT r.vars - 'sys_trace_id' AS vars FROM df_internal.runs r
+JOIN df.instances i ON i.id = r.instance_id WHERE i.label = 'vars2';
+ROLLBACK;
+SET ROLE df_user;
+SELECT df.clearvars();
+RESET ROLE;

@@ -1,0 +1,336 @@
+/*-------------------------------------------------------------------------
+ *
+ * start_rows.c
+ *	  The df.instances row and the runs row of df.start, written without a
+ *	  statement (issue 14).
+ *
+ * In a one-step workflow's df.start, the INSERT of the instance row and
+ * the INSERT ... SELECT of its runs row were half of the call's time
+ * (perf, 20,000 starts in one transaction: 203 us a start, 74 us and 59
+ * us of it): their executor start, the CHECK constraints read from their
+ * text, and the look of ON CONFLICT into every unique index.  Written
+ * here as start.c writes the node rows, the rows get what an INSERT gives
+ * them (defaults, NOT NULL and CHECK constraints, every index; row_prep.c
+ * prepares the first two once per backend), except the triggers: each
+ * function leaves the row to the statement, returning false, when a user
+ * has put an INSERT trigger on the table, and when the table lacks one of
+ * the columns (the schema of an older version before its update).
+ *
+ * Locks: RowExclusiveLock on df.instances and df_internal.runs,
+ * AccessShareLock on df.vars (read with the statement's snapshot).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_trigger.h"
+#include "executor/executor.h"
+#include "parser/parse_relation.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "api/api.h"
+#include "common/compat.h"
+#include "common/messages.h"
+#include "common/row_prep.h"
+#include "common/spi.h"
+#include "engine/store.h"
+#include "engine/types.h"
+
+#define ID_ATTEMPTS 10
+
+/* An instance's id, from the strong source. */
+void
+pgd_start_random_id(char *out)
+{
+	uint8 bytes[4];
+
+	if (!pg_strong_random(bytes, sizeof(bytes)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate a random instance id")));
+	snprintf(out, PGD_ID_LEN + 1, "%02x%02x%02x%02x", bytes[0], bytes[1],
+			 bytes[2], bytes[3]);
+}
+
+/*
+ * The df.instances row of a start without an idempotency key, written as
+ * start.c's insert_nodes writes the nodes, under a fresh random id.  As a statement
+ * (INSERT ... ON CONFLICT (id) DO NOTHING, through SPI) it was a third of
+ * a one-step workflow's df.start: the plan's executor start, the CHECK
+ * constraints read from their text again, a look into every unique index
+ * before the insert, and 48 bytes of WAL confirming the speculative
+ * insertion (perf and pg_waldump, issue 14).  Here an id already taken,
+ * by a committed row or one being made (a dirty snapshot, as a unique
+ * check's), draws another; two starts drawing the same id at the same
+ * moment, one in 2^32, would see a unique violation as with a plain
+ * INSERT.  The row gets everything else an INSERT gives it: the column
+ * defaults, the NOT NULL and CHECK constraints (row_prep.c), every index.
+ * Its only trigger is the instance side of the root-node check, which the
+ * statement skips as well (pg_durable.start_inserts_nodes); the nodes'
+ * foreign keys reference it from their side.  Returns false, having
+ * written nothing, when a user's INSERT trigger on df.instances must fire
+ * or a column is missing (the 0.3.0 script's table before the update):
+ * the statement then.
+ */
+bool
+pgd_start_instance_row(char *instance_id, const char *label,
+					   const char *root_id, Oid userid, const char *database,
+					   const StartTrace *tr)
+{
+	static const char *const columns[] = {
+		"id",		"label",	"root_node",   "submitted_by",
+		"database", "trace_id", "traceparent", "tracestate"};
+	int				ncolumns = tr != NULL ? lengthof(columns) : 5;
+	int				attnums[lengthof(columns)];
+	Relation		rel;
+	TupleDesc		desc;
+	bool		   *given;
+	PgdRowPrep	   *prep;
+	EState		   *estate;
+	ResultRelInfo  *rri;
+	TupleTableSlot *slot;
+	Oid				pkey = pgd_df_relid("instances_pkey");
+	bool			missing = false;
+	int				attempt;
+
+	rel = table_open(pgd_df_relid("instances"), RowExclusiveLock);
+	desc = RelationGetDescr(rel);
+	for (int c = 0; c < ncolumns; c++)
+	{
+		attnums[c] = attnameAttNum(rel, columns[c], true);
+		missing |= attnums[c] <= 0;
+	}
+	if (missing || pgd_store_user_trigger(rel, TRIGGER_TYPE_INSERT))
+	{
+		table_close(rel, NoLock);
+		return false;
+	}
+	given = palloc0(sizeof(bool) * desc->natts);
+	for (int c = 0; c < ncolumns; c++)
+		given[attnums[c] - 1] = true;
+	prep = pgd_row_prep(rel);
+
+	for (attempt = 0;; attempt++)
+	{
+		const char *id = instance_id;
+
+		if (attempt == ID_ATTEMPTS)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg(PGD_MSG_START_FAILED,
+							"could not find a free instance id")));
+		pgd_start_random_id(instance_id);
+		if (!pgd_index_has(pkey, 1, &id))
+			break;
+	}
+
+	estate = CreateExecutorState();
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 0, NULL, 0);
+	ExecOpenIndices(rri, false);
+	slot = table_slot_create(rel, NULL);
+	ExecClearTuple(slot);
+	pgd_row_prep_defaults(prep, slot, given, GetPerTupleExprContext(estate));
+	{
+		Datum values[lengthof(columns)];
+		bool  nulls[lengthof(columns)];
+
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = pgd_text_datum(instance_id);
+		values[1] = label ? pgd_text_datum(label) : (Datum) 0;
+		nulls[1] = label == NULL;
+		values[2] = pgd_text_datum(root_id);
+		values[3] = ObjectIdGetDatum(userid);
+		values[4] = database ? pgd_text_datum(database) : (Datum) 0;
+		nulls[4] = database == NULL;
+		if (tr != NULL)
+		{
+			values[5] = pgd_text_datum(tr->trace_id);
+			values[6] =
+				tr->traceparent ? pgd_text_datum(tr->traceparent) : (Datum) 0;
+			nulls[6] = tr->traceparent == NULL;
+			values[7] =
+				tr->tracestate ? pgd_text_datum(tr->tracestate) : (Datum) 0;
+			nulls[7] = tr->tracestate == NULL;
+		}
+		for (int c = 0; c < ncolumns; c++)
+		{
+			slot->tts_values[attnums[c] - 1] = values[c];
+			slot->tts_isnull[attnums[c] - 1] = nulls[c];
+		}
+	}
+	ExecStoreVirtualTuple(slot);
+	pgd_row_prep_check(prep, rri, slot, estate);
+	table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, NULL);
+	(void) pgd_insert_index_tuples(rri, slot, estate);
+
+	ExecDropSingleTupleTableSlot(slot);
+	ExecCloseIndices(rri);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+	/* the statements after this one see the row */
+	CommandCounterIncrement();
+	return true;
+}
+
+
+/* Add key (and value, NULL: a JSON null) to the object being built in *st. */
+static void
+push_pair(JsonbParseState **st, const char *key, int keylen, const char *value,
+		  int valuelen)
+{
+	JsonbValue k;
+	JsonbValue v;
+
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = keylen;
+	(void) pushJsonbValue(st, WJB_KEY, &k);
+	if (value == NULL)
+		v.type = jbvNull;
+	else
+	{
+		v.type = jbvString;
+		v.val.string.val = (char *) value;
+		v.val.string.len = valuelen;
+	}
+	(void) pushJsonbValue(st, WJB_VALUE, &v);
+}
+
+/*
+ * The variables a new instance captures: the submitter's rows of df.vars
+ * as {name: value} (a NULL value as JSON null), read through its primary
+ * key with the snapshot a statement would take, then the values of
+ * {sys_idempotency_key} and the trace context, which win over a variable
+ * of the same name (the statement's jsonb_object_agg(...) || ...).
+ */
+static Datum
+captured_vars(Oid userid, const char *key, const StartTrace *tr)
+{
+	Relation		 rel = table_open(pgd_df_relid("vars"), AccessShareLock);
+	Oid				 pkey = pgd_df_relid("vars_pkey");
+	TupleDesc		 desc = RelationGetDescr(rel);
+	int				 name_att = attnameAttNum(rel, "name", false);
+	int				 value_att = attnameAttNum(rel, "value", false);
+	JsonbParseState *st = NULL;
+	JsonbValue		*obj;
+	ScanKeyData		 skey;
+	SysScanDesc		 scan;
+	HeapTuple		 tup;
+	Snapshot		 snap = RegisterSnapshot(GetTransactionSnapshot());
+
+	(void) pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	/* a heap attribute number, which systable_beginscan maps to the index's */
+	ScanKeyInit(&skey, attnameAttNum(rel, "owner", false),
+				BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(userid));
+	scan = systable_beginscan(rel, pkey, true, snap, 1, &skey);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		bool  isnull;
+		Datum name = heap_getattr(tup, name_att, desc, &isnull);
+		text *n = DatumGetTextPP(name);
+		Datum value = heap_getattr(tup, value_att, desc, &isnull);
+		text *v = isnull ? NULL : DatumGetTextPP(value);
+
+		push_pair(&st, VARDATA_ANY(n), VARSIZE_ANY_EXHDR(n),
+				  v ? VARDATA_ANY(v) : NULL, v ? VARSIZE_ANY_EXHDR(v) : 0);
+	}
+	systable_endscan(scan);
+	UnregisterSnapshot(snap);
+	table_close(rel, NoLock);
+	if (key != NULL)
+		push_pair(&st, "sys_idempotency_key", 19, key, strlen(key));
+	if (tr != NULL)
+	{
+		push_pair(&st, "sys_trace_id", 12, tr->trace_id, strlen(tr->trace_id));
+		push_pair(&st, "sys_trace_flags", 15, tr->flags, strlen(tr->flags));
+		if (tr->tracestate != NULL)
+			push_pair(&st, "sys_tracestate", 14, tr->tracestate,
+					  strlen(tr->tracestate));
+	}
+	obj = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
+	return JsonbPGetDatum(JsonbValueToJsonb(obj));
+}
+
+/*
+ * The engine's runs row of a new instance, with the caller's variables
+ * captured; false when the statement must write it (see the top).
+ */
+bool
+pgd_start_run_row(const char *instance_id, Oid userid, const char *label,
+				  const char *database, const char *key, const StartTrace *tr)
+{
+	static const char *const columns[] = {"instance_id", "submitted_by",
+										  "label", "database", "vars"};
+	int						 attnums[lengthof(columns)];
+	Datum					 values[lengthof(columns)];
+	bool					 nulls[lengthof(columns)];
+	Relation				 rel;
+	bool					*given;
+	bool					 missing = false;
+	PgdRowPrep				*prep;
+	EState					*estate;
+	ResultRelInfo			*rri;
+	TupleTableSlot			*slot;
+
+	rel = table_open(pgd_internal_relid("runs"), RowExclusiveLock);
+	for (int c = 0; c < lengthof(columns); c++)
+	{
+		attnums[c] = attnameAttNum(rel, columns[c], true);
+		missing |= attnums[c] <= 0;
+	}
+	if (missing || pgd_store_user_trigger(rel, TRIGGER_TYPE_INSERT) ||
+		!OidIsValid(get_relname_relid("vars_pkey",
+									  get_namespace_oid("df", false))))
+	{
+		table_close(rel, NoLock);
+		return false;
+	}
+	memset(nulls, 0, sizeof(nulls));
+	values[0] = pgd_text_datum(instance_id);
+	values[1] = ObjectIdGetDatum(userid);
+	values[2] = label ? pgd_text_datum(label) : (Datum) 0;
+	nulls[2] = label == NULL;
+	values[3] = database ? pgd_text_datum(database) : (Datum) 0;
+	nulls[3] = database == NULL;
+	values[4] = captured_vars(userid, key, tr);
+
+	given = palloc0(sizeof(bool) * RelationGetDescr(rel)->natts);
+	for (int c = 0; c < lengthof(columns); c++)
+		given[attnums[c] - 1] = true;
+	prep = pgd_row_prep(rel);
+	estate = CreateExecutorState();
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 0, NULL, 0);
+	ExecOpenIndices(rri, false);
+	slot = table_slot_create(rel, NULL);
+	ExecClearTuple(slot);
+	pgd_row_prep_defaults(prep, slot, given, GetPerTupleExprContext(estate));
+	for (int c = 0; c < lengthof(columns); c++)
+	{
+		slot->tts_values[attnums[c] - 1] = values[c];
+		slot->tts_isnull[attnums[c] - 1] = nulls[c];
+	}
+	ExecStoreVirtualTuple(slot);
+	pgd_row_prep_check(prep, rri, slot, estate);
+	table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, NULL);
+	(void) pgd_insert_index_tuples(rri, slot, estate);
+
+	ExecDropSingleTupleTableSlot(slot);
+	ExecCloseIndices(rri);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+	return true;
+}
