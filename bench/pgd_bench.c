@@ -92,7 +92,7 @@
  * the reference's limit).  A fan-out of w branches, a balanced tree of
  * binary JOINs, has 2w - 1 nodes.
  */
-#define PGDB_MAX_NODES 10000
+#define PGDB_MAX_NODES 10000	/* pg_durable.max_nodes's default */
 
 typedef struct PgdbOptions
 {
@@ -124,6 +124,7 @@ typedef struct PgdbOptions
 	int			widths[PGDB_MAX_WIDTHS];	/* one fan-out of each width */
 	int			nwidths;
 	int			map_rows;		/* df.map over this many rows vs a JOIN as wide */
+	int			max_nodes;		/* pg_durable.max_nodes set for every connection */
 	bool		verbose;
 } PgdbOptions;
 
@@ -338,9 +339,17 @@ percentile(const double *v, int n, double p)
 static PGconn *
 pgdb_connect(Pgdb *b, int *err, char *errstr)
 {
-	const char *keys[] = {"host", "port", "user", "dbname", "application_name", NULL};
-	const char *vals[] = {b->opt.host, b->opt.port, b->opt.user, b->opt.dbname, "pgd_bench", NULL};
-	PGconn	   *conn = PQconnectdbParams(keys, vals, 1);
+	char		options[64];
+	const char *keys[] = {"host", "port", "user", "dbname", "application_name", "options", NULL};
+	const char *vals[] = {b->opt.host, b->opt.port, b->opt.user, b->opt.dbname, "pgd_bench", options, NULL};
+	PGconn	   *conn;
+
+	/* a fan-out wider than the default node limit needs it raised (superuser) */
+	if (b->opt.max_nodes > PGDB_MAX_NODES)
+		snprintf(options, sizeof(options), "-c pg_durable.max_nodes=%d", b->opt.max_nodes);
+	else
+		options[0] = '\0';
+	conn = PQconnectdbParams(keys, vals, 1);
 
 	if (PQstatus(conn) != CONNECTION_OK)
 	{
@@ -1327,10 +1336,10 @@ width_phases(Pgdb *b)
 		PgdbPhase	ph;
 		bool		ok;
 
-		if (2 * (long) w - 1 > PGDB_MAX_NODES)
+		if (2 * (long) w - 1 > o->max_nodes)
 		{
 			add_row(b, "", "not run", "width %d: %d nodes, over the %d-node limit",
-					w, 2 * w - 1, PGDB_MAX_NODES);
+					w, 2 * w - 1, o->max_nodes);
 			continue;
 		}
 		graph = build_graph(b, "&", w, noop_leaf);
@@ -2197,6 +2206,11 @@ main(int argc, char **argv)
 		exit(2);
 	}
 
+	/* the widest fan-out's balanced tree: 2w - 1 nodes */
+	b.opt.max_nodes = PGDB_MAX_NODES;
+	for (c = 0; c < b.opt.nwidths; c++)
+		if (2 * b.opt.widths[c] - 1 > b.opt.max_nodes)
+			b.opt.max_nodes = 2 * b.opt.widths[c] - 1;
 	b.conn = pgdb_connect(&b, &b.err, b.errstr);
 	ok = b.conn != NULL && pgdb_run(&b);
 	if (b.nrows > 0)

@@ -74,8 +74,9 @@
 
 #define PGD_MSG_GRAPH_TOO_DEEP \
 	"Graph exceeds maximum nesting depth of 256. Split the workflow into smaller workflows."
+/* %d: pg_durable.max_nodes, 10000 (the reference's text) unless changed */
 #define PGD_MSG_GRAPH_TOO_MANY_NODES \
-	"Workflow exceeds maximum node count of 10000. Split the workflow into smaller workflows."
+	"Workflow exceeds maximum node count of %d. Split the workflow into smaller workflows."
 
 /* ---- §2.1 extension --------------------------------------------------- */
 

@@ -17,6 +17,7 @@
 #include "utils/guc.h"
 
 #include "core/settings.h"
+#include "graph/graph.h"
 
 char *pgd_worker_role = NULL;
 char *pgd_database = NULL;
@@ -172,6 +173,13 @@ define_engine_settings(void)
 							"0 retries such a task forever; df.check() reports it either way.",
 							&pgd_max_engine_errors, 10, 0, 1000, PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
+
+	/* §1.10's node limit; raised for bench/run's fan-out of 10,000 (issue 14) */
+	DefineCustomIntVariable("pg_durable.max_nodes",
+							"Most nodes of a workflow df.start accepts.",
+							"The reference's limit is 10000.  df.map's copies keep to 10000 whatever it is.",
+							&df_max_nodes, DF_MAX_NODES, 1, 1000000, PGC_SUSET,
+							0, NULL, NULL, NULL);
 
 	/* issue 14, DESIGN.md §4.1: several ready steps, one commit */
 	DefineCustomIntVariable("pg_durable.batch_max_steps",

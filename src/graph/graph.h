@@ -58,8 +58,15 @@ typedef enum DfNodeType
 } DfNodeType;
 
 #define DF_NODE_TYPE_COUNT 24
-#define DF_MAX_DEPTH	   256 /* edges below the root (§1.10) */
-#define DF_MAX_NODES	   10000
+#define DF_MAX_DEPTH	   256	 /* edges below the root (§1.10) */
+#define DF_MAX_NODES	   10000 /* §1.10; pg_durable.max_nodes's default */
+
+/*
+ * The most nodes df.start and df.explain accept in one graph: the setting
+ * pg_durable.max_nodes (core/settings.c), DF_MAX_NODES unless a superuser
+ * raised or lowered it.  df.map's copies keep to DF_MAX_NODES.
+ */
+extern int df_max_nodes;
 
 #define DF_VALID_NODE_TYPES \
 	"SQL, THEN, IF, JOIN, LOOP, BREAK, RACE, SLEEP, WAIT_SCHEDULE, HTTP, HTTP_MULTIPART, SIGNAL, " \

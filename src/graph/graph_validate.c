@@ -34,8 +34,10 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
-StaticAssertDecl(DF_MAX_DEPTH == 256 && DF_MAX_NODES == 10000,
-				 "PGD_MSG_GRAPH_TOO_DEEP and PGD_MSG_GRAPH_TOO_MANY_NODES spell the limits out");
+StaticAssertDecl(DF_MAX_DEPTH == 256,
+				 "PGD_MSG_GRAPH_TOO_DEEP spells the limit out");
+
+int df_max_nodes = DF_MAX_NODES;
 
 /* Where a node hangs: a chain of these on the C stack makes its path. */
 typedef struct VPath
@@ -250,8 +252,8 @@ is_leaf_type(DfNodeType t)
 			 t == DF_NODE_LOOP || t == DF_NODE_RACE || t == DF_NODE_RETRY ||
 			 t == DF_NODE_TIMEOUT || t == DF_NODE_CATCH ||
 			 t == DF_NODE_COMPENSATED || t == DF_NODE_SAGA ||
-			 t == DF_NODE_BREAKER || t == DF_NODE_MAP ||
-			 t == DF_NODE_LIMIT || t == DF_NODE_LOCK);
+			 t == DF_NODE_BREAKER || t == DF_NODE_MAP || t == DF_NODE_LIMIT ||
+			 t == DF_NODE_LOCK);
 }
 
 /* What is wrong with this one node (not its children), or NULL. */
@@ -406,8 +408,8 @@ df_graph_validate(const DfNode *root)
 
 	if (!depth_ok(root, 0))
 		return pstrdup(PGD_MSG_GRAPH_TOO_DEEP);
-	if (df_graph_count(root) > DF_MAX_NODES)
-		return pstrdup(PGD_MSG_GRAPH_TOO_MANY_NODES);
+	if (df_graph_count(root) > df_max_nodes)
+		return psprintf(PGD_MSG_GRAPH_TOO_MANY_NODES, df_max_nodes);
 	return validate_tree(root, &path);
 }
 

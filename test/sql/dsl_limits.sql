@@ -39,6 +39,21 @@ SELECT v(df.join(wide_join(6000), wide_join(6000))) AS two_halves;
 -- big graphs compose and round-trip unchanged
 SELECT (df.seq(wide_join(10000), 'x')::json->'left_node')::text = wide_join(10000) AS big_roundtrip;
 
+-- pg_durable.max_nodes (superuser) moves the limit, and the message with it
+SET pg_durable.max_nodes = 20000;
+SELECT v(wide_join(10000)) AS nodes_10001_under_20000, v(wide_join(19999)) AS nodes_20000,
+	   v(wide_join(20000)) AS nodes_20001;
+SET pg_durable.max_nodes = 3;
+SELECT v(df.seq('a', 'b')) AS nodes_3, v(df.seq('a', df.seq('b', 'c'))) AS nodes_5;
+RESET pg_durable.max_nodes;
+SELECT v(wide_join(10000)) AS nodes_10001_again;
+SET pg_durable.max_nodes = 0;
+CREATE ROLE df_limits_user;
+SET ROLE df_limits_user;
+SET pg_durable.max_nodes = 20000;
+RESET ROLE;
+DROP ROLE df_limits_user;
+
 -- depth counts edges from the root, as in the reference (the root is at
 -- depth 0): 257 levels (depth 256) accepted, 258 (depth 257) refused,
 -- whichever edge nests
