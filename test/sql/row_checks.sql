@@ -72,33 +72,33 @@ ROLLBACK;
 -- df.instances or df_internal.runs fires (the statement writes the row then).
 BEGIN;
 SET LOCAL ROLE df_user;
-SELECT df.start('SELECT 1', 'prepared') IS NOT NULL AS started;
+SELECT df.start('SELECT 1', 'rc_prepared') IS NOT NULL AS started;
 RESET ROLE;
-SELECT label, status, root_node IS NOT NULL AS has_root FROM df.instances WHERE label = 'prepared';
+SELECT label, status, root_node IS NOT NULL AS has_root FROM df.instances WHERE label = 'rc_prepared';
 ROLLBACK;
-ALTER TABLE df.instances ADD CONSTRAINT instances_label_test_check CHECK (label <> 'refused');
-ALTER TABLE df.nodes ADD CONSTRAINT nodes_query_test_check CHECK (query <> 'SELECT 13');
+ALTER TABLE df.instances ADD CONSTRAINT instances_label_test_check CHECK (label <> 'rc_refused') NOT VALID;
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_query_test_check CHECK (query <> 'SELECT 13') NOT VALID;
 BEGIN;
 SET LOCAL ROLE df_user;
-SELECT df.start('SELECT 1', 'refused');
-ROLLBACK;
-BEGIN;
-SET LOCAL ROLE df_user;
-SELECT df.start('SELECT 13', 'fine');
+SELECT df.start('SELECT 1', 'rc_refused');
 ROLLBACK;
 BEGIN;
 SET LOCAL ROLE df_user;
-SELECT df.start('SELECT 1', 'fine') IS NOT NULL AS other_rows_pass;
+SELECT df.start('SELECT 13', 'rc_fine');
+ROLLBACK;
+BEGIN;
+SET LOCAL ROLE df_user;
+SELECT df.start('SELECT 1', 'rc_fine') IS NOT NULL AS other_rows_pass;
 ROLLBACK;
 ALTER TABLE df.instances DROP CONSTRAINT instances_label_test_check;
 ALTER TABLE df.nodes DROP CONSTRAINT nodes_query_test_check;
 ALTER TABLE df.nodes ALTER COLUMN error SET DEFAULT 'nodes_default';
 BEGIN;
 SET LOCAL ROLE df_user;
-SELECT df.start('SELECT 13', 'refused') IS NOT NULL AS started_again;
+SELECT df.start('SELECT 13', 'rc_refused') IS NOT NULL AS started_again;
 RESET ROLE;
 SELECT n.query, n.error FROM df.nodes n JOIN df.instances i ON i.id = n.instance_id
-WHERE i.label = 'refused';
+WHERE i.label = 'rc_refused';
 ROLLBACK;
 ALTER TABLE df.nodes ALTER COLUMN error DROP DEFAULT;
 CREATE FUNCTION row_checks_notice() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -112,10 +112,10 @@ CREATE TRIGGER row_checks_runs BEFORE INSERT ON df_internal.runs
 	FOR EACH ROW EXECUTE FUNCTION row_checks_notice();
 BEGIN;
 SET LOCAL ROLE df_user;
-SELECT df.start('SELECT 1', 'triggered') IS NOT NULL AS started;
+SELECT df.start('SELECT 1', 'rc_triggered') IS NOT NULL AS started;
 RESET ROLE;
 SELECT count(*) AS runs_rows FROM df_internal.runs r JOIN df.instances i ON i.id = r.instance_id
-WHERE i.label = 'triggered';
+WHERE i.label = 'rc_triggered';
 ROLLBACK;
 DROP TRIGGER row_checks_instances ON df.instances;
 DROP TRIGGER row_checks_runs ON df_internal.runs;
@@ -127,15 +127,15 @@ RESET ROLE;
 INSERT INTO df.vars (name, value, owner) VALUES ('row_checks_b', NULL, 'df_user');
 BEGIN;
 SET LOCAL ROLE df_user;
-SELECT df.start('SELECT 1', 'vars', idempotency_key => 'row-checks-key') IS NOT NULL AS started;
+SELECT df.start('SELECT 1', 'rc_vars', idempotency_key => 'row-checks-key') IS NOT NULL AS started;
 RESET ROLE;
 SELECT r.vars - 'sys_trace_id' AS vars, r.vars ? 'sys_trace_id' AS has_trace
-FROM df_internal.runs r JOIN df.instances i ON i.id = r.instance_id WHERE i.label = 'vars';
+FROM df_internal.runs r JOIN df.instances i ON i.id = r.instance_id WHERE i.label = 'rc_vars';
 SET LOCAL ROLE df_user;
-SELECT df.start('SELECT 1', 'vars2') IS NOT NULL AS started;
+SELECT df.start('SELECT 1', 'rc_vars2') IS NOT NULL AS started;
 RESET ROLE;
 SELECT r.vars - 'sys_trace_id' AS vars FROM df_internal.runs r
-JOIN df.instances i ON i.id = r.instance_id WHERE i.label = 'vars2';
+JOIN df.instances i ON i.id = r.instance_id WHERE i.label = 'rc_vars2';
 ROLLBACK;
 SET ROLE df_user;
 SELECT df.clearvars();
