@@ -156,6 +156,30 @@ pgd_row_prep(Relation rel)
 	return p;
 }
 
+/*
+ * Whatever an expression keeps for its later evaluations in
+ * ecxt_per_query_memory goes to the prepared states' context, not to the
+ * caller's query, whose memory goes with its executor state: a hashed IN
+ * list keeps its hash table there and a pointer to it in the state.
+ * expression_planner does not hash IN lists today (the assert-enabled
+ * build ran a CHECK with ten constants over several transactions without
+ * this, unharmed), so this only keeps a later planner from making the
+ * prepared checks read freed memory.  The values of a row still go to the
+ * caller's per-tuple memory.
+ */
+static Datum
+eval_kept(PgdRowPrep *prep, ExprState *state, ExprContext *econtext,
+		  bool *isnull)
+{
+	MemoryContext save = econtext->ecxt_per_query_memory;
+	Datum		  d;
+
+	econtext->ecxt_per_query_memory = prep->cxt;
+	d = ExecEvalExprSwitchContext(state, econtext, isnull);
+	econtext->ecxt_per_query_memory = save;
+	return d;
+}
+
 void
 pgd_row_prep_defaults(PgdRowPrep *prep, TupleTableSlot *slot,
 					  const bool *given, ExprContext *econtext)
@@ -167,9 +191,8 @@ pgd_row_prep_defaults(PgdRowPrep *prep, TupleTableSlot *slot,
 		slot->tts_isnull[a] = true;
 		slot->tts_values[a] = (Datum) 0;
 		if (prep->defaults[a] != NULL)
-			slot->tts_values[a] =
-				ExecEvalExprSwitchContext(prep->defaults[a], econtext,
-										  &slot->tts_isnull[a]);
+			slot->tts_values[a] = eval_kept(prep, prep->defaults[a], econtext,
+											&slot->tts_isnull[a]);
 	}
 }
 
@@ -186,8 +209,13 @@ pgd_row_prep_check(PgdRowPrep *prep, ResultRelInfo *rri, TupleTableSlot *slot,
 			ok = false;
 	econtext->ecxt_scantuple = slot;
 	for (int i = 0; i < prep->nchecks && ok; i++)
-		if (!ExecCheck(prep->checks[i], econtext))
-			ok = false;
+	{
+		/* as ExecCheck: a NULL result passes */
+		bool  isnull;
+		Datum d = eval_kept(prep, prep->checks[i], econtext, &isnull);
+
+		ok = isnull || DatumGetBool(d);
+	}
 	if (ok)
 		return;
 	/* the error of an INSERT, with its detail */

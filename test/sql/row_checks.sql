@@ -91,6 +91,28 @@ SET LOCAL ROLE df_user;
 SELECT df.start('SELECT 1', 'rc_fine') IS NOT NULL AS other_rows_pass;
 ROLLBACK;
 ALTER TABLE df.instances DROP CONSTRAINT instances_label_test_check;
+-- a CHECK with a long IN list, prepared once and used by starts in
+-- several transactions, still refuses what it lists
+ALTER TABLE df.instances ADD CONSTRAINT instances_label_list_check
+	CHECK (label NOT IN ('rc_l1', 'rc_l2', 'rc_l3', 'rc_l4', 'rc_l5', 'rc_l6', 'rc_l7', 'rc_l8',
+						 'rc_l9', 'rc_l10')) NOT VALID;
+BEGIN;
+SET LOCAL ROLE df_user;
+SELECT df.start('SELECT 1', 'rc_list_a') IS NOT NULL AS started;
+ROLLBACK;
+BEGIN;
+SET LOCAL ROLE df_user;
+SELECT df.start('SELECT 1', 'rc_list_b') IS NOT NULL AS started;
+ROLLBACK;
+BEGIN;
+SET LOCAL ROLE df_user;
+SELECT df.start('SELECT 1', 'rc_l7');
+ROLLBACK;
+BEGIN;
+SET LOCAL ROLE df_user;
+SELECT df.start('SELECT 1', 'rc_list_c') IS NOT NULL AS started;
+ROLLBACK;
+ALTER TABLE df.instances DROP CONSTRAINT instances_label_list_check;
 ALTER TABLE df.nodes DROP CONSTRAINT nodes_query_test_check;
 ALTER TABLE df.nodes ALTER COLUMN error SET DEFAULT 'nodes_default';
 BEGIN;
