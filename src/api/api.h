@@ -44,6 +44,7 @@ typedef struct StartTrace
 
 /* start_rows.c: df.start's rows written without a statement */
 extern void pgd_start_random_id(char *out);
+extern void pgd_start_no_free_id(void); /* raises an error */
 extern bool pgd_start_instance_row(char *instance_id, const char *label,
 								   const char *root_id, Oid userid,
 								   const char *database, const StartTrace *tr);

@@ -488,10 +488,7 @@ insert_instance(char *instance_id, const char *label, const char *root_id,
 		char  nulls[10] = "          ";
 
 		if (attempt == ID_ATTEMPTS)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNIQUE_VIOLATION),
-					 errmsg(PGD_MSG_START_FAILED,
-							"could not find a free instance id")));
+			pgd_start_no_free_id();
 		pgd_start_random_id(instance_id);
 		values[0] = pgd_text_datum(instance_id);
 		if (label)

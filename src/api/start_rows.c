@@ -63,6 +63,73 @@ pgd_start_random_id(char *out)
 			 bytes[2], bytes[3]);
 }
 
+/* The error of a start that drew ID_ATTEMPTS ids, all taken. */
+void
+pgd_start_no_free_id(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg(PGD_MSG_START_FAILED,
+					"could not find a free instance id")));
+}
+
+/*
+ * The attribute numbers of rel's columns; false when one is missing (a
+ * table of an older schema) or a user's INSERT trigger on rel must fire:
+ * the caller's statement writes the row then.
+ */
+static bool
+row_columns(Relation rel, int n, const char *const *columns, int *attnums)
+{
+	bool missing = false;
+
+	for (int c = 0; c < n; c++)
+	{
+		attnums[c] = attnameAttNum(rel, columns[c], true);
+		missing |= attnums[c] <= 0;
+	}
+	return !missing && !pgd_store_user_trigger(rel, TRIGGER_TYPE_INSERT);
+}
+
+/*
+ * Insert into rel the row of the n given columns' values, the others at
+ * their defaults, checked as an INSERT checks it, with every index entry;
+ * the statements after it see it.
+ */
+static void
+insert_row(Relation rel, int n, const int *attnums, const Datum *values,
+		   const bool *nulls)
+{
+	bool	   *given = palloc0(sizeof(bool) * RelationGetDescr(rel)->natts);
+	PgdRowPrep *prep;
+	EState	   *estate = CreateExecutorState();
+	ResultRelInfo  *rri = makeNode(ResultRelInfo);
+	TupleTableSlot *slot;
+
+	for (int c = 0; c < n; c++)
+		given[attnums[c] - 1] = true;
+	prep = pgd_row_prep(rel);
+	InitResultRelInfo(rri, rel, 0, NULL, 0);
+	ExecOpenIndices(rri, false);
+	slot = table_slot_create(rel, NULL);
+	ExecClearTuple(slot);
+	pgd_row_prep_defaults(prep, slot, given, GetPerTupleExprContext(estate));
+	for (int c = 0; c < n; c++)
+	{
+		slot->tts_values[attnums[c] - 1] = values[c];
+		slot->tts_isnull[attnums[c] - 1] = nulls[c];
+	}
+	ExecStoreVirtualTuple(slot);
+	pgd_row_prep_check(prep, rri, slot, estate);
+	table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, NULL);
+	(void) pgd_insert_index_tuples(rri, slot, estate);
+
+	ExecDropSingleTupleTableSlot(slot);
+	ExecCloseIndices(rri);
+	FreeExecutorState(estate);
+	CommandCounterIncrement();
+}
+
 /*
  * The df.instances row of a start without an idempotency key, written as
  * start.c's insert_nodes writes the nodes, under a fresh random id.  As a statement
@@ -91,96 +158,49 @@ pgd_start_instance_row(char *instance_id, const char *label,
 	static const char *const columns[] = {
 		"id",		"label",	"root_node",   "submitted_by",
 		"database", "trace_id", "traceparent", "tracestate"};
-	int				ncolumns = tr != NULL ? lengthof(columns) : 5;
-	int				attnums[lengthof(columns)];
-	Relation		rel;
-	TupleDesc		desc;
-	bool		   *given;
-	PgdRowPrep	   *prep;
-	EState		   *estate;
-	ResultRelInfo  *rri;
-	TupleTableSlot *slot;
-	Oid				pkey = pgd_df_relid("instances_pkey");
-	bool			missing = false;
-	int				attempt;
+	int		 n = tr != NULL ? lengthof(columns) : 5;
+	int		 attnums[lengthof(columns)];
+	Datum	 values[lengthof(columns)];
+	bool	 nulls[lengthof(columns)];
+	Relation rel = table_open(pgd_df_relid("instances"), RowExclusiveLock);
+	Oid		 pkey = pgd_df_relid("instances_pkey");
+	int		 attempt;
 
-	rel = table_open(pgd_df_relid("instances"), RowExclusiveLock);
-	desc = RelationGetDescr(rel);
-	for (int c = 0; c < ncolumns; c++)
-	{
-		attnums[c] = attnameAttNum(rel, columns[c], true);
-		missing |= attnums[c] <= 0;
-	}
-	if (missing || pgd_store_user_trigger(rel, TRIGGER_TYPE_INSERT))
+	if (!row_columns(rel, n, columns, attnums))
 	{
 		table_close(rel, NoLock);
 		return false;
 	}
-	given = palloc0(sizeof(bool) * desc->natts);
-	for (int c = 0; c < ncolumns; c++)
-		given[attnums[c] - 1] = true;
-	prep = pgd_row_prep(rel);
-
 	for (attempt = 0;; attempt++)
 	{
 		const char *id = instance_id;
 
 		if (attempt == ID_ATTEMPTS)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNIQUE_VIOLATION),
-					 errmsg(PGD_MSG_START_FAILED,
-							"could not find a free instance id")));
+			pgd_start_no_free_id();
 		pgd_start_random_id(instance_id);
 		if (!pgd_index_has(pkey, 1, &id))
 			break;
 	}
-
-	estate = CreateExecutorState();
-	rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(rri, rel, 0, NULL, 0);
-	ExecOpenIndices(rri, false);
-	slot = table_slot_create(rel, NULL);
-	ExecClearTuple(slot);
-	pgd_row_prep_defaults(prep, slot, given, GetPerTupleExprContext(estate));
+	memset(nulls, 0, sizeof(nulls));
+	values[0] = pgd_text_datum(instance_id);
+	values[1] = label ? pgd_text_datum(label) : (Datum) 0;
+	nulls[1] = label == NULL;
+	values[2] = pgd_text_datum(root_id);
+	values[3] = ObjectIdGetDatum(userid);
+	values[4] = database ? pgd_text_datum(database) : (Datum) 0;
+	nulls[4] = database == NULL;
+	if (tr != NULL)
 	{
-		Datum values[lengthof(columns)];
-		bool  nulls[lengthof(columns)];
-
-		memset(nulls, 0, sizeof(nulls));
-		values[0] = pgd_text_datum(instance_id);
-		values[1] = label ? pgd_text_datum(label) : (Datum) 0;
-		nulls[1] = label == NULL;
-		values[2] = pgd_text_datum(root_id);
-		values[3] = ObjectIdGetDatum(userid);
-		values[4] = database ? pgd_text_datum(database) : (Datum) 0;
-		nulls[4] = database == NULL;
-		if (tr != NULL)
-		{
-			values[5] = pgd_text_datum(tr->trace_id);
-			values[6] =
-				tr->traceparent ? pgd_text_datum(tr->traceparent) : (Datum) 0;
-			nulls[6] = tr->traceparent == NULL;
-			values[7] =
-				tr->tracestate ? pgd_text_datum(tr->tracestate) : (Datum) 0;
-			nulls[7] = tr->tracestate == NULL;
-		}
-		for (int c = 0; c < ncolumns; c++)
-		{
-			slot->tts_values[attnums[c] - 1] = values[c];
-			slot->tts_isnull[attnums[c] - 1] = nulls[c];
-		}
+		values[5] = pgd_text_datum(tr->trace_id);
+		values[6] =
+			tr->traceparent ? pgd_text_datum(tr->traceparent) : (Datum) 0;
+		nulls[6] = tr->traceparent == NULL;
+		values[7] =
+			tr->tracestate ? pgd_text_datum(tr->tracestate) : (Datum) 0;
+		nulls[7] = tr->tracestate == NULL;
 	}
-	ExecStoreVirtualTuple(slot);
-	pgd_row_prep_check(prep, rri, slot, estate);
-	table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, NULL);
-	(void) pgd_insert_index_tuples(rri, slot, estate);
-
-	ExecDropSingleTupleTableSlot(slot);
-	ExecCloseIndices(rri);
-	FreeExecutorState(estate);
+	insert_row(rel, n, attnums, values, nulls);
 	table_close(rel, NoLock);
-	/* the statements after this one see the row */
-	CommandCounterIncrement();
 	return true;
 }
 
@@ -276,21 +296,9 @@ pgd_start_run_row(const char *instance_id, Oid userid, const char *label,
 	int						 attnums[lengthof(columns)];
 	Datum					 values[lengthof(columns)];
 	bool					 nulls[lengthof(columns)];
-	Relation				 rel;
-	bool					*given;
-	bool					 missing = false;
-	PgdRowPrep				*prep;
-	EState					*estate;
-	ResultRelInfo			*rri;
-	TupleTableSlot			*slot;
+	Relation rel = table_open(pgd_internal_relid("runs"), RowExclusiveLock);
 
-	rel = table_open(pgd_internal_relid("runs"), RowExclusiveLock);
-	for (int c = 0; c < lengthof(columns); c++)
-	{
-		attnums[c] = attnameAttNum(rel, columns[c], true);
-		missing |= attnums[c] <= 0;
-	}
-	if (missing || pgd_store_user_trigger(rel, TRIGGER_TYPE_INSERT) ||
+	if (!row_columns(rel, lengthof(columns), columns, attnums) ||
 		!OidIsValid(get_relname_relid("vars_pkey",
 									  get_namespace_oid("df", false))))
 	{
@@ -305,32 +313,7 @@ pgd_start_run_row(const char *instance_id, Oid userid, const char *label,
 	values[3] = database ? pgd_text_datum(database) : (Datum) 0;
 	nulls[3] = database == NULL;
 	values[4] = captured_vars(userid, key, tr);
-
-	given = palloc0(sizeof(bool) * RelationGetDescr(rel)->natts);
-	for (int c = 0; c < lengthof(columns); c++)
-		given[attnums[c] - 1] = true;
-	prep = pgd_row_prep(rel);
-	estate = CreateExecutorState();
-	rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(rri, rel, 0, NULL, 0);
-	ExecOpenIndices(rri, false);
-	slot = table_slot_create(rel, NULL);
-	ExecClearTuple(slot);
-	pgd_row_prep_defaults(prep, slot, given, GetPerTupleExprContext(estate));
-	for (int c = 0; c < lengthof(columns); c++)
-	{
-		slot->tts_values[attnums[c] - 1] = values[c];
-		slot->tts_isnull[attnums[c] - 1] = nulls[c];
-	}
-	ExecStoreVirtualTuple(slot);
-	pgd_row_prep_check(prep, rri, slot, estate);
-	table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, NULL);
-	(void) pgd_insert_index_tuples(rri, slot, estate);
-
-	ExecDropSingleTupleTableSlot(slot);
-	ExecCloseIndices(rri);
-	FreeExecutorState(estate);
+	insert_row(rel, lengthof(columns), attnums, values, nulls);
 	table_close(rel, NoLock);
-	CommandCounterIncrement();
 	return true;
 }
