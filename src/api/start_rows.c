@@ -63,6 +63,14 @@ pgd_start_random_id(char *out)
 			 bytes[2], bytes[3]);
 }
 
+/* A text column's value, SQL NULL (*isnull) for a NULL string. */
+static Datum
+text_or_null(const char *s, bool *isnull)
+{
+	*isnull = s == NULL;
+	return s ? pgd_text_datum(s) : (Datum) 0;
+}
+
 /* The error of a start that drew ID_ATTEMPTS ids, all taken. */
 void
 pgd_start_no_free_id(void)
@@ -183,21 +191,15 @@ pgd_start_instance_row(char *instance_id, const char *label,
 	}
 	memset(nulls, 0, sizeof(nulls));
 	values[0] = pgd_text_datum(instance_id);
-	values[1] = label ? pgd_text_datum(label) : (Datum) 0;
-	nulls[1] = label == NULL;
+	values[1] = text_or_null(label, &nulls[1]);
 	values[2] = pgd_text_datum(root_id);
 	values[3] = ObjectIdGetDatum(userid);
-	values[4] = database ? pgd_text_datum(database) : (Datum) 0;
-	nulls[4] = database == NULL;
+	values[4] = text_or_null(database, &nulls[4]);
 	if (tr != NULL)
 	{
 		values[5] = pgd_text_datum(tr->trace_id);
-		values[6] =
-			tr->traceparent ? pgd_text_datum(tr->traceparent) : (Datum) 0;
-		nulls[6] = tr->traceparent == NULL;
-		values[7] =
-			tr->tracestate ? pgd_text_datum(tr->tracestate) : (Datum) 0;
-		nulls[7] = tr->tracestate == NULL;
+		values[6] = text_or_null(tr->traceparent, &nulls[6]);
+		values[7] = text_or_null(tr->tracestate, &nulls[7]);
 	}
 	insert_row(rel, n, attnums, values, nulls);
 	table_close(rel, NoLock);
@@ -231,15 +233,14 @@ push_pair(JsonbParseState **st, const char *key, int keylen, const char *value,
 /*
  * The variables a new instance captures: the submitter's rows of df.vars
  * as {name: value} (a NULL value as JSON null), read through its primary
- * key with the snapshot a statement would take, then the values of
+ * key (pkey) with the snapshot a statement would take, then the values of
  * {sys_idempotency_key} and the trace context, which win over a variable
  * of the same name (the statement's jsonb_object_agg(...) || ...).
  */
 static Datum
-captured_vars(Oid userid, const char *key, const StartTrace *tr)
+captured_vars(Oid pkey, Oid userid, const char *key, const StartTrace *tr)
 {
 	Relation		 rel = table_open(pgd_df_relid("vars"), AccessShareLock);
-	Oid				 pkey = pgd_df_relid("vars_pkey");
 	TupleDesc		 desc = RelationGetDescr(rel);
 	int				 name_att = attnameAttNum(rel, "name", false);
 	int				 value_att = attnameAttNum(rel, "value", false);
@@ -297,10 +298,11 @@ pgd_start_run_row(const char *instance_id, Oid userid, const char *label,
 	Datum					 values[lengthof(columns)];
 	bool					 nulls[lengthof(columns)];
 	Relation rel = table_open(pgd_internal_relid("runs"), RowExclusiveLock);
+	Oid		 vars_pkey =
+		get_relname_relid("vars_pkey", get_namespace_oid("df", false));
 
 	if (!row_columns(rel, lengthof(columns), columns, attnums) ||
-		!OidIsValid(get_relname_relid("vars_pkey",
-									  get_namespace_oid("df", false))))
+		!OidIsValid(vars_pkey))
 	{
 		table_close(rel, NoLock);
 		return false;
@@ -308,11 +310,9 @@ pgd_start_run_row(const char *instance_id, Oid userid, const char *label,
 	memset(nulls, 0, sizeof(nulls));
 	values[0] = pgd_text_datum(instance_id);
 	values[1] = ObjectIdGetDatum(userid);
-	values[2] = label ? pgd_text_datum(label) : (Datum) 0;
-	nulls[2] = label == NULL;
-	values[3] = database ? pgd_text_datum(database) : (Datum) 0;
-	nulls[3] = database == NULL;
-	values[4] = captured_vars(userid, key, tr);
+	values[2] = text_or_null(label, &nulls[2]);
+	values[3] = text_or_null(database, &nulls[3]);
+	values[4] = captured_vars(vars_pkey, userid, key, tr);
 	insert_row(rel, lengthof(columns), attnums, values, nulls);
 	table_close(rel, NoLock);
 	return true;

@@ -149,8 +149,7 @@ pgd_row_prep(Relation rel)
 			 ROW_PREP_TABLES);
 	if (!p->valid)
 	{
-		/* stale until built: an error in between leaves it to be built again */
-		p->valid = false;
+		/* valid once built: an error in between leaves it to be built again */
 		row_prep_build(p, rel);
 	}
 	return p;
