@@ -581,11 +581,10 @@ COMMENT ON FUNCTION df.saga(text, text, boolean, text) IS
 -- Dynamic fan-out (issue 18): df.map, node MAP, its children and counters.
 -- Events (issue 18): the start snapshot, new node types and history kinds.
 -- (no default in ADD COLUMN: a stable default would be stored as the
--- column's "missing value", which a fresh install does not have)
+-- column's "missing value", which a fresh install does not have).  NULL in
+-- the rows of running instances: no graph of 0.3.0 has an EVENT node.
 ALTER TABLE df_internal.runs ADD COLUMN start_snapshot pg_snapshot;
-UPDATE df_internal.runs SET start_snapshot = pg_catalog.pg_current_snapshot();
 ALTER TABLE df_internal.runs ALTER COLUMN start_snapshot SET DEFAULT pg_catalog.pg_current_snapshot();
-ALTER TABLE df_internal.runs ALTER COLUMN start_snapshot SET NOT NULL;
 -- an EVENT wait: the xmin of the snapshot that found no event for it
 ALTER TABLE df_internal.waits ADD COLUMN event_xmin xid8;
 -- Keyed locks (issue 17, orchestration-api.md §3): node LOCK, df.with_lock,

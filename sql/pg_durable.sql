@@ -519,8 +519,9 @@ CREATE TABLE df_internal.runs (
 	vars jsonb NOT NULL DEFAULT '{}',
 	status text NOT NULL DEFAULT 'pending',
 	created_at timestamptz NOT NULL DEFAULT now(),
-	-- what df.start saw: an EVENT node takes only events it did not (issue 18)
-	start_snapshot pg_snapshot NOT NULL DEFAULT pg_catalog.pg_current_snapshot()
+	-- what df.start saw: an EVENT node takes only events it did not (issue 18);
+	-- NULL when the graph has no EVENT node (issue 14: 21 bytes and more a row)
+	start_snapshot pg_snapshot DEFAULT pg_catalog.pg_current_snapshot()
 ) WITH (fillfactor = 50);
 -- A runs row is updated when its instance starts: room on its page keeps
 -- that update HOT, with no second runs_pkey entry (issue 14; on full pages

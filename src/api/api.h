@@ -50,7 +50,7 @@ extern bool pgd_start_instance_row(char *instance_id, const char *label,
 								   const char *database, const StartTrace *tr);
 extern bool pgd_start_run_row(const char *instance_id, Oid userid,
 							  const char *label, const char *database,
-							  const char *key, const StartTrace *tr);
+							  const char *key, bool events);
 
 /* new_txn.c: the entry points of the start and signal sessions */
 PGDLLEXPORT void pgd_start_session_main(Datum main_arg);

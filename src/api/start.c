@@ -460,6 +460,16 @@ collect_nodes(NodeList *list, const DfNode *root)
 	collect(list, root);
 }
 
+/* Is one of the nodes an EVENT node (which reads the start's snapshot)? */
+static bool
+has_event_node(const NodeList *list)
+{
+	for (int i = 0; i < list->count; i++)
+		if (list->rows[i].node->type == DF_NODE_EVENT)
+			return true;
+	return false;
+}
+
 /*
  * The df.instances row, under a fresh random id (inside SPI).  With an
  * idempotency key, one INSERT … ON CONFLICT DO NOTHING covers both the id and
@@ -577,53 +587,35 @@ insert_instance(char *instance_id, const char *label, const char *root_id,
 
 /*
  * The engine's runs row, with the caller's variables captured (start_rows.c,
- * or this statement), and the start task (inside SPI).
+ * or this statement), and the start task (inside SPI).  {sys_idempotency_key}
+ * is kept with the variables, which every step reads anyway; the trace
+ * context is df.instances's (pgd_step_vars).  events: the graph has an
+ * EVENT node, which needs the start's snapshot.
  */
 static void
 insert_run(const char *instance_id, Oid userid, const char *label,
-		   const char *database, const char *key, const StartTrace *tr)
+		   const char *database, const char *key, bool events)
 {
-	Oid	  types[8] = {TEXTOID, OIDOID,	TEXTOID, TEXTOID,
-					  TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum values[8];
-	char  nulls[8] = "        ";
+	Oid	  types[5] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum values[5];
+	char  nulls[5] = "     ";
 
 	values[0] = pgd_text_datum(instance_id);
 	values[1] = ObjectIdGetDatum(userid);
-	if (label)
-		values[2] = pgd_text_datum(label);
-	else
-		nulls[2] = 'n';
-	if (database)
-		values[3] = pgd_text_datum(database);
-	else
-		nulls[3] = 'n';
-	if (key)
-		values[4] = pgd_text_datum(key);
-	else
-		nulls[4] = 'n';
-	values[5] = tr ? pgd_text_datum(tr->trace_id) : (Datum) 0;
-	values[6] = tr ? pgd_text_datum(tr->flags) : (Datum) 0;
-	if (tr && tr->tracestate)
-		values[7] = pgd_text_datum(tr->tracestate);
-	else
-		nulls[7] = 'n';
-	if (tr == NULL)
-		nulls[5] = nulls[6] = 'n';
+	values[2] = label ? pgd_text_datum(label) : (Datum) 0;
+	values[3] = database ? pgd_text_datum(database) : (Datum) 0;
+	values[4] = key ? pgd_text_datum(key) : (Datum) 0;
+	for (int i = 2; i < 5; i++)
+		if (values[i] == (Datum) 0)
+			nulls[i] = 'n';
 
-	/*
-	 * {sys_idempotency_key}, and {sys_trace_id}, {sys_trace_flags} and
-	 * {sys_tracestate} for the traceparent of HTTP steps: kept with the
-	 * variables (pgd_step_vars), which every step reads anyway.
-	 */
-	if (!pgd_start_run_row(instance_id, userid, label, database, key, tr))
+	if (!pgd_start_run_row(instance_id, userid, label, database, key, events))
 		pgd_spi_exec("INSERT INTO df_internal.runs (instance_id, submitted_by, label, database, vars) "
 					 "SELECT $1, $2, $3, $4, COALESCE(pg_catalog.jsonb_object_agg(name, value), '{}') "
-					 "OPERATOR(pg_catalog.||) pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object("
-					 "'sys_idempotency_key', $5, 'sys_trace_id', $6, 'sys_trace_flags', $7, "
-					 "'sys_tracestate', $8)) "
+					 "OPERATOR(pg_catalog.||) pg_catalog.jsonb_strip_nulls("
+					 "pg_catalog.jsonb_build_object('sys_idempotency_key', $5)) "
 					 "FROM df.vars WHERE owner OPERATOR(pg_catalog.=) $2::pg_catalog.regrole",
-					 8, types, values, nulls, false);
+					 5, types, values, nulls, false);
 	/* the start task; its commit wakes an executor */
 	pgd_store_task_add(instance_id, NULL, instance_id, PGD_TASK_START);
 }
@@ -912,7 +904,7 @@ pgd_start(PG_FUNCTION_ARGS)
 	{
 		insert_nodes(instance_id, userid, database, &list);
 		insert_run(instance_id, userid, label, database, key,
-				   traced ? &trace : NULL);
+				   has_event_node(&list));
 	}
 	SPI_finish();
 	SetUserIdAndSecContext(save_userid, save_sec);

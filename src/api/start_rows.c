@@ -233,12 +233,13 @@ push_pair(JsonbParseState **st, const char *key, int keylen, const char *value,
 /*
  * The variables a new instance captures: the submitter's rows of df.vars
  * as {name: value} (a NULL value as JSON null), read through its primary
- * key (pkey) with the snapshot a statement would take, then the values of
- * {sys_idempotency_key} and the trace context, which win over a variable
- * of the same name (the statement's jsonb_object_agg(...) || ...).
+ * key (pkey) with the snapshot a statement would take, then the value of
+ * {sys_idempotency_key}, which wins over a variable of the same name (the
+ * statement's jsonb_object_agg(...) || ...).  The trace context is not
+ * kept here: df.instances has it (pgd_step_vars).
  */
 static Datum
-captured_vars(Oid pkey, Oid userid, const char *key, const StartTrace *tr)
+captured_vars(Oid pkey, Oid userid, const char *key)
 {
 	Relation		 rel = table_open(pgd_df_relid("vars"), AccessShareLock);
 	TupleDesc		 desc = RelationGetDescr(rel);
@@ -272,48 +273,50 @@ captured_vars(Oid pkey, Oid userid, const char *key, const StartTrace *tr)
 	table_close(rel, NoLock);
 	if (key != NULL)
 		push_pair(&st, "sys_idempotency_key", 19, key, strlen(key));
-	if (tr != NULL)
-	{
-		push_pair(&st, "sys_trace_id", 12, tr->trace_id, strlen(tr->trace_id));
-		push_pair(&st, "sys_trace_flags", 15, tr->flags, strlen(tr->flags));
-		if (tr->tracestate != NULL)
-			push_pair(&st, "sys_tracestate", 14, tr->tracestate,
-					  strlen(tr->tracestate));
-	}
 	obj = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 	return JsonbPGetDatum(JsonbValueToJsonb(obj));
 }
 
 /*
  * The engine's runs row of a new instance, with the caller's variables
- * captured; false when the statement must write it (see the top).
+ * captured; false when the statement must write it (see the top).  Its
+ * start_snapshot, which only an EVENT node reads (engine/store_events.c),
+ * is NULL unless the graph has one (events): 21 bytes and 8 more for each
+ * transaction running, in every instance's row (issue 14).
  */
 bool
 pgd_start_run_row(const char *instance_id, Oid userid, const char *label,
-				  const char *database, const char *key, const StartTrace *tr)
+				  const char *database, const char *key, bool events)
 {
 	static const char *const columns[] = {"instance_id", "submitted_by",
-										  "label", "database", "vars"};
+										  "label",		 "database",
+										  "vars",		 "start_snapshot"};
 	int						 attnums[lengthof(columns)];
 	Datum					 values[lengthof(columns)];
 	bool					 nulls[lengthof(columns)];
+	int						 n = lengthof(columns);
 	Relation rel = table_open(pgd_internal_relid("runs"), RowExclusiveLock);
 	Oid		 vars_pkey =
 		get_relname_relid("vars_pkey", get_namespace_oid("df", false));
 
-	if (!row_columns(rel, lengthof(columns), columns, attnums) ||
-		!OidIsValid(vars_pkey))
+	if (!row_columns(rel, n, columns, attnums) || !OidIsValid(vars_pkey))
 	{
 		table_close(rel, NoLock);
 		return false;
 	}
+	/* the snapshot at its default; so it is where NOT NULL still holds */
+	if (events ||
+		TupleDescAttr(RelationGetDescr(rel), attnums[n - 1] - 1)->attnotnull)
+		n--;
 	memset(nulls, 0, sizeof(nulls));
 	values[0] = pgd_text_datum(instance_id);
 	values[1] = ObjectIdGetDatum(userid);
 	values[2] = text_or_null(label, &nulls[2]);
 	values[3] = text_or_null(database, &nulls[3]);
-	values[4] = captured_vars(vars_pkey, userid, key, tr);
-	insert_row(rel, lengthof(columns), attnums, values, nulls);
+	values[4] = captured_vars(vars_pkey, userid, key);
+	values[5] = (Datum) 0;
+	nulls[5] = true;
+	insert_row(rel, n, attnums, values, nulls);
 	table_close(rel, NoLock);
 	return true;
 }

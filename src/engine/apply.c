@@ -39,6 +39,7 @@
 #include "utils/timestamp.h"
 
 #include "common/messages.h"
+#include "common/trace.h"
 #include "core/identity.h"
 #include "core/settings.h"
 #include "engine/apply.h"
@@ -190,6 +191,39 @@ pgd_visible_results(const char *instance_id, const char *scope)
 	return map;
 }
 
+/*
+ * {sys_trace_id}, {sys_trace_flags} and {sys_tracestate}: the trace context
+ * of the instance (issue 19), which the HTTP worker sends as traceparent
+ * and tracestate.  df.instances keeps it, the same columns df.instance_spans
+ * reads; it wins over a variable of the same name.  (Kept with the runs
+ * row's variables as well, it was 74 bytes more of every instance's row,
+ * issue 14; an instance started so still has them there, the same values.)
+ */
+static void
+add_trace_vars(const char *instance_id, DfJson *vars)
+{
+	char		  *trace_id;
+	char		  *traceparent;
+	char		  *tracestate;
+	PgdTraceParent tp;
+
+	if (!pgd_store_instance_trace(instance_id, &trace_id, &traceparent,
+								  &tracestate) ||
+		strlen(trace_id) != PGD_TRACE_ID_LEN ||
+		!pgd_is_lower_hex(trace_id, PGD_TRACE_ID_LEN))
+		return;
+	dfjson_object_add(vars, "sys_trace_id", dfjson_make_string(trace_id));
+	dfjson_object_add(vars, "sys_trace_flags",
+					  dfjson_make_string(traceparent != NULL &&
+												 pgd_trace_parse(traceparent,
+																 &tp) == NULL ?
+											 pstrdup(tp.flags) :
+											 "01"));
+	if (tracestate != NULL && tracestate[0] != '\0')
+		dfjson_object_add(vars, "sys_tracestate",
+						  dfjson_make_string(tracestate));
+}
+
 DfJson *
 pgd_step_vars(const char *instance_id, const PgdRunInfo *run)
 {
@@ -203,6 +237,7 @@ pgd_step_vars(const char *instance_id, const PgdRunInfo *run)
 					  dfjson_make_string(instance_id));
 	dfjson_object_add(vars, "sys_label",
 					  dfjson_make_string(run->label ? run->label : ""));
+	add_trace_vars(instance_id, vars);
 	/* df.start(…, idempotency_key) keeps it with the variables (start.c) */
 	if (dfjson_get(vars, "sys_idempotency_key") == NULL)
 		dfjson_object_add(vars, "sys_idempotency_key", dfjson_make_string(""));

@@ -88,6 +88,8 @@ typedef struct PgdProblem
 extern bool pgd_store_lock_run(const char		 *instance_id,
 							   PgdInstanceStatus *status);
 extern bool pgd_store_load_run(const char *instance_id, PgdRunInfo *run);
+extern bool pgd_store_instance_trace(const char *instance_id, char **trace_id,
+									 char **traceparent, char **tracestate);
 extern void pgd_store_instance_started(const char *instance_id,
 									   const char *scope);
 extern bool pgd_store_instance_finished(const char		 *instance_id,

@@ -156,6 +156,36 @@ store_read_run_row(const char *instance_id, PgdRunInfo *run)
 }
 
 /*
+ * The trace context df.start recorded in the instance's df.instances row
+ * (issue 19): its trace id, and the caller's traceparent and tracestate
+ * (NULL when none was given), read as store_read_run_row reads the runs
+ * row; false when the instance has no row or no trace id (one of the 0.3.0
+ * schema, whose table has no such column).
+ */
+bool
+pgd_store_instance_trace(const char *instance_id, char **trace_id,
+						 char **traceparent, char **tracestate)
+{
+	Relation   rel;
+	HeapTuple  tup = store_key_row(pgd_df_relid("instances"),
+								   pgd_df_relid("instances_pkey"), "id",
+								   instance_id, AccessShareLock, &rel);
+	AttrNumber a = store_attnum(rel, "trace_id", true);
+
+	*trace_id = *traceparent = *tracestate = NULL;
+	if (tup != NULL && a != InvalidAttrNumber)
+	{
+		TupleDesc desc = RelationGetDescr(rel);
+
+		*trace_id = store_text_attr(tup, desc, a);
+		*traceparent = store_text_attr(tup, desc, column(rel, "traceparent"));
+		*tracestate = store_text_attr(tup, desc, column(rel, "tracestate"));
+	}
+	table_close(rel, NoLock);
+	return *trace_id != NULL;
+}
+
+/*
  * Lock the instance's runs row as SELECT status ... FOR UPDATE does, with
  * wait (LockWaitBlock), NOWAIT (LockWaitError: the same error) or SKIP
  * LOCKED (LockWaitSkip), its status into *status: PGD_RUN_TAKEN;

@@ -151,13 +151,20 @@ BEGIN;
 SET LOCAL ROLE df_user;
 SELECT df.start('SELECT 1', 'rc_vars', idempotency_key => 'row-checks-key') IS NOT NULL AS started;
 RESET ROLE;
-SELECT r.vars - 'sys_trace_id' AS vars, r.vars ? 'sys_trace_id' AS has_trace
+-- (the trace context is df.instances's, not a variable of the row;
+-- the start snapshot is there for an EVENT node only)
+SELECT r.vars, r.start_snapshot IS NULL AS no_snapshot, i.trace_id ~ '^[0-9a-f]{32}$' AS traced
 FROM df_internal.runs r JOIN df.instances i ON i.id = r.instance_id WHERE i.label = 'rc_vars';
 SET LOCAL ROLE df_user;
 SELECT df.start('SELECT 1', 'rc_vars2') IS NOT NULL AS started;
+SELECT df.start(df.wait_for_event('rc.topic') ~> 'SELECT 1', 'rc_event') IS NOT NULL AS started;
 RESET ROLE;
-SELECT r.vars - 'sys_trace_id' AS vars FROM df_internal.runs r
+SELECT r.vars FROM df_internal.runs r
 JOIN df.instances i ON i.id = r.instance_id WHERE i.label = 'rc_vars2';
+SELECT i.label, r.start_snapshot IS NOT NULL AS has_snapshot,
+	   pg_catalog.pg_visible_in_snapshot(pg_catalog.pg_current_xact_id(), r.start_snapshot) AS own_xact_visible
+FROM df_internal.runs r JOIN df.instances i ON i.id = r.instance_id
+WHERE i.label IN ('rc_vars2', 'rc_event') ORDER BY 1;
 ROLLBACK;
 SET ROLE df_user;
 SELECT df.clearvars();

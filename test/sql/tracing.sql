@@ -30,6 +30,21 @@ SELECT trace_id ~ '^[0-9a-f]{32}$' AS new_trace, traceparent IS NULL AS no_paren
 FROM df.instances WHERE id = :'id';
 SELECT df.await_instance(:'id');
 
+-- a step reads the trace context as {sys_trace_id}, {sys_trace_flags} and
+-- {sys_tracestate}: the instance's, whatever a variable of that name says
+SELECT df.setvar('sys_trace_id', 'a variable');
+SELECT df.start($$SELECT '{sys_trace_id}' AS t, '{sys_trace_flags}' AS f, '{sys_tracestate}' AS s$$,
+				traceparent => '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00',
+				tracestate => 'vendor=xyz') AS id \gset
+SELECT df.await_instance(:'id');
+SELECT df.result(:'id')::jsonb->'rows'->0 AS seen;
+SELECT df.start($$SELECT '{sys_trace_id}' AS t, '{sys_trace_flags}' AS f$$) AS id \gset
+SELECT df.await_instance(:'id');
+SELECT (df.result(:'id')::jsonb->'rows'->0->>'t') = trace_id AS own_trace,
+	   df.result(:'id')::jsonb->'rows'->0->>'f' AS flags
+FROM df.instances WHERE id = :'id';
+SELECT df.unsetvar('sys_trace_id');
+
 -- a workflow with a retried SQL step, an HTTP call and a failing step,
 -- continuing the caller's trace
 SELECT df.start('SELECT 1' ~> df.retry('SELECT 1/0', max_attempts => 2, initial_interval => '10 ms',
