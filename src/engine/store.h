@@ -118,13 +118,14 @@ extern void	 pgd_store_write_held_all(void);
 extern void	 pgd_store_write_held_tasks(void);
 extern void	 pgd_store_forget_held_tasks(const char *instance_id);
 extern int64 pgd_store_held_task_next(void);
+extern int64 pgd_store_held_task_made_here(const char *instance_id);
 extern int64 pgd_store_held_branch_next(void);
 extern int64 pgd_store_write_held_task(int64 vid);
-extern void pgd_store_task_engine_error(int64 task_id, const char *error);
-extern bool pgd_store_oldest_ready(TimestampTz now, int64 *task_id);
-extern bool pgd_store_oldest_ready_except(const Oid *roles, int nroles,
-										  TimestampTz now, int64 *task_id);
-extern bool pgd_store_next_due(TimestampTz now, TimestampTz *at);
+extern void	 pgd_store_task_engine_error(int64 task_id, const char *error);
+extern bool	 pgd_store_oldest_ready(TimestampTz now, int64 *task_id);
+extern bool	 pgd_store_oldest_ready_except(const Oid *roles, int nroles,
+										   TimestampTz now, int64 *task_id);
+extern bool	 pgd_store_next_due(TimestampTz now, TimestampTz *at);
 
 /* --- HTTP leases --- */
 extern int	 pgd_store_http_due(int max, PgdHttpDue **rows);
@@ -151,7 +152,7 @@ extern bool pgd_store_user_trigger(Relation rel, int16 event);
 extern void pgd_store_node_state(const char *instance_id, const char *node_id,
 								 char **status, char **result);
 /* ... of the nodes ids[0..n-1], in one statement (a JOIN's branches) */
-extern void pgd_store_node_states(const char *instance_id,
+extern void pgd_store_node_states(const char		*instance_id,
 								  const char *const *ids, int n,
 								  char **statuses, char **results);
 extern int	pgd_store_node_stamps(const char		*instance_id,
@@ -443,8 +444,7 @@ extern void pgd_store_lock_release(const char *instance_id,
 								   const char *node_id, const char *scope);
 /* ... of node_id in scope, a LOCK node of one key */
 extern void pgd_store_lock_release_one(const char *instance_id,
-									   const char *node_id,
-									   const char *scope);
+									   const char *node_id, const char *scope);
 extern void pgd_store_lock_result_forget(const char *instance_id,
 										 const char *scope);
 
@@ -479,7 +479,7 @@ extern bool pgd_store_inbox_pending(const char *instance_id);
 extern int pgd_store_inbox_take(const char *instance_id, PgdInboxEntry **rows);
 extern int pgd_store_inbox_drop(const char *instance_id);
 extern bool pgd_store_inbox_other_apply(const char *instance_id,
-										int64 after_id);
+										int64		after_id);
 extern void pgd_store_inbox_restore_task(const char *instance_id);
 
 /* --- limits (store_limits.c, issue 17) --- */

@@ -228,6 +228,22 @@ pgd_store_held_task_next(void)
 	return 0;
 }
 
+/*
+ * The newest held task of instance_id that this subtransaction made ready
+ * and nobody claimed or wrote (0: none): a start's first step.
+ */
+int64
+pgd_store_held_task_made_here(const char *instance_id)
+{
+	SubTransactionId here = GetCurrentSubTransactionId();
+
+	for (int i = nheld - 1; i >= 0; i--)
+		if (pending(&held[i]) && held[i].made == here &&
+			strcmp(held[i].instance_id, instance_id) == 0)
+			return held[i].vid;
+	return 0;
+}
+
 static HeldTask *
 held_of(int64 vid)
 {

@@ -11,7 +11,7 @@
  *	  engine/README.md, "Batches", has the whole table.
  *
  * Locks: task rows (SKIP LOCKED), runs rows (NOWAIT), and whatever the
- * user's statements take, with lock_timeout = BATCH_LOCK_TIMEOUT.
+ * user's statements take, with lock_timeout = PGD_BATCH_LOCK_TIMEOUT.
  *
  *-------------------------------------------------------------------------
  */
@@ -27,8 +27,6 @@
 #include "engine/wake.h"
 #include "steps/step_sql.h"
 #include "worker/executor.h"
-
-#define BATCH_LOCK_TIMEOUT "5ms" /* of the later steps of a batch */
 
 /* How a later step of a batch ended (run_follower). */
 typedef enum Follow
@@ -99,9 +97,9 @@ run_follower(int64 task_id)
 		BeginInternalSubTransaction(NULL);
 		MemoryContextSwitchTo(cxt);
 		nest = NewGUCNestLevel();
-		(void) set_config_option("lock_timeout", BATCH_LOCK_TIMEOUT, PGC_SUSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
-								 false);
+		(void) set_config_option("lock_timeout", PGD_BATCH_LOCK_TIMEOUT,
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+								 true, 0, false);
 		pgd_store_set_run_nowait(true);
 		pgd_unit_state.in_follower = true;
 		ran = pgd_executor_run_task(&t);
@@ -201,7 +199,8 @@ next_follower(int64 *tried, int *ntried, int max_tried, bool held_only)
 /*
  * After the batch's first task: run more ready tasks in its transaction
  * until pg_durable.batch_max_steps, pg_durable.batch_max_ms, nothing
- * ready, or a step that gives way.  Returns how many ran.
+ * ready, or a step that gives way.  Returns how many ran, a start's first
+ * step run with it (executor.c) counted as a step of its own.
  */
 int
 pgd_run_batch(TimestampTz started)
@@ -223,7 +222,8 @@ pgd_run_batch(TimestampTz started)
 	 * rows released by statements (issues 14, 17).  A plain chain stops at
 	 * the budget.
 	 */
-	while (steps < 2 * pgd_batch_max_steps && misses < 4)
+	while (steps + pgd_unit_state.first_steps < 2 * pgd_batch_max_steps &&
+		   misses < 4)
 	{
 		int64  id;
 		Follow f;
@@ -233,7 +233,8 @@ pgd_run_batch(TimestampTz started)
 			break;
 		pgd_unit_state.budget_ms = pgd_batch_max_ms;
 		if ((id = next_follower(tried, &ntried, max_tried,
-								steps >= pgd_batch_max_steps)) == 0)
+								steps + pgd_unit_state.first_steps >=
+									pgd_batch_max_steps)) == 0)
 			break;
 		pgd_unit_state.claimed_task_id =
 			0; /* an error below is the follower's own */
@@ -246,5 +247,5 @@ pgd_run_batch(TimestampTz started)
 			steps++;
 	}
 	pfree(tried);
-	return steps;
+	return steps + pgd_unit_state.first_steps;
 }

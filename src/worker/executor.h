@@ -18,6 +18,9 @@
 
 #include "engine/store.h"
 
+/* the lock_timeout of the later steps of a batch (batch.c) */
+#define PGD_BATCH_LOCK_TIMEOUT "5ms"
+
 /* What became of a task (pgd_executor_run_task). */
 typedef enum StepRun
 {
@@ -33,7 +36,8 @@ typedef enum StepRun
  * in_follower is set while a task after the batch's first runs; budget_ms
  * is its statement budget.  next_leader is the task a batch gave back (it
  * would have waited, or ran past its budget): the next batch claims it
- * first, where it may wait.
+ * first, where it may wait.  first_steps counts the steps the batch ran
+ * with the starts that made them ready (run_start).
  */
 typedef struct PgdExecState
 {
@@ -41,6 +45,7 @@ typedef struct PgdExecState
 	bool  in_follower;
 	int64 budget_ms;
 	int64 next_leader;
+	int	  first_steps;
 } PgdExecState;
 
 extern PgdExecState pgd_unit_state;

@@ -15,6 +15,9 @@
 #   wrote as a row before it gave way is not lost with its rollback;
 # - two batched steps that take two rows in opposite orders: no deadlock
 #   is left hanging, both effects exist once;
+# - a start runs its first step with it: one-step workflows make no
+#   multixact; a first step that would wait gives way and takes its start
+#   back, the instance starts without it, the step waits in the next batch;
 # df.check() is clean after each.
 #
 # Steps record now() (their transaction's start) in their effect, so that
@@ -260,6 +263,43 @@ UPDATE locked SET v = 0;
 	is($node->safe_psql('postgres', 'SELECT sum(v) FROM locked'), '12',
 		'every lock_two ran its two updates once');
 	check_clean('opposite lock orders');
+}
+
+# --- a start's first step: run with the start, given way without it ------
+{
+	# A one-step workflow's runs row is locked by its start and deleted by
+	# its step's transition: one subtransaction does both (worker/executor.c,
+	# run_start), so no multixact is made for two xids on the row.
+	my $mxid = "SELECT next_multixact_id FROM pg_control_checkpoint()";
+	$node->safe_psql('postgres', 'CHECKPOINT');
+	my $before = $node->safe_psql('postgres', $mxid);
+	my @ids = map { start("'" . eff("one$_") . "'") } 1 .. 20;
+	ok(wait_status($_, 'completed'), "one-step workflow $_ completes") for @ids;
+	is(join(',', map { counts($_) } @ids), join(',', map { "one$_=1" } 1 .. 20),
+		'each step ran once');
+	$node->safe_psql('postgres', 'CHECKPOINT');
+	is($node->safe_psql('postgres', $mxid) - $before, 0,
+		'20 one-step workflows made no multixact');
+
+	# The first step would wait for a lock: it gives way and takes its start
+	# back with it; the instance starts without it, and the step waits as
+	# the first of the next batch.
+	$node->safe_psql('postgres', 'INSERT INTO locked VALUES (3, 0)');
+	my $holder = lock_row(3);
+	my $id = start("'UPDATE locked SET v = v + 1 WHERE id = 3 RETURNING v'");
+	ok(wait_status($id, 'running'), 'the instance started while its first step cannot run');
+	ok(executor_waits_for_lock(), 'its first step waits for the lock as the first step of a batch');
+	$holder->query_safe('COMMIT');
+	$holder->quit;
+	ok(wait_status($id, 'completed'), 'the instance completes once the lock is free');
+	is($node->safe_psql('postgres', 'SELECT v FROM locked WHERE id = 3'), '1',
+		'the step ran once');
+	is($node->safe_psql('postgres',
+			"SELECT string_agg(kind, ',' ORDER BY id, sub) FROM df_internal.history_events "
+			  . "WHERE instance_id = '$id'"),
+		'instance_started,node_started,node_completed,instance_completed',
+		'its history has one start of the instance and one of the step');
+	check_clean("a start's first step");
 }
 
 # --- a later step that runs past the batch's budget ---------------------
