@@ -162,10 +162,14 @@ store_held_start_end_event(const char *instance_id, const char *kind,
 		strncmp(kind, "instance_", 9) != 0 ||
 		strcmp(kind, "instance_started") == 0)
 		return false;
-	/* the end's place comes after every node event of the instance */
-	store_flush_node_writes();
-	/* without a statement when it can */
-	if (store_instance_event_row(event_id, instance_id, event_at, kind, scope,
+	/*
+	 * the end's place comes after every node event of the instance: with
+	 * them, as the last row of their flush, or after it; without a
+	 * statement when it can
+	 */
+	if (store_flush_with_instance_event(event_id, instance_id, event_at, kind,
+										scope, detail) ||
+		store_instance_event_row(event_id, instance_id, event_at, kind, scope,
 								 detail))
 	{
 		event_written = GetCurrentSubTransactionId();

@@ -182,6 +182,10 @@ extern const char *store_event_scope(const char *instance_id,
 extern bool store_instance_event_row(int64 event_id, const char *instance_id,
 									 TimestampTz started_at, const char *kind,
 									 const char *scope, const char *detail);
+extern bool
+store_flush_with_instance_event(int64 event_id, const char *instance_id,
+								TimestampTz started_at, const char *kind,
+								const char *scope, const char *detail);
 
 /*
  * The key rows of locks and limits in one order (store_locks.c): may a
