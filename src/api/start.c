@@ -596,26 +596,27 @@ static void
 insert_run(const char *instance_id, Oid userid, const char *label,
 		   const char *database, const char *key, bool events)
 {
-	Oid	  types[5] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum values[5];
-	char  nulls[5] = "     ";
-
-	values[0] = pgd_text_datum(instance_id);
-	values[1] = ObjectIdGetDatum(userid);
-	values[2] = label ? pgd_text_datum(label) : (Datum) 0;
-	values[3] = database ? pgd_text_datum(database) : (Datum) 0;
-	values[4] = key ? pgd_text_datum(key) : (Datum) 0;
-	for (int i = 2; i < 5; i++)
-		if (values[i] == (Datum) 0)
-			nulls[i] = 'n';
-
 	if (!pgd_start_run_row(instance_id, userid, label, database, key, events))
+	{
+		Oid	  types[5] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID};
+		Datum values[5];
+		char  nulls[5] = "     ";
+
+		values[0] = pgd_text_datum(instance_id);
+		values[1] = ObjectIdGetDatum(userid);
+		values[2] = label ? pgd_text_datum(label) : (Datum) 0;
+		nulls[2] = label ? ' ' : 'n';
+		values[3] = database ? pgd_text_datum(database) : (Datum) 0;
+		nulls[3] = database ? ' ' : 'n';
+		values[4] = key ? pgd_text_datum(key) : (Datum) 0;
+		nulls[4] = key ? ' ' : 'n';
 		pgd_spi_exec("INSERT INTO df_internal.runs (instance_id, submitted_by, label, database, vars) "
 					 "SELECT $1, $2, $3, $4, COALESCE(pg_catalog.jsonb_object_agg(name, value), '{}') "
 					 "OPERATOR(pg_catalog.||) pg_catalog.jsonb_strip_nulls("
 					 "pg_catalog.jsonb_build_object('sys_idempotency_key', $5)) "
 					 "FROM df.vars WHERE owner OPERATOR(pg_catalog.=) $2::pg_catalog.regrole",
 					 5, types, values, nulls, false);
+	}
 	/* the start task; its commit wakes an executor */
 	pgd_store_task_add(instance_id, NULL, instance_id, PGD_TASK_START);
 }

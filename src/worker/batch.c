@@ -8,7 +8,9 @@
  *	  task may wait for a lock: a later one runs with a short lock_timeout,
  *	  takes runs rows with NOWAIT and runs within the batch's budget; one
  *	  that would wait or runs long is rolled back and leads the next batch.
- *	  engine/README.md, "Batches", has the whole table.
+ *	  engine/README.md, "Batches", has the whole table.  A start task runs
+ *	  the first step it makes ready with it, as such a later step, in a
+ *	  subtransaction of the start's own (pgd_run_start).
  *
  * Locks: task rows (SKIP LOCKED), runs rows (NOWAIT), and whatever the
  * user's statements take, with lock_timeout = PGD_BATCH_LOCK_TIMEOUT.
@@ -44,6 +46,43 @@ static void
 give_way(int64 id)
 {
 	pgd_unit_state.next_leader = id < 0 ? pgd_store_write_held_task(id) : id;
+}
+
+/*
+ * An error in the subtransactions of a later task of a batch (run_follower)
+ * or of a start with its first step (pgd_run_start): the unit's state as it
+ * was before them (a later task's or not: in_follower), every
+ * subtransaction above level rolled back, the caller's memory context and
+ * resource owner back, and the error logged at DEBUG1 (it gave way) and
+ * dropped.  instance_id: the started instance, or NULL for a later task.
+ */
+static void
+recover_giving_way(int level, MemoryContext cxt, ResourceOwner owner,
+				   bool in_follower, const char *instance_id)
+{
+	ErrorData *edata;
+
+	pgd_unit_state.in_follower = in_follower;
+	pgd_store_set_run_nowait(in_follower);
+	pgd_store_set_attempt(NULL, 0);
+	pgd_set_attempt_timeout(0);
+	pgd_executor_set_running(NULL, NULL);
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	while (GetCurrentTransactionNestLevel() > level)
+		RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	if (instance_id != NULL)
+		ereport(DEBUG1,
+				(errmsg_internal("the first step of instance %s gives way: %s",
+								 instance_id, edata->message)));
+	else
+		ereport(DEBUG1,
+				(errmsg_internal("a later task of a batch gives way: %s",
+								 edata->message)));
+	FreeErrorData(edata);
 }
 
 /*
@@ -130,24 +169,7 @@ run_follower(int64 task_id)
 	}
 	PG_CATCH();
 	{
-		ErrorData *edata;
-
-		pgd_unit_state.in_follower = false;
-		pgd_store_set_run_nowait(false);
-		pgd_store_set_attempt(NULL, 0);
-		pgd_set_attempt_timeout(0);
-		pgd_executor_set_running(NULL, NULL);
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		while (GetCurrentTransactionNestLevel() > level)
-			RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		ereport(DEBUG1,
-				(errmsg_internal("a later task of a batch gives way: %s",
-								 edata->message)));
-		FreeErrorData(edata);
+		recover_giving_way(level, cxt, owner, false, NULL);
 		give_way(id);
 		result = FOLLOW_END;
 	}
@@ -155,6 +177,103 @@ run_follower(int64 task_id)
 	if (result == FOLLOW_DONE)
 		pgd_ready_consumed(id);
 	return result;
+}
+
+/*
+ * The start and its instance's first step, in a subtransaction
+ * (pgd_run_start): false when the step gave way or was not wanted, which
+ * rolls both back.  The step runs as a later step of a batch does
+ * (run_follower): a short lock_timeout, runs rows NOWAIT, within the
+ * batch's budget.
+ */
+static bool
+start_and_first_step(PgdClaim *t, bool was_follower)
+{
+	int64	 vid;
+	PgdClaim s;
+	StepRun	 ran;
+	int		 nest;
+
+	pgd_executor_start_instance(t);
+	if ((vid = pgd_store_held_task_made_here(t->instance_id)) == 0)
+		return true;
+	if (!pgd_executor_take_share(t->run.submitted_by))
+		return true; /* the step stays held, as any other */
+	if (!pgd_store_claim_by_id(vid, &s))
+		return true;
+	nest = NewGUCNestLevel();
+	(void) set_config_option("lock_timeout", PGD_BATCH_LOCK_TIMEOUT, PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	pgd_store_set_run_nowait(true);
+	pgd_unit_state.in_follower = true;
+	pgd_unit_state.budget_ms = pgd_batch_max_ms;
+	ran = pgd_executor_run_step(&s);
+	pgd_unit_state.in_follower = was_follower;
+	pgd_store_set_run_nowait(was_follower);
+	pgd_store_set_attempt(NULL, 0);
+	if (ran != STEP_RAN)
+		return false;
+	AtEOXact_GUC(true, nest);
+	pgd_unit_state.first_steps++;
+	return true;
+}
+
+/*
+ * A start task: the instance starts, and the step that its start makes
+ * ready (held, store_tasks.c) runs at once, with the start, in a
+ * subtransaction of the start's own (start_and_first_step): a one-step
+ * workflow's runs row is then locked and deleted by one subtransaction.
+ * Locked by the start task and deleted by a later step's subtransaction,
+ * the row needed a multixact for the two xids (54 bytes of WAL an
+ * instance, and an entry of pg_multixact; issue 14).  A step that gives
+ * way (it would wait for a lock, ran past the batch's budget), is not
+ * wanted any more, or fails in the engine takes its start back with it:
+ * the instance starts again, without it, and its step is written as a
+ * task that leads the next batch (as give_way writes it).  Started alone: an
+ * instance whose start had an engine error (so that its step gets a task
+ * of its own, which counts its own errors), and a later start whose steps
+ * run in another database (no later step runs there, run_follower).
+ */
+void
+pgd_run_start(PgdClaim *t)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	int			  level = GetCurrentTransactionNestLevel();
+	bool		  was_follower = pgd_unit_state.in_follower;
+	volatile bool started = false;
+	int64		  vid;
+
+	if (t->engine_errors > 0 || !t->has_run || pgd_batch_max_steps <= 1 ||
+		(was_follower && t->run.database != NULL))
+	{
+		pgd_executor_start_instance(t);
+		return;
+	}
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		started = start_and_first_step(t, was_follower);
+		if (started)
+			ReleaseCurrentSubTransaction();
+		else
+			RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		recover_giving_way(level, cxt, owner, was_follower, t->instance_id);
+		started = false;
+	}
+	PG_END_TRY();
+	if (started)
+		return;
+	pgd_executor_start_instance(t);
+	if ((vid = pgd_store_held_task_made_here(t->instance_id)) != 0 &&
+		pgd_unit_state.next_leader == 0)
+		pgd_unit_state.next_leader = pgd_store_write_held_task(vid);
 }
 
 /*

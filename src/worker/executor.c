@@ -97,7 +97,6 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
@@ -200,8 +199,9 @@ requeue_task(PgdClaim *t)
 	requeue_backoff(t, 5000L, 8); /* 5 ms doubling up to 1.3 s */
 }
 
-static void
-run_start_task(PgdClaim *t)
+/* An instance starts (the caller holds nothing of it yet). */
+void
+pgd_executor_start_instance(PgdClaim *t)
 {
 	PgdInstanceStatus status;
 	PgdGraph		 *g;
@@ -405,8 +405,8 @@ lock_or_inbox(PgdClaim *t, PgdGraph **g, int *n, const PgdOutcome *outcome,
  * STEP_UNWANTED or STEP_DEFER; a later one leaves that to its
  * subtransaction (run_follower).
  */
-static StepRun
-run_step_task(PgdClaim *t)
+StepRun
+pgd_executor_run_step(PgdClaim *t)
 {
 	PgdGraph  *g;
 	int		   n;
@@ -650,135 +650,33 @@ give_share_back(void)
 }
 
 /*
- * The start and its instance's first step, in a subtransaction (run_start):
- * false when the step gave way or was not wanted, which rolls both back.
- * The step runs as a later step of a batch does (batch.c): a short
- * lock_timeout, runs rows NOWAIT, within the batch's budget.
+ * The unit takes (or holds) a share of the executors for role: false when
+ * it holds another role's, or none is free (core/share.c).  For a start's
+ * first step (batch.c), which runs only with one.
  */
-static bool
-start_and_first_step(PgdClaim *t, bool was_follower)
+bool
+pgd_executor_take_share(Oid role)
 {
-	int64	 vid;
-	PgdClaim s;
-	StepRun	 ran;
-	int		 nest;
-
-	run_start_task(t);
-	if ((vid = pgd_store_held_task_made_here(t->instance_id)) == 0)
-		return true;
-	if (share_taken ? share_role != t->run.submitted_by :
-					  !pgd_share_take(my_slot, t->run.submitted_by))
-		return true; /* the step stays held, as any other */
-	if (!share_taken)
-	{
-		share_taken = true;
-		share_role = t->run.submitted_by;
-	}
-	if (!pgd_store_claim_by_id(vid, &s))
-		return true;
-	nest = NewGUCNestLevel();
-	(void) set_config_option("lock_timeout", PGD_BATCH_LOCK_TIMEOUT, PGC_SUSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	pgd_store_set_run_nowait(true);
-	pgd_unit_state.in_follower = true;
-	pgd_unit_state.budget_ms = pgd_batch_max_ms;
-	ran = run_step_task(&s);
-	pgd_unit_state.in_follower = was_follower;
-	pgd_store_set_run_nowait(was_follower);
-	pgd_store_set_attempt(NULL, 0);
-	if (ran != STEP_RAN)
+	if (share_taken)
+		return share_role == role;
+	if (!pgd_share_take(my_slot, role))
 		return false;
-	AtEOXact_GUC(true, nest);
-	pgd_unit_state.first_steps++;
+	share_taken = true;
+	share_role = role;
 	return true;
 }
 
-/*
- * A start task: the instance starts, and the step that its start makes
- * ready (held, store_tasks.c) runs at once, with the start, in a
- * subtransaction of the start's own (start_and_first_step): a one-step
- * workflow's runs row is then locked and deleted by one subtransaction.
- * Locked by the start task and deleted by a later step's subtransaction,
- * the row needed a multixact for the two xids (54 bytes of WAL an
- * instance, and an entry of pg_multixact; issue 14).  A step that gives
- * way (it would wait for a lock, ran past the batch's budget), is not
- * wanted any more, or fails in the engine takes its start back with it:
- * the instance starts again, without it, and its step is written as a
- * task that leads the next batch (batch.c, give_way).  Started alone: an
- * instance whose start had an engine error (so that its step gets a task
- * of its own, which counts its own errors), and a later start whose steps
- * run in another database (no later step runs there, batch.c).
- */
-static void
-run_start(PgdClaim *t)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	int			  level = GetCurrentTransactionNestLevel();
-	bool		  was_follower = pgd_unit_state.in_follower;
-	volatile bool started = false;
-	int64		  vid;
-
-	if (t->engine_errors > 0 || !t->has_run || pgd_batch_max_steps <= 1 ||
-		(was_follower && t->run.database != NULL))
-	{
-		run_start_task(t);
-		return;
-	}
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		started = start_and_first_step(t, was_follower);
-		if (started)
-			ReleaseCurrentSubTransaction();
-		else
-			RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		ErrorData *edata;
-
-		pgd_unit_state.in_follower = was_follower;
-		pgd_store_set_run_nowait(was_follower);
-		pgd_store_set_attempt(NULL, 0);
-		pgd_set_attempt_timeout(0);
-		pgd_executor_set_running(NULL, NULL);
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		while (GetCurrentTransactionNestLevel() > level)
-			RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		ereport(DEBUG1,
-				(errmsg_internal("the first step of instance %s gives way: %s",
-								 t->instance_id, edata->message)));
-		FreeErrorData(edata);
-		started = false;
-	}
-	PG_END_TRY();
-	if (started)
-		return;
-	run_start_task(t);
-	if ((vid = pgd_store_held_task_made_here(t->instance_id)) != 0 &&
-		pgd_unit_state.next_leader == 0)
-		pgd_unit_state.next_leader = pgd_store_write_held_task(vid);
-}
-
-/* Run a claimed task; see run_step_task for what it returns. */
+/* Run a claimed task; see pgd_executor_run_step for what it returns. */
 StepRun
 pgd_executor_run_task(PgdClaim *t)
 {
 	switch (t->kind)
 	{
 		case PGD_TASK_START:
-			run_start(t);
+			pgd_run_start(t);
 			break;
 		case PGD_TASK_STEP:
-			return run_step_task(t);
+			return pgd_executor_run_step(t);
 		case PGD_TASK_TIMER:
 			run_timer_task(t);
 			break;

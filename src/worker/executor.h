@@ -37,7 +37,7 @@ typedef enum StepRun
  * is its statement budget.  next_leader is the task a batch gave back (it
  * would have waited, or ran past its budget): the next batch claims it
  * first, where it may wait.  first_steps counts the steps the batch ran
- * with the starts that made them ready (run_start).
+ * with the starts that made them ready (pgd_run_start, batch.c).
  */
 typedef struct PgdExecState
 {
@@ -50,10 +50,16 @@ typedef struct PgdExecState
 
 extern PgdExecState pgd_unit_state;
 
-/* executor.c: run a claimed task; see run_step_task for what it returns */
+/* executor.c: run a claimed task; see pgd_executor_run_step for what it returns */
 extern StepRun pgd_executor_run_task(PgdClaim *t);
+/* ... a start task's start, a step task, and the unit's share for role */
+extern void	   pgd_executor_start_instance(PgdClaim *t);
+extern StepRun pgd_executor_run_step(PgdClaim *t);
+extern bool	   pgd_executor_take_share(Oid role);
 
 /* batch.c: the later tasks of a batch; returns how many tasks ran in all */
 extern int pgd_run_batch(TimestampTz started);
+/* ... and a start task with the first step it makes ready */
+extern void pgd_run_start(PgdClaim *t);
 
 #endif /* PG_DURABLE_WORKER_EXECUTOR_H */
