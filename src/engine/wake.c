@@ -239,7 +239,9 @@ pgd_ready_pop(int64 *task_id)
  * this way finds out under the runs lock that it is no longer wanted and
  * rolls back.  The executor may have moved on to another step by the time
  * the signal arrives: step_sql.c treats a cancel "due to user request" as
- * retryable, so such a stray interrupt costs a retry, never a failure.
+ * retryable, and the executor's loop runs a unit cancelled in the engine's
+ * own statements again, as after a lost lock race, so such a stray
+ * interrupt costs a retry, never a failure.
  */
 static void
 interrupt_executors(void)

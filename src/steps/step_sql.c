@@ -213,6 +213,24 @@ pgd_sql_error_code(const ErrorData *edata)
 	return psprintf("sql:%s", unpack_sql_state(edata->sqlerrcode));
 }
 
+/*
+ * Disarm the attempt's timer.  A timer that fired after the statement's
+ * last interrupt check (an AFTER trigger's last expression, say) sent this
+ * process a cancel (StatementTimeoutHandler) that nothing has seen, and
+ * disabling the timer forgets why it was sent: it would cancel the
+ * engine's next statement "due to user request", at every attempt of the
+ * step.  The statement has finished, as PostgreSQL lets a client's
+ * statement finish that ends before it sees its statement_timeout, and
+ * the cancel goes with the timer.
+ */
+static void
+disarm_attempt_timeout(void)
+{
+	disable_timeout(STATEMENT_TIMEOUT, true);
+	if (get_timeout_indicator(STATEMENT_TIMEOUT, true))
+		QueryCancelPending = false;
+}
+
 PgdOutcome
 pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 {
@@ -285,7 +303,7 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 								 (int) Min(attempt_timeout_ms, PG_INT32_MAX));
 		rc = SPI_execute_extended(query, &options);
 		if (attempt_timeout_ms > 0)
-			disable_timeout(STATEMENT_TIMEOUT, false);
+			disarm_attempt_timeout();
 		if (rc == SPI_ERROR_TRANSACTION)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_TRANSACTION_TERMINATION),
@@ -321,7 +339,7 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 		ErrorData *edata;
 
 		if (attempt_timeout_ms > 0)
-			disable_timeout(STATEMENT_TIMEOUT, false);
+			disarm_attempt_timeout();
 		edata = pgd_subxact_caught(oldcxt, oldowner);
 
 		*sqlstate = edata->sqlerrcode;

@@ -826,24 +826,33 @@ process_available_work(void)
 			int64 task_id = pgd_unit_state.claimed_task_id;
 			char *error;
 			int	  code;
-			bool  lost_race;
+			bool  runs_again;
 
 			MemoryContextSwitchTo(work_cxt);
 			error = current_error_text(&code);
-			lost_race = pgd_lost_lock_race(code);
-			if (!lost_race)
+			/*
+			 * A cancel outside a step's statement (wake.c's interrupt for
+			 * a step that ended before it arrived, pg_cancel_backend())
+			 * says nothing about the task either: the unit runs again.
+			 */
+			runs_again =
+				pgd_lost_lock_race(code) || code == ERRCODE_QUERY_CANCELED;
+			if (!runs_again)
 				pgd_unit_recover(old);
 			else
 			{
-				(void) pgd_unit_abort(old);
+				ErrorData *edata = pgd_unit_abort(old);
+
 				if (pgd_log_allowed())
 					ereport(LOG,
-							(errmsg("pg_durable: an engine transaction lost a lock race and runs again: %s",
-									error ? error : "canceled")));
+							(errmsg(code == ERRCODE_QUERY_CANCELED ?
+										"pg_durable: an engine transaction was interrupted and runs again: %s" :
+										"pg_durable: an engine transaction lost a lock race and runs again: %s",
+									edata->message)));
 			}
 			give_share_back();
 			pgd_unit_state.claimed_task_id = 0;
-			if (task_id != 0 && error != NULL && !lost_race)
+			if (task_id != 0 && error != NULL && !runs_again)
 			{
 				MemoryContextSwitchTo(work_cxt);
 				record_engine_error(task_id, error);
@@ -853,9 +862,9 @@ process_available_work(void)
 			did = false;
 			/*
 			 * Do not spin on a persistent engine error; a lost lock race
-			 * (DESIGN.md §5 rule 5) runs again after 1-4 ms.
+			 * (DESIGN.md §5 rule 5) or a cancel runs again after 1-4 ms.
 			 */
-			sleep_ms = lost_race ?
+			sleep_ms = runs_again ?
 				1 + (long) (pg_prng_double(&pg_global_prng_state) * 4) :
 				1000L;
 		}

@@ -1,0 +1,157 @@
+# A query cancel that reaches an executor outside a step's statement costs
+# the engine a retry, never an error (CI, stop 40: an executor logged
+# "canceling statement due to user request" for a df.instances UPDATE):
+#
+# - a step's attempt_timeout fires after the last interrupt check of its
+#   statement (an AFTER trigger that hashes a long string in its RETURN):
+#   the statement has finished, and the cancel that the timer sent the
+#   executor goes with the timer.  Before, it stayed pending and cancelled
+#   the engine's next statement, at every attempt: the instance never
+#   completed, and each attempt logged an ERROR;
+# - pg_cancel_backend() of an executor that waits for a runs row in engine
+#   code (pg_durable.inbox = off, a session holds the row): its transaction
+#   runs again at once, with a LOG line and no ERROR, and every step of the
+#   instance runs once.
+# df.check() is clean after each.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+use PgDurableTest;
+
+my $ROLE = $PgDurableTest::ROLE;
+my $node = engine_node('stray_cancel', 1, qq{
+pg_durable.inbox = off
+});
+
+$node->safe_psql('postgres', qq{
+CREATE TABLE cancel_effects (instance_id text NOT NULL, step text NOT NULL);
+GRANT INSERT, SELECT ON cancel_effects TO $ROLE;
+-- an insert into hashed ends with a trigger whose RETURN expression (a
+-- PL/pgSQL simple expression: md5 of 100 MB, six times) checks for no
+-- interrupt, long past the timeout below
+CREATE TABLE hashed (instance_id text NOT NULL);
+GRANT INSERT ON hashed TO $ROLE;
+CREATE FUNCTION hash_tail() RETURNS trigger LANGUAGE plpgsql AS \$\$
+DECLARE
+	b text := repeat(repeat('x', 10000), 10000);
+BEGIN
+	RETURN CASE WHEN md5(b) || md5(b) || md5(b) || md5(b) || md5(b) || md5(b) IS NULL
+		THEN NULL END;
+END
+\$\$;
+CREATE TRIGGER hashed_tail AFTER INSERT ON hashed
+	FOR EACH ROW EXECUTE FUNCTION hash_tail();
+});
+
+sub start
+{
+	my ($graph) = @_;
+	my $id = $node->safe_psql('postgres', "SET ROLE $ROLE; SELECT df.start($graph)");
+	die "df.start returned '$id'" unless $id =~ /^[0-9a-f]{8}$/;
+	return $id;
+}
+
+sub eff
+{
+	my ($step) = @_;
+	return "INSERT INTO cancel_effects VALUES (''{sys_instance_id}'', ''$step'') RETURNING step";
+}
+
+sub counts
+{
+	my ($id) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT string_agg(step || '=' || n, ',' ORDER BY step) FROM "
+		  . "(SELECT step, count(*) AS n FROM cancel_effects "
+		  . "WHERE instance_id = '$id' GROUP BY step) s");
+}
+
+sub status_is
+{
+	my ($id, $status) = @_;
+	return query_until($node,
+		"SELECT status = '$status' FROM df.instances WHERE id = '$id'");
+}
+
+sub check_clean
+{
+	my ($what) = @_;
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'),
+		'0', "df.check() is clean after $what")
+	  or diag $node->safe_psql('postgres', 'SELECT * FROM df.check()');
+}
+
+# The server log from byte $from on.
+sub log_since
+{
+	my ($from) = @_;
+	my $log = slurp_file($node->logfile);
+	return substr($log, $from);
+}
+
+# Wait until the server log from byte $from on matches $re.
+sub log_shows
+{
+	my ($from, $re) = @_;
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (time() < $deadline)
+	{
+		return 1 if log_since($from) =~ $re;
+		usleep(50_000);
+	}
+	return 0;
+}
+
+# --- the attempt_timeout fires after the statement's last interrupt check ---
+{
+	my $from = -s $node->logfile;
+	my $id = start("df.seq(df.retry('INSERT INTO hashed VALUES (''{sys_instance_id}'')', "
+		  . "max_attempts => 1, attempt_timeout => '300 ms'), '" . eff('after') . "')");
+	ok(status_is($id, 'completed'),
+		'a step whose timeout fired after its last interrupt check completes');
+	is(counts($id), 'after=1', 'the step after it ran once');
+	is($node->safe_psql('postgres', "SELECT count(*) FROM hashed WHERE instance_id = '$id'"),
+		'1', 'the step that ran past its timeout committed once');
+	my $took = $node->safe_psql('postgres', qq{
+		SELECT round(extract(epoch FROM completed_at - created_at) * 1000)
+		FROM df.instances WHERE id = '$id'});
+	diag "instance $id ran for $took ms";
+	unlike(log_since($from), qr/ERROR:/, 'no ERROR in the server log');
+	check_clean('a timeout that fired late');
+}
+
+# --- pg_cancel_backend() of an executor waiting for a runs row ---------
+{
+	my $from = -s $node->logfile;
+	my $id = start("df.seq('SELECT pg_sleep(1), 1 AS s1', '" . eff('s2') . "')");
+	my $pid = executor_pid_in_step($node, '%pg_sleep(1)%');
+
+	# the runs row is free while the statement runs; the step then waits for it
+	my $holder = $node->background_psql('postgres');
+	$holder->query_safe('BEGIN');
+	$holder->query_safe(
+		"SELECT 1 FROM df_internal.runs WHERE instance_id = '$id' FOR UPDATE");
+	my $waiting = "SELECT count(*) = 1 FROM pg_locks l "
+	  . "WHERE l.pid = $pid AND NOT l.granted "
+	  . "AND l.waitstart < clock_timestamp() - interval '0.2 s'";
+	ok(query_until($node, $waiting), 'the executor waits for the runs row');
+	is($node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)"),
+		't', 'the executor is sent a cancel');
+	ok(log_shows($from, qr/an engine transaction was interrupted/),
+		'the executor logs that its transaction runs again');
+	ok(query_until($node, $waiting), 'it waits for the runs row again');
+	$holder->query_safe('COMMIT');
+	$holder->quit;
+	ok(status_is($id, 'completed'), 'the instance completes once the row is free');
+	is(counts($id), 's2=1', 'the step after the interrupted one ran once');
+	unlike(log_since($from), qr/ERROR:/, 'no ERROR in the server log');
+	check_clean('a cancel in engine code');
+}
+
+$node->stop('fast');
+done_testing();
