@@ -32,15 +32,19 @@ $node->safe_psql('postgres', qq{
 CREATE TABLE cancel_effects (instance_id text NOT NULL, step text NOT NULL);
 GRANT INSERT, SELECT ON cancel_effects TO $ROLE;
 -- an insert into hashed ends with a trigger whose RETURN expression (a
--- PL/pgSQL simple expression: md5 of 100 MB, six times) checks for no
--- interrupt, long past the timeout below
+-- PL/pgSQL simple expression: md5 of 80 MB, 24 times, about 3 s here)
+-- checks for no interrupt, long past the timeout below; what comes before
+-- it (80 MB built, the last check) takes a few tens of milliseconds
 CREATE TABLE hashed (instance_id text NOT NULL);
 GRANT INSERT ON hashed TO $ROLE;
 CREATE FUNCTION hash_tail() RETURNS trigger LANGUAGE plpgsql AS \$\$
 DECLARE
-	b text := repeat(repeat('x', 10000), 10000);
+	b text := repeat(repeat('x', 10000), 8000);
 BEGIN
-	RETURN CASE WHEN md5(b) || md5(b) || md5(b) || md5(b) || md5(b) || md5(b) IS NULL
+	RETURN CASE WHEN md5(b) || md5(b) || md5(b) || md5(b) || md5(b) || md5(b) ||
+		md5(b) || md5(b) || md5(b) || md5(b) || md5(b) || md5(b) ||
+		md5(b) || md5(b) || md5(b) || md5(b) || md5(b) || md5(b) ||
+		md5(b) || md5(b) || md5(b) || md5(b) || md5(b) || md5(b) IS NULL
 		THEN NULL END;
 END
 \$\$;
@@ -111,7 +115,7 @@ sub log_shows
 {
 	my $from = -s $node->logfile;
 	my $id = start("df.seq(df.retry('INSERT INTO hashed VALUES (''{sys_instance_id}'')', "
-		  . "max_attempts => 1, attempt_timeout => '300 ms'), '" . eff('after') . "')");
+		  . "max_attempts => 1, attempt_timeout => '1 s'), '" . eff('after') . "')");
 	ok(status_is($id, 'completed'),
 		'a step whose timeout fired after its last interrupt check completes');
 	is(counts($id), 'after=1', 'the step after it ran once');
