@@ -132,14 +132,17 @@ sub log_shows
 # --- pg_cancel_backend() of an executor waiting for a runs row ---------
 {
 	my $from = -s $node->logfile;
-	my $id = start("df.seq('SELECT pg_sleep(1), 1 AS s1', '" . eff('s2') . "')");
-	my $pid = executor_pid_in_step($node, '%pg_sleep(1)%');
+	my $holder = $node->background_psql('postgres');
+	my $id = start("df.seq('SELECT pg_sleep(3), 1 AS s1', '" . eff('s2') . "')");
+	my $pid = executor_pid_in_step($node, '%pg_sleep(3)%');
 
 	# the runs row is free while the statement runs; the step then waits for it
-	my $holder = $node->background_psql('postgres');
 	$holder->query_safe('BEGIN');
-	$holder->query_safe(
-		"SELECT 1 FROM df_internal.runs WHERE instance_id = '$id' FOR UPDATE");
+	is( $holder->query_safe(
+			"SELECT count(*) FROM (SELECT FROM df_internal.runs "
+			  . "WHERE instance_id = '$id' FOR UPDATE) r"),
+		'1',
+		'a session holds the runs row while the step runs');
 	my $waiting = "SELECT count(*) = 1 FROM pg_locks l "
 	  . "WHERE l.pid = $pid AND NOT l.granted "
 	  . "AND l.waitstart < clock_timestamp() - interval '0.2 s'";
