@@ -49,6 +49,36 @@ give_way(int64 id)
 }
 
 /*
+ * The rules of a later step of a batch (run_follower, and a start's first
+ * step, start_and_first_step): lock_timeout PGD_BATCH_LOCK_TIMEOUT at a GUC
+ * nest level of its own, which it returns, and runs rows NOWAIT.
+ */
+static int
+later_step_rules_on(void)
+{
+	int nest = NewGUCNestLevel();
+
+	(void) set_config_option("lock_timeout", PGD_BATCH_LOCK_TIMEOUT, PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	pgd_store_set_run_nowait(true);
+	pgd_unit_state.in_follower = true;
+	return nest;
+}
+
+/*
+ * The unit's state back as it was before those rules (a later task's or
+ * not: in_follower), and no attempt under way; the lock_timeout goes with
+ * its nest level.
+ */
+static void
+later_step_rules_off(bool in_follower)
+{
+	pgd_unit_state.in_follower = in_follower;
+	pgd_store_set_run_nowait(in_follower);
+	pgd_store_set_attempt(NULL, 0);
+}
+
+/*
  * An error in the subtransactions of a later task of a batch (run_follower)
  * or of a start with its first step (pgd_run_start): the unit's state as it
  * was before them (a later task's or not: in_follower), every
@@ -62,9 +92,7 @@ recover_giving_way(int level, MemoryContext cxt, ResourceOwner owner,
 {
 	ErrorData *edata;
 
-	pgd_unit_state.in_follower = in_follower;
-	pgd_store_set_run_nowait(in_follower);
-	pgd_store_set_attempt(NULL, 0);
+	later_step_rules_off(in_follower);
 	pgd_set_attempt_timeout(0);
 	pgd_executor_set_running(NULL, NULL);
 	MemoryContextSwitchTo(cxt);
@@ -135,16 +163,9 @@ run_follower(int64 task_id)
 
 		BeginInternalSubTransaction(NULL);
 		MemoryContextSwitchTo(cxt);
-		nest = NewGUCNestLevel();
-		(void) set_config_option("lock_timeout", PGD_BATCH_LOCK_TIMEOUT,
-								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-								 true, 0, false);
-		pgd_store_set_run_nowait(true);
-		pgd_unit_state.in_follower = true;
+		nest = later_step_rules_on();
 		ran = pgd_executor_run_task(&t);
-		pgd_unit_state.in_follower = false;
-		pgd_store_set_run_nowait(false);
-		pgd_store_set_attempt(NULL, 0);
+		later_step_rules_off(false);
 
 		if (ran == STEP_RAN)
 		{
@@ -201,16 +222,10 @@ start_and_first_step(PgdClaim *t, bool was_follower)
 		return true; /* the step stays held, as any other */
 	if (!pgd_store_claim_by_id(vid, &s))
 		return true;
-	nest = NewGUCNestLevel();
-	(void) set_config_option("lock_timeout", PGD_BATCH_LOCK_TIMEOUT, PGC_SUSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	pgd_store_set_run_nowait(true);
-	pgd_unit_state.in_follower = true;
+	nest = later_step_rules_on();
 	pgd_unit_state.budget_ms = pgd_batch_max_ms;
 	ran = pgd_executor_run_step(&s);
-	pgd_unit_state.in_follower = was_follower;
-	pgd_store_set_run_nowait(was_follower);
-	pgd_store_set_attempt(NULL, 0);
+	later_step_rules_off(was_follower);
 	if (ran != STEP_RAN)
 		return false;
 	AtEOXact_GUC(true, nest);
