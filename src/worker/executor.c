@@ -849,6 +849,7 @@ process_available_work(void)
 										"pg_durable: an engine transaction was interrupted and runs again: %s" :
 										"pg_durable: an engine transaction lost a lock race and runs again: %s",
 									edata->message)));
+				FreeErrorData(edata);
 			}
 			give_share_back();
 			pgd_unit_state.claimed_task_id = 0;
