@@ -743,7 +743,7 @@ static void
 start_trace(FunctionCallInfo fcinfo, StartTrace *tr)
 {
 	memset(tr, 0, sizeof(*tr));
-	strlcpy(tr->flags, "01", sizeof(tr->flags));
+	strlcpy(tr->flags, PGD_TRACE_FLAGS_SAMPLED, sizeof(tr->flags));
 	if (!PG_ARGISNULL(8))
 	{
 		char		  *tp = text_to_cstring(PG_GETARG_TEXT_PP(8));

@@ -18,6 +18,12 @@
 #define PGD_TRACE_ID_LEN 32 /* hex digits of a trace id */
 #define PGD_SPAN_ID_LEN	 16 /* hex digits of a span id */
 
+/*
+ * The flags of a trace that pg_durable begins (df.start without a
+ * traceparent): sampled.
+ */
+#define PGD_TRACE_FLAGS_SAMPLED "01"
+
 /* A parsed traceparent ("00-<trace id>-<parent span id>-<flags>"). */
 typedef struct PgdTraceParent
 {

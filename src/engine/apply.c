@@ -206,19 +206,19 @@ add_trace_vars(const char *instance_id, DfJson *vars)
 	char		  *traceparent;
 	char		  *tracestate;
 	PgdTraceParent tp;
+	const char *flags = PGD_TRACE_FLAGS_SAMPLED; /* a trace df.start began */
 
 	if (!pgd_store_instance_trace(instance_id, &trace_id, &traceparent,
 								  &tracestate) ||
 		strlen(trace_id) != PGD_TRACE_ID_LEN ||
 		!pgd_is_lower_hex(trace_id, PGD_TRACE_ID_LEN))
 		return;
+	/* the caller's flags, when df.start continued its trace */
+	if (traceparent != NULL && pgd_trace_parse(traceparent, &tp) == NULL)
+		flags = tp.flags;
 	dfjson_object_add(vars, "sys_trace_id", dfjson_make_string(trace_id));
 	dfjson_object_add(vars, "sys_trace_flags",
-					  dfjson_make_string(traceparent != NULL &&
-												 pgd_trace_parse(traceparent,
-																 &tp) == NULL ?
-											 pstrdup(tp.flags) :
-											 "01"));
+					  dfjson_make_string(pstrdup(flags)));
 	if (tracestate != NULL && tracestate[0] != '\0')
 		dfjson_object_add(vars, "sys_tracestate",
 						  dfjson_make_string(tracestate));

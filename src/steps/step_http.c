@@ -387,7 +387,7 @@ trace_context(PgdHttpRequest *req, DfJson *vars)
 	DfJson	   *ts = dfjson_get(vars, "sys_tracestate");
 	char		trace_id[PGD_TRACE_ID_LEN + 1];
 	char		span_id[PGD_SPAN_ID_LEN + 1];
-	const char *flags = "01";
+	const char *flags = PGD_TRACE_FLAGS_SAMPLED;
 
 	if (v && v->type == DFJ_STRING && strlen(v->str) == PGD_TRACE_ID_LEN)
 		strlcpy(trace_id, v->str, sizeof(trace_id));
