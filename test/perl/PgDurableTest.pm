@@ -19,6 +19,7 @@ use JSON::PP;
 our @EXPORT = qw(
   engine_cluster engine_node wait_engine_ready step_sql crash_shapes start_instance
   wait_instances_done executor_pid_in_step check_effects check_engine_empty
+  check_df_clean
   start_server start_http_server http_get start_otlp_receiver
   query_until diag_engine executor_inserts start_interleaved
 );
@@ -287,6 +288,17 @@ SELECT (SELECT count(*) FROM df_internal.tasks) || ' tasks, '
     || (SELECT count(*) FROM df_internal.results) || ' results'}),
 		'0 tasks, 0 runs, 0 joins, 0 results',
 		'nothing left in the engine tables');
+	return;
+}
+
+# df.check() finds no problem (one test, named after $what); else the
+# problems, as a diagnostic.
+sub check_df_clean
+{
+	my ($node, $what) = @_;
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'),
+		'0', "df.check() clean after $what")
+	  or diag $node->safe_psql('postgres', 'SELECT * FROM df.check()');
 	return;
 }
 

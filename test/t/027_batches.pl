@@ -72,14 +72,6 @@ sub wait_status
 		"SELECT status = '$status' FROM df.instances WHERE id = '$id'");
 }
 
-sub check_clean
-{
-	my ($what) = @_;
-	is($node->safe_psql('postgres',
-			"SELECT count(*) FROM df.check()"), '0', "df.check() clean after $what")
-	  or diag $node->safe_psql('postgres', 'SELECT * FROM df.check()');
-}
-
 sub counts
 {
 	my ($id) = @_;
@@ -108,7 +100,7 @@ sub counts
 	ok($node->safe_psql('postgres',
 			"SELECT sum(tasks * batches) >= 3 FROM df_internal.batch_sizes() WHERE tasks >= 3") eq 't',
 		'batches of three or more tasks were counted');
-	check_clean('a failed step in a batch');
+	check_df_clean($node, 'a failed step in a batch');
 }
 
 # --- SIGKILL in the middle of a batch ----------------------------------
@@ -126,7 +118,7 @@ sub counts
 	ok(wait_engine_ready_again($pid), 'the engine came back after the SIGKILL');
 	ok(wait_status($id, 'completed'), 'the killed batch ran again to completion');
 	is(counts($id), 'k1=1,k2=1,k3=1,k4=1', 'every step of the killed batch ran exactly once');
-	check_clean('a SIGKILL in a batch');
+	check_df_clean($node, 'a SIGKILL in a batch');
 }
 
 sub wait_engine_ready_again
@@ -185,7 +177,7 @@ sub executor_waits_for_lock
 	is($node->safe_psql('postgres', 'SELECT v FROM locked WHERE id = 1'), '1',
 		'the waiting step ran once');
 	is(counts($id), 'w1=1,w3=1', 'the other steps ran once');
-	check_clean('a step that gave way');
+	check_df_clean($node, 'a step that gave way');
 }
 
 # --- held step tasks: a chain the batch runs itself has no task rows ----
@@ -203,7 +195,7 @@ sub executor_waits_for_lock
 	my $drawn = $node->safe_psql('postgres', $seq) - $before;
 	ok($drawn <= 2, "the batch ran its steps without their task rows ($drawn task ids drawn, "
 		  . "the start task's among them)");
-	check_clean('a chain of held tasks');
+	check_df_clean($node, 'a chain of held tasks');
 }
 
 # --- a held task written by a step that then gives way ------------------
@@ -227,7 +219,7 @@ sub executor_waits_for_lock
 	is($node->safe_psql('postgres', 'SELECT v FROM locked WHERE id = 2'), '1',
 		'the waiting branch ran once');
 	is(counts($id), 'j0=1,j1=1', 'the other steps ran once');
-	check_clean('a held task written by a step that gave way');
+	check_df_clean($node, 'a held task written by a step that gave way');
 }
 
 # --- two batched steps locking two rows in opposite orders -------------
@@ -262,7 +254,7 @@ UPDATE locked SET v = 0;
 	}
 	is($node->safe_psql('postgres', 'SELECT sum(v) FROM locked'), '12',
 		'every lock_two ran its two updates once');
-	check_clean('opposite lock orders');
+	check_df_clean($node, 'opposite lock orders');
 }
 
 # --- a start's first step: run with the start, given way without it ------
@@ -299,7 +291,7 @@ UPDATE locked SET v = 0;
 			  . "WHERE instance_id = '$id'"),
 		'instance_started,node_started,node_completed,instance_completed',
 		'its history has one start of the instance and one of the step');
-	check_clean("a start's first step");
+	check_df_clean($node, "a start's first step");
 }
 
 # --- a later step that runs past the batch's budget ---------------------
@@ -321,7 +313,7 @@ UPDATE locked SET v = 0;
 			"SELECT count(*) FROM df_internal.events WHERE instance_id = '$id' "
 			  . "AND kind IN ('step_retried', 'node_failed')"),
 		'0', 'running past the budget is neither a retry nor a failure');
-	check_clean('a step past its budget');
+	check_df_clean($node, 'a step past its budget');
 	$node->safe_psql('postgres', 'ALTER SYSTEM RESET pg_durable.batch_max_ms');
 }
 

@@ -112,13 +112,6 @@ sub wait_ended
 		  . "AND status NOT IN ('completed', 'compensated', 'failed', 'cancelled')");
 }
 
-sub check_clean
-{
-	my ($what) = @_;
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', "df.check() clean after $what")
-	  or diag $node->safe_psql('postgres', 'SELECT * FROM df.check()');
-}
-
 my @happy = ('order create', 'inventory reserve A', 'inventory reserve B', 'payment charge',
 	'shipping ship', 'order confirm');
 
@@ -289,7 +282,7 @@ is($node->safe_psql('postgres', "SELECT state FROM df.circuit_breakers WHERE nam
 	}
 	ok($ok, 'the fencing tokens the inventory service saw grow per SKU');
 }
-check_clean('the scenarios');
+check_df_clean($node, 'the scenarios');
 
 # --- 8. chaos -----------------------------------------------------------------
 {
@@ -381,7 +374,7 @@ check_clean('the scenarios');
 		  . "$kills processes killed");
 	is($node->safe_psql('postgres', "SELECT count(*) FROM df_internal.tasks t JOIN df.instances i ON i.id = t.instance_id "
 			  . "WHERE i.status IN ('completed', 'compensated')"), '0', 'no task left of an ended order');
-	check_clean('the chaos');
+	check_df_clean($node, 'the chaos');
 }
 
 done_testing();

@@ -103,9 +103,7 @@ SELECT count(*) || '/' || count(DISTINCT step) FROM fan_effects WHERE instance_i
 sub check_clean
 {
 	my ($what) = @_;
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0',
-		"df.check() clean after $what")
-	  or diag $node->safe_psql('postgres', 'SELECT * FROM df.check()');
+	check_df_clean($node, $what);
 	check_engine_empty($node);
 }
 

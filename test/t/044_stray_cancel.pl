@@ -82,14 +82,6 @@ sub status_is
 		"SELECT status = '$status' FROM df.instances WHERE id = '$id'");
 }
 
-sub check_clean
-{
-	my ($what) = @_;
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'),
-		'0', "df.check() is clean after $what")
-	  or diag $node->safe_psql('postgres', 'SELECT * FROM df.check()');
-}
-
 # The server log from byte $from on.
 sub log_since
 {
@@ -126,7 +118,7 @@ sub log_shows
 		FROM df.instances WHERE id = '$id'});
 	diag "instance $id ran for $took ms";
 	unlike(log_since($from), qr/ERROR:/, 'no ERROR in the server log');
-	check_clean('a timeout that fired late');
+	check_df_clean($node, 'a timeout that fired late');
 }
 
 # --- pg_cancel_backend() of an executor waiting for a runs row ---------
@@ -157,7 +149,7 @@ sub log_shows
 	ok(status_is($id, 'completed'), 'the instance completes once the row is free');
 	is(counts($id), 's2=1', 'the step after the interrupted one ran once');
 	unlike(log_since($from), qr/ERROR:/, 'no ERROR in the server log');
-	check_clean('a cancel in engine code');
+	check_df_clean($node, 'a cancel in engine code');
 }
 
 $node->stop('fast');
