@@ -130,16 +130,44 @@ pgd_unit_abort(MemoryContext cxt)
 	return edata;
 }
 
+/*
+ * Is the extension there?  Asked between units, outside every error
+ * handler: a cancel that arrives meanwhile waits for
+ * pgd_idle_check_for_interrupts, which forgets it.
+ */
 bool
 pgd_extension_exists(void)
 {
 	bool exists;
 
+	HOLD_CANCEL_INTERRUPTS();
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	exists = OidIsValid(get_extension_oid("pg_durable", true));
 	CommitTransactionCommand();
+	RESUME_CANCEL_INTERRUPTS();
 	return exists;
+}
+
+/*
+ * CHECK_FOR_INTERRUPTS() for a worker between its units.  A query cancel
+ * that arrived since (pg_cancel_backend(), or wake.c's interrupt for a
+ * step that had ended before it came) has no statement to cancel; raised
+ * here, outside every unit's error handler, it ended the process.  It is
+ * forgotten, with a LOG line naming who; a shutdown request is obeyed.
+ */
+void
+pgd_idle_check_for_interrupts(const char *who)
+{
+	if (QueryCancelPending)
+	{
+		QueryCancelPending = false;
+		if (pgd_log_allowed())
+			ereport(LOG,
+					(errmsg("%s: a cancel request arrived between units of work and was ignored",
+							who)));
+	}
+	CHECK_FOR_INTERRUPTS();
 }
 
 bool

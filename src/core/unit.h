@@ -49,6 +49,13 @@ extern ErrorData *pgd_unit_abort(MemoryContext cxt);
 extern bool pgd_extension_exists(void);
 
 /*
+ * CHECK_FOR_INTERRUPTS() between units: a query cancel, which has no
+ * statement to cancel there, is logged and forgotten instead of ending
+ * the worker.
+ */
+extern void pgd_idle_check_for_interrupts(const char *who);
+
+/*
  * May the caller write one more LOG line?  At most a burst per minute per
  * process; when a new window opens after lines were suppressed, says how
  * many.

@@ -131,6 +131,35 @@ static bool	 share_taken = false; /* this unit holds a share of its role */
 static void	 wait_for_extension(void);
 static char *epoch_id = NULL;
 static TimestampTz last_heartbeat = 0;
+static char		   who[64]; /* "pg_durable executor N", for log lines */
+
+/*
+ * Roll back the unit an error ended, in a PG_CATCH, back in old.  A lost
+ * lock race or a cancel in the engine's own statements (wake.c's interrupt
+ * for a step that ended before it came, pg_cancel_backend()) says nothing
+ * about the work: logged at LOG, it returns true and the unit runs again.
+ * Any other error is logged as itself.
+ */
+static bool
+end_failed_unit(MemoryContext old, int code)
+{
+	ErrorData *edata;
+
+	if (!pgd_lost_lock_race(code) && code != ERRCODE_QUERY_CANCELED)
+	{
+		pgd_unit_recover(old);
+		return false;
+	}
+	edata = pgd_unit_abort(old);
+	if (pgd_log_allowed())
+		ereport(LOG,
+				(errmsg(code == ERRCODE_QUERY_CANCELED ?
+							"pg_durable: an engine transaction was interrupted and runs again: %s" :
+							"pg_durable: an engine transaction lost a lock race and runs again: %s",
+						edata->message)));
+	FreeErrorData(edata);
+	return true;
+}
 
 
 /* Mark the engine ready and (re)write the heartbeat row; executor 0 only. */
@@ -165,6 +194,38 @@ heartbeat(void)
 	last_heartbeat = GetCurrentTimestamp();
 	if (epoch_id == NULL)
 		announce_ready();
+}
+
+/*
+ * Run fn, executor 0's heartbeat or its announcement, outside the loop's
+ * handler: an error is logged and the heartbeat tries again after
+ * HEARTBEAT_MS (a cancel or a lost lock race at LOG, end_failed_unit).
+ * Unguarded, a cancel there (a late one of wake.c's, pg_cancel_backend()
+ * while the row was locked) or a lock_timeout ended the executor.
+ */
+static void
+run_guarded(void (*fn)(void))
+{
+	MemoryContext old = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		fn();
+	}
+	PG_CATCH();
+	{
+		ErrorData *edata;
+		int		   code;
+
+		MemoryContextSwitchTo(old);
+		edata = CopyErrorData();
+		code = edata->sqlerrcode;
+		FreeErrorData(edata);
+		(void) end_failed_unit(old, code);
+		last_heartbeat = GetCurrentTimestamp();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
 }
 
 /* Throw away a task that is no longer wanted, in a transaction of its own. */
@@ -801,7 +862,7 @@ process_available_work(void)
 		bool		  did;
 		MemoryContext old;
 
-		CHECK_FOR_INTERRUPTS();
+		pgd_idle_check_for_interrupts(who);
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
@@ -835,22 +896,7 @@ process_available_work(void)
 			 * a step that ended before it arrived, pg_cancel_backend())
 			 * says nothing about the task either: the unit runs again.
 			 */
-			runs_again =
-				pgd_lost_lock_race(code) || code == ERRCODE_QUERY_CANCELED;
-			if (!runs_again)
-				pgd_unit_recover(old);
-			else
-			{
-				ErrorData *edata = pgd_unit_abort(old);
-
-				if (pgd_log_allowed())
-					ereport(LOG,
-							(errmsg(code == ERRCODE_QUERY_CANCELED ?
-										"pg_durable: an engine transaction was interrupted and runs again: %s" :
-										"pg_durable: an engine transaction lost a lock race and runs again: %s",
-									edata->message)));
-				FreeErrorData(edata);
-			}
+			runs_again = end_failed_unit(old, code);
 			give_share_back();
 			pgd_unit_state.claimed_task_id = 0;
 			if (task_id != 0 && error != NULL && !runs_again)
@@ -884,7 +930,7 @@ process_available_work(void)
 		{
 			long ms = sleep_ms;
 
-			heartbeat();
+			run_guarded(heartbeat);
 			pgd_reconcile_maybe(&ms);
 			sleep_ms = ms;
 		}
@@ -917,6 +963,7 @@ void
 pgd_executor_main(Datum main_arg)
 {
 	my_slot = DatumGetInt32(main_arg);
+	snprintf(who, sizeof(who), "pg_durable executor %d", my_slot);
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -938,7 +985,7 @@ pgd_executor_main(Datum main_arg)
 	{
 		wait_for_extension();
 		if (my_slot == 0)
-			announce_ready();
+			run_guarded(announce_ready);
 		process_available_work();
 		ereport(LOG,
 				(errmsg("pg_durable executor %d: the extension was dropped; waiting for it",
@@ -957,7 +1004,7 @@ wait_for_extension(void)
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 EXTENSION_POLL_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		pgd_idle_check_for_interrupts(who);
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;

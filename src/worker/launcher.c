@@ -109,6 +109,8 @@ start_problem(void)
 	TableScanDesc scan;
 	HeapTuple	  tup;
 
+	/* a cancel now waits for the loop, which forgets it */
+	HOLD_CANCEL_INTERRUPTS();
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	(void) GetTransactionSnapshot();
@@ -146,6 +148,7 @@ start_problem(void)
 		table_close(rel, AccessShareLock);
 	}
 	CommitTransactionCommand();
+	RESUME_CANCEL_INTERRUPTS();
 	return problem;
 }
 
@@ -340,7 +343,7 @@ pgd_launcher_main(Datum main_arg)
 	{
 		long timeout = -1L;
 
-		CHECK_FOR_INTERRUPTS();
+		pgd_idle_check_for_interrupts("pg_durable launcher");
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;

@@ -12,6 +12,13 @@
 #   code (pg_durable.inbox = off, a session holds the row): its transaction
 #   runs again at once, with a LOG line and no ERROR, and every step of the
 #   instance runs once.
+# - pg_cancel_backend() of every pg_durable process while it waits for
+#   work (the launcher, the HTTP worker, the executor): each logs that it
+#   ignored the cancel, and goes on; before, the cancel was raised outside
+#   every error handler and ended the process (exit code 1);
+# - pg_cancel_backend() of the executor while its heartbeat waits for the
+#   df._worker_epoch row a session holds: the heartbeat is rolled back with
+#   a LOG line, the executor goes on and its next heartbeat is written.
 # df.check() is clean after each.
 use strict;
 use warnings;
@@ -150,6 +157,77 @@ sub log_shows
 	is(counts($id), 's2=1', 'the step after the interrupted one ran once');
 	unlike(log_since($from), qr/ERROR:/, 'no ERROR in the server log');
 	check_df_clean($node, 'a cancel in engine code');
+}
+
+# --- pg_cancel_backend() of the pg_durable processes waiting for work ----
+{
+	my $from = -s $node->logfile;
+	my $procs = "SELECT string_agg(pid::text, ',' ORDER BY pid) FROM pg_stat_activity "
+	  . "WHERE backend_type IN ('pg_durable launcher', 'pg_durable http worker', "
+	  . "'pg_durable executor')";
+	my $before = $node->safe_psql('postgres', $procs);
+	my @pids = split /,/, $before;
+	is(scalar(@pids), 3, 'a launcher, an HTTP worker and an executor run');
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FILTER (WHERE pg_cancel_backend(pid)) FROM pg_stat_activity "
+			  . "WHERE pid IN ($before)"),
+		'3', 'each is sent a cancel');
+	# each either waited for work (it ignores the cancel) or was in a unit
+	# (the unit is rolled back: an executor's runs again at once); before,
+	# the ones waiting for work logged the cancel as an ERROR and exited
+	my $seen = 0;
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (time() < $deadline)
+	{
+		my $log = log_since($from);
+		$seen = () = $log =~
+		  /arrived between units of work and was ignored|was interrupted and runs again|canceling statement due to user request/g;
+		last if $seen >= 3;
+		usleep(50_000);
+	}
+	cmp_ok($seen, '>=', 3, 'each logs the cancel it got');
+	my $id = start("'" . eff('after_idle') . "'");
+	ok(status_is($id, 'completed'), 'a workflow started afterwards completes');
+	is($node->safe_psql('postgres', $procs), $before, 'the same processes still run');
+	unlike(log_since($from), qr/exited with exit code/, 'no process exit in the server log');
+	like(log_since($from), qr/arrived between units of work and was ignored/,
+		'a cancel between units is ignored');
+}
+
+# --- pg_cancel_backend() of the executor in its heartbeat ----------------
+{
+	my $from = -s $node->logfile;
+	my $holder = $node->background_psql('postgres');
+	$holder->query_safe('BEGIN');
+	$holder->query_safe('SELECT count(*) FROM (SELECT FROM df._worker_epoch FOR UPDATE) e');
+	my $locked_at = $holder->query_safe('SELECT clock_timestamp()');
+	my $waiting = "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_durable executor' "
+	  . "AND query = 'pg_durable: heartbeat' AND wait_event_type = 'Lock'";
+	my $pid = '';
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (time() < $deadline)
+	{
+		$pid = $node->safe_psql('postgres', $waiting);
+		last if $pid =~ /^\d+$/;
+		usleep(50_000);
+	}
+	like($pid, qr/^\d+$/, 'the heartbeat waits for the row a session holds');
+	is($node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)"),
+		't', 'the executor is sent a cancel');
+	ok(log_shows($from, qr/an engine transaction was interrupted and runs again/),
+		'the executor logs that its heartbeat was interrupted');
+	$holder->query_safe('COMMIT');
+	$holder->quit;
+	ok(query_until($node,
+			"SELECT max(last_seen_at) > '$locked_at' FROM df._worker_epoch"),
+		'a later heartbeat is written');
+	is($node->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE pid = $pid"),
+		'1', 'the executor still runs');
+	my $id = start("'" . eff('after_heartbeat') . "'");
+	ok(status_is($id, 'completed'), 'a workflow started afterwards completes');
+	unlike(log_since($from), qr/ERROR:|exited with exit code/,
+		'no ERROR and no process exit in the server log');
+	check_df_clean($node, 'cancels between units and in the heartbeat');
 }
 
 $node->stop('fast');
