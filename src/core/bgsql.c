@@ -559,7 +559,8 @@ pgd_bgsql_serve(Datum main_arg, PgdBgsqlHandler handler)
 		shm_mq_result  res;
 		StringInfoData reply;
 
-		CHECK_FOR_INTERRUPTS();
+		/* between requests a cancel has nothing to cancel (core/unit.c) */
+		pgd_idle_check_for_interrupts(shared->name);
 		res = shm_mq_receive(req, &nbytes, &data, true);
 		if (res == SHM_MQ_DETACHED)
 			break; /* the caller went away */

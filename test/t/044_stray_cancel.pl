@@ -19,6 +19,9 @@
 # - pg_cancel_backend() of the executor while its heartbeat waits for the
 #   df._worker_epoch row a session holds: the heartbeat is rolled back with
 #   a LOG line, the executor goes on and its next heartbeat is written.
+# - pg_cancel_backend() of a step session of another database (df.start(…,
+#   database => …)) while it waits for its executor's next step: it logs
+#   that it ignored the cancel and later exits idle, without an error.
 # df.check() is clean after each.
 use strict;
 use warnings;
@@ -228,6 +231,40 @@ sub log_shows
 	unlike(log_since($from), qr/ERROR:|exited with exit code/,
 		'no ERROR and no process exit in the server log');
 	check_df_clean($node, 'cancels between units and in the heartbeat');
+}
+
+# --- pg_cancel_backend() of an idle step session of another database -----
+{
+	$node->safe_psql('postgres', 'CREATE DATABASE cancel_other');
+	$node->safe_psql('cancel_other',
+		"CREATE TABLE t (id text); GRANT INSERT, SELECT ON t TO $ROLE");
+	my $from = -s $node->logfile;
+	my ($pid, $sent, $id) = ('', 'f', '');
+	# the session waits 2 s for its executor's next step, then exits: when
+	# the cancel comes too late for that, another round
+	for my $round (1 .. 5)
+	{
+		$id = start("'INSERT INTO t VALUES (''{sys_instance_id}'') RETURNING id', "
+			  . "database => 'cancel_other'");
+		die "instance $id did not complete" unless status_is($id, 'completed');
+		$pid = $node->safe_psql('postgres',
+			"SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_durable session' "
+			  . "AND datname = 'cancel_other'");
+		next unless $pid =~ /^\d+$/;
+		$sent = $node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
+		last if $sent eq 't';
+	}
+	is($sent, 't', 'an idle step session is sent a cancel');
+	ok(log_shows($from,
+			qr/pg_durable step session: a cancel request arrived between units of work and was ignored/),
+		'it logs that it ignored the cancel');
+	ok(query_until($node, "SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid"),
+		'it exits once idle');
+	unlike(log_since($from), qr/ERROR:|exited with exit code/,
+		'no ERROR and no exit with an error in the server log');
+	is($node->safe_psql('cancel_other', "SELECT count(*) FROM t WHERE id = '$id'"),
+		'1', 'its step ran once');
+	check_df_clean($node, 'a cancel of an idle step session');
 }
 
 $node->stop('fast');
