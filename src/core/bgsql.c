@@ -560,7 +560,7 @@ pgd_bgsql_serve(Datum main_arg, PgdBgsqlHandler handler)
 		StringInfoData reply;
 
 		/* between requests a cancel has nothing to cancel (core/unit.c) */
-		pgd_idle_check_for_interrupts(shared->name);
+		pgd_idle_check_for_interrupts();
 		res = shm_mq_receive(req, &nbytes, &data, true);
 		if (res == SHM_MQ_DETACHED)
 			break; /* the caller went away */

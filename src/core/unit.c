@@ -31,6 +31,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "postmaster/bgworker.h"
 #include "storage/lmgr.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -154,10 +155,11 @@ pgd_extension_exists(void)
  * that arrived since (pg_cancel_backend(), or wake.c's interrupt for a
  * step that had ended before it came) has no statement to cancel; raised
  * here, outside every unit's error handler, it ended the process.  It is
- * forgotten, with a LOG line naming who; a shutdown request is obeyed.
+ * forgotten, with a LOG line naming the worker (its bgw_name); a shutdown
+ * request is obeyed.
  */
 void
-pgd_idle_check_for_interrupts(const char *who)
+pgd_idle_check_for_interrupts(void)
 {
 	if (QueryCancelPending)
 	{
@@ -165,7 +167,8 @@ pgd_idle_check_for_interrupts(const char *who)
 		if (pgd_log_allowed())
 			ereport(LOG,
 					(errmsg("%s: a cancel request arrived between units of work and was ignored",
-							who)));
+							MyBgworkerEntry ? MyBgworkerEntry->bgw_name :
+											  "pg_durable")));
 	}
 	CHECK_FOR_INTERRUPTS();
 }

@@ -53,7 +53,7 @@ extern bool pgd_extension_exists(void);
  * statement to cancel there, is logged and forgotten instead of ending
  * the worker.
  */
-extern void pgd_idle_check_for_interrupts(const char *who);
+extern void pgd_idle_check_for_interrupts(void);
 
 /*
  * May the caller write one more LOG line?  At most a burst per minute per

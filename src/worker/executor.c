@@ -120,7 +120,6 @@
 /* held-back statistics: PostgreSQL's minimum flush interval (1 s), and a margin */
 #define STATS_RETRY_MS	  1100L
 #define EXTENSION_POLL_MS 5000L
-#define HEARTBEAT_MS	  5000L
 #define MAX_RETRIES		  50
 #define FULL_SCAN_MS	  50
 #define ENGINE_ERROR_LEN  1000 /* bytes of an engine error kept on its task */
@@ -129,9 +128,6 @@ static int	 my_slot;
 PgdExecState pgd_unit_state = {0};
 static bool	 share_taken = false; /* this unit holds a share of its role */
 static void	 wait_for_extension(void);
-static char *epoch_id = NULL;
-static TimestampTz last_heartbeat = 0;
-static char		   who[64]; /* "pg_durable executor N", for log lines */
 
 /*
  * Roll back the unit an error ended, in a PG_CATCH, back in old.  A lost
@@ -140,8 +136,8 @@ static char		   who[64]; /* "pg_durable executor N", for log lines */
  * about the work: logged at LOG, it returns true and the unit runs again.
  * Any other error is logged as itself.
  */
-static bool
-end_failed_unit(MemoryContext old, int code)
+bool
+pgd_executor_end_failed_unit(MemoryContext old, int code)
 {
 	ErrorData *edata;
 
@@ -159,73 +155,6 @@ end_failed_unit(MemoryContext old, int code)
 						edata->message)));
 	FreeErrorData(edata);
 	return true;
-}
-
-
-/* Mark the engine ready and (re)write the heartbeat row; executor 0 only. */
-static void
-announce_ready(void)
-{
-	if (!pgd_begin_engine_unit("pg_durable: announcing readiness"))
-		return; /* DROP or ALTER EXTENSION under way: the heartbeat retries */
-	epoch_id =
-		MemoryContextStrdup(TopMemoryContext, pgd_store_announce_ready());
-	pgd_end_unit();
-	last_heartbeat = GetCurrentTimestamp();
-}
-
-static void
-heartbeat(void)
-{
-	if (!TimestampDifferenceExceeds(last_heartbeat, GetCurrentTimestamp(),
-									HEARTBEAT_MS))
-		return;
-	if (epoch_id == NULL)
-	{
-		announce_ready();
-		return;
-	}
-	if (!pgd_begin_engine_unit("pg_durable: heartbeat"))
-		return;
-	if (!pgd_store_heartbeat(epoch_id))
-		epoch_id =
-			NULL; /* the extension was recreated: announce again below */
-	pgd_end_unit();
-	last_heartbeat = GetCurrentTimestamp();
-	if (epoch_id == NULL)
-		announce_ready();
-}
-
-/*
- * Run fn, executor 0's heartbeat or its announcement, outside the loop's
- * handler: an error is logged and the heartbeat tries again after
- * HEARTBEAT_MS (a cancel or a lost lock race at LOG, end_failed_unit).
- * Unguarded, a cancel there (a late one of wake.c's, pg_cancel_backend()
- * while the row was locked) or a lock_timeout ended the executor.
- */
-static void
-run_guarded(void (*fn)(void))
-{
-	MemoryContext old = CurrentMemoryContext;
-
-	PG_TRY();
-	{
-		fn();
-	}
-	PG_CATCH();
-	{
-		ErrorData *edata;
-		int		   code;
-
-		MemoryContextSwitchTo(old);
-		edata = CopyErrorData();
-		code = edata->sqlerrcode;
-		FreeErrorData(edata);
-		(void) end_failed_unit(old, code);
-		last_heartbeat = GetCurrentTimestamp();
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(old);
 }
 
 /* Throw away a task that is no longer wanted, in a transaction of its own. */
@@ -862,7 +791,7 @@ process_available_work(void)
 		bool		  did;
 		MemoryContext old;
 
-		pgd_idle_check_for_interrupts(who);
+		pgd_idle_check_for_interrupts();
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
@@ -896,7 +825,7 @@ process_available_work(void)
 			 * a step that ended before it arrived, pg_cancel_backend())
 			 * says nothing about the task either: the unit runs again.
 			 */
-			runs_again = end_failed_unit(old, code);
+			runs_again = pgd_executor_end_failed_unit(old, code);
 			give_share_back();
 			pgd_unit_state.claimed_task_id = 0;
 			if (task_id != 0 && error != NULL && !runs_again)
@@ -930,7 +859,7 @@ process_available_work(void)
 		{
 			long ms = sleep_ms;
 
-			run_guarded(heartbeat);
+			pgd_heartbeat_maybe();
 			pgd_reconcile_maybe(&ms);
 			sleep_ms = ms;
 		}
@@ -963,7 +892,6 @@ void
 pgd_executor_main(Datum main_arg)
 {
 	my_slot = DatumGetInt32(main_arg);
-	snprintf(who, sizeof(who), "pg_durable executor %d", my_slot);
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -985,12 +913,11 @@ pgd_executor_main(Datum main_arg)
 	{
 		wait_for_extension();
 		if (my_slot == 0)
-			run_guarded(announce_ready);
+			pgd_announce_ready();
 		process_available_work();
 		ereport(LOG,
 				(errmsg("pg_durable executor %d: the extension was dropped; waiting for it",
 						my_slot)));
-		epoch_id = NULL;
 	}
 }
 
@@ -1004,7 +931,7 @@ wait_for_extension(void)
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 EXTENSION_POLL_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
-		pgd_idle_check_for_interrupts(who);
+		pgd_idle_check_for_interrupts();
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;

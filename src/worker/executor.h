@@ -56,6 +56,8 @@ extern StepRun pgd_executor_run_task(PgdClaim *t);
 extern void	   pgd_executor_start_instance(PgdClaim *t);
 extern StepRun pgd_executor_run_step(PgdClaim *t);
 extern bool	   pgd_executor_take_share(Oid role);
+/* ... and the end of a unit an error interrupted: true when it runs again */
+extern bool pgd_executor_end_failed_unit(MemoryContext old, int code);
 
 /* batch.c: the later tasks of a batch; returns how many tasks ran in all */
 extern int pgd_run_batch(TimestampTz started);

@@ -832,13 +832,13 @@ pgd_http_worker_main(Datum main_arg)
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 IDLE_POLL_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
-		pgd_idle_check_for_interrupts("pg_durable http worker");
+		pgd_idle_check_for_interrupts();
 		reload_if_asked();
 	}
 
 	for (;;)
 	{
-		pgd_idle_check_for_interrupts("pg_durable http worker");
+		pgd_idle_check_for_interrupts();
 		if (!PostmasterIsAlive())
 			proc_exit(1);
 		reload_if_asked();

@@ -343,7 +343,7 @@ pgd_launcher_main(Datum main_arg)
 	{
 		long timeout = -1L;
 
-		pgd_idle_check_for_interrupts("pg_durable launcher");
+		pgd_idle_check_for_interrupts();
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;

@@ -1,8 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * maintenance.c
- *	  Retention and reconciliation, run by executor 0 every
+ *	  What executor 0 runs between its tasks: the heartbeat (every
+ *	  HEARTBEAT_MS), and retention and reconciliation every
  *	  pg_durable.reconcile_interval seconds (0 = never).
+ *
+ * The heartbeat marks the engine ready (a new df._worker_epoch row, once
+ * per start and after the extension was made again) and then updates
+ * that row.  It runs outside the executor loop's handler, so it has one
+ * of its own (run_guarded): a cancel there (a late one of wake.c's,
+ * pg_cancel_backend() while a session holds the row) or a lock_timeout
+ * ended the executor before session 26.
  *
  * Retention removes finished instances (df.instances, df.nodes and their
  * events) that finished more than pg_durable.retention_days ago, or that
@@ -56,6 +64,7 @@
 #include "engine/apply.h"
 #include "engine/store.h"
 #include "engine/wake.h"
+#include "worker/executor.h"
 #include "worker/worker.h"
 
 #define PGD_KEEP_FINISHED	10000
@@ -63,8 +72,88 @@
 #define PGD_RETENTION_MAX_BATCHES \
 	40 /* per pass: the executor has steps to run */
 #define PGD_RECONCILE_LOG_MAX 10
+#define HEARTBEAT_MS		  5000L
 
 static TimestampTz last_reconcile = 0;
+static char *epoch_id = NULL; /* the df._worker_epoch row, once announced */
+static TimestampTz last_heartbeat = 0;
+
+/* Mark the engine ready and (re)write the heartbeat row. */
+static void
+announce_ready(void)
+{
+	if (!pgd_begin_engine_unit("pg_durable: announcing readiness"))
+		return; /* DROP or ALTER EXTENSION under way: the heartbeat retries */
+	epoch_id =
+		MemoryContextStrdup(TopMemoryContext, pgd_store_announce_ready());
+	pgd_end_unit();
+	last_heartbeat = GetCurrentTimestamp();
+}
+
+static void
+heartbeat(void)
+{
+	if (!TimestampDifferenceExceeds(last_heartbeat, GetCurrentTimestamp(),
+									HEARTBEAT_MS))
+		return;
+	if (epoch_id == NULL)
+	{
+		announce_ready();
+		return;
+	}
+	if (!pgd_begin_engine_unit("pg_durable: heartbeat"))
+		return;
+	if (!pgd_store_heartbeat(epoch_id))
+		epoch_id =
+			NULL; /* the extension was recreated: announce again below */
+	pgd_end_unit();
+	last_heartbeat = GetCurrentTimestamp();
+	if (epoch_id == NULL)
+		announce_ready();
+}
+
+/*
+ * Run fn, the heartbeat or the announcement: an error rolls its unit back
+ * (at LOG for a cancel or a lost lock race, pgd_executor_end_failed_unit)
+ * and the heartbeat tries again after HEARTBEAT_MS.
+ */
+static void
+run_guarded(void (*fn)(void))
+{
+	MemoryContext old = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		fn();
+	}
+	PG_CATCH();
+	{
+		ErrorData *edata;
+		int		   code;
+
+		MemoryContextSwitchTo(old);
+		edata = CopyErrorData();
+		code = edata->sqlerrcode;
+		FreeErrorData(edata);
+		(void) pgd_executor_end_failed_unit(old, code);
+		last_heartbeat = GetCurrentTimestamp();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+}
+
+void
+pgd_announce_ready(void)
+{
+	epoch_id = NULL; /* an earlier one belongs to a dropped extension */
+	run_guarded(announce_ready);
+}
+
+void
+pgd_heartbeat_maybe(void)
+{
+	run_guarded(heartbeat);
+}
 
 /* One batch of retention, in a transaction of its own; returns the number of instances removed. */
 static int

@@ -34,7 +34,13 @@ PGDLLEXPORT void pgd_http_worker_main(Datum main_arg);
  */
 extern long pgd_otel_step(MemoryContext cxt);
 
-/* maintenance.c: retention and reconciliation, run by executor 0 */
+/*
+ * maintenance.c, run by executor 0: the heartbeat (a new epoch at start-up
+ * and after the extension was made again, then every 5 s), retention and
+ * reconciliation
+ */
+extern void pgd_announce_ready(void);
+extern void pgd_heartbeat_maybe(void);
 extern void pgd_reconcile_maybe(long *sleep_ms);
 
 /*

@@ -268,7 +268,7 @@ sub log_shows
 	}
 	is($sent, 't', 'an idle step session is sent a cancel');
 	ok(log_shows($from,
-			qr/pg_durable step session: a cancel request arrived between units of work and was ignored/),
+			qr/pg_durable step session for PID \d+: a cancel request arrived between units of work and was ignored/),
 		'it logs that it ignored the cancel');
 	ok(query_until($node, "SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid"),
 		'it exits once idle');
