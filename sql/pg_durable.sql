@@ -652,7 +652,13 @@ CREATE TABLE df_internal.events (
 	-- a node_completed / node_failed row's own node_started (issue 14)
 	started_at timestamptz,
 	-- its end's place in the order, when its start's is the row's id (issue 14)
-	ended_id bigint
+	ended_id bigint,
+	-- a node_completed row that is also its instance's start and end: an
+	-- instance of one step that ran in one batch (issue 14); the start at
+	-- instance_started_at, or at started_at when that is NULL
+	instance_started_at timestamptz,
+	instance_completed_at timestamptz,
+	instance_duration_ms bigint
 );
 ALTER SEQUENCE df_internal.events_id_seq OWNED BY df_internal.events.id;
 CREATE INDEX events_instance_idx ON df_internal.events (instance_id, id);
@@ -673,7 +679,10 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.events_id_seq', '');
 -- end's row (issue 14).  When the end was the next write, the start comes
 -- here just before it, as sub 0 of the same id; else the row's id is the
 -- one drawn at the start's place and the end's is ended_id, so both keep
--- their places in the order.
+-- their places in the order.  A row with instance_completed_at is also
+-- its instance's instance_started (sub -1) and
+-- instance_completed (sub 2): an instance whose only history is that
+-- node's start and end, all of it written at once.
 -- Every reader of the history reads this view (monitor/history.c,
 -- spans.c, span_sources.c); one that windows by id also bounds row_id or
 -- ended_id, so that the BRIN indexes find the rows.
@@ -682,22 +691,27 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.events_id_seq', '');
 CREATE VIEW df_internal.history_events AS
 SELECT CASE x.sub WHEN 1 THEN COALESCE(e.ended_id, e.id) ELSE e.id END AS id,
 	   x.sub, e.instance_id,
-	   CASE x.sub WHEN 0 THEN e.started_at ELSE e.at END AS at,
-	   CASE WHEN x.sub OPERATOR(pg_catalog.=) 1 THEN e.kind
-			WHEN e.node_id IS NULL THEN 'instance_started' ELSE 'node_started' END AS kind,
-	   e.node_id,
+	   CASE x.sub WHEN 0 THEN e.started_at WHEN -1 THEN COALESCE(e.instance_started_at, e.started_at)
+			WHEN 2 THEN e.instance_completed_at ELSE e.at END AS at,
+	   CASE x.sub WHEN 1 THEN e.kind WHEN -1 THEN 'instance_started'
+			WHEN 2 THEN 'instance_completed'
+			ELSE CASE WHEN e.node_id IS NULL THEN 'instance_started' ELSE 'node_started' END END AS kind,
+	   CASE WHEN x.sub OPERATOR(pg_catalog.=) ANY ('{0,1}') THEN e.node_id END AS node_id,
 	   CASE WHEN pg_catalog.starts_with(e.scope, '::')
 			THEN e.instance_id::text OPERATOR(pg_catalog.||) e.scope ELSE e.scope END AS scope,
 	   CASE x.sub WHEN 1 THEN e.attempt END AS attempt,
-	   CASE x.sub WHEN 1 THEN e.duration_ms END AS duration_ms,
+	   CASE x.sub WHEN 1 THEN e.duration_ms WHEN 2 THEN e.instance_duration_ms END AS duration_ms,
 	   CASE x.sub WHEN 1 THEN e.detail END AS detail,
 	   e.id AS row_id, e.ended_id
 FROM df_internal.events e
-CROSS JOIN LATERAL (VALUES (0), (1)) x (sub)
-WHERE x.sub OPERATOR(pg_catalog.=) 1 OR e.started_at IS NOT NULL;
+CROSS JOIN LATERAL (VALUES (-1), (0), (1), (2)) x (sub)
+WHERE x.sub OPERATOR(pg_catalog.=) 1
+   OR (x.sub OPERATOR(pg_catalog.=) 0 AND e.started_at IS NOT NULL)
+   OR (x.sub OPERATOR(pg_catalog.<>) 0 AND e.instance_completed_at IS NOT NULL);
 COMMENT ON VIEW df_internal.history_events IS
 	'the events of df_internal.events one per row, a start kept in its end''s row (started_at) '
-	'as a node_started of its own just before it';
+	'as a node_started of its own just before it, an instance that was one step around it '
+	'(instance_completed_at) as its instance_started and instance_completed';
 
 SELECT pg_catalog.pg_extension_config_dump('df_internal.signals', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.waits', '');
@@ -1382,10 +1396,14 @@ WITH RECURSIVE ended AS (
 	-- which its owner cannot change (df.instances.status it can: UPDATE)
 	-- (df.compensate resumes a failed one: instance_resumed, issue 16)
 	SELECT x.id, x.status FROM (
-		SELECT DISTINCT ON (e.instance_id) e.instance_id AS id, substr(e.kind, 10) AS status
+		-- (a row with instance_completed_at is a one-step instance's end too)
+		SELECT DISTINCT ON (e.instance_id) e.instance_id AS id,
+			   CASE WHEN e.instance_completed_at IS NOT NULL THEN 'completed'
+					ELSE substr(e.kind, 10) END AS status
 		FROM df_internal.events e
 		WHERE e.kind IN ('instance_completed', 'instance_failed', 'instance_cancelled',
 						 'instance_compensated', 'instance_resumed')
+		   OR e.instance_completed_at IS NOT NULL
 		ORDER BY e.instance_id, e.id DESC) x
 	WHERE x.status <> 'resumed'
 ), live AS (

@@ -286,10 +286,13 @@ define_otel_settings(void)
 							   &pgd_otel_headers, "", PGC_SIGHUP,
 							   GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
 
-	/* at least 2: a start kept in its end's row and that end fit in any batch */
+	/*
+	 * at least 4: the events of one history row (a one-step instance's
+	 * start, its node's start and end, its end) fit in any batch
+	 */
 	DefineCustomIntVariable("pg_durable.otel_batch_events",
 							"Most history events whose spans one OTLP export posts.",
-							NULL, &pgd_otel_batch_events, 8192, 2, 1000000,
+							NULL, &pgd_otel_batch_events, 8192, 4, 1000000,
 							PGC_SIGHUP, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
 }
 

@@ -928,6 +928,7 @@ pgd_store_event_add(const char *instance_id, const char *kind,
 		store_held_start_end_event(instance_id, kind, scope, detail))
 		return;
 	snprintf(attempt_s, sizeof(attempt_s), "%d", attempt);
+	store_event_rows++;
 	RUN(STMT_EVENT_ADD, instance_id, kind, node_id,
 		store_event_scope(instance_id, scope), attempt_s, detail);
 }

@@ -52,6 +52,7 @@ static SubTransactionId event_written = InvalidSubTransactionId;
 static int64			event_id;	 /* drawn for instance_started; 0: none */
 static char			   *event_scope; /* TopTransactionContext */
 static TimestampTz		event_at;
+static uint64			event_mark; /* store_event_rows when it was drawn */
 
 /*
  * The event statements (kept plans, pgd_spi_exec).  An end with its
@@ -119,6 +120,7 @@ store_write_held_start(void)
 		values[1] = pgd_text_datum(started_id);
 		values[2] = TimestampTzGetDatum(event_at);
 		values[3] = pgd_text_datum(store_event_scope(started_id, event_scope));
+		store_event_rows++;
 		pgd_spi_exec(START_EVENT_SQL, 4, types, values, NULL, false);
 		event_written = GetCurrentSubTransactionId();
 	}
@@ -165,10 +167,12 @@ store_held_start_end_event(const char *instance_id, const char *kind,
 	/*
 	 * the end's place comes after every node event of the instance: with
 	 * them, as the last row of their flush, or after it; without a
-	 * statement when it can
+	 * statement when it can.  When no history row was written since the
+	 * start (alone), the flush's only row may be both (store_node_rows.c).
 	 */
 	if (store_flush_with_instance_event(event_id, instance_id, event_at, kind,
-										scope, detail) ||
+										scope, detail,
+										store_event_rows == event_mark) ||
 		store_instance_event_row(event_id, instance_id, event_at, kind, scope,
 								 detail))
 	{
@@ -182,6 +186,7 @@ store_held_start_end_event(const char *instance_id, const char *kind,
 	values[4] = pgd_text_datum(store_event_scope(instance_id, scope));
 	values[5] = detail ? pgd_text_datum(detail) : (Datum) 0;
 	nulls[5] = detail ? ' ' : 'n';
+	store_event_rows++;
 	pgd_spi_exec(START_AND_END_EVENT_SQL, 6, types, values, nulls, false);
 	event_written = GetCurrentSubTransactionId();
 	return true;
@@ -222,6 +227,7 @@ pgd_store_instance_started(const char *instance_id, const char *scope)
 		event_id = *store_draw_event_ids(1);
 		event_scope = MemoryContextStrdup(TopTransactionContext, scope);
 		event_at = GetCurrentTimestamp();
+		event_mark = store_event_rows;
 	}
 	else
 		pgd_store_event_add(instance_id, "instance_started", NULL, scope, 0,

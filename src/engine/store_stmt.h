@@ -182,10 +182,14 @@ extern const char *store_event_scope(const char *instance_id,
 extern bool store_instance_event_row(int64 event_id, const char *instance_id,
 									 TimestampTz started_at, const char *kind,
 									 const char *scope, const char *detail);
-extern bool
-store_flush_with_instance_event(int64 event_id, const char *instance_id,
-								TimestampTz started_at, const char *kind,
-								const char *scope, const char *detail);
+extern bool store_flush_with_instance_event(int64		event_id,
+											const char *instance_id,
+											TimestampTz started_at,
+											const char *kind,
+											const char *scope,
+											const char *detail, bool alone);
+/* the history rows this process has written (a count that only grows) */
+extern uint64 store_event_rows;
 
 /*
  * The key rows of locks and limits in one order (store_locks.c): may a

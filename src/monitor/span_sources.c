@@ -339,13 +339,22 @@ pgd_span_sources_read(PgdSpanSources *all, int64 after, int64 bound, int limit,
 			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[n - 1],
 										SPI_tuptable->tupdesc, 2, &isnull));
 
-		/* a start whose end (the same row, sub 1) the limit left out */
+		/*
+		 * The limit may have left out later events of the last id (a
+		 * start's end, sub 1; a one-step instance's end, sub 2): its events
+		 * are read again by the next batch.  There are others before them:
+		 * an id has at most four events, and the limit is at least four.
+		 */
 		if (DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[n - 1],
-										SPI_tuptable->tupdesc, 9, &isnull)) ==
-			0)
+										SPI_tuptable->tupdesc, 9, &isnull)) <
+			2)
 		{
+			while (n > 0 &&
+				   DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[n - 1],
+											   SPI_tuptable->tupdesc, 2,
+											   &isnull)) == last)
+				n--;
 			last--;
-			n--;
 		}
 		*through = last;
 	}

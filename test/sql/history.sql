@@ -27,6 +27,21 @@ FROM (SELECT at, lag(at, 1, '-infinity') OVER () AS prev FROM df.history(:'id'))
 SELECT (array_agg(kind))[1] AS first, (array_agg(kind))[count(*)] AS last,
 	   sum(duration_ms) >= 0 AS durations_known FROM df.history(:'id');
 
+-- one step run with its start in one batch: the whole history is one row
+-- of df_internal.events (instance_completed_at), four events in order
+SELECT df.start('SELECT 7 AS one') AS id \gset
+SELECT df.await_instance(:'id');
+SELECT * FROM hist(:'id');
+SELECT bool_and(at >= prev) AS ordered, count(*) FILTER (WHERE has_duration) AS durations
+FROM (SELECT at, duration_ms IS NOT NULL AS has_duration,
+			 lag(at, 1, '-infinity') OVER () AS prev FROM df.history(:'id')) s;
+RESET ROLE;
+SELECT count(*) AS rows, count(instance_completed_at) AS whole_instance,
+	   bool_and(instance_completed_at >= at) AS ends_after_its_node
+FROM df_internal.events WHERE instance_id = :'id';
+SELECT problem FROM df.check() WHERE instance_id = :'id';
+SET ROLE df_user;
+
 -- a join: both branches run in their own scopes (their order is not fixed)
 SELECT df.start('SELECT 1' & ('SELECT 2' ~> 'SELECT 3')) AS id \gset
 SELECT df.await_instance(:'id');

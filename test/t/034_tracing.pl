@@ -197,14 +197,15 @@ wait_engine_ready($node, 2);
 ($want, $got) = collected_spans($id_restart);
 is(scalar(@$got), scalar(@$want), 'the spans of an instance that ended before a restart were exported after it');
 
-# --- 4b. batches of three history events --------------------------------------
+# --- 4b. batches of four history events ---------------------------------------
 # A chain step started and run in one batch is one events row, its start
 # kept in started_at (engine/store_nodes.c), which the exporter reads as
-# two events of one id: a batch whose limit falls between the two must end
-# before their row, or the step's start or end is lost.  With batches of
-# three, many do.
+# two events of one id, and a one-step instance run in one batch is one
+# row (instance_completed_at), four events of one id: a batch whose limit
+# falls between them must end before their row, or a start or an end is
+# lost.  With batches of four, many do.
 $node->safe_psql('postgres', q{
-ALTER SYSTEM SET pg_durable.otel_batch_events = 3;
+ALTER SYSTEM SET pg_durable.otel_batch_events = 4;
 SELECT pg_reload_conf();
 });
 kill 'TERM', $otlp_pid;
@@ -213,6 +214,12 @@ my $id_small = start_as_user(q{df.start(
 	'SELECT 1' ~> 'SELECT 2' ~> 'SELECT 3' ~> 'SELECT 4' ~> 'SELECT 5' ~> 'SELECT 6'
 	~> df.join('SELECT 7', 'SELECT 8') ~> 'SELECT 9', 'small batches')});
 wait_status($id_small, 'completed');
+my @one_step = map { start_as_user(qq{df.start('SELECT $_', 'one step')}) } 1 .. 6;
+wait_status($_, 'completed') for @one_step;
+my $one_list = join(', ', map { "'$_'" } @one_step);
+cmp_ok($node->safe_psql('postgres',
+		"SELECT count(instance_completed_at) FROM df_internal.events WHERE instance_id IN ($one_list)"),
+	'>=', 1, 'some one-step instances wrote their whole history in one row');
 cmp_ok($node->safe_psql('postgres',
 		"SELECT count(started_at) FROM df_internal.events WHERE instance_id = '$id_small'"),
 	'>=', 3, 'some of its steps wrote their start and their end in one row');
@@ -223,7 +230,12 @@ cmp_ok($node->safe_psql('postgres',
 	'>=', 1, 'some of its THEN nodes wrote their start and their end in one row');
 ($otlp, $otlp_pid) = start_otlp_receiver($otlp_port, $out);
 ($want, $got) = collected_spans($id_small);
-is(scalar(@$got), scalar(@$want), 'in batches of three events, every span was exported');
+is(scalar(@$got), scalar(@$want), 'in batches of four events, every span was exported');
+for my $one (@one_step)
+{
+	my ($w1, $g1) = collected_spans($one);
+	is(scalar(@$g1), scalar(@$w1), "every span of one-step instance $one was exported");
+}
 %got = map { $_->{span_id} => $_ } @$got;
 my %end = map { split /\|/ } split /\n/, $node->safe_psql('postgres', qq{
 SELECT span_id, ((extract(epoch FROM end_time) * 1000000)::bigint * 1000)::text
