@@ -1725,7 +1725,9 @@ WITH RECURSIVE ended AS (
 SELECT l.id::text, 'no_pending_work', NULL::text, NULL::text,
 	   format('%s instance has no task, timer or signal wait', l.status)
 FROM live l
-WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = l.id)
+-- a pending instance's start is queued: its runs row is its marker (issue 14)
+WHERE l.status <> 'pending'
+  AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = l.id)
   AND NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = l.id)
   AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters q WHERE q.instance_id = l.id)
   -- a LOCK node waiting for a key is woken by the release that hands it over

@@ -27,8 +27,12 @@
  * instance belongs to the step's submitter (the current user there) and
  * starts only if the step commits.
  *
- * Locks: inserts only (df.instances, df.nodes, df_internal.runs,
- * df_internal.tasks).  The node rows are written without an INSERT, so no
+ * The start itself is queued by the pending runs row and published at
+ * commit as a marker (engine/store_tasks.c, issue 14): no start task,
+ * except under an older schema.
+ *
+ * Locks: inserts only (df.instances, df.nodes, df_internal.runs; a start
+ * task under an older schema).  The node rows are written without an INSERT, so no
  * trigger fires for them, unless the user has put one of their own on
  * df.nodes (insert_nodes); the instance row skips the root-node check.
  * The deferred foreign keys of other rows are checked at commit.
@@ -617,8 +621,8 @@ insert_run(const char *instance_id, Oid userid, const char *label,
 					 "FROM df.vars WHERE owner OPERATOR(pg_catalog.=) $2::pg_catalog.regrole",
 					 5, types, values, nulls, false);
 	}
-	/* the start task; its commit wakes an executor */
-	pgd_store_task_add(instance_id, NULL, instance_id, PGD_TASK_START);
+	/* its start (a marker, store_tasks.c); its commit wakes an executor */
+	pgd_store_start_ready(instance_id);
 }
 
 /*

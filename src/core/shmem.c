@@ -49,6 +49,7 @@ pgd_shmem_startup(void)
 		/* after a restart the ring is empty: look at the queue first */
 		pgd_shared->scan_needed = true;
 		pgd_shared->bus_sweep = true;
+		pgd_shared->start_sweep = true;
 		pgd_shared->next_due = DT_NOEND;
 	}
 	pgd_breaker_shmem_startup();

@@ -111,6 +111,14 @@ typedef struct PgdShared
 	 */
 	bool bus_sweep;
 
+	/*
+	 * A start's marker (wake.c) may be lost: the ring was full, an executor
+	 * that held one failed or started again, the server restarted.  An
+	 * executor then gives every pending runs row without a start task one
+	 * (engine/store_tasks.c, pgd_store_start_sweep).  Under ready_mutex.
+	 */
+	bool start_sweep;
+
 	pid_t  http_pid; /* the HTTP worker, 0 when none runs */
 	Latch *http_latch;
 	char   http_settings[PGD_HTTP_SETTINGS_LEN]; /* "" when none runs */

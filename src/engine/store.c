@@ -270,6 +270,39 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 2,
 		 {INT8OID, T}},
 
+	/*
+	 * A start's marker (wake.c) as a start task, while its instance is
+	 * still pending and has none: the start of a transaction that is
+	 * prepared (PREPARE TRANSACTION), or one whose claim failed in the
+	 * engine (counted, and backed off as above).
+	 */
+	[STMT_START_TASK_OF_MARKER] =
+		{"a start's marker made a start task",
+		 "INSERT INTO df_internal.tasks (instance_id, scope, kind) "
+		 "SELECT $1, $1, 'start' WHERE EXISTS (SELECT 1 FROM df_internal.runs r "
+		 " WHERE r.instance_id OPERATOR(pg_catalog.=) $1 "
+		 " AND r.status OPERATOR(pg_catalog.=) 'pending') "
+		 "AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t "
+		 " WHERE t.instance_id OPERATOR(pg_catalog.=) $1 "
+		 " AND t.kind OPERATOR(pg_catalog.=) 'start')",
+		 1,
+		 {T}},
+	[STMT_START_MARKER_ERROR] =
+		{"an engine error on a start's marker",
+		 "INSERT INTO df_internal.tasks "
+		 "(instance_id, scope, kind, engine_errors, last_engine_error, run_at) "
+		 "SELECT $1, $1, 'start', 1, $2, "
+		 "pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) '1 s'::pg_catalog.interval "
+		 "WHERE EXISTS (SELECT 1 FROM df_internal.runs r "
+		 " WHERE r.instance_id OPERATOR(pg_catalog.=) $1 "
+		 " AND r.status OPERATOR(pg_catalog.=) 'pending') "
+		 "AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t "
+		 " WHERE t.instance_id OPERATOR(pg_catalog.=) $1 "
+		 " AND t.kind OPERATOR(pg_catalog.=) 'start') "
+		 "RETURNING run_at",
+		 2,
+		 {T, T}},
+
 	[STMT_HTTP_DUE] =
 		{"due HTTP tasks whose lease is free",
 		 "SELECT id, instance_id, node_id, scope, attempts FROM df_internal.tasks k "

@@ -111,6 +111,9 @@ extern void pgd_store_deliver_tasks_drop(const char *instance_id);
 extern void pgd_store_drop_wait_timer(const char *instance_id,
 									  const char *node_id, const char *scope);
 extern bool pgd_store_claim_by_id(int64 task_id, PgdClaim *claim);
+/* starts by marker (store_tasks.c, issue 14) */
+extern void pgd_store_start_ready(const char *instance_id);
+extern int	pgd_store_start_sweep(void);
 
 /* step tasks an executor's batch holds before they are rows (store_tasks.c) */
 extern void	 pgd_store_hold_step_tasks(bool hold);

@@ -13,11 +13,15 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "common/spi.h"
@@ -25,6 +29,9 @@
 #include "engine/store.h"
 #include "engine/store_stmt.h"
 #include "engine/wake.h"
+
+static bool claim_start_marker(int64 id, PgdClaim *c);
+static void start_tasks_before_prepare(const char *instance_id);
 
 /* ---------------------------------------------------------------------
  * Tasks
@@ -381,6 +388,7 @@ store_register_task_callbacks(void)
 {
 	RegisterXactCallback(held_xact_callback, NULL);
 	RegisterSubXactCallback(held_subxact_callback, NULL);
+	pgd_wake_set_prepare_hook(start_tasks_before_prepare);
 }
 
 /* A timer task due at 'at'; an idle executor must recompute how long to sleep. */
@@ -470,7 +478,119 @@ pgd_store_claim_by_id(int64 task_id, PgdClaim *c)
 {
 	if (task_id < 0)
 		return claim_held(task_id, c);
+	if (PGD_IS_START_MARKER(task_id))
+		return claim_start_marker(task_id, c);
 	return store_claim_task_row(task_id, c);
+}
+
+/* ---------------------------------------------------------------------
+ * Starts by marker (issue 14)
+ *
+ * df.start writes no start task: its pending runs row is the queued work,
+ * and its commit publishes the instance as a marker in wake.c's ring, an
+ * id no task has.  A one-step workflow wrote a task row, three index
+ * entries and the row's delete for it, about 370 bytes of WAL.  A marker
+ * that may be lost (the ring was full, an executor that held one failed or
+ * started again, the server restarted) is made good by the start sweep,
+ * which gives every pending runs row without a start task one; a start in
+ * a transaction that is prepared becomes a task before the PREPARE.  An
+ * older schema, whose df.check() knows no markers, keeps start tasks.
+ * ---------------------------------------------------------------------
+ */
+
+/* Do starts go by marker (the schema's df.check() counts them as work)? */
+static bool
+start_markers_usable(void)
+{
+	Oid events = pgd_internal_relid("events");
+
+	return OidIsValid(events) &&
+		get_attnum(events, "instance_completed_at") != InvalidAttrNumber;
+}
+
+/* df.start's instance is ready to start at commit. */
+void
+pgd_store_start_ready(const char *instance_id)
+{
+	if (start_markers_usable())
+		pgd_start_ready_at_commit(instance_id);
+	else
+		pgd_store_task_add(instance_id, NULL, instance_id, PGD_TASK_START);
+}
+
+/*
+ * A marker claimed: its instance when its runs row is there and pending.
+ * Nothing is locked or deleted: the start locks the runs row and starts a
+ * pending instance only (pgd_executor_start_instance), so a marker claimed
+ * twice, or a marker and a start task of one instance, start it once.
+ */
+static bool
+claim_start_marker(int64 id, PgdClaim *c)
+{
+	char instance[9];
+
+	if (!pgd_start_marker_instance(id, instance))
+		return false;
+	/* a statement would see what this transaction wrote before it */
+	CommandCounterIncrement();
+	memset(c, 0, sizeof(*c));
+	c->id = id;
+	c->instance_id = pstrdup(instance);
+	c->scope = pstrdup(instance);
+	c->kind = PGD_TASK_START;
+	c->has_run = pgd_store_load_run(c->instance_id, &c->run);
+	return c->has_run && c->run.status == PGD_INSTANCE_PENDING;
+}
+
+/*
+ * Every pending instance without a start task gets one (the queue's scan
+ * finds them); returns how many.  A sequential scan of df_internal.runs,
+ * so not a kept plan: it runs when a marker may be lost, not per start.
+ */
+int
+pgd_store_start_sweep(void)
+{
+	int n =
+		pgd_spi_exec("INSERT INTO df_internal.tasks (instance_id, scope, kind) "
+					 "SELECT r.instance_id, r.instance_id, 'start' FROM df_internal.runs r "
+					 "WHERE r.status OPERATOR(pg_catalog.=) 'pending' "
+					 "AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t "
+					 " WHERE t.instance_id OPERATOR(pg_catalog.=) r.instance_id "
+					 " AND t.kind OPERATOR(pg_catalog.=) 'start') RETURNING id",
+					 0, NULL, NULL, NULL, false);
+
+	/* published as any task made ready is, up to what the ring holds */
+	for (int i = 0; i < n; i++)
+		pgd_task_ready_at_commit(strtoll(store_get_string(i, 1), NULL, 10));
+	return n;
+}
+
+/*
+ * The starts of a transaction being prepared, as start tasks in it
+ * (wake.c): one instance's, or (NULL) every pending one's.  The statements
+ * run as df.start's own do, as the bootstrap superuser.
+ */
+static void
+start_tasks_before_prepare(const char *instance_id)
+{
+	Oid save_userid;
+	int save_sec;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   (save_sec & ~SECURITY_RESTRICTED_OPERATION) |
+							   SECURITY_LOCAL_USERID_CHANGE);
+	/* (PREPARE TRANSACTION has no snapshot of its own set) */
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (instance_id != NULL)
+		RUN(STMT_START_TASK_OF_MARKER, instance_id);
+	else
+		(void) pgd_store_start_sweep();
+	SPI_finish();
+	PopActiveSnapshot();
+	SetUserIdAndSecContext(save_userid, save_sec);
 }
 
 /*
@@ -484,6 +604,18 @@ pgd_store_task_engine_error(int64 task_id, const char *error)
 {
 	Datum values[2];
 	bool  isnull;
+	char  instance[9];
+
+	/* a start's marker: a start task that counts it from now on */
+	if (pgd_start_marker_instance(task_id, instance))
+	{
+		values[0] = pgd_text_datum(instance);
+		values[1] = pgd_text_datum(error);
+		if (store_run(STMT_START_MARKER_ERROR, values, NULL) == 1)
+			pgd_task_due_at_commit(DatumGetTimestampTz(store_get_datum(0, 1,
+																	   &isnull)));
+		return;
+	}
 
 	values[0] = Int64GetDatum(task_id);
 	values[1] = pgd_text_datum(error);

@@ -67,6 +67,9 @@ static int	 pending_tasks = 0; /* tasks this transaction made runnable */
 static int64 pending_ready[MAX_PENDING_READY]; /* their ids (ring size) */
 static int	 npending_ready = 0;
 static bool pending_scan = false; /* some ready task is not in pending_ready */
+static bool pending_start_sweep = false; /* a start's marker did not fit */
+static bool took_marker = false; /* pgd_ready_pop gave a start's marker */
+static void (*prepare_hook)(const char *instance_id) = NULL;
 static TimestampTz pending_due = DT_NOEND;	  /* earliest future task made */
 static bool		   pending_http = false;	  /* ... of which HTTP calls */
 static bool		   pending_bus_sweep = false; /* an event or an EVENT wait */
@@ -123,6 +126,10 @@ publish_ready(void)
 		if (pgd_shared->ready_count == PGD_READY_RING)
 		{
 			pgd_shared->scan_needed = true; /* full: the scan finds the rest */
+			/* and the sweep the starts whose markers are left out */
+			for (; i < npending_ready; i++)
+				if (PGD_IS_START_MARKER(pending_ready[i]))
+					pgd_shared->start_sweep = true;
 			break;
 		}
 		pgd_shared->ready[at] = pending_ready[i];
@@ -130,6 +137,8 @@ publish_ready(void)
 	}
 	if (pending_scan)
 		pgd_shared->scan_needed = true;
+	if (pending_start_sweep)
+		pgd_shared->start_sweep = true;
 	/*
 	 * A scan under way may have read the queue before this commit: its
 	 * answer must not replace next_due, even when this task is due after
@@ -230,7 +239,114 @@ pgd_ready_pop(int64 *task_id)
 		found = true;
 	}
 	SpinLockRelease(&pgd_shared->ready_mutex);
+	if (found && PGD_IS_START_MARKER(*task_id))
+		took_marker = true;
 	return found;
+}
+
+/*
+ * Did this process take a start's marker from the ring since the last
+ * reset?  A unit that rolls back after taking one has lost it: the
+ * executor then asks for the start sweep.
+ */
+bool
+pgd_ready_took_marker(bool reset)
+{
+	bool took = took_marker;
+
+	if (reset)
+		took_marker = false;
+	return took;
+}
+
+/*
+ * The instance (9 bytes with its NUL) of a start's marker; false for any
+ * other id.
+ */
+bool
+pgd_start_marker_instance(int64 id, char *instance_id)
+{
+	if (!PGD_IS_START_MARKER(id) || id - PGD_START_MARKER > PG_UINT32_MAX)
+		return false;
+	snprintf(instance_id, 9, "%08x", (uint32) (id - PGD_START_MARKER));
+	return true;
+}
+
+/*
+ * df.start's instance (its id: eight hex digits) is ready at commit: its
+ * marker goes into the ring, as a task's id does; when there is no room,
+ * the commit asks for the start sweep instead.
+ */
+void
+pgd_start_ready_at_commit(const char *instance_id)
+{
+	char  *end;
+	uint64 n = strtoul(instance_id, &end, 16);
+
+	if (strlen(instance_id) != 8 || *end != '\0')
+		elog(ERROR, "instance id \"%s\" has no marker", instance_id);
+	if (npending_ready < MAX_PENDING_READY)
+		pending_ready[npending_ready++] = PGD_START_MARKER + (int64) n;
+	else
+		pending_start_sweep = true;
+	wake_at_commit(1);
+}
+
+/* A start's marker may be lost: an executor runs the start sweep. */
+void
+pgd_start_sweep_request(void)
+{
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	pgd_shared->start_sweep = true;
+	SpinLockRelease(&pgd_shared->ready_mutex);
+}
+
+/* Take the request for the start sweep (true: run it now). */
+bool
+pgd_start_sweep_take(void)
+{
+	bool take;
+
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	take = pgd_shared->start_sweep;
+	pgd_shared->start_sweep = false;
+	SpinLockRelease(&pgd_shared->ready_mutex);
+	return take;
+}
+
+/*
+ * What a transaction that is prepared (PREPARE TRANSACTION) does with the
+ * markers of its starts: its commit happens in another session, which
+ * publishes nothing, so each becomes a start task in the transaction
+ * itself (hook(instance_id); hook(NULL) for all of them, when some did not
+ * fit), which the queue's scans find.  Set by the store.
+ */
+void
+pgd_wake_set_prepare_hook(void (*hook)(const char *instance_id))
+{
+	prepare_hook = hook;
+}
+
+static void
+starts_before_prepare(void)
+{
+	char instance[9];
+	int	 k = 0;
+
+	for (int i = 0; i < npending_ready; i++)
+	{
+		if (pgd_start_marker_instance(pending_ready[i], instance))
+		{
+			if (prepare_hook != NULL && !pending_start_sweep)
+				prepare_hook(instance);
+		}
+		else
+			pending_ready[k++] = pending_ready[i];
+	}
+	npending_ready = k;
+	if (pending_start_sweep && prepare_hook != NULL)
+		prepare_hook(NULL);
+	pending_start_sweep = false;
 }
 
 /*
@@ -381,7 +497,7 @@ pgd_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-			if ((npending_ready > 0 || pending_scan ||
+			if ((npending_ready > 0 || pending_scan || pending_start_sweep ||
 				 pending_due != DT_NOEND) &&
 				pgd_shared != NULL)
 				publish_ready();
@@ -402,10 +518,14 @@ pgd_xact_callback(XactEvent event, void *arg)
 			pending_tasks = 0;
 			npending_ready = 0;
 			pending_scan = false;
+			pending_start_sweep = false;
 			pending_due = DT_NOEND;
 			pending_http = false;
 			npending_finished = 0;
 			npending_interrupts = 0;
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			starts_before_prepare();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
@@ -413,6 +533,7 @@ pgd_xact_callback(XactEvent event, void *arg)
 			pending_tasks = 0;
 			npending_ready = 0;
 			pending_scan = false;
+			pending_start_sweep = false;
 			pending_due = DT_NOEND;
 			pending_http = false;
 			npending_finished = 0;
@@ -586,6 +707,8 @@ pgd_executor_attach(int slot)
 	SpinLockRelease(&pgd_shared->mutex);
 	my_slot = slot;
 	before_shmem_exit(executor_detach, (Datum) 0);
+	/* the one it replaces may have held a start's marker when it ended */
+	pgd_start_sweep_request();
 }
 
 void

@@ -697,6 +697,7 @@ process_one(long *sleep_ms)
 
 	pgd_store_set_attempt(NULL, 0);
 	pgd_unit_state.claimed_task_id = 0;
+	(void) pgd_ready_took_marker(true);
 	if (!pgd_begin_engine_unit("pg_durable: looking for work"))
 	{
 		*sleep_ms = 1000L; /* the loop below sees whether it was dropped */
@@ -809,6 +810,7 @@ process_available_work(void)
 
 			did = process_one(&ms);
 			did = pgd_bus_sweep_maybe() || did; /* issue 18, after the task */
+			did = pgd_start_sweep_maybe() || did; /* issue 14 */
 			sleep_ms = ms;
 		}
 		PG_CATCH();
@@ -835,6 +837,9 @@ process_available_work(void)
 				MemoryContextSwitchTo(old);
 			}
 			pgd_queue_rescan(); /* the claimed task is back in the queue */
+			/* a start's marker it took is not: the sweep makes it a task */
+			if (PGD_IS_START_MARKER(task_id) || pgd_ready_took_marker(true))
+				pgd_start_sweep_request();
 			did = false;
 			/*
 			 * Do not spin on a persistent engine error; a lost lock race

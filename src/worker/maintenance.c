@@ -204,6 +204,33 @@ pgd_bus_sweep_maybe(void)
 	return true;
 }
 
+/* the start sweep wake.c asked for, until one committed */
+static bool start_sweep_owed = false;
+
+/*
+ * Starts whose markers may be lost get start tasks (pgd_store_start_sweep,
+ * issue 14).  True when it ran.
+ */
+bool
+pgd_start_sweep_maybe(void)
+{
+	int n;
+
+	if (!start_sweep_owed && !pgd_start_sweep_take())
+		return false;
+	start_sweep_owed = true; /* an error leaves it owed */
+	if (!pgd_begin_engine_unit("pg_durable: start sweep"))
+		return false;
+	n = pgd_store_start_sweep();
+	pgd_end_unit();
+	start_sweep_owed = false;
+	if (n > 0)
+		ereport(DEBUG1,
+				(errmsg_internal("the start sweep gave %d pending instances a start task",
+								 n)));
+	return true;
+}
+
 static void
 run_retention(void)
 {

@@ -48,5 +48,6 @@ extern void pgd_reconcile_maybe(long *sleep_ms);
  * sweep in a transaction of its own (issue 18).  True when it ran.
  */
 extern bool pgd_bus_sweep_maybe(void);
+extern bool pgd_start_sweep_maybe(void);
 
 #endif /* PG_DURABLE_WORKER_H */
