@@ -292,19 +292,20 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.che
 
 # A one-step workflow run to its end in its first batch: its start is
 # held and never written as an update (engine/store_start.c), so its
-# df.instances row is updated once, and its instance_started is the start
-# of its instance_completed row.  Its history is unchanged: the four
-# events in order.
+# df.instances row is updated once, and its whole history is its node's
+# row, which holds the instance's start and end too (instance_completed_at,
+# engine/store_node_rows.c).  Its history is unchanged: the four events
+# in order.
 my $one = $node->safe_psql('postgres', "SET ROLE $ROLE; SELECT df.start('SELECT 42')");
 is($node->safe_psql('postgres',
 		"SET ROLE $ROLE; SELECT df.await_instance('$one', 120)"),
 	'completed', 'the one-step workflow completed')
   or diag_engine($node);
 is($node->safe_psql('postgres', qq{
-SELECT count(*) || ' rows, ' || count(*) FILTER (WHERE kind = 'instance_completed'
-	AND started_at IS NOT NULL AND ended_id > id)
+SELECT count(*) || ' rows, ' || count(*) FILTER (WHERE kind = 'node_completed'
+	AND started_at IS NOT NULL AND instance_completed_at >= at AND ended_id IS NULL)
 FROM df_internal.events WHERE instance_id = '$one'}),
-	'2 rows, 1', 'its start and end are one event row, and its step another');
+	'1 rows, 1', 'its start and end and its step\'s are one event row');
 is($node->safe_psql('postgres', qq{
 SELECT string_agg(kind, ',' ORDER BY id, sub) FROM df_internal.history_events
 WHERE instance_id = '$one'}),
