@@ -27,6 +27,13 @@
  * after a restart (scan_needed), when the earliest future task a commit
  * announced falls due (next_due), and at the safety poll.
  *
+ * A start is published as a marker, not a task id (issue 14): an id from
+ * PGD_START_MARKER up, the instance's id read as a number, which no task id
+ * reaches.  Its instance's pending runs row is the queued work, so a marker
+ * the ring cannot hold, or that a failed unit took, or that a crash lost,
+ * is made good by the start sweep (start_sweep, engine/store_tasks.c), not
+ * by a scan of the queue.
+ *
  * The same commit-time hook interrupts executors whose running step was
  * just cancelled or lost a RACE, so they stop early instead of finishing
  * work that will be rolled back.
@@ -280,11 +287,12 @@ pgd_start_marker_instance(int64 id, char *instance_id)
 void
 pgd_start_ready_at_commit(const char *instance_id)
 {
-	char  *end;
-	uint64 n = strtoul(instance_id, &end, 16);
+	uint64 n;
 
-	if (strlen(instance_id) != 8 || *end != '\0')
+	if (strlen(instance_id) != 8 ||
+		strspn(instance_id, "0123456789abcdef") != 8)
 		elog(ERROR, "instance id \"%s\" has no marker", instance_id);
+	n = strtoul(instance_id, NULL, 16);
 	if (npending_ready < MAX_PENDING_READY)
 		pending_ready[npending_ready++] = PGD_START_MARKER + (int64) n;
 	else
@@ -301,17 +309,24 @@ pgd_start_sweep_request(void)
 	SpinLockRelease(&pgd_shared->ready_mutex);
 }
 
-/* Take the request for the start sweep (true: run it now). */
-bool
-pgd_start_sweep_take(void)
+/* Take a request flag of pgd_shared (under ready_mutex): true when it was set. */
+static bool
+take_request(bool *flag)
 {
 	bool take;
 
 	SpinLockAcquire(&pgd_shared->ready_mutex);
-	take = pgd_shared->start_sweep;
-	pgd_shared->start_sweep = false;
+	take = *flag;
+	*flag = false;
 	SpinLockRelease(&pgd_shared->ready_mutex);
 	return take;
+}
+
+/* Take the request for the start sweep (true: run it now). */
+bool
+pgd_start_sweep_take(void)
+{
+	return take_request(&pgd_shared->start_sweep);
 }
 
 /*
@@ -630,13 +645,7 @@ pgd_bus_sweep_at_commit(void)
 bool
 pgd_bus_sweep_take(void)
 {
-	bool take;
-
-	SpinLockAcquire(&pgd_shared->ready_mutex);
-	take = pgd_shared->bus_sweep;
-	pgd_shared->bus_sweep = false;
-	SpinLockRelease(&pgd_shared->ready_mutex);
-	return take;
+	return take_request(&pgd_shared->bus_sweep);
 }
 
 void

@@ -25,10 +25,13 @@ END
 $$;
 GRANT EXECUTE ON FUNCTION public.wait_until(text, int) TO df_user;
 
--- wait (with a deadline) until the engine has no task left
+-- wait (with a deadline) until the engine has no task left, and no start
+-- queued (a pending runs row, issue 14)
 CREATE FUNCTION public.engine_idle(timeout_s int DEFAULT 30) RETURNS boolean
 LANGUAGE sql AS $$
-	SELECT public.wait_until('SELECT NOT EXISTS (SELECT 1 FROM df_internal.tasks)', timeout_s)
+	SELECT public.wait_until('SELECT NOT EXISTS (SELECT 1 FROM df_internal.tasks) '
+							 'AND NOT EXISTS (SELECT 1 FROM df_internal.runs WHERE status = ''pending'')',
+							 timeout_s)
 $$;
 GRANT EXECUTE ON FUNCTION public.engine_idle(int) TO df_user;
 ALTER FUNCTION public.engine_idle(int) SECURITY DEFINER;

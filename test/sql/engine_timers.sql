@@ -1,11 +1,14 @@
 -- Durable timers, cron waits, buffered signals, and cancellation that
 -- interrupts running steps.
--- wait (with a deadline) until an instance has no task left
+-- wait (with a deadline) until an instance has no task left, and its
+-- start is not queued (a pending runs row, issue 14)
 CREATE FUNCTION instance_idle(inst text, timeout_s int) RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
 	deadline timestamptz := clock_timestamp() + make_interval(secs => timeout_s);
 BEGIN
-	WHILE EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = inst) LOOP
+	WHILE EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = inst)
+		  OR EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = inst
+					 AND r.status = 'pending') LOOP
 		IF clock_timestamp() > deadline THEN RETURN false; END IF;
 		PERFORM pg_sleep(0.01);
 	END LOOP;
