@@ -184,7 +184,11 @@ async function kill(p) {
 		`SELECT (SELECT extract(epoch FROM min(ts)) * 1000 FROM bench_step WHERE ts > to_timestamp($1 / 1000.0)) AS resumed,
 		        (SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM bench_step GROUP BY wf, k) d) AS dup,
 		        (SELECT count(DISTINCT (wf, k)) FROM bench_step) AS distinct_steps,
-		        (SELECT count(*) FROM df.instances WHERE id = ANY($2) AND status = 'completed') AS done`,
+		        (SELECT count(*) FROM df.instances WHERE id = ANY($2) AND status = 'completed') AS done,
+		        (SELECT count(*) FROM df.instances WHERE id = ANY($2)) AS found,
+		        (SELECT string_agg(r.instance_id || ' ' || r.status || ' ' ||
+		                (SELECT count(*) FROM df_internal.tasks t WHERE t.instance_id = r.instance_id) || ' tasks', ', ')
+		         FROM df_internal.runs r WHERE r.instance_id = ANY($2)) AS live`,
 		[tKill, ids]);
 	await db.end();
 	const row = r.rows[0];
@@ -193,7 +197,15 @@ async function kill(p) {
 		resumeMs: row.resumed === null ? NaN : Number(row.resumed) - tKill,
 		duplicates: Number(row.dup), lost: p.n * p.workflows - Number(row.distinct_steps),
 		completed: Number(row.done), workflows: p.workflows,
-		note: `${pids.length} executors killed; the postmaster restarts the server`,
+		/*
+		 * An instance not completed by the deadline: not found (its df.start's
+		 * commit lost, synchronous_commit off) or still live (its runs row)
+		 */
+		note: `${pids.length} executors killed; the postmaster restarts the server` +
+			(Number(row.done) < ids.length ?
+				`; ${ids.length - Number(row.done)} not completed: ${ids.length - Number(row.found)} not found` +
+					(row.live ? `, live: ${row.live}` : '') :
+				''),
 	};
 }
 
