@@ -1968,9 +1968,9 @@ CREATE INDEX events_ended_id_idx ON df_internal.events USING brin (ended_id)
 -- here just before it, as sub 0 of the same id; else the row's id is the
 -- one drawn at the start's place and the end's is ended_id, so both keep
 -- their places in the order.  A row with instance_completed_at is also
--- its instance's instance_started (sub -1) and
--- instance_completed (sub 2): an instance whose only history is that
--- node's start and end, all of it written at once.
+-- its instance's instance_started (sub -1) and instance_completed (sub 2):
+-- an instance whose only history is that node's start and end, all of it
+-- written at once.
 -- Every reader of the history reads this view (monitor/history.c,
 -- spans.c, span_sources.c); one that windows by id also bounds row_id or
 -- ended_id, so that the BRIN indexes find the rows.

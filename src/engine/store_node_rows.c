@@ -830,8 +830,9 @@ instance_created_at(const char *instance_id, TimestampTz *created)
  * in the instance's scope, and no history row was written since the
  * instance started: the instance was that one node, and the row is also
  * its instance_started (at instance_started_at, NULL when it is the
- * node's started_at) and instance_completed (the view's subs -1 and 2).  One row and one index entry instead of two, about 200
- * bytes of WAL less for a one-step workflow (issue 14).  False, having
+ * node's started_at) and instance_completed (the view's subs -1 and 2).
+ * One row and one index entry instead of two, about 200 bytes of WAL
+ * less for a one-step workflow (issue 14).  False, having
  * changed nothing, when it is not so or the schema has no such columns.
  */
 static bool

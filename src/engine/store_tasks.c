@@ -543,8 +543,8 @@ claim_start_marker(int64 id, PgdClaim *c)
 }
 
 /*
- * Every pending instance without a start task gets one (the queue's scan
- * finds them); returns how many.  A sequential scan of df_internal.runs,
+ * Every pending instance without a start task gets one, its id published
+ * at commit as any ready task's is; returns how many.  A sequential scan of df_internal.runs,
  * so not a kept plan: it runs when a marker may be lost, not per start.
  */
 int

@@ -94,6 +94,15 @@ static int	my_slot = -1; /* executor slot of this process */
 
 static void wake_at_commit(int ntasks);
 
+/* Set a request flag of pgd_shared (under ready_mutex; take_request takes it). */
+static void
+set_request(bool *flag)
+{
+	SpinLockAcquire(&pgd_shared->ready_mutex);
+	*flag = true;
+	SpinLockRelease(&pgd_shared->ready_mutex);
+}
+
 static void
 wake_executors(int ntasks)
 {
@@ -185,9 +194,7 @@ pgd_queue_scan_due(TimestampTz now, long *sleep_ms)
 void
 pgd_queue_rescan(void)
 {
-	SpinLockAcquire(&pgd_shared->ready_mutex);
-	pgd_shared->scan_needed = true;
-	SpinLockRelease(&pgd_shared->ready_mutex);
+	set_request(&pgd_shared->scan_needed);
 }
 
 /*
@@ -304,9 +311,7 @@ pgd_start_ready_at_commit(const char *instance_id)
 void
 pgd_start_sweep_request(void)
 {
-	SpinLockAcquire(&pgd_shared->ready_mutex);
-	pgd_shared->start_sweep = true;
-	SpinLockRelease(&pgd_shared->ready_mutex);
+	set_request(&pgd_shared->start_sweep);
 }
 
 /* Take a request flag of pgd_shared (under ready_mutex): true when it was set. */
@@ -498,9 +503,7 @@ wake_http_worker(void)
 static void
 ask_bus_sweep(void)
 {
-	SpinLockAcquire(&pgd_shared->ready_mutex);
-	pgd_shared->bus_sweep = true;
-	SpinLockRelease(&pgd_shared->ready_mutex);
+	set_request(&pgd_shared->bus_sweep);
 	if (my_slot < 0 && pending_tasks <= 0)
 		pending_tasks = 1;
 }

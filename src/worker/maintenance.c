@@ -187,21 +187,37 @@ event_retention(void)
 		ereport(LOG, (errmsg("retention removed %d published events", n)));
 }
 
+/*
+ * Run sweep in a unit of its own (named unit) when wake.c asked for it
+ * (take) or an earlier run did not commit (*owed: an error leaves it owed,
+ * and the next loop tries again).  True when it ran; *n is what it returned.
+ */
+static bool
+sweep_when_asked(bool *owed, bool (*take)(void), const char *unit,
+				 int (*sweep)(void), int *n)
+{
+	if (!*owed && !take())
+		return false;
+	*owed = true;
+	if (!pgd_begin_engine_unit(unit))
+		return false;
+	*n = sweep();
+	pgd_end_unit();
+	*owed = false;
+	return true;
+}
+
 /* the sweep a commit asked for, until one committed */
 static bool sweep_owed = false;
 
 bool
 pgd_bus_sweep_maybe(void)
 {
-	if (!sweep_owed && !pgd_bus_sweep_take())
-		return false;
-	sweep_owed = true; /* an error leaves it owed: the next loop tries again */
-	if (!pgd_begin_engine_unit("pg_durable: event sweep"))
-		return false;
-	pgd_store_event_sweep();
-	pgd_end_unit();
-	sweep_owed = false;
-	return true;
+	int n;
+
+	return sweep_when_asked(&sweep_owed, pgd_bus_sweep_take,
+							"pg_durable: event sweep", pgd_store_event_sweep,
+							&n);
 }
 
 /* the start sweep wake.c asked for, until one committed */
@@ -216,14 +232,10 @@ pgd_start_sweep_maybe(void)
 {
 	int n;
 
-	if (!start_sweep_owed && !pgd_start_sweep_take())
+	if (!sweep_when_asked(&start_sweep_owed, pgd_start_sweep_take,
+						  "pg_durable: start sweep", pgd_store_start_sweep,
+						  &n))
 		return false;
-	start_sweep_owed = true; /* an error leaves it owed */
-	if (!pgd_begin_engine_unit("pg_durable: start sweep"))
-		return false;
-	n = pgd_store_start_sweep();
-	pgd_end_unit();
-	start_sweep_owed = false;
 	if (n > 0)
 		ereport(DEBUG1,
 				(errmsg_internal("the start sweep gave %d pending instances a start task",
