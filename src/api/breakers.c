@@ -14,7 +14,7 @@
  * run as the bootstrap superuser, as df.start's do.
  *
  * Locks: the definition's row (DELETE on drop); the breakers' LWLock in
- * core/breaker.c.
+ * core/breaker_state.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,8 +32,8 @@
 #include "utils/timestamp.h"
 
 #include "common/spi.h"
-#include "core/breaker.h"
-#include "engine/breaker.h"
+#include "core/breaker_state.h"
+#include "engine/breaker_admission.h"
 #include "graph/orch_config.h"
 
 PG_FUNCTION_INFO_V1(pgd_create_circuit_breaker);

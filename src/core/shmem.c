@@ -4,7 +4,7 @@
  *	  The shared-memory segment: who the launcher and the executors are, so
  *	  that whoever makes work runnable can wake them, and the latches of the
  *	  sessions waiting in df.await_instance; and the circuit breakers'
- *	  table (breaker.c), which has a segment and an LWLock of its own.
+ *	  table (core/breaker_state.c), which has a segment and an LWLock of its own.
  *
  * The segment is requested in the shmem_request hook and attached in the
  * shmem_startup hook under AddinShmemInitLock.  Its fields are protected by
@@ -19,7 +19,7 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 
-#include "core/breaker.h"
+#include "core/breaker_state.h"
 #include "core/settings.h"
 #include "core/shmem.h"
 

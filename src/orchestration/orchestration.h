@@ -46,10 +46,23 @@ extern bool pgd_retry_classify(const DfRetryPolicy *p, const char *code);
 extern int64 pgd_retry_delay_ms(const DfRetryPolicy *p, int attempt,
 								double draw);
 
-/* --- wrappers.c --- */
+/* --- dispatch.c: the engine's wrapper hooks, by node type --- */
 
 /* Install the engine's wrapper hooks (from _PG_init). */
 extern void pgd_orchestration_init(void);
+
+/* --- wrappers.c: FAIL, TIMEOUT, RETRY and CATCH --- */
+extern void pgd_fail_start(PgdGraph *g, int n, const char *scope);
+extern void pgd_timeout_start(PgdGraph *g, int n, const char *scope);
+extern void pgd_timeout_child_done(PgdGraph *g, int n, int child,
+								   const char *scope, PgdOutcome outcome);
+extern void pgd_timeout_fired(PgdGraph *g, int n, const char *scope);
+extern void pgd_retry_start(PgdGraph *g, int n, const char *scope);
+extern void pgd_retry_child_done(PgdGraph *g, int n, int child,
+								 const char *scope, PgdOutcome outcome);
+extern void pgd_retry_timer(PgdGraph *g, int n, const char *scope);
+extern void pgd_catch_child_done(PgdGraph *g, int n, int child,
+								 const char *scope, PgdOutcome outcome);
 
 /*
  * The HTTP worker, after completing task_id: did a retry keep the task
@@ -82,6 +95,13 @@ extern bool pgd_saga_body_failed(PgdGraph *g, int saga, const char *scope,
 extern void pgd_saga_compensated_done(PgdGraph *g, int saga, const char *scope,
 									  PgdOutcome outcome);
 
+/* The operations of COMPENSATED and SAGA nodes (dispatch.c's table). */
+extern void pgd_saga_start(PgdGraph *g, int n, const char *scope);
+extern void pgd_compensated_child_done(PgdGraph *g, int n, int child,
+									   const char *scope, PgdOutcome outcome);
+extern void pgd_saga_child_done(PgdGraph *g, int n, int child,
+								const char *scope, PgdOutcome outcome);
+
 /* The branch_lost hook: the undos of a losing RACE branch run. */
 extern bool pgd_saga_branch_lost(PgdGraph *g, int race, int loser,
 								 const char *loser_scope);
@@ -102,7 +122,7 @@ extern void pgd_saga_resume(const char *instance_id);
 extern bool pgd_wrapper_retry_failed(PgdGraph *g, int n, const char *scope,
 									 PgdOutcome *outcome);
 
-/* --- breaker.c (issue 17): the BREAKER node --- */
+/* --- breaker_node.c: the BREAKER node --- */
 extern void pgd_breaker_node_start(PgdGraph *g, int n, const char *scope);
 extern void pgd_breaker_node_done(PgdGraph *g, int n, const char *scope,
 								  PgdOutcome outcome);

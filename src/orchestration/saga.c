@@ -537,3 +537,57 @@ pgd_saga_join_fails_fast(PgdGraph *g, int join)
 			return true;
 	return false;
 }
+
+/* ---------------------------------------------------------------------
+ * The operations of COMPENSATED and SAGA (dispatch.c's table)
+ * ---------------------------------------------------------------------
+ */
+
+/* A SAGA's body runs in a scope of its own. */
+void
+pgd_saga_start(PgdGraph *g, int n, const char *scope)
+{
+	int body = g->nodes[n].left;
+
+	pgd_apply_start_node(g, body, pgd_branch_scope(g, body, scope));
+}
+
+/*
+ * The forward step's outcome is the COMPENSATED node's; when it completed,
+ * its undo is registered in the same transaction.  The end of the undo
+ * (right) belongs to the compensation that ran it.
+ */
+void
+pgd_compensated_child_done(PgdGraph *g, int n, int child, const char *scope,
+						   PgdOutcome outcome)
+{
+	if (child == g->nodes[n].right)
+	{
+		pgd_saga_undo_done(g, n, scope, outcome);
+		return;
+	}
+	if (outcome.ok)
+		pgd_saga_register(g, n, scope);
+	pgd_apply_finish_node(g, n, scope, outcome);
+}
+
+/*
+ * The body's named results reach the SAGA's scope; a body that failed is
+ * compensated when anything is registered in it or on_compensated is
+ * given, and on_compensated's end is the SAGA's.
+ */
+void
+pgd_saga_child_done(PgdGraph *g, int n, int child, const char *scope,
+					PgdOutcome outcome)
+{
+	if (child == g->nodes[n].right)
+	{
+		pgd_saga_compensated_done(g, n, scope, outcome);
+		return;
+	}
+	pgd_store_results_merge(g->instance_id, pgd_branch_scope(g, child, scope),
+							scope, outcome.ok);
+	if (!outcome.ok && pgd_saga_body_failed(g, n, scope, outcome))
+		return;
+	pgd_apply_finish_node(g, n, scope, outcome);
+}

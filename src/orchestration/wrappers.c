@@ -27,7 +27,7 @@
  *			 result "error" in the wrapper's scope: kind, code, message,
  *			 node); the handler's outcome is the wrapper's.
  *	 FAIL	 fails at once with kind 'fail' and its message, substituted.
- *	 BREAKER (issue 17) is breaker.c's; a refused admission may be
+ *	 BREAKER is breaker_node.c's; a refused admission may be
  *			 retried like a step (a timer on the node, then a new admission).
  *	 COMPENSATED (issue 16) runs its forward step; the forward's outcome
  *			 is the node's.  When the forward completes, its undo (right)
@@ -90,8 +90,8 @@ failure_with_code(const char *code, char *message)
  * ---------------------------------------------------------------------
  */
 
-static void
-start_fail(PgdGraph *g, int n, const char *scope)
+void
+pgd_fail_start(PgdGraph *g, int n, const char *scope)
 {
 	const PgdNode *node = &g->nodes[n];
 	PgdRunInfo	   run;
@@ -120,8 +120,8 @@ start_fail(PgdGraph *g, int n, const char *scope)
  * ---------------------------------------------------------------------
  */
 
-static void
-start_timeout(PgdGraph *g, int n, const char *scope)
+void
+pgd_timeout_start(PgdGraph *g, int n, const char *scope)
 {
 	const PgdNode *node = &g->nodes[n];
 	TimestampTz	   due = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
@@ -136,8 +136,8 @@ start_timeout(PgdGraph *g, int n, const char *scope)
 						 pgd_branch_scope(g, node->left, scope));
 }
 
-static void
-timeout_fired(PgdGraph *g, int n, const char *scope)
+void
+pgd_timeout_fired(PgdGraph *g, int n, const char *scope)
 {
 	const PgdNode *node = &g->nodes[n];
 	char		  *child_scope = pgd_branch_scope(g, node->left, scope);
@@ -311,166 +311,75 @@ is_subtree_retry(const PgdNode *node)
 }
 
 /* ---------------------------------------------------------------------
- * The hooks
+ * The operations of FAIL, TIMEOUT, RETRY and CATCH (dispatch.c's table)
  * ---------------------------------------------------------------------
  */
 
-static void
-wrapper_start(PgdGraph *g, int n, const char *scope)
+/* The child won: the deadline is no longer wanted. */
+void
+pgd_timeout_child_done(PgdGraph *g, int n, int child, const char *scope,
+					   PgdOutcome outcome)
 {
 	const PgdNode *node = &g->nodes[n];
 
-	if (node->type == DF_NODE_MAP)
-	{
-		pgd_map_start(g, n, scope);
-		return;
-	}
-	if (node->type == DF_NODE_PUBLISH || node->type == DF_NODE_EVENT)
-	{
-		pgd_events_start(g, n, scope);
-		return;
-	}
-	if (node->type == DF_NODE_LOCK)
-	{
-		pgd_lock_start(g, n, scope); /* lock.c */
-		return;
-	}
-	if (node->wrapper_problem != NULL)
-	{
-		pgd_apply_finish_node(g, n, scope,
-							  pgd_failure("%s", node->wrapper_problem));
-		return;
-	}
-	switch (node->type)
-	{
-		case DF_NODE_FAIL:
-			start_fail(g, n, scope);
-			break;
-		case DF_NODE_TIMEOUT:
-			start_timeout(g, n, scope);
-			break;
-		case DF_NODE_RETRY:
-			if (is_subtree_retry(node))
-				subtree_start(g, n, scope);
-			else
-				pgd_apply_start_node(g, node->left, scope);
-			break;
-		case DF_NODE_CATCH:
-		case DF_NODE_COMPENSATED:
-			pgd_apply_start_node(g, node->left, scope);
-			break;
-		case DF_NODE_SAGA:
-			pgd_apply_start_node(g, node->left,
-								 pgd_branch_scope(g, node->left, scope));
-			break;
-		case DF_NODE_BREAKER:
-			pgd_breaker_node_start(g, n, scope);
-			break;
-		case DF_NODE_LIMIT:
-			pgd_limit_start(g, n, scope);
-			break;
-		default:
-			elog(ERROR, "node type %s is not a wrapper",
-				 df_node_type_name(node->type));
-	}
+	pgd_store_node_tasks_drop(g->instance_id, node->id, scope);
+	pgd_store_results_merge(g->instance_id, pgd_branch_scope(g, child, scope),
+							scope, outcome.ok);
+	pgd_apply_finish_node(g, n, scope, outcome);
 }
 
-static void
-wrapper_child_done(PgdGraph *g, int n, int child, const char *scope,
-				   PgdOutcome outcome)
+/* A failure of the child that matches runs the handler with $error bound. */
+void
+pgd_catch_child_done(PgdGraph *g, int n, int child, const char *scope,
+					 PgdOutcome outcome)
 {
 	const PgdNode *node = &g->nodes[n];
 
-	if (node->type == DF_NODE_MAP)
+	if (child == node->left && !outcome.ok &&
+		catch_matches(node->wrapper, &outcome))
 	{
-		pgd_map_child_done(g, n, child, scope, outcome);
-		return;
-	}
-	if (node->type == DF_NODE_LOCK)
-	{
-		pgd_lock_child_done(g, n, child, scope, outcome); /* lock.c */
-		return;
-	}
-	if (is_subtree_retry(node))
-	{
-		subtree_child_done(g, n, scope, outcome);
-		return;
-	}
-	switch (node->type)
-	{
-		case DF_NODE_TIMEOUT:
-			/* the child won: the deadline is no longer wanted */
-			pgd_store_node_tasks_drop(g->instance_id, node->id, scope);
-			pgd_store_results_merge(g->instance_id,
-									pgd_branch_scope(g, child, scope), scope,
-									outcome.ok);
-			break;
-		case DF_NODE_CATCH:
-			if (child == node->left && !outcome.ok &&
-				catch_matches(node->wrapper, &outcome))
-			{
-				char *error = pgd_error_json(outcome);
+		char *error = pgd_error_json(outcome);
 
-				pgd_store_event_add(g->instance_id, "error_caught", node->id,
-									scope, 0,
-									pgd_event_detail("code",
-													 outcome.code ?
-														 outcome.code :
-														 "error"));
-				pgd_store_result_save(g->instance_id, scope, "error", error);
-				pgd_apply_start_node(g, node->right, scope);
-				return;
-			}
-			break;
-		case DF_NODE_BREAKER:
-			pgd_breaker_node_done(g, n, scope, outcome);
-			return;
-		case DF_NODE_COMPENSATED:
-			/* the forward step's outcome is the node's; its undo is registered */
-			if (child == node->right)
-			{
-				pgd_saga_undo_done(g, n, scope, outcome);
-				return;
-			}
-			if (outcome.ok)
-				pgd_saga_register(g, n, scope);
-			break;
-		case DF_NODE_SAGA:
-			if (child == node->right)
-			{
-				pgd_saga_compensated_done(g, n, scope, outcome);
-				return;
-			}
-			pgd_store_results_merge(g->instance_id,
-									pgd_branch_scope(g, child, scope), scope,
-									outcome.ok);
-			if (!outcome.ok && pgd_saga_body_failed(g, n, scope, outcome))
-				return;
-			break;
-		case DF_NODE_LIMIT:
-			pgd_limit_child_done(g, n, scope, outcome);
-			return;
-		default:
-			break;
+		pgd_store_event_add(g->instance_id, "error_caught", node->id, scope, 0,
+							pgd_event_detail("code", outcome.code ?
+													 outcome.code :
+													 "error"));
+		pgd_store_result_save(g->instance_id, scope, "error", error);
+		pgd_apply_start_node(g, node->right, scope);
+		return;
 	}
 	pgd_apply_finish_node(g, n, scope, outcome);
 }
 
-static void
-wrapper_timer(PgdGraph *g, int n, const char *scope)
+/*
+ * A RETRY of mode 'subtree' runs its child per generation; one of mode
+ * 'step' is only looked up when a step below it fails
+ * (pgd_wrapper_retry_failed), so it starts and ends with its child.
+ */
+void
+pgd_retry_start(PgdGraph *g, int n, const char *scope)
 {
-	if (g->nodes[n].type == DF_NODE_TIMEOUT)
-		timeout_fired(g, n, scope);
-	else if (g->nodes[n].type == DF_NODE_EVENT)
-		pgd_events_timer(g, n, scope);
-	else if (g->nodes[n].type == DF_NODE_LOCK)
-		pgd_lock_timer(g, n, scope); /* lock.c */
-	else if (is_subtree_retry(&g->nodes[n]))
+	if (is_subtree_retry(&g->nodes[n]))
+		subtree_start(g, n, scope);
+	else
+		pgd_apply_start_node(g, g->nodes[n].left, scope);
+}
+
+void
+pgd_retry_child_done(PgdGraph *g, int n, int child, const char *scope,
+					 PgdOutcome outcome)
+{
+	if (is_subtree_retry(&g->nodes[n]))
+		subtree_child_done(g, n, scope, outcome);
+	else
+		pgd_apply_finish_node(g, n, scope, outcome);
+}
+
+void
+pgd_retry_timer(PgdGraph *g, int n, const char *scope)
+{
+	if (is_subtree_retry(&g->nodes[n]))
 		subtree_timer(g, n, scope);
-	else if (g->nodes[n].type == DF_NODE_BREAKER)
-		pgd_breaker_node_start(g, n, scope); /* a retry of a refused call */
-	else if (g->nodes[n].type == DF_NODE_LIMIT)
-		pgd_limit_timer(g, n, scope);
 }
 
 /* enclosing_retry: no RETRY inside an undo, whose default policy applies */
@@ -592,8 +501,9 @@ verdict_text(PgdRetryVerdict v)
  * A SQL or HTTP step failed: the nearest RETRY's policy decides whether
  * it runs again.  True when the next attempt is scheduled.
  */
-static bool
-wrapper_step_failed(PgdGraph *g, int n, const char *scope, PgdOutcome *outcome)
+bool
+pgd_wrapper_retry_failed(PgdGraph *g, int n, const char *scope,
+						 PgdOutcome *outcome)
 {
 	const PgdNode		*node = &g->nodes[n];
 	int					 r = enclosing_retry(g, n);
@@ -700,28 +610,4 @@ wrapper_step_failed(PgdGraph *g, int n, const char *scope, PgdOutcome *outcome)
 	pgd_store_event_add(g->instance_id, "retry_scheduled", node->id, scope,
 						attempt, dfjson_to_text(ev));
 	return true;
-}
-
-bool
-pgd_wrapper_retry_failed(PgdGraph *g, int n, const char *scope,
-						 PgdOutcome *outcome)
-{
-	return wrapper_step_failed(g, n, scope, outcome);
-}
-
-static const PgdWrapperHooks hooks = {
-	.start = wrapper_start,
-	.child_done = wrapper_child_done,
-	.step_failed = wrapper_step_failed,
-	.timer = wrapper_timer,
-	.instance_failed = pgd_saga_instance_failed,
-	.branch_lost = pgd_saga_branch_lost,
-	.join_fails_fast = pgd_saga_join_fails_fast,
-	.deliver = pgd_events_deliver,
-};
-
-void
-pgd_orchestration_init(void)
-{
-	pgd_set_wrapper_hooks(&hooks);
 }

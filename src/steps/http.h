@@ -24,7 +24,7 @@
 #include <sys/socket.h>
 
 #include "common/json.h"
-#include "core/breaker.h"
+#include "core/breaker_state.h"
 #include "engine/types.h"
 
 /* A multipart part, ready to send. */

@@ -55,7 +55,7 @@
 #include "core/identity.h"
 #include "core/settings.h"
 #include "engine/apply.h"
-#include "engine/breaker.h"
+#include "engine/breaker_admission.h"
 #include "engine/store.h"
 #include "engine/transition.h"
 #include "graph/http_config.h"

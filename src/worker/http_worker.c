@@ -74,7 +74,7 @@
 #include "core/unit.h"
 #include "orchestration/orchestration.h"
 #include "engine/apply.h"
-#include "engine/breaker.h"
+#include "engine/breaker_admission.h"
 #include "engine/store.h"
 #include "engine/wake.h"
 #include "mb/pg_wchar.h"

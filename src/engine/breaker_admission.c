@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * breaker.c
+ * breaker_admission.c
  *	  Circuit breakers in the engine (orchestration-api.md §3, issue 17):
  *	  the admission of a call, the record of its outcome, and the two
- *	  tables behind the shared-memory machine (core/breaker.c):
+ *	  tables behind the shared-memory machine (core/breaker_state.c):
  *	  df_internal.circuit_breakers holds the definitions,
  *	  df_internal.circuit_breaker_transitions every change of state; the
  *	  latest transition of a breaker (since its creation) is its state when
@@ -31,7 +31,7 @@
 #include "utils/timestamp.h"
 
 #include "common/spi.h"
-#include "engine/breaker.h"
+#include "engine/breaker_admission.h"
 #include "graph/orch_config.h"
 
 #define SQL_LOAD \

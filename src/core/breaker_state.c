@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
- * breaker.c
+ * breaker_state.c
  *	  The circuit breakers' table in shared memory and their state machine
- *	  (see breaker.h for the states and what is persisted where).
+ *	  (see breaker_state.h for the states and what is persisted where).
  *
  * Every change of state bumps the slot's epoch (drawn from one counter for
  * the whole table, so a reused slot never repeats one): an outcome whose
@@ -23,7 +23,7 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 
-#include "core/breaker.h"
+#include "core/breaker_state.h"
 
 #define TRANCHE "pg_durable breakers"
 

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * breaker.c
+ * breaker_node.c
  *	  The BREAKER wrapper node, df.with_breaker(step, name)
  *	  (orchestration-api.md §3, issue 17): its whole subtree is one call
  *	  of the breaker.
@@ -21,14 +21,14 @@
  * restarted: the epochs start from the clock) records nothing.
  *
  * Locks: the caller holds the instance's runs row; the breakers' LWLock
- * is taken and released inside engine/breaker.c.
+ * is taken and released inside engine/breaker_admission.c.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "engine/apply.h"
-#include "engine/breaker.h"
+#include "engine/breaker_admission.h"
 #include "engine/store.h"
 #include "orchestration/orchestration.h"
 

@@ -1,25 +1,25 @@
 /*-------------------------------------------------------------------------
  *
- * breaker.h
- *	  The circuit breakers as the engine uses them (breaker.c): admit a
+ * breaker_admission.h
+ *	  The circuit breakers as the engine uses them (breaker_admission.c): admit a
  *	  call, record its outcome, and persist every change of state, around
- *	  the shared-memory machine of core/breaker.h (orchestration-api.md §3,
+ *	  the shared-memory machine of core/breaker_state.h (orchestration-api.md §3,
  *	  issue 17).
  *
  * Everything here runs inside SPI, in the transaction of the claim, the
  * completion or the transition that admits or records the call.
  *
- * Locks: the breakers' LWLock (core/breaker.c), never held across SPI;
+ * Locks: the breakers' LWLock (core/breaker_state.c), never held across SPI;
  * the persisted transitions are inserts only (no row is locked).
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PG_DURABLE_ENGINE_BREAKER_H
-#define PG_DURABLE_ENGINE_BREAKER_H
+#ifndef PG_DURABLE_ENGINE_BREAKER_ADMISSION_H
+#define PG_DURABLE_ENGINE_BREAKER_ADMISSION_H
 
 #include "postgres.h"
 
-#include "core/breaker.h"
+#include "core/breaker_state.h"
 #include "engine/types.h"
 
 /*
@@ -47,4 +47,4 @@ extern bool pgd_breaker_load(const char *name, PgdBreakerSettings *s,
 							 PgdBreakerState *state, TimestampTz *opened_at,
 							 TimestampTz *open_until);
 
-#endif /* PG_DURABLE_ENGINE_BREAKER_H */
+#endif /* PG_DURABLE_ENGINE_BREAKER_ADMISSION_H */

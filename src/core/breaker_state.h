@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
- * breaker.h
- *	  The circuit breakers' state machine in shared memory (breaker.c,
+ * breaker_state.h
+ *	  The circuit breakers' state machine in shared memory (breaker_state.c,
  *	  orchestration-api.md §3, issue 17): one fixed-size table of breakers
  *	  shared by every process, each with its count window, its state and its
  *	  half-open permits.
@@ -16,7 +16,7 @@
  *			   an empty window; one fails, is slow or expires -> OPEN.
  *
  * Nothing here touches a table: each change of state is returned as a
- * PgdBreakerTransition, which the caller persists (engine/breaker.c); a
+ * PgdBreakerTransition, which the caller persists (engine/breaker_admission.c); a
  * breaker not in the table is installed from what the caller read.  The
  * table is the truth for the state across a restart, shared memory for the
  * window (lost on a restart, or when the slot is reused: past
@@ -30,8 +30,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PG_DURABLE_CORE_BREAKER_H
-#define PG_DURABLE_CORE_BREAKER_H
+#ifndef PG_DURABLE_CORE_BREAKER_STATE_H
+#define PG_DURABLE_CORE_BREAKER_STATE_H
 
 #include "postgres.h"
 
@@ -172,4 +172,4 @@ extern void pgd_breaker_forget(Oid db, const char *name);
 extern bool pgd_breaker_view(Oid db, const char *name, TimestampTz now,
 							 PgdBreakerView *v);
 
-#endif /* PG_DURABLE_CORE_BREAKER_H */
+#endif /* PG_DURABLE_CORE_BREAKER_STATE_H */
