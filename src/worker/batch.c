@@ -164,7 +164,7 @@ run_follower(int64 task_id)
 		BeginInternalSubTransaction(NULL);
 		MemoryContextSwitchTo(cxt);
 		nest = later_step_rules_on();
-		ran = pgd_executor_run_task(&t);
+		ran = pgd_run_claimed(&t);
 		later_step_rules_off(false);
 
 		if (ran == STEP_RAN)
@@ -215,16 +215,16 @@ start_and_first_step(PgdClaim *t, bool was_follower)
 	StepRun	 ran;
 	int		 nest;
 
-	pgd_executor_start_instance(t);
+	pgd_task_start_instance(t);
 	if ((vid = pgd_store_held_task_made_here(t->instance_id)) == 0)
 		return true;
-	if (!pgd_executor_take_share(t->run.submitted_by))
+	if (!pgd_task_take_share(t->run.submitted_by))
 		return true; /* the step stays held, as any other */
 	if (!pgd_store_claim_by_id(vid, &s))
 		return true;
 	nest = later_step_rules_on();
 	pgd_unit_state.budget_ms = pgd_batch_max_ms;
-	ran = pgd_executor_run_step(&s);
+	ran = pgd_task_run_step(&s);
 	later_step_rules_off(was_follower);
 	if (ran != STEP_RAN)
 		return false;
@@ -262,7 +262,7 @@ pgd_run_start(PgdClaim *t)
 	if (t->engine_errors > 0 || !t->has_run || pgd_batch_max_steps <= 1 ||
 		(was_follower && t->run.database != NULL))
 	{
-		pgd_executor_start_instance(t);
+		pgd_task_start_instance(t);
 		return;
 	}
 	BeginInternalSubTransaction(NULL);
@@ -285,7 +285,7 @@ pgd_run_start(PgdClaim *t)
 	PG_END_TRY();
 	if (started)
 		return;
-	pgd_executor_start_instance(t);
+	pgd_task_start_instance(t);
 	if ((vid = pgd_store_held_task_made_here(t->instance_id)) != 0 &&
 		pgd_unit_state.next_leader == 0)
 		pgd_unit_state.next_leader = pgd_store_write_held_task(vid);
@@ -382,4 +382,13 @@ pgd_run_batch(TimestampTz started)
 	}
 	pfree(tried);
 	return steps + pgd_unit_state.first_steps;
+}
+
+StepRun
+pgd_run_claimed(PgdClaim *t)
+{
+	if (t->kind != PGD_TASK_START)
+		return pgd_task_run(t);
+	pgd_run_start(t);
+	return STEP_RAN;
 }

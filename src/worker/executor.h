@@ -2,8 +2,8 @@
  *
  * executor.h
  *	  What the executor's files share (worker/ only): the state of the unit
- *	  under way, how a task ran, and the batch loop (batch.c) around the
- *	  task runner (executor.c).
+ *	  under way, how a task ran, the task runner (task_run.c) and the
+ *	  batch (batch.c) that the executor's loop (executor.c) calls.
  *
  * Locks: see executor.c and batch.c.
  *
@@ -21,7 +21,7 @@
 /* the lock_timeout of the later steps of a batch (batch.c) */
 #define PGD_BATCH_LOCK_TIMEOUT "5ms"
 
-/* What became of a task (pgd_executor_run_task). */
+/* What became of a task (pgd_task_run). */
 typedef enum StepRun
 {
 	STEP_RAN,	   /* *outcome is the node's outcome */
@@ -50,18 +50,27 @@ typedef struct PgdExecState
 
 extern PgdExecState pgd_unit_state;
 
-/* executor.c: run a claimed task; see pgd_executor_run_step for what it returns */
-extern StepRun pgd_executor_run_task(PgdClaim *t);
-/* ... a start task's start, a step task, and the unit's share for role */
-extern void	   pgd_executor_start_instance(PgdClaim *t);
-extern StepRun pgd_executor_run_step(PgdClaim *t);
-extern bool	   pgd_executor_take_share(Oid role);
+/*
+ * task_run.c: the task runner.  pgd_task_run runs a claimed task other
+ * than a start; pgd_task_run_step a step task (what it returns: StepRun);
+ * pgd_task_start_instance starts a start task's instance; a unit takes its
+ * role's share of the executors for a step (false: none free) and gives it
+ * back when it ends.
+ */
+extern void	   pgd_task_runner_init(int slot);
+extern StepRun pgd_task_run(PgdClaim *t);
+extern StepRun pgd_task_run_step(PgdClaim *t);
+extern void	   pgd_task_start_instance(PgdClaim *t);
+extern bool	   pgd_task_take_share(Oid role);
+extern void	   pgd_task_give_share_back(void);
 /* ... and the end of a unit an error interrupted: true when it runs again */
-extern bool pgd_executor_end_failed_unit(MemoryContext old, int code);
+extern bool pgd_end_failed_unit(MemoryContext old, int code);
 
 /* batch.c: the later tasks of a batch; returns how many tasks ran in all */
 extern int pgd_run_batch(TimestampTz started);
-/* ... and a start task with the first step it makes ready */
+/* ... a start task with the first step it makes ready */
 extern void pgd_run_start(PgdClaim *t);
+/* ... and any claimed task: a start with its first step, else pgd_task_run */
+extern StepRun pgd_run_claimed(PgdClaim *t);
 
 #endif /* PG_DURABLE_WORKER_EXECUTOR_H */

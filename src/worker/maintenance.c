@@ -114,7 +114,7 @@ heartbeat(void)
 
 /*
  * Run fn, the heartbeat or the announcement: an error rolls its unit back
- * (at LOG for a cancel or a lost lock race, pgd_executor_end_failed_unit)
+ * (at LOG for a cancel or a lost lock race, pgd_end_failed_unit)
  * and the heartbeat tries again after HEARTBEAT_MS.
  */
 static void
@@ -135,7 +135,7 @@ run_guarded(void (*fn)(void))
 		edata = CopyErrorData();
 		code = edata->sqlerrcode;
 		FreeErrorData(edata);
-		(void) pgd_executor_end_failed_unit(old, code);
+		(void) pgd_end_failed_unit(old, code);
 		last_heartbeat = GetCurrentTimestamp();
 	}
 	PG_END_TRY();
