@@ -48,12 +48,52 @@
 #define T  TEXTOID
 #define TA TEXTARRAYOID
 
+/*
+ * The writes a transaction may hold in memory instead of rows, which a
+ * statement that reads (or writes next to) them needs written first: the
+ * node writes of a transition or a batch (store_nodes.c), the step tasks a
+ * batch made ready (store_tasks.c) and the JOIN counts it keeps
+ * (store_state.c).  Each statement names them in its entry; nothing is
+ * inferred from its text.
+ *
+ * A statement that reads or writes df.nodes or the history, or calls one
+ * of the extension's functions (which may read anything: df.check()'s
+ * rows), names HELD_NODE_WRITES; one that reads the queue or the JOIN
+ * counters (df.check()'s rows too) names HELD_TASKS or HELD_JOIN_COUNTS.
+ * Those that add tasks, or a JOIN counter, need nothing written before
+ * them.  The others leave the node writes held, so that a transition's
+ * writes go out together, and a batch's until its commit: reading the
+ * runs row (a df.limit key template) or queueing a task between two node
+ * writes would split them into statements of their own, and taking a
+ * signal or a wait between a step's start and its end would make them two
+ * updates.
+ */
+#define HELD_NODE_WRITES (1 << 0) /* df.nodes and the history */
+#define HELD_TASKS		 (1 << 1) /* df_internal.tasks */
+#define HELD_JOIN_COUNTS (1 << 2) /* df_internal.joins */
+
+/*
+ * Which instances a statement touches: those of one instance, named by its
+ * id in $1 (REACH_INSTANCE); one task, by its id (REACH_TASK); or rows of
+ * many instances or of none, the queue scans, maintenance and the
+ * engine's own rows (REACH_ALL).  On a PostgreSQL that distributes the
+ * tables by instance, only REACH_INSTANCE statements stay on one node.
+ */
+typedef enum PgdStmtReach
+{
+	REACH_INSTANCE,
+	REACH_TASK,
+	REACH_ALL
+} PgdStmtReach;
+
 typedef struct PgdStmtDef
 {
-	const char *name;
-	const char *sql;
-	int			nargs;
-	Oid			types[PGD_STMT_MAX_ARGS];
+	const char	*name;
+	int			 flush_first; /* HELD_*: the held writes written before it */
+	PgdStmtReach reach;
+	const char	*sql;
+	int			 nargs;
+	Oid			 types[PGD_STMT_MAX_ARGS];
 } PgdStmtDef;
 
 /* A task of this scope or of a scope below it. */
@@ -94,12 +134,15 @@ typedef struct PgdStmtDef
 static const PgdStmtDef stmts[STMT_COUNT] = {
 	[STMT_RUN_LOCK] =
 		{"lock the runs row",
+		 0, REACH_INSTANCE,
 		 "SELECT status FROM df_internal.runs "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 		 1,
 		 {T}},
-	[STMT_RUN_STARTED] = {"the runs row of a started instance",
-						  "UPDATE df_internal.runs SET status = 'running' "
+	[STMT_RUN_STARTED] =
+		{"the runs row of a started instance",
+		 0, REACH_INSTANCE,
+		 "UPDATE df_internal.runs SET status = 'running' "
 						  "WHERE instance_id OPERATOR(pg_catalog.=) $1",
 						  1,
 						  {T}},
@@ -113,12 +156,14 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 */
 	[STMT_INSTANCE_STARTED] =
 		{"an instance starts",
+		 0, REACH_INSTANCE,
 		 "UPDATE df.instances SET status = 'running', updated_at = pg_catalog.now() "
 		 "WHERE id OPERATOR(pg_catalog.=) $1",
 		 1,
 		 {T}},
 	[STMT_INSTANCE_FINISHED] =
 		{"an instance ends",
+		 0, REACH_INSTANCE,
 		 "UPDATE df.instances SET status = $2, updated_at = pg_catalog.now(), "
 		 "completed_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'completed' THEN pg_catalog.now() END "
 		 "WHERE id OPERATOR(pg_catalog.=) $1",
@@ -126,6 +171,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T}},
 	[STMT_INSTANCE_SUBMITTER] =
 		{"the submitter df.instances records",
+		 0, REACH_INSTANCE,
 		 "SELECT submitted_by::pg_catalog.oid FROM df.instances "
 		 "WHERE id OPERATOR(pg_catalog.=) $1",
 		 1,
@@ -133,6 +179,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	/* one statement: an instance ends at every workflow's last step */
 	[STMT_END_INSTANCE] =
 		{"remove an ended instance's engine state",
+		 HELD_TASKS | HELD_JOIN_COUNTS, REACH_INSTANCE,
 		 "WITH t AS (DELETE FROM df_internal.tasks WHERE id IN ("
 		 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 " FOR UPDATE SKIP LOCKED)), "
@@ -146,46 +193,54 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T}},
 	[STMT_TASK_START] =
 		{"the task that starts an instance",
+		 0, REACH_INSTANCE,
 		 "INSERT INTO df_internal.tasks (instance_id, scope, kind) VALUES ($1, $1, 'start') "
 		 "RETURNING id",
 		 1,
 		 {T}},
 	[STMT_TASK_STEP] =
 		{"a SQL step's task",
+		 0, REACH_INSTANCE,
 		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind) "
 		 "VALUES ($1, $2, $3, 'step') RETURNING id",
 		 3,
 		 {T, T, T}},
 	[STMT_TASK_HTTP] =
 		{"an HTTP step's task (the HTTP worker's)",
+		 0, REACH_INSTANCE,
 		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind) "
 		 "VALUES ($1, $2, $3, 'http')",
 		 3,
 		 {T, T, T}},
 	[STMT_TASK_DELIVER] =
 		{"a task that delivers signals",
+		 0, REACH_INSTANCE,
 		 "INSERT INTO df_internal.tasks (instance_id, scope, kind) VALUES ($1, $1, 'deliver')",
 		 1,
 		 {T}},
 	[STMT_TASK_TIMER] =
 		{"a timer",
+		 0, REACH_INSTANCE,
 		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, run_at) "
 		 "VALUES ($1, $2, $3, 'timer', $4)",
 		 4,
 		 {T, T, T, TIMESTAMPTZOID}},
 	[STMT_TASK_REQUEUE] =
 		{"a task put back for a later attempt",
+		 0, REACH_INSTANCE,
 		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, attempts, run_at) "
 		 "VALUES ($1, $2, $3, $4, $5, $6)",
 		 6,
 		 {T, T, T, T, INT4OID, TIMESTAMPTZOID}},
 	[STMT_TASK_DELETE] =
 		{"a consumed task",
+		 HELD_TASKS, REACH_TASK,
 		 "DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1",
 		 1,
 		 {INT8OID}},
 	[STMT_TASKS_DROP_SCOPE] =
 		{"the unclaimed tasks of an abandoned scope",
+		 HELD_TASKS, REACH_INSTANCE,
 		 "DELETE FROM df_internal.tasks WHERE id IN ("
 		 " SELECT id FROM df_internal.tasks "
 		 " WHERE instance_id OPERATOR(pg_catalog.=) $1 "
@@ -193,14 +248,17 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 										 " FOR UPDATE SKIP LOCKED)",
 		 2,
 		 {T, T}},
-	[STMT_WAITS_DROP_SCOPE] = {"the signal waits of an abandoned scope",
-							   "DELETE FROM df_internal.waits "
+	[STMT_WAITS_DROP_SCOPE] =
+		{"the signal waits of an abandoned scope",
+		 0, REACH_INSTANCE,
+		 "DELETE FROM df_internal.waits "
 							   "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 							   "AND " IN_SCOPE("scope", "$2"),
 							   2,
 							   {T, T}},
 	[STMT_TASK_DROP_WAIT_TIMER] =
 		{"the timeout of a wait that got its signal",
+		 HELD_TASKS, REACH_INSTANCE,
 		 "DELETE FROM df_internal.tasks WHERE id IN ("
 		 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 " AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
@@ -209,6 +267,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T}},
 	[STMT_TASK_DELIVER_DROP] =
 		{"the deliver tasks a delivery makes redundant",
+		 HELD_TASKS, REACH_INSTANCE,
 		 "DELETE FROM df_internal.tasks WHERE id IN ("
 		 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 " AND kind OPERATOR(pg_catalog.=) 'deliver' FOR UPDATE SKIP LOCKED)",
@@ -223,6 +282,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 */
 	[STMT_TASK_OLDEST_READY] =
 		{"the oldest due task nobody holds",
+		 HELD_TASKS, REACH_ALL,
 		 "SELECT id FROM df_internal.tasks k "
 		 "WHERE run_at OPERATOR(pg_catalog.<=) $1 "
 		 "AND kind OPERATOR(pg_catalog.<>) 'http' AND " CLAIMABLE_K " "
@@ -235,6 +295,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 */
 	[STMT_TASK_OLDEST_READY_SHARE] =
 		{"the oldest due task nobody holds, but no step of a full role (0: of any role)",
+		 HELD_TASKS, REACH_ALL,
 		 "SELECT id FROM df_internal.tasks k "
 		 "WHERE run_at OPERATOR(pg_catalog.<=) $2 "
 		 "AND kind OPERATOR(pg_catalog.<>) 'http' AND " CLAIMABLE_K " "
@@ -247,6 +308,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {OIDARRAYOID, TIMESTAMPTZOID}},
 	[STMT_TASK_NEXT_DUE] =
 		{"when the next future task is due (read without locks)",
+		 HELD_TASKS, REACH_ALL,
 		 "SELECT min(run_at) FROM df_internal.tasks "
 		 "WHERE run_at OPERATOR(pg_catalog.>) $1 "
 		 "AND kind OPERATOR(pg_catalog.<>) 'http'",
@@ -260,6 +322,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 */
 	[STMT_TASK_ENGINE_ERROR] =
 		{"an engine error on a task",
+		 HELD_TASKS, REACH_TASK,
 		 "UPDATE df_internal.tasks SET engine_errors = engine_errors OPERATOR(pg_catalog.+) 1, "
 		 "last_engine_error = $2, "
 		 "run_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) pg_catalog.make_interval("
@@ -278,6 +341,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 */
 	[STMT_START_TASK_OF_MARKER] =
 		{"a start's marker made a start task",
+		 HELD_TASKS, REACH_INSTANCE,
 		 "INSERT INTO df_internal.tasks (instance_id, scope, kind) "
 		 "SELECT $1, $1, 'start' WHERE EXISTS (SELECT 1 FROM df_internal.runs r "
 		 " WHERE r.instance_id OPERATOR(pg_catalog.=) $1 "
@@ -289,6 +353,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T}},
 	[STMT_START_MARKER_ERROR] =
 		{"an engine error on a start's marker",
+		 HELD_TASKS, REACH_INSTANCE,
 		 "INSERT INTO df_internal.tasks "
 		 "(instance_id, scope, kind, engine_errors, last_engine_error, run_at) "
 		 "SELECT $1, $1, 'start', 1, $2, "
@@ -305,6 +370,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 
 	[STMT_HTTP_DUE] =
 		{"due HTTP tasks whose lease is free",
+		 HELD_TASKS, REACH_ALL,
 		 "SELECT id, instance_id, node_id, scope, attempts FROM df_internal.tasks k "
 		 "WHERE kind OPERATOR(pg_catalog.=) 'http' AND " CLAIMABLE_K " "
 		 "AND run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
@@ -314,6 +380,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {INT8OID}},
 	[STMT_HTTP_LEASE] =
 		{"lease an HTTP task",
+		 HELD_TASKS, REACH_TASK,
 		 "UPDATE df_internal.tasks SET attempts = attempts OPERATOR(pg_catalog.+) 1, "
 		 "lease_token = pg_catalog.gen_random_uuid(), "
 		 "lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) "
@@ -323,12 +390,14 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {INT8OID, INT4OID}},
 	[STMT_HTTP_LEASE_TOKEN] =
 		{"the lease token of an HTTP task",
+		 HELD_TASKS, REACH_TASK,
 		 "SELECT lease_token::text FROM df_internal.tasks "
 		 "WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED",
 		 1,
 		 {INT8OID}},
 	[STMT_HTTP_NEXT_DUE] =
 		{"milliseconds until an HTTP task or lease falls due",
+		 HELD_TASKS, REACH_ALL,
 		 "SELECT (EXTRACT(epoch FROM min(GREATEST(run_at, COALESCE(lease_until, run_at))) "
 		 "OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint "
 		 "FROM df_internal.tasks WHERE kind OPERATOR(pg_catalog.=) 'http'",
@@ -345,6 +414,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 */
 	[STMT_EVENT_ADD] =
 		{"an event of the history",
+		 HELD_NODE_WRITES, REACH_INSTANCE,
 		 "INSERT INTO df_internal.events "
 		 "(instance_id, kind, node_id, scope, attempt, duration_ms, detail) "
 		 "SELECT $1, $2, $3, $4, NULLIF($5::pg_catalog.int4, 0), "
@@ -358,18 +428,21 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 
 	[STMT_JOIN_OPEN] =
 		{"a JOIN's branch counter, made by its first branch's end (a table with columns store_task_rows.c does not know)",
+		 0, REACH_INSTANCE,
 		 "INSERT INTO df_internal.joins (instance_id, node_id, scope, remaining) "
 		 "VALUES ($1, $2, $3, $4)",
 		 4,
 		 {T, T, T, INT4OID}},
 	[STMT_JOINS_DROP_SCOPE] =
 		{"the JOIN counters of an abandoned scope",
+		 HELD_JOIN_COUNTS, REACH_INSTANCE,
 		 "DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 "AND " IN_SCOPE("scope", "$2"),
 		 2,
 		 {T, T}},
 	[STMT_LOOP_OPEN] =
 		{"a loop's state",
+		 0, REACH_INSTANCE,
 		 "INSERT INTO df_internal.loops (instance_id, node_id, scope) VALUES ($1, $2, $3) "
 		 "ON CONFLICT (instance_id, node_id, scope) DO UPDATE "
 		 "SET generation = 1, iterations = 1, iteration_started_at = pg_catalog.clock_timestamp()",
@@ -377,12 +450,14 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T}},
 	[STMT_LOOP_FORGET] =
 		{"an ended loop's state",
+		 0, REACH_INSTANCE,
 		 "DELETE FROM df_internal.loops WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3",
 		 3,
 		 {T, T, T}},
 	[STMT_LOOP_NEXT_GENERATION] =
 		{"a loop's next generation begins",
+		 0, REACH_INSTANCE,
 		 "UPDATE df_internal.loops SET generation = generation OPERATOR(pg_catalog.+) 1, "
 		 "iteration_started_at = pg_catalog.clock_timestamp() "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
@@ -391,6 +466,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T}},
 	[STMT_LOOP_MOVE_SCOPE] =
 		{"a root loop moves to its next root scope",
+		 0, REACH_INSTANCE,
 		 "UPDATE df_internal.loops SET scope = $3 "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
 		 "AND scope OPERATOR(pg_catalog.=) $4",
@@ -398,6 +474,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T, T}},
 	[STMT_LOOP_COUNT_ITERATION] =
 		{"count a loop iteration",
+		 0, REACH_INSTANCE,
 		 "UPDATE df_internal.loops SET iterations = iterations OPERATOR(pg_catalog.+) 1 "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
 		 "AND scope OPERATOR(pg_catalog.=) $3 "
@@ -407,6 +484,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 
 	[STMT_RESULT_SAVE] =
 		{"a named result",
+		 0, REACH_INSTANCE,
 		 "INSERT INTO df_internal.results AS r (instance_id, scope, name, value) "
 		 "VALUES ($1, $2, $3, $4::pg_catalog.json) "
 		 "ON CONFLICT (instance_id, scope, name) DO UPDATE "
@@ -415,6 +493,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T, T}},
 	[STMT_RESULTS_COPY] =
 		{"a branch's named results join the enclosing scope",
+		 0, REACH_INSTANCE,
 		 "INSERT INTO df_internal.results (instance_id, scope, name, value) "
 		 "SELECT instance_id, $3, name, value FROM df_internal.results "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND scope OPERATOR(pg_catalog.=) $2 "
@@ -423,27 +502,33 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "SET value = EXCLUDED.value, seq = EXCLUDED.seq",
 		 3,
 		 {T, T, T}},
-	[STMT_RESULTS_DROP_SCOPE] = {"the named results of a scope and below",
-								 "DELETE FROM df_internal.results "
+	[STMT_RESULTS_DROP_SCOPE] =
+		{"the named results of a scope and below",
+		 0, REACH_INSTANCE,
+		 "DELETE FROM df_internal.results "
 								 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 								 "AND " IN_SCOPE("scope", "$2"),
 								 2,
 								 {T, T}},
 	[STMT_RESULTS_MOVE] =
 		{"a loop body's named results carried to its next generation",
+		 0, REACH_INSTANCE,
 		 "UPDATE df_internal.results SET scope = $3 "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND scope OPERATOR(pg_catalog.=) $2",
 		 3,
 		 {T, T, T}},
 	[STMT_RESULTS_DROP_BELOW] =
 		{"the named results of the scopes below one",
+		 0, REACH_INSTANCE,
 		 "DELETE FROM df_internal.results WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 "AND pg_catalog.starts_with(scope, $2 OPERATOR(pg_catalog.||) '::')",
 		 2,
 		 {T, T}},
 	/* outermost first, so that inner scopes overwrite */
-	[STMT_RESULTS_IN] = {"the named results of some scopes",
-						 "SELECT name, value::text FROM df_internal.results "
+	[STMT_RESULTS_IN] =
+		{"the named results of some scopes",
+		 0, REACH_INSTANCE,
+		 "SELECT name, value::text FROM df_internal.results "
 						 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 						 "AND scope OPERATOR(pg_catalog.=) ANY ($2) "
 						 "ORDER BY pg_catalog.length(scope), seq",
@@ -452,6 +537,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 
 	[STMT_SIGNAL_TAKE] =
 		{"take the oldest buffered signal of a name",
+		 0, REACH_INSTANCE,
 		 "DELETE FROM df_internal.signals WHERE id = ("
 		 " SELECT id FROM df_internal.signals "
 		 " WHERE instance_id OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) $2 "
@@ -460,12 +546,14 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T}},
 	[STMT_SIGNAL_SEND] =
 		{"a signal into the mailbox",
+		 0, REACH_INSTANCE,
 		 "INSERT INTO df_internal.signals (instance_id, name, payload) "
 		 "VALUES ($1, $2, CASE WHEN $4 THEN $3::pg_catalog.jsonb ELSE pg_catalog.to_jsonb($3) END)",
 		 4,
 		 {T, T, T, BOOLOID}},
 	[STMT_SIGNALS_AND_CANCELS_XMIN] =
 		{"who wrote the buffered signals, the cancel and the run of an instance (1, 2, 3)",
+		 HELD_NODE_WRITES, REACH_INSTANCE,
 		 "SELECT 1, xmin FROM df_internal.signals "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 "UNION ALL SELECT 2, xmin FROM df_internal.events "
@@ -477,6 +565,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T}},
 	[STMT_WAIT_ADD] =
 		{"a SIGNAL node waits",
+		 0, REACH_INSTANCE,
 		 "INSERT INTO df_internal.waits (instance_id, node_id, scope, name) "
 		 "VALUES ($1, $2, $3, $4) "
 		 "ON CONFLICT (instance_id, node_id, scope) DO UPDATE SET name = EXCLUDED.name",
@@ -484,12 +573,14 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T, T}},
 	[STMT_WAIT_REMOVE] =
 		{"a wait ends",
+		 0, REACH_INSTANCE,
 		 "DELETE FROM df_internal.waits WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3",
 		 3,
 		 {T, T, T}},
 	[STMT_WAIT_MATCHED] =
 		{"the oldest wait that has a signal",
+		 0, REACH_INSTANCE,
 		 "SELECT w.node_id, w.scope, w.name FROM df_internal.waits w "
 		 "WHERE w.instance_id OPERATOR(pg_catalog.=) $1 AND EXISTS ("
 		 " SELECT 1 FROM df_internal.signals s "
@@ -501,6 +592,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 
 	[STMT_READY_ANNOUNCE] =
 		{"the engine is ready",
+		 0, REACH_ALL,
 		 "INSERT INTO df_internal._worker_ready (sentinel, schema_version) VALUES (true, $1) "
 		 "ON CONFLICT (sentinel) DO UPDATE SET schema_version = $1, "
 		 "initialized_at = pg_catalog.now()",
@@ -508,21 +600,26 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {INT4OID}},
 	[STMT_READY_VERSION] =
 		{"the engine version the readiness row says",
+		 0, REACH_ALL,
 		 "SELECT schema_version FROM df_internal._worker_ready",
 		 0,
 		 {0}},
-	[STMT_EPOCH_CLEAR] = {"forget the previous worker epoch",
-						  "DELETE FROM df._worker_epoch",
+	[STMT_EPOCH_CLEAR] =
+		{"forget the previous worker epoch",
+		 0, REACH_ALL,
+		 "DELETE FROM df._worker_epoch",
 						  0,
 						  {0}},
 	[STMT_EPOCH_NEW] =
 		{"a new worker epoch",
+		 0, REACH_ALL,
 		 "INSERT INTO df._worker_epoch (epoch_id) VALUES (pg_catalog.gen_random_uuid()) "
 		 "RETURNING epoch_id::text",
 		 0,
 		 {0}},
 	[STMT_HEARTBEAT] =
 		{"the heartbeat",
+		 0, REACH_ALL,
 		 "UPDATE df._worker_epoch SET last_seen_at = pg_catalog.now() "
 		 "WHERE epoch_id OPERATOR(pg_catalog.=) $1::uuid",
 		 1,
@@ -534,6 +631,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 */
 	[STMT_RETENTION_BATCH] =
 		{"remove a batch of old finished instances",
+		 HELD_NODE_WRITES, REACH_ALL,
 		 "WITH ranked AS ("
 		 " SELECT id, COALESCE(completed_at, created_at) AS t, "
 		 " pg_catalog.row_number() OVER (ORDER BY COALESCE(completed_at, created_at) DESC, id) AS rn "
@@ -556,13 +654,16 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "WHERE i.id OPERATOR(pg_catalog.=) v.id",
 		 3,
 		 {INT4OID, INT4OID, INT4OID}},
-	[STMT_PROBLEMS] = {"what df.check() reports",
-					   "SELECT instance_id, problem, node_id, scope, detail "
+	[STMT_PROBLEMS] =
+		{"what df.check() reports",
+		 HELD_NODE_WRITES | HELD_TASKS | HELD_JOIN_COUNTS, REACH_ALL,
+		 "SELECT instance_id, problem, node_id, scope, detail "
 					   "FROM df_internal.check_rows() ORDER BY 1, 2, 3",
 					   0,
 					   {0}},
 	[STMT_PROBLEM_STILL_THERE] =
 		{"is a reported problem still there",
+		 HELD_NODE_WRITES | HELD_TASKS | HELD_JOIN_COUNTS, REACH_INSTANCE,
 		 "SELECT 1 FROM df_internal.check_rows() c "
 		 "WHERE c.instance_id OPERATOR(pg_catalog.=) $1 "
 		 "AND c.problem OPERATOR(pg_catalog.=) $2 "
@@ -571,6 +672,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T}},
 	[STMT_DROP_TASKS_OF_FINISHED] =
 		{"the unclaimed tasks of a finished instance",
+		 HELD_NODE_WRITES | HELD_TASKS, REACH_INSTANCE,
 		 "DELETE FROM df_internal.tasks WHERE id IN ("
 		 " SELECT t.id FROM df_internal.tasks t "
 		 " WHERE t.instance_id OPERATOR(pg_catalog.=) $1 AND (NOT EXISTS ("
@@ -589,6 +691,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T}},
 	[STMT_RESTORE_STEP_TASK] =
 		{"a stranded step gets its task back",
+		 HELD_NODE_WRITES | HELD_TASKS, REACH_INSTANCE,
 		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind) "
 		 "SELECT n.instance_id, n.id, $3, "
 		 "CASE WHEN n.node_type IN ('HTTP', 'HTTP_MULTIPART') THEN 'http' ELSE 'step' END "
@@ -598,6 +701,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T}},
 	[STMT_RESTORE_TIMER] =
 		{"a running SLEEP or WAIT_SCHEDULE gets its timer back",
+		 HELD_NODE_WRITES | HELD_TASKS, REACH_INSTANCE,
 		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, run_at) "
 		 "SELECT n.instance_id, n.id, $3, 'timer', "
 		 "CASE n.node_type WHEN 'SLEEP' THEN n.updated_at OPERATOR(pg_catalog.+) "
@@ -612,6 +716,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	/* the wrapper nodes of orchestration/ (store_orch.c) */
 	[STMT_NODE_DETAILS_MERGE] =
 		{"keys added to a node's status_details (error, attempts)",
+		 HELD_NODE_WRITES, REACH_INSTANCE,
 		 "UPDATE df.nodes SET status_details = pg_catalog.jsonb_strip_nulls("
 		 "COALESCE(status_details, '{}') OPERATOR(pg_catalog.||) $3::pg_catalog.jsonb) "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
@@ -619,12 +724,14 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T}},
 	[STMT_NODE_DETAILS] =
 		{"a node's status_details",
+		 HELD_NODE_WRITES, REACH_INSTANCE,
 		 "SELECT status_details::text FROM df.nodes "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
 		 2,
 		 {T, T}},
 	[STMT_TASK_STEP_AT] =
 		{"a SQL step's next attempt, due later",
+		 HELD_TASKS, REACH_INSTANCE,
 		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, run_at) "
 		 "VALUES ($1, $2, $3, 'step', $4)",
 		 4,
@@ -632,6 +739,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	/* the same row, so the next attempt sends the same Idempotency-Key */
 	[STMT_HTTP_RETRY_AT] =
 		{"an HTTP step's next attempt, due later",
+		 HELD_TASKS, REACH_INSTANCE,
 		 "UPDATE df_internal.tasks SET run_at = $4, lease_until = NULL, lease_token = NULL "
 		 "WHERE id IN (SELECT id FROM df_internal.tasks "
 		 " WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
@@ -641,6 +749,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T, TIMESTAMPTZOID}},
 	[STMT_TASKS_OF_NODE_DROP] =
 		{"the unclaimed tasks of one node in one scope",
+		 HELD_TASKS, REACH_INSTANCE,
 		 "DELETE FROM df_internal.tasks WHERE id IN ("
 		 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 " AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
@@ -650,18 +759,21 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	/* plain reads: a task being completed is locked, and is not gone */
 	[STMT_HTTP_TASKS_GONE] =
 		{"which HTTP tasks of calls in flight are gone",
+		 HELD_TASKS, REACH_ALL,
 		 "SELECT x FROM pg_catalog.unnest($1::pg_catalog.int8[]) AS x "
 		 "WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.id OPERATOR(pg_catalog.=) x)",
 		 1,
 		 {INT8ARRAYOID}},
 	[STMT_UNDO_REGISTER] =
 		{"an undo registered by a completed forward step",
+		 0, REACH_INSTANCE,
 		 "INSERT INTO df_internal.compensations (instance_id, node_id, scope, results) "
 		 "VALUES ($1, $2, $3, $4::pg_catalog.json) RETURNING seq",
 		 4,
 		 {T, T, T, T}},
 	[STMT_UNDO_NEXT] =
 		{"the next undos of a compensation: the latest registered ones within a scope",
+		 0, REACH_INSTANCE,
 		 "UPDATE df_internal.compensations c SET state = 'running', "
 		 "attempts = c.attempts OPERATOR(pg_catalog.+) 1, compensated_by = $3 "
 		 "WHERE c.instance_id OPERATOR(pg_catalog.=) $1 AND c.seq IN ("
@@ -674,6 +786,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T, T}},
 	[STMT_UNDO_FINISH] =
 		{"an undo ended",
+		 0, REACH_INSTANCE,
 		 "UPDATE df_internal.compensations SET state = $3, error = $4 "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 "AND seq OPERATOR(pg_catalog.=) $2::pg_catalog.int8 RETURNING node_id, compensated_by",
@@ -681,6 +794,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T, T}},
 	[STMT_UNDOS_DONE] =
 		{"the undos a compensation ran, latest registered first",
+		 0, REACH_INSTANCE,
 		 "SELECT node_id, state, error FROM df_internal.compensations "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 "AND ($2 IS NULL OR compensated_by OPERATOR(pg_catalog.=) $2) "
@@ -689,6 +803,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T}},
 	[STMT_UNDO_PENDING] =
 		{"is an undo registered within a scope and not run?",
+		 0, REACH_INSTANCE,
 		 "SELECT 1 FROM df_internal.compensations x "
 		 "WHERE x.instance_id OPERATOR(pg_catalog.=) $1 "
 		 "AND x.state OPERATOR(pg_catalog.=) 'registered' AND (x.scope OPERATOR(pg_catalog.=) $2 OR pg_catalog.starts_with(x.scope, $2 OPERATOR(pg_catalog.||) '::')) LIMIT 1",
@@ -696,6 +811,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T}},
 	[STMT_UNDO_TALLY] =
 		{"how many undos of a compensation still run, and how many failed",
+		 0, REACH_INSTANCE,
 		 "SELECT pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'running'), "
 		 "pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'failed') "
 		 "FROM df_internal.compensations "
@@ -705,6 +821,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T}},
 	[STMT_UNDO_REQUEUE] =
 		{"undos within a scope to run again: abandoned ones (and failed ones when $3)",
+		 0, REACH_INSTANCE,
 		 "UPDATE df_internal.compensations x SET state = 'registered' "
 		 "WHERE x.instance_id OPERATOR(pg_catalog.=) $1 AND (x.scope OPERATOR(pg_catalog.=) $2 OR pg_catalog.starts_with(x.scope, $2 OPERATOR(pg_catalog.||) '::')) "
 		 "AND (x.state OPERATOR(pg_catalog.=) 'running' OR ($3::pg_catalog.bool "
@@ -713,6 +830,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T}},
 	[STMT_RUN_LOCK_NOWAIT] =
 		{"lock the runs row without waiting (a later step of a batch)",
+		 0, REACH_INSTANCE,
 		 "SELECT status FROM df_internal.runs "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 FOR UPDATE NOWAIT",
 		 1,
@@ -726,124 +844,9 @@ static SPIPlanPtr plans[STMT_COUNT];
 static bool		  planned[STMT_COUNT]; /* pgd_spi_run_kept */
 
 /*
- * Does sql call a function of the extension (which may read anything)?
- * "df.name(" or "df_internal.name(".
- */
-static bool
-calls_own_function(const char *sql)
-{
-	for (const char *p = sql; (p = strstr(p, "df")) != NULL; p++)
-	{
-		const char *q = p + 2;
-
-		if (p > sql && (isalnum((unsigned char) p[-1]) || p[-1] == '_'))
-			continue;
-		if (strncmp(q, "_internal.", 10) == 0)
-			q += 10;
-		else if (*q == '.')
-			q++;
-		else
-			continue;
-		while (isalnum((unsigned char) *q) || *q == '_')
-			q++;
-		if (*q == '(')
-			return true;
-	}
-	return false;
-}
-
-/*
- * Statements that neither read nor write df.nodes or the history (or read
- * them through the buffer) leave the buffered node writes where they are,
- * so that a transition's writes go out together (store_nodes.c), and a
- * batch's until its commit: reading the runs row (a df.limit key
- * template) or queueing a task between two node writes split them into
- * statements of their own, and taking a signal or a wait between a
- * step's start and its end made them two updates.  Any statement that
- * names either table or calls one of the extension's functions writes
- * them first.  Found out once per statement.
- */
-static bool
-keeps_node_writes(PgdStmt s)
-{
-	static char known[STMT_COUNT]; /* 0: not yet; 'y' or 'n' */
-
-	if (known[s] == 0)
-	{
-		const char *sql = stmts[s].sql;
-
-		known[s] = strstr(sql, "df.nodes") == NULL &&
-				strstr(sql, "df_internal.events") == NULL &&
-				!calls_own_function(sql) ?
-			'y' :
-			'n';
-	}
-	return known[s] == 'y';
-}
-
-/*
- * Does statement s read table (df_internal.<name>), itself or through
- * df.check()'s rows?  What a batch holds of it must be written first.
- */
-static bool
-reads_table(PgdStmt s, const char *table)
-{
-	return strstr(stmts[s].sql, table) != NULL ||
-		strstr(stmts[s].sql, "df_internal.check_rows") != NULL;
-}
-
-/*
- * Must the step tasks a batch holds be written before statement s
- * (store_tasks.c)?  Those that add tasks, or claim one by its id, need
- * not; any other that names the queue or runs df.check()'s rows does.
- * Found out once per statement.
- */
-static bool
-reads_queue(PgdStmt s)
-{
-	static char known[STMT_COUNT]; /* 0: not yet; 'y' or 'n' */
-
-	if (known[s] == 0)
-	{
-		switch (s)
-		{
-			case STMT_TASK_START:
-			case STMT_TASK_STEP:
-			case STMT_TASK_HTTP:
-			case STMT_TASK_DELIVER:
-			case STMT_TASK_TIMER:
-			case STMT_TASK_REQUEUE:
-				known[s] = 'n';
-				break;
-			default:
-				/* df.check() as well: an instance's held task is its way to wake */
-				known[s] = reads_table(s, "df_internal.tasks") ? 'y' : 'n';
-				break;
-		}
-	}
-	return known[s] == 'y';
-}
-
-/*
- * Must the JOIN counts a batch holds in memory be written before statement
- * s (store_state.c)?  Any that names df_internal.joins or runs df.check()'s
- * rows, but the one that writes a count.  Found out once per statement.
- */
-static bool
-reads_joins(PgdStmt s)
-{
-	static char known[STMT_COUNT]; /* 0: not yet; 'y' or 'n' */
-
-	if (known[s] == 0)
-		known[s] = s != STMT_JOIN_OPEN && reads_table(s, "df_internal.joins") ?
-			'y' :
-			'n';
-	return known[s] == 'y';
-}
-
-/*
- * The one way the engine runs a statement: buffered node writes first,
- * then the statement's kept plan.  Returns SPI_processed; the rows are in
+ * The one way the engine runs a statement: the held writes its entry
+ * names first, in the order of the rows' dependencies (node writes, tasks,
+ * JOIN counts), then the statement's kept plan.  Returns SPI_processed; the rows are in
  * SPI_tuptable.
  */
 int
@@ -852,11 +855,11 @@ store_run(PgdStmt s, const Datum *values, const char *nulls)
 	const PgdStmtDef *def = &stmts[s];
 	int				  rc;
 
-	if (!keeps_node_writes(s))
+	if (def->flush_first & HELD_NODE_WRITES)
 		store_flush_node_writes();
-	if (reads_queue(s))
+	if (def->flush_first & HELD_TASKS)
 		pgd_store_write_held_tasks();
-	if (reads_joins(s))
+	if (def->flush_first & HELD_JOIN_COUNTS)
 		store_write_held_join_counts();
 	if (plans[s] == NULL)
 	{
