@@ -7,14 +7,14 @@
 # Reads only the #include "..." lines of src/**/*.c and src/**/*.h and checks:
 #
 #  1. layers: the folders of src/ are ordered, bottom to top,
-#         common graph results dsl core engine steps orchestration api monitor worker
+#         common graph results dsl core store engine steps orchestration api monitor worker
 #     and src/pg_durable.c (the module entry point) sits above them all.  A file may
 #     include headers of its own folder or of folders below it, never of one above it.
 #     A project header must be named with its folder ("engine/engine.h", not
 #     "engine.h", not "../engine/engine.h"); a file in a folder outside that order,
 #     or directly in src/ other than pg_durable.c, is an error too.
 #  2. no cycles: a module is a file's path under src/ without its extension
-#     (src/engine/store.c and src/engine/store.h are module engine/store).  Module A
+#     (src/store/types.c and src/store/types.h are module store/types).  Module A
 #     depends on module B when a file of A includes B's header.  Any cycle
 #     A -> B -> ... -> A with A != B fails, inside one folder too.
 #  3. no missing headers: an included project header must exist.
@@ -40,7 +40,7 @@ use File::Find ();
 use Cwd qw(abs_path);
 use Getopt::Long qw(GetOptions);
 
-my @ORDER = qw(common graph results dsl core engine steps orchestration api monitor worker);
+my @ORDER = qw(common graph results dsl core store engine steps orchestration api monitor worker);
 my $ENTRY = 'pg_durable.c';		# above every folder
 my %RANK;
 @RANK{@ORDER} = (0 .. $#ORDER);

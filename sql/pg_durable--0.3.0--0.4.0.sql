@@ -789,7 +789,7 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.maps', '');
 -- run under the key's row lock (df_internal.limit_pump), counting the
 -- holders, so a key never has more than max_concurrent of them; a slot is
 -- deleted in the transaction that ends its LIMIT node (orchestration/
--- limits.c, engine/store_limits.c).  A waiter admitted by another
+-- limits.c, store/limit_slots.c).  A waiter admitted by another
 -- instance's transaction gets a holder row with started = false and a
 -- timer task on its LIMIT node, which starts the subtree.
 -- ---------------------------------------------------------------------------
@@ -1487,7 +1487,7 @@ COMMENT ON FUNCTION df.explain(text, text) IS 'render a workflow graph, DSL expr
 -- Events (issue 18, orchestration-api.md §4): the bus, published to by
 -- df.publish_event and PUBLISH nodes; EVENT nodes wait for its events and
 -- subscriptions start a workflow per event (api/publish.c,
--- engine/store_events.c).  df_internal.events is the instances' history,
+-- store/event_bus.c).  df_internal.events is the instances' history,
 -- not this.
 -- ---------------------------------------------------------------------------
 

@@ -623,7 +623,7 @@ CREATE TABLE df_internal.signals (
 CREATE INDEX signals_instance_idx ON df_internal.signals (instance_id, name, id);
 
 -- SIGNAL nodes waiting for a signal; an EVENT node's wait has the name '', which no
--- signal can have (issue 18, engine/store_events.c)
+-- signal can have (issue 18, store/event_bus.c)
 CREATE TABLE df_internal.waits (
 	instance_id varchar(8) NOT NULL,
 	node_id varchar(8) NOT NULL,
@@ -826,7 +826,7 @@ GRANT SELECT ON df.locks TO PUBLIC;
 -- run under the key's row lock (df_internal.limit_pump), counting the
 -- holders, so a key never has more than max_concurrent of them; a slot is
 -- deleted in the transaction that ends its LIMIT node (orchestration/
--- limits.c, engine/store_limits.c).  A waiter admitted by another
+-- limits.c, store/limit_slots.c).  A waiter admitted by another
 -- instance's transaction gets a holder row with started = false and a
 -- timer task on its LIMIT node, which starts the subtree.
 -- ---------------------------------------------------------------------------
@@ -1926,7 +1926,7 @@ COMMENT ON FUNCTION df.limit(text, text, int, float8, int, interval) IS
 -- Events (issue 18, orchestration-api.md §4): the bus, published to by
 -- df.publish_event and PUBLISH nodes; EVENT nodes wait for its events and
 -- subscriptions start a workflow per event (api/publish.c,
--- engine/store_events.c).  df_internal.events is the instances' history,
+-- store/event_bus.c).  df_internal.events is the instances' history,
 -- not this.
 -- ---------------------------------------------------------------------------
 

@@ -24,8 +24,8 @@
 
 #include "common/messages.h"
 #include "core/settings.h"
-#include "engine/store.h"
-#include "engine/wake.h"
+#include "store/store.h"
+#include "core/wake.h"
 #include "orchestration/orchestration.h"
 #include "worker/worker.h"
 #include "core/shmem.h"

@@ -8,7 +8,7 @@
  * transaction (a trigger's too), as the bootstrap superuser since users
  * have no privileges on df_internal, with published_by = the calling
  * role; its commit asks for the bus sweep that wakes EVENT waits
- * (engine/store_events.c).  In the same transaction it starts, for every
+ * (store/event_bus.c).  In the same transaction it starts, for every
  * subscription it sees whose topic is the event's and whose filter the
  * payload contains, one instance of the subscription's workflow as the
  * subscription's owner, with the idempotency key sub:<name>:<event id>
@@ -41,7 +41,7 @@
 #include "api/api.h"
 #include "common/json.h"
 #include "common/spi.h"
-#include "engine/wake.h"
+#include "core/wake.h"
 #include "graph/event_config.h"
 #include "graph/graph.h"
 

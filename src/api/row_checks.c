@@ -38,7 +38,7 @@
 #endif
 
 #include "common/trace.h"
-#include "engine/types.h"
+#include "store/types.h"
 #include "graph/graph.h"
 
 /* Every kind df_internal.events may hold (df.history documents them). */

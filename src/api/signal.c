@@ -37,8 +37,8 @@
 #include "common/messages.h"
 #include "common/json.h"
 #include "common/spi.h"
-#include "engine/store.h"
-#include "engine/types.h"
+#include "store/store.h"
+#include "store/types.h"
 
 PG_FUNCTION_INFO_V1(pgd_signal);
 Datum

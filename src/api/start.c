@@ -28,7 +28,7 @@
  * starts only if the step commits.
  *
  * The start itself is queued by the pending runs row and published at
- * commit as a marker (engine/store_tasks.c, issue 14): no start task,
+ * commit as a marker (store/tasks.c, issue 14): no start task,
  * except under an older schema.
  *
  * Locks: inserts only (df.instances, df.nodes, df_internal.runs; a start
@@ -74,8 +74,8 @@
 #include "common/trace.h"
 #include "core/identity.h"
 #include "core/settings.h"
-#include "engine/store.h"
-#include "engine/wake.h"
+#include "store/store.h"
+#include "core/wake.h"
 #include "common/json.h"
 #include "dsl/dsl.h"
 #include "graph/graph.h"
@@ -288,7 +288,7 @@ insert_node_rows_statement(const char *instance_id, Oid submitter,
  * no other transaction can see, let alone delete, the rows they lock.
  * For a 20-step chain they were half of df.start's time and 109 bytes of
  * WAL per step (issue 14).  The constraints stand for every other write:
- * a restore, a hand-made row, df.map's nodes (store_map.c).  The rows keep
+ * a restore, a hand-made row, df.map's nodes (map_items.c).  The rows keep
  * everything else an INSERT gives them: the column defaults, the CHECK
  * and NOT NULL constraints, every index, unique ones checked.
  */
@@ -621,7 +621,7 @@ insert_run(const char *instance_id, Oid userid, const char *label,
 					 "FROM df.vars WHERE owner OPERATOR(pg_catalog.=) $2::pg_catalog.regrole",
 					 5, types, values, nulls, false);
 	}
-	/* its start (a marker, store_tasks.c); its commit wakes an executor */
+	/* its start (a marker, tasks.c); its commit wakes an executor */
 	pgd_store_start_ready(instance_id);
 }
 

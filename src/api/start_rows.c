@@ -44,8 +44,8 @@
 #include "common/messages.h"
 #include "common/row_prep.h"
 #include "common/spi.h"
-#include "engine/store.h"
-#include "engine/types.h"
+#include "store/store.h"
+#include "store/types.h"
 
 #define ID_ATTEMPTS 10
 
@@ -280,7 +280,7 @@ captured_vars(Oid pkey, Oid userid, const char *key)
 /*
  * The engine's runs row of a new instance, with the caller's variables
  * captured; false when the statement must write it (see the top).  Its
- * start_snapshot, which only an EVENT node reads (engine/store_events.c),
+ * start_snapshot, which only an EVENT node reads (store/event_bus.c),
  * is NULL unless the graph has one (events): 21 bytes and 8 more for each
  * transaction running, in every instance's row (issue 14).
  */

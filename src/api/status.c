@@ -45,9 +45,9 @@
 #include "core/settings.h"
 #include "dsl/dsl.h"
 #include "engine/apply.h"
-#include "engine/store.h"
-#include "engine/types.h"
-#include "engine/wake.h"
+#include "store/store.h"
+#include "store/types.h"
+#include "core/wake.h"
 #include "orchestration/orchestration.h"
 #include "steps/step_sql.h"
 

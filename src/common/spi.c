@@ -9,7 +9,7 @@
  * distinct statement is prepared once per process and kept (the plan cache
  * re-plans it after DDL, a role change or a new extension), so a call does
  * not parse and plan it again.  The engine's own statements go through its
- * store (engine/store.c), which names each of them and keeps their plans
+ * store (store/statements.c), which names each of them and keeps their plans
  * by number; the monitoring functions and df.start use these helpers
  * directly.
  *

@@ -141,7 +141,7 @@ define_engine_settings(void)
 							0, NULL, NULL, NULL);
 
 	/*
-	 * Every wake-up is delivered at commit (engine/wake.c); the poll only
+	 * Every wake-up is delivered at commit (core/wake.c); the poll only
 	 * covers what no commit announces (an executor that died holding a
 	 * share, say).  Tests raise it so that a lost wake-up hangs instead of
 	 * costing 5 s.

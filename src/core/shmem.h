@@ -106,7 +106,7 @@ typedef struct PgdShared
 
 	/*
 	 * An event was published or an EVENT wait registered (issue 18): an
-	 * executor runs the bus sweep (engine/store_events.c).  Set at start-up
+	 * executor runs the bus sweep (store/event_bus.c).  Set at start-up
 	 * too, since a crash loses the flag.  Under ready_mutex.
 	 */
 	bool bus_sweep;
@@ -115,7 +115,7 @@ typedef struct PgdShared
 	 * A start's marker (wake.c) may be lost: the ring was full, an executor
 	 * that held one failed or started again, the server restarted.  An
 	 * executor then gives every pending runs row without a start task one
-	 * (engine/store_tasks.c, pgd_store_start_sweep).  Under ready_mutex.
+	 * (store/tasks.c, pgd_store_start_sweep).  Under ready_mutex.
 	 */
 	bool start_sweep;
 

@@ -27,7 +27,7 @@
  * into the loop's scope when the loop ends.
  *
  * Every node start and end writes an event with the same statement that
- * updates the node (store.c); instance starts and ends write one too.
+ * updates the node (statements.c); instance starts and ends write one too.
  *
  * Locks: see apply.h.
  *
@@ -46,7 +46,7 @@
 #include "engine/scope.h"
 #include "engine/timers.h"
 #include "engine/transition.h"
-#include "engine/wake.h"
+#include "core/wake.h"
 
 static void start_node(PgdGraph *g, int n, const char *scope);
 static void complete(PgdGraph *g, int n, const char *scope,

@@ -24,8 +24,8 @@
 
 #include "common/json.h"
 #include "engine/graph_cache.h"
-#include "engine/store.h"
-#include "engine/types.h"
+#include "store/store.h"
+#include "store/types.h"
 
 /*
  * The prologue of every transition on a task: lock the instance's runs

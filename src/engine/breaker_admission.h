@@ -20,7 +20,7 @@
 #include "postgres.h"
 
 #include "core/breaker_state.h"
-#include "engine/types.h"
+#include "store/types.h"
 
 /*
  * May a call go through breaker name now?  True with *t filled when it

@@ -33,7 +33,7 @@
 
 #include "common/json.h"
 #include "engine/graph_cache.h"
-#include "engine/store.h"
+#include "store/store.h"
 #include "graph/http_config.h"
 #include "graph/map_config.h"
 #include "graph/persisted.h"

@@ -22,7 +22,7 @@
 
 #include "common/cron.h"
 #include "common/json.h"
-#include "engine/types.h"
+#include "store/types.h"
 #include "graph/event_config.h"
 #include "graph/graph.h"
 #include "graph/lock_config.h"

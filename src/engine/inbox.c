@@ -28,7 +28,7 @@
 
 #include "engine/apply.h"
 #include "engine/inbox.h"
-#include "engine/store.h"
+#include "store/store.h"
 
 int
 pgd_apply_inbox(const char *instance_id, bool *held)

@@ -33,7 +33,7 @@
 
 #include "common/messages.h"
 #include "common/json.h"
-#include "engine/store.h"
+#include "store/store.h"
 #include "engine/timers.h"
 
 static PgdOutcome

@@ -18,7 +18,7 @@
 #include "postgres.h"
 
 #include "engine/graph_cache.h"
-#include "engine/types.h"
+#include "store/types.h"
 
 /*
  * Start a SLEEP, WAIT_SCHEDULE or SIGNAL node in scope.  Returns true when

@@ -31,7 +31,7 @@
 
 #include "common/json.h"
 #include "engine/graph_cache.h"
-#include "engine/types.h"
+#include "store/types.h"
 
 /* What starting a node does, besides marking it running. */
 typedef enum PgdStartAction

@@ -5,7 +5,7 @@
  *	  the view df_internal.history_events shows it: a start written in its
  *	  end's row comes as a row of its own).
  *
- * The events are written by the engine's transitions (engine/store.c).
+ * The events are written by the engine's transitions (store/statements.c).
  * df.history reads as the caller: the instance must be visible to it in
  * df.instances (row-level security decides); the events themselves are
  * read with the bootstrap superuser's privileges, since users have none on

@@ -47,7 +47,7 @@
 #include "common/spi.h"
 #include "monitor/monitor.h"
 #include "core/settings.h"
-#include "engine/types.h"
+#include "store/types.h"
 
 #define LIST_DEFAULT_LIMIT		 100
 #define CURSOR_MAX_HEX			 512

@@ -29,7 +29,7 @@
 
 #include "engine/apply.h"
 #include "engine/breaker_admission.h"
-#include "engine/store.h"
+#include "store/store.h"
 #include "orchestration/orchestration.h"
 
 static char *

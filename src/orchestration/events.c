@@ -10,7 +10,7 @@
  *			  commits with the step before it, or not at all (exactly
  *			  once).  Without EXECUTE on df.publish_event the node fails.
  *	 EVENT	  takes the first event the instance may still take (the rule
- *			  is in engine/store_events.c) or registers a wait, plus a
+ *			  is in store/event_bus.c) or registers a wait, plus a
  *			  timer for its timeout; a deliver task that the bus sweep
  *			  enqueued hands it its event later, and the timer ends it
  *			  with {"timed_out": true}.  Each EVENT execution takes a
@@ -32,8 +32,8 @@
 #include "common/json.h"
 #include "common/spi.h"
 #include "engine/apply.h"
-#include "engine/store.h"
-#include "engine/wake.h"
+#include "store/store.h"
+#include "core/wake.h"
 #include "orchestration/orchestration.h"
 #include "results/results.h"
 
@@ -104,7 +104,7 @@ start_publish(PgdGraph *g, int n, const char *scope)
 	}
 }
 
-/* Node n took the event result (store_events.c): it completes with it. */
+/* Node n took the event result (event_bus.c): it completes with it. */
 static void
 finish_with_event(PgdGraph *g, int n, const char *scope, char *result)
 {
@@ -149,7 +149,7 @@ start_event(PgdGraph *g, int n, const char *scope)
 														node->event
 																->timeout_seconds *
 															1000));
-	pgd_bus_sweep_at_commit(); /* an event this read did not see: store_events.c */
+	pgd_bus_sweep_at_commit(); /* an event this read did not see: event_bus.c */
 }
 
 void

@@ -6,7 +6,7 @@
  *
  *	 start		 the key template is substituted; the execution enters the
  *				 key's FIFO queue, which is pumped under the key's row lock
- *				 (engine/store_limits.c): with a slot (and a token) free it
+ *				 (store/limit_slots.c): with a slot (and a token) free it
  *				 is admitted at once and its subtree starts in the same
  *				 scope, else it stays queued (running, with
  *				 "limit_key" and "queued_at" in its status_details) with a
@@ -35,7 +35,7 @@
 #include "utils/timestamp.h"
 
 #include "engine/apply.h"
-#include "engine/store.h"
+#include "store/store.h"
 #include "orchestration/orchestration.h"
 #include "results/results.h"
 

@@ -11,7 +11,7 @@
  * "lock order violation", code lock_order_violation), so that every
  * instance takes keys in the one canonical order.
  *
- * Taking: one key after the other (engine/store_locks.c).  A key that is
+ * Taking: one key after the other (store/lock_keys.c).  A key that is
  * not free queues the node as its waiter and the node waits: its
  * status_details get the sorted keys ("lock_keys"), "lock_mode",
  * "lock_state" waiting, "waiting_for" and the wait's "deadline", and its
@@ -31,7 +31,7 @@
  * (pgd_store_drop_scope, pgd_store_end_instance), so nothing is held by a
  * node that has ended.
  *
- * Locks: the caller holds the instance's runs row; keys as store_locks.c.
+ * Locks: the caller holds the instance's runs row; keys as lock_keys.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -44,7 +44,7 @@
 
 #include "engine/apply.h"
 #include "engine/scope.h"
-#include "engine/store.h"
+#include "store/store.h"
 #include "orchestration/orchestration.h"
 #include "results/results.h"
 

@@ -9,7 +9,7 @@
  * submitter's rights and containment) in its own branch scope.  When the
  * query completes, the same transition makes the children: one copy of
  * the step template (right_node, never run itself) per row, as real
- * df.nodes rows with fresh ids (store_map.c), listed in map_items, and
+ * df.nodes rows with fresh ids (map_items.c), listed in map_items, and
  * each row becomes the named result "item" in its child's scope, so the
  * step sees $item and $item.col.  Child i runs as a branch would, in
  * "<map scope>::<child root id>::1".  A MAP run again (in a loop) reuses
@@ -44,7 +44,7 @@
 #include "common/json.h"
 #include "engine/apply.h"
 #include "engine/scope.h"
-#include "engine/store.h"
+#include "store/store.h"
 #include "graph/persisted.h"
 #include "orchestration/orchestration.h"
 

@@ -16,7 +16,7 @@
 #include "postgres.h"
 
 #include "engine/graph_cache.h"
-#include "engine/types.h"
+#include "store/types.h"
 #include "graph/orch_config.h"
 
 /* --- retry.c: what becomes of a failed attempt --- */

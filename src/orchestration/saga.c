@@ -56,7 +56,7 @@
 
 #include "engine/apply.h"
 #include "engine/scope.h"
-#include "engine/store.h"
+#include "store/store.h"
 #include "orchestration/orchestration.h"
 #include "orchestration/saga_internal.h"
 

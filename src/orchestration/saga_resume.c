@@ -26,7 +26,7 @@
 #include "core/identity.h"
 #include "engine/apply.h"
 #include "engine/scope.h"
-#include "engine/store.h"
+#include "store/store.h"
 #include "orchestration/orchestration.h"
 #include "orchestration/saga_internal.h"
 

@@ -52,7 +52,7 @@
 #include "common/compat.h"
 #include "engine/apply.h"
 #include "engine/scope.h"
-#include "engine/store.h"
+#include "store/store.h"
 #include "orchestration/orchestration.h"
 #include "results/results.h"
 

@@ -25,7 +25,7 @@
 
 #include "common/json.h"
 #include "core/breaker_state.h"
-#include "engine/types.h"
+#include "store/types.h"
 
 /* A multipart part, ready to send. */
 typedef struct PgdHttpPart

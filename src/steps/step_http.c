@@ -56,7 +56,7 @@
 #include "core/settings.h"
 #include "engine/apply.h"
 #include "engine/breaker_admission.h"
-#include "engine/store.h"
+#include "store/store.h"
 #include "engine/transition.h"
 #include "graph/http_config.h"
 #include "results/results.h"

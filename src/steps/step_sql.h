@@ -12,7 +12,7 @@
 
 #include "postgres.h"
 
-#include "engine/types.h"
+#include "store/types.h"
 
 /* true inside a workflow step (or with df.in_workflow = 'true') */
 extern bool pgd_in_workflow(void);

@@ -25,8 +25,8 @@
 #include "utils/resowner.h"
 
 #include "core/settings.h"
-#include "engine/store.h"
-#include "engine/wake.h"
+#include "store/store.h"
+#include "core/wake.h"
 #include "steps/step_sql.h"
 #include "worker/executor.h"
 
@@ -39,7 +39,7 @@ typedef enum Follow
 } Follow;
 
 /*
- * Task id leads the next batch; a held one (store_tasks.c) is written now,
+ * Task id leads the next batch; a held one (tasks.c) is written now,
  * in the batch's own transaction, its claim rolled back.
  */
 static void
@@ -235,7 +235,7 @@ start_and_first_step(PgdClaim *t, bool was_follower)
 
 /*
  * A start task: the instance starts, and the step that its start makes
- * ready (held, store_tasks.c) runs at once, with the start, in a
+ * ready (held, tasks.c) runs at once, with the start, in a
  * subtransaction of the start's own (start_and_first_step): a one-step
  * workflow's runs row is then locked and deleted by one subtransaction.
  * Locked by the start task and deleted by a later step's subtransaction,
@@ -309,7 +309,7 @@ next_follower(int64 *tried, int *ntried, int max_tried, bool held_only)
 	/* past the budget, only a branch or step of an instance under way */
 	if (held_only)
 		return pgd_store_held_branch_next();
-	/* a step task held, not written yet (store_tasks.c), comes first */
+	/* a step task held, not written yet (tasks.c), comes first */
 	if ((id = pgd_store_held_task_next()) != 0)
 		return id;
 	nown = pgd_ready_made_here(own, lengthof(own));

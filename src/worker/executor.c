@@ -38,7 +38,7 @@
  * Deadlocks and serialization failures of the user's statement re-queue
  * the task with a jittered back-off.  An engine statement that lost a
  * race for a lock (a deadlock, a serialization failure, a key row it may
- * not wait for: engine/store_locks.c) rolls the unit back, which runs
+ * not wait for: store/lock_keys.c) rolls the unit back, which runs
  * again after 1-4 ms, with nothing recorded.  Other errors of the engine
  * itself are logged, the transaction is rolled back and the loop goes on;
  * then, in a transaction of its own, the error is recorded on the task
@@ -107,9 +107,9 @@
 #include "core/unit.h"
 #include "engine/apply.h"
 #include "engine/inbox.h"
-#include "engine/store.h"
+#include "store/store.h"
 #include "engine/transition.h"
-#include "engine/wake.h"
+#include "core/wake.h"
 #include "results/results.h"
 #include "steps/remote.h"
 #include "steps/step_sql.h"
@@ -240,7 +240,7 @@ process_one(long *sleep_ms)
 	started = GetCurrentTimestamp();
 	/*
 	 * the step tasks a batch makes ready, and its node writes, are held
-	 * until it commits (store_tasks.c, store_nodes.c)
+	 * until it commits (tasks.c, node_writes.c)
 	 */
 	pgd_store_hold_step_tasks(pgd_batch_max_steps > 1);
 	pgd_store_hold_node_writes(pgd_batch_max_steps > 1);

@@ -16,7 +16,7 @@
 
 #include "utils/timestamp.h"
 
-#include "engine/store.h"
+#include "store/store.h"
 
 /* the lock_timeout of the later steps of a batch (batch.c) */
 #define PGD_BATCH_LOCK_TIMEOUT "5ms"

@@ -19,7 +19,7 @@
  * PGD_RETENTION_BATCH instances per transaction, so that no lock is held
  * for long.  Live instances are never touched.  Then the df.limit keys
  * that nobody holds or waits for, with a full bucket, are forgotten
- * (engine/store_limits.c; locked with SKIP LOCKED).
+ * (store/limit_slots.c; locked with SKIP LOCKED).
  *
  * Reconciliation reads df_internal.check_rows() (the body of df.check(),
  * see the install script) and repairs what is safe to repair, each repair
@@ -39,7 +39,7 @@
  *	 limit_*				  a limit's slot or queue place of a node that
  *							  ended goes and its key's queue moves on, a
  *							  stuck queue is pumped, a lost admission gets
- *							  its timer (engine/store_limits.c).
+ *							  its timer (store/limit_slots.c).
  * Everything else is logged (LOG, at most PGD_RECONCILE_LOG_MAX lines per
  * pass, no step results: the details name nodes, scopes and counts only,
  * and for repeated_engine_errors the engine's own error, which the
@@ -62,8 +62,8 @@
 #include "core/settings.h"
 #include "core/unit.h"
 #include "engine/apply.h"
-#include "engine/store.h"
-#include "engine/wake.h"
+#include "store/store.h"
+#include "core/wake.h"
 #include "worker/executor.h"
 #include "worker/worker.h"
 

@@ -199,7 +199,7 @@ is(scalar(@$got), scalar(@$want), 'the spans of an instance that ended before a 
 
 # --- 4b. batches of four history events ---------------------------------------
 # A chain step started and run in one batch is one events row, its start
-# kept in started_at (engine/store_nodes.c), which the exporter reads as
+# kept in started_at (store/node_writes.c), which the exporter reads as
 # two events of one id, and a one-step instance run in one batch is one
 # row (instance_completed_at), four events of one id: a batch whose limit
 # falls between them must end before their row, or a start or an end is

@@ -1,4 +1,4 @@
-# No wake-up is lost (engine/wake.c): every task a commit makes runnable is
+# No wake-up is lost (core/wake.c): every task a commit makes runnable is
 # run without the executors' safety poll.  The poll is set to an hour here,
 # so a task that no commit announced to the executors waits until the
 # await below gives up, instead of costing 5 s.

@@ -1,4 +1,4 @@
-# A node write reads only the node it writes (engine/store_nodes.c), whatever
+# A node write reads only the node it writes (store/node_writes.c), whatever
 # the statistics of df.nodes.  Here they say that an instance has three
 # nodes (the ANALYZE autovacuum takes after the first small workflows of a
 # new installation; autovacuum is off so that nothing else makes the
@@ -176,7 +176,7 @@ WHERE e.instance_id = '$i' AND e.kind = 'node_completed'}),
 is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.check() is clean');
 
 # A chain run in one batch updates each node row once, start and end in
-# one write, with both events (store_nodes.c): a second update of a row in
+# one write, with both events (node_writes.c): a second update of a row in
 # the transaction that wrote it made PostgreSQL check the row's foreign
 # keys again at commit, a locking SELECT on df.nodes per key (3.9 node
 # updates and 2.75 such locks per step of a 20-step chain before).  The
@@ -234,7 +234,7 @@ SELECT count(*) FROM (
 WHERE x.k = 2 AND x.s IS NOT NULL AND x.c IS NOT NULL AND x.s < x.c AND x.s_at <= x.c_at AND x.d >= 0}),
 	$nnodes, 'every node has its start and its end, in order');
 # a step the batch started and ran is one event row, its start in started_at
-# (store_nodes.c): the 19 SQL steps after the signal, no other node
+# (node_writes.c): the 19 SQL steps after the signal, no other node
 is($node->safe_psql('postgres', qq{
 SELECT count(*) FILTER (WHERE n.node_type = 'SQL') || '/' || count(*)
 FROM df_internal.events e JOIN df.nodes n ON n.instance_id = e.instance_id AND n.id = e.node_id
@@ -248,7 +248,7 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.che
 # A chain whose THEN nodes start and end in one batch too: each THEN's
 # start and end are one event row with its children's events between, the
 # row's id drawn at the start's place and ended_id at the end's
-# (store_nodes.c).  The history must still show every start before the
+# (node_writes.c).  The history must still show every start before the
 # events of the node's subtree and every end after them.
 my $chain2 = join(' ~> ', map { "'SELECT $_'" } 1 .. $STEPS);
 my $cid2 = $node->safe_psql('postgres', "SET ROLE $ROLE; SELECT df.start($chain2)");
@@ -291,10 +291,10 @@ SELECT count(*) FROM df.history('$cid2') WHERE kind IN ('node_started', 'node_co
 is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.check() is clean after the second chain');
 
 # A one-step workflow run to its end in its first batch: its start is
-# held and never written as an update (engine/store_start.c), so its
+# held and never written as an update (store/held_start.c), so its
 # df.instances row is updated once, and its whole history is its node's
 # row, which holds the instance's start and end too (instance_completed_at,
-# engine/store_node_rows.c).  Its history is unchanged: the four events
+# store/node_rows.c).  Its history is unchanged: the four events
 # in order.
 my $one = $node->safe_psql('postgres', "SET ROLE $ROLE; SELECT df.start('SELECT 42')");
 is($node->safe_psql('postgres',
@@ -317,7 +317,7 @@ SELECT status || ' ' || (completed_at IS NOT NULL) FROM df.instances WHERE id = 
 is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.check() is clean after the one-step workflow');
 
 # An instance's end updates its df.instances row by the primary key, not
-# by a statement (engine/store_task_rows.c, session 19): its row is
+# by a statement (store/task_rows.c, session 19): its row is
 # updated, and its indexes find it under its new status.  A trigger of
 # the user's on df.instances brings the statement back, and it fires.
 my $quiet = $node->safe_psql('postgres', "SET ROLE $ROLE; SELECT df.start('SELECT 43')");

@@ -1,4 +1,4 @@
-# Keyed locks held in memory by a batch (issue 17, engine/store_locks.c):
+# Keyed locks held in memory by a batch (issue 17, store/lock_keys.c):
 # an exclusive key nobody has is taken by an executor's batch without a
 # row, under the key's advisory lock, and written as rows only when the
 # batch commits with the key still held.

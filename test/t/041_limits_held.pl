@@ -1,4 +1,4 @@
-# Limit slots given in memory by a batch (issue 17, engine/store_limits.c):
+# Limit slots given in memory by a batch (issue 17, store/limit_slots.c):
 # while an executor's batch holds a key's row and the key had no waiters,
 # it gives slots without writing holder rows, and writes a slot as its row
 # only when the batch commits with it still held.

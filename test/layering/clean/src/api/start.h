@@ -1,1 +1,1 @@
-#include "engine/store.h"
+#include "store/store.h"

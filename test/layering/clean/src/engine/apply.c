@@ -1,2 +1,2 @@
-#include "engine/store.h"
+#include "store/store.h"
 #include "engine/transition.h"

@@ -1,2 +1,2 @@
 #include "core/units.h"
-#include "engine/store.h"
+#include "store/store.h"

@@ -1,3 +1,3 @@
 #include "postgres.h"
 #include "engine/engine.h"
-#include "engine/wake.h"
+#include "core/wake.h"

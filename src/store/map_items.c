@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * store_map.c
+ * map_items.c
  *	  The engine store's functions for node MAP, df.map's dynamic fan-out
  *	  (orchestration-api.md §4, issue 18; store.h).
  *
@@ -13,7 +13,7 @@
  * many were started, how many finished) are a df_internal.maps row.  The
  * graph cache reads map_items to link the children to their MAP.
  *
- * Every statement here runs after the buffered node writes (store.c) are
+ * Every statement here runs after the buffered node writes (statements.c) are
  * written, like the store's own.
  *
  * Locks: rows of the instance whose runs row the caller holds; maps rows
@@ -28,8 +28,8 @@
 #include "utils/guc.h"
 
 #include "common/spi.h"
-#include "engine/store.h"
-#include "engine/store_stmt.h"
+#include "store/store.h"
+#include "store/store_internal.h"
 
 int
 pgd_store_map_items_load(const char *instance_id, char ***maps, int **items,

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
- * store_stmt.h
- *	  Inside the engine store (store.c, store_state.c, store_tasks.c): the
+ * store_internal.h
+ *	  Inside the engine store (statements.c, instance_state.c, tasks.c): the
  *	  names of its statements and the one way to run them.
  *
  * Nothing outside the store includes this header.
@@ -10,14 +10,14 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PG_DURABLE_STORE_STMT_H
-#define PG_DURABLE_STORE_STMT_H
+#ifndef PG_DURABLE_STORE_INTERNAL_H
+#define PG_DURABLE_STORE_INTERNAL_H
 
 #include "postgres.h"
 
 #include "executor/spi.h"
 
-#include "engine/types.h"
+#include "store/types.h"
 
 struct PgdRunInfo;	  /* store.h */
 struct PgdClaim;	  /* store.h */
@@ -87,14 +87,14 @@ typedef enum PgdStmt
 	STMT_DROP_TASKS_OF_FINISHED,
 	STMT_RESTORE_STEP_TASK,
 	STMT_RESTORE_TIMER,
-	/* the wrapper nodes of orchestration/ (store_orch.c) */
+	/* the wrapper nodes of orchestration/ (wrapper_state.c) */
 	STMT_NODE_DETAILS_MERGE,
 	STMT_NODE_DETAILS,
 	STMT_TASK_STEP_AT,
 	STMT_HTTP_RETRY_AT,
 	STMT_TASKS_OF_NODE_DROP,
 	STMT_HTTP_TASKS_GONE,
-	/* sagas (store_saga.c, issue 16) */
+	/* sagas (sagas.c, issue 16) */
 	STMT_UNDO_REGISTER,
 	STMT_UNDO_NEXT,
 	STMT_UNDO_FINISH,
@@ -115,7 +115,7 @@ typedef enum PgdStmt
  */
 extern int store_run(PgdStmt s, const Datum *values, const char *nulls);
 
-/* The callbacks of the step tasks a batch holds (store_tasks.c). */
+/* The callbacks of the step tasks a batch holds (tasks.c). */
 extern void store_register_task_callbacks(void);
 
 /* store_run with text arguments only (a NULL pointer is SQL NULL). */
@@ -134,15 +134,15 @@ extern Datum store_get_datum(int row, int col, bool *isnull);
 /* A text[] of n items (NULL items are SQL NULLs). */
 extern Datum store_text_array(int n, const char *const *items);
 
-/* store_node_rows.c: rel's column name (0 with missing_ok, else an error) */
+/* node_rows.c: rel's column name (0 with missing_ok, else an error) */
 extern AttrNumber store_attnum(Relation rel, const char *name,
 							   bool missing_ok);
-/* store_node_rows.c: column a of tup as a C string (NULL for SQL NULL) */
+/* node_rows.c: column a of tup as a C string (NULL for SQL NULL) */
 extern char *store_text_attr(HeapTuple tup, TupleDesc desc, AttrNumber a);
-/* store_node_reads.c: an instance's root node and graph rows by the primary keys */
+/* node_reads.c: an instance's root node and graph rows by the primary keys */
 extern int store_load_node_rows(const char *instance_id, char **root_id,
 								struct PgdStoredNode **rows);
-/* store_task_rows.c: the runs row and a task's claim by the primary key (issue 14) */
+/* task_rows.c: the runs row and a task's claim by the primary key (issue 14) */
 extern HeapTuple store_key_row(Oid relid, Oid indexid, const char *col,
 							   const char *value, LOCKMODE lockmode,
 							   Relation *rel);
@@ -177,10 +177,10 @@ extern int		  store_finish_instance_row(const char *instance_id,
 											const char *status);
 extern bool		  store_instance_submitter_row(const char *instance_id,
 											   Oid		  *submitter);
-/* store_node_rows.c: a scope as df_internal.events keeps it */
+/* node_rows.c: a scope as df_internal.events keeps it */
 extern const char *store_event_scope(const char *instance_id,
 									 const char *scope);
-/* store_node_rows.c: an instance's start and end as one history row */
+/* node_rows.c: an instance's start and end as one history row */
 extern bool store_instance_event_row(int64 event_id, const char *instance_id,
 									 TimestampTz started_at, const char *kind,
 									 const char *scope, const char *detail);
@@ -194,7 +194,7 @@ extern bool store_flush_with_instance_event(int64		event_id,
 extern uint64 store_event_rows;
 
 /*
- * The key rows of locks and limits in one order (store_locks.c): may a
+ * The key rows of locks and limits in one order (lock_keys.c): may a
  * statement that locks rows of space from key first on (NULL: not known)
  * wait for them?  store_keys_wait_begin(may) gives it a short lock_timeout
  * when not, store_keys_wait_end ends that, store_keys_wait_failed (in its
@@ -241,8 +241,8 @@ extern void store_keys_locked(PgdKeySpace space, const char *key);
 	} while (0)
 
 /*
- * The columns of a flush's node writes (store_nodes.c, written by
- * store_node_rows.c), one array each with an element per write: id, scope, state, result, attempt, detail, the time of its event,
+ * The columns of a flush's node writes (node_writes.c, written by
+ * node_rows.c), one array each with an element per write: id, scope, state, result, attempt, detail, the time of its event,
  * the time its node started when that start is in the flush too, whether
  * it is a start whose update the node's end in the same flush makes,
  * whether it is a start or an end whose start and end are one event row,
@@ -280,11 +280,11 @@ typedef enum NodeWriteMode
 
 /*
  * Write a flush's n node writes of one instance: each node's row and the
- * events, in the order of the writes (store_node_rows.c).
+ * events, in the order of the writes (node_rows.c).
  */
 extern void store_write_node_rows(const char *instance_id, int n,
 								  NodeWriteMode mode, Datum **v, bool **nulls);
-/* The rows of some nodes of an instance, by the primary key (store_node_reads.c). */
+/* The rows of some nodes of an instance, by the primary key (node_reads.c). */
 extern void store_read_node_rows(const char *instance_id, int n,
 								 const char *const *ids, bool *found,
 								 char **statuses, char **stamps,
@@ -292,12 +292,12 @@ extern void store_read_node_rows(const char *instance_id, int n,
 
 /* Write the buffered node updates now. */
 extern void store_flush_node_writes(void);
-/* Does the executor hold node writes for its batch (store_nodes.c)? */
+/* Does the executor hold node writes for its batch (node_writes.c)? */
 extern bool store_node_writes_held(void);
-/* store_nodes.c: event ids drawn ahead, and the column that needs them */
+/* node_writes.c: event ids drawn ahead, and the column that needs them */
 extern int64 *store_draw_event_ids(int n);
 extern bool	  store_events_have_ended_id(void);
-/* store_start.c: an instance's start held in a batch (issue 14) */
+/* held_start.c: an instance's start held in a batch (issue 14) */
 extern void store_write_held_start(void);
 extern void store_overlay_held_start(const char		   *instance_id,
 									 PgdInstanceStatus *status);
@@ -306,7 +306,7 @@ extern bool store_held_start_end_event(const char *instance_id,
 									   const char *kind, const char *scope,
 									   const char *detail);
 extern void store_register_start_callbacks(void);
-/* store_stamps.c: node stamps kept while the runs row is held (issue 14) */
+/* stamps.c: node stamps kept while the runs row is held (issue 14) */
 extern void store_stamps_locked(const char *instance_id);
 extern void store_stamps_forget(void);
 extern void store_stamps_put(const char *instance_id, const char *id,
@@ -314,7 +314,7 @@ extern void store_stamps_put(const char *instance_id, const char *id,
 extern bool store_stamps_find(const char *instance_id, const char *id,
 							  char **status, char **stamp);
 extern void store_register_stamps_callbacks(void);
-/* store_xact_keys.c: keys node executions took in this transaction (issue 17) */
+/* xact_keys.c: keys node executions took in this transaction (issue 17) */
 #define PGD_XACT_KEYS_MAX 32
 typedef struct PgdXactKey
 {
@@ -336,9 +336,9 @@ extern char *store_xact_keys_take(PgdXactKeys *l, const char *instance_id,
 								  const char *node_id, const char *scope);
 extern void	 store_xact_keys_forget(PgdXactKeys *l, const char *instance_id);
 extern void	 store_xact_keys_clear(PgdXactKeys *l);
-/* store_limits.c: the key rows a transaction holds (issue 17) */
+/* limit_slots.c: the key rows a transaction holds (issue 17) */
 extern void store_register_limit_callbacks(void);
-/* store_held.c: what a batch holds in memory instead of rows (issue 17) */
+/* held.c: what a batch holds in memory instead of rows (issue 17) */
 typedef struct PgdHeldEntry
 {
 	char			 instance_id[PGD_ID_LEN + 1];
@@ -376,14 +376,14 @@ extern void			 store_held_drop(PgdHeldList *l, const char *instance_id,
 extern void store_held_subxact_abort(PgdHeldList *l, SubTransactionId subid);
 extern void store_held_check_written(PgdHeldList *l, const char *what);
 
-/* store_locks.c: the keys a transaction made its own (issue 17) */
+/* lock_keys.c: the keys a transaction made its own (issue 17) */
 extern void store_register_lock_callbacks(void);
 /* ... and the keys a batch holds in memory, written as rows before its commit */
 extern void pgd_store_lock_write_held(void);
-/* store_limits.c: the slots a batch gave in memory, written likewise (issue 17) */
+/* limit_slots.c: the slots a batch gave in memory, written likewise (issue 17) */
 extern void pgd_store_limit_write_held(void);
-/* store_inbox.c: the runs row with SKIP LOCKED (issue 14) */
+/* inbox.c: the runs row with SKIP LOCKED (issue 14) */
 extern bool store_run_lock_skip(const char *instance_id, bool *held,
 								char **status);
 
-#endif /* PG_DURABLE_STORE_STMT_H */
+#endif /* PG_DURABLE_STORE_INTERNAL_H */

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * store_start.c
+ * held_start.c
  *	  The engine store's start of an instance, held while the executor
  *	  holds its batch's node writes (issue 14).
  *
@@ -13,7 +13,7 @@
  * update is not HOT, status is indexed: a heap record and four index
  * entries), and its runs row is deleted without an update before.  Its
  * instance_started event is then the start of its end's row, as a node's
- * start is (store_nodes.c): the row's id is drawn when the instance
+ * start is (node_writes.c): the row's id is drawn when the instance
  * starts, its end's place is ended_id, and df_internal.history_events
  * shows both.
  *
@@ -41,8 +41,8 @@
 #include "utils/timestamp.h"
 
 #include "common/spi.h"
-#include "engine/store.h"
-#include "engine/store_stmt.h"
+#include "store/store.h"
+#include "store/store_internal.h"
 
 static char				started_id[PGD_ID_LEN + 1];
 static SubTransactionId made = InvalidSubTransactionId; /* none held */
@@ -56,8 +56,8 @@ static uint64			event_mark; /* store_event_rows when it was drawn */
 
 /*
  * The event statements (kept plans, pgd_spi_exec).  An end with its
- * start: as STMT_EVENT_ADD (store.c), with the start's id, time and the
- * end's place, the ids as in store_nodes.c.
+ * start: as STMT_EVENT_ADD (statements.c), with the start's id, time and the
+ * end's place, the ids as in node_writes.c.
  */
 #define START_EVENT_SQL \
 	"INSERT INTO df_internal.events (id, instance_id, at, kind, scope) " \
@@ -168,7 +168,7 @@ store_held_start_end_event(const char *instance_id, const char *kind,
 	 * the end's place comes after every node event of the instance: with
 	 * them, as the last row of their flush, or after it; without a
 	 * statement when it can.  When no history row was written since the
-	 * start (alone), the flush's only row may be both (store_node_rows.c).
+	 * start (alone), the flush's only row may be both (node_rows.c).
 	 */
 	if (store_flush_with_instance_event(event_id, instance_id, event_at, kind,
 										scope, detail,

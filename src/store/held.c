@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * store_held.c
+ * held.c
  *	  Lists of what an executor's batch holds in memory instead of rows:
- *	  the keyed locks of store_locks.c and the limit slots of
- *	  store_limits.c (issue 17), the JOIN counts of store_state.c (issue
+ *	  the keyed locks of lock_keys.c and the limit slots of
+ *	  limit_slots.c (issue 17), the JOIN counts of instance_state.c (issue
  *	  14).  Each entry belongs to one node execution (instance, node,
  *	  scope) and names a key, with two texts its owner writes into its
  *	  row if the batch ends with it still held.
@@ -27,7 +27,7 @@
 #include "utils/memutils.h"
 
 #include "common/compat.h"
-#include "engine/store_stmt.h"
+#include "store/store_internal.h"
 
 static void
 held_current(PgdHeldList *l)
@@ -39,7 +39,7 @@ held_current(PgdHeldList *l)
 	l->n = l->max = l->nlive = 0;
 }
 
-/* Do the ids fit an entry's fields (here and in store_xact_keys.c)? */
+/* Do the ids fit an entry's fields (here and in xact_keys.c)? */
 bool
 store_held_fits(const char *instance_id, const char *node_id)
 {

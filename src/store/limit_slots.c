@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * store_limits.c
+ * limit_slots.c
  *	  The engine store's functions for limits (df.limit, node LIMIT,
  *	  orchestration-api.md §3, issue 17): entering a key, a LIMIT node's
  *	  timer, and the release of the slots and queue places of LIMIT node
@@ -32,7 +32,7 @@
  * df_internal.limits of the keys concerned, one at a time, or in key
  * order when an abandoned scope or an ended instance held several.
  * These are waited for (a transition holds one only until its commit) in
- * the one order of the key rows (store_locks.c): an executor waits only
+ * the one order of the key rows (lock_keys.c): an executor waits only
  * for a row after every lock key and limit key row it holds, takes an
  * earlier one with a short lock_timeout and runs again when it is busy; a
  * later step of a batch waits at most its lock_timeout and gives way.
@@ -50,8 +50,8 @@
 
 #include "common/compat.h"
 #include "common/spi.h"
-#include "engine/store.h"
-#include "engine/store_stmt.h"
+#include "store/store.h"
+#include "store/store_internal.h"
 
 typedef struct LimitRow
 {
@@ -243,7 +243,7 @@ store_register_limit_callbacks(void)
  * holders (the install script's limit functions, a release the general
  * way) writes them first (held_forget, slots_write_all).
  *
- * The list (store_held.c) undoes what a rolled-back subtransaction gave
+ * The list (held.c) undoes what a rolled-back subtransaction gave
  * or released.
  * ---------------------------------------------------------------------
  */

@@ -1,11 +1,11 @@
 /*-------------------------------------------------------------------------
  *
- * store_orch.c
+ * wrapper_state.c
  *	  The engine store's functions for the failure-handling wrappers of
  *	  orchestration/ (retries, timeouts, error codes): the error object of a
  *	  failed node, the keys they add to a node's status_details, and the
  *	  tasks of a step's next attempt (store.h; the statements are in
- *	  store.c's table).
+ *	  statements.c's table).
  *
  * A failed node keeps its error text as its result (the reference's
  * format); its code goes beside it, into status_details ("error": {kind,
@@ -27,9 +27,9 @@
 
 #include "common/json.h"
 #include "common/spi.h"
-#include "engine/store.h"
-#include "engine/store_stmt.h"
-#include "engine/wake.h"
+#include "store/store.h"
+#include "store/store_internal.h"
+#include "core/wake.h"
 
 static DfJson *
 text_or_null(const char *s)
@@ -101,7 +101,7 @@ pgd_store_node_details_merge(const char *instance_id, const char *node_id,
 							 const char *json)
 {
 	RUN(STMT_NODE_DETAILS_MERGE, instance_id, node_id, json);
-	store_stamps_forget(); /* it wrote rows store_stamps.c may keep */
+	store_stamps_forget(); /* it wrote rows stamps.c may keep */
 }
 
 /* A node's status_details as JSON text, or NULL. */

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * store_locks.c
+ * lock_keys.c
  *	  The engine store's functions for keyed locks (df.with_lock, node
  *	  LOCK; orchestration-api.md §3, issue 17): taking a key, the entries
  *	  of one LOCK execution, and the release that hands a key to its next
@@ -26,7 +26,7 @@
  *
  * None of these statements reads df.nodes or the history, so they leave
  * the store's buffered node writes to go out with the rest of the
- * transition (store_nodes.c).
+ * transition (node_writes.c).
  *
  * In an executor's batch, an exclusive key nobody has is held in memory
  * (below, "Keys held in memory"): no row is written unless the batch
@@ -57,8 +57,8 @@
 
 #include "common/compat.h"
 #include "common/spi.h"
-#include "engine/store.h"
-#include "engine/store_stmt.h"
+#include "store/store.h"
+#include "store/store_internal.h"
 
 #define EQ " OPERATOR(pg_catalog.=) "
 
@@ -77,7 +77,7 @@
  *
  * An executor's transaction locks the key rows of several nodes: a chain
  * step releases its LOCK's key and takes the next LOCK's, a batch runs the
- * steps of several instances, and limits (df_internal.limits, store_limits.c)
+ * steps of several instances, and limits (df_internal.limits, limit_slots.c)
  * have key rows too.  Two transactions could each hold a row the other
  * waits for: b ~> a against a ~> b deadlocked 5 times in 400 instances.  So
  * the rows have one order, lock keys before limit keys, each by key, and an
@@ -331,7 +331,7 @@ take_fresh_key(const char *instance_id, const char *node_id, const char *scope,
  * two functions ever see an entry in memory.  A second take of a key held
  * here writes it first and takes the general way.
  *
- * The list (store_held.c) undoes what a rolled-back subtransaction took
+ * The list (held.c) undoes what a rolled-back subtransaction took
  * or released; its advisory locks go with its resource owner.
  * ---------------------------------------------------------------------
  */

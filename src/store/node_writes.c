@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * store_nodes.c
+ * node_writes.c
  *	  The engine store's node writes: node starts and ends are buffered and
  *	  written at the end of a transition, with their events; and the reads
  *	  of a node's state and stamps, which see the buffer.
@@ -43,11 +43,11 @@
  * The buffer keeps a subtransaction's writes (the later steps of a batch
  * run in subtransactions, batch.c): what a rolled-back one buffered is
  * gone, and what it wrote is buffered again (store_subxact_callback),
- * like the step tasks a batch holds (store_tasks.c).
+ * like the step tasks a batch holds (tasks.c).
  *
  * The buffer is written at once per flush, straight into the heaps and
  * indexes of df.nodes and df_internal.events, or by one statement when
- * the user has put a trigger of their own on them (store_node_rows.c).
+ * the user has put a trigger of their own on them (node_rows.c).
  *
  * Locks: the rows of the instance whose runs row the caller holds.
  *
@@ -68,8 +68,8 @@
 #include "utils/timestamp.h"
 
 #include "common/spi.h"
-#include "engine/store.h"
-#include "engine/store_stmt.h"
+#include "store/store.h"
+#include "store/store_internal.h"
 
 #define MAX_NODE_WRITES 128 /* not yet written, at one time */
 
@@ -214,7 +214,7 @@ write_args(const NodeWrite *ws, int i, int n, NodeWriteMode mode,
 	}
 }
 
-/* Writes ws[0..n-1]: their columns, then the rows (store_node_rows.c). */
+/* Writes ws[0..n-1]: their columns, then the rows (node_rows.c). */
 static void
 write_flush(const NodeWrite *ws, int n, NodeWriteMode mode, const int64 *ids)
 {
@@ -241,7 +241,7 @@ write_flush(const NodeWrite *ws, int n, NodeWriteMode mode, const int64 *ids)
  * for each write of it (a start whose end is the next write shares its
  * end's: its entry is unused), one statement only when a start and its
  * end with writes between them make one row; for a held instance start,
- * one (store_start.c).
+ * one (held_start.c).
  */
 int64 *
 store_draw_event_ids(int n)
@@ -372,9 +372,9 @@ store_node_writes_held(void)
 }
 
 /*
- * ... and an instance's start held with them (store_start.c), and the
+ * ... and an instance's start held with them (held_start.c), and the
  * keyed locks, limit slots and JOIN counts still held in memory
- * (store_locks.c, store_limits.c, store_state.c)
+ * (lock_keys.c, limit_slots.c, instance_state.c)
  */
 static void
 write_held_rows(void)
@@ -394,7 +394,7 @@ pgd_store_write_node_writes(void)
 }
 
 /*
- * All of it and the step tasks held (store_tasks.c), written now, the
+ * All of it and the step tasks held (tasks.c), written now, the
  * batch holding on from here: df.check() called by a step reads the
  * engine's rows as the batch's commit would leave them
  * (df_internal.write_held).  Outside a batch there is nothing to write.
@@ -612,7 +612,7 @@ pgd_store_node_states(const char *instance_id, const char *const *ids, int n,
 
 /*
  * id, status and stamp (execution_id) of the named nodes that exist: those
- * kept for the transaction (store_stamps.c) from there, a node of the
+ * kept for the transaction (stamps.c) from there, a node of the
  * buffer not kept with its row from the overlay below, the others read
  * (and kept from then on).
  */

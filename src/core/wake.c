@@ -31,7 +31,7 @@
  * PGD_START_MARKER up, the instance's id read as a number, which no task id
  * reaches.  Its instance's pending runs row is the queued work, so a marker
  * the ring cannot hold, or that a failed unit took, or that a crash lost,
- * is made good by the start sweep (start_sweep, engine/store_tasks.c), not
+ * is made good by the start sweep (start_sweep, store/tasks.c), not
  * by a scan of the queue.
  *
  * The same commit-time hook interrupts executors whose running step was
@@ -53,7 +53,7 @@
 #include "utils/wait_event.h"
 
 #include "core/shmem.h"
-#include "engine/wake.h"
+#include "core/wake.h"
 
 #define MAX_PENDING_INTERRUPTS 16
 /*
@@ -493,7 +493,7 @@ wake_http_worker(void)
 }
 
 /*
- * The bus sweep (engine/store_events.c) must run in a transaction that
+ * The bus sweep (store/event_bus.c) must run in a transaction that
  * begins after this commit: the flag is set now, after the commit is
  * visible and before any executor is woken, and an executor looks at it
  * after each task, before it sleeps.  An executor committing looks at it

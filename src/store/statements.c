@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * store.c
+ * statements.c
  *	  The engine store: every statement the engine runs, named in one
  *	  table at the top, prepared once per process and run one way
  *	  (store_run), and the events of the history other than node starts
  *	  and ends.  The typed functions around the other statements are in
- *	  store_state.c (instances, JOINs, loops, results, signals) and
- *	  store_tasks.c (tasks, HTTP leases, maintenance).
+ *	  instance_state.c (instances, JOINs, loops, results, signals) and
+ *	  tasks.c (tasks, HTTP leases, maintenance).
  *
  * Statements use $n parameters, schema-qualified names and
  * OPERATOR(pg_catalog.x), so neither search_path nor user data can change
@@ -18,7 +18,7 @@
  *
  * Node writes (the buffer of node starts and ends, written at the end of
  * a transition) and the reads of node rows through it are in
- * store_nodes.c.
+ * node_writes.c.
  *
  * Locks: see store.h.
  *
@@ -41,9 +41,9 @@
 #include "common/json.h"
 #include "common/spi.h"
 #include "core/settings.h"
-#include "engine/store.h"
-#include "engine/store_stmt.h"
-#include "engine/wake.h"
+#include "store/store.h"
+#include "store/store_internal.h"
+#include "core/wake.h"
 
 #define T  TEXTOID
 #define TA TEXTARRAYOID
@@ -51,9 +51,9 @@
 /*
  * The writes a transaction may hold in memory instead of rows, which a
  * statement that reads (or writes next to) them needs written first: the
- * node writes of a transition or a batch (store_nodes.c), the step tasks a
- * batch made ready (store_tasks.c) and the JOIN counts it keeps
- * (store_state.c).  Each statement names them in its entry; nothing is
+ * node writes of a transition or a batch (node_writes.c), the step tasks a
+ * batch made ready (tasks.c) and the JOIN counts it keeps
+ * (instance_state.c).  Each statement names them in its entry; nothing is
  * inferred from its text.
  *
  * A statement that reads or writes df.nodes or the history, or calls one
@@ -427,7 +427,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T, T, T, T}},
 
 	[STMT_JOIN_OPEN] =
-		{"a JOIN's branch counter, made by its first branch's end (a table with columns store_task_rows.c does not know)",
+		{"a JOIN's branch counter, made by its first branch's end (a table with columns task_rows.c does not know)",
 		 0, REACH_INSTANCE,
 		 "INSERT INTO df_internal.joins (instance_id, node_id, scope, remaining) "
 		 "VALUES ($1, $2, $3, $4)",
@@ -713,7 +713,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 3,
 		 {T, T, T}},
 
-	/* the wrapper nodes of orchestration/ (store_orch.c) */
+	/* the wrapper nodes of orchestration/ (wrapper_state.c) */
 	[STMT_NODE_DETAILS_MERGE] =
 		{"keys added to a node's status_details (error, attempts)",
 		 HELD_NODE_WRITES, REACH_INSTANCE,
@@ -959,7 +959,7 @@ pgd_store_event_add(const char *instance_id, const char *kind,
 {
 	char attempt_s[16];
 
-	/* an instance's end, its instance_started held: one row (store_start.c) */
+	/* an instance's end, its instance_started held: one row (held_start.c) */
 	if (node_id == NULL &&
 		store_held_start_end_event(instance_id, kind, scope, detail))
 		return;

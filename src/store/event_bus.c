@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * store_events.c
+ * event_bus.c
  *	  The engine store's statements for the event bus (issue 18,
  *	  orchestration-api.md §4): an EVENT node taking an event, the sweep
  *	  that wakes the instances whose waits an event matches, and the
@@ -40,8 +40,8 @@
 #include "postgres.h"
 
 #include "common/spi.h"
-#include "engine/store.h"
-#include "engine/wake.h"
+#include "store/store.h"
+#include "core/wake.h"
 
 /*
  * The events instance $1 may still take of topic $2 whose payload contains

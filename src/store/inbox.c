@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * store_inbox.c
+ * inbox.c
  *	  The engine store's functions for the inbox (DESIGN.md §4.2, issue
  *	  14; store.h): completions whose instance's runs row another
  *	  transaction held when their step ended.
@@ -34,9 +34,9 @@
 #include "catalog/pg_type.h"
 
 #include "common/spi.h"
-#include "engine/store.h"
-#include "engine/store_stmt.h"
-#include "engine/wake.h"
+#include "store/store.h"
+#include "store/store_internal.h"
+#include "core/wake.h"
 
 /*
  * Take the runs row with SKIP LOCKED: true with the row's status in

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
- * store_node_rows.c
- *	  The rows of a flush of node writes (store_nodes.c): each node's row in
+ * node_rows.c
+ *	  The rows of a flush of node writes (node_writes.c): each node's row in
  *	  df.nodes and the events in df_internal.events.
  *
  * The rows are written without a statement: each node row is found by its
@@ -63,8 +63,8 @@
 
 #include "common/compat.h"
 #include "common/spi.h"
-#include "engine/store.h"
-#include "engine/store_stmt.h"
+#include "store/store.h"
+#include "store/store_internal.h"
 
 static const Oid col_types[NW_COLS] = {
 	TEXTOID,		TEXTOID,		TEXTOID, TEXTOID, INT4OID, TEXTOID,
@@ -870,7 +870,7 @@ merge_instance_end(FlushRels *r, TupleTableSlot *slot, const char *instance_id)
 
 /*
  * The history row of an instance's instance_started and its end, as
- * store_start.c's statement inserts it: id event_id (drawn at the start's
+ * held_start.c's statement inserts it: id event_id (drawn at the start's
  * place), the end's kind, scope and detail (JSON text or NULL), the
  * start's time as started_at, ended_id drawn now from the events'
  * sequence, the duration since the instance's created_at, at now.  NULL

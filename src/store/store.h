@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * store.h
- *	  The engine store (store.c): every statement the engine runs against
+ *	  The engine store (statements.c): every statement the engine runs against
  *	  its tables, each with a name and one way to call it, and the buffer
  *	  of node writes that goes out with one statement.
  *
@@ -33,7 +33,7 @@
 #include "datatype/timestamp.h"
 #include "utils/relcache.h"
 
-#include "engine/types.h"
+#include "store/types.h"
 
 /* An event's error detail is cut to this many bytes (at a character boundary). */
 #define PGD_EVENT_ERROR_LEN 200
@@ -111,11 +111,11 @@ extern void pgd_store_deliver_tasks_drop(const char *instance_id);
 extern void pgd_store_drop_wait_timer(const char *instance_id,
 									  const char *node_id, const char *scope);
 extern bool pgd_store_claim_by_id(int64 task_id, PgdClaim *claim);
-/* starts by marker (store_tasks.c, issue 14) */
+/* starts by marker (tasks.c, issue 14) */
 extern void pgd_store_start_ready(const char *instance_id);
 extern int	pgd_store_start_sweep(void);
 
-/* step tasks an executor's batch holds before they are rows (store_tasks.c) */
+/* step tasks an executor's batch holds before they are rows (tasks.c) */
 extern void	 pgd_store_hold_step_tasks(bool hold);
 extern void	 pgd_store_write_held_all(void);
 extern void	 pgd_store_write_held_tasks(void);
@@ -149,7 +149,7 @@ extern void pgd_store_write_node_writes(void);
  * Has the table a trigger of the user's (not a foreign key's, not
  * pg_durable's own root-node check) that fires on event (TRIGGER_TYPE_INSERT
  * or TRIGGER_TYPE_UPDATE)?  Then the engine writes its rows by statements,
- * so that it fires, instead of straight into the heap (store_node_rows.c).
+ * so that it fires, instead of straight into the heap (node_rows.c).
  */
 extern bool pgd_store_user_trigger(Relation rel, int16 event);
 extern void pgd_store_node_state(const char *instance_id, const char *node_id,
@@ -170,7 +170,7 @@ extern void	 pgd_store_event_add(const char *instance_id, const char *kind,
 extern char *pgd_event_detail(const char *key, const char *text);
 extern void	 pgd_store_set_attempt(const char *node_id, int attempt);
 
-/* --- sagas (store_saga.c, issue 16) --- */
+/* --- sagas (sagas.c, issue 16) --- */
 
 /*
  * The undo of COMPENSATED node node_id, whose forward step completed in
@@ -229,7 +229,7 @@ extern int pgd_store_undo_requeue(const char *instance_id, const char *within,
 /* df.compensate: the stopped instance runs again; NULL, or what is wrong. */
 extern char *pgd_store_instance_resume(const char *instance_id);
 
-/* --- node MAP, df.map (store_map.c, issue 18) --- */
+/* --- node MAP, df.map (map_items.c, issue 18) --- */
 
 /* The copies of a MAP's step template for a run of new items. */
 typedef struct PgdMapCopy
@@ -282,7 +282,7 @@ extern void pgd_store_map_drop_results(const char *instance_id,
 extern char *pgd_store_map_results(const char *instance_id, int n,
 								   const char *const *node_ids);
 
-/* --- the event bus (store_events.c, issue 18) --- */
+/* --- the event bus (event_bus.c, issue 18) --- */
 
 /*
  * Take the first event the instance may still take of topic whose payload
@@ -397,7 +397,7 @@ extern bool	 pgd_store_restore_step_task(const char *instance_id,
 extern bool	 pgd_store_restore_timer(const char *instance_id,
 									 const char *node_id, const char *scope);
 
-/* --- the wrapper nodes of orchestration/ (store_orch.c) --- */
+/* --- the wrapper nodes of orchestration/ (wrapper_state.c) --- */
 extern char *pgd_event_error_detail(PgdOutcome outcome);
 extern char *pgd_error_json(PgdOutcome outcome);
 extern void	 pgd_store_node_error(const char *instance_id, const char *node_id,
@@ -420,7 +420,7 @@ extern void	 pgd_store_node_error_code(const char *instance_id,
 									   const char *node_id,
 									   PgdOutcome *outcome);
 
-/* --- keyed locks (store_locks.c, issue 17) --- */
+/* --- keyed locks (lock_keys.c, issue 17) --- */
 typedef struct PgdLockEntry
 {
 	char *key;
@@ -464,7 +464,7 @@ extern void pgd_store_set_run_nowait(bool nowait);
 extern void pgd_store_set_run_skip(bool skip);
 extern bool pgd_store_run_held(void);
 
-/* --- the inbox (store_inbox.c, DESIGN.md §4.2, issue 14) --- */
+/* --- the inbox (inbox.c, DESIGN.md §4.2, issue 14) --- */
 
 /* A completion waiting in the inbox. */
 typedef struct PgdInboxEntry
@@ -485,7 +485,7 @@ extern bool pgd_store_inbox_other_apply(const char *instance_id,
 										int64		after_id);
 extern void pgd_store_inbox_restore_task(const char *instance_id);
 
-/* --- limits (store_limits.c, issue 17) --- */
+/* --- limits (limit_slots.c, issue 17) --- */
 
 /* What a LIMIT node execution does next, from the key's queue. */
 typedef enum PgdLimitVerdict

@@ -26,8 +26,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PG_DURABLE_ENGINE_TYPES_H
-#define PG_DURABLE_ENGINE_TYPES_H
+#ifndef PG_DURABLE_STORE_TYPES_H
+#define PG_DURABLE_STORE_TYPES_H
 
 #include "postgres.h"
 
@@ -130,4 +130,4 @@ extern bool pgd_is_terminal(const char *status);
 /* A failed outcome with a formatted message. */
 extern PgdOutcome pgd_failure(const char *fmt, ...) pg_attribute_printf(1, 2);
 
-#endif /* PG_DURABLE_ENGINE_TYPES_H */
+#endif /* PG_DURABLE_STORE_TYPES_H */

@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
- * store_state.c
+ * instance_state.c
  *	  The engine store's functions for the state of instances: runs rows
  *	  and instance statuses, JOIN counters, loop state, named results,
  *	  signals and waits, readiness (store.h; the statements are in
- *	  store.c's table).
+ *	  statements.c's table).
  *
  * Locks: pgd_store_lock_run takes the instance's runs row (FOR UPDATE);
  * everything else writes rows of the instance whose runs row the caller
@@ -23,9 +23,9 @@
 
 #include "common/spi.h"
 #include "core/settings.h"
-#include "engine/store.h"
-#include "engine/store_stmt.h"
-#include "engine/wake.h"
+#include "store/store.h"
+#include "store/store_internal.h"
+#include "core/wake.h"
 
 /* ---------------------------------------------------------------------
  * Instances and their runs rows
@@ -238,7 +238,7 @@ pgd_store_load_nodes(const char *instance_id, char **root_id,
  * row, where it had an insert, its index entry and a delete (about 290
  * bytes of WAL a branch in fan-outs of 20).  Each count releases the
  * entry and adds the next one, so a rolled-back subtransaction's counts
- * are undone with its entries (store_held.c).  A count still held when
+ * are undone with its entries (held.c).  A count still held when
  * the batch ends is written as its row before the commit (from
  * pgd_store_write_node_writes), and before any statement that names
  * df_internal.joins or runs df.check()'s rows (store_run); an ending
@@ -329,7 +329,7 @@ store_drop_held_join_counts(const char *instance_id)
 
 /*
  * One branch fewer: the number still running.  No JOIN has a counter row
- * before a branch of it ends (store_task_rows.c); the statement makes the
+ * before a branch of it ends (task_rows.c); the statement makes the
  * first one when the table has columns the row code does not know.
  */
 int

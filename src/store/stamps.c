@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * store_stamps.c
+ * stamps.c
  *	  The status and stamp (execution_id) of the nodes of the instances
  *	  whose runs row this transaction holds, kept for the rest of the
  *	  transaction, so that the liveness check of every step of a batch
@@ -11,17 +11,17 @@
  * executor's time in 20-step chains (perf, bench/run's chains), for rows
  * that nobody else can change meanwhile.  A node's row changes only under
  * its instance's runs row (DESIGN.md §5), and while this transaction holds
- * that row, only by this transaction's node writes (store_nodes.c), which
+ * that row, only by this transaction's node writes (node_writes.c), which
  * come here as they are written.  So for such an instance the rows read
  * once are kept, with each write's state on top, and a later question
  * about nodes that are all known here (or in the buffer not written yet,
- * which store_nodes.c lays over the answer either way) is answered
+ * which node_writes.c lays over the answer either way) is answered
  * without a statement.
  *
  * What is kept is forgotten with the transaction, and at the rollback of
  * any subtransaction (its writes and its runs row locks are undone).  The
  * nodes' rows are forgotten too when a statement changes status_details
- * another way (pgd_store_node_details_merge, store_orch.c), though the keys it adds
+ * another way (pgd_store_node_details_merge, wrapper_state.c), though the keys it adds
  * are never execution_id.
  *
  *-------------------------------------------------------------------------
@@ -34,8 +34,8 @@
 #include "utils/memutils.h"
 
 #include "common/compat.h"
-#include "engine/store.h"
-#include "engine/store_stmt.h"
+#include "store/store.h"
+#include "store/store_internal.h"
 
 typedef struct StampKey
 {

@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
- * store_node_reads.c
+ * node_reads.c
  *	  Node rows read by their keys, without a statement: the state, stamp
- *	  and result of named nodes (store_nodes.c reads through its buffer of
+ *	  and result of named nodes (node_writes.c reads through its buffer of
  *	  writes on top of them) and an instance's graph rows for the graph
- *	  cache.  The writes of the same rows are store_node_rows.c's.
+ *	  cache.  The writes of the same rows are node_rows.c's.
  *
  * Locks: AccessShareLock on df.instances and df.nodes; the rows of an
  * instance whose runs row the caller holds, or that nobody changes while
@@ -25,8 +25,8 @@
 #include "utils/snapmgr.h"
 
 #include "common/spi.h"
-#include "engine/store.h"
-#include "engine/store_stmt.h"
+#include "store/store.h"
+#include "store/store_internal.h"
 
 /* What ->> gives for key of an object (NULL: no such key, or not an object). */
 static char *

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * store_xact_keys.c
+ * xact_keys.c
  *	  Lists of the keys that node executions took in this transaction,
  *	  while the transaction holds the key's row: the keyed locks'
- *	  (store_locks.c) and the limits' (store_limits.c), so that a release
+ *	  (lock_keys.c) and the limits' (limit_slots.c), so that a release
  *	  in the same transaction can skip locking the row again (issue 17).
  *
  * A list lives in its owner's static memory; its strings are in
@@ -19,7 +19,7 @@
 #include "utils/memutils.h"
 
 #include "common/compat.h"
-#include "engine/store_stmt.h"
+#include "store/store_internal.h"
 
 static void
 xact_keys_current(PgdXactKeys *l)

@@ -11,7 +11,7 @@
 
 #include "lib/stringinfo.h"
 
-#include "engine/types.h"
+#include "store/types.h"
 
 static const char *const task_kinds[] = {
 	[PGD_TASK_START] = "start", [PGD_TASK_STEP] = "step",

@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
- * store_saga.c
+ * sagas.c
  *	  The engine store's functions for sagas (orchestration-api.md §2,
  *	  issue 16): the registration of an undo, the undos a compensation
  *	  takes and their end, and the resumption of a stopped compensation
- *	  (store.h; the statements are in store.c's table, but for the rare
+ *	  (store.h; the statements are in statements.c's table, but for the rare
  *	  df.compensate ones here).
  *
  * An undo is registered in df_internal.compensations by the transition
@@ -25,8 +25,8 @@
 #include "catalog/pg_type.h"
 
 #include "common/spi.h"
-#include "engine/store.h"
-#include "engine/store_stmt.h"
+#include "store/store.h"
+#include "store/store_internal.h"
 
 int64
 pgd_store_undo_register(const char *instance_id, const char *node_id,

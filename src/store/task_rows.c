@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * store_task_rows.c
+ * task_rows.c
  *	  The claim of a task by its id, the read of an instance's runs row
  *	  and a JOIN's counter counted down and closed, without statements
  *	  (issue 14).
@@ -56,11 +56,11 @@
 #include "common/compat.h"
 #include "common/spi.h"
 #include "core/settings.h"
-#include "engine/store.h"
-#include "engine/store_stmt.h"
-#include "engine/wake.h"
+#include "store/store.h"
+#include "store/store_internal.h"
+#include "core/wake.h"
 
-/* rel's column name (store_node_rows.c), or an error naming it */
+/* rel's column name (node_rows.c), or an error naming it */
 #define column(rel, name) store_attnum((rel), (name), false)
 
 /* Column name of tup as text (NULL for SQL NULL), of a text column. */
@@ -678,7 +678,7 @@ static const char *const join_columns[] = {"instance_id", "node_id", "scope",
  * deletes it; false in *by_statement unless the row could not be made
  * here (a column this file does not know: the caller's statement makes
  * it, with its defaults).  With hold, the first end makes no row: true in
- * *absent, the caller keeps the count in memory (store_state.c).
+ * *absent, the caller keeps the count in memory (instance_state.c).
  */
 int
 store_join_count_row(const char *instance_id, const char *node_id,

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * store_tasks.c
+ * tasks.c
  *	  The engine store's functions for the queue: tasks and timers,
  *	  claims, HTTP leases, and the repairs and retention of maintenance
- *	  (store.h; the statements are in store.c's table).
+ *	  (store.h; the statements are in statements.c's table).
  *
  * Locks: claims and deletes of tasks that others may hold use SKIP LOCKED
  * (DESIGN.md §5 rule 1); repairs run under the instance's runs row.
@@ -26,9 +26,9 @@
 
 #include "common/spi.h"
 #include "core/settings.h"
-#include "engine/store.h"
-#include "engine/store_stmt.h"
-#include "engine/wake.h"
+#include "store/store.h"
+#include "store/store_internal.h"
+#include "core/wake.h"
 
 static bool claim_start_marker(int64 id, PgdClaim *c);
 static void start_tasks_before_prepare(const char *instance_id);
@@ -114,7 +114,7 @@ pgd_store_task_add(const char *instance_id, const char *node_id,
  * step), when its step gives way to lead the next batch, and at the end of
  * the batch for those it did not run.  A step's own statement sees the
  * queue as the batch's last write left it, as it sees its instance's node
- * rows (store_nodes.c): the branches of a fan-out the batch runs itself
+ * rows (node_writes.c): the branches of a fan-out the batch runs itself
  * are no rows either.  Those of an instance that ends are dropped.  A
  * subtransaction's rollback takes back what it held, claimed or wrote; the
  * commit hook refuses a commit with a task still held.
