@@ -57,7 +57,7 @@ _PG_init(void)
 
 	pgd_register_launcher();
 	pgd_wake_register_xact_callback();
-	pgd_store_register_xact_callback();
+	pgd_store_init();
 	pgd_orchestration_init();
 }
 

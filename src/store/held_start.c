@@ -26,7 +26,7 @@
  * are the subtransactions that held it, ended the instance, wrote the
  * updates and wrote the event; a rolled-back subtransaction takes back
  * what it did, and what one committed belongs to its parent from then on
- * (start_subxact).
+ * (held_start_subxact_abort).
  *
  * Locks: the runs row of the instance, which the caller holds.
  *
@@ -103,7 +103,7 @@ start_held(const char *instance_id)
 }
 
 /* Write what the start held still owes: its updates, its event. */
-void
+static void
 store_write_held_start(void)
 {
 	if (owes_updates())
@@ -211,8 +211,8 @@ pgd_store_instance_started(const char *instance_id, const char *scope)
 	{
 		store_write_held_start();
 		write_start_updates(instance_id);
-		pgd_store_event_add(instance_id, "instance_started", NULL, scope, 0,
-							NULL);
+		store_history_insert(instance_id, "instance_started", NULL, scope, 0,
+							 NULL);
 		return;
 	}
 	strlcpy(started_id, instance_id, sizeof(started_id));
@@ -230,32 +230,24 @@ pgd_store_instance_started(const char *instance_id, const char *scope)
 		event_mark = store_event_rows;
 	}
 	else
-		pgd_store_event_add(instance_id, "instance_started", NULL, scope, 0,
-							NULL);
+		store_history_insert(instance_id, "instance_started", NULL, scope, 0,
+							 NULL);
 }
 
 static void
-start_xact(XactEvent event, void *arg)
+held_start_check_written(void)
 {
-	switch (event)
-	{
-		case XACT_EVENT_PRE_COMMIT:
-			if (owes_updates() || owes_event())
-				elog(ERROR,
-					 "the start of instance %s was not written before commit",
-					 started_id);
-			break;
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_PARALLEL_ABORT:
-			made = ended = written = event_written = InvalidSubTransactionId;
-			event_id = 0;
-			event_scope = NULL; /* in TopTransactionContext */
-			break;
-		default:
-			break;
-	}
+	if (owes_updates() || owes_event())
+		elog(ERROR, "the start of instance %s was not written before commit",
+			 started_id);
+}
+
+static void
+held_start_forget(void)
+{
+	made = ended = written = event_written = InvalidSubTransactionId;
+	event_id = 0;
+	event_scope = NULL; /* in TopTransactionContext */
 }
 
 /* sub, or parent when sub is at or below mySubid */
@@ -267,23 +259,24 @@ reparent(SubTransactionId sub, SubTransactionId mySubid,
 }
 
 static void
-start_subxact(SubXactEvent event, SubTransactionId mySubid,
-			  SubTransactionId parentSubid, void *arg)
+held_start_subxact_commit(SubTransactionId mySubid,
+						  SubTransactionId parentSubid)
 {
 	if (made == InvalidSubTransactionId)
 		return;
-	if (event == SUBXACT_EVENT_COMMIT_SUB)
-	{
-		made = reparent(made, mySubid, parentSubid);
-		if (ended != InvalidSubTransactionId)
-			ended = reparent(ended, mySubid, parentSubid);
-		if (written != InvalidSubTransactionId)
-			written = reparent(written, mySubid, parentSubid);
-		if (event_written != InvalidSubTransactionId)
-			event_written = reparent(event_written, mySubid, parentSubid);
-		return;
-	}
-	if (event != SUBXACT_EVENT_ABORT_SUB)
+	made = reparent(made, mySubid, parentSubid);
+	if (ended != InvalidSubTransactionId)
+		ended = reparent(ended, mySubid, parentSubid);
+	if (written != InvalidSubTransactionId)
+		written = reparent(written, mySubid, parentSubid);
+	if (event_written != InvalidSubTransactionId)
+		event_written = reparent(event_written, mySubid, parentSubid);
+}
+
+static void
+held_start_subxact_abort(SubTransactionId mySubid)
+{
+	if (made == InvalidSubTransactionId)
 		return;
 	if (made >= mySubid)
 	{
@@ -299,9 +292,20 @@ start_subxact(SubXactEvent event, SubTransactionId mySubid,
 		event_written = InvalidSubTransactionId;
 }
 
-void
-store_register_start_callbacks(void)
+const PgdHeldOps store_held_start_ops = {
+	.write = store_write_held_start,
+	.check_written = held_start_check_written,
+	.subxact_abort = held_start_subxact_abort,
+	.subxact_commit = held_start_subxact_commit,
+	.forget = held_start_forget,
+};
+
+/* The runs row as this transaction sees it: a start held here counts. */
+bool
+pgd_store_load_run(const char *instance_id, PgdRunInfo *run)
 {
-	RegisterXactCallback(start_xact, NULL);
-	RegisterSubXactCallback(start_subxact, NULL);
+	if (!store_read_run_row(instance_id, run))
+		return false;
+	store_overlay_held_start(instance_id, &run->status);
+	return true;
 }

@@ -121,15 +121,6 @@ pgd_store_lock_run(const char *instance_id, PgdInstanceStatus *status)
 	return true;
 }
 
-bool
-pgd_store_load_run(const char *instance_id, PgdRunInfo *run)
-{
-	if (!store_read_run_row(instance_id, run))
-		return false;
-	store_overlay_held_start(instance_id, &run->status);
-	return true;
-}
-
 /*
  * An instance ends with status (the caller holds its runs row, so it has not
  * ended yet, whatever df.instances.status says); false when its df.instances
@@ -238,35 +229,23 @@ pgd_store_load_nodes(const char *instance_id, char **root_id,
  * row, where it had an insert, its index entry and a delete (about 290
  * bytes of WAL a branch in fan-outs of 20).  Each count releases the
  * entry and adds the next one, so a rolled-back subtransaction's counts
- * are undone with its entries (held.c).  A count still held when
+ * are undone with its entries (txn_buffer.c).  A count still held when
  * the batch ends is written as its row before the commit (from
  * pgd_store_write_node_writes), and before any statement that names
  * df_internal.joins or runs df.check()'s rows (store_run); an ending
  * instance's are dropped, as STMT_END_INSTANCE deletes its rows.  A
  * commit with one unwritten is refused.
  */
-static PgdHeldList join_counts;
-
 static void
-join_counts_xact_callback(XactEvent event, void *arg)
+join_counts_check_written(void)
 {
-	if (event == XACT_EVENT_PRE_COMMIT)
-		store_held_check_written(&join_counts, "JOIN counters");
+	store_held_check_written(&store_held_join_counts, "JOIN counters");
 }
 
 static void
-join_counts_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-							 SubTransactionId parentSubid, void *arg)
+join_counts_subxact_abort(SubTransactionId mySubid)
 {
-	if (event == SUBXACT_EVENT_ABORT_SUB)
-		store_held_subxact_abort(&join_counts, mySubid);
-}
-
-void
-store_register_join_callbacks(void)
-{
-	RegisterXactCallback(join_counts_xact_callback, NULL);
-	RegisterSubXactCallback(join_counts_subxact_callback, NULL);
+	store_held_subxact_abort(&store_held_join_counts, mySubid);
 }
 
 /* The counter row of (instance, JOIN, scope) at width - 1 branches running. */
@@ -292,18 +271,18 @@ count_row(const char *instance_id, const char *node_id, const char *scope,
 }
 
 /* Write the counts held in memory as rows (each released first). */
-void
-store_write_held_join_counts(void)
+static void
+join_counts_write(void)
 {
 	int			  i = 0;
 	PgdHeldEntry *h;
 
-	while ((h = store_held_next(&join_counts, NULL, &i)) != NULL)
+	while ((h = store_held_next(&store_held_join_counts, NULL, &i)) != NULL)
 	{
-		int	 remaining = atoi(h->a);
+		int	 remaining = h->remaining;
 		bool absent;
 
-		store_held_release(&join_counts, h);
+		store_held_release(&store_held_join_counts, h);
 		(void) count_row(h->instance_id, h->node_id, h->scope, remaining + 1,
 						 false, &absent);
 		if (!absent)
@@ -313,18 +292,17 @@ store_write_held_join_counts(void)
 	}
 }
 
-/* Has the instance a JOIN count held in memory? */
-bool
-store_join_counts_held(const char *instance_id)
-{
-	return store_held_by(&join_counts, instance_id);
-}
+const PgdHeldOps store_join_counts_ops = {
+	.write = join_counts_write,
+	.check_written = join_counts_check_written,
+	.subxact_abort = join_counts_subxact_abort,
+};
 
 /* An instance ended: its counts held in memory go, as its rows do. */
 void
 store_drop_held_join_counts(const char *instance_id)
 {
-	store_held_drop(&join_counts, instance_id, NULL, NULL);
+	store_held_drop(&store_held_join_counts, instance_id, NULL, NULL);
 }
 
 /*
@@ -337,14 +315,14 @@ pgd_store_join_count(const char *instance_id, const char *node_id,
 					 const char *scope, int width)
 {
 	PgdHeldEntry *h =
-		store_held_find(&join_counts, instance_id, node_id, scope);
+		store_held_find(&store_held_join_counts, instance_id, node_id, scope);
 	bool in_memory;
 	int	 remaining;
 
 	if (h != NULL)
 	{
-		remaining = atoi(h->a) - 1;
-		store_held_release(&join_counts, h);
+		remaining = h->remaining - 1;
+		store_held_release(&store_held_join_counts, h);
 		in_memory = true;
 	}
 	else
@@ -361,8 +339,8 @@ pgd_store_join_count(const char *instance_id, const char *node_id,
 		elog(ERROR, "JOIN %s of instance %s counted more than its %d branches",
 			 node_id, instance_id, width);
 	if (in_memory && remaining > 0)
-		(void) store_held_add(&join_counts, instance_id, node_id, scope, "",
-							  psprintf("%d", remaining), NULL);
+		store_held_add(&store_held_join_counts, instance_id, node_id, scope, "",
+					   NULL)->remaining = remaining;
 	return remaining;
 }
 
@@ -371,10 +349,10 @@ pgd_store_join_close(const char *instance_id, const char *node_id,
 					 const char *scope)
 {
 	PgdHeldEntry *h =
-		store_held_find(&join_counts, instance_id, node_id, scope);
+		store_held_find(&store_held_join_counts, instance_id, node_id, scope);
 
 	if (h != NULL)
-		store_held_release(&join_counts, h);
+		store_held_release(&store_held_join_counts, h);
 	else
 		store_join_close_row(instance_id, node_id, scope);
 }
@@ -650,4 +628,20 @@ bool
 pgd_store_heartbeat(const char *epoch_id)
 {
 	return RUN(STMT_HEARTBEAT, epoch_id) > 0;
+}
+
+/*
+ * A scope is abandoned (a lost RACE branch, a loop body that broke or
+ * moved to its next generation): remove the pending tasks of the scope and
+ * everything below it (running ones are skipped) and its registered signal
+ * waits, which would otherwise stay until the instance ends, one more per
+ * loop iteration.
+ */
+void
+pgd_store_drop_scope(const char *instance_id, const char *scope)
+{
+	RUN(STMT_TASKS_DROP_SCOPE, instance_id, scope);
+	RUN(STMT_WAITS_DROP_SCOPE, instance_id, scope);
+	pgd_store_limit_release(instance_id, NULL, scope);
+	pgd_store_lock_release(instance_id, NULL, scope); /* its keyed locks */
 }

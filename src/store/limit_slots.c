@@ -136,7 +136,6 @@ typedef struct HeldKey
 static LocalTransactionId held_lxid = InvalidLocalTransactionId;
 static HeldKey			  held[MAX_HELD];
 static int				  nheld = 0;
-static PgdXactKeys		  entered;
 
 static void
 held_current(void)
@@ -145,15 +144,6 @@ held_current(void)
 		return;
 	held_lxid = PGD_MY_LXID;
 	nheld = 0; /* their strings went with the transaction */
-}
-
-static PgdHeldList slots; /* slots given in memory, below; a: since */
-
-/* Has the instance a slot given in memory? */
-bool
-store_slots_held_by(const char *instance_id)
-{
-	return store_held_by(&slots, instance_id);
 }
 
 static void slots_write_all(void);
@@ -165,7 +155,7 @@ held_forget(void)
 	slots_write_all();
 	held_current();
 	nheld = 0;
-	store_xact_keys_clear(&entered);
+	store_xact_keys_clear(&store_entered_limit_keys);
 }
 
 /* Is key's row locked by this transaction, found with max_concurrent (-1: any)? */
@@ -200,30 +190,18 @@ key_hold(const char *key, int max_concurrent, int holders, bool queued)
 	return h;
 }
 
-static void slots_xact_callback(XactEvent event, void *arg);
-
 /*
  * A rolled-back subtransaction may have taken a key's row lock: forget
  * them all (without writing anything: no statement runs here), and the
  * slots it gave.
  */
 static void
-held_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-					  SubTransactionId parentSubid, void *arg)
+limit_slots_subxact_abort(SubTransactionId mySubid)
 {
-	if (event != SUBXACT_EVENT_ABORT_SUB)
-		return;
 	held_current();
 	nheld = 0;
-	store_xact_keys_clear(&entered);
-	store_held_subxact_abort(&slots, mySubid);
-}
-
-void
-store_register_limit_callbacks(void)
-{
-	RegisterSubXactCallback(held_subxact_callback, NULL);
-	RegisterXactCallback(slots_xact_callback, NULL);
+	store_xact_keys_clear(&store_entered_limit_keys);
+	store_held_subxact_abort(&store_held_slots, mySubid);
 }
 
 /* ---------------------------------------------------------------------
@@ -238,20 +216,19 @@ store_register_limit_callbacks(void)
  * max_concurrent.  A release in the same batch only marks the slot
  * released (nobody is queued to hand it to).  A slot still held when the
  * batch ends is written as its holder row before the commit
- * (pgd_store_limit_write_held, from pgd_store_write_node_writes); a
+ * (slots_write_all, from pgd_store_write_node_writes); a
  * commit with one unwritten is refused.  Whatever else counts or changes
  * holders (the install script's limit functions, a release the general
  * way) writes them first (held_forget, slots_write_all).
  *
- * The list (held.c) undoes what a rolled-back subtransaction gave
+ * The list (txn_buffer.c) undoes what a rolled-back subtransaction gave
  * or released.
  * ---------------------------------------------------------------------
  */
 static void
-slots_xact_callback(XactEvent event, void *arg)
+limit_slots_check_written(void)
 {
-	if (event == XACT_EVENT_PRE_COMMIT)
-		store_held_check_written(&slots, "limit slots");
+	store_held_check_written(&store_held_slots, "limit slots");
 }
 
 static void
@@ -260,25 +237,25 @@ slots_write_all(void)
 	int			  i = 0;
 	PgdHeldEntry *m;
 
-	while ((m = store_held_next(&slots, NULL, &i)) != NULL)
+	while ((m = store_held_next(&store_held_slots, NULL, &i)) != NULL)
 	{
 		if (PGD_EXEC("INSERT INTO df_internal.limit_holders "
 					 "(instance_id, node_id, scope, key, submitted_by, since, started) "
 					 "SELECT $2, $3, $4, $1, r.submitted_by, $5::pg_catalog.timestamptz, true "
 					 "FROM df_internal.runs r WHERE r.instance_id OPERATOR(pg_catalog.=) $2",
-					 m->key, m->instance_id, m->node_id, m->scope, m->a) != 1)
+					 m->key, m->instance_id, m->node_id, m->scope, m->since) != 1)
 			elog(ERROR,
 				 "the slot of limit key \"%s\" given in memory was not written",
 				 m->key);
-		store_held_release(&slots, m);
+		store_held_release(&store_held_slots, m);
 	}
 }
 
-void
-pgd_store_limit_write_held(void)
-{
-	slots_write_all();
-}
+const PgdHeldOps store_limit_slots_ops = {
+	.write = slots_write_all,
+	.check_written = limit_slots_check_written,
+	.subxact_abort = limit_slots_subxact_abort,
+};
 
 /*
  * The common case in plain statements: a key that exists with these
@@ -349,10 +326,10 @@ enter_at_once(const char *instance_id, const char *node_id, const char *scope,
 	}
 	if (in_memory && h != NULL && !h->queued)
 	{
-		if (h->holders + store_held_count(&slots, key) >= max_concurrent)
+		if (h->holders + store_held_count(&store_held_slots, key) >= max_concurrent)
 			return false;
-		store_held_add(&slots, instance_id, node_id, scope, key,
-					   timestamptz_to_str(GetCurrentTimestamp()), NULL);
+		store_held_add(&store_held_slots, instance_id, node_id, scope, key,
+					   timestamptz_to_str(GetCurrentTimestamp()));
 		return true;
 	}
 	/* the holder rows are counted below: none of this key may be in memory */
@@ -367,7 +344,7 @@ enter_at_once(const char *instance_id, const char *node_id, const char *scope,
 				 "  WHERE h.key OPERATOR(pg_catalog.=) $1) OPERATOR(pg_catalog.<) $5::int",
 				 key, instance_id, node_id, scope, max_text) != 1)
 		return false;
-	store_xact_keys_add(&entered, instance_id, node_id, scope, key);
+	store_xact_keys_add(&store_entered_limit_keys, instance_id, node_id, scope, key);
 	return true;
 }
 
@@ -481,7 +458,7 @@ pgd_store_limit_timer(const char *instance_id, const char *node_id,
 static bool
 release_held(const char *instance_id, const char *node_id, const char *scope)
 {
-	char *key = store_xact_keys_take(&entered, instance_id, node_id, scope);
+	char *key = store_xact_keys_take(&store_entered_limit_keys, instance_id, node_id, scope);
 	char *gone;
 	int	  n;
 
@@ -521,9 +498,9 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 
 	/* a slot given in memory: nobody is queued to hand it to */
 	if (node_id != NULL &&
-		(m = store_held_find(&slots, instance_id, node_id, scope)) != NULL)
+		(m = store_held_find(&store_held_slots, instance_id, node_id, scope)) != NULL)
 	{
-		store_held_release(&slots, m);
+		store_held_release(&store_held_slots, m);
 		return;
 	}
 	if (node_id != NULL)
@@ -568,8 +545,8 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 		}
 		return;
 	}
-	store_xact_keys_forget(&entered, instance_id);
-	store_held_drop(&slots, instance_id, NULL, scope);
+	store_xact_keys_forget(&store_entered_limit_keys, instance_id);
+	store_held_drop(&store_held_slots, instance_id, NULL, scope);
 	/*
 	 * An instance without slots or places (the common case) runs no
 	 * statement: the indexes say so, with a dirty snapshot (a row being

@@ -198,36 +198,37 @@ store_keys_busy(const char *what, const char *key)
  * general way).
  * ---------------------------------------------------------------------
  */
-static PgdXactKeys fresh;
-/* keys held in memory (below); a: the token, b: since */
-static PgdHeldList held;
-
-/* Has the instance a key held in memory? */
-bool
-store_locks_held_by(const char *instance_id)
+/*
+ * The keys of this file in the transaction buffer (txn_buffer.c): those
+ * taken fresh here (store_fresh_lock_keys) and those held in memory,
+ * below (store_held_locks).
+ */
+static void
+lock_keys_subxact_abort(SubTransactionId mySubid)
 {
-	return store_held_by(&held, instance_id);
+	store_xact_keys_clear(&store_fresh_lock_keys);
+	store_held_subxact_abort(&store_held_locks, mySubid);
 }
-
-static void held_xact_callback(XactEvent event, void *arg);
 
 static void
-fresh_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-					   SubTransactionId parentSubid, void *arg)
+lock_keys_check_written(void)
 {
-	if (event == SUBXACT_EVENT_ABORT_SUB)
-	{
-		store_xact_keys_clear(&fresh);
-		store_held_subxact_abort(&held, mySubid);
-	}
+	store_held_check_written(&store_held_locks, "keyed locks");
 }
 
-void
-store_register_lock_callbacks(void)
+static void held_write_all(const char *key);
+
+static void
+lock_keys_write_held(void)
 {
-	RegisterSubXactCallback(fresh_subxact_callback, NULL);
-	RegisterXactCallback(held_xact_callback, NULL);
+	held_write_all(NULL);
 }
+
+const PgdHeldOps store_lock_keys_ops = {
+	.write = lock_keys_write_held,
+	.check_written = lock_keys_check_written,
+	.subxact_abort = lock_keys_subxact_abort,
+};
 
 /*
  * The key's advisory lock, taken before its row is made and held to the
@@ -304,7 +305,7 @@ take_fresh_key(const char *instance_id, const char *node_id, const char *scope,
 	if (n == 0)
 		return false;
 	store_keys_locked(PGD_KEYS_LOCK, key);
-	store_xact_keys_add(&fresh, instance_id, node_id, scope, key);
+	store_xact_keys_add(&store_fresh_lock_keys, instance_id, node_id, scope, key);
 	*token = strtoll(pgd_spi_getstring(0, 1), NULL, 10);
 	return true;
 }
@@ -324,24 +325,17 @@ take_fresh_key(const char *instance_id, const char *node_id, const char *scope,
  * locks did.
  *
  * What is still held when the batch ends is written as rows before its
- * commit (pgd_store_lock_write_held, from pgd_store_write_node_writes);
+ * commit (lock_keys_write_held, from pgd_store_write_node_writes);
  * a commit with one left unwritten is refused.  Every other function of
  * this file that reads or changes entries writes the held ones first
  * (held_write_all), or drops the ones it releases, so that only these
  * two functions ever see an entry in memory.  A second take of a key held
  * here writes it first and takes the general way.
  *
- * The list (held.c) undoes what a rolled-back subtransaction took
+ * The list (txn_buffer.c) undoes what a rolled-back subtransaction took
  * or released; its advisory locks go with its resource owner.
  * ---------------------------------------------------------------------
  */
-static void
-held_xact_callback(XactEvent event, void *arg)
-{
-	if (event == XACT_EVENT_PRE_COMMIT)
-		store_held_check_written(&held, "keyed locks");
-}
-
 /* Write entry h as rows (the key has none: this transaction holds its advisory lock). */
 static void
 held_write(PgdHeldEntry *h)
@@ -351,14 +345,14 @@ held_write(PgdHeldEntry *h)
 				 "(key, instance_id, node_id, scope, mode, held, token, since) "
 				 "SELECT k.key, $2, $3, $4, 'exclusive', true, $5::pg_catalog.int8, "
 				 "$6::pg_catalog.timestamptz FROM k",
-				 h->key, h->instance_id, h->node_id, h->scope, h->a,
-				 h->b) != 1)
+				 h->key, h->instance_id, h->node_id, h->scope,
+				 psprintf(INT64_FORMAT, h->token), h->since) != 1)
 		elog(ERROR,
 			 "the lock entry of key \"%s\" held in memory was not written",
 			 h->key);
 	store_keys_locked(PGD_KEYS_LOCK, h->key);
-	store_xact_keys_add(&fresh, h->instance_id, h->node_id, h->scope, h->key);
-	store_held_release(&held, h);
+	store_xact_keys_add(&store_fresh_lock_keys, h->instance_id, h->node_id, h->scope, h->key);
+	store_held_release(&store_held_locks, h);
 }
 
 /* Write the entries of key (NULL: all) still held in memory. */
@@ -368,14 +362,8 @@ held_write_all(const char *key)
 	int			  i = 0;
 	PgdHeldEntry *h;
 
-	while ((h = store_held_next(&held, key, &i)) != NULL)
+	while ((h = store_held_next(&store_held_locks, key, &i)) != NULL)
 		held_write(h);
-}
-
-void
-pgd_store_lock_write_held(void)
-{
-	held_write_all(NULL);
 }
 
 /*
@@ -387,9 +375,11 @@ static bool
 held_take(const char *instance_id, const char *node_id, const char *scope,
 		  const char *key, int64 *token)
 {
+	PgdHeldEntry *h;
+
 	if (!store_node_writes_held() || !store_held_fits(instance_id, node_id))
 		return false;
-	if (store_held_count(&held, key) > 0)
+	if (store_held_count(&store_held_locks, key) > 0)
 	{
 		held_write_all(key);
 		return false;
@@ -406,9 +396,9 @@ held_take(const char *instance_id, const char *node_id, const char *scope,
 							   (const char *const[]){key}))
 		return false;
 	*token = nextval_internal(pgd_internal_relid("lock_tokens"), false);
-	(void) store_held_add(&held, instance_id, node_id, scope, key,
-						  psprintf(INT64_FORMAT, *token),
-						  timestamptz_to_str(GetCurrentTimestamp()));
+	h = store_held_add(&store_held_locks, instance_id, node_id, scope, key,
+					   timestamptz_to_str(GetCurrentTimestamp()));
+	h->token = *token;
 	return true;
 }
 
@@ -586,8 +576,8 @@ pgd_store_lock_release(const char *instance_id, const char *node_id,
 	char	   **keys;
 	char	   **locked;
 
-	store_xact_keys_forget(&fresh, instance_id);
-	store_held_drop(&held, instance_id, node_id, scope);
+	store_xact_keys_forget(&store_fresh_lock_keys, instance_id);
+	store_held_drop(&store_held_locks, instance_id, node_id, scope);
 	/*
 	 * Most nodes and instances have no entries: looked up by the index
 	 * first (the schema of 0.3.0 has none, and no LOCK node ran)
@@ -628,15 +618,15 @@ void
 pgd_store_lock_release_one(const char *instance_id, const char *node_id,
 						   const char *scope)
 {
-	PgdHeldEntry *h = store_held_find(&held, instance_id, node_id, scope);
+	PgdHeldEntry *h = store_held_find(&store_held_locks, instance_id, node_id, scope);
 	char		 *key;
 
 	if (h != NULL)
 	{
-		store_held_release(&held, h);
+		store_held_release(&store_held_locks, h);
 		return;
 	}
-	key = store_xact_keys_take(&fresh, instance_id, node_id, scope);
+	key = store_xact_keys_take(&store_fresh_lock_keys, instance_id, node_id, scope);
 	if (key != NULL)
 		release_locked(key, instance_id, node_id, scope);
 	else

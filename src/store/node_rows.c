@@ -75,20 +75,11 @@ uint64 store_event_rows = 0;
 static SPIPlanPtr flush_plans[3];
 static bool		  flush_planned[3]; /* pgd_spi_run_kept */
 
-/* The instance's history row that the flush under way adds to its events
- * (store_flush_with_instance_event). */
-static struct
-{
-	bool		set;
-	bool		done;
-	int64		event_id;
-	const char *instance_id;
-	TimestampTz started_at;
-	const char *kind;
-	const char *scope;
-	const char *detail;
-	bool		alone; /* no history row written since the instance started */
-} tail;
+/*
+ * The instance's history row that the flush under way adds to its events
+ * (set by store_flush_with_instance_event, node_writes.c).
+ */
+PgdFlushTail store_flush_tail;
 
 /*
  * The text of the statement that writes a flush ($1: the instance, $2..
@@ -272,28 +263,6 @@ static TupleTableSlot *instance_event_slot(FlushRels *r, int64 event_id,
 static bool			   merge_instance_end(FlushRels *r, TupleTableSlot *slot,
 										  const char *instance_id);
 
-/* rel's column name; 0 (missing_ok) or an error when it has none */
-AttrNumber
-store_attnum(Relation rel, const char *name, bool missing_ok)
-{
-	AttrNumber attnum = attnameAttNum(rel, name, false);
-
-	if (attnum <= 0 && !missing_ok)
-		elog(ERROR, "table %s has no column \"%s\"",
-			 RelationGetRelationName(rel), name);
-	return attnum > 0 ? attnum : 0;
-}
-
-/* Column a of tup as a C string, NULL for SQL NULL (a text-like column). */
-char *
-store_text_attr(HeapTuple tup, TupleDesc desc, AttrNumber a)
-{
-	bool  isnull;
-	Datum d = heap_getattr(tup, a, desc, &isnull);
-
-	return isnull ? NULL : TextDatumGetCString(d);
-}
-
 /*
  * scope without the instance's id in front: "::1" for "<id>::1" (every
  * scope of an instance starts with "<id>::"); any other text as it is.
@@ -426,24 +395,6 @@ flush_close(FlushRels *r)
 	FreeExecutorState(r->estate);
 	table_close(r->events, NoLock);
 	table_close(r->nodes, NoLock);
-}
-
-bool
-pgd_store_user_trigger(Relation rel, int16 event)
-{
-	TriggerDesc *td = rel->trigdesc;
-
-	for (int i = 0; td != NULL && i < td->numtriggers; i++)
-	{
-		Trigger *t = &td->triggers[i];
-
-		if (t->tgisinternal || t->tgenabled == TRIGGER_DISABLED ||
-			(t->tgtype & event) == 0 ||
-			strcmp(t->tgname, "instances_root_node_same_instance_fkey") == 0)
-			continue;
-		return true;
-	}
-	return false;
 }
 
 /* A jsonb datum from JSON text. */
@@ -780,17 +731,17 @@ store_write_node_rows(const char *instance_id, int n, NodeWriteMode mode,
 	 * the instance's row, its end's place after every event of the flush;
 	 * or the flush's only row, when that is the whole instance
 	 */
-	if (tail.set && !tail.done && strcmp(tail.instance_id, instance_id) == 0)
+	if (store_flush_tail.set && !store_flush_tail.done && strcmp(store_flush_tail.instance_id, instance_id) == 0)
 	{
 		if (nslots == 1 && merge_instance_end(&r, slots[0], instance_id))
-			tail.done = true;
+			store_flush_tail.done = true;
 		else if ((slots[nslots] =
-					  instance_event_slot(&r, tail.event_id, instance_id,
-										  tail.started_at, tail.kind,
-										  tail.scope, tail.detail)) != NULL)
+					  instance_event_slot(&r, store_flush_tail.event_id, instance_id,
+										  store_flush_tail.started_at, store_flush_tail.kind,
+										  store_flush_tail.scope, store_flush_tail.detail)) != NULL)
 		{
 			nslots++;
-			tail.done = true;
+			store_flush_tail.done = true;
 		}
 	}
 	insert_events(&r, slots, nslots);
@@ -843,22 +794,22 @@ merge_instance_end(FlushRels *r, TupleTableSlot *slot, const char *instance_id)
 	TimestampTz created;
 	TimestampTz now;
 
-	if (!tail.alone || r->e_instance_started_at == 0 ||
+	if (!store_flush_tail.alone || r->e_instance_started_at == 0 ||
 		r->e_instance_completed_at == 0 || r->e_instance_duration == 0 ||
-		r->e_started_at == 0 || strcmp(tail.kind, "instance_completed") != 0 ||
-		tail.detail != NULL || en[r->e_started_at - 1] ||
+		r->e_started_at == 0 || strcmp(store_flush_tail.kind, "instance_completed") != 0 ||
+		store_flush_tail.detail != NULL || en[r->e_started_at - 1] ||
 		(r->e_ended_id != 0 && !en[r->e_ended_id - 1]) ||
 		strcmp(TextDatumGetCString(ev[r->e_kind - 1]), "node_completed") !=
 			0 ||
 		strcmp(TextDatumGetCString(ev[r->e_scope - 1]),
-			   store_event_scope(instance_id, tail.scope)) != 0 ||
+			   store_event_scope(instance_id, store_flush_tail.scope)) != 0 ||
 		!instance_created_at(instance_id, &created))
 		return false;
 	now = GetCurrentTimestamp();
-	if (DatumGetTimestampTz(ev[r->e_started_at - 1]) != tail.started_at)
+	if (DatumGetTimestampTz(ev[r->e_started_at - 1]) != store_flush_tail.started_at)
 	{
 		ev[r->e_instance_started_at - 1] =
-			TimestampTzGetDatum(tail.started_at);
+			TimestampTzGetDatum(store_flush_tail.started_at);
 		en[r->e_instance_started_at - 1] = false;
 	}
 	ev[r->e_instance_completed_at - 1] = TimestampTzGetDatum(now);
@@ -949,39 +900,19 @@ store_instance_event_row(int64 event_id, const char *instance_id,
 }
 
 /*
- * The same row, inserted by the flush of the instance's node writes that
- * this call makes (store_flush_node_writes), with their events, as the
- * last one: one multi-insert record instead of two, about 50 bytes of WAL
- * less for an instance that starts and ends in one batch (issue 14).
- * False when the flush did not insert it (nothing to flush, a trigger of
- * the user's): the caller inserts it after the flush.
+ * An event of the history other than a node's start or end, as its own
+ * row (STMT_EVENT_ADD).  detail is a JSON object as text, or NULL; node_id
+ * and scope may be NULL; attempt 0 records NULL.
  */
-bool
-store_flush_with_instance_event(int64 event_id, const char *instance_id,
-								TimestampTz started_at, const char *kind,
-								const char *scope, const char *detail,
-								bool alone)
+void
+store_history_insert(const char *instance_id, const char *kind,
+					 const char *node_id, const char *scope, int attempt,
+					 const char *detail)
 {
-	bool done;
+	char attempt_s[16];
 
-	tail.set = true;
-	tail.done = false;
-	tail.event_id = event_id;
-	tail.instance_id = instance_id;
-	tail.started_at = started_at;
-	tail.kind = kind;
-	tail.scope = scope;
-	tail.detail = detail;
-	tail.alone = alone;
-	PG_TRY();
-	{
-		store_flush_node_writes();
-	}
-	PG_FINALLY();
-	{
-		done = tail.done;
-		tail.set = false;
-	}
-	PG_END_TRY();
-	return done;
+	snprintf(attempt_s, sizeof(attempt_s), "%d", attempt);
+	store_event_rows++;
+	RUN(STMT_EVENT_ADD, instance_id, kind, node_id,
+		store_event_scope(instance_id, scope), attempt_s, detail);
 }

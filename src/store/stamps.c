@@ -183,20 +183,15 @@ store_stamps_find(const char *instance_id, const char *id, char **status,
 	return true;
 }
 
+/* A rolled-back subtransaction: the stamps are read again. */
 static void
-stamps_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-						SubTransactionId parentSubid, void *arg)
+stamps_subxact_abort(SubTransactionId mySubid)
 {
-	if (event == SUBXACT_EVENT_ABORT_SUB)
-	{
-		/* the memory is the top transaction's: only the tables are dropped */
-		stamps_current();
-		stamps = locked = NULL;
-	}
+	/* the memory is the top transaction's: only the tables are dropped */
+	stamps_current();
+	stamps = locked = NULL;
 }
 
-void
-store_register_stamps_callbacks(void)
-{
-	RegisterSubXactCallback(stamps_subxact_callback, NULL);
-}
+const PgdHeldOps store_stamps_ops = {
+	.subxact_abort = stamps_subxact_abort,
+};

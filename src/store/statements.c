@@ -58,8 +58,8 @@
  *
  * A statement that reads or writes df.nodes or the history, or calls one
  * of the extension's functions (which may read anything: df.check()'s
- * rows), names HELD_NODE_WRITES; one that reads the queue or the JOIN
- * counters (df.check()'s rows too) names HELD_TASKS or HELD_JOIN_COUNTS.
+ * rows), names FLUSH_NODE_WRITES; one that reads the queue or the JOIN
+ * counters (df.check()'s rows too) names FLUSH_TASKS or FLUSH_JOIN_COUNTS.
  * Those that add tasks, or a JOIN counter, need nothing written before
  * them.  The others leave the node writes held, so that a transition's
  * writes go out together, and a batch's until its commit: reading the
@@ -68,9 +68,9 @@
  * signal or a wait between a step's start and its end would make them two
  * updates.
  */
-#define HELD_NODE_WRITES (1 << 0) /* df.nodes and the history */
-#define HELD_TASKS		 (1 << 1) /* df_internal.tasks */
-#define HELD_JOIN_COUNTS (1 << 2) /* df_internal.joins */
+#define FLUSH_NODE_WRITES HELD_MASK(HELD_NODE_WRITES) /* df.nodes, the history */
+#define FLUSH_TASKS		  HELD_MASK(HELD_TASKS)		  /* df_internal.tasks */
+#define FLUSH_JOIN_COUNTS HELD_MASK(HELD_JOIN_COUNTS) /* df_internal.joins */
 
 /*
  * Which instances a statement touches: those of one instance, named by its
@@ -89,7 +89,7 @@ typedef enum PgdStmtReach
 typedef struct PgdStmtDef
 {
 	const char	*name;
-	int			 flush_first; /* HELD_*: the held writes written before it */
+	int			 flush_first; /* FLUSH_*: the held writes written before it */
 	PgdStmtReach reach;
 	const char	*sql;
 	int			 nargs;
@@ -179,7 +179,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	/* one statement: an instance ends at every workflow's last step */
 	[STMT_END_INSTANCE] =
 		{"remove an ended instance's engine state",
-		 HELD_TASKS | HELD_JOIN_COUNTS, REACH_INSTANCE,
+		 FLUSH_TASKS | FLUSH_JOIN_COUNTS, REACH_INSTANCE,
 		 "WITH t AS (DELETE FROM df_internal.tasks WHERE id IN ("
 		 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 " FOR UPDATE SKIP LOCKED)), "
@@ -234,13 +234,13 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T, T, INT4OID, TIMESTAMPTZOID}},
 	[STMT_TASK_DELETE] =
 		{"a consumed task",
-		 HELD_TASKS, REACH_TASK,
+		 FLUSH_TASKS, REACH_TASK,
 		 "DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1",
 		 1,
 		 {INT8OID}},
 	[STMT_TASKS_DROP_SCOPE] =
 		{"the unclaimed tasks of an abandoned scope",
-		 HELD_TASKS, REACH_INSTANCE,
+		 FLUSH_TASKS, REACH_INSTANCE,
 		 "DELETE FROM df_internal.tasks WHERE id IN ("
 		 " SELECT id FROM df_internal.tasks "
 		 " WHERE instance_id OPERATOR(pg_catalog.=) $1 "
@@ -258,7 +258,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 							   {T, T}},
 	[STMT_TASK_DROP_WAIT_TIMER] =
 		{"the timeout of a wait that got its signal",
-		 HELD_TASKS, REACH_INSTANCE,
+		 FLUSH_TASKS, REACH_INSTANCE,
 		 "DELETE FROM df_internal.tasks WHERE id IN ("
 		 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 " AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
@@ -267,7 +267,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T}},
 	[STMT_TASK_DELIVER_DROP] =
 		{"the deliver tasks a delivery makes redundant",
-		 HELD_TASKS, REACH_INSTANCE,
+		 FLUSH_TASKS, REACH_INSTANCE,
 		 "DELETE FROM df_internal.tasks WHERE id IN ("
 		 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 " AND kind OPERATOR(pg_catalog.=) 'deliver' FOR UPDATE SKIP LOCKED)",
@@ -282,7 +282,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 */
 	[STMT_TASK_OLDEST_READY] =
 		{"the oldest due task nobody holds",
-		 HELD_TASKS, REACH_ALL,
+		 FLUSH_TASKS, REACH_ALL,
 		 "SELECT id FROM df_internal.tasks k "
 		 "WHERE run_at OPERATOR(pg_catalog.<=) $1 "
 		 "AND kind OPERATOR(pg_catalog.<>) 'http' AND " CLAIMABLE_K " "
@@ -295,7 +295,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 */
 	[STMT_TASK_OLDEST_READY_SHARE] =
 		{"the oldest due task nobody holds, but no step of a full role (0: of any role)",
-		 HELD_TASKS, REACH_ALL,
+		 FLUSH_TASKS, REACH_ALL,
 		 "SELECT id FROM df_internal.tasks k "
 		 "WHERE run_at OPERATOR(pg_catalog.<=) $2 "
 		 "AND kind OPERATOR(pg_catalog.<>) 'http' AND " CLAIMABLE_K " "
@@ -308,7 +308,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {OIDARRAYOID, TIMESTAMPTZOID}},
 	[STMT_TASK_NEXT_DUE] =
 		{"when the next future task is due (read without locks)",
-		 HELD_TASKS, REACH_ALL,
+		 FLUSH_TASKS, REACH_ALL,
 		 "SELECT min(run_at) FROM df_internal.tasks "
 		 "WHERE run_at OPERATOR(pg_catalog.>) $1 "
 		 "AND kind OPERATOR(pg_catalog.<>) 'http'",
@@ -322,7 +322,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 */
 	[STMT_TASK_ENGINE_ERROR] =
 		{"an engine error on a task",
-		 HELD_TASKS, REACH_TASK,
+		 FLUSH_TASKS, REACH_TASK,
 		 "UPDATE df_internal.tasks SET engine_errors = engine_errors OPERATOR(pg_catalog.+) 1, "
 		 "last_engine_error = $2, "
 		 "run_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) pg_catalog.make_interval("
@@ -341,7 +341,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 */
 	[STMT_START_TASK_OF_MARKER] =
 		{"a start's marker made a start task",
-		 HELD_TASKS, REACH_INSTANCE,
+		 FLUSH_TASKS, REACH_INSTANCE,
 		 "INSERT INTO df_internal.tasks (instance_id, scope, kind) "
 		 "SELECT $1, $1, 'start' WHERE EXISTS (SELECT 1 FROM df_internal.runs r "
 		 " WHERE r.instance_id OPERATOR(pg_catalog.=) $1 "
@@ -353,7 +353,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T}},
 	[STMT_START_MARKER_ERROR] =
 		{"an engine error on a start's marker",
-		 HELD_TASKS, REACH_INSTANCE,
+		 FLUSH_TASKS, REACH_INSTANCE,
 		 "INSERT INTO df_internal.tasks "
 		 "(instance_id, scope, kind, engine_errors, last_engine_error, run_at) "
 		 "SELECT $1, $1, 'start', 1, $2, "
@@ -370,7 +370,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 
 	[STMT_HTTP_DUE] =
 		{"due HTTP tasks whose lease is free",
-		 HELD_TASKS, REACH_ALL,
+		 FLUSH_TASKS, REACH_ALL,
 		 "SELECT id, instance_id, node_id, scope, attempts FROM df_internal.tasks k "
 		 "WHERE kind OPERATOR(pg_catalog.=) 'http' AND " CLAIMABLE_K " "
 		 "AND run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() "
@@ -380,7 +380,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {INT8OID}},
 	[STMT_HTTP_LEASE] =
 		{"lease an HTTP task",
-		 HELD_TASKS, REACH_TASK,
+		 FLUSH_TASKS, REACH_TASK,
 		 "UPDATE df_internal.tasks SET attempts = attempts OPERATOR(pg_catalog.+) 1, "
 		 "lease_token = pg_catalog.gen_random_uuid(), "
 		 "lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) "
@@ -390,14 +390,14 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {INT8OID, INT4OID}},
 	[STMT_HTTP_LEASE_TOKEN] =
 		{"the lease token of an HTTP task",
-		 HELD_TASKS, REACH_TASK,
+		 FLUSH_TASKS, REACH_TASK,
 		 "SELECT lease_token::text FROM df_internal.tasks "
 		 "WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED",
 		 1,
 		 {INT8OID}},
 	[STMT_HTTP_NEXT_DUE] =
 		{"milliseconds until an HTTP task or lease falls due",
-		 HELD_TASKS, REACH_ALL,
+		 FLUSH_TASKS, REACH_ALL,
 		 "SELECT (EXTRACT(epoch FROM min(GREATEST(run_at, COALESCE(lease_until, run_at))) "
 		 "OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint "
 		 "FROM df_internal.tasks WHERE kind OPERATOR(pg_catalog.=) 'http'",
@@ -414,7 +414,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 */
 	[STMT_EVENT_ADD] =
 		{"an event of the history",
-		 HELD_NODE_WRITES, REACH_INSTANCE,
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
 		 "INSERT INTO df_internal.events "
 		 "(instance_id, kind, node_id, scope, attempt, duration_ms, detail) "
 		 "SELECT $1, $2, $3, $4, NULLIF($5::pg_catalog.int4, 0), "
@@ -435,7 +435,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T, INT4OID}},
 	[STMT_JOINS_DROP_SCOPE] =
 		{"the JOIN counters of an abandoned scope",
-		 HELD_JOIN_COUNTS, REACH_INSTANCE,
+		 FLUSH_JOIN_COUNTS, REACH_INSTANCE,
 		 "DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 "AND " IN_SCOPE("scope", "$2"),
 		 2,
@@ -553,7 +553,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T, BOOLOID}},
 	[STMT_SIGNALS_AND_CANCELS_XMIN] =
 		{"who wrote the buffered signals, the cancel and the run of an instance (1, 2, 3)",
-		 HELD_NODE_WRITES, REACH_INSTANCE,
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
 		 "SELECT 1, xmin FROM df_internal.signals "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 "UNION ALL SELECT 2, xmin FROM df_internal.events "
@@ -631,7 +631,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 */
 	[STMT_RETENTION_BATCH] =
 		{"remove a batch of old finished instances",
-		 HELD_NODE_WRITES, REACH_ALL,
+		 FLUSH_NODE_WRITES, REACH_ALL,
 		 "WITH ranked AS ("
 		 " SELECT id, COALESCE(completed_at, created_at) AS t, "
 		 " pg_catalog.row_number() OVER (ORDER BY COALESCE(completed_at, created_at) DESC, id) AS rn "
@@ -656,14 +656,14 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {INT4OID, INT4OID, INT4OID}},
 	[STMT_PROBLEMS] =
 		{"what df.check() reports",
-		 HELD_NODE_WRITES | HELD_TASKS | HELD_JOIN_COUNTS, REACH_ALL,
+		 FLUSH_NODE_WRITES | FLUSH_TASKS | FLUSH_JOIN_COUNTS, REACH_ALL,
 		 "SELECT instance_id, problem, node_id, scope, detail "
 					   "FROM df_internal.check_rows() ORDER BY 1, 2, 3",
 					   0,
 					   {0}},
 	[STMT_PROBLEM_STILL_THERE] =
 		{"is a reported problem still there",
-		 HELD_NODE_WRITES | HELD_TASKS | HELD_JOIN_COUNTS, REACH_INSTANCE,
+		 FLUSH_NODE_WRITES | FLUSH_TASKS | FLUSH_JOIN_COUNTS, REACH_INSTANCE,
 		 "SELECT 1 FROM df_internal.check_rows() c "
 		 "WHERE c.instance_id OPERATOR(pg_catalog.=) $1 "
 		 "AND c.problem OPERATOR(pg_catalog.=) $2 "
@@ -672,7 +672,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T}},
 	[STMT_DROP_TASKS_OF_FINISHED] =
 		{"the unclaimed tasks of a finished instance",
-		 HELD_NODE_WRITES | HELD_TASKS, REACH_INSTANCE,
+		 FLUSH_NODE_WRITES | FLUSH_TASKS, REACH_INSTANCE,
 		 "DELETE FROM df_internal.tasks WHERE id IN ("
 		 " SELECT t.id FROM df_internal.tasks t "
 		 " WHERE t.instance_id OPERATOR(pg_catalog.=) $1 AND (NOT EXISTS ("
@@ -691,7 +691,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T}},
 	[STMT_RESTORE_STEP_TASK] =
 		{"a stranded step gets its task back",
-		 HELD_NODE_WRITES | HELD_TASKS, REACH_INSTANCE,
+		 FLUSH_NODE_WRITES | FLUSH_TASKS, REACH_INSTANCE,
 		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind) "
 		 "SELECT n.instance_id, n.id, $3, "
 		 "CASE WHEN n.node_type IN ('HTTP', 'HTTP_MULTIPART') THEN 'http' ELSE 'step' END "
@@ -701,7 +701,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T}},
 	[STMT_RESTORE_TIMER] =
 		{"a running SLEEP or WAIT_SCHEDULE gets its timer back",
-		 HELD_NODE_WRITES | HELD_TASKS, REACH_INSTANCE,
+		 FLUSH_NODE_WRITES | FLUSH_TASKS, REACH_INSTANCE,
 		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, run_at) "
 		 "SELECT n.instance_id, n.id, $3, 'timer', "
 		 "CASE n.node_type WHEN 'SLEEP' THEN n.updated_at OPERATOR(pg_catalog.+) "
@@ -716,7 +716,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	/* the wrapper nodes of orchestration/ (wrapper_state.c) */
 	[STMT_NODE_DETAILS_MERGE] =
 		{"keys added to a node's status_details (error, attempts)",
-		 HELD_NODE_WRITES, REACH_INSTANCE,
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
 		 "UPDATE df.nodes SET status_details = pg_catalog.jsonb_strip_nulls("
 		 "COALESCE(status_details, '{}') OPERATOR(pg_catalog.||) $3::pg_catalog.jsonb) "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
@@ -724,14 +724,14 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T}},
 	[STMT_NODE_DETAILS] =
 		{"a node's status_details",
-		 HELD_NODE_WRITES, REACH_INSTANCE,
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
 		 "SELECT status_details::text FROM df.nodes "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2",
 		 2,
 		 {T, T}},
 	[STMT_TASK_STEP_AT] =
 		{"a SQL step's next attempt, due later",
-		 HELD_TASKS, REACH_INSTANCE,
+		 FLUSH_TASKS, REACH_INSTANCE,
 		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, run_at) "
 		 "VALUES ($1, $2, $3, 'step', $4)",
 		 4,
@@ -739,7 +739,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	/* the same row, so the next attempt sends the same Idempotency-Key */
 	[STMT_HTTP_RETRY_AT] =
 		{"an HTTP step's next attempt, due later",
-		 HELD_TASKS, REACH_INSTANCE,
+		 FLUSH_TASKS, REACH_INSTANCE,
 		 "UPDATE df_internal.tasks SET run_at = $4, lease_until = NULL, lease_token = NULL "
 		 "WHERE id IN (SELECT id FROM df_internal.tasks "
 		 " WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
@@ -749,7 +749,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {T, T, T, TIMESTAMPTZOID}},
 	[STMT_TASKS_OF_NODE_DROP] =
 		{"the unclaimed tasks of one node in one scope",
-		 HELD_TASKS, REACH_INSTANCE,
+		 FLUSH_TASKS, REACH_INSTANCE,
 		 "DELETE FROM df_internal.tasks WHERE id IN ("
 		 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 " AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
@@ -759,7 +759,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	/* plain reads: a task being completed is locked, and is not gone */
 	[STMT_HTTP_TASKS_GONE] =
 		{"which HTTP tasks of calls in flight are gone",
-		 HELD_TASKS, REACH_ALL,
+		 FLUSH_TASKS, REACH_ALL,
 		 "SELECT x FROM pg_catalog.unnest($1::pg_catalog.int8[]) AS x "
 		 "WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.id OPERATOR(pg_catalog.=) x)",
 		 1,
@@ -845,8 +845,8 @@ static bool		  planned[STMT_COUNT]; /* pgd_spi_run_kept */
 
 /*
  * The one way the engine runs a statement: the held writes its entry
- * names first, in the order of the rows' dependencies (node writes, tasks,
- * JOIN counts), then the statement's kept plan.  Returns SPI_processed; the rows are in
+ * names first, in the transaction buffer's order (txn_buffer.c), then the
+ * statement's kept plan.  Returns SPI_processed; the rows are in
  * SPI_tuptable.
  */
 int
@@ -855,12 +855,8 @@ store_run(PgdStmt s, const Datum *values, const char *nulls)
 	const PgdStmtDef *def = &stmts[s];
 	int				  rc;
 
-	if (def->flush_first & HELD_NODE_WRITES)
-		store_flush_node_writes();
-	if (def->flush_first & HELD_TASKS)
-		pgd_store_write_held_tasks();
-	if (def->flush_first & HELD_JOIN_COUNTS)
-		store_write_held_join_counts();
+	if (def->flush_first != 0)
+		store_txn_write(def->flush_first);
 	if (plans[s] == NULL)
 	{
 		SPIPlanPtr plan =
@@ -936,48 +932,4 @@ store_text_array(int n, const char *const *items)
 	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs,
 											  TEXTOID, -1, false,
 											  TYPALIGN_INT));
-}
-
-/* ---------------------------------------------------------------------
- * History
- * ---------------------------------------------------------------------
- */
-
-/*
- * Events are written by the transitions themselves, in the transaction
- * that applies them (DESIGN.md §5 rule 3): a rolled-back step leaves no
- * event, and a committed transition always has its events.  Node starts
- * and ends go with the node writes; this adds the other kinds (retries,
- * signals, instance starts and ends, cancels).  detail is a JSON object as
- * text, or NULL; node_id and scope may be NULL; attempt 0 records NULL.
- * The duration of instance ends is computed from the instance's creation.
- */
-void
-pgd_store_event_add(const char *instance_id, const char *kind,
-					const char *node_id, const char *scope, int attempt,
-					const char *detail)
-{
-	char attempt_s[16];
-
-	/* an instance's end, its instance_started held: one row (held_start.c) */
-	if (node_id == NULL &&
-		store_held_start_end_event(instance_id, kind, scope, detail))
-		return;
-	snprintf(attempt_s, sizeof(attempt_s), "%d", attempt);
-	store_event_rows++;
-	RUN(STMT_EVENT_ADD, instance_id, kind, node_id,
-		store_event_scope(instance_id, scope), attempt_s, detail);
-}
-
-/* {"<key>": "<text truncated to PGD_EVENT_ERROR_LEN>"} */
-char *
-pgd_event_detail(const char *key, const char *text)
-{
-	DfJson *o = dfjson_make_object();
-	char   *t = pstrdup(text ? text : "");
-
-	if (strlen(t) > PGD_EVENT_ERROR_LEN)
-		t[pg_mbcliplen(t, strlen(t), PGD_EVENT_ERROR_LEN)] = '\0';
-	dfjson_object_add(o, key, dfjson_make_string(t));
-	return dfjson_to_text(o);
 }

@@ -35,9 +35,6 @@
 
 #include "store/types.h"
 
-/* An event's error detail is cut to this many bytes (at a character boundary). */
-#define PGD_EVENT_ERROR_LEN 200
-
 /* A claimed task, with its instance's runs row read in the same statement. */
 typedef struct PgdClaim
 {
@@ -167,7 +164,6 @@ extern int	pgd_store_node_stamps(const char		*instance_id,
 extern void	 pgd_store_event_add(const char *instance_id, const char *kind,
 								 const char *node_id, const char *scope,
 								 int attempt, const char *detail);
-extern char *pgd_event_detail(const char *key, const char *text);
 extern void	 pgd_store_set_attempt(const char *node_id, int attempt);
 
 /* --- sagas (sagas.c, issue 16) --- */
@@ -398,8 +394,6 @@ extern bool	 pgd_store_restore_timer(const char *instance_id,
 									 const char *node_id, const char *scope);
 
 /* --- the wrapper nodes of orchestration/ (wrapper_state.c) --- */
-extern char *pgd_event_error_detail(PgdOutcome outcome);
-extern char *pgd_error_json(PgdOutcome outcome);
 extern void	 pgd_store_node_error(const char *instance_id, const char *node_id,
 								  PgdOutcome outcome);
 extern void	 pgd_store_node_details_merge(const char *instance_id,
@@ -451,8 +445,8 @@ extern void pgd_store_lock_release_one(const char *instance_id,
 extern void pgd_store_lock_result_forget(const char *instance_id,
 										 const char *scope);
 
-/* the commit hook of the node buffer (from _PG_init) */
-extern void pgd_store_register_xact_callback(void);
+/* the transaction buffer and its kinds (txn_kinds.c, from _PG_init) */
+extern void pgd_store_init(void);
 
 /* batches (issue 14) */
 extern void pgd_store_set_run_nowait(bool nowait);

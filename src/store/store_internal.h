@@ -115,8 +115,6 @@ typedef enum PgdStmt
  */
 extern int store_run(PgdStmt s, const Datum *values, const char *nulls);
 
-/* The callbacks of the step tasks a batch holds (tasks.c). */
-extern void store_register_task_callbacks(void);
 
 /* store_run with text arguments only (a NULL pointer is SQL NULL). */
 extern int store_run_text(PgdStmt s, int nargs, const char *const *args);
@@ -156,10 +154,6 @@ extern int	 store_join_count_row(const char *instance_id, const char *node_id,
 								  bool *by_statement, bool *absent);
 extern void	 store_join_close_row(const char *instance_id, const char *node_id,
 								  const char *scope);
-extern void	 store_register_join_callbacks(void);
-extern void	 store_write_held_join_counts(void);
-extern void	 store_drop_held_join_counts(const char *instance_id);
-extern bool	 store_join_counts_held(const char *instance_id);
 
 /* How store_lock_run_row found an instance's runs row. */
 typedef enum PgdRunLock
@@ -180,7 +174,25 @@ extern bool		  store_instance_submitter_row(const char *instance_id,
 /* node_rows.c: a scope as df_internal.events keeps it */
 extern const char *store_event_scope(const char *instance_id,
 									 const char *scope);
-/* node_rows.c: an instance's start and end as one history row */
+/*
+ * node_rows.c: the instance's start and end as one history row, which a
+ * flush of its node writes adds as its last row when it can
+ * (store_flush_with_instance_event, node_writes.c, sets it; done says it
+ * was written).
+ */
+typedef struct PgdFlushTail
+{
+	bool		set;
+	bool		done;
+	int64		event_id;
+	const char *instance_id;
+	TimestampTz started_at;
+	const char *kind;
+	const char *scope;
+	const char *detail;
+	bool		alone; /* no history row written since the instance started */
+} PgdFlushTail;
+extern PgdFlushTail store_flush_tail;
 extern bool store_instance_event_row(int64 event_id, const char *instance_id,
 									 TimestampTz started_at, const char *kind,
 									 const char *scope, const char *detail);
@@ -192,6 +204,10 @@ extern bool store_flush_with_instance_event(int64		event_id,
 											const char *detail, bool alone);
 /* the history rows this process has written (a count that only grows) */
 extern uint64 store_event_rows;
+/* node_rows.c: an event of the history as a row of its own */
+extern void store_history_insert(const char *instance_id, const char *kind,
+								 const char *node_id, const char *scope,
+								 int attempt, const char *detail);
 
 /*
  * The key rows of locks and limits in one order (lock_keys.c): may a
@@ -290,31 +306,100 @@ extern void store_read_node_rows(const char *instance_id, int n,
 								 char **statuses, char **stamps,
 								 char **results);
 
-/* Write the buffered node updates now. */
-extern void store_flush_node_writes(void);
-/* Does the executor hold node writes for its batch (node_writes.c)? */
+/* ---------------------------------------------------------------------
+ * txn_buffer.c: what a transaction holds in memory instead of rows
+ * ---------------------------------------------------------------------
+ */
+
+/* The kinds of held writes, in the order they are written. */
+typedef enum PgdHeldKind
+{
+	HELD_LOCK_KEYS,	  /* keyed locks a batch took (lock_keys.c) */
+	HELD_LIMIT_SLOTS, /* limit slots it gave (limit_slots.c) */
+	HELD_JOIN_COUNTS, /* JOIN counts (instance_state.c) */
+	HELD_START,		  /* an instance's start (held_start.c) */
+	HELD_NODE_WRITES, /* node starts and ends with their events (node_writes.c) */
+	HELD_TASKS,		  /* step tasks made ready (tasks.c) */
+	HELD_STAMPS,	  /* node stamps read under the runs row (stamps.c) */
+	HELD_KINDS
+} PgdHeldKind;
+
+#define HELD_MASK(kind) (1 << (kind))
+#define HELD_ALL		((1 << HELD_KINDS) - 1)
+
+/*
+ * What the buffer does with a kind (any may be NULL): write what is held
+ * as rows; at PRE_COMMIT, refuse the commit (ERROR) when something is
+ * still unwritten; undo what the subtransaction mySubid (and those below
+ * it) held when it rolls back, or pass it to its parent when it commits;
+ * forget everything when the transaction ends.
+ */
+typedef struct PgdHeldOps
+{
+	void (*write)(void);
+	void (*check_written)(void);
+	void (*subxact_abort)(SubTransactionId mySubid);
+	void (*subxact_commit)(SubTransactionId mySubid,
+						   SubTransactionId parentSubid);
+	void (*forget)(void);
+} PgdHeldOps;
+
+extern void store_txn_buffer_init(const PgdHeldOps *const ops[HELD_KINDS]);
+/* Write what the kinds of mask hold (HELD_MASK of each), in their order. */
+extern void store_txn_write(int mask);
+/* Does this transaction hold its writes until its end (an executor's batch)? */
 extern bool store_node_writes_held(void);
-/* node_writes.c: event ids drawn ahead, and the column that needs them */
-extern int64 *store_draw_event_ids(int n);
-extern bool	  store_events_have_ended_id(void);
-/* held_start.c: an instance's start held in a batch (issue 14) */
-extern void store_write_held_start(void);
-extern void store_overlay_held_start(const char		   *instance_id,
-									 PgdInstanceStatus *status);
-extern void store_held_start_ends(const char *instance_id);
-extern bool store_held_start_end_event(const char *instance_id,
-									   const char *kind, const char *scope,
-									   const char *detail);
-extern void store_register_start_callbacks(void);
-/* stamps.c: node stamps kept while the runs row is held (issue 14) */
-extern void store_stamps_locked(const char *instance_id);
-extern void store_stamps_forget(void);
-extern void store_stamps_put(const char *instance_id, const char *id,
-							 const char *status, const char *stamp);
-extern bool store_stamps_find(const char *instance_id, const char *id,
-							  char **status, char **stamp);
-extern void store_register_stamps_callbacks(void);
-/* xact_keys.c: keys node executions took in this transaction (issue 17) */
+
+/*
+ * An entry that a batch holds instead of its rows: a keyed lock, a limit
+ * slot, a JOIN count.  It belongs to one node execution (instance, node,
+ * scope) and names a key.
+ */
+typedef struct PgdHeldEntry
+{
+	char			 instance_id[PGD_ID_LEN + 1];
+	char			 node_id[PGD_ID_LEN + 1];
+	char			*scope;
+	char			*key;
+	char			*since;		   /* a lock or a slot: when it was taken */
+	int64			 token;		   /* a lock: its fencing token */
+	int				 remaining;	   /* a JOIN count: the branches still to end */
+	SubTransactionId made;		   /* the subtransaction that made it */
+	SubTransactionId released; /* the one that released or wrote it; 0: held */
+} PgdHeldEntry;
+typedef struct PgdHeldList
+{
+	LocalTransactionId lxid;
+	PgdHeldEntry	  *e;
+	int				   n;
+	int				   max;
+	int				   nlive; /* entries with released 0 */
+} PgdHeldList;
+
+extern PgdHeldList store_held_locks;
+extern PgdHeldList store_held_slots;
+extern PgdHeldList store_held_join_counts;
+
+extern bool store_held_fits(const char *instance_id, const char *node_id);
+extern PgdHeldEntry *store_held_add(PgdHeldList *l, const char *instance_id,
+									const char *node_id, const char *scope,
+									const char *key, const char *since);
+extern void			 store_held_release(PgdHeldList *l, PgdHeldEntry *h);
+extern PgdHeldEntry *store_held_find(PgdHeldList *l, const char *instance_id,
+									 const char *node_id, const char *scope);
+extern PgdHeldEntry *store_held_next(PgdHeldList *l, const char *key, int *i);
+extern int			 store_held_count(PgdHeldList *l, const char *key);
+extern bool			 store_held_by(PgdHeldList *l, const char *instance_id);
+extern void			 store_held_drop(PgdHeldList *l, const char *instance_id,
+									 const char *node_id, const char *scope);
+extern void store_held_subxact_abort(PgdHeldList *l, SubTransactionId subid);
+extern void store_held_check_written(PgdHeldList *l, const char *what);
+/* Has the instance a keyed lock, a limit slot, a JOIN count held here? */
+extern bool store_locks_held_by(const char *instance_id);
+extern bool store_slots_held_by(const char *instance_id);
+extern bool store_join_counts_held(const char *instance_id);
+
+/* The keys node executions took in this transaction, while it holds their rows. */
 #define PGD_XACT_KEYS_MAX 32
 typedef struct PgdXactKey
 {
@@ -329,6 +414,10 @@ typedef struct PgdXactKeys
 	int				   n;
 	PgdXactKey		   keys[PGD_XACT_KEYS_MAX];
 } PgdXactKeys;
+
+extern PgdXactKeys store_fresh_lock_keys;
+extern PgdXactKeys store_entered_limit_keys;
+
 extern void	 store_xact_keys_add(PgdXactKeys *l, const char *instance_id,
 								 const char *node_id, const char *scope,
 								 const char *key);
@@ -336,52 +425,45 @@ extern char *store_xact_keys_take(PgdXactKeys *l, const char *instance_id,
 								  const char *node_id, const char *scope);
 extern void	 store_xact_keys_forget(PgdXactKeys *l, const char *instance_id);
 extern void	 store_xact_keys_clear(PgdXactKeys *l);
-/* limit_slots.c: the key rows a transaction holds (issue 17) */
-extern void store_register_limit_callbacks(void);
-/* held.c: what a batch holds in memory instead of rows (issue 17) */
-typedef struct PgdHeldEntry
-{
-	char			 instance_id[PGD_ID_LEN + 1];
-	char			 node_id[PGD_ID_LEN + 1];
-	char			*scope;
-	char			*key;
-	char			*a; /* the owner's texts for the entry's row */
-	char			*b;
-	SubTransactionId made;	   /* the subtransaction that made it */
-	SubTransactionId released; /* the one that released or wrote it; 0: held */
-} PgdHeldEntry;
-typedef struct PgdHeldList
-{
-	LocalTransactionId lxid;
-	PgdHeldEntry	  *e;
-	int				   n;
-	int				   max;
-	int				   nlive; /* entries with released 0 */
-} PgdHeldList;
-extern bool store_held_fits(const char *instance_id, const char *node_id);
-extern PgdHeldEntry *store_held_add(PgdHeldList *l, const char *instance_id,
-									const char *node_id, const char *scope,
-									const char *key, const char *a,
-									const char *b);
-extern void			 store_held_release(PgdHeldList *l, PgdHeldEntry *h);
-extern PgdHeldEntry *store_held_find(PgdHeldList *l, const char *instance_id,
-									 const char *node_id, const char *scope);
-extern PgdHeldEntry *store_held_next(PgdHeldList *l, const char *key, int *i);
-extern int			 store_held_count(PgdHeldList *l, const char *key);
-extern bool			 store_held_by(PgdHeldList *l, const char *instance_id);
-extern bool			 store_locks_held_by(const char *instance_id);
-extern bool			 store_slots_held_by(const char *instance_id);
-extern void			 store_held_drop(PgdHeldList *l, const char *instance_id,
-									 const char *node_id, const char *scope);
-extern void store_held_subxact_abort(PgdHeldList *l, SubTransactionId subid);
-extern void store_held_check_written(PgdHeldList *l, const char *what);
 
-/* lock_keys.c: the keys a transaction made its own (issue 17) */
-extern void store_register_lock_callbacks(void);
-/* ... and the keys a batch holds in memory, written as rows before its commit */
-extern void pgd_store_lock_write_held(void);
-/* limit_slots.c: the slots a batch gave in memory, written likewise (issue 17) */
-extern void pgd_store_limit_write_held(void);
+/* The operations of each kind (txn_kinds.c puts them in their order) */
+extern const PgdHeldOps store_lock_keys_ops;	/* lock_keys.c */
+extern const PgdHeldOps store_limit_slots_ops;	/* limit_slots.c */
+extern const PgdHeldOps store_join_counts_ops;	/* instance_state.c */
+extern const PgdHeldOps store_held_start_ops;	/* held_start.c */
+extern const PgdHeldOps store_node_writes_ops;	/* node_writes.c */
+extern const PgdHeldOps store_held_tasks_ops;	/* tasks.c */
+extern const PgdHeldOps store_stamps_ops;		/* stamps.c */
+
+/* ---------------------------------------------------------------------
+ * The kinds' own functions
+ * ---------------------------------------------------------------------
+ */
+
+/* Write the buffered node updates now (node_writes.c). */
+extern void store_flush_node_writes(void);
+/* node_writes.c: event ids drawn ahead, and the column that needs them */
+extern int64 *store_draw_event_ids(int n);
+extern bool	  store_events_have_ended_id(void);
+/* held_start.c: an instance's start held in a batch */
+extern void store_overlay_held_start(const char		   *instance_id,
+									 PgdInstanceStatus *status);
+extern void store_held_start_ends(const char *instance_id);
+extern bool store_held_start_end_event(const char *instance_id,
+									   const char *kind, const char *scope,
+									   const char *detail);
+/* stamps.c: node stamps kept while the runs row is held */
+extern void store_stamps_locked(const char *instance_id);
+extern void store_stamps_forget(void);
+extern void store_stamps_put(const char *instance_id, const char *id,
+							 const char *status, const char *stamp);
+extern bool store_stamps_find(const char *instance_id, const char *id,
+							  char **status, char **stamp);
+/* instance_state.c: the JOIN counts a batch holds */
+extern void store_drop_held_join_counts(const char *instance_id);
+/* tasks.c: the start markers of a transaction that is prepared */
+extern void store_tasks_init(void);
+
 /* inbox.c: the runs row with SKIP LOCKED (issue 14) */
 extern bool store_run_lock_skip(const char *instance_id, bool *held,
 								char **status);

@@ -67,40 +67,6 @@
 #define text_column(tup, rel, name) \
 	store_text_attr((tup), RelationGetDescr(rel), column((rel), (name)))
 
-/*
- * The row of relid whose text column col is value, found through the
- * unique index indexid as a statement after this transaction's writes
- * finds it (a snapshot taken now), copied, or NULL; *rel is left open
- * with lockmode.
- */
-HeapTuple
-store_key_row(Oid relid, Oid indexid, const char *col, const char *value,
-			  LOCKMODE lockmode, Relation *rel)
-{
-	TupleDesc	desc;
-	AttrNumber	a;
-	ScanKeyData key;
-	Snapshot	snap;
-	SysScanDesc scan;
-	HeapTuple	tup;
-
-	/* a statement would see what this transaction wrote before it */
-	CommandCounterIncrement();
-	*rel = table_open(relid, lockmode);
-	desc = RelationGetDescr(*rel);
-	a = column(*rel, col);
-	ScanKeyInit(&key, a, BTEqualStrategyNumber, F_TEXTEQ,
-				CStringGetTextDatum(value));
-	key.sk_collation = TupleDescAttr(desc, a - 1)->attcollation;
-	snap = RegisterSnapshot(GetLatestSnapshot());
-	scan = systable_beginscan(*rel, indexid, true, snap, 1, &key);
-	tup = systable_getnext(scan);
-	tup = HeapTupleIsValid(tup) ? heap_copytuple(tup) : NULL;
-	systable_endscan(scan);
-	UnregisterSnapshot(snap);
-	return tup;
-}
-
 /* The instance's runs row (store_key_row). */
 static HeapTuple
 run_row(const char *instance_id, LOCKMODE lockmode, Relation *rel)
@@ -371,9 +337,8 @@ store_claim_task_row(int64 task_id, PgdClaim *c)
 								   &isnull));
 	c->last_engine_error = text_column(copy, rel, "last_engine_error");
 	table_close(rel, NoLock);
+	/* the caller overlays a start held in memory (held_start.c) */
 	c->has_run = store_read_run_row(c->instance_id, &c->run);
-	if (c->has_run)
-		store_overlay_held_start(c->instance_id, &c->run.status);
 	return true;
 }
 

@@ -331,26 +331,19 @@ hold_step_task(const char *instance_id, const char *node_id, const char *scope)
 }
 
 static void
-held_xact_callback(XactEvent event, void *arg)
+held_tasks_check_written(void)
 {
-	switch (event)
-	{
-		case XACT_EVENT_PRE_COMMIT:
-			if (pgd_store_held_task_next() != 0)
-				elog(ERROR, "step tasks were still held at commit");
-			break;
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_PARALLEL_ABORT:
-			held = NULL; /* in TopTransactionContext */
-			nheld = maxheld = 0;
-			last_vid = 0;
-			hold_steps = false;
-			break;
-		default:
-			break;
-	}
+	if (pgd_store_held_task_next() != 0)
+		elog(ERROR, "step tasks were still held at commit");
+}
+
+static void
+held_tasks_forget(void)
+{
+	held = NULL; /* in TopTransactionContext */
+	nheld = maxheld = 0;
+	last_vid = 0;
+	hold_steps = false;
 }
 
 /*
@@ -358,13 +351,10 @@ held_xact_callback(XactEvent event, void *arg)
  * higher) held is gone, and what it claimed or wrote is held again.
  */
 static void
-held_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-					  SubTransactionId parentSubid, void *arg)
+held_tasks_subxact_abort(SubTransactionId mySubid)
 {
 	int k = 0;
 
-	if (event != SUBXACT_EVENT_ABORT_SUB)
-		return;
 	for (int i = 0; i < nheld; i++)
 	{
 		HeldTask *h = &held[i];
@@ -383,11 +373,17 @@ held_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	nheld = k;
 }
 
+const PgdHeldOps store_held_tasks_ops = {
+	.write = pgd_store_write_held_tasks,
+	.check_written = held_tasks_check_written,
+	.subxact_abort = held_tasks_subxact_abort,
+	.forget = held_tasks_forget,
+};
+
+/* A transaction that is prepared turns its start markers into tasks. */
 void
-store_register_task_callbacks(void)
+store_tasks_init(void)
 {
-	RegisterXactCallback(held_xact_callback, NULL);
-	RegisterSubXactCallback(held_subxact_callback, NULL);
 	pgd_wake_set_prepare_hook(start_tasks_before_prepare);
 }
 
@@ -435,22 +431,6 @@ pgd_store_task_delete(int64 task_id)
 	store_run(STMT_TASK_DELETE, values, NULL);
 }
 
-/*
- * A scope is abandoned (a lost RACE branch, a loop body that broke or
- * moved to its next generation): remove the pending tasks of the scope and
- * everything below it (running ones are skipped) and its registered signal
- * waits, which would otherwise stay until the instance ends, one more per
- * loop iteration.
- */
-void
-pgd_store_drop_scope(const char *instance_id, const char *scope)
-{
-	RUN(STMT_TASKS_DROP_SCOPE, instance_id, scope);
-	RUN(STMT_WAITS_DROP_SCOPE, instance_id, scope);
-	pgd_store_limit_release(instance_id, NULL, scope);
-	pgd_store_lock_release(instance_id, NULL, scope); /* its keyed locks */
-}
-
 /* A wait got its signal: its timeout timer is not needed (one being fired finds the wait gone). */
 void
 pgd_store_drop_wait_timer(const char *instance_id, const char *node_id,
@@ -480,7 +460,11 @@ pgd_store_claim_by_id(int64 task_id, PgdClaim *c)
 		return claim_held(task_id, c);
 	if (PGD_IS_START_MARKER(task_id))
 		return claim_start_marker(task_id, c);
-	return store_claim_task_row(task_id, c);
+	if (!store_claim_task_row(task_id, c))
+		return false;
+	if (c->has_run)
+		store_overlay_held_start(c->instance_id, &c->run.status);
+	return true;
 }
 
 /* ---------------------------------------------------------------------

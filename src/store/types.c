@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * types.c
- *	  Text forms of the engine's enums (types.h) and small constructors.
+ *	  Text forms of the engine's enums (types.h) and small constructors,
+ *	  and the JSON the store keeps of an outcome's error: $error, and the
+ *	  detail of the history's events.
  *
  * Locks: none; pure functions.
  *
@@ -10,6 +12,9 @@
 #include "postgres.h"
 
 #include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+
+#include "common/json.h"
 
 #include "store/types.h"
 
@@ -128,4 +133,67 @@ pgd_failure(const char *fmt, ...)
 	o.ok = false;
 	o.result = buf.data;
 	return o;
+}
+
+static DfJson *
+text_or_null(const char *s)
+{
+	return s ? dfjson_make_string(s) : dfjson_make_null();
+}
+
+/* The kind of an error code: what comes before its first colon. */
+char *
+pgd_error_kind(const char *code)
+{
+	const char *colon = strchr(code, ':');
+
+	return colon ? pnstrdup(code, colon - code) : pstrdup(code);
+}
+
+/* {"kind": ..., "code": ..., "message": ..., "node": ...}: what $error is. */
+char *
+pgd_error_json(PgdOutcome outcome)
+{
+	DfJson *o = dfjson_make_object();
+
+	dfjson_object_add(o, "kind",
+					  outcome.code ?
+						  dfjson_make_string(pgd_error_kind(outcome.code)) :
+						  dfjson_make_string("error"));
+	dfjson_object_add(o, "code", text_or_null(outcome.code));
+	dfjson_object_add(o, "message", text_or_null(outcome.result));
+	dfjson_object_add(o, "node", text_or_null(outcome.node));
+	return dfjson_to_text(o);
+}
+
+/* The detail of a node_failed event: the truncated error, its code and kind. */
+char *
+pgd_event_error_detail(PgdOutcome outcome)
+{
+	DfJson *o = dfjson_make_object();
+	char   *t = pstrdup(outcome.result ? outcome.result : "");
+
+	if (strlen(t) > PGD_EVENT_ERROR_LEN)
+		t[pg_mbcliplen(t, strlen(t), PGD_EVENT_ERROR_LEN)] = '\0';
+	dfjson_object_add(o, "error", dfjson_make_string(t));
+	if (outcome.code != NULL)
+	{
+		dfjson_object_add(o, "code", dfjson_make_string(outcome.code));
+		dfjson_object_add(o, "kind",
+						  dfjson_make_string(pgd_error_kind(outcome.code)));
+	}
+	return dfjson_to_text(o);
+}
+
+/* {"<key>": "<text truncated to PGD_EVENT_ERROR_LEN>"} */
+char *
+pgd_event_detail(const char *key, const char *text)
+{
+	DfJson *o = dfjson_make_object();
+	char   *t = pstrdup(text ? text : "");
+
+	if (strlen(t) > PGD_EVENT_ERROR_LEN)
+		t[pg_mbcliplen(t, strlen(t), PGD_EVENT_ERROR_LEN)] = '\0';
+	dfjson_object_add(o, key, dfjson_make_string(t));
+	return dfjson_to_text(o);
 }

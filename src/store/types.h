@@ -130,4 +130,16 @@ extern bool pgd_is_terminal(const char *status);
 /* A failed outcome with a formatted message. */
 extern PgdOutcome pgd_failure(const char *fmt, ...) pg_attribute_printf(1, 2);
 
+/* An event's error detail is cut to this many bytes (at a character boundary). */
+#define PGD_EVENT_ERROR_LEN 200
+
+/* The kind of an error code: what comes before its first colon. */
+extern char *pgd_error_kind(const char *code);
+/* {"kind": ..., "code": ..., "message": ..., "node": ...}: what $error is. */
+extern char *pgd_error_json(PgdOutcome outcome);
+/* {"<key>": "<text cut to PGD_EVENT_ERROR_LEN>"}: an event's detail */
+extern char *pgd_event_detail(const char *key, const char *text);
+/* The detail of a node_failed event: the cut error, its code and kind. */
+extern char *pgd_event_error_detail(PgdOutcome outcome);
+
 #endif /* PG_DURABLE_STORE_TYPES_H */

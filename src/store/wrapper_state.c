@@ -31,55 +31,6 @@
 #include "store/store_internal.h"
 #include "core/wake.h"
 
-static DfJson *
-text_or_null(const char *s)
-{
-	return s ? dfjson_make_string(s) : dfjson_make_null();
-}
-
-static char *
-kind_of(const char *code)
-{
-	const char *colon = strchr(code, ':');
-
-	return colon ? pnstrdup(code, colon - code) : pstrdup(code);
-}
-
-/* {"kind": ..., "code": ..., "message": ..., "node": ...}: what $error is. */
-char *
-pgd_error_json(PgdOutcome outcome)
-{
-	DfJson *o = dfjson_make_object();
-
-	dfjson_object_add(o, "kind",
-					  outcome.code ?
-						  dfjson_make_string(kind_of(outcome.code)) :
-						  dfjson_make_string("error"));
-	dfjson_object_add(o, "code", text_or_null(outcome.code));
-	dfjson_object_add(o, "message", text_or_null(outcome.result));
-	dfjson_object_add(o, "node", text_or_null(outcome.node));
-	return dfjson_to_text(o);
-}
-
-/* The detail of a node_failed event: the truncated error, its code and kind. */
-char *
-pgd_event_error_detail(PgdOutcome outcome)
-{
-	DfJson *o = dfjson_make_object();
-	char   *t = pstrdup(outcome.result ? outcome.result : "");
-
-	if (strlen(t) > PGD_EVENT_ERROR_LEN)
-		t[pg_mbcliplen(t, strlen(t), PGD_EVENT_ERROR_LEN)] = '\0';
-	dfjson_object_add(o, "error", dfjson_make_string(t));
-	if (outcome.code != NULL)
-	{
-		dfjson_object_add(o, "code", dfjson_make_string(outcome.code));
-		dfjson_object_add(o, "kind",
-						  dfjson_make_string(kind_of(outcome.code)));
-	}
-	return dfjson_to_text(o);
-}
-
 /* A failed node's code goes into its status_details. */
 void
 pgd_store_node_error(const char *instance_id, const char *node_id,
@@ -88,9 +39,12 @@ pgd_store_node_error(const char *instance_id, const char *node_id,
 	DfJson *o = dfjson_make_object();
 	DfJson *e = dfjson_make_object();
 
-	dfjson_object_add(e, "kind", dfjson_make_string(kind_of(outcome.code)));
+	dfjson_object_add(e, "kind",
+					  dfjson_make_string(pgd_error_kind(outcome.code)));
 	dfjson_object_add(e, "code", dfjson_make_string(outcome.code));
-	dfjson_object_add(e, "node", text_or_null(outcome.node));
+	dfjson_object_add(e, "node", outcome.node ?
+						  dfjson_make_string(outcome.node) :
+						  dfjson_make_null());
 	dfjson_object_add(o, "error", e);
 	pgd_store_node_details_merge(instance_id, node_id, dfjson_to_text(o));
 }
