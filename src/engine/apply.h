@@ -9,7 +9,7 @@
  * triggering input (a claimed task, df.cancel), with the instance's
  * df_internal.runs row locked.  A transition therefore commits together
  * with the step that caused it: there is no second transaction that could
- * fail after the first one committed (DESIGN.md §5 rule 3).  Each entry
+ * fail after the first one committed (docs/design/architecture.md §5 rule 3).  Each entry
  * point writes the buffered node updates before it returns.
  *
  * Locks: only rows of the instance whose runs row the caller holds; tasks
@@ -65,7 +65,7 @@ extern void pgd_apply_deliver(PgdGraph *g);
 /*
  * df.cancel: the instance becomes cancelled (unless it has ended) and its
  * engine state goes.  With compensate, a running instance with undos
- * registered compensates instead (issue 16): its body is abandoned, its
+ * registered compensates instead: its body is abandoned, its
  * undos run and it ends 'compensated'.  The caller has not locked
  * anything; false when the instance has no runs row any more.
  */
@@ -119,7 +119,7 @@ typedef struct PgdWrapperHooks
 	 * others at once (in a saga), rather than the JOIN waiting for them?
 	 */
 	bool (*join_fails_fast)(PgdGraph *g, int join);
-	/* deliver: a deliver task, after the signals: the EVENT waits (issue 18) */
+	/* deliver: a deliver task, after the signals: the EVENT waits */
 	void (*deliver)(PgdGraph *g);
 } PgdWrapperHooks;
 

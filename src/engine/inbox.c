@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * inbox.c
- *	  The apply task of the inbox (DESIGN.md §4.2, issue 14): the
+ *	  The apply task of the inbox (docs/design/batches-and-inbox.md §4): the
  *	  completions of an instance that were committed while another
  *	  transaction held its runs row are applied, in the order they were
  *	  inserted, through the path a direct completion takes.

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * inbox.h
- *	  Applying the inbox (inbox.c; DESIGN.md §4.2, issue 14).
+ *	  Applying the inbox (inbox.c; docs/design/batches-and-inbox.md §4).
  *
  * Locks: see inbox.c.
  *

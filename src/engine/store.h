@@ -20,7 +20,7 @@
  *
  * Locks: pgd_store_lock_run takes the instance's df_internal.runs row
  * (FOR UPDATE); task claims and deletes of others' tasks use SKIP LOCKED
- * (DESIGN.md §5 rule 1).  Every other write concerns rows of the instance
+ * (docs/design/architecture.md §5 rule 1).  Every other write concerns rows of the instance
  * whose runs row the caller holds.
  *
  *-------------------------------------------------------------------------
@@ -111,7 +111,7 @@ extern void pgd_store_deliver_tasks_drop(const char *instance_id);
 extern void pgd_store_drop_wait_timer(const char *instance_id,
 									  const char *node_id, const char *scope);
 extern bool pgd_store_claim_by_id(int64 task_id, PgdClaim *claim);
-/* starts by marker (store_tasks.c, issue 14) */
+/* starts by marker (store_tasks.c) */
 extern void pgd_store_start_ready(const char *instance_id);
 extern int	pgd_store_start_sweep(void);
 
@@ -170,7 +170,7 @@ extern void	 pgd_store_event_add(const char *instance_id, const char *kind,
 extern char *pgd_event_detail(const char *key, const char *text);
 extern void	 pgd_store_set_attempt(const char *node_id, int attempt);
 
-/* --- sagas (store_saga.c, issue 16) --- */
+/* --- sagas (store_saga.c) --- */
 
 /*
  * The undo of COMPENSATED node node_id, whose forward step completed in
@@ -229,7 +229,7 @@ extern int pgd_store_undo_requeue(const char *instance_id, const char *within,
 /* df.compensate: the stopped instance runs again; NULL, or what is wrong. */
 extern char *pgd_store_instance_resume(const char *instance_id);
 
-/* --- node MAP, df.map (store_map.c, issue 18) --- */
+/* --- node MAP, df.map (store_map.c) --- */
 
 /* The copies of a MAP's step template for a run of new items. */
 typedef struct PgdMapCopy
@@ -282,7 +282,7 @@ extern void pgd_store_map_drop_results(const char *instance_id,
 extern char *pgd_store_map_results(const char *instance_id, int n,
 								   const char *const *node_ids);
 
-/* --- the event bus (store_events.c, issue 18) --- */
+/* --- the event bus (store_events.c) --- */
 
 /*
  * Take the first event the instance may still take of topic whose payload
@@ -420,7 +420,7 @@ extern void	 pgd_store_node_error_code(const char *instance_id,
 									   const char *node_id,
 									   PgdOutcome *outcome);
 
-/* --- keyed locks (store_locks.c, issue 17) --- */
+/* --- keyed locks (store_locks.c) --- */
 typedef struct PgdLockEntry
 {
 	char *key;
@@ -454,17 +454,17 @@ extern void pgd_store_lock_result_forget(const char *instance_id,
 /* the commit hook of the node buffer (from _PG_init) */
 extern void pgd_store_register_xact_callback(void);
 
-/* batches (issue 14) */
+/* batches */
 extern void pgd_store_set_run_nowait(bool nowait);
 /*
- * The inbox (issue 14): the next pgd_store_lock_run takes the row with
+ * The inbox: the next pgd_store_lock_run takes the row with
  * SKIP LOCKED; when it returns false, pgd_store_run_held says whether that
  * was because another transaction holds the row (else it is gone).
  */
 extern void pgd_store_set_run_skip(bool skip);
 extern bool pgd_store_run_held(void);
 
-/* --- the inbox (store_inbox.c, DESIGN.md §4.2, issue 14) --- */
+/* --- the inbox (store_inbox.c, docs/design/batches-and-inbox.md §4) --- */
 
 /* A completion waiting in the inbox. */
 typedef struct PgdInboxEntry
@@ -485,7 +485,7 @@ extern bool pgd_store_inbox_other_apply(const char *instance_id,
 										int64		after_id);
 extern void pgd_store_inbox_restore_task(const char *instance_id);
 
-/* --- limits (store_limits.c, issue 17) --- */
+/* --- limits (store_limits.c) --- */
 
 /* What a LIMIT node execution does next, from the key's queue. */
 typedef enum PgdLimitVerdict

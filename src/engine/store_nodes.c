@@ -17,7 +17,7 @@
  * SQL step's row count, never the result itself.  An event's time is
  * when its write was buffered.
  *
- * A batch (issue 14) holds them from one transition to the next instead
+ * A batch holds them from one transition to the next instead
  * (pgd_store_hold_node_writes), and the executor writes them before its
  * commit.  A node that starts and ends in one batch, a chain step the
  * batch runs itself and the THEN nodes around it, is then one update of
@@ -356,7 +356,7 @@ pgd_store_flush(void)
  * The executor runs a batch: may node writes stay buffered from one
  * transition to the next until the batch ends (or a statement of the
  * store runs)?  A chain step's start and end are then one update of its
- * row instead of two (issue 14).  The executor writes them before its
+ * row instead of two.  The executor writes them before its
  * commit with pgd_store_write_node_writes.
  */
 void
@@ -581,7 +581,7 @@ read_rows_of(const char *instance_id, int n, const char *const *ids,
  * not written yet as that write leaves its row, the others from their
  * rows.  The buffer stays: a fan-out run in one batch writes each node's
  * start and end as one update, as a chain does, instead of writing all
- * its starts when its first JOIN ends (issue 14).
+ * its starts when its first JOIN ends.
  */
 void
 pgd_store_node_states(const char *instance_id, const char *const *ids, int n,

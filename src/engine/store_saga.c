@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * store_saga.c
- *	  The engine store's functions for sagas (orchestration-api.md §2,
- *	  issue 16): the registration of an undo, the undos a compensation
+ *	  The engine store's functions for sagas 
+ *	  (docs/design/sagas.md): the registration of an undo, the undos a compensation
  *	  takes and their end, and the resumption of a stopped compensation
  *	  (store.h; the statements are in store.c's table, but for the rare
  *	  df.compensate ones here).

@@ -2,7 +2,7 @@
  *
  * store_start.c
  *	  The engine store's start of an instance, held while the executor
- *	  holds its batch's node writes (issue 14).
+ *	  holds its batch's node writes.
  *
  * An instance starts in a transition that writes 'running' into its
  * df.instances row and its runs row, and adds its instance_started event.

@@ -94,7 +94,7 @@ typedef enum PgdStmt
 	STMT_HTTP_RETRY_AT,
 	STMT_TASKS_OF_NODE_DROP,
 	STMT_HTTP_TASKS_GONE,
-	/* sagas (store_saga.c, issue 16) */
+	/* sagas (store_saga.c) */
 	STMT_UNDO_REGISTER,
 	STMT_UNDO_NEXT,
 	STMT_UNDO_FINISH,
@@ -102,7 +102,7 @@ typedef enum PgdStmt
 	STMT_UNDO_PENDING,
 	STMT_UNDO_TALLY,
 	STMT_UNDO_REQUEUE,
-	/* batches (issue 14) */
+	/* batches */
 	STMT_RUN_LOCK_NOWAIT,
 	STMT_COUNT
 } PgdStmt;
@@ -142,7 +142,7 @@ extern char *store_text_attr(HeapTuple tup, TupleDesc desc, AttrNumber a);
 /* store_node_reads.c: an instance's root node and graph rows by the primary keys */
 extern int store_load_node_rows(const char *instance_id, char **root_id,
 								struct PgdStoredNode **rows);
-/* store_task_rows.c: the runs row and a task's claim by the primary key (issue 14) */
+/* store_task_rows.c: the runs row and a task's claim by the primary key */
 extern HeapTuple store_key_row(Oid relid, Oid indexid, const char *col,
 							   const char *value, LOCKMODE lockmode,
 							   Relation *rel);
@@ -297,7 +297,7 @@ extern bool store_node_writes_held(void);
 /* store_nodes.c: event ids drawn ahead, and the column that needs them */
 extern int64 *store_draw_event_ids(int n);
 extern bool	  store_events_have_ended_id(void);
-/* store_start.c: an instance's start held in a batch (issue 14) */
+/* store_start.c: an instance's start held in a batch */
 extern void store_write_held_start(void);
 extern void store_overlay_held_start(const char		   *instance_id,
 									 PgdInstanceStatus *status);
@@ -306,7 +306,7 @@ extern bool store_held_start_end_event(const char *instance_id,
 									   const char *kind, const char *scope,
 									   const char *detail);
 extern void store_register_start_callbacks(void);
-/* store_stamps.c: node stamps kept while the runs row is held (issue 14) */
+/* store_stamps.c: node stamps kept while the runs row is held */
 extern void store_stamps_locked(const char *instance_id);
 extern void store_stamps_forget(void);
 extern void store_stamps_put(const char *instance_id, const char *id,
@@ -314,7 +314,7 @@ extern void store_stamps_put(const char *instance_id, const char *id,
 extern bool store_stamps_find(const char *instance_id, const char *id,
 							  char **status, char **stamp);
 extern void store_register_stamps_callbacks(void);
-/* store_xact_keys.c: keys node executions took in this transaction (issue 17) */
+/* store_xact_keys.c: keys node executions took in this transaction */
 #define PGD_XACT_KEYS_MAX 32
 typedef struct PgdXactKey
 {
@@ -336,9 +336,9 @@ extern char *store_xact_keys_take(PgdXactKeys *l, const char *instance_id,
 								  const char *node_id, const char *scope);
 extern void	 store_xact_keys_forget(PgdXactKeys *l, const char *instance_id);
 extern void	 store_xact_keys_clear(PgdXactKeys *l);
-/* store_limits.c: the key rows a transaction holds (issue 17) */
+/* store_limits.c: the key rows a transaction holds */
 extern void store_register_limit_callbacks(void);
-/* store_held.c: what a batch holds in memory instead of rows (issue 17) */
+/* store_held.c: what a batch holds in memory instead of rows */
 typedef struct PgdHeldEntry
 {
 	char			 instance_id[PGD_ID_LEN + 1];
@@ -376,13 +376,13 @@ extern void			 store_held_drop(PgdHeldList *l, const char *instance_id,
 extern void store_held_subxact_abort(PgdHeldList *l, SubTransactionId subid);
 extern void store_held_check_written(PgdHeldList *l, const char *what);
 
-/* store_locks.c: the keys a transaction made its own (issue 17) */
+/* store_locks.c: the keys a transaction made its own */
 extern void store_register_lock_callbacks(void);
 /* ... and the keys a batch holds in memory, written as rows before its commit */
 extern void pgd_store_lock_write_held(void);
-/* store_limits.c: the slots a batch gave in memory, written likewise (issue 17) */
+/* store_limits.c: the slots a batch gave in memory, written likewise */
 extern void pgd_store_limit_write_held(void);
-/* store_inbox.c: the runs row with SKIP LOCKED (issue 14) */
+/* store_inbox.c: the runs row with SKIP LOCKED */
 extern bool store_run_lock_skip(const char *instance_id, bool *held,
 								char **status);
 

@@ -4,7 +4,7 @@
  *	  Lists of the keys that node executions took in this transaction,
  *	  while the transaction holds the key's row: the keyed locks'
  *	  (store_locks.c) and the limits' (store_limits.c), so that a release
- *	  in the same transaction can skip locking the row again (issue 17).
+ *	  in the same transaction can skip locking the row again.
  *
  * A list lives in its owner's static memory; its strings are in
  * TopTransactionContext, so a list seen in a later transaction (its

@@ -11,7 +11,7 @@
  * drops a signal sent before the wait exists).  df.signal (api/signal.c)
  * appends to the instance's mailbox (df_internal.signals) and enqueues a
  * "deliver" task in the caller's transaction; it locks nothing of the
- * instance (DESIGN.md §5 rule 2).  Waits and signals meet under the instance's runs lock: a SIGNAL
+ * instance (docs/design/architecture.md §5 rule 2).  Waits and signals meet under the instance's runs lock: a SIGNAL
  * node takes the oldest matching signal when it starts, else registers a
  * wait (df_internal.waits, plus a timer for its timeout); a deliver task
  * hands each registered wait, oldest first, the oldest signal of its name

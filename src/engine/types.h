@@ -36,7 +36,7 @@
 
 /*
  * The outcome of a node.  A failure may carry its error code
- * (orchestration-api.md §0: "sql:<SQLSTATE>", "http:<status>", "timeout",
+ * (docs/design/failure-handling.md §2: "sql:<SQLSTATE>", "http:<status>", "timeout",
  * "connection", "fail", ...; NULL when the engine itself failed the node)
  * and, for an HTTP 429/503, the server's Retry-After in milliseconds (0:
  * none).  Brace initializers leave both unset.
@@ -49,7 +49,7 @@ typedef struct PgdOutcome
 	char *node;		 /* failed: the node that failed first (set by apply.c) */
 	bool  retryable; /* failed: df.fail(retryable => true) */
 	int64 retry_after_ms;
-	bool  compensated; /* failed: a SAGA's body, whose undos ran (issue 16) */
+	bool  compensated; /* failed: a SAGA's body, whose undos ran */
 } PgdOutcome;
 
 /*
@@ -65,14 +65,14 @@ typedef enum PgdTaskKind
 								 * loop iteration fell due; -> the node moves on */
 	PGD_TASK_DELIVER, /* df.signal: buffered signals meet their waits */
 	PGD_TASK_HTTP,	  /* an HTTP leaf; claimed only by the HTTP worker */
-	PGD_TASK_APPLY	  /* completions wait in the inbox (issue 14) */
+	PGD_TASK_APPLY	  /* completions wait in the inbox */
 } PgdTaskKind;
 
 /*
  * df.instances.status.  pending -> running (the start task) -> completed |
  * failed (the root finishes) | cancelled (df.cancel, from pending or
- * running) | compensated (the root failed and the registered undos ran,
- * issue 16; the instance stays running while they run).  The last four are
+ * running) | compensated (the root failed and the registered undos ran;
+ * the instance stays running while they run).  The last four are
  * terminal: nothing moves an instance on.
  */
 typedef enum PgdInstanceStatus
@@ -82,7 +82,7 @@ typedef enum PgdInstanceStatus
 	PGD_INSTANCE_COMPLETED,
 	PGD_INSTANCE_FAILED,
 	PGD_INSTANCE_CANCELLED,
-	PGD_INSTANCE_COMPENSATED /* the body failed and its undos ran (issue 16) */
+	PGD_INSTANCE_COMPENSATED /* the body failed and its undos ran */
 } PgdInstanceStatus;
 
 /* An instance's df_internal.runs row. */
