@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * retry.c
- *	  The pure decisions of df.retry (orchestration-api.md §1): whether an
+ *	  The pure decisions of df.retry (docs/design/failure-handling.md): whether an
  *	  error is retried, how long to wait before the next attempt, and
  *	  when to give up.
  *
