@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * breakers.c
- *	  The SQL functions of circuit breakers (orchestration-api.md §3, issue
+ *	  The SQL functions of circuit breakers (docs/design/breakers.md, issue
  *	  17): df.create_circuit_breaker, df.drop_circuit_breaker,
  *	  df.reset_circuit_breaker, and the rows of the df.circuit_breakers
  *	  view.
@@ -91,7 +91,7 @@ interval_arg(FunctionCallInfo fcinfo, int argno, const char *func,
 	return us;
 }
 
-/* record_on: a non-empty array of error patterns (orchestration-api.md §0). */
+/* record_on: a non-empty array of error patterns (docs/design/failure-handling.md §2). */
 static void
 check_record_on(FunctionCallInfo fcinfo, int argno, const char *func)
 {

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * dsl_orch.c
- *	  The builders of the failure-handling nodes (orchestration-api.md §1):
+ *	  The builders of the failure-handling nodes (docs/design/failure-handling.md):
  *	  df.retry, df.timeout, df.catch, df.fail, and df.sleep with a fraction
  *	  of a second.
  *

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * limit_config.h
- *	  The settings of a LIMIT node (df.limit, orchestration-api.md §3),
+ *	  The settings of a LIMIT node (df.limit, docs/design/locks-and-limits.md §4),
  *	  parsed and checked (limit_config.c).
  *
  * The query is {"key": <template>, "max_concurrent": n, "rate": r,

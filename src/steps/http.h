@@ -70,7 +70,7 @@ typedef struct PgdHttpRequest
 	char		*traceparent; /* "00-<trace>-<this attempt's span>-<flags>" */
 	char		*tracestate;  /* df.start(tracestate), NULL if none */
 	PgdBreakerTicket
-		breaker; /* config "breaker": the admitted call (issue 17) */
+		breaker; /* config "breaker": the admitted call */
 } PgdHttpRequest;
 
 /* What a finished call gave back (the raw material of the envelope). */

@@ -2,7 +2,7 @@
  *
  * batch_stats.c
  *	  How many tasks the executors' committed transactions held (batches,
- *	  issue 14, DESIGN.md §4.1): a count per size in shared memory, read
+ *	  docs/design/batches-and-inbox.md §2): a count per size in shared memory, read
  *	  by df_internal.batch_sizes() (bench/run reports their mean and p99).
  *	  The counts start at zero with the server.
  *

@@ -4,7 +4,7 @@
  *	  The executor background workers: claim a ready task, run it in its own
  *	  transaction, repeat; sleep on the latch when there is nothing to do.
  *
- * One task, one transaction (DESIGN.md §4):
+ * One task, one transaction (docs/design/batches-and-inbox.md §1):
  *	 1. claim the task row: choose it FOR UPDATE SKIP LOCKED (never waits)
  *		and delete it in the same statement, which also reads the instance's
  *		runs row; a rollback puts the row back;
@@ -23,7 +23,7 @@
  * Tasks are claimed by the id a commit published when there is one (see
  * wake.c for why), else by a scan of the queue in run_at order.
  *
- * Batches (issue 14, DESIGN.md §4.1): after the first task, more ready
+ * Batches (docs/design/batches-and-inbox.md §2): after the first task, more ready
  * tasks run in the same transaction (run_batch), each in subtransactions
  * of its own (run_follower), until pg_durable.batch_max_steps or
  * pg_durable.batch_max_ms; only the first may wait for a lock, a later one
@@ -230,7 +230,7 @@ static Oid share_role = InvalidOid; /* the role whose share this unit holds */
  * that would be retried (a deadlock, an interrupt) is retried only if it is
  * still wanted under the runs lock: the interrupt of a cancelled instance's
  * step, or of a lost RACE's, is not a retry, and no step_retried event
- * follows instance_cancelled (issue 22).
+ * follows instance_cancelled.
  */
 static StepRun
 run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
@@ -332,7 +332,7 @@ engine_gave_up(const PgdClaim *t, PgdOutcome *outcome)
 /*
  * Under a RACE or a TIMEOUT the first to finish decides: a step that ends
  * as its branch loses, or as its timeout fires, must roll its effects back
- * (DESIGN.md §4), so it waits for its runs row instead of committing them
+ * (docs/design/batches-and-inbox.md §1), so it waits for its runs row instead of committing them
  * into the inbox.  So does the forward action of a df.with_undo
  * (COMPENSATED): its undo is registered only when its completion is
  * applied, and a completion dropped because a failing sibling abandoned
@@ -359,7 +359,7 @@ inbox_usable(const PgdGraph *g, int n)
 
 /*
  * Step 3: take the instance's runs row.  A step does not wait for it
- * (DESIGN.md §4.2, issue 14): held by another transaction,
+ * (docs/design/batches-and-inbox.md §4): held by another transaction,
  * the completion is committed into the inbox with an apply task (*inboxed)
  * if the node is still live as far as the committed state shows; the
  * apply task checks again under the lock.  False when the step is not
@@ -507,7 +507,7 @@ run_timer_task(PgdClaim *t)
  * instance has nothing to do, so the instance's other deliver tasks go
  * first: a burst of signals (of a name nobody waits for, say) costs one
  * transaction, not one per signal, each queued ahead of the instance's
- * timers and under its runs lock (issue 22).
+ * timers and under its runs lock.
  */
 static void
 run_deliver_task(PgdClaim *t)
@@ -523,7 +523,7 @@ run_deliver_task(PgdClaim *t)
 }
 
 /*
- * Completions wait in the inbox (DESIGN.md §4.2, issue 14): apply them.
+ * Completions wait in the inbox (docs/design/batches-and-inbox.md §4): apply them.
  * When another transaction holds the runs row this task does not wait: it
  * leaves the work to another apply task of the instance nobody claimed, or
  * puts itself back with a short, growing, jittered delay (an engine
@@ -809,8 +809,8 @@ process_available_work(void)
 			long ms = SAFETY_POLL_MS;
 
 			did = process_one(&ms);
-			did = pgd_bus_sweep_maybe() || did; /* issue 18, after the task */
-			did = pgd_start_sweep_maybe() || did; /* issue 14 */
+			did = pgd_bus_sweep_maybe() || did; /* after the task */
+			did = pgd_start_sweep_maybe() || did;
 			sleep_ms = ms;
 		}
 		PG_CATCH();
@@ -843,7 +843,7 @@ process_available_work(void)
 			did = false;
 			/*
 			 * Do not spin on a persistent engine error; a lost lock race
-			 * (DESIGN.md §5 rule 5) or a cancel runs again after 1-4 ms.
+			 * (docs/design/architecture.md §5 rule 5) or a cancel runs again after 1-4 ms.
 			 */
 			sleep_ms = runs_again ?
 				1 + (long) (pg_prng_double(&pg_global_prng_state) * 4) :
