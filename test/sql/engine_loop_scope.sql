@@ -1,5 +1,5 @@
 -- A LOOP that is the root of a JOIN or RACE branch runs in one execution
--- scope, the branch's (issue 21, the reference's test 57): the loop node
+-- scope, the branch's (the reference's test 57): the loop node
 -- and its body are stamped "<instance>::1::<loop id>::<generation>", the
 -- generation growing with each iteration, never wrapped twice
 -- ("...::<loop id>::1::<loop id>::<generation>").

@@ -1,4 +1,4 @@
-# The OrderProcessing example end to end (issue 20): the workflow of
+# The OrderProcessing example end to end: the workflow of
 # examples/order_processing/workflow.sql against the four services of
 # examples/order_processing/services.pl, with a span receiver, under the
 # faults the issue lists:

@@ -317,7 +317,7 @@ SELECT status || ' ' || (completed_at IS NOT NULL) FROM df.instances WHERE id = 
 is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.check() is clean after the one-step workflow');
 
 # An instance's end updates its df.instances row by the primary key, not
-# by a statement (engine/store_task_rows.c, session 19): its row is
+# by a statement (engine/store_task_rows.c): its row is
 # updated, and its indexes find it under its new status.  A trigger of
 # the user's on df.instances brings the statement back, and it fires.
 my $quiet = $node->safe_psql('postgres', "SET ROLE $ROLE; SELECT df.start('SELECT 43')");

@@ -1,5 +1,5 @@
 # Keys of locks and limits taken in opposite orders by consecutive nodes
-# (issue 17, DESIGN.md §5 rule 1).  A chain step's transaction releases
+# (docs/design/architecture.md §5 rule 1).  A chain step's transaction releases
 # its LOCK's (or LIMIT's) key and takes the next one's; each change of a
 # key's entries locks the key's row (df_internal.lock_keys,
 # df_internal.limits) first.  Pairs of instances run x ~> y ~> x ~> y and
