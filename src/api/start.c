@@ -591,7 +591,8 @@ insert_instance(char *instance_id, const char *label, const char *root_id,
 
 /*
  * The engine's runs row, with the caller's variables captured (start_rows.c,
- * or this statement), and the start task (inside SPI).  {sys_idempotency_key}
+ * or this statement), and the start: its marker at commit, or a start
+ * task (inside SPI; pgd_store_start_ready).  {sys_idempotency_key}
  * is kept with the variables, which every step reads anyway; the trace
  * context is df.instances's (pgd_step_vars).  events: the graph has an
  * EVENT node, which needs the start's snapshot.

@@ -42,14 +42,14 @@ extern bool pgd_lock_target(const char *instance_id, const PgdRunInfo *run,
 extern bool pgd_node_is_live(const PgdGraph *g, int n, const char *scope);
 
 /*
- * An instance's start task, first: the submitter must still be the one
+ * An instance's start (a marker or a start task), first: the submitter must still be the one
  * df.instances records and still be allowed; else the instance fails
  * before any step runs (and this returns false).
  */
 extern bool pgd_submitter_still_allowed(const char *instance_id,
 										Oid			submitter);
 
-/* An instance's start task, then: it is running, and so is its root. */
+/* An instance's start, then: it is running, and so is its root. */
 extern void pgd_apply_start(PgdGraph *g);
 
 /* Node n finished in scope with outcome: record it and let its parents react. */

@@ -194,7 +194,7 @@ pgd_store_instance_trace(const char *instance_id, char **trace_id,
  * (the caller's statement then locks its newest version, as it would
  * have).  A row this transaction holds already is taken at once, without
  * a new lock.  A chain's every step took it with a statement (5 us a
- * step, perf), and every start task (14 us).  Under a transaction
+ * step, perf), and every start (14 us).  Under a transaction
  * snapshot (df.cancel in a REPEATABLE READ transaction) it is always
  * PGD_RUN_CHANGED: the statement raises what such a transaction raises.
  */

@@ -58,7 +58,10 @@ typedef struct PgdOutcome
  */
 typedef enum PgdTaskKind
 {
-	PGD_TASK_START,	  /* df.start made it; -> the root starts */
+	PGD_TASK_START,	  /* made by the start sweep, a prepared df.start,
+								 * an engine error in a marker's start or an
+								 * older schema (a start is otherwise a marker,
+								 * wake.h); -> the root starts */
 	PGD_TASK_STEP,	  /* a SQL leaf runs; -> the node completes, or
 								 * the task is put back (user deadlock) */
 	PGD_TASK_TIMER,	  /* a SLEEP, WAIT_SCHEDULE, signal timeout or
@@ -69,11 +72,13 @@ typedef enum PgdTaskKind
 } PgdTaskKind;
 
 /*
- * df.instances.status.  pending -> running (the start task) -> completed |
- * failed (the root finishes) | cancelled (df.cancel, from pending or
- * running) | compensated (the root failed and the registered undos ran;
- * the instance stays running while they run).  The last four are
- * terminal: nothing moves an instance on.
+ * df.instances.status.  pending -> running (the start: a marker or a start
+ * task) -> completed | failed (the root finishes) | cancelled (df.cancel,
+ * from pending or running) | compensated (the root failed and the
+ * registered undos ran; the instance stays running while they run).  The
+ * last four are terminal: no transition moves an instance on, but for
+ * df.compensate, which takes a failed instance whose compensation a failed
+ * undo stopped back to running (orchestration/saga_resume.c).
  */
 typedef enum PgdInstanceStatus
 {
@@ -122,8 +127,8 @@ extern bool		   pgd_instance_status_parse(const char		   *name,
 extern bool pgd_node_status_parse(const char *name, PgdNodeStatus *status);
 
 /*
- * Is this status (of an instance or a node, as text) one that nothing
- * moves on from?  completed, failed, cancelled; NULL is not.
+ * Is this status (of an instance or a node, as text) a terminal one?
+ * completed, failed, cancelled, compensated; NULL is not.
  */
 extern bool pgd_is_terminal(const char *status);
 

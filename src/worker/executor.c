@@ -59,7 +59,7 @@
  * runs in x in a background session (remote.c) at least once; the
  * transition still commits here.
  *
- * Executor 0 also runs retention and reconciliation (check.c) every
+ * Executor 0 also runs retention and reconciliation (maintenance.c) every
  * pg_durable.reconcile_interval seconds, between tasks.
  *
  * In pg_stat_activity an executor is application_name "pg_durable
@@ -74,7 +74,8 @@
  * back; a step already running finishes first, and the drop waits for it.
  *
  * Locks: the extension object (share, never waiting), task rows (SKIP
- * LOCKED), then one runs row; see engine.h.
+ * LOCKED), then one runs row; see engine/README.md, "Locking rules", and
+ * docs/design/architecture.md §5.
  *
  *-------------------------------------------------------------------------
  */

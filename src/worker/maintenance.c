@@ -224,7 +224,7 @@ pgd_bus_sweep_maybe(void)
 static bool start_sweep_owed = false;
 
 /*
- * Starts whose markers may be lost get start tasks 
+ * Starts whose markers may be lost get start tasks
  * (pgd_store_start_sweep).  True when it ran.
  */
 bool
