@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * breakers.c
- *	  The SQL functions of circuit breakers (docs/design/breakers.md, issue
- *	  17): df.create_circuit_breaker, df.drop_circuit_breaker,
+ *	  The SQL functions of circuit breakers 
+ *	  (docs/design/breakers.md): df.create_circuit_breaker, df.drop_circuit_breaker,
  *	  df.reset_circuit_breaker, and the rows of the df.circuit_breakers
  *	  view.
  *

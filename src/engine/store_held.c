@@ -3,8 +3,7 @@
  * store_held.c
  *	  Lists of what an executor's batch holds in memory instead of rows:
  *	  the keyed locks of store_locks.c and the limit slots of
- *	  store_limits.c, the JOIN counts of store_state.c (issue
- *	  14).  Each entry belongs to one node execution (instance, node,
+ *	  store_limits.c, the JOIN counts of store_state.c.  Each entry belongs to one node execution (instance, node,
  *	  scope) and names a key, with two texts its owner writes into its
  *	  row if the batch ends with it still held.
  *
