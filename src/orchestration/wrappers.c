@@ -2,7 +2,7 @@
  *
  * wrappers.c
  *	  The wrapper nodes' part of a transition: RETRY, TIMEOUT, CATCH and
- *	  FAIL (docs/design/failure-handling.md, docs/design/failure-handling.md §1).  The engine calls
+ *	  FAIL (docs/design/failure-handling.md).  The engine calls
  *	  these through its wrapper hooks (engine/apply.h), installed by
  *	  pgd_orchestration_init() when the library loads.
  *
