@@ -124,8 +124,8 @@ pgd_store_task_add(const char *instance_id, const char *node_id,
 /*
  * At most this many held in one transaction; past it, step tasks are
  * written at once (the held ones first, keeping the queue's order).  A
- * batch of pg_durable.batch_max_steps chain steps holds one task a step;
- * with 16 here, a batch of 32 wrote every task after its 16th.
+ * batch of pg_durable.batch_max_steps chain steps holds one task a step,
+ * so this must be well above that setting's default (32).
  */
 #define MAX_HELD 1024
 
