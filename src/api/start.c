@@ -655,7 +655,7 @@ check_engine_ready(void)
 
 /*
  * df.start(…, max_attempts, max_backoff, on_failure): the instance-wide
- * failure policy (docs/design/failure-handling.md).  Left at its defaults it
+ * failure policy (docs/design/failure-handling.md §6).  Left at its defaults it
  * changes nothing, not even the graph.  Otherwise the graph is wrapped in
  * a RETRY at the root, marked instance_policy: every SQL or HTTP step
  * without a RETRY of its own is retried up to max_attempts with a back-off

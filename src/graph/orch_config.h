@@ -39,7 +39,7 @@ typedef enum DfJitter
 	DF_JITTER_NONE
 } DfJitter;
 
-/* The defaults of df.retry (docs/design/failure-handling.md). */
+/* The defaults of df.retry (docs/design/failure-handling.md §3). */
 #define DF_RETRY_MAX_ATTEMPTS	 3
 #define DF_RETRY_INITIAL_MS		 1000
 #define DF_RETRY_BACKOFF_RATE	 2.0

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * saga_resume.c
- *	  df.compensate(id) (docs/design/sagas.md): an instance
+ *	  df.compensate(id) (docs/design/sagas.md §7): an instance
  *	  whose compensation an undo failing for good stopped (on_undo_failure
  *	  'stop': the instance 'failed', the remaining undos registered) runs
  *	  again once the cause is fixed.

@@ -505,7 +505,7 @@ enclosing_retry(const PgdGraph *g, int n)
 }
 
 /*
- * The default policy of an undo (docs/design/sagas.md): retried without
+ * The default policy of an undo (docs/design/sagas.md §8): retried without
  * limit, from 1 s to 60 s, full jitter, with the default classification.
  */
 static const DfRetryPolicy *
