@@ -7,13 +7,14 @@
  *	  once, in a transaction of its own, as the reference does.
  *
  * As in the reference (§3.13): refused inside a workflow; the caller's
- * current_user must have LOGIN; the launch takes an admission slot, one
- * of pg_durable.max_new_transaction_starts slots in shared memory (the
- * whole server's, not a database's), polled every 100 ms up to
+ * current_user must have LOGIN; the launch takes an admission slot, one of
+ * pg_durable.max_new_transaction_starts slots in shared memory (the whole
+ * server's, not a database's), polled every 100 ms up to
  * pg_durable.new_transaction_start_timeout seconds, else the reference's
  * error.  The reference's slots are advisory locks
- * pg_try_advisory_lock(1346982470, slot), which any role can take and so
- * block every launch: ours only this file can take.  Holding a slot, the backend runs
+ * pg_try_advisory_lock(1346982470, slot), which any role can take and so block
+ * every launch: ours only this file can take.  Holding a slot, the backend
+ * runs
  *	   SET df.in_workflow = false; SET lock_timeout / statement_timeout = 30 s;
  *	   SELECT df.start($1, $2, $3)
  * as the same role in the extension's database, in a background session

@@ -655,13 +655,13 @@ check_engine_ready(void)
 
 /*
  * df.start(…, max_attempts, max_backoff, on_failure): the instance-wide
- * failure policy (docs/design/failure-handling.md §6).  Left at its defaults it
- * changes nothing, not even the graph.  Otherwise the graph is wrapped in
- * a RETRY at the root, marked instance_policy: every SQL or HTTP step
- * without a RETRY of its own is retried up to max_attempts with a back-off
- * from 1 s, doubling, capped at max_backoff (the nearest RETRY wins, so a
- * step's own df.retry keeps its settings), and with on_failure 'continue' a
- * step that gives up completes with {"error": {...}} instead of failing.
+ * failure policy (docs/design/failure-handling.md §6).  Left at its defaults
+ * it changes nothing, not even the graph.  Otherwise the graph is wrapped in a
+ * RETRY at the root, marked instance_policy: every SQL or HTTP step without a
+ * RETRY of its own is retried up to max_attempts with a back-off from 1 s,
+ * doubling, capped at max_backoff (the nearest RETRY wins, so a step's own
+ * df.retry keeps its settings), and with on_failure 'continue' a step that
+ * gives up completes with {"error": {...}} instead of failing.
  */
 static char *
 with_instance_policy(FunctionCallInfo fcinfo, char *fut)

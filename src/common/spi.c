@@ -81,10 +81,10 @@ pgd_spi_run_kept(SPIPlanPtr plan, bool *planned, const Datum *values,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	/*
 	 * A statement that has no other way than a sequential scan (a table
-	 * without an index that serves it) keeps it, with the setting's
-	 * penalty in its cost, above jit_above_cost: compiled at every
-	 * execution, 10-90 ms each.  Without jit off, making plans with
-	 * enable_seqscan off would cost that.  Engine plans are small and not worth compiling.
+	 * without an index that serves it) keeps it, with the setting's penalty in
+	 * its cost, above jit_above_cost: compiled at every execution, 10-90 ms
+	 * each.  Without jit off, making plans with enable_seqscan off would cost
+	 * that.  Engine plans are small and not worth compiling.
 	 */
 	(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);

@@ -7,10 +7,10 @@
  *
  * Everything here runs inside SPI, in the transaction that consumed the
  * triggering input (a claimed task, df.cancel), with the instance's
- * df_internal.runs row locked.  A transition therefore commits together
- * with the step that caused it: there is no second transaction that could
- * fail after the first one committed (docs/design/architecture.md §5 rule 3).  Each entry
- * point writes the buffered node updates before it returns.
+ * df_internal.runs row locked.  A transition therefore commits together with
+ * the step that caused it: there is no second transaction that could fail
+ * after the first one committed (docs/design/architecture.md §5 rule 3).  Each
+ * entry point writes the buffered node updates before it returns.
  *
  * Locks: only rows of the instance whose runs row the caller holds; tasks
  * claimed by others are skipped (SKIP LOCKED), never waited for.
@@ -42,9 +42,9 @@ extern bool pgd_lock_target(const char *instance_id, const PgdRunInfo *run,
 extern bool pgd_node_is_live(const PgdGraph *g, int n, const char *scope);
 
 /*
- * An instance's start (a marker or a start task), first: the submitter must still be the one
- * df.instances records and still be allowed; else the instance fails
- * before any step runs (and this returns false).
+ * An instance's start (a marker or a start task), first: the submitter must
+ * still be the one df.instances records and still be allowed; else the
+ * instance fails before any step runs (and this returns false).
  */
 extern bool pgd_submitter_still_allowed(const char *instance_id,
 										Oid			submitter);

@@ -941,13 +941,13 @@ store_text_array(int n, const char *const *items)
  */
 
 /*
- * Events are written by the transitions themselves, in the transaction
- * that applies them (docs/design/architecture.md §5 rule 3): a rolled-back step leaves no
- * event, and a committed transition always has its events.  Node starts
- * and ends go with the node writes; this adds the other kinds (retries,
+ * Events are written by the transitions themselves, in the transaction that
+ * applies them (docs/design/architecture.md §5 rule 3): a rolled-back step
+ * leaves no event, and a committed transition always has its events.  Node
+ * starts and ends go with the node writes; this adds the other kinds (retries,
  * signals, instance starts and ends, cancels).  detail is a JSON object as
- * text, or NULL; node_id and scope may be NULL; attempt 0 records NULL.
- * The duration of instance ends is computed from the instance's creation.
+ * text, or NULL; node_id and scope may be NULL; attempt 0 records NULL.  The
+ * duration of instance ends is computed from the instance's creation.
  */
 void
 pgd_store_event_add(const char *instance_id, const char *kind,

@@ -18,10 +18,10 @@
  * statement of the store or by pgd_store_flush; a transaction that would
  * commit with writes still buffered is refused by the store's commit hook.
  *
- * Locks: pgd_store_lock_run takes the instance's df_internal.runs row
- * (FOR UPDATE); task claims and deletes of others' tasks use SKIP LOCKED
- * (docs/design/architecture.md §5 rule 1).  Every other write concerns rows of the instance
- * whose runs row the caller holds.
+ * Locks: pgd_store_lock_run takes the instance's df_internal.runs row (FOR
+ * UPDATE); task claims and deletes of others' tasks use SKIP LOCKED
+ * (docs/design/architecture.md §5 rule 1).  Every other write concerns rows of
+ * the instance whose runs row the caller holds.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,11 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * store_held.c
- *	  Lists of what an executor's batch holds in memory instead of rows:
- *	  the keyed locks of store_locks.c and the limit slots of
- *	  store_limits.c, the JOIN counts of store_state.c.  Each entry belongs to one node execution (instance, node,
- *	  scope) and names a key, with two texts its owner writes into its
- *	  row if the batch ends with it still held.
+ *	  Lists of what an executor's batch holds in memory instead of rows: the
+ *	  keyed locks of store_locks.c and the limit slots of store_limits.c, the
+ *	  JOIN counts of store_state.c.  Each entry belongs to one node execution
+ *	  (instance, node, scope) and names a key, with two texts its owner writes
+ *	  into its row if the batch ends with it still held.
  *
  * An entry records the subtransaction that made it and the one that
  * released it (or wrote it as rows: either way it is no longer held here).

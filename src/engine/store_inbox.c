@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * store_inbox.c
- *	  The engine store's functions for the inbox (docs/design/batches-and-inbox.md §4,
- *	  14; store.h): completions whose instance's runs row another
- *	  transaction held when their step ended.
+ *	  The engine store's functions for the inbox
+ *	  (docs/design/batches-and-inbox.md §4; store.h): completions whose
+ *	  instance's runs row another transaction held when their step ended.
  *
  * A step that finds its runs row held (SKIP LOCKED) does not wait: it
  * inserts its completion into df_internal.inbox together with an 'apply'

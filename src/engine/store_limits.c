@@ -6,17 +6,16 @@
  *	  timer, and the release of the slots and queue places of LIMIT node
  *	  executions that ended.
  *
- * The decisions are made by the install script's df_internal.limit_pump
- * under the key's row lock (df_internal.limits, FOR UPDATE): it counts the
- * key's holders (never a queue position) before it admits anybody, so a
- * key never has more than max_concurrent holders, and takes a token of the
- * key's bucket for each admission.  A waiter admitted by another
- * instance's transaction (the one that freed the slot) gets its slot at
- * once (a holder row, started = false) and a timer task now on its LIMIT
- * node: that is the registered wait's wake-up, committed with the release
- * (docs/design/architecture.md §5 rule 2: a row for the other instance, no lock on it).  The
- * head of a queue that waits for a token gets a timer at the time the
- * token is there.
+ * The decisions are made by the install script's df_internal.limit_pump under
+ * the key's row lock (df_internal.limits, FOR UPDATE): it counts the key's
+ * holders (never a queue position) before it admits anybody, so a key never
+ * has more than max_concurrent holders, and takes a token of the key's bucket
+ * for each admission.  A waiter admitted by another instance's transaction
+ * (the one that freed the slot) gets its slot at once (a holder row, started =
+ * false) and a timer task now on its LIMIT node: that is the registered wait's
+ * wake-up, committed with the release (docs/design/architecture.md §5 rule 2:
+ * a row for the other instance, no lock on it).  The head of a queue that
+ * waits for a token gets a timer at the time the token is there.
  *
  * The release runs in the transaction that ends the holder: its LIMIT
  * node finishing (orchestration/limits.c), its scope abandoned

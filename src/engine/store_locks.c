@@ -17,12 +17,12 @@
  * every instance's nested locks follow the same order (the lock order
  * check of orchestration/lock.c), so no cycle of waits can form.
  *
- * A key is granted to a waiter by the transaction that releases it: the
- * entry becomes held there and a timer task due now is queued for the
- * waiter's LOCK node (a row inserted into the other instance's queue,
- * docs/design/architecture.md §5 rule 2), which takes its next keys or starts its child.
- * Fencing tokens come from one sequence: every grant gets a larger one,
- * so each key's tokens only grow, whatever happens to its rows.
+ * A key is granted to a waiter by the transaction that releases it: the entry
+ * becomes held there and a timer task due now is queued for the waiter's LOCK
+ * node (a row inserted into the other instance's queue,
+ * docs/design/architecture.md §5 rule 2), which takes its next keys or starts
+ * its child.  Fencing tokens come from one sequence: every grant gets a larger
+ * one, so each key's tokens only grow, whatever happens to its rows.
  *
  * None of these statements reads df.nodes or the history, so they leave
  * the store's buffered node writes to go out with the rest of the

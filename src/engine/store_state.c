@@ -45,11 +45,12 @@ run_status(const char *text, PgdInstanceStatus *status)
 }
 
 /*
- * How the next runs row is taken: waiting (the first task of a batch),
- * NOWAIT (a later one: held elsewhere, the lock raises an error that rolls
- * back only that task, which leads the next batch; docs/design/batches-and-inbox.md §2
- * and docs/design/architecture.md §5 rule 1), or SKIP LOCKED once (a step's completion, which goes to
- * the inbox when the row is held; docs/design/batches-and-inbox.md §4).
+ * How the next runs row is taken: waiting (the first task of a batch), NOWAIT
+ * (a later one: held elsewhere, the lock raises an error that rolls back only
+ * that task, which leads the next batch; docs/design/batches-and-inbox.md §2
+ * and docs/design/architecture.md §5 rule 1), or SKIP LOCKED once (a step's
+ * completion, which goes to the inbox when the row is held;
+ * docs/design/batches-and-inbox.md §4).
  */
 static bool run_nowait = false;
 static bool run_skip = false;
@@ -525,7 +526,8 @@ pgd_store_signal_take(const char *instance_id, const char *name,
 
 /*
  * A signal into the instance's mailbox and a deliver task, in the caller's
- * transaction; nothing of the instance is locked (docs/design/architecture.md §5 rule 2).
+ * transaction; nothing of the instance is locked
+ * (docs/design/architecture.md §5 rule 2).
  */
 void
 pgd_store_signal_send(const char *instance_id, const char *name,

@@ -6,7 +6,8 @@
  *	  (store.h; the statements are in store.c's table).
  *
  * Locks: claims and deletes of tasks that others may hold use SKIP LOCKED
- * (docs/design/architecture.md §5 rule 1); repairs run under the instance's runs row.
+ * (docs/design/architecture.md §5 rule 1); repairs run under the instance's
+ * runs row.
  *
  *-------------------------------------------------------------------------
  */

@@ -36,9 +36,9 @@
 
 /*
  * The outcome of a node.  A failure may carry its error code
- * (docs/design/failure-handling.md §2: "sql:<SQLSTATE>", "http:<status>", "timeout",
- * "connection", "fail", ...; NULL when the engine itself failed the node)
- * and, for an HTTP 429/503, the server's Retry-After in milliseconds (0:
+ * (docs/design/failure-handling.md §2: "sql:<SQLSTATE>", "http:<status>",
+ * "timeout", "connection", "fail", ...; NULL when the engine itself failed the
+ * node) and, for an HTTP 429/503, the server's Retry-After in milliseconds (0:
  * none).  Brace initializers leave both unset.
  */
 typedef struct PgdOutcome

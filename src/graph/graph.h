@@ -35,7 +35,8 @@ typedef enum DfNodeType
 	DF_NODE_HTTP,
 	DF_NODE_HTTP_MULTIPART,
 	DF_NODE_SIGNAL,
-	/* the failure-handling wrappers (docs/design/failure-handling.md, graph/orch_config.h) */
+	/* the failure-handling wrappers (docs/design/failure-handling.md,
+	 * graph/orch_config.h) */
 	DF_NODE_RETRY,	 /* left: the step; query: its settings */
 	DF_NODE_TIMEOUT, /* left: the step; query: {"seconds": s} */
 	DF_NODE_CATCH,	 /* left: the step; right: the handler; query: settings */

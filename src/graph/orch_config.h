@@ -3,12 +3,14 @@
  * orch_config.h
  *	  The settings of the failure-handling wrapper nodes (RETRY, TIMEOUT,
  *	  CATCH, FAIL; docs/design/failure-handling.md) and the error codes and
- *	  patterns they work with (docs/design/failure-handling.md §2), parsed and checked (orch_config.c).
+ *	  patterns they work with (docs/design/failure-handling.md §2), parsed and
+ *	  checked (orch_config.c).
  *
  * A wrapper keeps its settings as one JSON object in its query
- * (docs/design/failure-handling.md §1).  The builders write only the keys that differ from the defaults,
- * so df.retry(step) is {"node_type":"RETRY","left_node":...,"query":"{}"};
- * the defaults live here, in one place.  Durations are seconds (JSON
+ * (docs/design/failure-handling.md §1).  The builders write only the keys
+ * that differ from the defaults, so df.retry(step) is
+ * {"node_type":"RETRY","left_node":...,"query":"{}"}; the defaults live
+ * here, in one place.  Durations are seconds (JSON
  * numbers, fractions allowed).
  *
  * Error codes: "sql:<SQLSTATE>", "http:<status>", "timeout", "connection",
@@ -117,8 +119,8 @@ extern char *df_error_kind(const char *code);
 /*
  * The default classification (docs/design/failure-handling.md §2):
  * retried unless non-retryable (SQL classes 22, 23, 28, 3D, 3F, 42; fail;
- * circuit_open; HTTP 4xx other than 408 and 429).  A NULL code (a failure of the engine itself, a bad
- * substitution) is not retried.
+ * circuit_open; HTTP 4xx other than 408 and 429).  A NULL code (a failure
+ * of the engine itself, a bad substitution) is not retried.
  */
 extern bool df_error_retryable_by_default(const char *code);
 

@@ -2,7 +2,8 @@
  *
  * limits.c
  *	  Node LIMIT's part of a transition (df.limit,
- *	  docs/design/locks-and-limits.md §4), called through the wrapper hooks (wrappers.c).
+ *	  docs/design/locks-and-limits.md §4), called through the wrapper hooks
+ *	  (wrappers.c).
  *
  *	 start		 the key template is substituted; the execution enters the
  *				 key's FIFO queue, which is pumped under the key's row lock

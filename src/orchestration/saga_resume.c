@@ -16,8 +16,9 @@
  * belonged to goes on, the failed undo first (it is the latest
  * registered).  The instance then ends as its compensation ends.
  *
- * Locks: the df.instances row, then the new runs row (docs/design/architecture.md §5: the
- * runs row is the instance's lock; nobody else holds a new one).
+ * Locks: the df.instances row, then the new runs row
+ * (docs/design/architecture.md §5: the runs row is the instance's lock; nobody
+ * else holds a new one).
  *
  *-------------------------------------------------------------------------
  */

@@ -1,15 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * batch.c
- *	  The later tasks of a batch (docs/design/batches-and-inbox.md §2): after the
- *	  first task of a unit (executor.c), more ready tasks run in the same
+ *	  The later tasks of a batch (docs/design/batches-and-inbox.md §2): after
+ *	  the first task of a unit (executor.c), more ready tasks run in the same
  *	  transaction, each in subtransactions of its own (run_follower), until
  *	  pg_durable.batch_max_steps or pg_durable.batch_max_ms.  Only the first
  *	  task may wait for a lock: a later one runs with a short lock_timeout,
- *	  takes runs rows with NOWAIT and runs within the batch's budget; one
- *	  that would wait or runs long is rolled back and leads the next batch.
- *	  engine/README.md, "Batches", has the whole table.  A start task runs
- *	  the first step it makes ready with it, as such a later step, in a
+ *	  takes runs rows with NOWAIT and runs within the batch's budget; one that
+ *	  would wait or runs long is rolled back and leads the next batch.
+ *	  engine/README.md, "Batches", has the whole table.  A start task runs the
+ *	  first step it makes ready with it, as such a later step, in a
  *	  subtransaction of the start's own (pgd_run_start).
  *
  * Locks: task rows (SKIP LOCKED), runs rows (NOWAIT), and whatever the
@@ -115,14 +115,14 @@ recover_giving_way(int level, MemoryContext cxt, ResourceOwner owner,
 
 /*
  * Claim task id and run it as a later step of the batch under way
- * (docs/design/batches-and-inbox.md §2).  Two subtransactions: the outer one holds the claim,
- * the inner one the step (its statement in a third, step_sql.c) and its
- * transition.  The step runs with a short lock_timeout, takes runs rows
- * with NOWAIT and runs its statement within the batch's budget: a step
- * that would wait or runs long, or any error, rolls both back, which puts
- * the task back as it was, and the task leads the next batch.  A step not
- * wanted any more (its instance cancelled, its RACE lost) rolls back the
- * inner one only, and its claim commits with the batch.
+ * (docs/design/batches-and-inbox.md §2).  Two subtransactions: the outer one
+ * holds the claim, the inner one the step (its statement in a third,
+ * step_sql.c) and its transition.  The step runs with a short lock_timeout,
+ * takes runs rows with NOWAIT and runs its statement within the batch's
+ * budget: a step that would wait or runs long, or any error, rolls both back,
+ * which puts the task back as it was, and the task leads the next batch.  A
+ * step not wanted any more (its instance cancelled, its RACE lost) rolls back
+ * the inner one only, and its claim commits with the batch.
  */
 static Follow
 run_follower(int64 task_id)

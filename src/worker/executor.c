@@ -23,8 +23,8 @@
  * Tasks are claimed by the id a commit published when there is one (see
  * wake.c for why), else by a scan of the queue in run_at order.
  *
- * Batches (docs/design/batches-and-inbox.md §2): after the first task, more ready
- * tasks run in the same transaction (run_batch), each in subtransactions
+ * Batches (docs/design/batches-and-inbox.md §2): after the first task, more
+ * ready tasks run in the same transaction (run_batch), each in subtransactions
  * of its own (run_follower), until pg_durable.batch_max_steps or
  * pg_durable.batch_max_ms; only the first may wait for a lock, a later one
  * that would wait or runs long is rolled back and leads the next batch.
@@ -331,13 +331,13 @@ engine_gave_up(const PgdClaim *t, PgdOutcome *outcome)
 }
 
 /*
- * Under a RACE or a TIMEOUT the first to finish decides: a step that ends
- * as its branch loses, or as its timeout fires, must roll its effects back
- * (docs/design/batches-and-inbox.md §1), so it waits for its runs row instead of committing them
- * into the inbox.  So does the forward action of a df.with_undo
- * (COMPENSATED): its undo is registered only when its completion is
- * applied, and a completion dropped because a failing sibling abandoned
- * its branch would leave effects that no compensation undoes.
+ * Under a RACE or a TIMEOUT the first to finish decides: a step that ends as
+ * its branch loses, or as its timeout fires, must roll its effects back
+ * (docs/design/batches-and-inbox.md §1), so it waits for its runs row instead
+ * of committing them into the inbox.  So does the forward action of a
+ * df.with_undo (COMPENSATED): its undo is registered only when its completion
+ * is applied, and a completion dropped because a failing sibling abandoned its
+ * branch would leave effects that no compensation undoes.
  */
 static bool
 decided_by_first_to_finish(const PgdGraph *g, int n)
@@ -524,9 +524,9 @@ run_deliver_task(PgdClaim *t)
 }
 
 /*
- * Completions wait in the inbox (docs/design/batches-and-inbox.md §4): apply them.
- * When another transaction holds the runs row this task does not wait: it
- * leaves the work to another apply task of the instance nobody claimed, or
+ * Completions wait in the inbox (docs/design/batches-and-inbox.md §4): apply
+ * them.  When another transaction holds the runs row this task does not wait:
+ * it leaves the work to another apply task of the instance nobody claimed, or
  * puts itself back with a short, growing, jittered delay (an engine
  * transaction holds the row for one batch at most).
  */
@@ -844,7 +844,8 @@ process_available_work(void)
 			did = false;
 			/*
 			 * Do not spin on a persistent engine error; a lost lock race
-			 * (docs/design/architecture.md §5 rule 5) or a cancel runs again after 1-4 ms.
+			 * (docs/design/architecture.md §5 rule 5) or a cancel runs again
+			 * after 1-4 ms.
 			 */
 			sleep_ms = runs_again ?
 				1 + (long) (pg_prng_double(&pg_global_prng_state) * 4) :

@@ -46,9 +46,9 @@
  * executor logged already).
  *
  * Locks: the extension object (share, never waiting; see unit.c); retention
- * locks the df.instances rows it deletes (SKIP LOCKED);
- * each repair locks one runs row (docs/design/architecture.md §5 rule 1) and, for deleted
- * tasks, only unclaimed task rows.
+ * locks the df.instances rows it deletes (SKIP LOCKED); each repair locks one
+ * runs row (docs/design/architecture.md §5 rule 1) and, for deleted tasks,
+ * only unclaimed task rows.
  *
  *-------------------------------------------------------------------------
  */
