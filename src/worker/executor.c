@@ -333,7 +333,7 @@ engine_gave_up(const PgdClaim *t, PgdOutcome *outcome)
 /*
  * Under a RACE or a TIMEOUT the first to finish decides: a step that ends as
  * its branch loses, or as its timeout fires, must roll its effects back
- * (docs/design/batches-and-inbox.md §1), so it waits for its runs row instead
+ * (docs/design/batches-and-inbox.md §5), so it waits for its runs row instead
  * of committing them into the inbox.  So does the forward action of a
  * df.with_undo (COMPENSATED): its undo is registered only when its completion
  * is applied, and a completion dropped because a failing sibling abandoned its
