@@ -14,7 +14,8 @@
  * numbers, fractions allowed).
  *
  * Error codes: "sql:<SQLSTATE>", "http:<status>", "timeout", "connection",
- * "circuit_open", "queue_timeout", "lock_timeout", "fail", "cancelled".
+ * "circuit_open", "queue_timeout", "lock_timeout", "lock_order_violation",
+ * "fail", "cancelled".
  * The kind is the part before the colon.  A pattern matches a code
  * exactly, by prefix ("sql:08", "http:5xx", 'x' matching any digit) or by
  * kind ("sql", "timeout").
