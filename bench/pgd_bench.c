@@ -47,7 +47,7 @@
  *	  the phases before), between two runs with it off: the
  *	  traced chain's steps/s over the mean of the two untraced ones, the
  *	  spans exported and the events still to export when it ended.
- *	- Keyed locks (--lock-workflows, issue 17): the chain with each step
+ *	- Keyed locks (--lock-workflows): the chain with each step
  *	  inside a df.with_lock of a key of its own (uncontended), in the
  *	  rounds of the limits (each round's plain chain then runs with
  *	  --lock-workflows instances when --limit-workflows is 0): the median
@@ -107,7 +107,7 @@ typedef struct PgdbOptions
 	int			fanout_width;
 	int			workflows;		/* one-step workflows */
 	int			latency_workflows;
-	int			event_count;	/* events of the event phase (issue 18) */
+	int			event_count;	/* events of the event phase */
 	int			latency_steps;
 	const char *pgbench;		/* NULL: do not run pgbench */
 	int			pgbench_seconds;
@@ -179,7 +179,7 @@ typedef struct PgdbCost
 	double		commits;
 	double		xids;
 	double		wal;
-	double		batch_mean;		/* tasks per executor transaction (issue 14) */
+	double		batch_mean;		/* tasks per executor transaction */
 	double		batch_p99;
 } PgdbCost;
 
@@ -546,7 +546,7 @@ http_leaf(PgdbBuf *s, int k)
 }
 
 /*
- * The same call through a closed circuit breaker (issue 17): the HTTP
+ * The same call through a closed circuit breaker: the HTTP
  * node's config names breaker "bench" (what df.http(breaker => ...) builds).
  */
 static void
@@ -1294,7 +1294,7 @@ latency_phase(Pgdb *b, int nclients, const char *label)
 /*
  * Commits, XIDs and WAL bytes per step of a phase, and the sizes of the
  * executors' batches (tasks per transaction: steps, and the start, timer
- * and deliver tasks among them; issue 14).
+ * and deliver tasks among them).
  */
 static void
 cost_rows(Pgdb *b, const char *name, const PgdbCost *c)
@@ -1311,7 +1311,7 @@ cost_rows(Pgdb *b, const char *name, const PgdbCost *c)
 /*
  * One fan-out of each width, alone on the server: total seconds from
  * df.start to its completion, and milliseconds per branch.  A linear
- * engine keeps the time per branch flat as the width grows (issue 22).
+ * engine keeps the time per branch flat as the width grows.
  * Widths whose graph is over the node limit are reported as not run.
  */
 static bool
@@ -1423,7 +1423,7 @@ single_run(Pgdb *b, const char *name, const char *graph, int width)
 }
 
 /*
- * Dynamic fan-out (issue 18): one df.map over map_rows rows, each row's
+ * Dynamic fan-out: one df.map over map_rows rows, each row's
  * step a 'SELECT 1', against one static JOIN of as many 'SELECT 1'
  * branches, alone on the server, MAP_RUNS runs of each (alternating), the
  * median.  Steps/s counts the fan-out's steps (the MAP's query is one
@@ -1476,7 +1476,7 @@ map_phases(Pgdb *b)
 }
 
 /*
- * Event to subscriber (issue 18): a subscription whose workflow logs
+ * Event to subscriber: a subscription whose workflow logs
  * clock_timestamp() in its first step; one client publishes event_count
  * events, one every 5 ms, each in its own transaction, and the latency is
  * the step's time minus the client's clock when it sent the publishing

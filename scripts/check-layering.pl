@@ -1,5 +1,5 @@
 #!/usr/bin/env perl
-# check-layering: enforce the include layering of DESIGN.md §7 (issue 13).
+# check-layering: enforce the include layering of docs/design/architecture.md §7.
 #
 #   scripts/check-layering                 check this repository's src/
 #   scripts/check-layering --root DIR      check DIR/src/ (the fixtures of test/layering/)

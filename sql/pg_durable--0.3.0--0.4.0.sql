@@ -14,14 +14,14 @@
 -- transactions take them (runs first: every task claims with it): the
 -- executors keep running during an update, and ALTER TABLEs that locked
 -- them one by one in the script's order deadlocked with an executor that
--- held runs and waited for df.nodes (test/t/022_upgrade.pl, issue 18).
--- df_internal.tasks (issue 14: its kind CHECK) comes right after runs: a
+-- held runs and waited for df.nodes (test/t/022_upgrade.pl).
+-- df_internal.tasks (its kind CHECK changes) comes right after runs: a
 -- claim's kept plan locks runs, then tasks (the CTE's table comes after the
 -- main query's in the plan's range table).
 LOCK TABLE df_internal.runs, df_internal.tasks, df_internal.waits, df.nodes, df_internal.events,
 	df.instances, df.vars IN ACCESS EXCLUSIVE MODE;
 
--- Room for the updates of the node rows to stay HOT (issue 14); the pages
+-- Room for the updates of the node rows to stay HOT; the pages
 -- already written keep what they have.
 ALTER TABLE df.nodes SET (fillfactor = 30);
 -- and for the update of a runs row when its instance starts
@@ -30,11 +30,11 @@ ALTER TABLE df_internal.runs SET (fillfactor = 50);
 -- when its own is full
 ALTER TABLE df.instances SET (fillfactor = 50);
 
--- The graph references under the reference's names (issue 21).
+-- The graph references under the reference's names.
 ALTER TABLE df.nodes RENAME CONSTRAINT nodes_left_node_fkey TO nodes_left_node_same_instance_fkey;
 ALTER TABLE df.nodes RENAME CONSTRAINT nodes_right_node_fkey TO nodes_right_node_same_instance_fkey;
 
--- df.signal with transaction_mode (issue 21).
+-- df.signal with transaction_mode.
 -- The same with transaction_mode: 'caller' (sent when the caller commits,
 -- as the three-argument form) or 'new' (sent at once, in a transaction of
 -- its own).  No defaults, so that calls of the reference's three-argument
@@ -45,7 +45,7 @@ CREATE FUNCTION df.signal(instance_id text, signal_name text, signal_data text, 
 	AS 'MODULE_PATHNAME', 'pgd_signal';
 COMMENT ON FUNCTION df.signal(text, text, text, text) IS 'send a signal; transaction_mode ''new'' sends it at once in a transaction of its own, ''caller'' when the caller commits';
 
--- df.check: a branch whose root is a loop ends in a later generation (issue 21).
+-- df.check: a branch whose root is a loop ends in a later generation.
 CREATE OR REPLACE FUNCTION df_internal.check_rows()
 	RETURNS TABLE (instance_id text, problem text, node_id text, scope text, detail text)
 	LANGUAGE sql STABLE
@@ -54,7 +54,7 @@ CREATE OR REPLACE FUNCTION df_internal.check_rows()
 WITH RECURSIVE ended AS (
 	-- how an instance ended, by its last instance_* event: the engine's word,
 	-- which its owner cannot change (df.instances.status it can: UPDATE)
-	-- (df.compensate resumes a failed one: instance_resumed, issue 16)
+	-- (df.compensate resumes a failed one: instance_resumed)
 	SELECT x.id, x.status FROM (
 		SELECT DISTINCT ON (e.instance_id) e.instance_id AS id, substr(e.kind, 10) AS status
 		FROM df_internal.events e
@@ -205,14 +205,14 @@ FROM df_internal.tasks t
 WHERE t.engine_errors >= 2
 $check$;
 
--- Failure handling (issue 15): df.sleep(float8), df.retry, df.timeout, df.catch, df.fail.
+-- Failure handling: df.sleep(float8), df.retry, df.timeout, df.catch, df.fail.
 CREATE FUNCTION df.sleep(seconds float8) RETURNS text
 	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_sleep_fraction';
 COMMENT ON FUNCTION df.sleep(float8) IS
 	'a durable timer of the given number of seconds, fractions allowed (to the millisecond); '
 	'a whole number writes the same graph as df.sleep(bigint)';
 
--- Failure handling (orchestration-api.md §1): wrapper nodes whose settings
+-- Failure handling (docs/design/failure-handling.md): wrapper nodes whose settings
 -- are one JSON object in query, with only the keys that differ from the
 -- defaults.
 CREATE FUNCTION df.retry(step text, max_attempts int DEFAULT 3,
@@ -424,7 +424,7 @@ $fn$;
 
 -- df.start's own node rows skip the nodes side of the root-node check (the
 -- instance side checks them at the same commit), and no idx_nodes_instance:
--- the primary key serves every lookup by instance (issues 14, 22).
+-- the primary key serves every lookup by instance.
 DROP TRIGGER instances_root_node_same_instance_fkey ON df.nodes;
 CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
 	AFTER INSERT OR UPDATE OF instance_id, id OR DELETE ON df.nodes
@@ -432,7 +432,7 @@ CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
 	FOR EACH ROW WHEN (pg_catalog.current_setting('pg_durable.start_inserts_nodes', true) IS DISTINCT FROM 'on')
 	EXECUTE FUNCTION df_internal.check_root_node();
 DROP INDEX df.idx_nodes_instance;
--- and df.start's instance rows skip the instance side (issue 14; see the
+-- and df.start's instance rows skip the instance side (see the
 -- install script)
 DROP TRIGGER instances_root_node_same_instance_fkey ON df.instances;
 CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
@@ -441,7 +441,7 @@ CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
 	FOR EACH ROW WHEN (pg_catalog.current_setting('pg_durable.start_inserts_nodes', true) IS DISTINCT FROM 'on')
 	EXECUTE FUNCTION df_internal.check_root_node();
 
--- Sagas (issue 16, orchestration-api.md §2): node COMPENSATED, a forward
+-- Sagas (docs/design/sagas.md): node COMPENSATED, a forward
 -- step paired with its undo.  <~> has the precedence of ~> and groups left
 -- to right, so it refuses a sequence as its left operand.
 CREATE FUNCTION df.with_undo(forward text, undo text) RETURNS text
@@ -455,7 +455,7 @@ COMMENT ON FUNCTION df.with_undo_op(text, text) IS
 	'forward <~> undo: df.with_undo, refusing a sequence as forward (write a <~> a2 ~> (b <~> b2))';
 CREATE OPERATOR <~> (LEFTARG = text, RIGHTARG = text, FUNCTION = df.with_undo_op);
 COMMENT ON OPERATOR <~> (text, text) IS 'pg_durable: a step with its undo (df.with_undo)';
--- Node COMPENSATED (issue 16): a forward step (left) and its undo (right), no query.
+-- Node COMPENSATED: a forward step (left) and its undo (right), no query.
 ALTER TABLE df.nodes DROP CONSTRAINT nodes_node_type_check;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
@@ -481,7 +481,7 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 		ELSE false
 	END) NOT VALID;
 
--- Sagas (issue 16): the undos registered for an instance, one row each,
+-- Sagas: the undos registered for an instance, one row each,
 -- written in the transaction where the forward step of a COMPENSATED node
 -- completed, with the named results visible there (json, to keep the
 -- column order of "first column").  seq is the completion order.
@@ -530,7 +530,7 @@ COMMENT ON FUNCTION df.compensations(text) IS
 	'step ran in';
 COMMENT ON FUNCTION df.status(text) IS 'status of an instance (pending, running, completed, failed, cancelled, compensated) or NULL';
 
--- df.cancel gains compensate (issue 16): a new signature, made anew.
+-- df.cancel gains compensate: a new signature, made anew.
 DROP FUNCTION df.cancel(text, text);
 CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by user',
 						  compensate boolean DEFAULT false) RETURNS text
@@ -540,7 +540,7 @@ CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by us
 COMMENT ON FUNCTION df.cancel(text, text, boolean) IS
 	'cancel an instance that has not finished; with compensate, a running instance whose completed '
 	'steps registered undos runs them (latest first) and ends compensated';
--- Idempotent starts (issue 17): df.start(…, idempotency_key), one instance
+-- Idempotent starts: df.start(…, idempotency_key), one instance
 -- per submitting role and key.
 ALTER TABLE df.instances ADD COLUMN idempotency_key text;
 ALTER TABLE df.instances ADD COLUMN idempotency_digest text;
@@ -561,13 +561,13 @@ COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text, text) 
 	'retried up to max_attempts with a back-off from 1 s, doubling, capped at max_backoff; '
 	'on_failure ''continue'' lets a step that gives up end with {"error": {...}} as its result; '
 	'idempotency_key: one instance per submitting role and key, a second start returns it';
--- the sizes of the executors' batches (issue 14)
+-- the sizes of the executors' batches
 CREATE FUNCTION df_internal.batch_sizes() RETURNS TABLE (tasks integer, batches bigint)
 	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_batch_sizes';
 REVOKE EXECUTE ON FUNCTION df_internal.batch_sizes() FROM PUBLIC;
-COMMENT ON FUNCTION df_internal.batch_sizes() IS 'how many committed executor transactions (batches) ran each number of tasks since the server started (issue 14)';
+COMMENT ON FUNCTION df_internal.batch_sizes() IS 'how many committed executor transactions (batches) ran each number of tasks since the server started';
 
--- df.saga and df.compensate (issue 16): node SAGA, the compensation that ran
+-- df.saga and df.compensate: node SAGA, the compensation that ran
 -- each undo, the instance_resumed event.
 CREATE FUNCTION df.saga(body text, on_compensated text DEFAULT NULL,
 						parallel boolean DEFAULT false, on_undo_failure text DEFAULT 'stop')
@@ -577,9 +577,9 @@ COMMENT ON FUNCTION df.saga(text, text, boolean, text) IS
 	'node SAGA: when body fails, the undos registered inside it run, latest first (all at once '
 	'when parallel), then on_compensated, whose result is the saga''s; on_undo_failure ''stop'' '
 	'ends the instance failed with the rest pending (df.compensate resumes), ''continue'' runs the others';
--- Node BREAKER (issue 17): a subtree (left) that is one call of a circuit breaker.
--- Dynamic fan-out (issue 18): df.map, node MAP, its children and counters.
--- Events (issue 18): the start snapshot, new node types and history kinds.
+-- Node BREAKER: a subtree (left) that is one call of a circuit breaker.
+-- Dynamic fan-out: df.map, node MAP, its children and counters.
+-- Events: the start snapshot, new node types and history kinds.
 -- (no default in ADD COLUMN: a stable default would be stored as the
 -- column's "missing value", which a fresh install does not have).  NULL in
 -- the rows of running instances: no graph of 0.3.0 has an EVENT node.
@@ -587,7 +587,7 @@ ALTER TABLE df_internal.runs ADD COLUMN start_snapshot pg_snapshot;
 ALTER TABLE df_internal.runs ALTER COLUMN start_snapshot SET DEFAULT pg_catalog.pg_current_snapshot();
 -- an EVENT wait: the xmin of the snapshot that found no event for it
 ALTER TABLE df_internal.waits ADD COLUMN event_xmin xid8;
--- Keyed locks (issue 17, orchestration-api.md §3): node LOCK, df.with_lock,
+-- Keyed locks (docs/design/locks-and-limits.md §1): node LOCK, df.with_lock,
 -- their tables, df.locks, and df.check's lock problems.
 CREATE FUNCTION df.with_lock(step text, keys text[], mode text DEFAULT 'exclusive',
 							 wait_timeout interval DEFAULT NULL) RETURNS text
@@ -644,7 +644,7 @@ COMMENT ON FUNCTION df.compensate(text) IS
 	'(on_undo_failure ''stop''): the instance runs again, the failed undo first, then the rest';
 
 -- ---------------------------------------------------------------------------
--- Circuit breakers (issue 17, orchestration-api.md §3)
+-- Circuit breakers (docs/design/breakers.md)
 -- ---------------------------------------------------------------------------
 
 -- The definitions.  The window of each breaker lives in shared memory; its
@@ -781,9 +781,9 @@ CREATE TABLE df_internal.maps (
 COMMENT ON TABLE df_internal.maps IS
 	'running MAP executions (df.map): children in all, started, finished';
 SELECT pg_catalog.pg_extension_config_dump('df_internal.maps', '');
--- df.check() walks from a running leaf of a MAP's child up through the MAP (issue 18).
+-- df.check() walks from a running leaf of a MAP's child up through the MAP.
 
--- Limits (issue 17): df.limit, node LIMIT.  One row per key (created by
+-- Limits: df.limit, node LIMIT.  One row per key (created by
 -- the first LIMIT node that enters it, with the settings of the latest),
 -- its holders (a slot each) and its FIFO queue.  Admission and hand-over
 -- run under the key's row lock (df_internal.limit_pump), counting the
@@ -999,9 +999,9 @@ COMMENT ON FUNCTION df_internal.limit_timer(text, text, text) IS
 	'a timer of a LIMIT node execution fell due: start, take a token, or time out (engine only)';
 
 
--- df.check: the slots and queues of limits (issue 17)
+-- df.check: the slots and queues of limits
 
--- Keyed locks (issue 17, orchestration-api.md §3): node LOCK holds its keys
+-- Keyed locks (docs/design/locks-and-limits.md §1): node LOCK holds its keys
 -- while its step runs.  locks has one row per key a LOCK node execution
 -- holds or waits for (seq: the order of the requests, FIFO per key);
 -- lock_keys one row per key with entries, the row every change of that
@@ -1062,7 +1062,7 @@ CREATE OR REPLACE FUNCTION df_internal.check_rows()
 WITH RECURSIVE ended AS (
 	-- how an instance ended, by its last instance_* event: the engine's word,
 	-- which its owner cannot change (df.instances.status it can: UPDATE)
-	-- (df.compensate resumes a failed one: instance_resumed, issue 16)
+	-- (df.compensate resumes a failed one: instance_resumed)
 	SELECT x.id, x.status FROM (
 		SELECT DISTINCT ON (e.instance_id) e.instance_id AS id, substr(e.kind, 10) AS status
 		FROM df_internal.events e
@@ -1091,7 +1091,7 @@ WITH RECURSIVE ended AS (
 			CASE WHEN n.node_type = 'JOIN' AND n.query LIKE '{%'
 				 AND jsonb_typeof(n.query::jsonb -> 'extra_nodes') = 'array'
 			THEN n.query::jsonb -> 'extra_nodes' ELSE '[]' END) e
-		-- the children df.map made (issue 18)
+		-- the children df.map made
 		UNION ALL SELECT mi.node_id::text FROM df_internal.map_items mi
 			WHERE n.node_type = 'MAP' AND mi.instance_id = n.instance_id AND mi.map_node = n.id
 	) c(child)
@@ -1218,7 +1218,7 @@ SELECT t.instance_id::text, 'repeated_engine_errors', t.node_id::text, t.scope,
 FROM df_internal.tasks t
 WHERE t.engine_errors >= 2
 UNION ALL
--- limits (issue 17): a slot or a queue place of a LIMIT node execution
+-- limits: a slot or a queue place of a LIMIT node execution
 -- that ended, and a queue that nothing will move
 SELECT x.instance_id::text,
 	   CASE x.what WHEN 'slot' THEN 'limit_slot_of_ended_node' ELSE 'limit_wait_of_ended_node' END,
@@ -1254,7 +1254,7 @@ WHERE NOT h.started
   AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = h.instance_id
 				  AND t.node_id = h.node_id AND t.scope = h.scope)
 UNION ALL
--- keyed locks (issue 17): nothing is held or waited for by a node that is
+-- keyed locks: nothing is held or waited for by a node that is
 -- not running in the entry's scope, and every waiter has an entry ahead of
 -- it that keeps it waiting (whose release will wake it)
 SELECT k.instance_id::text, 'lock_of_ended_node', k.node_id::text, k.scope,
@@ -1289,7 +1289,7 @@ WHERE n.node_type = 'LOCK' AND n.status = 'running' AND n.stamp IS NOT NULL
 				  AND t.node_id = n.id AND t.scope = n.stamp)
 $check$;
 
--- Retention of key rows (issue 17): a key nobody holds or waits for, whose
+-- Retention of key rows: a key nobody holds or waits for, whose
 -- bucket is full again, is forgotten; the next LIMIT node to enter it
 -- creates it anew.  The key's row is locked (SKIP LOCKED) before a
 -- statement of its own looks at its holders and waiters.
@@ -1391,7 +1391,7 @@ COMMENT ON FUNCTION df.limit(text, text, int, float8, int, interval) IS
 	'node LIMIT: at most max_concurrent executions of step with this key (a template) at once '
 	'across every instance, and at most rate per second (token bucket of burst, default 1); '
 	'the others wait in a FIFO queue per key, failing with kind queue_timeout after queue_timeout';
--- Node LIMIT (issue 17): the step (left) and its settings (query).
+-- Node LIMIT: the step (left) and its settings (query).
 ALTER TABLE df.nodes DROP CONSTRAINT nodes_node_type_check;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (node_type IN ('SQL', 'THEN', 'IF', 'JOIN', 'LOOP', 'BREAK', 'RACE', 'SLEEP',
@@ -1419,7 +1419,7 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 		WHEN node_type = 'MAP' THEN left_node IS NOT NULL AND right_node IS NOT NULL
 		ELSE false
 	END) NOT VALID;
--- Tracing (issue 19): every instance has a trace id (df.start(…, traceparent)
+-- Tracing: every instance has a trace id (df.start(…, traceparent)
 -- continues the caller's trace, else a new one); spans are derived from
 -- history (df.instance_spans, df.timeline) and exported by the HTTP worker.
 ALTER TABLE df.instances ADD COLUMN trace_id text;
@@ -1444,7 +1444,7 @@ COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text, text, 
 	'traceparent (W3C) continues the caller''s trace, else a new one begins; tracestate is '
 	'passed on to HTTP steps';
 
--- Tracing (issue 19): the spans of an instance, derived from its history
+-- Tracing: the spans of an instance, derived from its history
 CREATE FUNCTION df.instance_spans(instance_id text)
 	RETURNS TABLE (trace_id text, span_id text, parent_span_id text, name text, kind text,
 				   start_time timestamptz, end_time timestamptz, status text, attributes jsonb)
@@ -1466,7 +1466,7 @@ COMMENT ON FUNCTION df.timeline(text) IS
 	'a text Gantt chart of the spans of an instance visible to the caller: depth, the span''s '
 	'name indented, attempt, offset from the instance''s start and duration in milliseconds, '
 	'status (RUNNING while it runs) and a bar scaled to the instance';
--- OTLP export (issue 19): how far the HTTP worker has exported the spans
+-- OTLP export: how far the HTTP worker has exported the spans
 -- that history events ended.  One row; last_event_id only moves once a
 -- batch was accepted (at least once), and only over event ids no running
 -- transaction can still commit (worker/otel.c), which inserts the row.
@@ -1476,15 +1476,15 @@ CREATE TABLE df_internal.otel_export (
 	exported_spans bigint NOT NULL DEFAULT 0,
 	updated_at timestamptz
 );
-COMMENT ON TABLE df_internal.otel_export IS 'the OTLP exporter''s persisted cursor over df_internal.events (issue 19)';
+COMMENT ON TABLE df_internal.otel_export IS 'the OTLP exporter''s persisted cursor over df_internal.events';
 SELECT pg_catalog.pg_extension_config_dump('df_internal.otel_export', '');
--- df.explain(…, format => 'dot'): a Graphviz picture of a workflow (issue 19)
+-- df.explain(…, format => 'dot'): a Graphviz picture of a workflow
 CREATE FUNCTION df.explain(input text, format text) RETURNS text
 	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_explain_format';
 COMMENT ON FUNCTION df.explain(text, text) IS 'render a workflow graph, DSL expression or instance as a tree (format ''text'') or as a Graphviz digraph (format ''dot''), live instances coloured by node status';
 
 -- ---------------------------------------------------------------------------
--- Events (issue 18, orchestration-api.md §4): the bus, published to by
+-- Events (docs/design/events.md): the bus, published to by
 -- df.publish_event and PUBLISH nodes; EVENT nodes wait for its events and
 -- subscriptions start a workflow per event (api/publish.c,
 -- store/event_bus.c).  df_internal.events is the instances' history,
@@ -1577,7 +1577,7 @@ CREATE VIEW df.subscriptions WITH (security_barrier) AS
 COMMENT ON VIEW df.subscriptions IS 'the subscriptions of the roles the caller is a member of';
 GRANT SELECT ON df.subscriptions TO PUBLIC;
 
--- keyed locks (issue 17): the events of a LOCK node that had to wait
+-- keyed locks: the events of a LOCK node that had to wait
 ALTER TABLE df_internal.events DROP CONSTRAINT events_kind_check;
 ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
 	CHECK (kind IN ('instance_started', 'node_started', 'node_completed', 'node_failed',
@@ -1588,8 +1588,8 @@ ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
 					'event_published', 'event_received', 'lock_waiting', 'lock_acquired',
 					'lock_timeout'));
 
--- What an executor's batch holds in memory instead of rows, written now
--- (issue 14): df.check() called by a step sees the engine's rows as the
+-- What an executor's batch holds in memory instead of rows, written now:
+-- df.check() called by a step sees the engine's rows as the
 -- batch's commit would leave them.  Outside a batch nothing is held.
 CREATE FUNCTION df_internal.write_held() RETURNS void
 	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_write_held';
@@ -1603,7 +1603,7 @@ CREATE OR REPLACE FUNCTION df.check() RETURNS TABLE (instance_id text, problem t
 	      UNION ALL SELECT NULL, problem, detail FROM df_internal.engine_problems()
 	      ORDER BY 1, 2, 3 $$;
 
--- df.check() reports an HTTP worker left without a worker slot (issue 22)
+-- df.check() reports an HTTP worker left without a worker slot
 COMMENT ON FUNCTION df.check() IS
 	'one row per violated engine invariant (administrators only): a live instance with no task, '
 	'timer or wait; a running step, timer or signal wait that lost its task, timer or wait; a THEN '
@@ -1614,7 +1614,7 @@ COMMENT ON FUNCTION df.check() IS
 	'running this database''s instances (it is not pg_durable.database, or pg_durable.worker_role '
 	'was refused) or its HTTP steps (no worker slot was left for the HTTP worker). Reconciliation '
 	'repairs what it safely can';
--- the inbox (DESIGN.md §4.2, issue 14): a completion whose instance's runs
+-- the inbox (docs/design/batches-and-inbox.md §4): a completion whose instance's runs
 -- row another transaction held when its step ended, committed with the
 -- step's effects and an 'apply' task; the next holder of the runs row
 -- applies the instance's rows in id order and deletes them.  Insert only:
@@ -1641,19 +1641,19 @@ CREATE INDEX inbox_instance_idx ON df_internal.inbox (instance_id, id);
 SELECT pg_catalog.pg_extension_config_dump('df_internal.inbox', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.inbox_id_seq', '');
 
--- a node's start written with its end, in one row (issue 14)
+-- a node's start written with its end, in one row
 ALTER TABLE df_internal.events ADD COLUMN started_at timestamptz;
 -- and, when other events came between, the end's place in the order
 ALTER TABLE df_internal.events ADD COLUMN ended_id bigint;
 -- a node_completed row that is also its instance's start and end: an
--- instance of one step that ran in one batch (issue 14); the start at
+-- instance of one step that ran in one batch; the start at
 -- instance_started_at, or at started_at when that is NULL
 ALTER TABLE df_internal.events ADD COLUMN instance_started_at timestamptz;
 ALTER TABLE df_internal.events ADD COLUMN instance_completed_at timestamptz;
 ALTER TABLE df_internal.events ADD COLUMN instance_duration_ms bigint;
 
 -- df.check: a completion in the inbox is pending work of its node and
--- instance, and it needs an apply task (issue 14)
+-- instance, and it needs an apply task
 CREATE OR REPLACE FUNCTION df_internal.check_rows()
 	RETURNS TABLE (instance_id text, problem text, node_id text, scope text, detail text)
 	LANGUAGE sql STABLE
@@ -1662,7 +1662,7 @@ CREATE OR REPLACE FUNCTION df_internal.check_rows()
 WITH RECURSIVE ended AS (
 	-- how an instance ended, by its last instance_* event: the engine's word,
 	-- which its owner cannot change (df.instances.status it can: UPDATE)
-	-- (df.compensate resumes a failed one: instance_resumed, issue 16)
+	-- (df.compensate resumes a failed one: instance_resumed)
 	SELECT x.id, x.status FROM (
 		-- (a row with instance_completed_at is a one-step instance's end too)
 		SELECT DISTINCT ON (e.instance_id) e.instance_id AS id,
@@ -1695,7 +1695,7 @@ WITH RECURSIVE ended AS (
 			CASE WHEN n.node_type = 'JOIN' AND n.query LIKE '{%'
 				 AND jsonb_typeof(n.query::jsonb -> 'extra_nodes') = 'array'
 			THEN n.query::jsonb -> 'extra_nodes' ELSE '[]' END) e
-		-- the children df.map made (issue 18)
+		-- the children df.map made
 		UNION ALL SELECT mi.node_id::text FROM df_internal.map_items mi
 			WHERE n.node_type = 'MAP' AND mi.instance_id = n.instance_id AND mi.map_node = n.id
 	) c(child)
@@ -1725,14 +1725,14 @@ WITH RECURSIVE ended AS (
 SELECT l.id::text, 'no_pending_work', NULL::text, NULL::text,
 	   format('%s instance has no task, timer or signal wait', l.status)
 FROM live l
--- a pending instance's start is queued: its runs row is its marker (issue 14)
+-- a pending instance's start is queued: its runs row is its marker
 WHERE l.status <> 'pending'
   AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = l.id)
   AND NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = l.id)
   AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters q WHERE q.instance_id = l.id)
   -- a LOCK node waiting for a key is woken by the release that hands it over
   AND NOT EXISTS (SELECT 1 FROM df_internal.locks k WHERE k.instance_id = l.id AND NOT k.held)
-  -- a completion in the inbox (issue 14): its apply task is checked below
+  -- a completion in the inbox: its apply task is checked below
   AND NOT EXISTS (SELECT 1 FROM df_internal.inbox x WHERE x.instance_id = l.id)
 UNION ALL
 SELECT f.instance_id::text,
@@ -1751,7 +1751,7 @@ WHERE CASE WHEN f.node_type IN ('SIGNAL', 'EVENT') THEN
 	  ELSE
 		NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = f.instance_id
 					AND t.node_id = f.id AND t.scope = f.stamp)
-		-- its completion waits in the inbox (issue 14)
+		-- its completion waits in the inbox
 		AND NOT EXISTS (SELECT 1 FROM df_internal.inbox x WHERE x.instance_id = f.instance_id
 						AND x.node_id = f.id AND x.scope = f.stamp)
 	  END
@@ -1829,7 +1829,7 @@ SELECT t.instance_id::text, 'repeated_engine_errors', t.node_id::text, t.scope,
 FROM df_internal.tasks t
 WHERE t.engine_errors >= 2
 UNION ALL
--- limits (issue 17): a slot or a queue place of a LIMIT node execution
+-- limits: a slot or a queue place of a LIMIT node execution
 -- that ended, and a queue that nothing will move
 SELECT x.instance_id::text,
 	   CASE x.what WHEN 'slot' THEN 'limit_slot_of_ended_node' ELSE 'limit_wait_of_ended_node' END,
@@ -1865,7 +1865,7 @@ WHERE NOT h.started
   AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = h.instance_id
 				  AND t.node_id = h.node_id AND t.scope = h.scope)
 UNION ALL
--- keyed locks (issue 17): nothing is held or waited for by a node that is
+-- keyed locks: nothing is held or waited for by a node that is
 -- not running in the entry's scope, and every waiter has an entry ahead of
 -- it that keeps it waiting (whose release will wake it)
 SELECT k.instance_id::text, 'lock_of_ended_node', k.node_id::text, k.scope,
@@ -1899,7 +1899,7 @@ WHERE n.node_type = 'LOCK' AND n.status = 'running' AND n.stamp IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = n.instance_id
 				  AND t.node_id = n.id AND t.scope = n.stamp)
 UNION ALL
--- the inbox (issue 14): every completion in it has an apply task of its instance
+-- the inbox: every completion in it has an apply task of its instance
 SELECT x.instance_id::text, 'inbox_without_apply', NULL, NULL,
 	   format('%s completions in the inbox and no apply task', count(*))
 FROM df_internal.inbox x
@@ -1947,13 +1947,13 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check
 ALTER TABLE df_internal.events DROP CONSTRAINT events_kind_check;
 ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
 	CHECK (df_internal.event_kind_ok(kind));
--- the OTLP exporter reads the events after its cursor by id (issue 19):
+-- the OTLP exporter reads the events after its cursor by id:
 -- a BRIN index, since ids follow the order rows are appended in; a btree
--- entry was about 65 bytes of WAL per event (issue 14)
+-- entry would be about 65 bytes of WAL per event
 CREATE INDEX events_id_idx ON df_internal.events USING brin (id)
 	WITH (pages_per_range = 32, autosummarize = on);
 -- an instance's apply tasks, looked for at every inbox take and hand-over
--- (issue 14: through tasks_instance_idx, all of a wide JOIN's branch tasks)
+-- (not through tasks_instance_idx, all of a wide JOIN's branch tasks)
 -- and by id, so that a hand-over looks only at the tasks after its own: the
 -- entries of the ones already applied stay in the index until a VACUUM,
 -- and a 5,000-branch fan-out's hand-overs walked them all (70 us a branch)
@@ -1964,7 +1964,7 @@ CREATE INDEX events_ended_id_idx ON df_internal.events USING brin (ended_id)
 -- whose end the engine wrote in the same statements (a step that started
 -- and ended in one batch, a THEN or a wrapper around it, an instance that
 -- ran to its end in one) is not a row of its own but the started_at of its
--- end's row (issue 14).  When the end was the next write, the start comes
+-- end's row.  When the end was the next write, the start comes
 -- here just before it, as sub 0 of the same id; else the row's id is the
 -- one drawn at the start's place and the end's is ended_id, so both keep
 -- their places in the order.  A row with instance_completed_at is also

@@ -136,7 +136,7 @@ COMMENT ON FUNCTION df.sleep(float8) IS
 	'a durable timer of the given number of seconds, fractions allowed (to the millisecond); '
 	'a whole number writes the same graph as df.sleep(bigint)';
 
--- Failure handling (orchestration-api.md §1): wrapper nodes whose settings
+-- Failure handling (docs/design/failure-handling.md): wrapper nodes whose settings
 -- are one JSON object in query, with only the keys that differ from the
 -- defaults.
 CREATE FUNCTION df.retry(step text, max_attempts int DEFAULT 3,
@@ -272,7 +272,7 @@ COMMENT ON OPERATOR ?> (text, text) IS 'pg_durable: if-then, completed by !>';
 COMMENT ON OPERATOR !> (text, text) IS 'pg_durable: else (df.if)';
 COMMENT ON OPERATOR @> (NONE, text) IS 'pg_durable: loop (df.loop)';
 
--- Sagas (issue 16, orchestration-api.md §2): node COMPENSATED, a forward
+-- Sagas (docs/design/sagas.md): node COMPENSATED, a forward
 -- step paired with its undo.  <~> has the precedence of ~> and groups left
 -- to right, so it refuses a sequence as its left operand.
 CREATE FUNCTION df.with_undo(forward text, undo text) RETURNS text
@@ -301,7 +301,7 @@ COMMENT ON FUNCTION df.map(text, text, int) IS
 	'node MAP: run query once (a SQL step), then step once per row with $item bound to the row, '
 	'at most max_concurrent at a time; the result is the array of the steps'' results in row order';
 
--- Keyed locks (issue 17, orchestration-api.md §3): node LOCK.
+-- Keyed locks (docs/design/locks-and-limits.md §1): node LOCK.
 CREATE FUNCTION df.with_lock(step text, keys text[], mode text DEFAULT 'exclusive',
 							 wait_timeout interval DEFAULT NULL) RETURNS text
 	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_with_lock';
@@ -334,7 +334,7 @@ CREATE TABLE df.instances (
 -- HOT (its status is indexed, as in the reference): room on its page keeps
 -- the new version there, without the lock record of a row moved to another
 -- page.  A one-step workflow wrote 3,209 bytes of WAL on full pages, 3,089
--- at 50 (issue 14).
+-- at 50.
 ALTER TABLE df.instances ADD CONSTRAINT instances_id_check
 	CHECK (df_internal.id_ok(id)) NOT VALID;
 ALTER TABLE df.instances ADD CONSTRAINT instances_root_node_check
@@ -344,7 +344,7 @@ ALTER TABLE df.instances ADD CONSTRAINT instances_status_check
 CREATE INDEX idx_instances_status ON df.instances (status, created_at DESC, id);
 CREATE INDEX idx_instances_created_at ON df.instances (created_at DESC, id);
 CREATE INDEX idx_instances_label ON df.instances (label, created_at DESC, id) WHERE label IS NOT NULL;
--- df.start(idempotency_key => …): one instance per submitting role and key (issue 17)
+-- df.start(idempotency_key => …): one instance per submitting role and key
 CREATE UNIQUE INDEX idx_instances_idempotency_key ON df.instances (submitted_by, idempotency_key)
 	WHERE idempotency_key IS NOT NULL;
 COMMENT ON TABLE df.instances IS 'one row per workflow instance';
@@ -368,7 +368,7 @@ CREATE TABLE df.nodes (
 	CONSTRAINT nodes_pkey PRIMARY KEY (instance_id, id)
 ) WITH (fillfactor = 30);
 -- Every node row is updated once or twice (running, then done; a batch
--- makes both one update when they fall in it, issue 14) and grows by its
+-- makes both one update when they fall in it) and grows by its
 -- result: room on its page keeps those updates HOT (no index entries, no
 -- lock record of a row moved to another page).  At 50, 0.72 updates per
 -- step of 200 20-step chains still moved rows off their page, at 30 none
@@ -459,7 +459,7 @@ REVOKE EXECUTE ON FUNCTION df_internal.check_root_node() FROM PUBLIC;
 -- pg_durable.start_inserts_nodes is on, which the WHEN below reads when the
 -- row is inserted.  The function's call and its two locking queries cost
 -- df.start about as much as one of its statements, and two lock records of
--- WAL (issue 14).  df.map's node rows skip the nodes side the same way.
+-- WAL.  df.map's node rows skip the nodes side the same way.
 -- The setting is superuser-only and on only then: every other row (a
 -- restore, a row inserted by hand) is checked at commit.
 CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
@@ -475,7 +475,7 @@ CREATE CONSTRAINT TRIGGER instances_root_node_same_instance_fkey
 -- No idx_nodes_instance (the reference has one on (instance_id)): nodes_pkey
 -- (instance_id, id) serves every lookup by instance, and beside it the
 -- engine's generic plans read a whole instance's nodes, through the
--- one-column index, to find one node by its id (quadratic fan-outs, issue 22).
+-- one-column index, to find one node by its id (quadratic fan-outs).
 COMMENT ON TABLE df.nodes IS 'one row per node of each workflow instance';
 
 ALTER TABLE df.instances ENABLE ROW LEVEL SECURITY;
@@ -499,7 +499,7 @@ SELECT pg_catalog.pg_extension_config_dump('df.nodes', '');
 
 -- ---------------------------------------------------------------------------
 -- Engine state (private).  Every state transition of an instance locks its
--- runs row first; see DESIGN.md "The step transaction".
+-- runs row first; see docs/design/batches-and-inbox.md §1.
 -- ---------------------------------------------------------------------------
 
 CREATE TABLE df_internal._worker_ready (
@@ -519,12 +519,12 @@ CREATE TABLE df_internal.runs (
 	vars jsonb NOT NULL DEFAULT '{}',
 	status text NOT NULL DEFAULT 'pending',
 	created_at timestamptz NOT NULL DEFAULT now(),
-	-- what df.start saw: an EVENT node takes only events it did not (issue 18);
-	-- NULL when the graph has no EVENT node (issue 14: 21 bytes and more a row)
+	-- what df.start saw: an EVENT node takes only events it did not;
+	-- NULL when the graph has no EVENT node (21 bytes and more a row)
 	start_snapshot pg_snapshot DEFAULT pg_catalog.pg_current_snapshot()
 ) WITH (fillfactor = 50);
 -- A runs row is updated when its instance starts: room on its page keeps
--- that update HOT, with no second runs_pkey entry (issue 14; on full pages
+-- that update HOT, with no second runs_pkey entry (on full pages
 -- it was not, 204 B of WAL and a key entry per instance).
 
 -- the ready queue; timers are tasks with a future run_at.  HTTP steps
@@ -552,14 +552,14 @@ CREATE INDEX tasks_run_at_idx ON df_internal.tasks (run_at, id) WHERE kind <> 'h
 CREATE INDEX tasks_http_idx ON df_internal.tasks (run_at, id) WHERE kind = 'http';
 CREATE INDEX tasks_instance_idx ON df_internal.tasks (instance_id);
 -- an instance's apply tasks, looked for at every inbox take and hand-over:
--- through tasks_instance_idx that read all of a wide JOIN's branch tasks
--- each time (issue 14: a fan-out's cost per branch grew with its width)
+-- through tasks_instance_idx that would read all of a wide JOIN's branch
+-- tasks each time (a fan-out's cost per branch would grow with its width)
 -- and by id, so that a hand-over looks only at the tasks after its own: the
 -- entries of the ones already applied stay in the index until a VACUUM,
 -- and a 5,000-branch fan-out's hand-overs walked them all (70 us a branch)
 CREATE INDEX tasks_apply_idx ON df_internal.tasks (instance_id, id) WHERE kind = 'apply';
 
--- the inbox (DESIGN.md §4.2, issue 14): a completion whose instance's runs
+-- the inbox (docs/design/batches-and-inbox.md §4): a completion whose instance's runs
 -- row another transaction held when its step ended, committed with the
 -- step's effects and an 'apply' task; the next holder of the runs row
 -- applies the instance's rows in id order and deletes them.  Insert only:
@@ -623,7 +623,7 @@ CREATE TABLE df_internal.signals (
 CREATE INDEX signals_instance_idx ON df_internal.signals (instance_id, name, id);
 
 -- SIGNAL nodes waiting for a signal; an EVENT node's wait has the name '', which no
--- signal can have (issue 18, store/event_bus.c)
+-- signal can have (store/event_bus.c)
 CREATE TABLE df_internal.waits (
 	instance_id varchar(8) NOT NULL,
 	node_id varchar(8) NOT NULL,
@@ -631,7 +631,7 @@ CREATE TABLE df_internal.waits (
 	name text NOT NULL,
 	seq bigserial,
 	-- an EVENT wait: the xmin of the snapshot that found no event for it;
-	-- every event of a lower xid was visible to that look (issue 18)
+	-- every event of a lower xid was visible to that look
 	event_xmin xid8,
 	PRIMARY KEY (instance_id, node_id, scope)
 );
@@ -649,12 +649,12 @@ CREATE TABLE df_internal.events (
 	attempt int,
 	duration_ms bigint,
 	detail jsonb,
-	-- a node_completed / node_failed row's own node_started (issue 14)
+	-- a node_completed / node_failed row's own node_started
 	started_at timestamptz,
-	-- its end's place in the order, when its start's is the row's id (issue 14)
+	-- its end's place in the order, when its start's is the row's id
 	ended_id bigint,
 	-- a node_completed row that is also its instance's start and end: an
-	-- instance of one step that ran in one batch (issue 14); the start at
+	-- instance of one step that ran in one batch; the start at
 	-- instance_started_at, or at started_at when that is NULL
 	instance_started_at timestamptz,
 	instance_completed_at timestamptz,
@@ -662,9 +662,9 @@ CREATE TABLE df_internal.events (
 );
 ALTER SEQUENCE df_internal.events_id_seq OWNED BY df_internal.events.id;
 CREATE INDEX events_instance_idx ON df_internal.events (instance_id, id);
--- the OTLP exporter reads the events after its cursor by id (issue 19):
+-- the OTLP exporter reads the events after its cursor by id:
 -- a BRIN index, since ids follow the order rows are appended in; a btree
--- entry was about 65 bytes of WAL per event (issue 14)
+-- entry would be about 65 bytes of WAL per event
 CREATE INDEX events_id_idx ON df_internal.events USING brin (id)
 	WITH (pages_per_range = 32, autosummarize = on);
 CREATE INDEX events_ended_id_idx ON df_internal.events USING brin (ended_id)
@@ -676,7 +676,7 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.events_id_seq', '');
 -- whose end the engine wrote in the same statements (a step that started
 -- and ended in one batch, a THEN or a wrapper around it, an instance that
 -- ran to its end in one) is not a row of its own but the started_at of its
--- end's row (issue 14).  When the end was the next write, the start comes
+-- end's row.  When the end was the next write, the start comes
 -- here just before it, as sub 0 of the same id; else the row's id is the
 -- one drawn at the start's place and the end's is ended_id, so both keep
 -- their places in the order.  A row with instance_completed_at is also
@@ -728,7 +728,7 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.waits_seq_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.inbox', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.inbox_id_seq', '');
 
--- OTLP export (issue 19): how far the HTTP worker has exported the spans
+-- OTLP export: how far the HTTP worker has exported the spans
 -- that history events ended.  One row; last_event_id only moves once a
 -- batch was accepted (at least once), and only over event ids no running
 -- transaction can still commit (worker/otel.c), which inserts the row.
@@ -738,10 +738,10 @@ CREATE TABLE df_internal.otel_export (
 	exported_spans bigint NOT NULL DEFAULT 0,
 	updated_at timestamptz
 );
-COMMENT ON TABLE df_internal.otel_export IS 'the OTLP exporter''s persisted cursor over df_internal.events (issue 19)';
+COMMENT ON TABLE df_internal.otel_export IS 'the OTLP exporter''s persisted cursor over df_internal.events';
 SELECT pg_catalog.pg_extension_config_dump('df_internal.otel_export', '');
 
--- Sagas (issue 16): the undos registered for an instance, one row each,
+-- Sagas: the undos registered for an instance, one row each,
 -- written in the transaction where the forward step of a COMPENSATED node
 -- completed, with the named results visible there (json, to keep the
 -- column order of "first column").  seq is the completion order.
@@ -758,7 +758,7 @@ CREATE TABLE df_internal.compensations (
 	error text,
 	PRIMARY KEY (instance_id, seq),
 	-- the compensation that ran the undo: the body scope of its SAGA, a
-	-- losing RACE branch's scope, or the root scope (issue 16)
+	-- losing RACE branch's scope, or the root scope
 	compensated_by text
 );
 COMMENT ON TABLE df_internal.compensations IS
@@ -766,7 +766,7 @@ COMMENT ON TABLE df_internal.compensations IS
 SELECT pg_catalog.pg_extension_config_dump('df_internal.compensations', '');
 SELECT pg_catalog.pg_extension_config_dump('df_internal.compensations_seq_seq', '');
 
--- Keyed locks (issue 17, orchestration-api.md §3): node LOCK holds its keys
+-- Keyed locks (docs/design/locks-and-limits.md §1): node LOCK holds its keys
 -- while its step runs.  locks has one row per key a LOCK node execution
 -- holds or waits for (seq: the order of the requests, FIFO per key);
 -- lock_keys one row per key with entries, the row every change of that
@@ -820,7 +820,7 @@ COMMENT ON VIEW df.locks IS
 GRANT SELECT ON df.locks TO PUBLIC;
 
 -- ---------------------------------------------------------------------------
--- Limits (issue 17): df.limit, node LIMIT.  One row per key (created by
+-- Limits: df.limit, node LIMIT.  One row per key (created by
 -- the first LIMIT node that enters it, with the settings of the latest),
 -- its holders (a slot each) and its FIFO queue.  Admission and hand-over
 -- run under the key's row lock (df_internal.limit_pump), counting the
@@ -1347,7 +1347,7 @@ COMMENT ON FUNCTION df.history(text) IS
 	'starts and ends (duration_ms for finished nodes and instances), retries, signals, cancels; '
 	'execution_id is the scope the node ran in; no rows for an instance the caller cannot see';
 
--- Tracing (issue 19): the spans of an instance, derived from its history
+-- Tracing: the spans of an instance, derived from its history
 CREATE FUNCTION df.instance_spans(instance_id text)
 	RETURNS TABLE (trace_id text, span_id text, parent_span_id text, name text, kind text,
 				   start_time timestamptz, end_time timestamptz, status text, attributes jsonb)
@@ -1394,7 +1394,7 @@ CREATE FUNCTION df_internal.check_rows()
 WITH RECURSIVE ended AS (
 	-- how an instance ended, by its last instance_* event: the engine's word,
 	-- which its owner cannot change (df.instances.status it can: UPDATE)
-	-- (df.compensate resumes a failed one: instance_resumed, issue 16)
+	-- (df.compensate resumes a failed one: instance_resumed)
 	SELECT x.id, x.status FROM (
 		-- (a row with instance_completed_at is a one-step instance's end too)
 		SELECT DISTINCT ON (e.instance_id) e.instance_id AS id,
@@ -1427,7 +1427,7 @@ WITH RECURSIVE ended AS (
 			CASE WHEN n.node_type = 'JOIN' AND n.query LIKE '{%'
 				 AND jsonb_typeof(n.query::jsonb -> 'extra_nodes') = 'array'
 			THEN n.query::jsonb -> 'extra_nodes' ELSE '[]' END) e
-		-- the children df.map made (issue 18)
+		-- the children df.map made
 		UNION ALL SELECT mi.node_id::text FROM df_internal.map_items mi
 			WHERE n.node_type = 'MAP' AND mi.instance_id = n.instance_id AND mi.map_node = n.id
 	) c(child)
@@ -1457,14 +1457,14 @@ WITH RECURSIVE ended AS (
 SELECT l.id::text, 'no_pending_work', NULL::text, NULL::text,
 	   format('%s instance has no task, timer or signal wait', l.status)
 FROM live l
--- a pending instance's start is queued: its runs row is its marker (issue 14)
+-- a pending instance's start is queued: its runs row is its marker
 WHERE l.status <> 'pending'
   AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = l.id)
   AND NOT EXISTS (SELECT 1 FROM df_internal.waits w WHERE w.instance_id = l.id)
   AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters q WHERE q.instance_id = l.id)
   -- a LOCK node waiting for a key is woken by the release that hands it over
   AND NOT EXISTS (SELECT 1 FROM df_internal.locks k WHERE k.instance_id = l.id AND NOT k.held)
-  -- a completion in the inbox (issue 14): its apply task is checked below
+  -- a completion in the inbox: its apply task is checked below
   AND NOT EXISTS (SELECT 1 FROM df_internal.inbox x WHERE x.instance_id = l.id)
 UNION ALL
 SELECT f.instance_id::text,
@@ -1483,7 +1483,7 @@ WHERE CASE WHEN f.node_type IN ('SIGNAL', 'EVENT') THEN
 	  ELSE
 		NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = f.instance_id
 					AND t.node_id = f.id AND t.scope = f.stamp)
-		-- its completion waits in the inbox (issue 14)
+		-- its completion waits in the inbox
 		AND NOT EXISTS (SELECT 1 FROM df_internal.inbox x WHERE x.instance_id = f.instance_id
 						AND x.node_id = f.id AND x.scope = f.stamp)
 	  END
@@ -1561,7 +1561,7 @@ SELECT t.instance_id::text, 'repeated_engine_errors', t.node_id::text, t.scope,
 FROM df_internal.tasks t
 WHERE t.engine_errors >= 2
 UNION ALL
--- limits (issue 17): a slot or a queue place of a LIMIT node execution
+-- limits: a slot or a queue place of a LIMIT node execution
 -- that ended, and a queue that nothing will move
 SELECT x.instance_id::text,
 	   CASE x.what WHEN 'slot' THEN 'limit_slot_of_ended_node' ELSE 'limit_wait_of_ended_node' END,
@@ -1597,7 +1597,7 @@ WHERE NOT h.started
   AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = h.instance_id
 				  AND t.node_id = h.node_id AND t.scope = h.scope)
 UNION ALL
--- keyed locks (issue 17): nothing is held or waited for by a node that is
+-- keyed locks: nothing is held or waited for by a node that is
 -- not running in the entry's scope, and every waiter has an entry ahead of
 -- it that keeps it waiting (whose release will wake it)
 SELECT k.instance_id::text, 'lock_of_ended_node', k.node_id::text, k.scope,
@@ -1631,7 +1631,7 @@ WHERE n.node_type = 'LOCK' AND n.status = 'running' AND n.stamp IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = n.instance_id
 				  AND t.node_id = n.id AND t.scope = n.stamp)
 UNION ALL
--- the inbox (issue 14): every completion in it has an apply task of its instance
+-- the inbox: every completion in it has an apply task of its instance
 SELECT x.instance_id::text, 'inbox_without_apply', NULL, NULL,
 	   format('%s completions in the inbox and no apply task', count(*))
 FROM df_internal.inbox x
@@ -1651,10 +1651,10 @@ COMMENT ON FUNCTION df_internal.engine_problems() IS 'what keeps the engine from
 CREATE FUNCTION df_internal.batch_sizes() RETURNS TABLE (tasks integer, batches bigint)
 	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_batch_sizes';
 REVOKE EXECUTE ON FUNCTION df_internal.batch_sizes() FROM PUBLIC;
-COMMENT ON FUNCTION df_internal.batch_sizes() IS 'how many committed executor transactions (batches) ran each number of tasks since the server started (issue 14)';
+COMMENT ON FUNCTION df_internal.batch_sizes() IS 'how many committed executor transactions (batches) ran each number of tasks since the server started';
 
--- What an executor's batch holds in memory instead of rows, written now
--- (issue 14): df.check() called by a step sees the engine's rows as the
+-- What an executor's batch holds in memory instead of rows, written now:
+-- df.check() called by a step sees the engine's rows as the
 -- batch's commit would leave them.  Outside a batch nothing is held.
 CREATE FUNCTION df_internal.write_held() RETURNS void
 	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_write_held';
@@ -1680,7 +1680,7 @@ COMMENT ON FUNCTION df.check() IS
 	'repairs what it safely can';
 
 -- ---------------------------------------------------------------------------
--- Circuit breakers (issue 17, orchestration-api.md §3)
+-- Circuit breakers (docs/design/breakers.md)
 -- ---------------------------------------------------------------------------
 
 -- The definitions.  The window of each breaker lives in shared memory; its
@@ -1790,7 +1790,7 @@ COMMENT ON FUNCTION df.with_breaker(text, text) IS
 	'node BREAKER: the whole step is one call of circuit breaker name; open, it fails at once with '
 	'kind circuit_open';
 
--- Dynamic fan-out (issue 18, orchestration-api.md §4): the children df.map
+-- Dynamic fan-out (docs/design/map.md): the children df.map
 -- made for a MAP node, one copy of its step per row, as df.nodes rows
 -- (item: the row number from 0; node_id: the root of the copy).  They go
 -- with their nodes.
@@ -1820,7 +1820,7 @@ COMMENT ON TABLE df_internal.maps IS
 	'running MAP executions (df.map): children in all, started, finished';
 SELECT pg_catalog.pg_extension_config_dump('df_internal.maps', '');
 
--- Retention of key rows (issue 17): a key nobody holds or waits for, whose
+-- Retention of key rows: a key nobody holds or waits for, whose
 -- bucket is full again, is forgotten; the next LIMIT node to enter it
 -- creates it anew.  The key's row is locked (SKIP LOCKED) before a
 -- statement of its own looks at its holders and waiters.
@@ -1923,7 +1923,7 @@ COMMENT ON FUNCTION df.limit(text, text, int, float8, int, interval) IS
 	'across every instance, and at most rate per second (token bucket of burst, default 1); '
 	'the others wait in a FIFO queue per key, failing with kind queue_timeout after queue_timeout';
 
--- Events (issue 18, orchestration-api.md §4): the bus, published to by
+-- Events (docs/design/events.md): the bus, published to by
 -- df.publish_event and PUBLISH nodes; EVENT nodes wait for its events and
 -- subscriptions start a workflow per event (api/publish.c,
 -- store/event_bus.c).  df_internal.events is the instances' history,

@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# A test OpenTelemetry collector for pg_durable's tracing tests (issue 19):
+# A test OpenTelemetry collector for pg_durable's tracing tests:
 # it takes OTLP/HTTP JSON posts and records the spans.  Perl core modules
 # only, on the socket loop of test/perl/MiniHttpd.pm.
 # Listens on 127.0.0.1, on --port N or a free port written to --port-file;

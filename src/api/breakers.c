@@ -1,10 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * breakers.c
- *	  The SQL functions of circuit breakers (orchestration-api.md §3, issue
- *	  17): df.create_circuit_breaker, df.drop_circuit_breaker,
- *	  df.reset_circuit_breaker, and the rows of the df.circuit_breakers
- *	  view.
+ *	  The SQL functions of circuit breakers (docs/design/breakers.md):
+ *	  df.create_circuit_breaker, df.drop_circuit_breaker,
+ *	  df.reset_circuit_breaker, and the rows of the df.circuit_breakers view.
  *
  * Who may create one is a grant (EXECUTE on df.create_circuit_breaker,
  * revoked from PUBLIC, as for df.http); the creator owns it, and only a
@@ -91,7 +90,10 @@ interval_arg(FunctionCallInfo fcinfo, int argno, const char *func,
 	return us;
 }
 
-/* record_on: a non-empty array of error patterns (orchestration-api.md §0). */
+/*
+ * record_on: a non-empty array of error patterns
+ * (docs/design/failure-handling.md §2).
+ */
 static void
 check_record_on(FunctionCallInfo fcinfo, int argno, const char *func)
 {

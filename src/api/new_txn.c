@@ -4,16 +4,17 @@
  *	  df.start(..., transaction_mode => 'new'): start the instance in a
  *	  transaction of its own, so that it survives the caller's ROLLBACK;
  *	  and df.signal(..., transaction_mode => 'new'): send the signal at
- *	  once, in a transaction of its own, as the reference does (issue 21).
+ *	  once, in a transaction of its own, as the reference does.
  *
  * As in the reference (§3.13): refused inside a workflow; the caller's
- * current_user must have LOGIN; the launch takes an admission slot, one
- * of pg_durable.max_new_transaction_starts slots in shared memory (the
- * whole server's, not a database's), polled every 100 ms up to
+ * current_user must have LOGIN; the launch takes an admission slot, one of
+ * pg_durable.max_new_transaction_starts slots in shared memory (the whole
+ * server's, not a database's), polled every 100 ms up to
  * pg_durable.new_transaction_start_timeout seconds, else the reference's
  * error.  The reference's slots are advisory locks
- * pg_try_advisory_lock(1346982470, slot), which any role can take and so
- * block every launch (issue 22): ours only this file can take.  Holding a slot, the backend runs
+ * pg_try_advisory_lock(1346982470, slot), which any role can take and so block
+ * every launch: ours only this file can take.  Holding a slot, the backend
+ * runs
  *	   SET df.in_workflow = false; SET lock_timeout / statement_timeout = 30 s;
  *	   SELECT df.start($1, $2, $3)
  * as the same role in the extension's database, in a background session
@@ -117,7 +118,7 @@ release_slot_at_exit(int code, Datum arg)
 
 /*
  * A free slot of shared memory, marked with this backend's PID.  Nothing
- * but this file takes them: no role can hold them from SQL (issue 22).
+ * but this file takes them: no role can hold them from SQL.
  */
 static bool
 try_slot(void)

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * publish.c
- *	  The event bus's SQL functions (orchestration-api.md §4, issue 18):
+ *	  The event bus's SQL functions (docs/design/events.md):
  *	  df.publish_event, df.subscribe and df.unsubscribe.
  *
  * df.publish_event appends to df_internal.bus_events in the caller's

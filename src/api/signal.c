@@ -5,12 +5,12 @@
  *
  * Signals are buffered (a deliberate divergence from the reference, which
  * drops a signal sent before the wait exists): the signal goes into the
- * instance's mailbox with a "deliver" task, in the caller's transaction,
- * and the engine hands it to a waiting SIGNAL node (engine/apply.c,
- * engine/timers.c).  Nothing of the instance is locked (DESIGN.md §5
- * rule 2).  The instance must be visible to the caller (row-level
- * security decides) and not have ended: have its runs row, whatever
- * df.instances.status says.
+ * instance's mailbox with a "deliver" task, in the caller's transaction, and
+ * the engine hands it to a waiting SIGNAL node (engine/apply.c,
+ * engine/timers.c).  Nothing of the instance is locked
+ * (docs/design/architecture.md §5 rule 2).  The instance must be visible to
+ * the caller (row-level security decides) and not have ended: have its runs
+ * row, whatever df.instances.status says.
  *
  * In caller mode (the default) the signal is sent when the caller's
  * transaction commits, like df.start in caller mode and NOTIFY: a
@@ -96,7 +96,7 @@ pgd_signal(PG_FUNCTION_ARGS)
 
 	/*
 	 * Whether it has ended is the engine's word (its runs row), not
-	 * df.instances.status, which the owner may UPDATE (issue 22).
+	 * df.instances.status, which the owner may UPDATE.
 	 */
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,

@@ -28,7 +28,7 @@
  * starts only if the step commits.
  *
  * The start itself is queued by the pending runs row and published at
- * commit as a marker (store/tasks.c, issue 14): no start task,
+ * commit as a marker (store/tasks.c): no start task,
  * except under an older schema.
  *
  * Locks: inserts only (df.instances, df.nodes, df_internal.runs; a start
@@ -287,7 +287,7 @@ insert_node_rows_statement(const char *instance_id, Oid submitter,
  * whose references df.start made itself: the checks could not fail, and
  * no other transaction can see, let alone delete, the rows they lock.
  * For a 20-step chain they were half of df.start's time and 109 bytes of
- * WAL per step (issue 14).  The constraints stand for every other write:
+ * WAL per step.  The constraints stand for every other write:
  * a restore, a hand-made row, df.map's nodes (map_items.c).  The rows keep
  * everything else an INSERT gives them: the column defaults, the CHECK
  * and NOT NULL constraints, every index, unique ones checked.
@@ -591,7 +591,8 @@ insert_instance(char *instance_id, const char *label, const char *root_id,
 
 /*
  * The engine's runs row, with the caller's variables captured (start_rows.c,
- * or this statement), and the start task (inside SPI).  {sys_idempotency_key}
+ * or this statement), and the start: its marker at commit, or a start
+ * task (inside SPI; pgd_store_start_ready).  {sys_idempotency_key}
  * is kept with the variables, which every step reads anyway; the trace
  * context is df.instances's (pgd_step_vars).  events: the graph has an
  * EVENT node, which needs the start's snapshot.
@@ -654,13 +655,13 @@ check_engine_ready(void)
 
 /*
  * df.start(…, max_attempts, max_backoff, on_failure): the instance-wide
- * failure policy (orchestration-api.md §1).  Left at its defaults it
- * changes nothing, not even the graph.  Otherwise the graph is wrapped in
- * a RETRY at the root, marked instance_policy: every SQL or HTTP step
- * without a RETRY of its own is retried up to max_attempts with a back-off
- * from 1 s, doubling, capped at max_backoff (the nearest RETRY wins, so a
- * step's own df.retry keeps its settings), and with on_failure 'continue' a
- * step that gives up completes with {"error": {...}} instead of failing.
+ * failure policy (docs/design/failure-handling.md §6).  Left at its defaults
+ * it changes nothing, not even the graph.  Otherwise the graph is wrapped in a
+ * RETRY at the root, marked instance_policy: every SQL or HTTP step without a
+ * RETRY of its own is retried up to max_attempts with a back-off from 1 s,
+ * doubling, capped at max_backoff (the nearest RETRY wins, so a step's own
+ * df.retry keeps its settings), and with on_failure 'continue' a step that
+ * gives up completes with {"error": {...}} instead of failing.
  */
 static char *
 with_instance_policy(FunctionCallInfo fcinfo, char *fut)
@@ -720,7 +721,7 @@ with_instance_policy(FunctionCallInfo fcinfo, char *fut)
 
 /*
  * df.start(…, idempotency_key): at most PGD_MAX_IDEMPOTENCY_KEY_BYTES bytes,
- * not empty (orchestration-api.md §3).
+ * not empty (docs/design/failure-handling.md §7).
  */
 static char *
 check_idempotency_key(char *key)
@@ -741,7 +742,7 @@ check_idempotency_key(char *key)
 
 /*
  * df.start(traceparent, tracestate), arguments 9 and 10: continue the
- * caller's trace, or begin a new one (issue 19).
+ * caller's trace, or begin a new one.
  */
 static void
 start_trace(FunctionCallInfo fcinfo, StartTrace *tr)

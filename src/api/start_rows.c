@@ -2,7 +2,7 @@
  *
  * start_rows.c
  *	  The df.instances row and the runs row of df.start, written without a
- *	  statement (issue 14).
+ *	  statement.
  *
  * In a one-step workflow's df.start, the INSERT of the instance row and
  * the INSERT ... SELECT of its runs row were half of the call's time
@@ -145,7 +145,7 @@ insert_row(Relation rel, int n, const int *attnums, const Datum *values,
  * a one-step workflow's df.start: the plan's executor start, the CHECK
  * constraints read from their text again, a look into every unique index
  * before the insert, and 48 bytes of WAL confirming the speculative
- * insertion (perf and pg_waldump, issue 14).  Here an id already taken,
+ * insertion (perf and pg_waldump).  Here an id already taken,
  * by a committed row or one being made (a dirty snapshot, as a unique
  * check's), draws another; two starts drawing the same id at the same
  * moment, one in 2^32, would see a unique violation as with a plain
@@ -282,7 +282,7 @@ captured_vars(Oid pkey, Oid userid, const char *key)
  * captured; false when the statement must write it (see the top).  Its
  * start_snapshot, which only an EVENT node reads (store/event_bus.c),
  * is NULL unless the graph has one (events): 21 bytes and 8 more for each
- * transaction running, in every instance's row (issue 14).
+ * transaction running, in every instance's row.
  */
 bool
 pgd_start_run_row(const char *instance_id, Oid userid, const char *label,

@@ -22,7 +22,7 @@
  * Locks: df.cancel locks the instance's runs row, then its df.instances
  * row, like every transition; it never waits for a claimed task (SKIP
  * LOCKED) — a running step finds out under the runs lock.  df.compensate
- * (issue 16) locks the df.instances row of an instance that has ended (it
+ * locks the df.instances row of an instance that has ended (it
  * has no runs row), then makes its runs row anew (saga_resume.c).
  *
  *-------------------------------------------------------------------------
@@ -315,7 +315,7 @@ pgd_wait_for_completion(PG_FUNCTION_ARGS)
  * them.  The engine's queues (its tasks, its inbox) then keep every entry
  * they had, and each look at an instance walks them all: a 5,000-branch
  * fan-out awaited by df.await_instance spent 0.12 ms per branch in one
- * such look alone, against 0.004 ms at 1,000 branches (perf, session 20).
+ * such look alone, against 0.004 ms at 1,000 branches (perf).
  * A top-level CALL outside a transaction block may commit: the procedure
  * commits before it waits, which drops the CALL's snapshot.  Elsewhere (a
  * transaction block, a function or DO block) it cannot, and waits as
@@ -364,8 +364,8 @@ pgd_run(PG_FUNCTION_ARGS)
  * A step may cancel other instances (the cancel commits with the step), but
  * not its own: the step's transaction would end the instance, its
  * transition would then find the instance gone and roll back the whole
- * step, cancel included, leaving the instance running with no task
- * (issue 22).  Refused, the step fails with this error as its outcome.
+ * step, cancel included, leaving the instance running with no task.
+ * Refused, the step fails with this error as its outcome.
  */
 static void
 refuse_own_instance(const char *id)
@@ -421,7 +421,7 @@ pgd_cancel(PG_FUNCTION_ARGS)
 	CancelArgs a;
 
 	a.reason = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	/* compensate: issue 16's third argument (a 0.3.0 declaration has two) */
+	/* compensate: the third argument (a 0.3.0 declaration has two) */
 	a.compensate = PG_NARGS() > 2 && PG_GETARG_BOOL(2);
 	run_as_engine(id, cancel_call, &a);
 	PG_RETURN_TEXT_P(cstring_to_text(psprintf(PGD_MSG_INSTANCE_CANCELLED, id,
@@ -435,7 +435,7 @@ compensate_call(const char *id, void *arg)
 	pgd_saga_resume(id);
 }
 
-/* df.compensate(id): resume a compensation a failed undo stopped (issue 16). */
+/* df.compensate(id): resume a compensation a failed undo stopped. */
 PG_FUNCTION_INFO_V1(pgd_compensate);
 Datum
 pgd_compensate(PG_FUNCTION_ARGS)

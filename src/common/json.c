@@ -15,7 +15,7 @@
  * copied through unchecked, most strings in one piece.
  *
  * pg_parse_json with a JsonSemAction building the same tree was tried
- * (issue 13) and rejected.  It gave the same trees and, mapped back, the
+ * and rejected.  It gave the same trees and, mapped back, the
  * same messages on 190,000 mutated inputs, but:
  *	- it recurses once per level and its check_stack_depth() throws: on
  *	  PG 15 with the default 2 MB stack, between 10,000 and 20,000 levels

@@ -10,8 +10,8 @@
  * does a column default.  For df.start's one node row of a one-step
  * workflow that was 16% of the call (perf, 20,000 starts in one
  * transaction): the ids' checks, the node types', the status IN list and
- * the result name's regular expression, read from text every time
- * (issue 14).  Here they are prepared at the first row of a backend and
+ * the result name's regular expression, read from text every time.
+ * Here they are prepared at the first row of a backend and
  * kept, in a memory context of their own, until the table's definition
  * changes: the relation cache's invalidation of the table (ALTER TABLE,
  * a new or dropped constraint or default) marks them stale, and the next

@@ -59,7 +59,7 @@ static HTAB *plans = NULL;
  * of the time, and a plan made while a table is empty takes a sequential
  * scan, kept as the table fills: every lookup of a burst of work then read
  * the whole table.  After a VACUUM of the engine's tables, a chain ran at
- * 1,300-1,950 steps/s instead of 3,400-4,000 (bench/run, issue 14), and
+ * 1,300-1,950 steps/s instead of 3,400-4,000 (bench/run), and
  * the queue scan's EXISTS over df_internal.runs took a fifth of an
  * executor's CPU.  Every engine statement finds its rows by a key, so a
  * plan is made with enable_seqscan off (and jit off, below): set only
@@ -81,10 +81,10 @@ pgd_spi_run_kept(SPIPlanPtr plan, bool *planned, const Datum *values,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	/*
 	 * A statement that has no other way than a sequential scan (a table
-	 * without an index that serves it) keeps it, with the setting's
-	 * penalty in its cost, above jit_above_cost: compiled at every
-	 * execution, 10-90 ms each.  That is what made the toggle of issue 14
-	 * so costly.  Engine plans are small and not worth compiling.
+	 * without an index that serves it) keeps it, with the setting's penalty in
+	 * its cost, above jit_above_cost: compiled at every execution, 10-90 ms
+	 * each.  Without jit off, making plans with enable_seqscan off would cost
+	 * that.  Engine plans are small and not worth compiling.
 	 */
 	(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
@@ -301,7 +301,7 @@ pgd_internal_relation_exists(const char *name)
  * committed transaction (a dirty snapshot, as a unique check's): found
  * through the index whatever the table's statistics say.  A statement's generic
  * plan, made while a table was empty after a vacuum, scans the whole
- * table for the rest of the session however much it grows (issue 17: the
+ * table for the rest of the session however much it grows (the
  * release of an instance's keyed locks read 233 buffers a call).  False
  * when the index does not exist (the schema of an older version).  The
  * table and the index stay locked (AccessShareLock) to the end of the

@@ -2,7 +2,7 @@
  *
  * trace.c
  *	  W3C trace context: the traceparent a caller gives to df.start, new
- *	  trace ids, and derived span ids (issue 19).
+ *	  trace ids, and derived span ids.
  *
  * A span id is the first 16 hex digits of md5("<trace id>:<scope>:<node>:
  * <attempt>") (the root span: md5("<trace id>:root")).  Every process that

@@ -4,7 +4,7 @@
  *	  W3C trace context (trace.c): parsing and checking a traceparent,
  *	  new trace ids, and the span ids the engine derives from (trace id,
  *	  scope, node, attempt) so that tracing needs no writes of its own
- *	  (issue 19, orchestration-api.md §5).
+ *	  (docs/design/tracing.md).
  *
  * Locks: none (pure functions).
  *

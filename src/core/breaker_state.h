@@ -2,7 +2,7 @@
  *
  * breaker_state.h
  *	  The circuit breakers' state machine in shared memory (breaker_state.c,
- *	  orchestration-api.md §3, issue 17): one fixed-size table of breakers
+ *	  docs/design/breakers.md): one fixed-size table of breakers
  *	  shared by every process, each with its count window, its state and its
  *	  half-open permits.
  *

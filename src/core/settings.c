@@ -174,14 +174,14 @@ define_engine_settings(void)
 							&pgd_max_engine_errors, 10, 0, 1000, PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 
-	/* §1.10's node limit; raised for bench/run's fan-out of 10,000 (issue 14) */
+	/* §1.10's node limit; raised for bench/run's fan-out of 10,000 */
 	DefineCustomIntVariable("pg_durable.max_nodes",
 							"Most nodes of a workflow df.start accepts.",
 							"The reference's limit is 10000.  df.map's copies keep to 10000 whatever it is.",
 							&df_max_nodes, DF_MAX_NODES, 1, 1000000, PGC_SUSET,
 							0, NULL, NULL, NULL);
 
-	/* issue 14, DESIGN.md §4.1: several ready steps, one commit */
+	/* docs/design/batches-and-inbox.md §2: several ready steps, one commit */
 	DefineCustomIntVariable("pg_durable.batch_max_steps",
 							"Most tasks an executor runs in one transaction (a batch).",
 							"1 runs each task in a transaction of its own.  Past it a batch takes no new work, but runs on the branches of a fan-out under way and the steps of an instance holding a lock or a limit slot, up to twice as many.",
@@ -194,7 +194,7 @@ define_engine_settings(void)
 							GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomBoolVariable("pg_durable.inbox",
 							 "Lets a step whose instance is held elsewhere commit its completion into the inbox instead of waiting.",
-							 "Off: the first step of a batch waits for its instance's runs row, as before issue 14's inbox.",
+							 "Off: the first step of a batch waits for its instance's runs row, and never commits its completion into the inbox.",
 							 &pgd_inbox, true, PGC_SIGHUP, 0, NULL, NULL,
 							 NULL);
 }
@@ -263,7 +263,7 @@ define_http_settings(void)
 							PGC_SIGHUP, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
 }
 
-/* OTLP export of the spans by the HTTP worker (issue 19, worker/otel.c). */
+/* OTLP export of the spans by the HTTP worker (worker/otel.c). */
 static void
 define_otel_settings(void)
 {

@@ -40,7 +40,7 @@ extern int	 pgd_max_result_size;
 extern int	 pgd_max_engine_errors;
 extern int	 pgd_batch_max_steps;
 extern int	 pgd_batch_max_ms;
-extern bool	 pgd_inbox; /* issue 14: completions may go to the inbox */
+extern bool	 pgd_inbox; /* completions may go to the inbox */
 extern char *pgd_http_allowed_hosts;
 extern bool	 pgd_http_allow_private;
 extern bool	 pgd_start_inserts_nodes;

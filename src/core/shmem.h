@@ -105,7 +105,7 @@ typedef struct PgdShared
 	uint64		due_gen;
 
 	/*
-	 * An event was published or an EVENT wait registered (issue 18): an
+	 * An event was published or an EVENT wait registered: an
 	 * executor runs the bus sweep (store/event_bus.c).  Set at start-up
 	 * too, since a crash loses the flag.  Under ready_mutex.
 	 */
@@ -135,7 +135,7 @@ typedef struct PgdShared
 	pid_t	admission[PGD_MAX_NEW_STARTS];
 
 	/*
-	 * Batches (issue 14): how many committed batches held each number of
+	 * Batches: how many committed batches held each number of
 	 * tasks (index = tasks, the last one counts that many and more), for
 	 * df_internal.batch_sizes() and bench/run.
 	 */

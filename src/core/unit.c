@@ -16,7 +16,7 @@
  * holds the lock first (the drop waits for the unit to end, and the unit
  * never waits on the drop) or finds it taken and stays away from the tables
  * (it would otherwise wait on a table the drop holds, while the drop waits
- * on a table the unit holds: the deadlock of issue 22).
+ * on a table the unit holds: a deadlock).
  *
  * Locks: AccessShareLock on the pg_durable extension object, without
  * waiting, for the transaction of an engine unit.

@@ -27,7 +27,7 @@
  * after a restart (scan_needed), when the earliest future task a commit
  * announced falls due (next_due), and at the safety poll.
  *
- * A start is published as a marker, not a task id (issue 14): an id from
+ * A start is published as a marker, not a task id: an id from
  * PGD_START_MARKER up, the instance's id read as a number, which no task id
  * reaches.  Its instance's pending runs row is the queued work, so a marker
  * the ring cannot hold, or that a failed unit took, or that a crash lost,
@@ -60,7 +60,7 @@
  * A commit publishes the ids of every task it made ready, up to what the
  * ring holds: a batch takes its later tasks from the ring only, so the
  * branches of a wide fan-out whose ids were not published were found by
- * queue scans one at a time, each leading a batch of its own (issue 14).
+ * queue scans one at a time, each leading a batch of its own.
  */
 #define MAX_PENDING_READY PGD_READY_RING
 
@@ -608,7 +608,7 @@ pgd_task_ready_at_commit(int64 task_id)
 /*
  * The ids of tasks this transaction made ready so far, oldest first (some
  * of them, when there were many): a batch runs the successors it made
- * ready itself (issue 14).  Returns how many were copied into ids.
+ * ready itself.  Returns how many were copied into ids.
  */
 int
 pgd_ready_made_here(int64 *ids, int max)

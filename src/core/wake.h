@@ -25,7 +25,7 @@ extern void pgd_wake_at_commit(int ntasks);
 extern void pgd_task_ready_at_commit(int64 task_id);
 extern void pgd_task_due_at_commit(TimestampTz due);
 extern void pgd_http_wake_at_commit(void);
-/* an event was published or an EVENT wait registered: the bus sweep (issue 18) */
+/* an event was published or an EVENT wait registered: the bus sweep */
 extern void pgd_bus_sweep_at_commit(void);
 extern bool pgd_bus_sweep_take(void);
 extern void pgd_instance_finished_at_commit(const char *instance_id);
@@ -34,7 +34,7 @@ extern void pgd_interrupt_at_commit(const char *instance_id,
 
 /* executors: the ring of published task ids and when to scan the queue */
 /*
- * A start's marker (issue 14): df.start publishes its instance, not a task,
+ * A start's marker: df.start publishes its instance, not a task,
  * as an id of this range, which no task id reaches; the instance's pending
  * runs row is the queued work.
  */

@@ -2,7 +2,7 @@
  *
  * dsl_breaker.c
  *	  df.with_breaker(step, name): node BREAKER, whose whole subtree is one
- *	  call of the circuit breaker name (orchestration-api.md §3, issue 17).
+ *	  call of the circuit breaker name (docs/design/breakers.md).
  *
  * The builder checks the name's form only: whether the breaker exists is
  * known when the node runs (a breaker can be created after the graph is

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * dsl_events.c
- *	  The builders of the event nodes (orchestration-api.md §4, issue 18):
+ *	  The builders of the event nodes (docs/design/events.md):
  *	  df.publish(topic, payload, key), node PUBLISH, and
  *	  df.wait_for_event(topic, filter, timeout_seconds), node EVENT.  Both
  *	  are leaves with their settings as one JSON object in the query

@@ -118,7 +118,7 @@ http_build(FunctionCallInfo fcinfo, bool multipart)
 										 &fail_on));
 		dfjson_object_add(cfg, "fail_on", dfjson_make_string(fail_on));
 	}
-	/* df.http(idempotency_key, breaker): the same, issue 17 */
+	/* df.http(idempotency_key, breaker): the same */
 	if (!multipart && PG_NARGS() > 6 && !PG_ARGISNULL(6))
 	{
 		char *key = text_to_cstring(PG_GETARG_TEXT_PP(6));

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * dsl_limit.c
- *	  The builder of node LIMIT (orchestration-api.md §3, issue 17):
+ *	  The builder of node LIMIT (docs/design/locks-and-limits.md §4):
  *	  df.limit(step, key, max_concurrent, rate, burst, queue_timeout).
  *
  * Every argument is checked now, with the checks df.start runs on the

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * dsl_lock.c
- *	  The builder of keyed locks (orchestration-api.md §3, issue 17):
+ *	  The builder of keyed locks (docs/design/locks-and-limits.md §1):
  *	  df.with_lock(step, keys, mode, wait_timeout), node LOCK (left: the
  *	  step; query: {"keys": [...]} plus "mode": "shared" and
  *	  "wait_timeout": <seconds> only when given, graph/lock_config.h).

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * dsl_map.c
- *	  The builder of node MAP (orchestration-api.md §4, issue 18):
+ *	  The builder of node MAP (docs/design/map.md):
  *	  df.map(query, step, max_concurrent) -- left: the query as a SQL node,
  *	  right: the step run once per row, query: {"max_concurrent": n} when a
  *	  cap is given (graph/map_config.h).

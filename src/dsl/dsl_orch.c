@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * dsl_orch.c
- *	  The builders of the failure-handling nodes (orchestration-api.md §1):
- *	  df.retry, df.timeout, df.catch, df.fail, and df.sleep with a fraction
- *	  of a second.
+ *	  The builders of the failure-handling nodes
+ *	  (docs/design/failure-handling.md): df.retry, df.timeout, df.catch,
+ *	  df.fail, and df.sleep with a fraction of a second.
  *
  * Each checks every argument now, so a mistake fails at build time with a
  * message naming the argument, and writes only the settings that differ

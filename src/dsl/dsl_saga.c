@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * dsl_saga.c
- *	  The builders of the saga nodes (orchestration-api.md §2, issue 16):
+ *	  The builders of the saga nodes (docs/design/sagas.md):
  *	  df.with_undo(forward, undo) and its operator <~>, node COMPENSATED
  *	  (left: the forward step, right: its undo, no query), and
  *	  df.saga(body, on_compensated, parallel, on_undo_failure), node SAGA

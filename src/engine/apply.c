@@ -19,8 +19,8 @@
  * "<instance>::<gen>" moves to the next generation and the named results
  * start empty.  A loop that is the root of a JOIN/RACE branch runs, with
  * its body, in the branch's scope, which moves the same way to
- * "<parent scope>::<loop id>::<gen>" (one execution, as in the reference;
- * issue 21), its named results carried along; the JOIN or RACE then finds
+ * "<parent scope>::<loop id>::<gen>" (one execution, as in the reference),
+ * its named results carried along; the JOIN or RACE then finds
  * the branch where its root was last stamped (branch_scope_now).  Any other
  * loop runs its body in a scope of its own, "<scope>::<loop id>::<gen>",
  * whose named results are carried to the next generation and merged back
@@ -193,11 +193,12 @@ pgd_visible_results(const char *instance_id, const char *scope)
 
 /*
  * {sys_trace_id}, {sys_trace_flags} and {sys_tracestate}: the trace context
- * of the instance (issue 19), which the HTTP worker sends as traceparent
+ * of the instance, which the HTTP worker sends as traceparent
  * and tracestate.  df.instances keeps it, the same columns df.instance_spans
- * reads; it wins over a variable of the same name.  (Kept with the runs
- * row's variables as well, it was 74 bytes more of every instance's row,
- * issue 14; an instance started so still has them there, the same values.)
+ * reads; it wins over a variable of the same name.  (They are not kept
+ * in the runs row's variables, 74 bytes more of every instance's row; an
+ * instance started by an earlier version may have them there too, the
+ * same values.)
  */
 static void
 add_trace_vars(const char *instance_id, DfJson *vars)
@@ -266,7 +267,7 @@ pgd_node_is_live(const PgdGraph *g, int n, const char *scope)
 		ids[nids++] = g->nodes[a].id;
 		/*
 		 * An undo runs after its COMPENSATED node (and the body around it)
-		 * ended: its liveness is its own subtree's (issue 16).
+		 * ended: its liveness is its own subtree's.
 		 */
 		if (p >= 0 && g->nodes[p].type == DF_NODE_COMPENSATED &&
 			g->nodes[p].right == a)
@@ -690,7 +691,7 @@ start_node(PgdGraph *g, int n, const char *scope)
 
 /*
  * In a saga (the join_fails_fast hook), branch 'failed' of JOIN p failing
- * ends the JOIN at once (issue 16): the branches still running are
+ * ends the JOIN at once: the branches still running are
  * cancelled first (their scopes abandoned, their roots failed with code
  * 'cancelled'), and the JOIN fails with the failed branch's error, so that
  * the compensation undoes what completed and nothing runs on behind it.
@@ -816,7 +817,7 @@ race_decided(PgdGraph *g, int p, int winner, const char *pscope,
 	}
 	merge_results(g, loser_scope, pscope, false);
 	merge_results(g, branch_scope_now(g, winner, pscope), pscope, outcome.ok);
-	/* the loser's undos run first; the race ends when they are done (issue 16) */
+	/* the loser's undos run first; the race ends when they are done */
 	if (wrapper_hooks != NULL && wrapper_hooks->branch_lost != NULL &&
 		wrapper_hooks->branch_lost(g, p, loser, loser_scope))
 		return;
@@ -948,7 +949,7 @@ pgd_apply_timer(PgdGraph *g, int n, const char *scope)
  * which look at the mailbox themselves, so the loop re-reads each time.
  *
  * The executor has removed the instance's other deliver tasks first: one
- * delivery covers every signal committed before it (issue 22).
+ * delivery covers every signal committed before it.
  */
 void
 pgd_apply_deliver(PgdGraph *g)

@@ -7,10 +7,10 @@
  *
  * Everything here runs inside SPI, in the transaction that consumed the
  * triggering input (a claimed task, df.cancel), with the instance's
- * df_internal.runs row locked.  A transition therefore commits together
- * with the step that caused it: there is no second transaction that could
- * fail after the first one committed (DESIGN.md §5 rule 3).  Each entry
- * point writes the buffered node updates before it returns.
+ * df_internal.runs row locked.  A transition therefore commits together with
+ * the step that caused it: there is no second transaction that could fail
+ * after the first one committed (docs/design/architecture.md §5 rule 3).  Each
+ * entry point writes the buffered node updates before it returns.
  *
  * Locks: only rows of the instance whose runs row the caller holds; tasks
  * claimed by others are skipped (SKIP LOCKED), never waited for.
@@ -42,14 +42,14 @@ extern bool pgd_lock_target(const char *instance_id, const PgdRunInfo *run,
 extern bool pgd_node_is_live(const PgdGraph *g, int n, const char *scope);
 
 /*
- * An instance's start task, first: the submitter must still be the one
- * df.instances records and still be allowed; else the instance fails
- * before any step runs (and this returns false).
+ * An instance's start (a marker or a start task), first: the submitter must
+ * still be the one df.instances records and still be allowed; else the
+ * instance fails before any step runs (and this returns false).
  */
 extern bool pgd_submitter_still_allowed(const char *instance_id,
 										Oid			submitter);
 
-/* An instance's start task, then: it is running, and so is its root. */
+/* An instance's start, then: it is running, and so is its root. */
 extern void pgd_apply_start(PgdGraph *g);
 
 /* Node n finished in scope with outcome: record it and let its parents react. */
@@ -65,7 +65,7 @@ extern void pgd_apply_deliver(PgdGraph *g);
 /*
  * df.cancel: the instance becomes cancelled (unless it has ended) and its
  * engine state goes.  With compensate, a running instance with undos
- * registered compensates instead (issue 16): its body is abandoned, its
+ * registered compensates instead: its body is abandoned, its
  * undos run and it ends 'compensated'.  The caller has not locked
  * anything; false when the instance has no runs row any more.
  */
@@ -119,7 +119,7 @@ typedef struct PgdWrapperHooks
 	 * others at once (in a saga), rather than the JOIN waiting for them?
 	 */
 	bool (*join_fails_fast)(PgdGraph *g, int join);
-	/* deliver: a deliver task, after the signals: the EVENT waits (issue 18) */
+	/* deliver: a deliver task, after the signals: the EVENT waits */
 	void (*deliver)(PgdGraph *g);
 } PgdWrapperHooks;
 

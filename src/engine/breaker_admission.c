@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * breaker_admission.c
- *	  Circuit breakers in the engine (orchestration-api.md §3, issue 17):
+ *	  Circuit breakers in the engine (docs/design/breakers.md):
  *	  the admission of a call, the record of its outcome, and the two
  *	  tables behind the shared-memory machine (core/breaker_state.c):
  *	  df_internal.circuit_breakers holds the definitions,

@@ -3,8 +3,8 @@
  * breaker_admission.h
  *	  The circuit breakers as the engine uses them (breaker_admission.c): admit a
  *	  call, record its outcome, and persist every change of state, around
- *	  the shared-memory machine of core/breaker_state.h (orchestration-api.md §3,
- *	  issue 17).
+ *	  the shared-memory machine of core/breaker_state.h
+ *	  (docs/design/breakers.md).
  *
  * Everything here runs inside SPI, in the transaction of the claim, the
  * completion or the transition that admits or records the call.

@@ -5,7 +5,7 @@
  *	  process and cached, its node configs parsed once.
  *
  * A graph changes after df.start only by growing: df.map adds the
- * children of a MAP node (issue 18), and a process whose cached graph
+ * children of a MAP node, and a process whose cached graph
  * misses a node loads what was added (pgd_graph_find).  Otherwise entries
  * are only dropped to bound memory (the whole cache, at
  * GRAPH_CACHE_MAX entries) and when an id turns out to belong to a newer

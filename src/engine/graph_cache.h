@@ -5,7 +5,7 @@
  *	  from df.nodes once per process and cached (graph_cache.c).
  *
  * A graph changes after df.start only by growing (the children df.map
- * adds to a MAP node, issue 18), so a cached one is never wrong, at most
+ * adds to a MAP node), so a cached one is never wrong, at most
  * short of nodes (pgd_graph_find loads them);
  * its node configs are parsed once, when it is loaded, into the fields
  * below (a config that does not parse leaves them unset, and the node
@@ -120,7 +120,7 @@ extern int pgd_graph_find_loaded(const PgdGraph *g, const char *node_id);
 
 /*
  * Load the nodes and MAP children added to g's instance since g was loaded
- * (df.map, issue 18); the nodes g holds keep their indexes.
+ * (df.map); the nodes g holds keep their indexes.
  */
 extern void pgd_graph_extend(PgdGraph *g);
 

@@ -11,7 +11,7 @@
  * scope it was started in, and each iteration moves that scope to the next
  * generation ("<instance>::<generation>" for the root, "<parent
  * scope>::<loop id>::<generation>" for a branch), as the reference runs such
- * a loop in one child execution (issue 21).  Any other loop runs its body
+ * a loop in one child execution.  Any other loop runs its body
  * in a scope of its own below the loop's.
  *
  * Locks: none; pure functions.

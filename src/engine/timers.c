@@ -10,13 +10,13 @@
  * Signals are buffered (a deliberate divergence from the reference, which
  * drops a signal sent before the wait exists).  df.signal (api/signal.c)
  * appends to the instance's mailbox (df_internal.signals) and enqueues a
- * "deliver" task in the caller's transaction; it locks nothing of the
- * instance (DESIGN.md §5 rule 2).  Waits and signals meet under the instance's runs lock: a SIGNAL
- * node takes the oldest matching signal when it starts, else registers a
- * wait (df_internal.waits, plus a timer for its timeout); a deliver task
- * hands each registered wait, oldest first, the oldest signal of its name
- * (apply.c).
- * Whatever the commit order, one of the two sides sees the other (rule 4).
+ * "deliver" task in the caller's transaction; it locks nothing of the instance
+ * (docs/design/architecture.md §5 rule 2).  Waits and signals meet under the
+ * instance's runs lock: a SIGNAL node takes the oldest matching signal when it
+ * starts, else registers a wait (df_internal.waits, plus a timer for its
+ * timeout); a deliver task hands each registered wait, oldest first, the
+ * oldest signal of its name (apply.c).  Whatever the commit order, one of the
+ * two sides sees the other (rule 4).
  *
  * These functions register waits and say how a node ends; the driver
  * (apply.c) completes it.

@@ -55,7 +55,7 @@ pgd_start_action(const PgdNode *node)
 		case DF_NODE_COMPENSATED:
 		case DF_NODE_SAGA:
 		case DF_NODE_BREAKER:
-		case DF_NODE_MAP: /* orchestration/map.c, issue 18 */
+		case DF_NODE_MAP: /* orchestration/map.c */
 		case DF_NODE_LIMIT:
 		case DF_NODE_PUBLISH:
 		case DF_NODE_EVENT:

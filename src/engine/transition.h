@@ -5,9 +5,9 @@
  *	  happened to it and the states of its children, what happens next.
  *
  * Nothing here reads or writes a table: the driver (apply.c) reads what a
- * decision needs through the store, calls these functions, and writes
- * what they decided through the store.  So each rule of DESIGN.md §6 is a
- * function of its inputs that can be read, and tested, on its own:
+ * decision needs through the store, calls these functions, and writes what
+ * they decided through the store.  So each rule of docs/design/architecture.md
+ * §6 is a function of its inputs that can be read, and tested, on its own:
  *
  *	 THEN	left ok -> start right; left failed or right done -> THEN done
  *	 IF		condition ok -> start the arm its truthiness picks; arm done ->

@@ -2,7 +2,7 @@
  *
  * breaker_config.c
  *	  The checks of circuit-breaker names and of a BREAKER node's settings
- *	  (orchestration-api.md §3, issue 17; declared in orch_config.h).
+ *	  (docs/design/breakers.md; declared in orch_config.h).
  *	  df.create_circuit_breaker, df.with_breaker, validation of a graph and
  *	  an HTTP node's "breaker" key use the same rule.
  *

@@ -2,7 +2,7 @@
  *
  * event_config.h
  *	  The settings of the event nodes PUBLISH and EVENT
- *	  (orchestration-api.md §4), parsed and checked once (event_config.c).
+ *	  (docs/design/events.md), parsed and checked once (event_config.c).
  *
  * PUBLISH keeps {"topic": t, "payload": <template text>, "key": <template
  * text>} in its query ("key" absent: none); EVENT keeps {"topic": t,

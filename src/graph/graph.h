@@ -35,25 +35,26 @@ typedef enum DfNodeType
 	DF_NODE_HTTP,
 	DF_NODE_HTTP_MULTIPART,
 	DF_NODE_SIGNAL,
-	/* the failure-handling wrappers (orchestration-api.md §1, graph/orch_config.h) */
+	/* the failure-handling wrappers (docs/design/failure-handling.md,
+	 * graph/orch_config.h) */
 	DF_NODE_RETRY,	 /* left: the step; query: its settings */
 	DF_NODE_TIMEOUT, /* left: the step; query: {"seconds": s} */
 	DF_NODE_CATCH,	 /* left: the step; right: the handler; query: settings */
 	DF_NODE_FAIL,	 /* a leaf; query: {"message": ..., "retryable": ...} */
-	/* sagas (orchestration-api.md §2) */
+	/* sagas (docs/design/sagas.md) */
 	DF_NODE_COMPENSATED, /* left: the forward step; right: its undo; no query */
 	DF_NODE_SAGA, /* left: the body; right: on_compensated (optional); query: settings */
-	/* circuit breakers (orchestration-api.md §3) */
+	/* circuit breakers (docs/design/breakers.md) */
 	DF_NODE_BREAKER, /* left: the subtree, one call; query: {"name": ...} */
-	/* dynamic fan-out (orchestration-api.md §4, issue 18) */
+	/* dynamic fan-out (docs/design/map.md) */
 	DF_NODE_MAP, /* left: the SQL query; right: the step template; query:
 				 * {"max_concurrent": n} or none */
-	/* limits (orchestration-api.md §3, graph/limit_config.h) */
+	/* limits (docs/design/locks-and-limits.md §4, graph/limit_config.h) */
 	DF_NODE_LIMIT, /* left: the step; query: its settings */
-	/* events (orchestration-api.md §4, graph/event_config.c) */
+	/* events (docs/design/events.md, graph/event_config.c) */
 	DF_NODE_PUBLISH, /* a leaf; query: {"topic", "payload", "key"} */
 	DF_NODE_EVENT, /* a leaf; query: {"topic", "filter", "timeout_seconds"} */
-	/* keyed locks (orchestration-api.md §3, graph/lock_config.h) */
+	/* keyed locks (docs/design/locks-and-limits.md §1, graph/lock_config.h) */
 	DF_NODE_LOCK /* left: the step; query: {"keys": [...], ...} */
 } DfNodeType;
 

@@ -352,7 +352,7 @@ df_http_fail_on_matches(const char *fail_on, long status)
 
 /*
  * df.http(idempotency_key): a template of the key the step sends instead
- * of the engine's; it ends up in a header line, so no CR or LF (issue 17).
+ * of the engine's; it ends up in a header line, so no CR or LF.
  */
 char *
 df_http_check_idempotency_key(const char *key)
@@ -420,7 +420,7 @@ df_http_check_config(const char *query, bool multipart)
 		if ((err = df_http_check_idempotency_key(v->str)) != NULL)
 			return err;
 	}
-	/* df.http(breaker => name), issue 17 */
+	/* df.http(breaker => name) */
 	v = dfjson_get(cfg, "breaker");
 	if (v != NULL && v->type != DFJ_NULL)
 	{

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * limit_config.h
- *	  The settings of a LIMIT node (df.limit, orchestration-api.md §3),
- *	  parsed and checked (limit_config.c).
+ *	  The settings of a LIMIT node (df.limit, docs/design/locks-and-limits.md
+ *	  §4), parsed and checked (limit_config.c).
  *
  * The query is {"key": <template>, "max_concurrent": n, "rate": r,
  * "burst": b, "queue_timeout": seconds}; key is required, with at least

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * lock_config.h
- *	  The settings of a LOCK node (df.with_lock, orchestration-api.md §3,
- *	  issue 17), parsed and checked (lock_config.c).
+ *	  The settings of a LOCK node (df.with_lock,
+ *	  docs/design/locks-and-limits.md §1), parsed and checked (lock_config.c).
  *
  * The node keeps them as one JSON object in its query:
  * {"keys": ["order:{order_id}", ...]} plus "mode": "shared" and

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * map_config.h
- *	  The settings of node MAP, df.map's dynamic fan-out (orchestration-api.md
- *	  §4, issue 18), checked and parsed in one place (map_config.c): df.start's
- *	  validation, the graph cache and df.map's builder use it.
+ *	  The settings of node MAP, df.map's dynamic fan-out (docs/design/map.md),
+ *	  checked and parsed in one place (map_config.c): df.start's validation,
+ *	  the graph cache and df.map's builder use it.
  *
  * A MAP node has the SQL step whose rows it maps over in left_node, the
  * step template run once per row in right_node, and {"max_concurrent": n}

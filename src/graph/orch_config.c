@@ -2,7 +2,8 @@
  *
  * orch_config.c
  *	  Parsing and checking the settings of RETRY, TIMEOUT, CATCH and FAIL
- *	  nodes, and the error codes and patterns of orchestration-api.md §0.
+ *	  nodes, and the error codes and patterns of
+ *	  docs/design/failure-handling.md §2.
  *
  * The same checks serve the builders (a bad argument fails at build
  * time), df.start's validation of a hand-written graph, and the graph

@@ -2,17 +2,20 @@
  *
  * orch_config.h
  *	  The settings of the failure-handling wrapper nodes (RETRY, TIMEOUT,
- *	  CATCH, FAIL; orchestration-api.md §1) and the error codes and
- *	  patterns they work with (§0), parsed and checked (orch_config.c).
+ *	  CATCH, FAIL; docs/design/failure-handling.md) and the error codes and
+ *	  patterns they work with (docs/design/failure-handling.md §2), parsed and
+ *	  checked (orch_config.c).
  *
- * A wrapper keeps its settings as one JSON object in its query (DESIGN.md
- * §6.1).  The builders write only the keys that differ from the defaults,
- * so df.retry(step) is {"node_type":"RETRY","left_node":...,"query":"{}"};
- * the defaults live here, in one place.  Durations are seconds (JSON
+ * A wrapper keeps its settings as one JSON object in its query
+ * (docs/design/failure-handling.md §1).  The builders write only the keys
+ * that differ from the defaults, so df.retry(step) is
+ * {"node_type":"RETRY","left_node":...,"query":"{}"}; the defaults live
+ * here, in one place.  Durations are seconds (JSON
  * numbers, fractions allowed).
  *
  * Error codes: "sql:<SQLSTATE>", "http:<status>", "timeout", "connection",
- * "circuit_open", "queue_timeout", "lock_timeout", "fail", "cancelled".
+ * "circuit_open", "queue_timeout", "lock_timeout", "lock_order_violation",
+ * "fail", "cancelled".
  * The kind is the part before the colon.  A pattern matches a code
  * exactly, by prefix ("sql:08", "http:5xx", 'x' matching any digit) or by
  * kind ("sql", "timeout").
@@ -39,7 +42,7 @@ typedef enum DfJitter
 	DF_JITTER_NONE
 } DfJitter;
 
-/* The defaults of df.retry (orchestration-api.md §1). */
+/* The defaults of df.retry (docs/design/failure-handling.md §3). */
 #define DF_RETRY_MAX_ATTEMPTS	 3
 #define DF_RETRY_INITIAL_MS		 1000
 #define DF_RETRY_BACKOFF_RATE	 2.0
@@ -77,7 +80,7 @@ typedef struct DfWrapperConfig
 	bool		  fail_retryable;
 	bool		  saga_parallel; /* SAGA: the undos run all at once */
 	bool		  saga_continue; /* SAGA: on_undo_failure 'continue' */
-	char		 *breaker_name; /* BREAKER (issue 17) */
+	char		 *breaker_name; /* BREAKER */
 	DfLimitConfig limit; /* LIMIT (limit_config.h) */
 } DfWrapperConfig;
 
@@ -91,7 +94,7 @@ extern char *df_saga_parse(const char *query, bool *parallel,
 						   bool *continue_on_failure);
 
 /*
- * Circuit breakers (issue 17): a breaker's name (1 to 63 letters, digits,
+ * Circuit breakers: a breaker's name (1 to 63 letters, digits,
  * '_', '-', '.' or ':', starting with a letter or '_'), and the settings
  * of a BREAKER node, {"name": "<breaker>"}.
  */
@@ -115,10 +118,10 @@ extern bool	 df_error_matches_any(char *const *patterns, int n,
 extern char *df_error_kind(const char *code);
 
 /*
- * The default classification of §1: retried unless non-retryable (SQL
- * classes 22, 23, 28, 3D, 3F, 42; fail; circuit_open; HTTP 4xx other than
- * 408 and 429).  A NULL code (a failure of the engine itself, a bad
- * substitution) is not retried.
+ * The default classification (docs/design/failure-handling.md §2):
+ * retried unless non-retryable (SQL classes 22, 23, 28, 3D, 3F, 42; fail;
+ * circuit_open; HTTP 4xx other than 408 and 429).  A NULL code (a failure
+ * of the engine itself, a bad substitution) is not retried.
  */
 extern bool df_error_retryable_by_default(const char *code);
 

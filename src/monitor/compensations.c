@@ -2,7 +2,7 @@
  *
  * compensations.c
  *	  df.compensations: the undos registered for an instance
- *	  (df_internal.compensations, issue 16), in the completion order of
+ *	  (df_internal.compensations), in the completion order of
  *	  their forward steps.
  *
  * Visibility as df.history's: the instance must be visible to the caller

@@ -288,7 +288,7 @@ live_marker(const DfNode *node, void *arg)
 	LiveTree   *lt = (LiveTree *) arg;
 	const char *status = lt->view->nodes[node - lt->nodes].inferred;
 
-	/* a saga step whose undo ran: compensated (issue 16) */
+	/* a saga step whose undo ran: compensated */
 	if (node->type == DF_NODE_COMPENSATED && node->right != NULL &&
 		status != NULL && strcmp(status, "completed") == 0)
 	{
@@ -453,7 +453,7 @@ explain_instance(const char *id)
 						 problem);
 		return buf.data;
 	}
-	/* a MAP shows how many children it made and their states (issue 18) */
+	/* a MAP shows how many children it made and their states */
 	for (int i = 0; i < v->nnodes; i++)
 		if (lt.used[i] && lt.nodes[i].type == DF_NODE_MAP)
 			lt.nodes[i].query = pgd_explain_map_config(v->id, v->nodes[i].id,
@@ -617,7 +617,7 @@ PG_FUNCTION_INFO_V1(pgd_explain_format);
 
 /*
  * df.explain(input text, format text) -> text: format 'text' (the tree of
- * df.explain(input)) or 'dot' (Graphviz, explain_dot.c; issue 19).
+ * df.explain(input)) or 'dot' (Graphviz, explain_dot.c).
  */
 Datum
 pgd_explain_format(PG_FUNCTION_ARGS)

@@ -2,7 +2,7 @@
  *
  * explain_dot.c
  *	  df.explain(…, format => 'dot'): a workflow graph as a Graphviz
- *	  digraph (issue 19), e.g. `dot -Tsvg`.
+ *	  digraph, e.g. `dot -Tsvg`.
  *
  * The picture is the flow: a step is a box, a sequence an edge from one
  * part's exit to the next one's entry, JOIN and RACE a fork and a meet

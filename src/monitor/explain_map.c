@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * explain_map.c
- *	  df.explain(id) of an instance with MAP nodes (issue 18): how many
+ *	  df.explain(id) of an instance with MAP nodes: how many
  *	  children each MAP made and the state of each, shown on the MAP's line
  *	  ("items 50: 48 completed, 1 running, 1 pending").
  *

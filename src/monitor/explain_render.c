@@ -286,7 +286,7 @@ append_leaf_label(StringInfo buf, const DfNode *node)
 
 		case DF_NODE_PUBLISH:
 		case DF_NODE_EVENT:
-			/* PUBLISH 'topic', EVENT 'topic' (30s) (issue 18) */
+			/* PUBLISH 'topic', EVENT 'topic' (30s) */
 			cfg = node_config(node);
 			s = config_string(cfg, "topic");
 			appendStringInfo(buf, "%s '", df_node_type_name(node->type));

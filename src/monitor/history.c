@@ -40,7 +40,7 @@ pgd_history_events(void)
  * events with ids in ($n, $m] adds (n and m: its parameters), so that the
  * BRIN indexes on df_internal.events find the rows: an event's id is its
  * row's, or for the end of a start and end written in one row with
- * events between, its ended_id (issue 14).
+ * events between, its ended_id.
  */
 char *
 pgd_history_window(int n, int m)

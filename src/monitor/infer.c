@@ -38,7 +38,7 @@
  *		so the nodes it caught running stay physically "running", reference
  *		§3.10) and one that failed when it was loaded (its nodes stay
  *		"pending") have such nodes; a completed or failed root already makes
- *		every node below it terminal or "skipped" (issue 22).
+ *		every node below it terminal or "skipped".
  *
  * Rows the walk does not reach (only possible in rows written by hand)
  * keep their physical status.  Each row is visited at most once, so even

@@ -102,8 +102,7 @@ extern void pgd_load_instance_views(int n, const char *const *ids,
 
 /*
  * explain_map.c: the query of MAP node map_id as df.explain(id) shows it,
- * with "items" (how many children df.map made, and their states) added
- * (issue 18).
+ * with "items" (how many children df.map made, and their states) added.
  */
 extern char *pgd_explain_map_config(const char *instance_id,
 									const char *map_id, const char *query);

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * span_sources.c
- *	  The OTLP exporter's sources of spans (issue 19): for every instance it
+ *	  The OTLP exporter's sources of spans: for every instance it
  *	  is exporting, the graph and the history read so far, kept between its
  *	  scans, fed by one read of the new history events per scan.
  *

@@ -2,7 +2,7 @@
  *
  * span_sources.h
  *	  The OTLP exporter's sources of spans, kept between its scans
- *	  (span_sources.c, issue 19).
+ *	  (span_sources.c).
  *
  * Locks: none (plain reads).
  *

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * spans.c
- *	  The spans of an instance, derived from its history (issue 19).
+ *	  The spans of an instance, derived from its history.
  *
  * Nothing is written for tracing: the spans are a reading of
  * df_internal.events with the graph of df.nodes.
@@ -436,7 +436,7 @@ node_started(Builder *b, const HistEvent *e)
 	s->scope = e->scope;
 	s->node_id = e->node_id;
 	s->start = e->at;
-	/* the event nodes are messaging spans (issue 18) */
+	/* the event nodes are messaging spans */
 	s->kind = r->type == DF_NODE_PUBLISH ? PGD_SPAN_PRODUCER :
 		r->type == DF_NODE_EVENT		 ? PGD_SPAN_CONSUMER :
 										   PGD_SPAN_INTERNAL;

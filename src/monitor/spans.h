@@ -3,8 +3,8 @@
  * spans.h
  *	  The spans of an instance, derived from its history (spans.c) and
  *	  shown by df.instance_spans and df.timeline (spans_sql.c) and exported
- *	  over OTLP by the HTTP worker (worker/otel.c).  Issue 19,
- *	  orchestration-api.md §5.
+ *	  over OTLP by the HTTP worker (worker/otel.c):
+ *	  docs/design/tracing.md.
  *
  * The tree: the instance's root span (SERVER), a span per node execution
  * (INTERNAL) under the span of the node's parent, and under a SQL or HTTP
@@ -33,7 +33,7 @@ typedef enum PgdSpanKind
 	PGD_SPAN_INTERNAL,
 	PGD_SPAN_SERVER,
 	PGD_SPAN_CLIENT,
-	PGD_SPAN_PRODUCER, /* a PUBLISH node (issue 18) */
+	PGD_SPAN_PRODUCER, /* a PUBLISH node */
 	PGD_SPAN_CONSUMER  /* an EVENT node */
 } PgdSpanKind;
 

@@ -2,7 +2,7 @@
  *
  * spans_sql.c
  *	  df.instance_spans and df.timeline: the spans of an instance
- *	  (spans.c) as rows, and as a text Gantt chart (issue 19).
+ *	  (spans.c) as rows, and as a text Gantt chart.
  *
  * Both read under df.history's visibility (pgd_read_as_engine): an
  * instance the caller cannot see has no spans.

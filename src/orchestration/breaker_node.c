@@ -2,7 +2,7 @@
  *
  * breaker_node.c
  *	  The BREAKER wrapper node, df.with_breaker(step, name)
- *	  (orchestration-api.md §3, issue 17): its whole subtree is one call
+ *	  (docs/design/breakers.md): its whole subtree is one call
  *	  of the breaker.
  *
  *	 start		the breaker admits the call: the child starts, and the

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * events.c
- *	  The event nodes (orchestration-api.md §4, issue 18), run through the
+ *	  The event nodes (docs/design/events.md), run through the
  *	  engine's wrapper hooks (wrappers.c dispatches to them):
  *
  *	 PUBLISH  substitutes its payload and key templates and publishes the

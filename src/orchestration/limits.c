@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * limits.c
- *	  Node LIMIT's part of a transition (df.limit, orchestration-api.md
- *	  §3, issue 17), called through the wrapper hooks (wrappers.c).
+ *	  Node LIMIT's part of a transition (df.limit,
+ *	  docs/design/locks-and-limits.md §4), called through the wrapper hooks
+ *	  (wrappers.c).
  *
  *	 start		 the key template is substituted; the execution enters the
  *				 key's FIFO queue, which is pumped under the key's row lock

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * lock.c
- *	  Node LOCK, df.with_lock (orchestration-api.md §3, issue 17): its
+ *	  Node LOCK, df.with_lock (docs/design/locks-and-limits.md §1): its
  *	  child runs while the node holds every one of its keys.
  *
  * Start: the keys (templates) are substituted with the variables and the

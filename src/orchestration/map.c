@@ -2,7 +2,7 @@
  *
  * map.c
  *	  Node MAP, df.map(query, step, max_concurrent): dynamic fan-out
- *	  (orchestration-api.md §4, issue 18), run by the engine through its
+ *	  (docs/design/map.md), run by the engine through its
  *	  wrapper hooks (wrappers.c dispatches here).
  *
  * A MAP runs its query (left_node, an ordinary SQL step: exactly once, the

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * orchestration.h
- *	  The failure-handling wrapper nodes (orchestration-api.md §1): the
+ *	  The failure-handling wrapper nodes (docs/design/failure-handling.md): the
  *	  pure retry decisions (retry.c) and the wrappers' part of a transition
  *	  (wrappers.c), which the engine calls through its wrapper hooks.
  *
@@ -70,7 +70,7 @@ extern void pgd_catch_child_done(PgdGraph *g, int n, int child,
  */
 extern bool pgd_retry_kept_task(int64 task_id);
 
-/* --- saga.c (issue 16) --- */
+/* --- saga.c --- */
 
 /* The forward step of COMPENSATED node n completed in scope: register its undo. */
 extern void pgd_saga_register(PgdGraph *g, int n, const char *scope);
@@ -127,7 +127,7 @@ extern void pgd_breaker_node_start(PgdGraph *g, int n, const char *scope);
 extern void pgd_breaker_node_done(PgdGraph *g, int n, const char *scope,
 								  PgdOutcome outcome);
 
-/* --- map.c (issue 18): node MAP, df.map --- */
+/* --- map.c: node MAP, df.map --- */
 
 /* MAP node n starts in scope: its query runs. */
 extern void pgd_map_start(PgdGraph *g, int n, const char *scope);
@@ -136,13 +136,13 @@ extern void pgd_map_start(PgdGraph *g, int n, const char *scope);
 extern void pgd_map_child_done(PgdGraph *g, int n, int child,
 							   const char *scope, PgdOutcome outcome);
 
-/* --- limits.c (issue 17): node LIMIT --- */
+/* --- limits.c: node LIMIT --- */
 extern void pgd_limit_start(PgdGraph *g, int n, const char *scope);
 extern void pgd_limit_timer(PgdGraph *g, int n, const char *scope);
 extern void pgd_limit_child_done(PgdGraph *g, int n, const char *scope,
 								 PgdOutcome outcome);
 
-/* --- events.c (issue 18) --- */
+/* --- events.c --- */
 
 /* PUBLISH or EVENT node n starts in scope. */
 extern void pgd_events_start(PgdGraph *g, int n, const char *scope);
@@ -152,7 +152,7 @@ extern void pgd_events_timer(PgdGraph *g, int n, const char *scope);
 
 /* A deliver task: hand the instance's EVENT waits the events they match. */
 extern void pgd_events_deliver(PgdGraph *g);
-/* --- lock.c: node LOCK (issue 17) --- */
+/* --- lock.c: node LOCK --- */
 extern void pgd_lock_start(PgdGraph *g, int n, const char *scope);
 extern void pgd_lock_child_done(PgdGraph *g, int n, int child,
 								const char *scope, PgdOutcome outcome);

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * retry.c
- *	  The pure decisions of df.retry (orchestration-api.md §1): whether an
- *	  error is retried, how long to wait before the next attempt, and
- *	  when to give up.
+ *	  The pure decisions of df.retry (docs/design/failure-handling.md §3):
+ *	  whether an error is retried, how long to wait before the next
+ *	  attempt, and when to give up.
  *
  * Delay before attempt n+1: min(max_interval, initial_interval ×
  * backoff_rate^(n−1)); jitter 'full' draws in [0, delay], 'equal' in

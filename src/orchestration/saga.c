@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * saga.c
- *	  Sagas (orchestration-api.md §2, issue 16): the registration of an
+ *	  Sagas (docs/design/sagas.md): the registration of an
  *	  undo when the forward step of a COMPENSATED node completes, and the
  *	  compensations: of a SAGA whose body failed, of a losing RACE branch,
  *	  and of the instance, the root being an implicit saga.  wrappers.c

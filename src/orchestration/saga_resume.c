@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * saga_resume.c
- *	  df.compensate(id) (orchestration-api.md §2, issue 16): an instance
+ *	  df.compensate(id) (docs/design/sagas.md §7): an instance
  *	  whose compensation an undo failing for good stopped (on_undo_failure
  *	  'stop': the instance 'failed', the remaining undos registered) runs
  *	  again once the cause is fixed.
@@ -16,8 +16,9 @@
  * belonged to goes on, the failed undo first (it is the latest
  * registered).  The instance then ends as its compensation ends.
  *
- * Locks: the df.instances row, then the new runs row (DESIGN.md §5: the
- * runs row is the instance's lock; nobody else holds a new one).
+ * Locks: the df.instances row, then the new runs row
+ * (docs/design/architecture.md §5: the runs row is the instance's lock; nobody
+ * else holds a new one).
  *
  *-------------------------------------------------------------------------
  */

@@ -2,7 +2,7 @@
  *
  * wrappers.c
  *	  The wrapper nodes' part of a transition: RETRY, TIMEOUT, CATCH and
- *	  FAIL (orchestration-api.md §1, DESIGN.md §6.1).  The engine calls
+ *	  FAIL (docs/design/failure-handling.md).  The engine calls
  *	  these through its wrapper hooks (engine/apply.h), installed by
  *	  pgd_orchestration_init() when the library loads.
  *
@@ -29,11 +29,11 @@
  *	 FAIL	 fails at once with kind 'fail' and its message, substituted.
  *	 BREAKER is breaker_node.c's; a refused admission may be
  *			 retried like a step (a timer on the node, then a new admission).
- *	 COMPENSATED (issue 16) runs its forward step; the forward's outcome
+ *	 COMPENSATED runs its forward step; the forward's outcome
  *			 is the node's.  When the forward completes, its undo (right)
  *			 is registered in the same transaction; the undo runs only in
  *			 compensation (saga.c).
- *	 SAGA	 (issue 16) runs its body in a scope of its own; a body that
+ *	 SAGA	 runs its body in a scope of its own; a body that
  *			 completes completes the SAGA; one that fails is compensated
  *			 (saga.c), and on_compensated (right) runs in the SAGA's scope.
  *
@@ -414,7 +414,7 @@ enclosing_retry(const PgdGraph *g, int n)
 }
 
 /*
- * The default policy of an undo (orchestration-api.md §2): retried without
+ * The default policy of an undo (docs/design/sagas.md §8): retried without
  * limit, from 1 s to 60 s, full jitter, with the default classification.
  */
 static const DfRetryPolicy *

@@ -69,8 +69,7 @@ typedef struct PgdHttpRequest
 	char		*idempotency_key;
 	char		*traceparent; /* "00-<trace>-<this attempt's span>-<flags>" */
 	char		*tracestate;  /* df.start(tracestate), NULL if none */
-	PgdBreakerTicket
-		breaker; /* config "breaker": the admitted call (issue 17) */
+	PgdBreakerTicket breaker; /* config "breaker": the admitted call */
 } PgdHttpRequest;
 
 /* What a finished call gave back (the raw material of the envelope). */

@@ -24,7 +24,7 @@
  * like a header, is sent instead, so that instances acting on one order
  * deduplicate at the service; an Idempotency-Key header the step sets
  * itself wins over both; an empty one (after substitution) leaves the
- * one before it (issue 17).
+ * one before it.
  *
  * The envelope (pgd_http_envelope) is {"status","body","encoding",
  * "headers","ok","duration_ms"}: the body is text when the Content-Type is
@@ -374,7 +374,7 @@ prepare_body(PgdHttpRequest *req, SubstCtx *sc, const DfJson *cfg,
 }
 
 /*
- * The W3C trace context of this attempt (issue 19): the instance's trace
+ * The W3C trace context of this attempt: the instance's trace
  * id and, as the parent, the span of this attempt, the one df.instance_spans
  * derives from (scope, node, attempt) (monitor/spans.c).  An instance of an
  * older schema has no trace id among its variables: the fallback id.
@@ -405,7 +405,7 @@ trace_context(PgdHttpRequest *req, DfJson *vars)
 
 /*
  * A call that would be made goes through the breaker its config names
- * (df.http(breaker => ...), issue 17): refused, the step fails with kind
+ * (df.http(breaker => ...)): refused, the step fails with kind
  * circuit_open and no call is made; admitted, req->breaker records the
  * outcome when the call ends (http_worker.c).  Needs SPI (the breaker may
  * be loaded, a transition persisted).

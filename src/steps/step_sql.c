@@ -198,7 +198,7 @@ pgd_set_attempt_timeout(int64 ms)
 }
 
 /*
- * The error code of a failed statement (orchestration-api.md §0):
+ * The error code of a failed statement (docs/design/failure-handling.md §2):
  * "sql:<SQLSTATE>", or "timeout" when statement_timeout cancelled it (a
  * retry's attempt_timeout).
  */

@@ -31,9 +31,10 @@ extern bool pgd_in_workflow(void);
 extern void pgd_set_attempt_timeout(int64 ms);
 
 /*
- * A deadlock, serialization failure or lock timeout: a lost race for a
- * lock, after which the statement runs again (DESIGN.md §5 rule 5), a
- * user's step re-queued, an engine unit run again (worker/executor.c).
+ * A deadlock, serialization failure or lock timeout: a lost race for a lock,
+ * after which the statement runs again
+ * (docs/design/architecture.md §5 rule 5): a user's step re-queued, an engine
+ * unit run again (worker/executor.c).
  */
 extern bool pgd_lost_lock_race(int sqlerrcode);
 

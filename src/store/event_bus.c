@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * event_bus.c
- *	  The engine store's statements for the event bus (issue 18,
- *	  orchestration-api.md §4): an EVENT node taking an event, the sweep
+ *	  The engine store's statements for the event bus
+ *	  (docs/design/events.md): an EVENT node taking an event, the sweep
  *	  that wakes the instances whose waits an event matches, and the
  *	  retention of the bus (store.h).
  *

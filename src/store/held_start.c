@@ -2,7 +2,7 @@
  *
  * held_start.c
  *	  The engine store's start of an instance, held while the executor
- *	  holds its batch's node writes (issue 14).
+ *	  holds its batch's node writes.
  *
  * An instance starts in a transition that writes 'running' into its
  * df.instances row and its runs row, and adds its instance_started event.
@@ -11,7 +11,7 @@
  * written at all when the instance ends in the batch first: a one-step
  * workflow is then one update of its df.instances row, not two (the
  * update is not HOT, status is indexed: a heap record and four index
- * entries), and its runs row is deleted without an update before.  Its
+ * entries), and its runs row is deleted without being updated first.  Its
  * instance_started event is then the start of its end's row, as a node's
  * start is (node_writes.c): the row's id is drawn when the instance
  * starts, its end's place is ended_id, and df_internal.history_events

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * inbox.c
- *	  The engine store's functions for the inbox (DESIGN.md §4.2, issue
- *	  14; store.h): completions whose instance's runs row another
- *	  transaction held when their step ended.
+ *	  The engine store's functions for the inbox
+ *	  (docs/design/batches-and-inbox.md §4; store.h): completions whose
+ *	  instance's runs row another transaction held when their step ended.
  *
  * A step that finds its runs row held (SKIP LOCKED) does not wait: it
  * inserts its completion into df_internal.inbox together with an 'apply'
@@ -21,7 +21,7 @@
  *
  * Under a schema without the inbox (the new library before ALTER
  * EXTENSION ... UPDATE) nothing here is used: the step waits for its runs
- * row as before (pgd_internal_relation_exists).
+ * row (pgd_internal_relation_exists).
  *
  * Locks: the runs row taken with SKIP LOCKED (never waits); the inbox is
  * insert only and read and deleted under the instance's runs lock; other
@@ -199,7 +199,7 @@ pgd_store_inbox_drop(const char *instance_id)
  * poll, 5 s, in bench/peers/run (24 steps/s at one client), and df.map
  * over 1,000 rows ran at 175 steps/s in one bench/run out of three.  (A
  * queue scan at commit did it before: a scan skips the tasks that other
- * batches hold, 500 buffers and 0.7 ms each in a fan-out, issue 14.)
+ * batches hold, 500 buffers and 0.7 ms each in a fan-out.)
  */
 bool
 pgd_store_inbox_other_apply(const char *instance_id, int64 after_id)

@@ -45,11 +45,12 @@ run_status(const char *text, PgdInstanceStatus *status)
 }
 
 /*
- * How the next runs row is taken: waiting (the first task of a batch),
- * NOWAIT (a later one: held elsewhere, the lock raises an error that rolls
- * back only that task, which leads the next batch; issue 14, DESIGN §4.1
- * and §5 rule 1), or SKIP LOCKED once (a step's completion, which goes to
- * the inbox when the row is held; §4.2).
+ * How the next runs row is taken: waiting (the first task of a batch), NOWAIT
+ * (a later one: held elsewhere, the lock raises an error that rolls back only
+ * that task, which leads the next batch; docs/design/batches-and-inbox.md §2
+ * and docs/design/architecture.md §5 rule 1), or SKIP LOCKED once (a step's
+ * completion, which goes to the inbox when the row is held;
+ * docs/design/batches-and-inbox.md §4).
  */
 static bool run_nowait = false;
 static bool run_skip = false;
@@ -184,8 +185,7 @@ end_has_state(const char *instance_id)
  * running steps are skipped; those steps find the runs row gone and
  * discard themselves.  An instance with no state but its runs row (as
  * the indexes say) has that row deleted by its key, which the caller
- * holds; the statement cost 64 us at each instance's end (perf, session
- * 19).
+ * holds; the statement cost 64 us at each instance's end (perf).
  */
 void
 pgd_store_end_instance(const char *instance_id)
@@ -197,7 +197,7 @@ pgd_store_end_instance(const char *instance_id)
 		RUN(STMT_END_INSTANCE, instance_id);
 	pgd_store_limit_release(instance_id, NULL, NULL);
 	/*
-	 * completions nobody will apply (issue 14), when the index has any
+	 * completions nobody will apply, when the index has any
 	 * (a row being made counts); one committed later is its apply task's
 	 */
 	if (pgd_internal_index_has("inbox_instance_idx", 1,
@@ -222,7 +222,7 @@ pgd_store_load_nodes(const char *instance_id, char **root_id,
  */
 
 /*
- * JOIN counters held in memory (issue 14).  In an executor's batch
+ * JOIN counters held in memory.  In an executor's batch
  * (store_node_writes_held) the first branch of a JOIN to end writes no
  * counter row: the count is an entry of this list, and a JOIN whose
  * branches all end in the batch (a fan-out it runs itself) never has a
@@ -448,7 +448,7 @@ pgd_store_has_results(const char *instance_id)
 {
 	/*
 	 * by the primary key's first column, without a statement (5 us a JOIN
-	 * in fan-outs, perf, session 20); only the holder of the runs row
+	 * in fan-outs, perf); only the holder of the runs row
 	 * writes them, so what is being written elsewhere is nothing
 	 */
 	return pgd_internal_index_has("results_pkey", 1,
@@ -504,7 +504,8 @@ pgd_store_signal_take(const char *instance_id, const char *name,
 
 /*
  * A signal into the instance's mailbox and a deliver task, in the caller's
- * transaction; nothing of the instance is locked (DESIGN.md §5 rule 2).
+ * transaction; nothing of the instance is locked
+ * (docs/design/architecture.md §5 rule 2).
  */
 void
 pgd_store_signal_send(const char *instance_id, const char *name,

@@ -2,21 +2,20 @@
  *
  * limit_slots.c
  *	  The engine store's functions for limits (df.limit, node LIMIT,
- *	  orchestration-api.md §3, issue 17): entering a key, a LIMIT node's
+ *	  docs/design/locks-and-limits.md §4): entering a key, a LIMIT node's
  *	  timer, and the release of the slots and queue places of LIMIT node
  *	  executions that ended.
  *
- * The decisions are made by the install script's df_internal.limit_pump
- * under the key's row lock (df_internal.limits, FOR UPDATE): it counts the
- * key's holders (never a queue position) before it admits anybody, so a
- * key never has more than max_concurrent holders, and takes a token of the
- * key's bucket for each admission.  A waiter admitted by another
- * instance's transaction (the one that freed the slot) gets its slot at
- * once (a holder row, started = false) and a timer task now on its LIMIT
- * node: that is the registered wait's wake-up, committed with the release
- * (DESIGN.md §5 rule 2: a row for the other instance, no lock on it).  The
- * head of a queue that waits for a token gets a timer at the time the
- * token is there.
+ * The decisions are made by the install script's df_internal.limit_pump under
+ * the key's row lock (df_internal.limits, FOR UPDATE): it counts the key's
+ * holders (never a queue position) before it admits anybody, so a key never
+ * has more than max_concurrent holders, and takes a token of the key's bucket
+ * for each admission.  A waiter admitted by another instance's transaction
+ * (the one that freed the slot) gets its slot at once (a holder row, started =
+ * false) and a timer task now on its LIMIT node: that is the registered wait's
+ * wake-up, committed with the release (docs/design/architecture.md §5 rule 2:
+ * a row for the other instance, no lock on it).  The head of a queue that
+ * waits for a token gets a timer at the time the token is there.
  *
  * The release runs in the transaction that ends the holder: its LIMIT
  * node finishing (orchestration/limits.c), its scope abandoned
@@ -116,8 +115,8 @@ limit_rows(int n, const char *instance_id, const char *node_id,
  * statement: so the next entry of that key in the same transaction (the
  * next step of a chain that a batch runs, under a key of its instance)
  * need not lock the row again, and the release of a slot taken in it
- * deletes the holder and looks at the queue in one statement, not two
- * (issue 17).  Kept: the key with the max_concurrent its row was found
+ * deletes the holder and looks at the queue in one statement, not two.
+ * Kept: the key with the max_concurrent its row was found
  * with, and the node executions that entered it.  Forgotten with the
  * transaction, at the rollback of any subtransaction, and when one of the
  * install script's limit functions ran (they may change the key's row).
@@ -205,7 +204,7 @@ limit_slots_subxact_abort(SubTransactionId mySubid)
 }
 
 /* ---------------------------------------------------------------------
- * Slots given in memory (issue 17)
+ * Slots given in memory
  *
  * While this transaction holds a key's row, nobody else admits anyone to
  * the key or queues for it (both need the row), and a holder of another
@@ -507,7 +506,7 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 	{
 		/*
 		 * One node's own slot, when it finished: its row goes and its
-		 * key's row is locked in one statement (issue 17: two statements
+		 * key's row is locked in one statement (two statements
 		 * for the release of a slot nobody waits for, not three); under a
 		 * snapshot isolation, pump_if_queued refuses before any lock.
 		 */
@@ -553,7 +552,7 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 	 * made counts).  Its rows are made by its own transitions, which this
 	 * one holds off, or from its places by a hand-over, which leaves one
 	 * or the other in sight.  The statement cost 26 us at every
-	 * instance's end (perf, session 19).
+	 * instance's end (perf).
 	 */
 	if (!pgd_internal_index_has("limit_holders_pkey", 1,
 								(const char *const[]){instance_id}) &&

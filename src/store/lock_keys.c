@@ -2,7 +2,7 @@
  *
  * lock_keys.c
  *	  The engine store's functions for keyed locks (df.with_lock, node
- *	  LOCK; orchestration-api.md §3, issue 17): taking a key, the entries
+ *	  LOCK; docs/design/locks-and-limits.md §1): taking a key, the entries
  *	  of one LOCK execution, and the release that hands a key to its next
  *	  waiters (store.h).
  *
@@ -17,12 +17,12 @@
  * every instance's nested locks follow the same order (the lock order
  * check of orchestration/lock.c), so no cycle of waits can form.
  *
- * A key is granted to a waiter by the transaction that releases it: the
- * entry becomes held there and a timer task due now is queued for the
- * waiter's LOCK node (a row inserted into the other instance's queue,
- * DESIGN.md §5 rule 2), which takes its next keys or starts its child.
- * Fencing tokens come from one sequence: every grant gets a larger one,
- * so each key's tokens only grow, whatever happens to its rows.
+ * A key is granted to a waiter by the transaction that releases it: the entry
+ * becomes held there and a timer task due now is queued for the waiter's LOCK
+ * node (a row inserted into the other instance's queue,
+ * docs/design/architecture.md §5 rule 2), which takes its next keys or starts
+ * its child.  Fencing tokens come from one sequence: every grant gets a larger
+ * one, so each key's tokens only grow, whatever happens to its rows.
  *
  * None of these statements reads df.nodes or the history, so they leave
  * the store's buffered node writes to go out with the rest of the
@@ -73,7 +73,7 @@
 	" OPERATOR(pg_catalog.||) '::')))"
 
 /* ---------------------------------------------------------------------
- * One order for the key rows (DESIGN.md §5 rule 1)
+ * One order for the key rows (docs/design/architecture.md §5 rule 1)
  *
  * An executor's transaction locks the key rows of several nodes: a chain
  * step releases its LOCK's key and takes the next LOCK's, a batch runs the
@@ -311,7 +311,7 @@ take_fresh_key(const char *instance_id, const char *node_id, const char *scope,
 }
 
 /* ---------------------------------------------------------------------
- * Keys held in memory (issue 17)
+ * Keys held in memory
  *
  * In an executor's batch (store_node_writes_held), an exclusive key
  * nobody has is taken without writing a row: the transaction takes the
@@ -559,7 +559,7 @@ release_locked(const char *key, const char *instance_id, const char *node_id,
  * row (one waiting on the other's entry while holding the key's row would
  * deadlock).
  *
- * Two statements for a node holding one key (issue 17: a step under
+ * Two statements for a node holding one key (a step under
  * df.with_lock should cost little more than a plain step): the first
  * finds the keys and locks their rows, one after the other in key order
  * (a nested loop over the sorted keys, each row locked by the inner

@@ -2,7 +2,7 @@
  *
  * map_items.c
  *	  The engine store's functions for node MAP, df.map's dynamic fan-out
- *	  (orchestration-api.md §4, issue 18; store.h).
+ *	  (docs/design/map.md; store.h).
  *
  * The children of a MAP are real nodes: when its query's rows are known,
  * the transition inserts one copy of the step template per row into

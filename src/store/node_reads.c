@@ -136,8 +136,8 @@ store_read_node_rows(const char *instance_id, int n, const char *const *ids,
  * now, after this transaction's own writes): its root node's id into
  * *root_id and its nodes into *rows, in the primary key's order; 0 when
  * the instance has no df.instances row.  By the primary keys, without
- * the two statements that cost 120 us an instance of 59 nodes (perf,
- * session 19: 6 us a step of a chain of wrapped steps, loaded once per
+ * the two statements that cost 120 us an instance of 59 nodes (perf:
+ * 6 us a step of a chain of wrapped steps, loaded once per
  * instance and executor).
  */
 int

@@ -7,20 +7,19 @@
  * The rows are written without a statement: each node row is found by its
  * whole primary key and updated in place, with index entries only when the
  * update is not HOT, and the events go in as one multi-insert (one WAL
- * record per page of rows) with their index entries.  One statement per
- * flush was the form before, an UPDATE of the rows from arrays of the
- * writes' columns and an INSERT of their events: about 26 us per write,
- * 40% of the executors' time in 20-step chains (pg_stat_statements);
- * before that, groups of eight UPDATEs, most of whose time went to
+ * record per page of rows) with their index entries.  A statement per
+ * flush (an UPDATE of the rows from arrays of the writes' columns and an
+ * INSERT of their events) costs about 26 us per write, 40% of the
+ * executors' time in 20-step chains (pg_stat_statements), most of it in
  * preparing df.nodes' CHECK constraints again.  No CHECK constraint or
  * trigger runs for these writes: the columns written are the engine's own
  * (a status of its three, a result its parser produced, a stamp, the
  * time; an event kind of its list), no trigger of df.nodes fires for an
  * update of them (the root-node check watches instance_id and id, and the
  * foreign keys skip an update that leaves theirs as they were), and
- * df_internal.events has none.  Executor CPU per step of a 20-step chain
- * fell from 121-128 us to 99-113, and of a chain of steps each under a
- * df.with_lock from 182-186 to 137-142 (issues 14, 17).
+ * df_internal.events has none.  Written this way, a step of a 20-step
+ * chain costs an executor about a fifth less CPU than with the statement,
+ * and a step under a df.with_lock about a quarter less.
  *
  * A trigger of the user's on df.nodes (UPDATE) or df_internal.events
  * (INSERT) keeps the statement (write_rows_statement), so that it fires.
@@ -95,7 +94,7 @@ PgdFlushTail store_flush_tail;
  * statistics: two earlier forms let a generic plan made while df.nodes
  * was small or had no statistics (a fresh cluster) read every node of
  * the instance for each write, which made wide JOINs quadratic: the ids
- * in an array parameter (id = ANY($2), issue 22), and then the ids as a
+ * in an array parameter (id = ANY($2)), and then the ids as a
  * list (instance_id = $1 AND id IN ($2, $8, ...)), where the planner may
  * search the primary key by its first column alone and apply the list as
  * a filter.  The UPDATE then finds each row by its ctid, which nobody
@@ -284,7 +283,7 @@ scope_without_instance(const char *instance_id, const char *scope)
 /*
  * scope as a row of df_internal.events keeps it: without the instance's id
  * in front, which df_internal.history_events puts back; 8 bytes less per
- * history row, about 16 per chain step (issue 14).  Whole when the schema
+ * history row, about 16 per chain step.  Whole when the schema
  * has no such view (an older version's, which would show it as kept).  A
  * flush knows that from its mode and strips it itself.
  */
@@ -410,7 +409,7 @@ flush_jsonb(const char *text)
  * (the root of a fan-out of 20 holds all 20 of them), and compressed its
  * row's new version stays on its page, a HOT update, instead of moving to
  * another one with a lock record, an index entry and the whole row in the
- * WAL (issue 14).  A value that does not compress is kept as it is;
+ * WAL.  A value that does not compress is kept as it is;
  * readers decompress it as any compressed value.
  */
 #define RESULT_COMPRESS_MIN 256
@@ -783,7 +782,7 @@ instance_created_at(const char *instance_id, TimestampTz *created)
  * its instance_started (at instance_started_at, NULL when it is the
  * node's started_at) and instance_completed (the view's subs -1 and 2).
  * One row and one index entry instead of two, about 200 bytes of WAL
- * less for a one-step workflow (issue 14).  False, having
+ * less for a one-step workflow.  False, having
  * changed nothing, when it is not so or the schema has no such columns.
  */
 static bool
@@ -868,7 +867,7 @@ instance_event_slot(FlushRels *r, int64 event_id, const char *instance_id,
 /*
  * That row, inserted alone (instance_event_slot).  No statement: it cost
  * 28-38 us at the end of every instance that started and ended in one
- * batch (perf, session 19).  False when a trigger of the user's on
+ * batch (perf).  False when a trigger of the user's on
  * df_internal.events must fire, or instance_event_slot cannot make the
  * row: the caller's statement then inserts it.
  */

@@ -17,16 +17,17 @@
  * SQL step's row count, never the result itself.  An event's time is
  * when its write was buffered.
  *
- * A batch (issue 14) holds them from one transition to the next instead
+ * A batch holds them from one transition to the next instead
  * (pgd_store_hold_node_writes), and the executor writes them before its
  * commit.  A node that starts and ends in one batch, a chain step the
  * batch runs itself and the THEN nodes around it, is then one update of
- * its row, not two, with both events: the second update of a row in one
- * transaction also made PostgreSQL check the row's three foreign keys
- * again at commit (the first version's xmin is the transaction's own),
- * which locked the instance and both children (KEY SHARE) and wrote a
- * lock record each.  A 20-step chain in one batch: 3.9 node updates and
- * 2.75 of those locks per step before, 2.4 and none now.  The cost: a
+ * its row, not two, with both events: a second update of a row in one
+ * transaction would also make PostgreSQL check the row's three foreign
+ * keys again at commit (the first version's xmin is the transaction's
+ * own), which locks the instance and both children (KEY SHARE) and writes
+ * a lock record each.  A 20-step chain in one batch makes 2.4 node
+ * updates per step and none of those locks, where writing at each
+ * transition makes 3.9 and 2.75.  The cost: a
  * step's own statement sees the rows of its instance as the batch's last
  * write left them (its node still pending, not running); other sessions
  * see nothing of the batch before its commit either way.
@@ -37,8 +38,8 @@
  * (a THEN, a wrapper), the flush draws the ids of its events first, the
  * row's id is the one drawn at the start's place and ended_id the one at
  * the end's (df_internal.history_events).  A step of a 20-step chain run
- * in one batch was three event rows, its own and its THEN's start and
- * end; it is two.
+ * in one batch is two event rows, where a row per event would make three
+ * (its own and its THEN's start and end).
  *
  * The buffer keeps a subtransaction's writes (the later steps of a batch
  * run in subtransactions, batch.c): what a rolled-back one buffered is
@@ -526,7 +527,7 @@ read_rows_of(const char *instance_id, int n, const char *const *ids,
  * not written yet as that write leaves its row, the others from their
  * rows.  The buffer stays: a fan-out run in one batch writes each node's
  * start and end as one update, as a chain does, instead of writing all
- * its starts when its first JOIN ends (issue 14).
+ * its starts when its first JOIN ends.
  */
 void
 pgd_store_node_states(const char *instance_id, const char *const *ids, int n,
@@ -706,7 +707,7 @@ const PgdHeldOps store_node_writes_ops = {
  * The same row, inserted by the flush of the instance's node writes that
  * this call makes (store_flush_node_writes), with their events, as the
  * last one: one multi-insert record instead of two, about 50 bytes of WAL
- * less for an instance that starts and ends in one batch (issue 14).
+ * less for an instance that starts and ends in one batch.
  * False when the flush did not insert it (nothing to flush, a trigger of
  * the user's): the caller inserts it after the flush.
  */

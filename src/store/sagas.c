@@ -1,11 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * sagas.c
- *	  The engine store's functions for sagas (orchestration-api.md §2,
- *	  issue 16): the registration of an undo, the undos a compensation
- *	  takes and their end, and the resumption of a stopped compensation
- *	  (store.h; the statements are in statements.c's table, but for the rare
- *	  df.compensate ones here).
+ *	  The engine store's functions for sagas (docs/design/sagas.md): the
+ *	  registration of an undo, the undos a compensation takes and their end,
+ *	  and the resumption of a stopped compensation (store.h; the statements are
+ *	  in statements.c's table, but for the rare df.compensate ones here).
  *
  * An undo is registered in df_internal.compensations by the transition
  * in which the forward step of its COMPENSATED node completed, so the row

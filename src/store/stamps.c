@@ -4,19 +4,19 @@
  *	  The status and stamp (execution_id) of the nodes of the instances
  *	  whose runs row this transaction holds, kept for the rest of the
  *	  transaction, so that the liveness check of every step of a batch
- *	  need not read them again (issue 14).
+ *	  need not read them again.
  *
- * Every transition asks whether its node and the ancestors of it are live
- * in its scope (pgd_node_is_live), one statement per step: a sixth of an
- * executor's time in 20-step chains (perf, bench/run's chains), for rows
- * that nobody else can change meanwhile.  A node's row changes only under
- * its instance's runs row (DESIGN.md §5), and while this transaction holds
- * that row, only by this transaction's node writes (node_writes.c), which
- * come here as they are written.  So for such an instance the rows read
- * once are kept, with each write's state on top, and a later question
- * about nodes that are all known here (or in the buffer not written yet,
- * which node_writes.c lays over the answer either way) is answered
- * without a statement.
+ * Every transition asks whether its node and the ancestors of it are live in
+ * its scope (pgd_node_is_live), one statement per step: a sixth of an
+ * executor's time in 20-step chains (perf, bench/run's chains), for rows that
+ * nobody else can change meanwhile.  A node's row changes only under its
+ * instance's runs row (docs/design/architecture.md §5), and while this
+ * transaction holds that row, only by this transaction's node writes
+ * (node_writes.c), which come here as they are written.  So for such an
+ * instance the rows read once are kept, with each write's state on top, and a
+ * later question about nodes that are all known here (or in the buffer not
+ * written yet, which node_writes.c lays over the answer either way) is
+ * answered without a statement.
  *
  * What is kept is forgotten with the transaction, and at the rollback of
  * any subtransaction (its writes and its runs row locks are undone).  The

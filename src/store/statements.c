@@ -151,7 +151,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 * The engine's own state (the runs row, which the caller holds) says
 	 * where an instance is; df.instances.status only shows it.  Its owner
 	 * may UPDATE it (the reference's grants), so these two overwrite it
-	 * whatever it says (issue 22: a forged 'completed' kept a failing
+	 * whatever it says (a forged 'completed' would keep a failing
 	 * instance 'completed', without its instance_failed event).
 	 */
 	[STMT_INSTANCE_STARTED] =
@@ -410,7 +410,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 * has both columns as index conditions.  With id = ANY of the array, the
 	 * generic plan weighed the array's assumed ten elements against the few
 	 * rows it expects per instance, and chose to read every node of the
-	 * instance and filter: O(width) per node, quadratic fan-outs (issue 22).
+	 * instance and filter: O(width) per node, quadratic fan-outs.
 	 */
 	[STMT_EVENT_ADD] =
 		{"an event of the history",
@@ -873,7 +873,7 @@ store_run(PgdStmt s, const Datum *values, const char *nulls)
 		plans[s] = plan;
 	}
 	/*
-	 * Every engine statement finds its rows by a key (issue 22: node writes
+	 * Every engine statement finds its rows by a key (node writes
 	 * and stamps by the whole primary key); its plan is made without
 	 * sequential scans, so that one made while the tables are empty stays
 	 * right as they fill (pgd_spi_run_kept).

@@ -18,10 +18,10 @@
  * statement of the store or by pgd_store_flush; a transaction that would
  * commit with writes still buffered is refused by the store's commit hook.
  *
- * Locks: pgd_store_lock_run takes the instance's df_internal.runs row
- * (FOR UPDATE); task claims and deletes of others' tasks use SKIP LOCKED
- * (DESIGN.md §5 rule 1).  Every other write concerns rows of the instance
- * whose runs row the caller holds.
+ * Locks: pgd_store_lock_run takes the instance's df_internal.runs row (FOR
+ * UPDATE); task claims and deletes of others' tasks use SKIP LOCKED
+ * (docs/design/architecture.md §5 rule 1).  Every other write concerns rows of
+ * the instance whose runs row the caller holds.
  *
  *-------------------------------------------------------------------------
  */
@@ -108,7 +108,7 @@ extern void pgd_store_deliver_tasks_drop(const char *instance_id);
 extern void pgd_store_drop_wait_timer(const char *instance_id,
 									  const char *node_id, const char *scope);
 extern bool pgd_store_claim_by_id(int64 task_id, PgdClaim *claim);
-/* starts by marker (tasks.c, issue 14) */
+/* starts by marker (tasks.c) */
 extern void pgd_store_start_ready(const char *instance_id);
 extern int	pgd_store_start_sweep(void);
 
@@ -166,7 +166,7 @@ extern void	 pgd_store_event_add(const char *instance_id, const char *kind,
 								 int attempt, const char *detail);
 extern void	 pgd_store_set_attempt(const char *node_id, int attempt);
 
-/* --- sagas (sagas.c, issue 16) --- */
+/* --- sagas (sagas.c) --- */
 
 /*
  * The undo of COMPENSATED node node_id, whose forward step completed in
@@ -225,7 +225,7 @@ extern int pgd_store_undo_requeue(const char *instance_id, const char *within,
 /* df.compensate: the stopped instance runs again; NULL, or what is wrong. */
 extern char *pgd_store_instance_resume(const char *instance_id);
 
-/* --- node MAP, df.map (map_items.c, issue 18) --- */
+/* --- node MAP, df.map (map_items.c) --- */
 
 /* The copies of a MAP's step template for a run of new items. */
 typedef struct PgdMapCopy
@@ -278,7 +278,7 @@ extern void pgd_store_map_drop_results(const char *instance_id,
 extern char *pgd_store_map_results(const char *instance_id, int n,
 								   const char *const *node_ids);
 
-/* --- the event bus (event_bus.c, issue 18) --- */
+/* --- the event bus (event_bus.c) --- */
 
 /*
  * Take the first event the instance may still take of topic whose payload
@@ -414,7 +414,7 @@ extern void	 pgd_store_node_error_code(const char *instance_id,
 									   const char *node_id,
 									   PgdOutcome *outcome);
 
-/* --- keyed locks (lock_keys.c, issue 17) --- */
+/* --- keyed locks (lock_keys.c) --- */
 typedef struct PgdLockEntry
 {
 	char *key;
@@ -448,17 +448,17 @@ extern void pgd_store_lock_result_forget(const char *instance_id,
 /* the transaction buffer and its kinds (txn_kinds.c, from _PG_init) */
 extern void pgd_store_init(void);
 
-/* batches (issue 14) */
+/* batches */
 extern void pgd_store_set_run_nowait(bool nowait);
 /*
- * The inbox (issue 14): the next pgd_store_lock_run takes the row with
+ * The inbox: the next pgd_store_lock_run takes the row with
  * SKIP LOCKED; when it returns false, pgd_store_run_held says whether that
  * was because another transaction holds the row (else it is gone).
  */
 extern void pgd_store_set_run_skip(bool skip);
 extern bool pgd_store_run_held(void);
 
-/* --- the inbox (inbox.c, DESIGN.md §4.2, issue 14) --- */
+/* --- the inbox (inbox.c, docs/design/batches-and-inbox.md §4) --- */
 
 /* A completion waiting in the inbox. */
 typedef struct PgdInboxEntry
@@ -479,7 +479,7 @@ extern bool pgd_store_inbox_other_apply(const char *instance_id,
 										int64		after_id);
 extern void pgd_store_inbox_restore_task(const char *instance_id);
 
-/* --- limits (limit_slots.c, issue 17) --- */
+/* --- limits (limit_slots.c) --- */
 
 /* What a LIMIT node execution does next, from the key's queue. */
 typedef enum PgdLimitVerdict

@@ -94,7 +94,7 @@ typedef enum PgdStmt
 	STMT_HTTP_RETRY_AT,
 	STMT_TASKS_OF_NODE_DROP,
 	STMT_HTTP_TASKS_GONE,
-	/* sagas (sagas.c, issue 16) */
+	/* sagas (sagas.c) */
 	STMT_UNDO_REGISTER,
 	STMT_UNDO_NEXT,
 	STMT_UNDO_FINISH,
@@ -102,7 +102,7 @@ typedef enum PgdStmt
 	STMT_UNDO_PENDING,
 	STMT_UNDO_TALLY,
 	STMT_UNDO_REQUEUE,
-	/* batches (issue 14) */
+	/* batches */
 	STMT_RUN_LOCK_NOWAIT,
 	STMT_COUNT
 } PgdStmt;
@@ -140,7 +140,7 @@ extern char *store_text_attr(HeapTuple tup, TupleDesc desc, AttrNumber a);
 /* node_reads.c: an instance's root node and graph rows by the primary keys */
 extern int store_load_node_rows(const char *instance_id, char **root_id,
 								struct PgdStoredNode **rows);
-/* task_rows.c: the runs row and a task's claim by the primary key (issue 14) */
+/* task_rows.c: the runs row and a task's claim by the primary key */
 extern HeapTuple store_key_row(Oid relid, Oid indexid, const char *col,
 							   const char *value, LOCKMODE lockmode,
 							   Relation *rel);
@@ -464,7 +464,7 @@ extern void store_drop_held_join_counts(const char *instance_id);
 /* tasks.c: the start markers of a transaction that is prepared */
 extern void store_tasks_init(void);
 
-/* inbox.c: the runs row with SKIP LOCKED (issue 14) */
+/* inbox.c: the runs row with SKIP LOCKED */
 extern bool store_run_lock_skip(const char *instance_id, bool *held,
 								char **status);
 

@@ -2,8 +2,7 @@
  *
  * task_rows.c
  *	  The claim of a task by its id, the read of an instance's runs row
- *	  and a JOIN's counter counted down and closed, without statements
- *	  (issue 14).
+ *	  and a JOIN's counter counted down and closed, without statements.
  *
  * Every task an executor runs is claimed by its id (the ring of published
  * ids, wake.c), and every transition reads its instance's runs row.  As
@@ -122,8 +121,8 @@ store_read_run_row(const char *instance_id, PgdRunInfo *run)
 }
 
 /*
- * The trace context df.start recorded in the instance's df.instances row
- * (issue 19): its trace id, and the caller's traceparent and tracestate
+ * The trace context df.start recorded in the instance's df.instances row:
+ * its trace id, and the caller's traceparent and tracestate
  * (NULL when none was given), read as store_read_run_row reads the runs
  * row; false when the instance has no row or no trace id (one of the 0.3.0
  * schema, whose table has no such column).
@@ -161,7 +160,7 @@ pgd_store_instance_trace(const char *instance_id, char **trace_id,
  * (the caller's statement then locks its newest version, as it would
  * have).  A row this transaction holds already is taken at once, without
  * a new lock.  A chain's every step took it with a statement (5 us a
- * step, perf), and every start task (14 us).  Under a transaction
+ * step, perf), and every start (14 us).  Under a transaction
  * snapshot (df.cancel in a REPEATABLE READ transaction) it is always
  * PGD_RUN_CHANGED: the statement raises what such a transaction raises.
  */
@@ -395,7 +394,7 @@ instance_row(const char *instance_id, LOCKMODE lockmode, Relation *rel,
  * The submitter df.instances records for the instance into *submitter
  * (InvalidOid when there is no row), read by its primary key; false when
  * the caller's statement must read it (instance_row).  The statement
- * cost 11-16 us at every instance's start (perf, session 19).
+ * cost 11-16 us at every instance's start (perf).
  */
 bool
 store_instance_submitter_row(const char *instance_id, Oid *submitter)
@@ -430,7 +429,7 @@ store_instance_submitter_row(const char *instance_id, Oid *submitter)
  * version), or a transaction snapshot (instance_row).  The update is
  * never HOT (status is indexed): the new version's index entries are made
  * as an UPDATE makes them.  The statement cost 62 us at every instance's
- * end (perf, session 19).
+ * end (perf).
  */
 int
 store_finish_instance_row(const char *instance_id, const char *status)
@@ -589,8 +588,8 @@ store_insert_task_row(const char *instance_id, const char *node_id,
  * update is HOT unless the page is full, and then its index entries are
  * made as an UPDATE makes them.
  *
- * The row is made by the first branch that ends, not when the JOIN starts
- * (session 19): until then it would only say that every branch is still
+ * The row is made by the first branch that ends, not when the JOIN starts:
+ * until then it would only say that every branch is still
  * running.  A JOIN's execution has a scope of its own (a loop's next
  * generation is another scope), and a branch's end reaches the count
  * only while the JOIN is live (the liveness check), so a missing row

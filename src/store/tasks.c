@@ -6,7 +6,8 @@
  *	  (store.h; the statements are in statements.c's table).
  *
  * Locks: claims and deletes of tasks that others may hold use SKIP LOCKED
- * (DESIGN.md §5 rule 1); repairs run under the instance's runs row.
+ * (docs/design/architecture.md §5 rule 1); repairs run under the instance's
+ * runs row.
  *
  *-------------------------------------------------------------------------
  */
@@ -102,7 +103,7 @@ pgd_store_task_add(const char *instance_id, const char *node_id,
 }
 
 /* ---------------------------------------------------------------------
- * Step tasks a batch holds (issue 14, DESIGN.md §4.1)
+ * Step tasks a batch holds (docs/design/batches-and-inbox.md §2)
  *
  * While an executor runs a batch, a step task its transitions make ready
  * is first only held here, under a negative id: the batch runs its next
@@ -124,8 +125,8 @@ pgd_store_task_add(const char *instance_id, const char *node_id,
 /*
  * At most this many held in one transaction; past it, step tasks are
  * written at once (the held ones first, keeping the queue's order).  A
- * batch of pg_durable.batch_max_steps chain steps holds one task a step;
- * with 16 here, a batch of 32 wrote every task after its 16th (issue 14).
+ * batch of pg_durable.batch_max_steps chain steps holds one task a step,
+ * so this must be well above that setting's default (32).
  */
 #define MAX_HELD 1024
 
@@ -468,7 +469,7 @@ pgd_store_claim_by_id(int64 task_id, PgdClaim *c)
 }
 
 /* ---------------------------------------------------------------------
- * Starts by marker (issue 14)
+ * Starts by marker
  *
  * df.start writes no start task: its pending runs row is the queued work,
  * and its commit publishes the instance as a marker in wake.c's ring, an

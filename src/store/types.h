@@ -36,9 +36,9 @@
 
 /*
  * The outcome of a node.  A failure may carry its error code
- * (orchestration-api.md §0: "sql:<SQLSTATE>", "http:<status>", "timeout",
- * "connection", "fail", ...; NULL when the engine itself failed the node)
- * and, for an HTTP 429/503, the server's Retry-After in milliseconds (0:
+ * (docs/design/failure-handling.md §2: "sql:<SQLSTATE>", "http:<status>",
+ * "timeout", "connection", "fail", ...; NULL when the engine itself failed the
+ * node) and, for an HTTP 429/503, the server's Retry-After in milliseconds (0:
  * none).  Brace initializers leave both unset.
  */
 typedef struct PgdOutcome
@@ -49,7 +49,7 @@ typedef struct PgdOutcome
 	char *node;		 /* failed: the node that failed first (set by apply.c) */
 	bool  retryable; /* failed: df.fail(retryable => true) */
 	int64 retry_after_ms;
-	bool  compensated; /* failed: a SAGA's body, whose undos ran (issue 16) */
+	bool  compensated; /* failed: a SAGA's body, whose undos ran */
 } PgdOutcome;
 
 /*
@@ -58,22 +58,27 @@ typedef struct PgdOutcome
  */
 typedef enum PgdTaskKind
 {
-	PGD_TASK_START,	  /* df.start made it; -> the root starts */
+	PGD_TASK_START,	  /* made by the start sweep, a prepared df.start,
+								 * an engine error in a marker's start or an
+								 * older schema (a start is otherwise a marker,
+								 * wake.h); -> the root starts */
 	PGD_TASK_STEP,	  /* a SQL leaf runs; -> the node completes, or
 								 * the task is put back (user deadlock) */
 	PGD_TASK_TIMER,	  /* a SLEEP, WAIT_SCHEDULE, signal timeout or
 								 * loop iteration fell due; -> the node moves on */
 	PGD_TASK_DELIVER, /* df.signal: buffered signals meet their waits */
 	PGD_TASK_HTTP,	  /* an HTTP leaf; claimed only by the HTTP worker */
-	PGD_TASK_APPLY	  /* completions wait in the inbox (issue 14) */
+	PGD_TASK_APPLY	  /* completions wait in the inbox */
 } PgdTaskKind;
 
 /*
- * df.instances.status.  pending -> running (the start task) -> completed |
- * failed (the root finishes) | cancelled (df.cancel, from pending or
- * running) | compensated (the root failed and the registered undos ran,
- * issue 16; the instance stays running while they run).  The last four are
- * terminal: nothing moves an instance on.
+ * df.instances.status.  pending -> running (the start: a marker or a start
+ * task) -> completed | failed (the root finishes) | cancelled (df.cancel,
+ * from pending or running) | compensated (the root failed and the
+ * registered undos ran; the instance stays running while they run).  The
+ * last four are terminal: no transition moves an instance on, but for
+ * df.compensate, which takes a failed instance whose compensation a failed
+ * undo stopped back to running (orchestration/saga_resume.c).
  */
 typedef enum PgdInstanceStatus
 {
@@ -82,7 +87,7 @@ typedef enum PgdInstanceStatus
 	PGD_INSTANCE_COMPLETED,
 	PGD_INSTANCE_FAILED,
 	PGD_INSTANCE_CANCELLED,
-	PGD_INSTANCE_COMPENSATED /* the body failed and its undos ran (issue 16) */
+	PGD_INSTANCE_COMPENSATED /* the body failed and its undos ran */
 } PgdInstanceStatus;
 
 /* An instance's df_internal.runs row. */
@@ -122,8 +127,8 @@ extern bool		   pgd_instance_status_parse(const char		   *name,
 extern bool pgd_node_status_parse(const char *name, PgdNodeStatus *status);
 
 /*
- * Is this status (of an instance or a node, as text) one that nothing
- * moves on from?  completed, failed, cancelled; NULL is not.
+ * Is this status (of an instance or a node, as text) a terminal one?
+ * completed, failed, cancelled, compensated; NULL is not.
  */
 extern bool pgd_is_terminal(const char *status);
 

@@ -1,15 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * batch.c
- *	  The later tasks of a batch (issue 14, DESIGN.md §4.1): after the
- *	  first task of a unit (executor.c), more ready tasks run in the same
+ *	  The later tasks of a batch (docs/design/batches-and-inbox.md §2): after
+ *	  the first task of a unit (executor.c), more ready tasks run in the same
  *	  transaction, each in subtransactions of its own (run_follower), until
  *	  pg_durable.batch_max_steps or pg_durable.batch_max_ms.  Only the first
  *	  task may wait for a lock: a later one runs with a short lock_timeout,
- *	  takes runs rows with NOWAIT and runs within the batch's budget; one
- *	  that would wait or runs long is rolled back and leads the next batch.
- *	  engine/README.md, "Batches", has the whole table.  A start task runs
- *	  the first step it makes ready with it, as such a later step, in a
+ *	  takes runs rows with NOWAIT and runs within the batch's budget; one that
+ *	  would wait or runs long is rolled back and leads the next batch.
+ *	  engine/README.md, "Batches", has the whole table.  A start task runs the
+ *	  first step it makes ready with it, as such a later step, in a
  *	  subtransaction of the start's own (pgd_run_start).
  *
  * Locks: task rows (SKIP LOCKED), runs rows (NOWAIT), and whatever the
@@ -115,14 +115,14 @@ recover_giving_way(int level, MemoryContext cxt, ResourceOwner owner,
 
 /*
  * Claim task id and run it as a later step of the batch under way
- * (DESIGN.md §4.1).  Two subtransactions: the outer one holds the claim,
- * the inner one the step (its statement in a third, step_sql.c) and its
- * transition.  The step runs with a short lock_timeout, takes runs rows
- * with NOWAIT and runs its statement within the batch's budget: a step
- * that would wait or runs long, or any error, rolls both back, which puts
- * the task back as it was, and the task leads the next batch.  A step not
- * wanted any more (its instance cancelled, its RACE lost) rolls back the
- * inner one only, and its claim commits with the batch.
+ * (docs/design/batches-and-inbox.md §2).  Two subtransactions: the outer one
+ * holds the claim, the inner one the step (its statement in a third,
+ * step_sql.c) and its transition.  The step runs with a short lock_timeout,
+ * takes runs rows with NOWAIT and runs its statement within the batch's
+ * budget: a step that would wait or runs long, or any error, rolls both back,
+ * which puts the task back as it was, and the task leads the next batch.  A
+ * step not wanted any more (its instance cancelled, its RACE lost) rolls back
+ * the inner one only, and its claim commits with the batch.
  */
 static Follow
 run_follower(int64 task_id)
@@ -240,7 +240,7 @@ start_and_first_step(PgdClaim *t, bool was_follower)
  * workflow's runs row is then locked and deleted by one subtransaction.
  * Locked by the start task and deleted by a later step's subtransaction,
  * the row needed a multixact for the two xids (54 bytes of WAL an
- * instance, and an entry of pg_multixact; issue 14).  A step that gives
+ * instance, and an entry of pg_multixact).  A step that gives
  * way (it would wait for a lock, ran past the batch's budget), is not
  * wanted any more, or fails in the engine takes its start back with it:
  * the instance starts again, without it, and its step is written as a
@@ -353,7 +353,7 @@ pgd_run_batch(TimestampTz started)
 	 * steps: they finish in it, so that their nodes' starts and ends are
 	 * one write each and their JOIN counts, locks and slots stay in
 	 * memory, instead of going out as task rows to other batches and as
-	 * rows released by statements (issues 14, 17).  A plain chain stops at
+	 * rows released by statements.  A plain chain stops at
 	 * the budget.
 	 */
 	while (steps + pgd_unit_state.first_steps < 2 * pgd_batch_max_steps &&

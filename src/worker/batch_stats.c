@@ -2,8 +2,8 @@
  *
  * batch_stats.c
  *	  How many tasks the executors' committed transactions held (batches,
- *	  issue 14, DESIGN.md §4.1): a count per size in shared memory, read
- *	  by df_internal.batch_sizes() (bench/run reports their mean and p99).
+ *	  docs/design/batches-and-inbox.md §2): a count per size in shared memory,
+ *	  read by df_internal.batch_sizes() (bench/run reports their mean and p99).
  *	  The counts start at zero with the server.
  *
  * Locks: the batch spinlock of shared memory, for a few instructions.

@@ -4,7 +4,7 @@
  *	  The executor background workers: claim a ready task, run it in its own
  *	  transaction, repeat; sleep on the latch when there is nothing to do.
  *
- * One task, one transaction (DESIGN.md §4):
+ * One task, one transaction (docs/design/batches-and-inbox.md §1):
  *	 1. claim the task row: choose it FOR UPDATE SKIP LOCKED (never waits)
  *		and delete it in the same statement, which also reads the instance's
  *		runs row; a rollback puts the row back;
@@ -23,8 +23,8 @@
  * Tasks are claimed by the id a commit published when there is one (see
  * wake.c for why), else by a scan of the queue in run_at order.
  *
- * Batches (issue 14, DESIGN.md §4.1): after the first task, more ready
- * tasks run in the same transaction (run_batch), each in subtransactions
+ * Batches (docs/design/batches-and-inbox.md §2): after the first task, more
+ * ready tasks run in the same transaction (run_batch), each in subtransactions
  * of its own (run_follower), until pg_durable.batch_max_steps or
  * pg_durable.batch_max_ms; only the first may wait for a lock, a later one
  * that would wait or runs long is rolled back and leads the next batch.
@@ -59,7 +59,7 @@
  * runs in x in a background session (remote.c) at least once; the
  * transition still commits here.
  *
- * Executor 0 also runs retention and reconciliation (check.c) every
+ * Executor 0 also runs retention and reconciliation (maintenance.c) every
  * pg_durable.reconcile_interval seconds, between tasks.
  *
  * In pg_stat_activity an executor is application_name "pg_durable
@@ -74,7 +74,8 @@
  * back; a step already running finishes first, and the drop waits for it.
  *
  * Locks: the extension object (share, never waiting), task rows (SKIP
- * LOCKED), then one runs row; see engine.h.
+ * LOCKED), then one runs row; see engine/README.md, "Locking rules", and
+ * docs/design/architecture.md §5.
  *
  *-------------------------------------------------------------------------
  */
@@ -106,7 +107,7 @@
 #include "core/shmem.h"
 #include "core/unit.h"
 #include "engine/apply.h"
-#include "engine/inbox.h"
+#include "engine/inbox_apply.h"
 #include "store/store.h"
 #include "engine/transition.h"
 #include "core/wake.h"
@@ -334,8 +335,8 @@ process_available_work(void)
 			long ms = SAFETY_POLL_MS;
 
 			did = process_one(&ms);
-			did = pgd_bus_sweep_maybe() || did; /* issue 18, after the task */
-			did = pgd_start_sweep_maybe() || did; /* issue 14 */
+			did = pgd_bus_sweep_maybe() || did; /* after the task */
+			did = pgd_start_sweep_maybe() || did;
 			sleep_ms = ms;
 		}
 		PG_CATCH();
@@ -368,7 +369,8 @@ process_available_work(void)
 			did = false;
 			/*
 			 * Do not spin on a persistent engine error; a lost lock race
-			 * (DESIGN.md §5 rule 5) or a cancel runs again after 1-4 ms.
+			 * (docs/design/architecture.md §5 rule 5) or a cancel runs again
+			 * after 1-4 ms.
 			 */
 			sleep_ms = runs_again ?
 				1 + (long) (pg_prng_double(&pg_global_prng_state) * 4) :

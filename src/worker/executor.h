@@ -32,7 +32,7 @@ typedef enum StepRun
 
 /*
  * The unit under way.  claimed_task_id is the task of the unit (0 when an
- * error would not be its own).  Batches (issue 14, DESIGN.md §4.1):
+ * error would not be its own).  Batches (docs/design/batches-and-inbox.md §2):
  * in_follower is set while a task after the batch's first runs; budget_ms
  * is its statement budget.  next_leader is the task a batch gave back (it
  * would have waited, or ran past its budget): the next batch claims it

@@ -6,7 +6,7 @@
  *	  many at a time with libcurl's multi interface, so that no executor is
  *	  held while a call waits and SQL steps keep running.
  *
- * Lease and fencing (DESIGN.md §4):
+ * Lease and fencing (docs/design/batches-and-inbox.md §1):
  *	 1. claim: in one transaction, take due 'http' tasks whose lease is
  *		free or expired (FOR UPDATE SKIP LOCKED), prepare each call
  *		(step_http.c: every check that needs no network), and give each a
@@ -403,7 +403,7 @@ start_transfer(PgdHttpRequest *req)
 		t->hdrs = curl_slist_append(t->hdrs, line);
 		pfree(line);
 	}
-	/* the trace context, unless the step sends its own (issue 19) */
+	/* the trace context, unless the step sends its own */
 	if (req->traceparent && !has_header(req, "traceparent"))
 	{
 		char *line = psprintf("traceparent: %s", req->traceparent);

@@ -398,8 +398,7 @@ pgd_launcher_main(Datum main_arg)
 			 * the start of an instance), then the HTTP worker, then the other
 			 * executors: the HTTP worker is the only one that runs HTTP
 			 * steps, while any executor runs SQL steps, so when worker slots
-			 * are short an executor is left out, not the HTTP worker
-			 * (issue 22).
+			 * are short an executor is left out, not the HTTP worker.
 			 */
 			for (i = 0; i < nworkers; i++)
 			{

@@ -10,7 +10,7 @@
  * that row.  It runs outside the executor loop's handler, so it has one
  * of its own (run_guarded): a cancel there (a late one of wake.c's,
  * pg_cancel_backend() while a session holds the row) or a lock_timeout
- * ended the executor before session 26.
+ * would otherwise end the executor.
  *
  * Retention removes finished instances (df.instances, df.nodes and their
  * events) that finished more than pg_durable.retention_days ago, or that
@@ -46,9 +46,9 @@
  * executor logged already).
  *
  * Locks: the extension object (share, never waiting; see unit.c); retention
- * locks the df.instances rows it deletes (SKIP LOCKED);
- * each repair locks one runs row (DESIGN.md §5 rule 1) and, for deleted
- * tasks, only unclaimed task rows.
+ * locks the df.instances rows it deletes (SKIP LOCKED); each repair locks one
+ * runs row (docs/design/architecture.md §5 rule 1) and, for deleted tasks,
+ * only unclaimed task rows.
  *
  *-------------------------------------------------------------------------
  */
@@ -170,7 +170,7 @@ retention_batch(void)
 }
 
 /*
- * The events of the bus older than the retention (issue 18): a
+ * The events of the bus older than the retention: a
  * subscription consumed each of them in its publisher's transaction
  * (api/publish.c), so age is the only rule; their takes go with them.
  */
@@ -224,8 +224,8 @@ pgd_bus_sweep_maybe(void)
 static bool start_sweep_owed = false;
 
 /*
- * Starts whose markers may be lost get start tasks (pgd_store_start_sweep,
- * issue 14).  True when it ran.
+ * Starts whose markers may be lost get start tasks
+ * (pgd_store_start_sweep).  True when it ran.
  */
 bool
 pgd_start_sweep_maybe(void)
@@ -262,7 +262,7 @@ run_retention(void)
 	if (total > 0)
 		ereport(LOG,
 				(errmsg("retention removed %d finished instances", total)));
-	/* the df.limit keys nobody uses any more (issue 17) */
+	/* the df.limit keys nobody uses any more */
 	if (pgd_begin_engine_unit("pg_durable: retention of limit keys"))
 	{
 		(void) pgd_store_limit_forget_idle(PGD_RETENTION_BATCH);
@@ -290,7 +290,7 @@ repair(const PgdProblem *p)
 	}
 	if (strcmp(p->problem, "inbox_without_apply") == 0)
 	{
-		/* issue 14: a new apply task, or the rows of an ended instance go */
+		/* a new apply task, or the rows of an ended instance go */
 		if (!pgd_store_lock_run(p->instance_id, NULL))
 			return pgd_store_inbox_drop(p->instance_id) > 0;
 		if (!pgd_store_problem_still_there(p->instance_id, p->problem, NULL))

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * otel.c
- *	  OTLP/HTTP JSON export of the spans (issue 19), run by the HTTP worker
+ *	  OTLP/HTTP JSON export of the spans, run by the HTTP worker
  *	  when pg_durable.otel_endpoint is set: POST <endpoint>/v1/traces.
  *
  * What is exported: every span ends at a history event (a node's end, a
@@ -13,7 +13,7 @@
  * end's row counts as an event; a batch the limit would cut between the
  * two ends before their row, span_sources.c); the backlog is the history
  * itself (bounded by retention), so exporting adds to the step path only
- * that index's summaries (a btree entry per event until issue 14's cut):
+ * that index's summaries (a BRIN index, not a btree entry per event):
  * no other writes, no locks, no wake-ups.  A steps' burst only makes the
  * next batches fuller; while there is a backlog batches follow each other.
  *

@@ -5,11 +5,11 @@
  *	  it.  The executor's loop (executor.c) and the batch (batch.c) both
  *	  call it; it calls neither.
  *
- * A step task (docs/design/architecture.md, "One task, one transaction"):
+ * A step task (docs/design/batches-and-inbox.md §1):
  * check that the step is still wanted, run the user's statement in a
  * subtransaction as the submitter (step_sql.c), lock the instance's runs
  * row, check again, and apply the transition (apply.c), or hand the
- * completion to the instance's inbox (engine/inbox.c) where the step may
+ * completion to the instance's inbox (engine/inbox_apply.c) where the step may
  * not wait for the row.  A step that is no longer wanted when it reaches
  * the lock aborts the whole transaction, effects included, and its task is
  * removed in a second transaction.
@@ -60,7 +60,7 @@
 #include "core/shmem.h"
 #include "core/unit.h"
 #include "engine/apply.h"
-#include "engine/inbox.h"
+#include "engine/inbox_apply.h"
 #include "store/store.h"
 #include "engine/transition.h"
 #include "core/wake.h"
@@ -184,7 +184,7 @@ static Oid share_role = InvalidOid; /* the role whose share this unit holds */
  * that would be retried (a deadlock, an interrupt) is retried only if it is
  * still wanted under the runs lock: the interrupt of a cancelled instance's
  * step, or of a lost RACE's, is not a retry, and no step_retried event
- * follows instance_cancelled (issue 22).
+ * follows instance_cancelled.
  */
 static StepRun
 run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
@@ -286,11 +286,12 @@ engine_gave_up(const PgdClaim *t, PgdOutcome *outcome)
 /*
  * Under a RACE or a TIMEOUT the first to finish decides: a step that ends
  * as its branch loses, or as its timeout fires, must roll its effects back
- * (DESIGN.md §4), so it waits for its runs row instead of committing them
- * into the inbox.  So does the forward action of a df.with_undo
- * (COMPENSATED): its undo is registered only when its completion is
- * applied, and a completion dropped because a failing sibling abandoned
- * its branch would leave effects that no compensation undoes.
+ * (docs/design/batches-and-inbox.md §5), so it waits for its runs row
+ * instead of committing them into the inbox.  So does the forward action
+ * of a df.with_undo (COMPENSATED): its undo is registered only when its
+ * completion is applied, and a completion dropped because a failing
+ * sibling abandoned its branch would leave effects that no compensation
+ * undoes.
  */
 static bool
 decided_by_first_to_finish(const PgdGraph *g, int n)
@@ -313,7 +314,7 @@ inbox_usable(const PgdGraph *g, int n)
 
 /*
  * Step 3: take the instance's runs row.  A step does not wait for it
- * (DESIGN.md §4.2, issue 14): held by another transaction,
+ * (docs/design/batches-and-inbox.md §4): held by another transaction,
  * the completion is committed into the inbox with an apply task (*inboxed)
  * if the node is still live as far as the committed state shows; the
  * apply task checks again under the lock.  False when the step is not
@@ -461,7 +462,7 @@ run_timer_task(PgdClaim *t)
  * instance has nothing to do, so the instance's other deliver tasks go
  * first: a burst of signals (of a name nobody waits for, say) costs one
  * transaction, not one per signal, each queued ahead of the instance's
- * timers and under its runs lock (issue 22).
+ * timers and under its runs lock.
  */
 static void
 run_deliver_task(PgdClaim *t)
@@ -477,7 +478,8 @@ run_deliver_task(PgdClaim *t)
 }
 
 /*
- * Completions wait in the inbox (DESIGN.md §4.2, issue 14): apply them.
+ * Completions wait in the inbox (docs/design/batches-and-inbox.md §4):
+ * apply them.
  * When another transaction holds the runs row this task does not wait: it
  * leaves the work to another apply task of the instance nobody claimed, or
  * puts itself back with a short, growing, jittered delay (an engine

@@ -21,7 +21,7 @@ PGDLLEXPORT void pgd_launcher_main(Datum main_arg);
 /* executor.c */
 PGDLLEXPORT void pgd_executor_main(Datum main_arg);
 
-/* batch_stats.c: the sizes of committed batches (issue 14) */
+/* batch_stats.c: the sizes of committed batches */
 extern void pgd_batch_committed(int tasks);
 
 /* http_worker.c */
@@ -45,7 +45,7 @@ extern void pgd_reconcile_maybe(long *sleep_ms);
 
 /*
  * A commit published an event or registered an EVENT wait: run the bus
- * sweep in a transaction of its own (issue 18).  True when it ran.
+ * sweep in a transaction of its own.  True when it ran.
  */
 extern bool pgd_bus_sweep_maybe(void);
 extern bool pgd_start_sweep_maybe(void);

@@ -1,5 +1,5 @@
 // A service traced with the OpenTelemetry JavaScript SDK, for the interop
-// check of test/t/034_tracing.pl (issue 19): it listens on 127.0.0.1 (a
+// check of test/t/034_tracing.pl: it listens on 127.0.0.1 (a
 // free port, written to the file given as the first argument), continues
 // the W3C trace context of every request in a SERVER span of its own,
 // exports that span over OTLP/HTTP JSON to the collector given as the

@@ -1,4 +1,4 @@
-# The stress and chaos run of issue 7, shared by test/t/014_stress.pl (the
+# The stress and chaos run, shared by test/t/014_stress.pl (the
 # short form in the suite) and bench/stress (the long form).
 #
 # One run ("variant") starts, in ONE transaction so that they all become

@@ -1,4 +1,4 @@
--- Circuit breakers (issue 17, orchestration-api.md §3): df.with_breaker's
+-- Circuit breakers (docs/design/breakers.md): df.with_breaker's
 -- JSON, the checks of names and settings, who may create, drop and reset,
 -- the df.circuit_breakers view, a BREAKER node that opens after its
 -- failures and then refuses at once with kind circuit_open, a df.retry

@@ -26,7 +26,7 @@ $$;
 GRANT EXECUTE ON FUNCTION public.wait_until(text, int) TO df_user;
 
 -- wait (with a deadline) until the engine has no task left, and no start
--- queued (a pending runs row, issue 14)
+-- queued (a pending runs row)
 CREATE FUNCTION public.engine_idle(timeout_s int DEFAULT 30) RETURNS boolean
 LANGUAGE sql AS $$
 	SELECT public.wait_until('SELECT NOT EXISTS (SELECT 1 FROM df_internal.tasks) '

@@ -1,4 +1,4 @@
--- The engine: df.cancel called by a step (issue 22).  A step may cancel
+-- The engine: df.cancel called by a step.  A step may cancel
 -- another instance (the cancel commits with the step), but not its own:
 -- that is refused, the step fails and so does its instance, instead of
 -- the instance staying 'running' with no task.

@@ -1,4 +1,4 @@
--- The depth limit as df.start applies it (issue 21): the root is at depth
+-- The depth limit as df.start applies it: the root is at depth
 -- 0, as in the reference, so a chain of 257 steps (256 THENs, depth 256)
 -- is accepted and runs to the end, and one more step is refused with the
 -- depth message, leaving no rows behind.

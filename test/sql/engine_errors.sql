@@ -28,7 +28,7 @@ SELECT df.start('{"node_type":"JOIN","left_node":{"node_type":"SQL","query":"SEL
 -- an unknown database (other databases and 'new' mode: tenancy_new.sql, t/010, t/011)
 SELECT df.start('SELECT 1', NULL, 'no_such_database');
 SELECT count(*) - :instances_before AS no_rows_left_behind FROM df.instances;
--- a label over 1,024 bytes (issue 22: 6.4 KB broke the label index inside
+-- a label over 1,024 bytes (6.4 KB would break the label index inside
 -- the engine's INSERT) fails before anything is written, in either
 -- transaction mode; 1,024 bytes are accepted
 SELECT df.start('SELECT 1', (SELECT string_agg(md5(i::text), '') FROM generate_series(1, 200) i));

@@ -1,5 +1,5 @@
 -- A LOOP that is the root of a JOIN or RACE branch runs in one execution
--- scope, the branch's (issue 21, the reference's test 57): the loop node
+-- scope, the branch's (the reference's test 57): the loop node
 -- and its body are stamped "<instance>::1::<loop id>::<generation>", the
 -- generation growing with each iteration, never wrapped twice
 -- ("...::<loop id>::1::<loop id>::<generation>").
@@ -46,8 +46,8 @@ SELECT :'loop_execution' = :'id' || '::1::' || :'loop_id' AS loop_is_a_direct_ch
 	   (SELECT count(DISTINCT pg_temp.execution(status_details->>'execution_id')) FROM df.nodes
 		WHERE instance_id = :'id' AND status_details->>'execution_id' IS NOT NULL) AS executions;
 
--- 2b. the same against a durable sleep, race(loop, sleep) as the issue
--- names it: the sleep node is stamped in a scope of its own, so again
+-- 2b. the same against a durable sleep, race(loop, sleep) as the
+-- reference's test 57 has it: the sleep node is stamped in a scope of its own, so again
 -- exactly three executions (parent, loop branch, sleep branch)
 TRUNCATE scope_body;
 SELECT df.start(df.race(df.loop('INSERT INTO scope_body DEFAULT VALUES'

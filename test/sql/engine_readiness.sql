@@ -1,4 +1,4 @@
--- df.start and the readiness row (issue 21): while
+-- df.start and the readiness row: while
 -- <df.duroxide_schema()>._worker_ready.schema_version is not the engine's
 -- version, df.start raises the reference's text and leaves nothing behind,
 -- in both transaction modes; instances already running go on; once the row

@@ -1,5 +1,5 @@
--- Signals and cancels are delivered when the caller's transaction commits
--- (issue 21).  df.await_instance refuses at once to wait for an instance
+-- Signals and cancels are delivered when the caller's transaction commits.
+-- df.await_instance refuses at once to wait for an instance
 -- its own transaction has signalled or cancelled (instead of waiting out
 -- its timeout), and df.signal(..., transaction_mode => 'new') sends at
 -- once, outside the caller's transaction, like the reference.

@@ -123,8 +123,8 @@ SELECT (SELECT count(*) FROM df_internal.signals) AS signals,
        (SELECT count(*) FROM df_internal.runs) AS runs;
 
 -- 20,000 signals of a name nobody waits for do not hold up the instance's
--- other work (issue 22: they delayed a 3 s sleep to 22 s while each one's
--- delivery ran on its own, under the runs lock, queued ahead of the timer):
+-- other work (delivered each on its own, under the runs lock, queued ahead
+-- of the timer, they would delay a 3 s sleep to 22 s):
 -- a 3 s sleep beside a wait for another name still ends within 5 s, and the
 -- waited signal is delivered after them
 SET ROLE df_user;

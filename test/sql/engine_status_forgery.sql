@@ -1,5 +1,5 @@
 -- df.instances.status is what the instance's owner sees, and the reference's
--- grants let the owner UPDATE it (issue 22).  The engine goes by its own
+-- grants let the owner UPDATE it.  The engine goes by its own
 -- state (df_internal.runs, the instance_* events): a forged status does not
 -- stop a live instance's signals nor its end, the engine writes the real
 -- status when the instance ends, reconciliation does not take a forged

@@ -1,7 +1,7 @@
 -- Durable timers, cron waits, buffered signals, and cancellation that
 -- interrupts running steps.
 -- wait (with a deadline) until an instance has no task left, and its
--- start is not queued (a pending runs row, issue 14)
+-- start is not queued (a pending runs row)
 CREATE FUNCTION instance_idle(inst text, timeout_s int) RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
 	deadline timestamptz := clock_timestamp() + make_interval(secs => timeout_s);

@@ -1,4 +1,4 @@
--- Events (issue 18): df.publish / df.publish_event, df.wait_for_event, and
+-- Events: df.publish / df.publish_event, df.wait_for_event, and
 -- subscriptions.  Who may publish and subscribe: EXECUTE on
 -- df.publish_event and df.subscribe, not granted to PUBLIC.
 

@@ -1,4 +1,4 @@
--- Failure handling (issue 15, orchestration-api.md §0-§1): the JSON of
+-- Failure handling (docs/design/failure-handling.md): the JSON of
 -- df.retry, df.timeout, df.catch, df.fail and fractional df.sleep (defaults
 -- add no key), their build-time errors, error codes on failed nodes and in
 -- history, retries with back-off (a sequence counts the attempts), the
@@ -288,7 +288,7 @@ SELECT df.explain(df.catch(df.retry('SELECT 1', max_attempts => 5), df.fail('ref
 SELECT df.explain(df.timeout(df.sleep(0.25), 2));
 RESET ROLE;
 
--- (audit of issue 15) the monitoring functions: a failed node's code in
+-- the monitoring functions: a failed node's code in
 -- df.instance_nodes, and a step waiting for its next attempt shows attempt
 -- n of m and when the next one is due
 SET ROLE df_user;
@@ -319,7 +319,7 @@ SELECT df.cancel(:'id', 'done') IS NOT NULL AS cancelled;
 SELECT fh_wait(:'id');
 RESET ROLE;
 
--- (audit of issue 15) non_retryable narrows the retried set (the default one and retry_on's)
+-- non_retryable narrows the retried set (the default one and retry_on's)
 SET ROLE df_user;
 SELECT df.start(df.retry('SELECT fh_flaky(1000000)', initial_interval => '10 ms',
                          non_retryable => '{sql:P0001}')) AS id1,
@@ -332,7 +332,7 @@ SELECT (SELECT count(*) FROM df.history(:'id1') WHERE kind = 'retry_scheduled') 
        (SELECT count(*) FROM df.history(:'id2') WHERE kind = 'retry_scheduled') AS retry_on_narrowed,
        (SELECT count(*) FROM df.history(:'id3') WHERE kind = 'retry_scheduled') AS other_code_retried;
 
--- (audit of issue 15) max_duration bounds an unlimited retry: it gives up
+-- max_duration bounds an unlimited retry: it gives up
 -- before a next attempt that would start past it
 SELECT df.start(df.retry('SELECT 1/0', max_attempts => 0, initial_interval => '300 ms', backoff_rate => 1,
                          jitter => 'none', retry_on => '{sql:22012}', max_duration => '1 s')) AS id \gset
@@ -340,7 +340,7 @@ SELECT fh_wait(:'id');
 SELECT count(*) BETWEEN 1 AND 3 AS retries_within_duration FROM df.history(:'id') WHERE kind = 'retry_scheduled';
 SELECT detail->>'reason' AS reason, detail->>'code' AS code FROM df.history(:'id') WHERE kind = 'retries_exhausted';
 
--- (audit of issue 15) jitter 'equal' draws in [delay/2, delay] over 50 draws, and does draw
+-- jitter 'equal' draws in [delay/2, delay] over 50 draws, and does draw
 SELECT df.start(df.retry('SELECT 1/0', max_attempts => 51, initial_interval => '20 ms', backoff_rate => 1,
                          max_interval => '20 ms', jitter => 'equal', retry_on => '{sql}')) AS id \gset
 SELECT fh_wait(:'id');
@@ -349,7 +349,7 @@ SELECT count(*) AS draws, bool_and((detail->>'delay_ms')::int BETWEEN 10 AND 20)
 FROM df.history(:'id') WHERE kind = 'retry_scheduled';
 RESET ROLE;
 
--- (audit of issue 15) df.explain of a live instance: the wrappers with their settings and state
+-- df.explain of a live instance: the wrappers with their settings and state
 SET ROLE df_user;
 SELECT df.start(df.catch(df.timeout('SELECT pg_sleep(10)', 0.3), 'SELECT $error.kind AS kind', '{timeout}')
                 ~> df.retry('SELECT 1', max_attempts => 2)) AS id \gset
@@ -357,7 +357,7 @@ SELECT fh_wait(:'id');
 SELECT replace(df.explain(:'id'), :'id', '<id>') AS explain;
 RESET ROLE;
 
--- (audit of issue 15) a df.timeout that fires removes its subtree's queued
+-- a df.timeout that fires removes its subtree's queued
 -- work (here the wrapped sleep's timer) while the instance goes on
 SET ROLE df_user;
 CREATE FUNCTION fh_running(iid text, type text) RETURNS boolean LANGUAGE plpgsql AS $$
@@ -382,7 +382,7 @@ SELECT df.signal(:'id', 'go') IS NOT NULL AS signalled;
 SELECT fh_wait(:'id');
 RESET ROLE;
 
--- (audit of issue 15) a fractional sleep waits that long, not rounded to whole seconds
+-- a fractional sleep waits that long, not rounded to whole seconds
 SET ROLE df_user;
 SELECT df.start(df.sleep(0.25) ~> 'SELECT 1') AS id \gset
 SELECT fh_wait(:'id');
@@ -392,7 +392,7 @@ FROM (SELECT min(h.at) FILTER (WHERE h.kind = 'node_completed') - min(h.at) FILT
       FROM df.history(:'id') h WHERE h.node_type = 'SLEEP') s;
 RESET ROLE;
 
--- (audit of issue 15) $error.node is the node that failed
+-- $error.node is the node that failed
 SET ROLE df_user;
 SELECT df.start(df.catch('SELECT 1' ~> 'SELECT 1/0', 'SELECT $error.node AS node')) AS id \gset
 SELECT fh_wait(:'id');
@@ -402,7 +402,7 @@ JOIN df.nodes f ON f.instance_id = i.id AND f.query = 'SELECT 1/0'
 WHERE i.id = :'id';
 RESET ROLE;
 
--- (audit of issue 15) df.start's policy: back-off from 1 s, doubling, capped at max_backoff
+-- df.start's policy: back-off from 1 s, doubling, capped at max_backoff
 SET ROLE df_user;
 SELECT df.start('SELECT fh_flaky(1000000)', max_attempts => 3, max_backoff => '1.5 s') AS id \gset
 SELECT fh_wait(:'id');
@@ -410,7 +410,7 @@ SELECT string_agg(detail->>'delay_ms', ',' ORDER BY at) AS delays FROM df.histor
 SELECT detail->>'error' AS message FROM df.history(:'id') WHERE kind = 'retries_exhausted';
 RESET ROLE;
 
--- (audit of issue 15) the engine's own retry of a user deadlock is not an attempt
+-- the engine's own retry of a user deadlock is not an attempt
 -- of the df.retry around it (two branches lock two rows in opposite orders)
 SET ROLE df_user;
 CREATE TABLE fh_pair (id int PRIMARY KEY, v int);

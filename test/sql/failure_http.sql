@@ -1,4 +1,4 @@
--- Failure handling of HTTP steps (issue 15) against the local test server
+-- Failure handling of HTTP steps against the local test server
 -- (test/http_server.pl: /flaky/<name>/<n>/<status> fails n times, then
 -- answers 200): a retried call keeps its Idempotency-Key, Retry-After sets
 -- the next delay, error codes of HTTP failures, df.timeout over a slow call.
@@ -127,7 +127,7 @@ CALL fhh_wait_stat('aborted', :aborted_before_val, NULL);
 
 RESET ROLE;
 
--- (audit of issue 15) an HTTP step whose RACE is lost: its call in flight is aborted
+-- an HTTP step whose RACE is lost: its call in flight is aborted
 SET ROLE df_user;
 CALL fhh_stat('aborted', NULL) \gset aborted_before_
 SELECT clock_timestamp() AS t0 \gset
@@ -139,7 +139,7 @@ CALL fhh_wait_stat('aborted', :aborted_before_val, NULL);
 SELECT clock_timestamp() - :'t0'::timestamptz < interval '8 s' AS aborted_well_before_its_end;
 RESET ROLE;
 
--- (audit of issue 15) the codes of a refused connection and of a transfer timeout
+-- the codes of a refused connection and of a transfer timeout
 SET ROLE df_user;
 SELECT df.start(df.http('http://localhost:1/echo', 'GET')) AS id1,
        df.start(df.http('{base}/delay/5000', 'GET', NULL, NULL, 1)) AS id2 \gset
@@ -149,7 +149,7 @@ SELECT n.instance_id = :'id1' AS refused, n.status_details->'error'->>'code' AS 
 FROM df.nodes n WHERE n.instance_id IN (:'id1', :'id2') ORDER BY 1 DESC;
 RESET ROLE;
 
--- (audit of issue 15) fail_on replaces the default rule: a 503 not in it is returned
+-- fail_on replaces the default rule: a 503 not in it is returned
 SET ROLE df_user;
 SELECT df.start(df.http('{base}/status/503', 'GET', fail_on => '402')) AS id1,
        df.start(df.http('{base}/status/503', 'GET', fail_on => '402,5xx')) AS id2 \gset

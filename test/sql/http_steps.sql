@@ -18,7 +18,7 @@ CREATE FUNCTION http_show(iid text) RETURNS text LANGUAGE sql AS $$
 		'"content-length": "[0-9]+"', '"content-length": "N"', 'g'),
 		-- (libcurl 7 says "Couldn't connect", 8 "Could not connect")
 		'Could(n''t| not) connect', 'Could not connect', 'g'),
-		-- the trace context every call carries (issue 19)
+		-- the trace context every call carries
 		'00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}', 'TRACEPARENT', 'g')
 	FROM df.instances i JOIN df.nodes n ON n.instance_id = i.id AND n.id = i.root_node
 	WHERE i.id = iid

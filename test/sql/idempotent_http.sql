@@ -1,4 +1,4 @@
--- An HTTP step's own Idempotency-Key header (issue 17): a template,
+-- An HTTP step's own Idempotency-Key header: a template,
 -- substituted like any header, sent instead of the engine's
 -- <instance>:<node>:<generation>, once; an empty one leaves the engine's.
 SELECT df.grant_usage('df_user', include_http => true);

@@ -1,4 +1,4 @@
--- df.start(…, idempotency_key) (issue 17): one instance per submitting role
+-- df.start(…, idempotency_key): one instance per submitting role
 -- and key; a second start returns it, during and after its run; the same key
 -- with another workflow is an error; {sys_idempotency_key} in steps.
 SET ROLE df_user;

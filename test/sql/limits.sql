@@ -1,4 +1,4 @@
--- Limits (issue 17, orchestration-api.md §3): the JSON of df.limit, its
+-- Limits (docs/design/locks-and-limits.md §4): the JSON of df.limit, its
 -- validation at build time and at df.start, a LIMIT node run, the FIFO
 -- queue with its hand-over and queue_timeout, the release of a slot by a
 -- cancel and by an enclosing df.timeout, and the view df.limits.

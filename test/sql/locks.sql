@@ -1,4 +1,4 @@
--- Keyed locks (issue 17, orchestration-api.md §3): df.with_lock builds node
+-- Keyed locks (docs/design/locks-and-limits.md §1): df.with_lock builds node
 -- LOCK; the builder's JSON and its validation; holding, waiting (FIFO),
 -- shared holders, fencing tokens ($lock.token, only growing), a nested lock
 -- out of order, wait_timeout, df.locks and its visibility, df.check.

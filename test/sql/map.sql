@@ -1,4 +1,4 @@
--- Dynamic fan-out (issue 18, orchestration-api.md §4): df.map's JSON, its
+-- Dynamic fan-out (docs/design/map.md): df.map's JSON, its
 -- build-time and df.start errors, and MAP runs over 0, 1 and 50 rows with
 -- $item and $item.col, the result in row order, a failing child, a child
 -- wrapped in df.catch, the graph node limit, and max_concurrent => 2 (never

@@ -173,7 +173,7 @@ SELECT df.await_instance(:'id');
 SELECT * FROM show_nodes(:'id');
 
 -- ---------------------------------------------------------------------------
--- A cancelled instance runs nothing more (issue 22): the nodes df.cancel
+-- A cancelled instance runs nothing more: the nodes df.cancel
 -- caught running inside a JOIN, and those it never reached, are skipped, not
 -- running or pending; the step it interrupted is not retried (no
 -- step_retried event after instance_cancelled)

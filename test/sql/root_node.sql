@@ -1,7 +1,7 @@
 -- instances_root_node_same_instance_fkey: an instance's root node is one of
 -- its nodes, checked at commit from both tables (deferred constraint
 -- triggers, not a foreign key, so that pg_restore can load df.instances and
--- then df.nodes in transactions of their own: issue 22).
+-- then df.nodes in transactions of their own).
 \set VERBOSITY terse
 CREATE FUNCTION pg_temp.node(inst text, id text) RETURNS void LANGUAGE sql AS $$
 	INSERT INTO df.nodes (id, instance_id, node_type, query, submitted_by)

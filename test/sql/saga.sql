@@ -1,4 +1,4 @@
--- Sagas (issue 16, orchestration-api.md §2): the JSON of df.with_undo and
+-- Sagas (docs/design/sagas.md): the JSON of df.with_undo and
 -- of the operator <~>, its precedence beside ~> and |=>, build-time and
 -- df.start errors, and a COMPENSATED node run forward (its forward's
 -- outcome is the node's, its undo does not run).

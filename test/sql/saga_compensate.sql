@@ -1,4 +1,4 @@
--- Sagas (issue 16): compensation of the root, an implicit saga.  When the
+-- Sagas: compensation of the root, an implicit saga.  When the
 -- body fails, the registered undos run in reverse completion order (the
 -- order is checked by a sequence), each with the named results its own
 -- forward step saw; the instance ends 'compensated', df.result NULL; an
@@ -34,7 +34,7 @@ SELECT status FROM df.instances WHERE id = :'id';
 -- df.explain marks the forward steps that were compensated and the undos that ran
 SELECT replace(df.explain(:'id'), :'id', '<id>') AS explain;
 
--- nothing registered: the instance fails as before
+-- nothing registered: the instance just fails
 SELECT df.start('SELECT 1/0' <~> 'INSERT INTO sc_log (what) VALUES (''not run'')') AS id \gset
 SELECT sc_wait(:'id');
 SELECT count(*) AS not_run FROM sc_log WHERE what = 'not run';
@@ -120,7 +120,7 @@ SELECT state FROM df.compensations(:'id');
 SELECT status_details->'compensation'->>'error' AS original,
 	   status_details->'error'->>'code' AS code
 FROM df.nodes WHERE instance_id = :'id' AND id = (SELECT root_node FROM df.instances WHERE id = :'id');
--- compensate on an instance with nothing registered: cancelled as before
+-- compensate on an instance with nothing registered: cancelled as without it
 SELECT df.start(df.sleep(300)) AS id \gset
 SELECT replace(df.cancel(:'id', compensate => true), :'id', '<id>');
 SELECT sc_wait(:'id');

@@ -1,4 +1,4 @@
--- Sagas with HTTP undos (issue 16) against the local test server: a charge
+-- Sagas with HTTP undos against the local test server: a charge
 -- is refunded after the shipment failed.  The refund fails once with 503
 -- and is retried by the undo default; both of its calls carry one
 -- Idempotency-Key, its own, not the charge's.

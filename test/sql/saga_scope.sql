@@ -1,4 +1,4 @@
--- Sagas (issue 16): df.saga(body, on_compensated, parallel, on_undo_failure),
+-- Sagas: df.saga(body, on_compensated, parallel, on_undo_failure),
 -- node SAGA.  The undos registered inside a saga run when its body fails,
 -- latest first (the order checked by a sequence), or all at once;
 -- on_compensated's result is then the saga's; a saga without it fails with

@@ -27,7 +27,7 @@ BEGIN
 				  current_setting('work_mem'), current_setting('search_path'),
 				  current_setting('statement_timeout'),
 				  -- a later step of a batch runs with the batch's short
-				  -- lock_timeout (issue 14): not a setting left behind
+				  -- lock_timeout: not a setting left behind
 				  CASE current_setting('lock_timeout') WHEN '5ms' THEN '0'
 				  ELSE current_setting('lock_timeout') END,
 				  current_setting('datestyle'), current_setting('df.in_workflow', true),

@@ -3,7 +3,7 @@
 -- several roles (names with upper case, spaces and quotes).
 
 -- Nothing is granted to PUBLIC but the readiness table (and the schema that
--- holds it), the two views of the circuit breakers (issue 17: they hold no
+-- holds it), the two views of the circuit breakers (they hold no
 -- instance data), df.locks (which shows each role the entries of its own
 -- instances) and ordinary df functions: schema USAGE on df is the gate.
 SELECT CASE c.classid WHEN 'pg_class'::regclass THEN 'relation ' || c.objid::regclass::text

@@ -1,7 +1,7 @@
--- What a step sees of who it is (issue 22).  Steps run in an executor, a
--- session whose authenticated user is the worker role (a superuser); they
--- used to see session_user = that role and is_superuser = on, which fooled
--- policies and functions keyed on them.  A step now sees the submitter as
+-- What a step sees of who it is.  Steps run in an executor, a
+-- session whose authenticated user is the worker role (a superuser); seeing
+-- session_user = that role and is_superuser = on would fool policies
+-- and functions keyed on them.  A step sees the submitter as
 -- current_user and as session_user, the submitter's is_superuser, and
 -- cannot get back to the worker role.
 CREATE ROLE ssu_alice LOGIN;

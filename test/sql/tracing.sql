@@ -1,4 +1,4 @@
--- Tracing (issue 19): df.start(traceparent, tracestate) and its checks,
+-- Tracing: df.start(traceparent, tracestate) and its checks,
 -- the spans of an instance (df.instance_spans) and its timeline
 -- (df.timeline) under df.history's visibility, HTTP steps sending
 -- traceparent, and df.explain(…, format => 'dot').  Ids are random: only
@@ -117,7 +117,7 @@ SELECT df.explain('ffffffff', format => 'dot');
 RESET ROLE;
 
 -- the event nodes are messaging spans: PUBLISH a PRODUCER, EVENT a
--- CONSUMER, with the topic (issue 18)
+-- CONSUMER, with the topic
 GRANT EXECUTE ON FUNCTION df.publish_event(text, jsonb, text) TO df_user;
 SET ROLE df_user;
 SELECT df.start(df.publish('trace.topic', '{"n": 1}')

@@ -5,7 +5,7 @@
 #
 # The rounds cycle through where the stop lands: inside a step of a
 # sequence, inside a JOIN branch, inside the step after a JOIN, and right
-# after df.start committed (the start tasks may not have been claimed yet).
+# after df.start committed (the starts may not have been taken yet).
 #
 # 4 rounds by default; PG_DURABLE_LONG_TESTS=1 runs 24,
 # PG_DURABLE_RESTART_ROUNDS=N runs N.

@@ -1,4 +1,4 @@
-# HTTP steps are at-least-once with fencing (DESIGN.md §4):
+# HTTP steps are at-least-once with fencing (docs/design/batches-and-inbox.md §1):
 #  1. SIGKILL the HTTP worker while a call waits on a slow response: the
 #     server reinitializes, the call's lease expires, the call is made again
 #     with the same Idempotency-Key and the instance completes; the step after

@@ -1,4 +1,4 @@
-# Stress and chaos (issue 7), short form: on 8 executors, every shape of
+# Stress and chaos, short form: on 8 executors, every shape of
 # PgDurableStress (JOINs of two and three, a JOIN then a step, JOINs nested
 # three levels, a RACE of two JOINs, a loop whose body is a JOIN, branches
 # whose user SQL deadlocks on purpose, a 1,000-branch fan-out) started at
@@ -55,9 +55,8 @@ for my $c (@chaos)
 # branches deadlock only when they run at once, in two executors: a batch
 # runs them one after the other (the first gives way after the batch's
 # budget, the second waits behind every task queued before it), so a run
-# without chaos deadlocks a few of them or none: 4 of 300 in session 22,
-# with the code before its changes and after them, and 0 of 1,000 once in
-# bench/stress --long.  The runs with chaos re-run many at once (hundreds
+# without chaos deadlocks a few of them or none (4 of 300 seen in one
+# run, 0 of 1,000 in one bench/stress --long).  The runs with chaos re-run many at once (hundreds
 # of deadlocks there).  Any run counts.
 cmp_ok($deadlocks, '>', 0, 'the deadlock shape deadlocked and was retried');
 

@@ -1,4 +1,4 @@
-# Backups round-trip (issue 22): pg_dump -Fc a database while instances
+# Backups round-trip: pg_dump -Fc a database while instances
 # run (chains, a JOIN, sleeps, a signal wait, an HTTP call in flight, two
 # submitting roles), restore it with a plain pg_restore -d into a fresh
 # cluster whose roles have other OIDs, and every instance finishes there,

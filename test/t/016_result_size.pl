@@ -1,4 +1,5 @@
-# Issue 22, bug 3: a step result too big for jsonb was retried forever.
+# A step result too big for jsonb fails its node instead of being retried
+# forever.
 #  A. pg_durable.max_result_size (1MB here): a step returning one value
 #     larger than that, or very many rows, fails its node (and so its
 #     instance) promptly with a message naming the setting, and the

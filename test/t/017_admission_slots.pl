@@ -1,8 +1,7 @@
-# The admission slots of df.start(..., transaction_mode => 'new') (issue 22,
-# bug 5).  They used to be the advisory locks pg_advisory_lock(1346982470,
-# slot), which any role can take: an ordinary role holding them blocked
-# every 'new' start.  They are now in shared memory, where only the engine
-# takes them.  Also: a launching backend that is cancelled, or terminated,
+# The admission slots of df.start(..., transaction_mode => 'new')
+# are in shared memory, where only the engine takes them: as advisory
+# locks, which any role can take, an ordinary role holding them would block
+# every 'new' start.  Also: a launching backend that is cancelled, or terminated,
 # while it holds a slot gives it back.  The exact timeout text when the
 # slots are really full is checked by t/013_new_transaction.pl.
 use strict;

@@ -1,5 +1,5 @@
 # The launcher's start-up with a configuration that cannot be met in full
-# (issue 22), each on a cluster of its own:
+#, each on a cluster of its own:
 # 1. more executors than free worker slots: the HTTP worker gets its slot
 #    right after executor 0, before the other executors, HTTP steps run,
 #    and the log says what was left out; with no slot left for the HTTP

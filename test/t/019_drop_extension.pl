@@ -1,4 +1,4 @@
-# DROP EXTENSION pg_durable while instances run (issue 22): the drop must not
+# DROP EXTENSION pg_durable while instances run: the drop must not
 # wait on the executors nor deadlock with them.  It completes within a
 # deadline, the server log has no "deadlock detected", and after CREATE
 # EXTENSION again new workflows run.

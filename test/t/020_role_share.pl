@@ -1,6 +1,6 @@
-# The per-role share of the executors, pg_durable.max_executors_per_role
-# (issue 22): one role's long steps used to occupy every executor, and
-# another role's one-step workflow waited until one of them ended.
+# The per-role share of the executors, pg_durable.max_executors_per_role:
+# without it one role's long steps would occupy every executor, and
+# another role's one-step workflow would wait until one of them ended.
 #
 # Role df_user (A) starts 6 one-step workflows whose steps block on an
 # advisory lock the test holds, so they stay running for as long as the test

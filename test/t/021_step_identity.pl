@@ -1,4 +1,4 @@
-# What a step sees of who it is (issue 22), where the regress test
+# What a step sees of who it is, where the regress test
 # security_session_user.sql cannot look: a superuser submitter (superuser
 # instances on, a restart setting) and steps in another database, which run
 # in a background session of their own (steps/remote.c).  In each, the

@@ -1,4 +1,4 @@
-# The upgrade path (issue 21): a database created at the previous released
+# The upgrade path: a database created at the previous released
 # version (sql/pg_durable--0.3.0.sql, frozen) with workflows under way
 # (steps running, timers, SIGNAL waits) is updated with ALTER EXTENSION
 # pg_durable UPDATE, and the workflows finish.  Then the updated schema must

@@ -1,5 +1,5 @@
 # A df.start(..., transaction_mode => 'new') whose caller is cancelled while
-# its background session waits for a lock the caller holds (issue 21; the
+# its background session waits for a lock the caller holds (the
 # race behind tenancy_new scenario 8 leaving an instance behind on a loaded
 # machine).  TerminateBackgroundWorker only asks the postmaster to signal the
 # session: if the caller's error released its locks before the session was

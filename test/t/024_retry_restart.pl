@@ -1,4 +1,4 @@
-# Failure handling across server restarts (issue 15):
+# Failure handling across server restarts:
 #  A. a step whose first attempt failed waits for its retry (a task with a
 #     run_at 4 s later) while the server stops in fast mode and starts
 #     again: the next attempt keeps its schedule (not before the back-off

@@ -1,4 +1,4 @@
-# Sagas (issue 16): compensation survives crashes.  Each round starts a
+# Sagas: compensation survives crashes.  Each round starts a
 # three-step saga whose last step fails, so its undos run u3, u2, u1, each
 # a SQL step that sleeps and records its effect.  Rounds kill (SIGKILL) the
 # executor inside one of the undos, cycling over the three, and one round

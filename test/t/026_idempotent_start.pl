@@ -1,4 +1,4 @@
-# df.start(…, idempotency_key) from 8 concurrent sessions (issue 17): each
+# df.start(…, idempotency_key) from 8 concurrent sessions: each
 # round, 8 sessions wait on an advisory lock, are let go at once and start
 # the same workflow with one key in transactions that stay open a moment, so
 # that they overlap.  Every session must get the same instance id, the key

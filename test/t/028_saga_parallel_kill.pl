@@ -1,4 +1,4 @@
-# Sagas (issue 16): df.saga survives crashes.
+# Sagas: df.saga survives crashes.
 #  - parallel compensation: three undos start at once; an executor running
 #    one of them is killed (SIGKILL), in two rounds; every undo must run
 #    exactly once and the instance end 'compensated'.

@@ -1,4 +1,4 @@
-# Keyed locks (issue 17).  1. 20 instances take the keys {A,B} and 20 take
+# Keyed locks.  1. 20 instances take the keys {A,B} and 20 take
 # {B,A} at once on 4 executors: all complete (no deadlock), their steps under
 # the lock never overlap in time (each records when it entered and left,
 # from the clock, and the release commits with the step), and the fencing

@@ -1,4 +1,4 @@
-# df.limit across instances (issue 17).  200 instances pass through
+# df.limit across instances.  200 instances pass through
 # max_concurrent => 3 on 8 executors: each step records when it entered and
 # left (clock_timestamp), and a self-join of those intervals shows how many
 # were inside at each entry: never more than 3.  Then 200 instances pass

@@ -1,5 +1,5 @@
-# Circuit breakers against the local test server made to fail (issue 17,
-# orchestration-api.md §3).  /service/NAME answers as /fault/NAME/MODE set
+# Circuit breakers against the local test server made to fail
+# (docs/design/breakers.md).  /service/NAME answers as /fault/NAME/MODE set
 # it (test/http_server.pl); the server's request log counts the calls.
 #  1. after minimum_calls failures the breaker opens: the server's request
 #     counter stops growing while later steps fail at once with kind

@@ -1,4 +1,4 @@
-# Events under crashes (issue 18): 500 events are published, each in its
+# Events under crashes: 500 events are published, each in its
 # own transaction, while executors are SIGKILLed (each kill makes the
 # postmaster reinitialize the server, so publishers lose their connection
 # too: an event is committed or not).  Afterwards:

@@ -1,4 +1,4 @@
-# df.map over 1,000 rows while executors are SIGKILLed (issue 18): the
+# df.map over 1,000 rows while executors are SIGKILLed: the
 # query runs once, every child runs exactly once, the result is the array
 # of the children's results in row order, and df.check() is clean.
 #

@@ -1,4 +1,4 @@
-# Tracing (issue 19): one trace per instance, exported over OTLP/HTTP JSON.
+# Tracing: one trace per instance, exported over OTLP/HTTP JSON.
 #  1. A workflow of SQL and HTTP steps (one retried, one failed), started
 #     with a traceparent, reaches the test collector as one trace whose
 #     span tree matches the graph and df.instance_spans: parents, kinds,

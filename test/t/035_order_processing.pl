@@ -1,7 +1,7 @@
-# The OrderProcessing example end to end (issue 20): the workflow of
+# The OrderProcessing example end to end: the workflow of
 # examples/order_processing/workflow.sql against the four services of
 # examples/order_processing/services.pl, with a span receiver, under the
-# faults the issue lists:
+# these faults:
 #  1. happy path: every effect once, one trace, each service's incoming
 #     traceparent names one of the engine's HTTP client spans;
 #  2. a declined payment: release, then cancel; no refund, no shipment;

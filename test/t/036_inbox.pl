@@ -1,8 +1,8 @@
-# The inbox (DESIGN.md §4.2, issue 14): a completion whose instance's runs
+# The inbox (docs/design/batches-and-inbox.md §4): a completion whose instance's runs
 # row another transaction holds is committed into df_internal.inbox with an
 # apply task instead of waiting, and applied later in order.
 #
-# A 1,000-branch fan-out (a balanced tree of JOINs, the size issue 14 names) whose branch steps all
+# A 1,000-branch fan-out (a balanced tree of JOINs) whose branch steps all
 # read the table "gate", locked by a session until every executor waits in
 # a step; then a second session holds the instance's runs row and the gate
 # opens: the branches complete into the inbox.  Executors are SIGKILLed

@@ -177,9 +177,9 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.che
 
 # A chain run in one batch updates each node row once, start and end in
 # one write, with both events (node_writes.c): a second update of a row in
-# the transaction that wrote it made PostgreSQL check the row's foreign
-# keys again at commit, a locking SELECT on df.nodes per key (3.9 node
-# updates and 2.75 such locks per step of a 20-step chain before).  The
+# the transaction that wrote it would make PostgreSQL check the row's
+# foreign keys again at commit, a locking SELECT on df.nodes per key (3.9
+# node updates and 2.75 such locks per step of a 20-step chain).  The
 # whole chain fits one batch here, so not one of those checks runs.
 my $STEPS = 20;
 $node->safe_psql('postgres', q{
@@ -317,7 +317,7 @@ SELECT status || ' ' || (completed_at IS NOT NULL) FROM df.instances WHERE id = 
 is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'), '0', 'df.check() is clean after the one-step workflow');
 
 # An instance's end updates its df.instances row by the primary key, not
-# by a statement (store/task_rows.c, session 19): its row is
+# by a statement (store/task_rows.c): its row is
 # updated, and its indexes find it under its new status.  A trigger of
 # the user's on df.instances brings the statement back, and it fires.
 my $quiet = $node->safe_psql('postgres', "SET ROLE $ROLE; SELECT df.start('SELECT 43')");

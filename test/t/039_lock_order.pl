@@ -1,14 +1,14 @@
 # Keys of locks and limits taken in opposite orders by consecutive nodes
-# (issue 17, DESIGN.md §5 rule 1).  A chain step's transaction releases
+# (docs/design/architecture.md §5 rule 1).  A chain step's transaction releases
 # its LOCK's (or LIMIT's) key and takes the next one's; each change of a
 # key's entries locks the key's row (df_internal.lock_keys,
 # df_internal.limits) first.  Pairs of instances run x ~> y ~> x ~> y and
 # y ~> x ~> y ~> x (each step under a df.with_lock or a df.limit of one key)
-# on 4 executors: before, two such transactions could each hold the row
-# the other waited for, and PostgreSQL broke the deadlock after
-# deadlock_timeout (5 deadlocks in 400 instances with locks, 3 with
+# on 4 executors: without the one order, two such transactions could each
+# hold the row the other waits for, and PostgreSQL would break the deadlock
+# after deadlock_timeout (5 deadlocks in 400 instances with locks, 3 with
 # limits, on the bench's cluster; each cost a second and an engine
-# error).  An engine transaction now waits only for rows after the ones
+# error).  An engine transaction waits only for rows after the ones
 # it holds (lock keys before limit keys, each by key), and takes an
 # earlier one without waiting: when it is busy, the transaction runs
 # again.  Every instance completes, every step ran once, no deadlock was

@@ -1,4 +1,4 @@
-# Keyed locks held in memory by a batch (issue 17, store/lock_keys.c):
+# Keyed locks held in memory by a batch (store/lock_keys.c):
 # an exclusive key nobody has is taken by an executor's batch without a
 # row, under the key's advisory lock, and written as rows only when the
 # batch commits with the key still held.
@@ -6,7 +6,7 @@
 # 1. 20 chains of five steps, each under a key of its own (no contention):
 #    all complete, every step runs once, and most takes wrote no row of
 #    df_internal.lock_keys (the executors' table statistics count the
-#    inserts; before this change every take wrote one).
+#    inserts).
 # 2. One key H, taken in memory by short holders and held across commits by
 #    holders that sleep under it (df.sleep), at once on 4 executors: every
 #    instance completes, the steps under H never overlap in time, tokens

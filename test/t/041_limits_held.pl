@@ -1,4 +1,4 @@
-# Limit slots given in memory by a batch (issue 17, store/limit_slots.c):
+# Limit slots given in memory by a batch (store/limit_slots.c):
 # while an executor's batch holds a key's row and the key had no waiters,
 # it gives slots without writing holder rows, and writes a slot as its row
 # only when the batch commits with it still held.
@@ -6,10 +6,10 @@
 # 1. 20 chains of five steps, each under a df.limit of a key of its own (no
 #    contention): all complete, every step runs once, and most slots wrote
 #    no row of df_internal.limit_holders (the executors' table statistics
-#    count the inserts; before this change every slot wrote one).  Each
+#    count the inserts).  Each
 #    key is made by its instance's first take, which then queues nobody:
-#    one df_internal.limits row per chain and no limit_waiters row (before
-#    session 17, limit_enter made the key, queued the node and pumped it in).
+#    one df_internal.limits row per chain and no limit_waiters row (the first
+#    take does not go through limit_enter's queue and pump).
 # 2. One key of max_concurrent 2, entered by short steps given slots in
 #    memory and by steps that hold their slot across commits (df.sleep
 #    under the limit), from 30 chains on 4 executors: every instance

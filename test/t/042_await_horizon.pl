@@ -1,4 +1,4 @@
-# CALL df.await waits without holding back the xmin horizon (session 20).
+# CALL df.await waits without holding back the xmin horizon.
 # A function keeps the snapshot of the statement that called it for as
 # long as it runs, so df.await_instance, waiting for a long workflow,
 # keeps VACUUM from removing any row deleted meanwhile, anywhere in the

@@ -1,4 +1,4 @@
-# A fan-out run inside one batch (issue 14, engine/README.md "Batches"):
+# A fan-out run inside one batch (engine/README.md "Batches"):
 # its branch tasks stay in the executor's memory, its JOIN counts too, and
 # each node's start and end are one write, as a chain's steps are.
 #

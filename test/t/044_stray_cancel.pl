@@ -14,8 +14,8 @@
 #   instance runs once.
 # - pg_cancel_backend() of every pg_durable process while it waits for
 #   work (the launcher, the HTTP worker, the executor): each logs that it
-#   ignored the cancel, and goes on; before, the cancel was raised outside
-#   every error handler and ended the process (exit code 1);
+#   ignored the cancel, and goes on (raised outside every error handler,
+#   the cancel would end the process with exit code 1);
 # - pg_cancel_backend() of the executor while its heartbeat waits for the
 #   df._worker_epoch row a session holds: the heartbeat is rolled back with
 #   a LOG line, the executor goes on and its next heartbeat is written.

@@ -1,4 +1,4 @@
-# Starts by marker (issue 14, store/tasks.c): df.start writes no
+# Starts by marker (store/tasks.c): df.start writes no
 # start task.  Its pending runs row is the queued work, and its commit puts
 # the instance into wake.c's ring as a marker.  A marker that may be lost
 # is made good by the start sweep, which gives every pending instance

@@ -1,14 +1,14 @@
 /*-------------------------------------------------------------------------
  *
- * inbox.h
- *	  Applying the inbox (inbox.c; DESIGN.md §4.2, issue 14).
+ * inbox_apply.h
+ *	  Applying the inbox (inbox.c; docs/design/batches-and-inbox.md §4).
  *
  * Locks: see inbox.c.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PG_DURABLE_INBOX_H
-#define PG_DURABLE_INBOX_H
+#ifndef PG_DURABLE_INBOX_APPLY_H
+#define PG_DURABLE_INBOX_APPLY_H
 
 #include "postgres.h"
 
@@ -19,4 +19,4 @@
  */
 extern int pgd_apply_inbox(const char *instance_id, bool *held);
 
-#endif /* PG_DURABLE_INBOX_H */
+#endif /* PG_DURABLE_INBOX_APPLY_H */

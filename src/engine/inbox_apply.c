@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
- * inbox.c
- *	  The apply task of the inbox (DESIGN.md §4.2, issue 14): the
+ * inbox_apply.c
+ *	  The apply task of the inbox (docs/design/batches-and-inbox.md §4): the
  *	  completions of an instance that were committed while another
  *	  transaction held its runs row are applied, in the order they were
  *	  inserted, through the path a direct completion takes.
@@ -27,7 +27,7 @@
 #include "postgres.h"
 
 #include "engine/apply.h"
-#include "engine/inbox.h"
+#include "engine/inbox_apply.h"
 #include "store/store.h"
 
 int
