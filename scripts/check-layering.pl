@@ -19,6 +19,21 @@
 #     A -> B -> ... -> A with A != B fails, inside one folder too.
 #  3. no missing headers: an included project header must exist.
 #
+# With --symbols it also reads the built objects (src/**/*.o, as the Makefile
+# leaves them beside their sources) with nm: what each defines and what it
+# leaves undefined.  A file calls another when it uses a symbol the other
+# defines, and:
+#
+#  4. no upward calls: a file may use symbols of its own folder or of the folders
+#     below it, never of one above it (a folder below reaches one above only
+#     through hooks, function pointers installed at load time);
+#  5. no call cycles: any cycle of files A -> B -> ... -> A that call each other
+#     fails, inside one folder too.  Includes cannot show these: a file may call
+#     a function of another through a header of a third.
+#
+# --symbols needs every .c built into an .o newer than it (make first); a missing
+# or stale object is a usage error (exit 2).
+#
 # Which includes are the project's: one whose first folder is a folder of src/ or of
 # the layer order.  PostgreSQL also has a common/ folder (common/base64.h ...): the
 # build puts -Isrc first, so "common/x.h" is ours when src/common/x.h exists and
@@ -52,7 +67,7 @@ sub usage
 	my ($rc) = @_;
 	my $fh = $rc ? \*STDERR : \*STDOUT;
 	print $fh <<"EOF";
-usage: check-layering [--root DIR] [--pg-include DIR | --no-pg-include]
+usage: check-layering [--root DIR] [--pg-include DIR | --no-pg-include] [--symbols]
 
 Checks the #include "..." lines of DIR/src/**/*.{c,h} against the layer order
   @ORDER (then src/$ENTRY)
@@ -63,16 +78,19 @@ headers and project headers included without their folder.
   --pg-include DIR   PostgreSQL's server headers, to tell a missing "common/x.h" from
                      one of PostgreSQL's (default: \$PG_CONFIG --includedir-server)
   --no-pg-include    do not look for PostgreSQL's headers
+  --symbols          also read the built objects' symbols (nm): no upward calls,
+                     no call cycles between files (build first)
   --help             this text
 EOF
 	exit $rc;
 }
 
-my ($root, $pg_include, $no_pg_include, $help);
+my ($root, $pg_include, $no_pg_include, $symbols, $help);
 GetOptions(
 	'root=s'        => \$root,
 	'pg-include=s'  => \$pg_include,
 	'no-pg-include' => \$no_pg_include,
+	'symbols'       => \$symbols,
 	'help|h'        => \$help,
 ) or usage(2);
 usage(0) if $help;
@@ -251,8 +269,16 @@ $modules{$_} = 1 for map { keys %$_ } values %succ;
 
 # --- cycles: strongly connected components (Tarjan), then their elementary cycles --
 
-my @sccs;
+# cycles($succ, $site, $what): a violation for every elementary cycle of the graph
+# %$succ (A -> { B => 1 }), each edge shown by $site->(A, B), which returns
+# [ "src/file", line, "text" ]; $what names the edges ("include", "call").
+# Returns how many cycles it reported.
+sub cycles
 {
+	my ($succ, $site, $what) = @_;
+	my %nodes = map { $_ => 1 } keys %$succ;
+	$nodes{$_} = 1 for map { keys %$_ } values %$succ;
+	my @sccs;
 	my $index = 0;
 	my (%idx, %low, %on, @stack);
 	my $strong;
@@ -261,7 +287,7 @@ my @sccs;
 		$idx{$v} = $low{$v} = $index++;
 		push @stack, $v;
 		$on{$v} = 1;
-		for my $w (sort keys %{ $succ{$v} // {} })
+		for my $w (sort keys %{ $succ->{$v} // {} })
 		{
 			if (!exists $idx{$w})
 			{
@@ -286,82 +312,152 @@ my @sccs;
 			push @sccs, [ sort @c ] if @c > 1;
 		}
 	};
-	no warnings 'recursion';
-	for my $v (sort keys %modules)
 	{
-		$strong->($v) unless exists $idx{$v};
+		no warnings 'recursion';
+		for my $v (sort keys %nodes)
+		{
+			$strong->($v) unless exists $idx{$v};
+		}
 	}
+
+	my $n = 0;
+	for my $scc (sort { $a->[0] cmp $b->[0] } @sccs)
+	{
+		my %in = map { $_ => 1 } @$scc;
+		my @found;
+		my $truncated = 0;
+
+		# every elementary cycle once: start at its smallest module, visit only larger ones
+		for my $s (@$scc)
+		{
+			my @path = ($s);
+			my %onpath = ($s => 1);
+			my $walk;
+			$walk = sub {
+				my ($v) = @_;
+				for my $w (sort keys %{ $succ->{$v} // {} })
+				{
+					return if @found >= $MAX_CYCLES;
+					next unless $in{$w};
+					if ($w eq $s)
+					{
+						push @found, [ @path, $s ];
+					}
+					elsif ($w gt $s && !$onpath{$w})
+					{
+						push @path, $w;
+						$onpath{$w} = 1;
+						$walk->($w);
+						pop @path;
+						delete $onpath{$w};
+					}
+				}
+			};
+			no warnings 'recursion';
+			$walk->($s);
+			if (@found >= $MAX_CYCLES)
+			{
+				$truncated = 1;
+				last;
+			}
+		}
+
+		for my $cyc (sort { @$a <=> @$b || "@$a" cmp "@$b" } @found)
+		{
+			my @sites;
+			for my $i (0 .. $#$cyc - 1)
+			{
+				push @sites, $site->($cyc->[$i], $cyc->[$i + 1])->[2];
+			}
+			my ($file, $line) = @{ $site->($cyc->[0], $cyc->[1]) };
+			push @violations, [ $file, $line + 0,
+				"$what cycle " . join(' -> ', @$cyc) . " (" . join('; ', @sites) . ")", 1 ];
+			$n++;
+		}
+		if ($truncated)
+		{
+			my ($file, $line) = @{ $site->($found[0][0], $found[0][1]) };
+			push @violations, [ $file, $line + 0,
+				"$MAX_CYCLES or more $what cycles among " . join(', ', @$scc) . "; the first $MAX_CYCLES are shown", 1 ];
+		}
+	}
+	return $n;
 }
 
-my $ncycles = 0;
-for my $scc (sort { $a->[0] cmp $b->[0] } @sccs)
+my $ncycles = cycles(\%succ, sub {
+	my ($a, $b) = @_;
+	my ($file, $line) = $edge{"$a\0$b"} =~ /\A(.*):(\d+)\z/;
+	return [ $file, $line, "$a -> $b at " . $edge{"$a\0$b"} ];
+}, 'include');
+
+# --- calls: the built objects' symbols (--symbols) ---------------------------------
+
+my $upward_calls = 0;
+my $ncall_cycles = 0;
+if ($symbols)
 {
-	my %in = map { $_ => 1 } @$scc;
-	my @found;
-	my $truncated = 0;
-
-	# every elementary cycle once: start at its smallest module, visit only larger ones
-	for my $s (@$scc)
+	my (%defines, %undefined);	# symbol -> module; module -> [ symbols ]
+	my %cfile;					# module -> its .c file, relative to src/
+	for my $file (grep { /\.c\z/ } @files)
 	{
-		my @path = ($s);
-		my %onpath = ($s => 1);
-		my $walk;
-		$walk = sub {
-			my ($v) = @_;
-			for my $w (sort keys %{ $succ{$v} // {} })
+		(my $obj = "$src/$file") =~ s/\.c\z/.o/;
+		unless (-f $obj && -M $obj <= -M "$src/$file")
+		{
+			print STDERR "check-layering: --symbols: src/$file is not built (no "
+			  . "$obj newer than it): build first\n";
+			exit 2;
+		}
+		my $m = module_of($file);
+		$cfile{$m} = $file;
+		open(my $nm, '-|', 'nm', $obj) or die "check-layering: cannot run nm: $!\n";
+		while (my $l = <$nm>)
+		{
+			if ($l =~ /^\s+U\s+(\S+)$/)
 			{
-				return if @found >= $MAX_CYCLES;
-				next unless $in{$w};
-				if ($w eq $s)
-				{
-					push @found, [ @path, $s ];
-				}
-				elsif ($w gt $s && !$onpath{$w})
-				{
-					push @path, $w;
-					$onpath{$w} = 1;
-					$walk->($w);
-					pop @path;
-					delete $onpath{$w};
-				}
+				push @{ $undefined{$m} }, $1;
 			}
-		};
-		no warnings 'recursion';
-		$walk->($s);
-		if (@found >= $MAX_CYCLES)
+			elsif ($l =~ /^\S+\s+[TDRBGSCVW]\s+(\S+)$/)
+			{
+				$defines{$1} = $m;
+			}
+		}
+		close $nm or die "check-layering: nm $obj failed\n";
+	}
+	my (%csucc, %cwhy);
+	for my $m (sort keys %undefined)
+	{
+		my %seen;
+		for my $sym (sort @{ $undefined{$m} })
 		{
-			$truncated = 1;
-			last;
+			my $to = $defines{$sym};
+			next unless defined $to && $to ne $m && !$seen{"$to\0$sym"}++;
+			$csucc{$m}{$to} = 1;
+			push @{ $cwhy{"$m\0$to"} }, $sym;
+			my ($rf, $rt) = (rank_of_file($cfile{$m}), rank_of_file($cfile{$to}));
+			if (defined $rf && defined $rt && $rt > $rf)
+			{
+				$upward_calls++;
+				violation($cfile{$m}, 1,
+					"upward call: uses $sym of $to, in a folder above " . folder_of($cfile{$m}) . "/");
+			}
 		}
 	}
-
-	for my $cyc (sort { @$a <=> @$b || "@$a" cmp "@$b" } @found)
-	{
-		my @sites;
-		for my $i (0 .. $#$cyc - 1)
-		{
-			push @sites, "$cyc->[$i] -> $cyc->[$i + 1] at " . $edge{"$cyc->[$i]\0$cyc->[$i + 1]"};
-		}
-		my ($file, $line) = $edge{"$cyc->[0]\0$cyc->[1]"} =~ /\A(.*):(\d+)\z/;
-		push @violations, [ $file, $line + 0,
-			"include cycle " . join(' -> ', @$cyc) . " (" . join('; ', @sites) . ")", 1 ];
-		$ncycles++;
-	}
-	if ($truncated)
-	{
-		my ($file, $line) = $edge{"$found[0][0]\0$found[0][1]"} =~ /\A(.*):(\d+)\z/;
-		push @violations, [ $file, $line + 0,
-			"$MAX_CYCLES or more include cycles among " . join(', ', @$scc) . "; the first $MAX_CYCLES are shown", 1 ];
-	}
+	$ncall_cycles = cycles(\%csucc, sub {
+		my ($a, $b) = @_;
+		my @syms = @{ $cwhy{"$a\0$b"} };
+		my $shown = join(', ', @syms[0 .. ($#syms < 2 ? $#syms : 2)]) . (@syms > 3 ? ', ...' : '');
+		return [ "src/$cfile{$a}", 1, "$a uses $shown of $b" ];
+	}, 'call');
 }
 
 # --- report ------------------------------------------------------------------------
 
 my $nfiles = scalar @files;
 my $nmodules = scalar keys %modules;
+my $calls = $symbols ? ", no upward calls, no call cycles" : "";
 if (!@violations)
 {
-	print "layering: $nfiles files, $nmodules modules, no upward includes, no cycles\n";
+	print "layering: $nfiles files, $nmodules modules, no upward includes, no cycles$calls\n";
 	exit 0;
 }
 
@@ -374,8 +470,10 @@ sub count
 	my ($n, $what) = @_;
 	return "$n $what" . ($n == 1 ? '' : 's');
 }
-my $other = @violations - $upward - $ncycles;
-printf "layering: %d files, %d modules: %s (%s, %s, %d other)\n", $nfiles, $nmodules,
+my $other = @violations - $upward - $ncycles - $upward_calls - $ncall_cycles;
+printf "layering: %d files, %d modules: %s (%s, %s, %s%d other)\n", $nfiles, $nmodules,
   count(scalar @violations, 'violation'), count($upward, 'upward include'),
-  count($ncycles, 'cycle'), $other;
+  count($ncycles, 'cycle'),
+  $symbols ? count($upward_calls, 'upward call') . ', ' . count($ncall_cycles, 'call cycle') . ', ' : '',
+  $other;
 exit 1;

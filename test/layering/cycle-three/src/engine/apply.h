@@ -1,1 +1,1 @@
-#include "store/store.h"
+#include "engine/store.h"

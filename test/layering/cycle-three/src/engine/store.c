@@ -1,2 +1,2 @@
-#include "store/store.h"
+#include "engine/store.h"
 #include "engine/scope.h"

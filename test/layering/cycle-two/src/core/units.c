@@ -1,2 +1,2 @@
 #include "core/units.h"
-#include "store/store.h"
+#include "engine/store.h"

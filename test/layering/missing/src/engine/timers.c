@@ -1,3 +1,3 @@
 #include "postgres.h"
 #include "engine/engine.h"
-#include "core/wake.h"
+#include "engine/wake.h"

@@ -1,0 +1,7 @@
+int apply_all(void);
+
+int
+apply_all(void)
+{
+	return 1;
+}

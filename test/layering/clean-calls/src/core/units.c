@@ -1,0 +1,7 @@
+int units_count(void);
+
+int
+units_count(void)
+{
+	return 1;
+}
