@@ -179,11 +179,19 @@ function createApp(options, connections) {
 
 	async function listData(req) {
 		const filter = listFilter(req.query);
-		const [page, counts] = await Promise.all([q.listInstances(req.db.pool, filter), q.statusCounts(req.db.pool)]);
-		return { filter, counts, ...page };
+		return { filter, ...(await q.listInstances(req.db.pool, filter)) };
 	}
 
 	app.get('/api/instances', wrap(async (req, res) => res.json(await listData(req))));
+	// the counts by status come apart from the list: without an index on the
+	// submitter, a role's counts read other roles' rows, which the list need not
+	app.get('/api/counts', wrap(async (req, res) => res.json(await q.statusCounts(req.db.pool))));
+	app.get('/instances/counts', wrap(async (req, res) => {
+		const filterQuery = new URLSearchParams(Object.entries(listFilter(req.query))
+			.filter(([k, v]) => v && k !== 'after' && k !== 'status'));
+		res.render('_counts.njk', { counts: await q.statusCounts(req.db.pool), filter: listFilter(req.query),
+			filterQuery: filterQuery.toString() });
+	}));
 	app.get('/instances', wrap(async (req, res) => {
 		const data = await listData(req);
 		const nextQuery = new URLSearchParams(Object.entries(data.filter).filter(([k, v]) => v && k !== 'after'));

@@ -3,10 +3,26 @@
  *	  Auto-refresh of the live parts of a page: every few seconds, while the
  *	  tab is visible and the user has not paused it, the page is fetched
  *	  again and each element marked data-live takes the new content of its
- *	  namesake.  The HTML comes from this server, escaped there; DOMParser
- *	  runs no script.  The pause is remembered per page kind.
+ *	  namesake.  An element marked data-fragment is filled from its URL (a
+ *	  piece of HTML: the counts by status, which may take longer than the
+ *	  list) when the page loads and at each refresh.  The HTML comes from
+ *	  this server, escaped there; DOMParser runs no script.  The pause is
+ *	  remembered per page kind.
  */
 'use strict';
+
+async function loadFragments() {
+	await Promise.all(Array.from(document.querySelectorAll('[data-fragment]')).map(async (el) => {
+		const res = await fetch(el.dataset.fragment, { credentials: 'same-origin', headers: { Accept: 'text/html' } });
+		if (!res.ok)
+			return;
+		const doc = new DOMParser().parseFromString(`<div>${await res.text()}</div>`, 'text/html');
+		el.replaceChildren(...Array.from(doc.body.firstChild.childNodes).map((n) => document.importNode(n, true)));
+		el.dataset.loaded = '1';
+	}));
+}
+
+loadFragments().catch(() => {});
 
 (function () {
 	const button = document.getElementById('refresh-toggle');
@@ -39,6 +55,7 @@
 				if (fresh)
 					el.replaceChildren(...Array.from(fresh.childNodes).map((n) => document.importNode(n, true)));
 			}
+			await loadFragments();
 			document.body.dataset.refreshedAt = String(Date.now());
 		} catch (e) {
 			state.textContent = 'refresh failed; retrying';

@@ -79,6 +79,8 @@ test('the list shows the instances just started, and new ones as they start', as
 	assert.equal(await page.$(`tr[data-id="${ids.dave}"]`), null, 'another role\'s instance is not listed');
 	assert.equal(await page.$eval(`tr[data-id="${ids.fail}"] .status`, (e) => e.textContent), 'failed');
 	assert.match(await page.$eval(`tr[data-id="${ids.xss}"] .waits`, (e) => e.textContent), /waiting for signal "never"/);
+	await page.waitForSelector('#counts[data-loaded="1"] a[data-status="failed"]');
+	assert.match(await page.$eval('#counts a[data-status="failed"] .n', (e) => e.textContent), /^[1-9]/);
 	await shot(page, 'instances');
 	// started after the page loaded: the auto-refresh brings it in
 	const fresh = await h.start(carol, "'SELECT 1'", 'started while watching');
