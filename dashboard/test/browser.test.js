@@ -37,6 +37,8 @@ before(async () => {
 	ids.fail = await h.start(carol, "'SELECT 1 AS a' ~> ('SELECT 2 AS b' & 'SELECT 1/0 AS oops') ~> 'SELECT 3'", 'fails in a branch');
 	ids.xss = await h.start(carol, "df.wait_for_signal('never')", XSS);
 	ids.dave = await h.start(dave, "'SELECT 1'", 'dave only');
+	ids.lock = await h.start(carol, "df.with_lock(df.wait_for_signal('done'), ARRAY['orders:42'])", 'holds a lock');
+	ids.limit = await h.start(carol, "df.limit(df.wait_for_signal('done'), 'payments', 2)", 'inside a limit');
 	await h.waitStatus(admin, ids.ok, 'completed');
 	await h.waitStatus(admin, ids.fail, 'failed');
 	await h.waitRunning(admin, ids.xss, 'SIGNAL');
@@ -113,6 +115,7 @@ test('an instance page shows the graph with the failed node marked, and the time
 	assert.match(await page.$eval('#error', (e) => e.textContent), /division by zero/);
 	assert.match(await page.$eval('#trace-id', (e) => e.textContent), /^[0-9a-f]{32}$/);
 	await shot(page, 'instance-failed');
+	await page.screenshot({ path: path.join(SHOTS, 'instance-failed-top.png') });
 	await page.goto(`${dash.url}/instances/${ids.ok}`);
 	await page.waitForSelector('#graph svg.graph');
 	assert.match(await page.$eval('#result', (e) => e.textContent), /"c": 3/);
@@ -160,8 +163,12 @@ test('cancelling from the page cancels the instance', async () => {
 
 test('the coordination and overview pages', async () => {
 	const page = await newPage();
+	await h.waitRunning(admin, ids.lock, 'SIGNAL');
+	await h.waitRunning(admin, ids.limit, 'SIGNAL');
 	await page.goto(`${dash.url}/coordination`);
 	await page.waitForSelector('#breakers');
+	assert.match(await page.$eval('#locks', (e) => e.textContent), /orders:42/);
+	assert.match(await page.$eval('#limits', (e) => e.textContent), /payments/);
 	await shot(page, 'coordination');
 	await page.goto(`${dash.url}/`);
 	await page.waitForSelector('#throughput');
