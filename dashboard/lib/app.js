@@ -86,7 +86,20 @@ function createApp(options, connections) {
 		next();
 	});
 	app.use('/static', express.static(path.join(__dirname, '..', 'public'), { maxAge: 0 }));
+	// with --login, a session that ended (expired, or the store lost it)
+	// takes its user's pool with it, checked every ten minutes
+	const store = new session.MemoryStore();
+	if (options.login) {
+		setInterval(() => {
+			for (const sid of connections.sessionPools.keys())
+				store.get(sid, (err, s) => {
+					if (!err && !s)
+						connections.logout(sid);
+				});
+		}, 10 * 60 * 1000).unref();
+	}
 	app.use(session({
+		store,
 		name: 'pgd_dashboard',
 		secret: crypto.randomBytes(32).toString('hex'),
 		resave: false,
