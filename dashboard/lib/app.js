@@ -229,10 +229,14 @@ function createApp(options, connections) {
 		const d = await detailData(req);
 		let svg = null;
 		let svgError = null;
-		try {
-			svg = await dotToSvg(d.dot);
-		} catch (err) {
-			svgError = err.message;
+		if (!d.drawGraph)
+			svgError = `${d.nodes.length} nodes are more than the dashboard draws; the node table lists them`;
+		else {
+			try {
+				svg = await dotToSvg(d.dot);
+			} catch (err) {
+				svgError = err.message;
+			}
 		}
 		res.render('instance.njk', { title: `Instance ${d.instance.id}`, ...d, svg, svgError,
 			live: d.instance.status === 'running' || d.instance.status === 'pending' });

@@ -24,6 +24,10 @@ const STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled', 'com
 const COUNT_CAP = 10000;
 const PAGE_SIZE = 50;
 const ID_RE = /^[0-9a-f]{8}$/;
+// an instance's page shows at most this many history events and spans (a
+// long loop has many more), and draws no graph of more nodes than MAX_DRAWN
+const MAX_ROWS = 2000;
+const MAX_DRAWN = 1500;
 
 function likePattern(text) {
 	// a pattern with % is the user's own LIKE pattern; any other text matches as a substring
@@ -149,8 +153,8 @@ FROM df.instances i WHERE i.id = $1`, [id]);
 		pool.query('SELECT * FROM df.instance_nodes($1)', [id]),
 		pool.query("SELECT df.explain($1, 'dot') AS dot", [id]),
 		pool.query(`SELECT span_id, parent_span_id, name, kind, start_time, end_time, status, attributes
-FROM df.instance_spans($1) ORDER BY start_time, span_id`, [id]),
-		pool.query('SELECT * FROM df.history($1)', [id]),
+FROM df.instance_spans($1) ORDER BY start_time, span_id LIMIT $2`, [id, MAX_ROWS + 1]),
+		pool.query('SELECT * FROM df.history($1) LIMIT $2', [id, MAX_ROWS + 1]),
 		pool.query('SELECT * FROM df.compensations($1)', [id]),
 		pool.query('SELECT output FROM df.instance_info($1)', [id]),
 		pool.query(`SELECT l.holder AS instance_id, l.node_id, l.key, l.mode, l.state, l.since, l.waiters, l.token
@@ -165,8 +169,10 @@ FROM df.locks l WHERE l.holder = $1`, [id]),
 		instance,
 		nodes: nodes.rows,
 		dot: dot.rows[0].dot,
-		spans: spans.rows,
-		history: history.rows,
+		drawGraph: nodes.rows.length <= MAX_DRAWN,
+		spans: spans.rows.slice(0, MAX_ROWS),
+		history: history.rows.slice(0, MAX_ROWS),
+		truncated: { spans: spans.rows.length > MAX_ROWS, history: history.rows.length > MAX_ROWS, max: MAX_ROWS },
 		compensations: comps.rows,
 		locks: locks.rows,
 		limitQueue: queue.rows,
