@@ -162,6 +162,12 @@ FROM df.locks l WHERE l.holder = $1`, [id]),
 		pool.query('SELECT q.* FROM df.limit_queue q WHERE q.instance_id = $1', [id]),
 	]);
 	instance.output = info.rows[0] ? info.rows[0].output : null;
+	// the end of the workflow's span is the history's instance end, which can
+	// come later than df.instances.completed_at (stamped when its last
+	// transaction began, before its last step ran)
+	const rootSpan = spans.rows.find((x) => !x.parent_span_id);
+	if (rootSpan && rootSpan.end_time && instance.ended_at)
+		instance.ended_at = rootSpan.end_time;
 	const running = nodes.rows.filter((n) => n.status === 'running')
 		.map((n) => ({ node_id: n.node_id, node_type: n.node_type, query: n.query, updated_at: n.updated_at }));
 	const failed = nodes.rows.filter((n) => n.status === 'failed');
