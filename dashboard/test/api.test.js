@@ -28,6 +28,7 @@ before(async () => {
 	ids.fail = await h.start(alice, "'SELECT 1' ~> 'SELECT 1/0'", 'api fails');
 	ids.wait = await h.start(alice, "df.wait_for_signal('go')", 'api waits');
 	ids.xss = await h.start(alice, "df.sleep(600)", '<img src=x onerror=alert(1)>');
+	ids.markup = await h.start(alice, "$$SELECT '<script>alert(2)</script>' AS s$$ ~> $$SELECT '<b onmouseover=alert(3)>'::int$$", 'markup in steps');
 	for (let i = 0; i < 7; i++)
 		pageIds.push(await h.start(alice, "'SELECT 1'", `page-${i}`));
 	ids.bob1 = await h.start(bob, "'SELECT 1'", 'bob one');
@@ -46,6 +47,7 @@ before(async () => {
 
 	await h.waitStatus(admin, ids.ok, 'completed');
 	await h.waitStatus(admin, ids.fail, 'failed');
+	await h.waitStatus(admin, ids.markup, 'failed');
 	await h.waitRunning(admin, ids.wait, 'SIGNAL');
 	await h.waitFor('the lock waiter to queue', async () =>
 		(await admin.query("SELECT 1 FROM df.locks WHERE holder = $1 AND state = 'waiting'", [ids.lockWaiter])).rows.length);
@@ -82,7 +84,7 @@ test('a superuser sees the instances of every role', async () => {
 test('each ordinary role sees only its own instances', async () => {
 	const a = await client(dAlice).getJson('/api/instances?limit=500');
 	const b = await client(dBob).getJson('/api/instances?limit=500');
-	assert.ok(a.instances.length >= 15);
+	assert.ok(a.instances.length >= 16);
 	assert.ok(a.instances.every((i) => i.submitter === 'api_alice'));
 	assert.deepEqual(idsOf(b).sort(), [ids.bob1, ids.bob2].sort());
 	assert.ok(b.instances.every((i) => i.submitter === 'api_bob'));
@@ -221,13 +223,18 @@ test('coordination and overview, per role', async () => {
 	assert.equal((await client(dAlice).get('/')).status, 200);
 });
 
-test('labels and results are escaped in the pages', async () => {
+test('labels, SQL text, results and errors are escaped in the pages', async () => {
 	const c = client(dAlice);
 	for (const url of ['/instances', `/instances/${ids.xss}`]) {
 		const r = await c.get(url);
 		assert.ok(!r.text.includes('<img src=x'), `${url} has no raw <img`);
 		assert.ok(r.text.includes('&lt;img src=x onerror=alert(1)&gt;'), `${url} shows the label as text`);
 	}
+	const r = await c.get(`/instances/${ids.markup}`);
+	assert.equal(r.status, 200);
+	assert.ok(!/<script>alert|<b onmouseover/.test(r.text), 'no markup from the steps, their results or errors');
+	assert.ok(r.text.includes('&lt;script&gt;alert(2)&lt;/script&gt;'), 'the step and its result as text');
+	assert.ok(r.text.includes('&lt;b onmouseover=alert(3)&gt;'), 'the error as text');
 });
 
 // --- actions -------------------------------------------------------------------
