@@ -1,0 +1,71 @@
+/*
+ * waits.js
+ *	  Why a live instance waits, in words, from what it is doing now: its
+ *	  running nodes (df.nodes), the lock keys it waits for (df.locks) and its
+ *	  places in limit queues (df.limit_queue).  A pending instance waits for
+ *	  an executor to start it.  Pure: no statement of its own.
+ */
+'use strict';
+
+function parseJson(text) {
+	try {
+		return JSON.parse(text);
+	} catch (e) {
+		return null;
+	}
+}
+
+function plusSeconds(date, seconds) {
+	return new Date(new Date(date).getTime() + seconds * 1000);
+}
+
+// one line per running node worth naming; wrappers whose child runs say nothing
+function whyWaiting(instance, running, lockWaits, limitQueue) {
+	const out = [];
+	if (instance.status === 'pending') {
+		out.push({ kind: 'queued', text: 'queued: waiting for an executor to start it' });
+		return out;
+	}
+	for (const l of lockWaits)
+		out.push({ kind: 'lock', node_id: l.node_id,
+			text: `waiting for lock "${l.key}" (${l.waiters} waiter${Number(l.waiters) === 1 ? '' : 's'})` });
+	for (const q of limitQueue)
+		out.push({ kind: 'limit', node_id: q.node_id,
+			text: `queued on limit "${q.key}", position ${q.position}` + (q.deadline ? `, until ${new Date(q.deadline).toISOString()}` : '') });
+	for (const n of running) {
+		const cfg = parseJson(n.query) || {};
+		switch (n.node_type) {
+		case 'SLEEP': {
+			const s = Number(n.query);
+			out.push({ kind: 'timer', node_id: n.node_id,
+				text: `timer: sleeping ${s} s` + (n.updated_at && isFinite(s) ? `, due about ${plusSeconds(n.updated_at, s).toISOString()}` : '') });
+			break;
+		}
+		case 'WAIT_SCHEDULE':
+			out.push({ kind: 'timer', node_id: n.node_id, text: `timer: waiting for the cron schedule "${n.query}"` });
+			break;
+		case 'SIGNAL':
+			out.push({ kind: 'signal', node_id: n.node_id,
+				text: `waiting for signal "${cfg.signal_name}"` + (cfg.timeout_seconds ? ` (times out after ${cfg.timeout_seconds} s)` : '') });
+			break;
+		case 'EVENT':
+			out.push({ kind: 'event', node_id: n.node_id,
+				text: `waiting for an event on topic "${cfg.topic}"` + (cfg.timeout_seconds ? ` (times out after ${cfg.timeout_seconds} s)` : '') });
+			break;
+		case 'HTTP':
+		case 'HTTP_MULTIPART':
+			out.push({ kind: 'http', node_id: n.node_id, text: 'HTTP call in flight (or waiting for its retry)' });
+			break;
+		case 'SQL':
+			out.push({ kind: 'step', node_id: n.node_id, text: 'running a SQL step (or waiting for an executor or its retry)' });
+			break;
+		default:
+			break;
+		}
+	}
+	if (out.length === 0)
+		out.push({ kind: 'running', text: 'running' });
+	return out;
+}
+
+module.exports = { whyWaiting };
