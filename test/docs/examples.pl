@@ -143,6 +143,11 @@ log_min_messages = warning
 	return $node;
 }
 
+# The pages of docs/ continue from the README's quick start: its first block
+# (the extension, the role alice, SET ROLE alice) runs before each of them.
+my ($readme_blocks) = blocks_of('README.md');
+my $prelude = @$readme_blocks ? $readme_blocks->[0]{sql} : '';
+
 my $n = 0;
 for my $file (@files)
 {
@@ -154,6 +159,7 @@ for my $file (@files)
 	my $node = docs_cluster('docs' . ++$n);
 
 	my $script = "\\set ON_ERROR_STOP 1\n";
+	$script .= "\\echo '\@\@prelude\@\@'\n$prelude" if $file ne 'README.md';
 	for my $i (0 .. $#$blocks)
 	{
 		my $sql = $blocks->[$i]{sql};
@@ -170,13 +176,13 @@ for my $file (@files)
 	# the output of each block, by its marker
 	my %got;
 	my $last = -1;
-	my @parts = split /^\@\@(block \d+|end)\@\@\n/m, $out;
+	my @parts = split /^\@\@(block \d+|end|prelude)\@\@\n/m, $out;
 	shift @parts;
 	while (@parts)
 	{
 		my ($tag, $text) = (shift @parts, shift @parts // '');
 		if ($tag =~ /block (\d+)/) { $got{$1} = $text; $last = $1; }
-		else { $last = scalar @$blocks; }
+		elsif ($tag eq 'end') { $last = scalar @$blocks; }
 	}
 	if (!$ok || $last < @$blocks)
 	{
