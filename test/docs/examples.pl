@@ -11,7 +11,11 @@
 #  - the functions of schema df and the operators of the extension are
 #    exactly those docs/reference/functions.md documents (a heading
 #    "### df.name(types)" per function, "### `op` operator (left, right)"
-#    per operator).
+#    per operator), and the settings of pg_settings exactly those of the
+#    table of docs/reference/settings.md.
+#
+# The pages of docs/ continue from the README's quick start: its first
+# block runs before each of them, in the same session.
 #
 # Examples that call a service call http://localhost:8765, where the manual
 # tells the reader to start test/http_server.pl; this test starts it on a
@@ -209,7 +213,7 @@ diag("$total_blocks runnable blocks in $total_files files; $total_notrun sql blo
 # --- every function and operator documented, nothing else -------------------
 SKIP:
 {
-	skip 'DOCS_FILES without functions.md: no reference check', 2
+	skip 'DOCS_FILES without functions.md: no reference check', 4
 	  if $ENV{DOCS_FILES} && $ENV{DOCS_FILES} !~ m{reference/functions\.md};
 	my $node = docs_cluster('docs_reference');
 	$node->safe_psql('mydb', 'CREATE EXTENSION pg_durable');
@@ -225,7 +229,16 @@ SELECT '`' || o.oprname || '` operator (' ||
   JOIN pg_depend d ON d.classid = 'pg_operator'::regclass AND d.objid = o.oid
                   AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
   JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_durable'});
+	my %settings = map { $_ => 1 } split /\n/, $node->safe_psql('mydb',
+		"SELECT name FROM pg_settings WHERE name LIKE 'pg\\_durable.%'");
 	$node->stop('fast');
+
+	open my $sf, '<', "$docs/docs/reference/settings.md" or die "settings.md: $!";
+	my %in_table;
+	while (<$sf>) { $in_table{$1} = 1 if /^\|\s*`(pg_durable\.\w+)`\s*\|/; }
+	close $sf;
+	is(join(' ', sort grep { !$in_table{$_} } keys %settings), '', 'every setting of pg_settings is in docs/reference/settings.md');
+	is(join(' ', sort grep { !$settings{$_} } keys %in_table), '', 'docs/reference/settings.md lists no setting the server does not have');
 
 	open my $fh, '<', "$docs/docs/reference/functions.md" or die "functions.md: $!";
 	my %documented;
