@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# Talk to the example's services and span receiver (issue 20).  Perl core
+# Talk to the example's services and span receiver.  Perl core
 # modules only.
 #
 #   ctl.pl PORTS_FILE fault SERVICE '{"mode": "down"}'   set a fault switch

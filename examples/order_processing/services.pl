@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# The four services of the OrderProcessing example (issue 20) in one
+# The four services of the OrderProcessing example in one
 # process: order, payment, inventory and shipping, each on its own
 # loopback port, each with forward and undo endpoints, deduplication by
 # Idempotency-Key, a ledger of its effects, a request log and a fault

@@ -1,4 +1,4 @@
--- The OrderProcessing workflow (issue 20): one order across the order,
+-- The OrderProcessing workflow: one order across the order,
 -- payment, inventory and shipping services of services.pl, as a saga.
 --
 -- psql variables: :order_url :payment_url :inventory_url :shipping_url
