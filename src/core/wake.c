@@ -27,9 +27,9 @@
  * after a restart (scan_needed), when the earliest future task a commit
  * announced falls due (next_due), and at the safety poll.
  *
- * A start is published as a marker, not a task id: an id from
- * PGD_START_MARKER up, the instance's id read as a number, which no task id
- * reaches.  Its instance's pending runs row is the queued work, so a marker
+ * A start is published as a marker, not a task id (PgdTaskRef,
+ * task_ref.h): in the ring, an int64 from START_MARKER up, the instance's
+ * id read as a number, which no task id reaches.  Its instance's pending runs row is the queued work, so a marker
  * the ring cannot hold, or that a failed unit took, or that a crash lost,
  * is made good by the start sweep (start_sweep, store/tasks.c), not
  * by a scan of the queue.
@@ -71,10 +71,30 @@ typedef struct PendingInterrupt
 } PendingInterrupt;
 
 static int	 pending_tasks = 0; /* tasks this transaction made runnable */
-static int64 pending_ready[MAX_PENDING_READY]; /* their ids (ring size) */
+static int64 pending_ready[MAX_PENDING_READY]; /* as the ring holds them */
 static int	 npending_ready = 0;
 static bool pending_scan = false; /* some ready task is not in pending_ready */
 static bool pending_start_sweep = false; /* a start's marker did not fit */
+/*
+ * How the ring holds a task reference: a row by its id, a start's marker
+ * from START_MARKER up (no task id reaches it).  Held tasks never enter it.
+ */
+#define START_MARKER ((int64) 1 << 62)
+
+static int64
+ring_value(PgdTaskRef r)
+{
+	Assert(r.kind == PGD_TASK_REF_ROW || r.kind == PGD_TASK_REF_START);
+	return r.kind == PGD_TASK_REF_START ? START_MARKER + r.id : r.id;
+}
+
+static PgdTaskRef
+ring_ref(int64 v)
+{
+	return v >= START_MARKER ? pgd_task_ref(PGD_TASK_REF_START, v - START_MARKER) :
+							   pgd_task_ref(PGD_TASK_REF_ROW, v);
+}
+
 static bool took_marker = false; /* pgd_ready_pop gave a start's marker */
 static void (*prepare_hook)(const char *instance_id) = NULL;
 static TimestampTz pending_due = DT_NOEND;	  /* earliest future task made */
@@ -144,7 +164,7 @@ publish_ready(void)
 			pgd_shared->scan_needed = true; /* full: the scan finds the rest */
 			/* and the sweep the starts whose markers are left out */
 			for (; i < npending_ready; i++)
-				if (PGD_IS_START_MARKER(pending_ready[i]))
+				if (ring_ref(pending_ready[i]).kind == PGD_TASK_REF_START)
 					pgd_shared->start_sweep = true;
 			break;
 		}
@@ -240,20 +260,20 @@ pgd_queue_scanned(uint64 gen, TimestampTz earliest)
 
 /* The oldest published task id, if any. */
 bool
-pgd_ready_pop(int64 *task_id)
+pgd_ready_pop(PgdTaskRef *task)
 {
 	bool found = false;
 
 	SpinLockAcquire(&pgd_shared->ready_mutex);
 	if (pgd_shared->ready_count > 0)
 	{
-		*task_id = pgd_shared->ready[pgd_shared->ready_head];
+		*task = ring_ref(pgd_shared->ready[pgd_shared->ready_head]);
 		pgd_shared->ready_head = (pgd_shared->ready_head + 1) % PGD_READY_RING;
 		pgd_shared->ready_count--;
 		found = true;
 	}
 	SpinLockRelease(&pgd_shared->ready_mutex);
-	if (found && PGD_IS_START_MARKER(*task_id))
+	if (found && task->kind == PGD_TASK_REF_START)
 		took_marker = true;
 	return found;
 }
@@ -278,11 +298,12 @@ pgd_ready_took_marker(bool reset)
  * other id.
  */
 bool
-pgd_start_marker_instance(int64 id, char *instance_id)
+pgd_start_marker_instance(PgdTaskRef task, char *instance_id)
 {
-	if (!PGD_IS_START_MARKER(id) || id - PGD_START_MARKER > PG_UINT32_MAX)
+	if (task.kind != PGD_TASK_REF_START || task.id < 0 ||
+		task.id > PG_UINT32_MAX)
 		return false;
-	snprintf(instance_id, 9, "%08x", (uint32) (id - PGD_START_MARKER));
+	snprintf(instance_id, 9, "%08x", (uint32) task.id);
 	return true;
 }
 
@@ -301,7 +322,8 @@ pgd_start_ready_at_commit(const char *instance_id)
 		elog(ERROR, "instance id \"%s\" has no marker", instance_id);
 	n = strtoul(instance_id, NULL, 16);
 	if (npending_ready < MAX_PENDING_READY)
-		pending_ready[npending_ready++] = PGD_START_MARKER + (int64) n;
+		pending_ready[npending_ready++] =
+			ring_value(pgd_task_ref(PGD_TASK_REF_START, (int64) n));
 	else
 		pending_start_sweep = true;
 	wake_at_commit(1);
@@ -355,7 +377,7 @@ starts_before_prepare(void)
 
 	for (int i = 0; i < npending_ready; i++)
 	{
-		if (pgd_start_marker_instance(pending_ready[i], instance))
+		if (pgd_start_marker_instance(ring_ref(pending_ready[i]), instance))
 		{
 			if (prepare_hook != NULL && !pending_start_sweep)
 				prepare_hook(instance);
@@ -611,11 +633,12 @@ pgd_task_ready_at_commit(int64 task_id)
  * ready itself.  Returns how many were copied into ids.
  */
 int
-pgd_ready_made_here(int64 *ids, int max)
+pgd_ready_made_here(PgdTaskRef *tasks, int max)
 {
 	int n = Min(max, npending_ready);
 
-	memcpy(ids, pending_ready, n * sizeof(int64));
+	for (int i = 0; i < n; i++)
+		tasks[i] = ring_ref(pending_ready[i]);
 	return n;
 }
 
@@ -624,10 +647,12 @@ pgd_ready_made_here(int64 *ids, int max)
  * published at commit, and wakes no other executor for it.
  */
 void
-pgd_ready_consumed(int64 task_id)
+pgd_ready_consumed(PgdTaskRef task)
 {
+	if (task.kind != PGD_TASK_REF_ROW && task.kind != PGD_TASK_REF_START)
+		return;
 	for (int i = 0; i < npending_ready; i++)
-		if (pending_ready[i] == task_id)
+		if (pending_ready[i] == ring_value(task))
 		{
 			memmove(&pending_ready[i], &pending_ready[i + 1],
 					(npending_ready - i - 1) * sizeof(int64));

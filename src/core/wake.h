@@ -17,6 +17,8 @@
 
 #include "datatype/timestamp.h"
 
+#include "core/task_ref.h"
+
 /* the commit hook (from _PG_init) */
 extern void pgd_wake_register_xact_callback(void);
 
@@ -34,22 +36,20 @@ extern void pgd_interrupt_at_commit(const char *instance_id,
 
 /* executors: the ring of published task ids and when to scan the queue */
 /*
- * A start's marker: df.start publishes its instance, not a task,
- * as an id of this range, which no task id reaches; the instance's pending
- * runs row is the queued work.
+ * A start's marker: df.start publishes its instance, not a task; the
+ * instance's pending runs row is the queued work.  Its instance (9 bytes
+ * with the NUL), or false for any other task.
  */
-#define PGD_START_MARKER		((int64) 1 << 62)
-#define PGD_IS_START_MARKER(id) ((id) >= PGD_START_MARKER)
-extern bool pgd_start_marker_instance(int64 id, char *instance_id);
+extern bool pgd_start_marker_instance(PgdTaskRef task, char *instance_id);
 extern void pgd_start_ready_at_commit(const char *instance_id);
 extern void pgd_start_sweep_request(void);
 extern bool pgd_start_sweep_take(void);
 extern bool pgd_ready_took_marker(bool reset);
 extern void pgd_wake_set_prepare_hook(void (*hook)(const char *instance_id));
 
-extern bool	  pgd_ready_pop(int64 *task_id);
-extern int	  pgd_ready_made_here(int64 *ids, int max);
-extern void	  pgd_ready_consumed(int64 task_id);
+extern bool	  pgd_ready_pop(PgdTaskRef *task);
+extern int	  pgd_ready_made_here(PgdTaskRef *tasks, int max);
+extern void	  pgd_ready_consumed(PgdTaskRef task);
 extern bool	  pgd_queue_scan_due(TimestampTz now, long *sleep_ms);
 extern uint64 pgd_queue_scan_begin(void);
 extern void	  pgd_queue_rescan(void);

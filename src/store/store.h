@@ -33,12 +33,13 @@
 #include "datatype/timestamp.h"
 #include "utils/relcache.h"
 
+#include "core/task_ref.h"
 #include "store/types.h"
 
 /* A claimed task, with its instance's runs row read in the same statement. */
 typedef struct PgdClaim
 {
-	int64		id;
+	PgdTaskRef	task; /* a row, a held task or a start's marker */
 	char	   *instance_id;
 	char	   *node_id; /* NULL for start and deliver tasks */
 	char	   *scope;
@@ -107,7 +108,7 @@ extern void pgd_store_drop_scope(const char *instance_id, const char *scope);
 extern void pgd_store_deliver_tasks_drop(const char *instance_id);
 extern void pgd_store_drop_wait_timer(const char *instance_id,
 									  const char *node_id, const char *scope);
-extern bool pgd_store_claim_by_id(int64 task_id, PgdClaim *claim);
+extern bool pgd_store_claim(PgdTaskRef task, PgdClaim *claim);
 /* starts by marker (tasks.c) */
 extern void pgd_store_start_ready(const char *instance_id);
 extern int	pgd_store_start_sweep(void);
@@ -117,11 +118,11 @@ extern void	 pgd_store_hold_step_tasks(bool hold);
 extern void	 pgd_store_write_held_all(void);
 extern void	 pgd_store_write_held_tasks(void);
 extern void	 pgd_store_forget_held_tasks(const char *instance_id);
-extern int64 pgd_store_held_task_next(void);
-extern int64 pgd_store_held_task_made_here(const char *instance_id);
-extern int64 pgd_store_held_branch_next(void);
-extern int64 pgd_store_write_held_task(int64 vid);
-extern void	 pgd_store_task_engine_error(int64 task_id, const char *error);
+extern PgdTaskRef pgd_store_held_task_next(void);
+extern PgdTaskRef pgd_store_held_task_made_here(const char *instance_id);
+extern PgdTaskRef pgd_store_held_branch_next(void);
+extern PgdTaskRef pgd_store_write_held_task(PgdTaskRef held);
+extern void pgd_store_task_engine_error(PgdTaskRef task, const char *error);
 extern bool	 pgd_store_oldest_ready(TimestampTz now, int64 *task_id);
 extern bool	 pgd_store_oldest_ready_except(const Oid *roles, int nroles,
 										   TimestampTz now, int64 *task_id);

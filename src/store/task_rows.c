@@ -322,7 +322,7 @@ store_claim_task_row(int64 task_id, PgdClaim *c)
 		return false;
 	}
 	CommandCounterIncrement();
-	c->id = task_id;
+	c->task = pgd_task_ref(PGD_TASK_REF_ROW, task_id);
 	c->instance_id = text_column(copy, rel, "instance_id");
 	c->node_id = text_column(copy, rel, "node_id");
 	c->scope = text_column(copy, rel, "scope");

@@ -31,7 +31,7 @@
 #include "store/store_internal.h"
 #include "core/wake.h"
 
-static bool claim_start_marker(int64 id, PgdClaim *c);
+static bool claim_start_marker(PgdTaskRef task, PgdClaim *c);
 static void start_tasks_before_prepare(const char *instance_id);
 
 /* ---------------------------------------------------------------------
@@ -132,7 +132,7 @@ pgd_store_task_add(const char *instance_id, const char *node_id,
 
 typedef struct HeldTask
 {
-	int64			 vid; /* < 0 */
+	int64			 number; /* its PgdTaskRef id: 1, 2, ... in the batch */
 	char			 instance_id[PGD_ID_LEN + 1];
 	char			 node_id[PGD_ID_LEN + 1];
 	char			*scope;
@@ -145,7 +145,7 @@ typedef struct HeldTask
 static HeldTask *held; /* TopTransactionContext */
 static int		 nheld = 0;
 static int		 maxheld = 0;
-static int64	 last_vid = 0;
+static int64	 last_number = 0;
 static bool		 hold_steps = false;
 
 /* Neither claimed by a step of the batch nor written as a row. */
@@ -210,7 +210,7 @@ sibling_pending(int i)
  * as rows at the batch's end and released by statements in the next one
  * (0: none).  A plain chain's next step is none of these.
  */
-int64
+PgdTaskRef
 pgd_store_held_branch_next(void)
 {
 	for (int i = nheld - 1; i >= 0; i--)
@@ -221,26 +221,26 @@ pgd_store_held_branch_next(void)
 			(sibling_pending(i) || store_join_counts_held(instance_id) ||
 			 store_locks_held_by(instance_id) ||
 			 store_slots_held_by(instance_id)))
-			return held[i].vid;
+			return pgd_task_ref(PGD_TASK_REF_HELD, held[i].number);
 	}
-	return 0;
+	return PGD_NO_TASK;
 }
 
-/* The newest held task nobody claimed or wrote (0: none). */
-int64
+/* The newest held task nobody claimed or wrote (PGD_NO_TASK: none). */
+PgdTaskRef
 pgd_store_held_task_next(void)
 {
 	for (int i = nheld - 1; i >= 0; i--)
 		if (pending(&held[i]))
-			return held[i].vid;
-	return 0;
+			return pgd_task_ref(PGD_TASK_REF_HELD, held[i].number);
+	return PGD_NO_TASK;
 }
 
 /*
  * The newest held task of instance_id that this subtransaction made ready
- * and nobody claimed or wrote (0: none): a start's first step.
+ * and nobody claimed or wrote (PGD_NO_TASK: none): a start's first step.
  */
-int64
+PgdTaskRef
 pgd_store_held_task_made_here(const char *instance_id)
 {
 	SubTransactionId here = GetCurrentSubTransactionId();
@@ -248,46 +248,47 @@ pgd_store_held_task_made_here(const char *instance_id)
 	for (int i = nheld - 1; i >= 0; i--)
 		if (pending(&held[i]) && held[i].made == here &&
 			strcmp(held[i].instance_id, instance_id) == 0)
-			return held[i].vid;
-	return 0;
+			return pgd_task_ref(PGD_TASK_REF_HELD, held[i].number);
+	return PGD_NO_TASK;
 }
 
 static HeldTask *
-held_of(int64 vid)
+held_of(PgdTaskRef task)
 {
+	if (task.kind != PGD_TASK_REF_HELD)
+		return NULL;
 	for (int i = 0; i < nheld; i++)
-		if (held[i].vid == vid)
+		if (held[i].number == task.id)
 			return &held[i];
 	return NULL;
 }
 
 /*
  * A held task gives way to lead the next batch: write it (its claim was
- * rolled back) and return its row's id.
+ * rolled back) and return its row.
  */
-int64
-pgd_store_write_held_task(int64 vid)
+PgdTaskRef
+pgd_store_write_held_task(PgdTaskRef task)
 {
-	HeldTask *h = held_of(vid);
+	HeldTask *h = held_of(task);
 
 	if (h == NULL || h->taken != 0)
-		elog(ERROR, "held step task %lld is not there to be written",
-			 (long long) vid);
+		elog(ERROR, "%s is not there to be written", pgd_task_ref_text(task));
 	if (h->written == 0)
 		write_held(h);
-	return h->row_id;
+	return pgd_task_ref(PGD_TASK_REF_ROW, h->row_id);
 }
 
-/* Claim held task vid: its runs row is read now. */
+/* Claim a held task: its runs row is read now. */
 static bool
-claim_held(int64 vid, PgdClaim *c)
+claim_held(PgdTaskRef task, PgdClaim *c)
 {
-	HeldTask *h = held_of(vid);
+	HeldTask *h = held_of(task);
 
 	if (h == NULL || !pending(h))
 		return false;
 	h->taken = GetCurrentSubTransactionId();
-	c->id = vid;
+	c->task = task;
 	c->instance_id = pstrdup(h->instance_id);
 	c->node_id = pstrdup(h->node_id);
 	c->scope = pstrdup(h->scope);
@@ -321,7 +322,7 @@ hold_step_task(const char *instance_id, const char *node_id, const char *scope)
 							  repalloc(held, sizeof(HeldTask) * maxheld);
 	}
 	h = &held[nheld++];
-	h->vid = --last_vid;
+	h->number = ++last_number;
 	strlcpy(h->instance_id, instance_id, sizeof(h->instance_id));
 	strlcpy(h->node_id, node_id, sizeof(h->node_id));
 	h->scope = MemoryContextStrdup(TopTransactionContext, scope);
@@ -334,7 +335,7 @@ hold_step_task(const char *instance_id, const char *node_id, const char *scope)
 static void
 held_tasks_check_written(void)
 {
-	if (pgd_store_held_task_next() != 0)
+	if (pgd_task_ref_is_task(pgd_store_held_task_next()))
 		elog(ERROR, "step tasks were still held at commit");
 }
 
@@ -343,7 +344,7 @@ held_tasks_forget(void)
 {
 	held = NULL; /* in TopTransactionContext */
 	nheld = maxheld = 0;
-	last_vid = 0;
+	last_number = 0;
 	hold_steps = false;
 }
 
@@ -453,15 +454,22 @@ pgd_store_deliver_tasks_drop(const char *instance_id)
 	RUN(STMT_TASK_DELIVER_DROP, instance_id);
 }
 
-/* Claim the task with this id if it is due and nobody holds it. */
+/* Claim the task if it is due and nobody holds it. */
 bool
-pgd_store_claim_by_id(int64 task_id, PgdClaim *c)
+pgd_store_claim(PgdTaskRef task, PgdClaim *c)
 {
-	if (task_id < 0)
-		return claim_held(task_id, c);
-	if (PGD_IS_START_MARKER(task_id))
-		return claim_start_marker(task_id, c);
-	if (!store_claim_task_row(task_id, c))
+	switch (task.kind)
+	{
+		case PGD_TASK_REF_HELD:
+			return claim_held(task, c);
+		case PGD_TASK_REF_START:
+			return claim_start_marker(task, c);
+		case PGD_TASK_REF_ROW:
+			break;
+		case PGD_TASK_REF_NONE:
+			return false;
+	}
+	if (!store_claim_task_row(task.id, c))
 		return false;
 	if (c->has_run)
 		store_overlay_held_start(c->instance_id, &c->run.status);
@@ -510,16 +518,16 @@ pgd_store_start_ready(const char *instance_id)
  * twice, or a marker and a start task of one instance, start it once.
  */
 static bool
-claim_start_marker(int64 id, PgdClaim *c)
+claim_start_marker(PgdTaskRef task, PgdClaim *c)
 {
 	char instance[9];
 
-	if (!pgd_start_marker_instance(id, instance))
+	if (!pgd_start_marker_instance(task, instance))
 		return false;
 	/* a statement would see what this transaction wrote before it */
 	CommandCounterIncrement();
 	memset(c, 0, sizeof(*c));
-	c->id = id;
+	c->task = task;
 	c->instance_id = pstrdup(instance);
 	c->scope = pstrdup(instance);
 	c->kind = PGD_TASK_START;
@@ -585,14 +593,14 @@ start_tasks_before_prepare(const char *instance_id)
  * errors repeat.
  */
 void
-pgd_store_task_engine_error(int64 task_id, const char *error)
+pgd_store_task_engine_error(PgdTaskRef task, const char *error)
 {
 	Datum values[2];
 	bool  isnull;
 	char  instance[9];
 
 	/* a start's marker: a start task that counts it from now on */
-	if (pgd_start_marker_instance(task_id, instance))
+	if (pgd_start_marker_instance(task, instance))
 	{
 		values[0] = pgd_text_datum(instance);
 		values[1] = pgd_text_datum(error);
@@ -601,8 +609,10 @@ pgd_store_task_engine_error(int64 task_id, const char *error)
 																	   &isnull)));
 		return;
 	}
-
-	values[0] = Int64GetDatum(task_id);
+	/* a held task was never a row: its claim's rollback took it back */
+	if (task.kind != PGD_TASK_REF_ROW)
+		return;
+	values[0] = Int64GetDatum(task.id);
 	values[1] = pgd_text_datum(error);
 	if (store_run(STMT_TASK_ENGINE_ERROR, values, NULL) == 1)
 		pgd_task_due_at_commit(DatumGetTimestampTz(store_get_datum(0, 1,

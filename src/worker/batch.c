@@ -39,13 +39,15 @@ typedef enum Follow
 } Follow;
 
 /*
- * Task id leads the next batch; a held one (tasks.c) is written now,
- * in the batch's own transaction, its claim rolled back.
+ * The task leads the next batch; a held one (store/tasks.c) is written
+ * now, in the batch's own transaction, its claim rolled back.
  */
 static void
-give_way(int64 id)
+give_way(PgdTaskRef task)
 {
-	pgd_unit_state.next_leader = id < 0 ? pgd_store_write_held_task(id) : id;
+	pgd_unit_state.next_leader = task.kind == PGD_TASK_REF_HELD ?
+		pgd_store_write_held_task(task) :
+		task;
 }
 
 /*
@@ -125,9 +127,9 @@ recover_giving_way(int level, MemoryContext cxt, ResourceOwner owner,
  * the inner one only, and its claim commits with the batch.
  */
 static Follow
-run_follower(int64 task_id)
+run_follower(PgdTaskRef task)
 {
-	volatile int64	id = task_id;
+	volatile PgdTaskRef id = task;
 	MemoryContext	cxt = CurrentMemoryContext;
 	ResourceOwner	owner = CurrentResourceOwner;
 	int				level = GetCurrentTransactionNestLevel();
@@ -141,7 +143,7 @@ run_follower(int64 task_id)
 		StepRun	 ran;
 		int		 nest;
 
-		if (!pgd_store_claim_by_id(id, &t))
+		if (!pgd_store_claim(id, &t))
 			result = FOLLOW_NONE;
 		/* a step in another database cannot be rolled back there */
 		else if (t.kind == PGD_TASK_STEP && t.has_run &&
@@ -210,17 +212,17 @@ run_follower(int64 task_id)
 static bool
 start_and_first_step(PgdClaim *t, bool was_follower)
 {
-	int64	 vid;
+	PgdTaskRef held;
 	PgdClaim s;
 	StepRun	 ran;
 	int		 nest;
 
 	pgd_task_start_instance(t);
-	if ((vid = pgd_store_held_task_made_here(t->instance_id)) == 0)
+	if (!pgd_task_ref_is_task(held = pgd_store_held_task_made_here(t->instance_id)))
 		return true;
 	if (!pgd_task_take_share(t->run.submitted_by))
 		return true; /* the step stays held, as any other */
-	if (!pgd_store_claim_by_id(vid, &s))
+	if (!pgd_store_claim(held, &s))
 		return true;
 	nest = later_step_rules_on();
 	pgd_unit_state.budget_ms = pgd_batch_max_ms;
@@ -257,7 +259,7 @@ pgd_run_start(PgdClaim *t)
 	int			  level = GetCurrentTransactionNestLevel();
 	bool		  was_follower = pgd_unit_state.in_follower;
 	volatile bool started = false;
-	int64		  vid;
+	PgdTaskRef	  held;
 
 	if (t->engine_errors > 0 || !t->has_run || pgd_batch_max_steps <= 1 ||
 		(was_follower && t->run.database != NULL))
@@ -286,37 +288,38 @@ pgd_run_start(PgdClaim *t)
 	if (started)
 		return;
 	pgd_task_start_instance(t);
-	if ((vid = pgd_store_held_task_made_here(t->instance_id)) != 0 &&
-		pgd_unit_state.next_leader == 0)
-		pgd_unit_state.next_leader = pgd_store_write_held_task(vid);
+	held = pgd_store_held_task_made_here(t->instance_id);
+	if (pgd_task_ref_is_task(held) &&
+		!pgd_task_ref_is_task(pgd_unit_state.next_leader))
+		pgd_unit_state.next_leader = pgd_store_write_held_task(held);
 }
 
 /*
  * The next task for the batch under way: first a successor this
  * transaction made ready (a chain goes on in the batch that made its next
- * step ready), then one a commit published.  tried holds the ids already
- * offered; returns 0 when there is none.
+ * step ready), then one a commit published.  tried holds the tasks already
+ * offered; returns PGD_NO_TASK when there is none.
  */
-static int64
-next_follower(int64 *tried, int *ntried, int max_tried, bool held_only)
+static PgdTaskRef
+next_follower(PgdTaskRef *tried, int *ntried, int max_tried, bool held_only)
 {
-	int64 own[64];
-	int	  nown;
-	int	  i;
-	int	  j;
-	int64 id;
+	PgdTaskRef own[64];
+	int		   nown;
+	int		   i;
+	int		   j;
+	PgdTaskRef task;
 
 	/* past the budget, only a branch or step of an instance under way */
 	if (held_only)
 		return pgd_store_held_branch_next();
-	/* a step task held, not written yet (tasks.c), comes first */
-	if ((id = pgd_store_held_task_next()) != 0)
-		return id;
+	/* a step task held, not written yet (store/tasks.c), comes first */
+	if (pgd_task_ref_is_task(task = pgd_store_held_task_next()))
+		return task;
 	nown = pgd_ready_made_here(own, lengthof(own));
 	for (i = nown - 1; i >= 0; i--)
 	{
 		for (j = 0; j < *ntried; j++)
-			if (tried[j] == own[i])
+			if (pgd_task_ref_equal(tried[j], own[i]))
 				break;
 		if (j == *ntried)
 		{
@@ -325,9 +328,9 @@ next_follower(int64 *tried, int *ntried, int max_tried, bool held_only)
 			return own[i];
 		}
 	}
-	if (pgd_ready_pop(&id))
-		return id;
-	return 0;
+	if (pgd_ready_pop(&task))
+		return task;
+	return PGD_NO_TASK;
 }
 
 /*
@@ -341,7 +344,7 @@ pgd_run_batch(TimestampTz started)
 {
 	int	   steps = 1;
 	int	   max_tried = Max(pgd_batch_max_steps * 2, 4);
-	int64 *tried = palloc(sizeof(int64) * max_tried);
+	PgdTaskRef *tried = palloc(sizeof(PgdTaskRef) * max_tried);
 	int	   ntried = 0;
 	int	   misses = 0;
 
@@ -359,20 +362,21 @@ pgd_run_batch(TimestampTz started)
 	while (steps + pgd_unit_state.first_steps < 2 * pgd_batch_max_steps &&
 		   misses < 4)
 	{
-		int64  id;
-		Follow f;
+		PgdTaskRef task;
+		Follow	   f;
 		long   elapsed_ms = (long) ((GetCurrentTimestamp() - started) / 1000);
 
 		if (elapsed_ms >= pgd_batch_max_ms)
 			break;
 		pgd_unit_state.budget_ms = pgd_batch_max_ms;
-		if ((id = next_follower(tried, &ntried, max_tried,
-								steps + pgd_unit_state.first_steps >=
-									pgd_batch_max_steps)) == 0)
+		task = next_follower(tried, &ntried, max_tried,
+							 steps + pgd_unit_state.first_steps >=
+								 pgd_batch_max_steps);
+		if (!pgd_task_ref_is_task(task))
 			break;
-		pgd_unit_state.claimed_task_id =
-			0; /* an error below is the follower's own */
-		f = run_follower(id);
+		/* an error below is the follower's own */
+		pgd_unit_state.claimed = PGD_NO_TASK;
+		f = run_follower(task);
 		if (f == FOLLOW_END)
 			break;
 		if (f == FOLLOW_NONE)

@@ -148,7 +148,7 @@ scan_queue(PgdClaim *claim, long *sleep_ms)
 	{
 		/* after this one, another may be due at once: look again */
 		pgd_queue_scanned(gen, now);
-		return pgd_store_claim_by_id(id, claim);
+		return pgd_store_claim(pgd_task_ref(PGD_TASK_REF_ROW, id), claim);
 	}
 	if (!pgd_store_next_due(now, &at))
 		pgd_queue_scanned(gen, DT_NOEND);
@@ -178,15 +178,15 @@ claim_task(PgdClaim *claim, long *sleep_ms)
 	TimestampTz		   now = GetCurrentTimestamp();
 	bool			   due;
 	bool			   safety;
-	int64			   id;
+	PgdTaskRef		   task;
 
 	*sleep_ms = SAFETY_POLL_MS;
 	/* the step the last batch gave back leads this one */
-	if (pgd_unit_state.next_leader != 0)
+	if (pgd_task_ref_is_task(pgd_unit_state.next_leader))
 	{
-		id = pgd_unit_state.next_leader;
-		pgd_unit_state.next_leader = 0;
-		if (pgd_store_claim_by_id(id, claim))
+		task = pgd_unit_state.next_leader;
+		pgd_unit_state.next_leader = PGD_NO_TASK;
+		if (pgd_store_claim(task, claim))
 			return true;
 	}
 	due = pgd_queue_scan_due(now, sleep_ms);
@@ -199,8 +199,8 @@ claim_task(PgdClaim *claim, long *sleep_ms)
 			return true;
 		due = safety = false;
 	}
-	while (pgd_ready_pop(&id))
-		if (pgd_store_claim_by_id(id, claim))
+	while (pgd_ready_pop(&task))
+		if (pgd_store_claim(task, claim))
 			return true;
 	if (due)
 	{
@@ -222,7 +222,7 @@ process_one(long *sleep_ms)
 	TimestampTz started;
 
 	pgd_store_set_attempt(NULL, 0);
-	pgd_unit_state.claimed_task_id = 0;
+	pgd_unit_state.claimed = PGD_NO_TASK;
 	(void) pgd_ready_took_marker(true);
 	if (!pgd_begin_engine_unit("pg_durable: looking for work"))
 	{
@@ -234,7 +234,7 @@ process_one(long *sleep_ms)
 		pgd_end_unit();
 		return false;
 	}
-	pgd_unit_state.claimed_task_id = t.id;
+	pgd_unit_state.claimed = t.task;
 
 	pgd_executor_set_idle(false);
 	pgd_unit_state.first_steps = 0;
@@ -259,24 +259,24 @@ process_one(long *sleep_ms)
 		pgd_batch_committed(steps);
 	}
 	pgd_task_give_share_back();
-	pgd_unit_state.claimed_task_id = 0;
+	pgd_unit_state.claimed = PGD_NO_TASK;
 	return true;
 }
 
 /*
- * The claim of task_id was rolled back by an unexpected error: record it
- * on the task row, in a transaction of its own.  Failing to (the extension
+ * The claim of task was rolled back by an unexpected error: record it on
+ * the task row, in a transaction of its own.  Failing to (the extension
  * being dropped, the same fault) is logged and forgotten.
  */
 static void
-record_engine_error(int64 task_id, const char *error)
+record_engine_error(PgdTaskRef task, const char *error)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 
 	PG_TRY();
 	{
 		pgd_begin_unit("pg_durable: recording an engine error");
-		pgd_store_task_engine_error(task_id, error);
+		pgd_store_task_engine_error(task, error);
 		pgd_end_unit();
 	}
 	PG_CATCH();
@@ -341,10 +341,10 @@ process_available_work(void)
 		}
 		PG_CATCH();
 		{
-			int64 task_id = pgd_unit_state.claimed_task_id;
-			char *error;
-			int	  code;
-			bool  runs_again;
+			PgdTaskRef task = pgd_unit_state.claimed;
+			char	  *error;
+			int		   code;
+			bool	   runs_again;
 
 			MemoryContextSwitchTo(work_cxt);
 			error = current_error_text(&code);
@@ -355,16 +355,16 @@ process_available_work(void)
 			 */
 			runs_again = pgd_end_failed_unit(old, code);
 			pgd_task_give_share_back();
-			pgd_unit_state.claimed_task_id = 0;
-			if (task_id != 0 && error != NULL && !runs_again)
+			pgd_unit_state.claimed = PGD_NO_TASK;
+			if (pgd_task_ref_is_task(task) && error != NULL && !runs_again)
 			{
 				MemoryContextSwitchTo(work_cxt);
-				record_engine_error(task_id, error);
+				record_engine_error(task, error);
 				MemoryContextSwitchTo(old);
 			}
 			pgd_queue_rescan(); /* the claimed task is back in the queue */
 			/* a start's marker it took is not: the sweep makes it a task */
-			if (PGD_IS_START_MARKER(task_id) || pgd_ready_took_marker(true))
+			if (task.kind == PGD_TASK_REF_START || pgd_ready_took_marker(true))
 				pgd_start_sweep_request();
 			did = false;
 			/*

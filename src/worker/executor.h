@@ -31,8 +31,8 @@ typedef enum StepRun
 } StepRun;
 
 /*
- * The unit under way.  claimed_task_id is the task of the unit (0 when an
- * error would not be its own).  Batches (docs/design/batches-and-inbox.md §2):
+ * The unit under way.  claimed is the task of the unit (PGD_NO_TASK when
+ * an error would not be its own).  Batches (docs/design/batches-and-inbox.md §2):
  * in_follower is set while a task after the batch's first runs; budget_ms
  * is its statement budget.  next_leader is the task a batch gave back (it
  * would have waited, or ran past its budget): the next batch claims it
@@ -41,11 +41,11 @@ typedef enum StepRun
  */
 typedef struct PgdExecState
 {
-	int64 claimed_task_id;
-	bool  in_follower;
-	int64 budget_ms;
-	int64 next_leader;
-	int	  first_steps;
+	PgdTaskRef claimed;
+	bool	   in_follower;
+	int64	   budget_ms;
+	PgdTaskRef next_leader;
+	int		   first_steps;
 } PgdExecState;
 
 extern PgdExecState pgd_unit_state;

@@ -111,14 +111,19 @@ pgd_end_failed_unit(MemoryContext old, int code)
 	return true;
 }
 
-/* Throw away a task that is no longer wanted, in a transaction of its own. */
+/*
+ * Throw away a task that is no longer wanted, in a transaction of its own;
+ * a held task went with the rollback.
+ */
 static void
-discard_task_after_abort(int64 id)
+discard_task_after_abort(PgdTaskRef task)
 {
+	if (task.kind != PGD_TASK_REF_ROW)
+		return;
 	/* when the extension is being dropped, the drop removes the task */
 	if (!pgd_begin_engine_unit("pg_durable: discarding a step that is no longer wanted"))
 		return;
-	pgd_store_task_delete(id);
+	pgd_store_task_delete(task.id);
 	pgd_end_unit();
 }
 
@@ -431,7 +436,7 @@ pgd_task_run_step(PgdClaim *t)
 		SPI_finish();
 		PopActiveSnapshot();
 		AbortCurrentTransaction();
-		discard_task_after_abort(t->id);
+		discard_task_after_abort(t->task);
 		return STEP_UNWANTED;
 	}
 
@@ -492,7 +497,7 @@ run_apply_task(PgdClaim *t)
 
 	(void) pgd_apply_inbox(t->instance_id, &held);
 	/* an engine holder commits within a batch: 1 ms doubling up to 32 ms */
-	if (held && !pgd_store_inbox_other_apply(t->instance_id, t->id))
+	if (held && !pgd_store_inbox_other_apply(t->instance_id, t->task.id))
 		requeue_backoff(t, 1000L, 5);
 }
 
@@ -539,8 +544,8 @@ pgd_task_run(PgdClaim *t)
 	switch (t->kind)
 	{
 		case PGD_TASK_START:
-			elog(ERROR, "start task %lld reached the task runner",
-				 (long long) t->id);
+			elog(ERROR, "%s, a start, reached the task runner",
+				 pgd_task_ref_text(t->task));
 			break;
 		case PGD_TASK_STEP:
 			return pgd_task_run_step(t);
@@ -554,8 +559,8 @@ pgd_task_run(PgdClaim *t)
 			run_apply_task(t);
 			break;
 		case PGD_TASK_HTTP:
-			elog(ERROR, "an executor claimed HTTP task %lld",
-				 (long long) t->id);
+			elog(ERROR, "an executor claimed HTTP %s",
+				 pgd_task_ref_text(t->task));
 			break;
 	}
 	return STEP_RAN;
