@@ -93,7 +93,7 @@ node_done(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 }
 
 static void
-node_state(PgdGraph *g, int n, char **status, char **result)
+node_state(PgdGraph *g, int n, PgdNodeStatus *status, char **result)
 {
 	pgd_store_node_state(g->instance_id, g->nodes[n].id, status, result);
 }
@@ -114,10 +114,10 @@ static char *
 branch_scope_now(PgdGraph *g, int b, const char *pscope)
 {
 	char	   *first = pgd_branch_scope(g, b, pscope);
-	const char *id = g->nodes[b].id;
-	char	  **ids;
-	char	  **statuses;
-	char	  **stamps;
+	const char	  *id = g->nodes[b].id;
+	char		 **ids;
+	PgdNodeStatus *statuses;
+	char		 **stamps;
 
 	if (g->nodes[b].type != DF_NODE_LOOP)
 		return first;
@@ -255,10 +255,10 @@ pgd_node_is_live(const PgdGraph *g, int n, const char *scope)
 {
 	const char **ids = palloc(sizeof(char *) * (DF_MAX_DEPTH + 2));
 	int			 nids = 0;
-	int			 a, rows;
-	char	   **row_ids;
-	char	   **statuses;
-	char	   **stamps;
+	int			   a, rows;
+	char		 **row_ids;
+	PgdNodeStatus *statuses;
+	char		 **stamps;
 
 	for (a = n; a >= 0 && nids < DF_MAX_DEPTH + 2; a = g->nodes[a].parent)
 	{
@@ -402,11 +402,11 @@ static bool
 cancel_compensating(const char *instance_id, const char *reason)
 {
 	PgdGraph   *g;
-	const char *root_id;
-	char	  **ids;
-	char	  **statuses;
-	char	  **stamps;
-	PgdOutcome	outcome = {0};
+	const char	  *root_id;
+	char		 **ids;
+	PgdNodeStatus *statuses;
+	char		 **stamps;
+	PgdOutcome	   outcome = {0};
 
 	if (wrapper_hooks == NULL || wrapper_hooks->instance_failed == NULL ||
 		!pgd_lock_target(instance_id, NULL, PGD_INSTANCE_RUNNING, NULL, NULL,
@@ -415,8 +415,7 @@ cancel_compensating(const char *instance_id, const char *reason)
 	root_id = g->nodes[g->root].id;
 	if (pgd_store_node_stamps(instance_id, &root_id, 1, &ids, &statuses,
 							  &stamps) != 1 ||
-		stamps[0] == NULL || statuses[0] == NULL ||
-		strcmp(statuses[0], "running") != 0)
+		stamps[0] == NULL || statuses[0] != PGD_NODE_RUNNING)
 		return false;
 	outcome.ok = false;
 	outcome.result = pstrdup(reason);
@@ -619,14 +618,14 @@ start_branches(PgdGraph *g, int n, const char *scope)
 static void
 start_race(PgdGraph *g, int n, const char *scope)
 {
-	PgdNode *race = &g->nodes[n];
-	char	*status;
-	char	*result;
+	PgdNode		 *race = &g->nodes[n];
+	PgdNodeStatus status;
+	char		 *result;
 
 	start_node(g, race->left, pgd_branch_scope(g, race->left, scope));
 	/* the left branch may have decided the race already */
 	node_state(g, n, &status, &result);
-	if (!pgd_is_terminal(status))
+	if (!pgd_node_status_is_terminal(status))
 		start_node(g, race->right, pgd_branch_scope(g, race->right, scope));
 }
 
@@ -713,15 +712,15 @@ join_fail_fast(PgdGraph *g, int p, int failed, const char *pscope,
 	cancelled.code = pstrdup("cancelled");
 	for (int i = 0; i < width; i++)
 	{
-		int	  b = pgd_join_branch(join, i);
-		char *bscope = branch_scope_now(g, b, pscope);
-		char *status;
-		char *result;
+		int			  b = pgd_join_branch(join, i);
+		char		 *bscope = branch_scope_now(g, b, pscope);
+		PgdNodeStatus status;
+		char		 *result;
 
 		if (b == failed)
 			index = i;
 		node_state(g, b, &status, &result);
-		if (b != failed && !pgd_is_terminal(status))
+		if (b != failed && !pgd_node_status_is_terminal(status))
 		{
 			abandon_scope(g, bscope);
 			pgd_store_joins_drop_scope(g->instance_id, bscope);
@@ -745,10 +744,10 @@ static void
 join_branch_done(PgdGraph *g, int p, int child, const char *pscope,
 				 PgdOutcome child_outcome)
 {
-	PgdNode		*join = &g->nodes[p];
-	int			 width = pgd_join_width(join);
-	char	   **statuses;
-	char	   **results;
+	PgdNode		  *join = &g->nodes[p];
+	int			   width = pgd_join_width(join);
+	PgdNodeStatus *statuses;
+	char		 **results;
 	const char **ids;
 	PgdOutcome	 outcome = {0};
 	int			 i;
@@ -761,7 +760,7 @@ join_branch_done(PgdGraph *g, int p, int child, const char *pscope,
 		return;
 	}
 
-	statuses = palloc(sizeof(char *) * width);
+	statuses = palloc(sizeof(PgdNodeStatus) * width);
 	results = palloc(sizeof(char *) * width);
 	ids = palloc(sizeof(char *) * width);
 	for (i = 0; i < width; i++)
@@ -770,7 +769,7 @@ join_branch_done(PgdGraph *g, int p, int child, const char *pscope,
 	outcome = pgd_join_outcome(join, statuses, results);
 	/* the first failed branch's error code goes on (a CATCH above matches it) */
 	for (i = 0; i < width && !outcome.ok && outcome.code == NULL; i++)
-		if (statuses[i] == NULL || strcmp(statuses[i], "completed") != 0)
+		if (statuses[i] != PGD_NODE_COMPLETED)
 			pgd_store_node_error_code(g->instance_id,
 									  g->nodes[pgd_join_branch(join, i)].id,
 									  &outcome);
@@ -797,14 +796,14 @@ static void
 race_decided(PgdGraph *g, int p, int winner, const char *pscope,
 			 PgdOutcome outcome)
 {
-	PgdNode *race = &g->nodes[p];
-	int		 loser = pgd_race_loser(race, winner);
-	char	*loser_scope = branch_scope_now(g, loser, pscope);
-	char	*status;
-	char	*result;
+	PgdNode		 *race = &g->nodes[p];
+	int			  loser = pgd_race_loser(race, winner);
+	char		 *loser_scope = branch_scope_now(g, loser, pscope);
+	PgdNodeStatus status;
+	char		 *result;
 
 	node_state(g, p, &status, &result);
-	if (pgd_is_terminal(status))
+	if (pgd_node_status_is_terminal(status))
 		return; /* decided already; cannot happen for live branches */
 
 	abandon_scope(g, loser_scope);
@@ -827,12 +826,12 @@ race_decided(PgdGraph *g, int p, int winner, const char *pscope,
 void
 pgd_apply_race_finish(PgdGraph *g, int race, int loser, const char *pscope)
 {
-	int		   winner = pgd_race_loser(&g->nodes[race], loser);
-	char	  *status;
-	PgdOutcome outcome = {0};
+	int			  winner = pgd_race_loser(&g->nodes[race], loser);
+	PgdNodeStatus status;
+	PgdOutcome	  outcome = {0};
 
 	node_state(g, winner, &status, &outcome.result);
-	outcome.ok = status != NULL && strcmp(status, "completed") == 0;
+	outcome.ok = status == PGD_NODE_COMPLETED;
 	if (!outcome.ok)
 		pgd_store_node_error_code(g->instance_id, g->nodes[winner].id,
 								  &outcome);
@@ -844,9 +843,9 @@ pgd_apply_race_finish(PgdGraph *g, int race, int loser, const char *pscope)
 static PgdOutcome
 last_body_result(PgdGraph *g, int loop)
 {
-	char	  *status;
-	char	  *body_result;
-	PgdOutcome last = {0};
+	PgdNodeStatus status;
+	char		 *body_result;
+	PgdOutcome	  last = {0};
 
 	node_state(g, g->nodes[loop].left, &status, &body_result);
 	last.ok = true;

@@ -211,7 +211,7 @@ pgd_join_branch(const PgdNode *join, int i)
 }
 
 PgdOutcome
-pgd_join_outcome(const PgdNode *join, char *const *statuses,
+pgd_join_outcome(const PgdNode *join, const PgdNodeStatus *statuses,
 				 char *const *results)
 {
 	int			   n = pgd_join_width(join);
@@ -221,7 +221,7 @@ pgd_join_outcome(const PgdNode *join, char *const *statuses,
 
 	/* the first failure in branch order decides; branches count from 1 */
 	for (i = 0; i < n; i++)
-		if (statuses[i] == NULL || strcmp(statuses[i], "completed") != 0)
+		if (statuses[i] != PGD_NODE_COMPLETED)
 			return pgd_failure(PGD_MSG_JOIN_BRANCH_FAILED, i + 1,
 							   results[i] ? results[i] : "unknown error");
 
@@ -308,7 +308,7 @@ pgd_unsupported_node(const PgdNode *node)
 
 bool
 pgd_live(const PgdGraph *g, int n, const char *scope, int rows,
-		 char *const *ids, char *const *statuses, char *const *stamps)
+		 char *const *ids, const PgdNodeStatus *statuses, char *const *stamps)
 {
 	int i;
 
@@ -316,11 +316,11 @@ pgd_live(const PgdGraph *g, int n, const char *scope, int rows,
 	{
 		if (strcmp(ids[i], g->nodes[n].id) == 0)
 		{
-			if (statuses[i] == NULL || strcmp(statuses[i], "running") != 0 ||
-				stamps[i] == NULL || strcmp(stamps[i], scope) != 0)
+			if (statuses[i] != PGD_NODE_RUNNING || stamps[i] == NULL ||
+				strcmp(stamps[i], scope) != 0)
 				return false;
 		}
-		else if (pgd_is_terminal(statuses[i]))
+		else if (pgd_node_status_is_terminal(statuses[i]))
 			return false;
 		else if (stamps[i] != NULL && !pgd_scope_within(scope, stamps[i]))
 			return false; /* the ancestor runs another execution now */

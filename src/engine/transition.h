@@ -109,7 +109,8 @@ extern int pgd_join_branch(const PgdNode *join, int i);
  * The outcome of a JOIN whose branches have all finished, from their
  * statuses and results (arrays in branch order).
  */
-extern PgdOutcome pgd_join_outcome(const PgdNode *join, char *const *statuses,
+extern PgdOutcome pgd_join_outcome(const PgdNode *join,
+								   const PgdNodeStatus *statuses,
 								   char *const *results);
 
 /* RACE: the branch that did not win, and the race's outcome. */
@@ -148,7 +149,7 @@ extern PgdOutcome pgd_unsupported_node(const PgdNode *node);
  * execution (the next generation of a loop around it), and n's is stale.
  */
 extern bool pgd_live(const PgdGraph *g, int n, const char *scope, int rows,
-					 char *const *ids, char *const *statuses,
+					 char *const *ids, const PgdNodeStatus *statuses,
 					 char *const *stamps);
 
 #endif /* PG_DURABLE_TRANSITION_H */

@@ -216,8 +216,8 @@ merge_compensation(PgdGraph *g, int n, DfJson *summary)
 static PgdOutcome
 body_failure(PgdGraph *g, int saga)
 {
-	PgdOutcome o = {0};
-	char	  *status;
+	PgdOutcome	  o = {0};
+	PgdNodeStatus status;
 
 	pgd_store_node_state(g->instance_id, g->nodes[g->nodes[saga].left].id,
 						 &status, &o.result);
@@ -236,7 +236,7 @@ compensation_done(PgdGraph *g, const PgdComp *c)
 	PgdOutcome orig = {0};
 	DfJson	  *summary;
 	char	  *root_error = NULL;
-	char	  *status;
+	PgdNodeStatus status;
 
 	if (c->saga >= 0)
 		orig = body_failure(g, c->saga);

@@ -119,7 +119,7 @@ store_read_node_rows(const char *instance_id, int n, const char *const *ids,
 				Jsonb	  *jb = DatumGetJsonbP(d);
 				JsonbValue v;
 
-				if (statuses[i] == NULL || strcmp(statuses[i], "failed") != 0)
+				if (pgd_node_status_of(statuses[i]) != PGD_NODE_FAILED)
 					results[i] = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
 				else if (JsonbExtractScalar(&jb->root, &v) &&
 						 v.type == jbvString)

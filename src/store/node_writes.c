@@ -442,7 +442,7 @@ store_overlay_node_writes(const char *instance_id, int rows, char **ids,
 /* Status and result (as JSON text; the error text of a failed node) of a node. */
 void
 pgd_store_node_state(const char *instance_id, const char *node_id,
-					 char **status, char **result)
+					 PgdNodeStatus *status, char **result)
 {
 	pgd_store_node_states(instance_id, &node_id, 1, status, result);
 }
@@ -531,10 +531,11 @@ read_rows_of(const char *instance_id, int n, const char *const *ids,
  */
 void
 pgd_store_node_states(const char *instance_id, const char *const *ids, int n,
-					  char **statuses, char **results)
+					  PgdNodeStatus *status_of, char **results)
 {
-	bool *need = palloc(sizeof(bool) * Max(n, 1));
-	bool *found = palloc(sizeof(bool) * Max(n, 1));
+	bool  *need = palloc(sizeof(bool) * Max(n, 1));
+	bool  *found = palloc(sizeof(bool) * Max(n, 1));
+	char **statuses = palloc(sizeof(char *) * Max(n, 1));
 
 	for (int i = 0; i < n; i++)
 	{
@@ -552,8 +553,11 @@ pgd_store_node_states(const char *instance_id, const char *const *ids, int n,
 		if (need[i] && !found[i])
 			elog(ERROR, "node %s of instance %s disappeared", ids[i],
 				 instance_id);
+	for (int i = 0; i < n; i++)
+		status_of[i] = pgd_node_status_of(statuses[i]);
 	pfree(need);
 	pfree(found);
+	pfree(statuses);
 }
 
 /*
@@ -564,8 +568,11 @@ pgd_store_node_states(const char *instance_id, const char *const *ids, int n,
  */
 int
 pgd_store_node_stamps(const char *instance_id, const char *const *node_ids,
-					  int n, char ***ids, char ***statuses, char ***stamps)
+					  int n, char ***ids, PgdNodeStatus **status_of,
+					  char ***stamps)
 {
+	char **statuses;
+
 	bool  *found = palloc(sizeof(bool) * Max(n, 1));
 	bool  *need = palloc(sizeof(bool) * Max(n, 1));
 	char **st = palloc(sizeof(char *) * Max(n, 1));
@@ -588,18 +595,21 @@ pgd_store_node_stamps(const char *instance_id, const char *const *node_ids,
 		if (need[i] && found[i])
 			store_stamps_put(instance_id, node_ids[i], st[i], sp[i]);
 	*ids = palloc(sizeof(char *) * Max(n, 1));
-	*statuses = palloc(sizeof(char *) * Max(n, 1));
+	statuses = palloc(sizeof(char *) * Max(n, 1));
 	*stamps = palloc(sizeof(char *) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 		if (found[i])
 		{
 			(*ids)[rows] = pstrdup(node_ids[i]);
-			(*statuses)[rows] = st[i];
+			statuses[rows] = st[i];
 			(*stamps)[rows] = sp[i];
 			rows++;
 		}
 	/* the rows as the node writes not written yet leave them */
-	store_overlay_node_writes(instance_id, rows, *ids, *statuses, *stamps);
+	store_overlay_node_writes(instance_id, rows, *ids, statuses, *stamps);
+	*status_of = palloc(sizeof(PgdNodeStatus) * Max(rows, 1));
+	for (int i = 0; i < rows; i++)
+		(*status_of)[i] = pgd_node_status_of(statuses[i]);
 	return rows;
 }
 

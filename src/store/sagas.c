@@ -124,9 +124,10 @@ pgd_store_undo_requeue(const char *instance_id, const char *within,
 char *
 pgd_store_instance_resume(const char *instance_id)
 {
-	Oid	  types[1] = {TEXTOID};
-	Datum values[1];
-	char *status;
+	Oid				  types[1] = {TEXTOID};
+	Datum			  values[1];
+	char			 *status;
+	PgdInstanceStatus parsed;
 
 	store_flush_node_writes();
 	values[0] = pgd_text_datum(instance_id);
@@ -135,7 +136,8 @@ pgd_store_instance_resume(const char *instance_id)
 					 1, types, values, NULL, false) != 1)
 		return psprintf("instance %s does not exist", instance_id);
 	status = pgd_spi_getstring(0, 1);
-	if (status == NULL || strcmp(status, "failed") != 0)
+	if (status == NULL || !pgd_instance_status_parse(status, &parsed) ||
+		parsed != PGD_INSTANCE_FAILED)
 		return psprintf("instance %s is %s, not failed", instance_id,
 						status ? status : "without a status");
 	if (pgd_spi_exec("SELECT 1 FROM df_internal.runs "

@@ -151,14 +151,14 @@ extern void pgd_store_write_node_writes(void);
  */
 extern bool pgd_store_user_trigger(Relation rel, int16 event);
 extern void pgd_store_node_state(const char *instance_id, const char *node_id,
-								 char **status, char **result);
+								 PgdNodeStatus *status, char **result);
 /* ... of the nodes ids[0..n-1], in one statement (a JOIN's branches) */
 extern void pgd_store_node_states(const char		*instance_id,
 								  const char *const *ids, int n,
-								  char **statuses, char **results);
+								  PgdNodeStatus *statuses, char **results);
 extern int	pgd_store_node_stamps(const char		*instance_id,
 								  const char *const *node_ids, int n,
-								  char ***ids, char ***statuses,
+								  char ***ids, PgdNodeStatus **statuses,
 								  char ***stamps);
 
 /* --- history --- */

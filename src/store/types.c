@@ -101,6 +101,22 @@ pgd_node_status_parse(const char *name, PgdNodeStatus *status)
 	return true;
 }
 
+PgdNodeStatus
+pgd_node_status_of(const char *name)
+{
+	PgdNodeStatus status;
+
+	if (name == NULL || !pgd_node_status_parse(name, &status))
+		return PGD_NODE_ABSENT;
+	return status;
+}
+
+bool
+pgd_node_status_is_terminal(PgdNodeStatus status)
+{
+	return status == PGD_NODE_COMPLETED || status == PGD_NODE_FAILED;
+}
+
 bool
 pgd_is_terminal(const char *status)
 {

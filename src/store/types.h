@@ -112,7 +112,8 @@ typedef enum PgdNodeStatus
 	PGD_NODE_PENDING,
 	PGD_NODE_RUNNING,
 	PGD_NODE_COMPLETED,
-	PGD_NODE_FAILED
+	PGD_NODE_FAILED,
+	PGD_NODE_ABSENT /* no row; or a status the engine does not know */
 } PgdNodeStatus;
 
 /* The terminal instance statuses as a SQL list, for "status NOT IN (...)". */
@@ -125,6 +126,10 @@ extern const char *pgd_instance_status_name(PgdInstanceStatus status);
 extern bool		   pgd_instance_status_parse(const char		   *name,
 											 PgdInstanceStatus *status);
 extern bool pgd_node_status_parse(const char *name, PgdNodeStatus *status);
+/* A node's status from its text: PGD_NODE_ABSENT for NULL or an unknown one. */
+extern PgdNodeStatus pgd_node_status_of(const char *name);
+/* completed or failed: nothing moves the node on in its execution */
+extern bool pgd_node_status_is_terminal(PgdNodeStatus status);
 
 /*
  * Is this status (of an instance or a node, as text) a terminal one?
