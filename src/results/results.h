@@ -14,7 +14,8 @@
  * throw only for out-of-memory or stack depth.
  *
  * Files: results_json.c, results_subst.c, results_lex.c (where a reference
- * stands in SQL text, for PostgreSQL's lexer), results_truthy.c, and
+ * stands in SQL text, for PostgreSQL's lexer), results_check.c (the same
+ * check over a whole workflow before it starts), results_truthy.c, and
  * results_sql.c (SQL entry points in df_internal used by the tests).
  *
  * Locks: none.
@@ -140,6 +141,19 @@ typedef struct PgdRefProblem
 extern bool pgd_sql_reference_problem(const PgdSqlScan *scan, int pos,
 									  int reflen, const char *where,
 									  PgdRefProblem *problem);
+
+/*
+ * Refuse (ERROR) a workflow with a reference inside a string literal,
+ * quoted identifier, dollar-quoted string or comment of one of its SQL
+ * steps (results_check.c), for the names it can bind: its named results,
+ * $event, and $item, $error and $lock when it has a MAP, a CATCH or a
+ * LOCK.  root NULL: sql is the whole workflow, one SQL step.  func names
+ * the caller in the message ("df.start").
+ */
+struct DfNode;
+extern void pgd_check_workflow_references(const char		  *func,
+										  const struct DfNode *root,
+										  const char		  *sql);
 
 /* Truthiness of a result for IF and loop conditions (reference §1.7). */
 extern bool pgd_truthy(const DfJson *result);
