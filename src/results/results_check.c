@@ -24,7 +24,6 @@
  */
 #include "postgres.h"
 
-#include "lib/stringinfo.h"
 #include "miscadmin.h"
 
 #include "graph/graph.h"
@@ -39,9 +38,9 @@ typedef struct KnownNames
 	List		*names;	 /* of char *, the result names */
 	const char **sorted; /* the same, sorted for bsearch */
 	int			 count;
-	bool		 map;
-	bool catch;
-	bool lock;
+	bool		 has_map;
+	bool		 has_catch;
+	bool		 has_lock;
 } KnownNames;
 
 static void
@@ -53,11 +52,11 @@ collect_names(const DfNode *n, KnownNames *known)
 	if (n->result_name != NULL && df_is_valid_result_name(n->result_name))
 		known->names = lappend(known->names, n->result_name);
 	if (n->type == DF_NODE_MAP)
-		known->map = true;
+		known->has_map = true;
 	else if (n->type == DF_NODE_CATCH)
-		known->catch = true;
+		known->has_catch = true;
 	else if (n->type == DF_NODE_LOCK)
-		known->lock = true;
+		known->has_lock = true;
 	collect_names(n->left, known);
 	collect_names(n->right, known);
 	collect_names(n->condition, known);
@@ -78,9 +77,9 @@ is_known(const KnownNames *known, const char *name, int len)
 	bool  found;
 
 	found = strcmp(key, "event") == 0 ||
-		(known->map && strcmp(key, "item") == 0) ||
-		(known->catch && strcmp(key, "error") == 0) ||
-		(known->lock && strcmp(key, "lock") == 0) ||
+		(known->has_map && strcmp(key, "item") == 0) ||
+		(known->has_catch && strcmp(key, "error") == 0) ||
+		(known->has_lock && strcmp(key, "lock") == 0) ||
 		(known->count > 0 &&
 		 bsearch(&key, known->sorted, known->count, sizeof(char *),
 				 name_cmp) != NULL);

@@ -27,6 +27,7 @@ SELECT df.subscribe('fuzz', 'fuzz',
 	 'RETURNING event_id, k, p, (p->>''n'')::float8 AS n' |=> 'e')
 	~> 'INSERT INTO fuzz_sink VALUES ($e.event_id, ''chain'', $e.k?, $e.p::jsonb, 0-$e.n)');
 RESET ROLE;
+SELECT engine_idle();  -- nothing else publishes meanwhile
 SELECT setseed(0.42);
 SELECT max(id) AS before_id FROM df_internal.bus_events \gset
 SET ROLE df_user;
