@@ -60,6 +60,7 @@ INSERT INTO subst_quotes VALUES
 	('string, doubled quote', $q$SELECT 'it''s %s'$q$),
 	('string after backslash', $q$SELECT 'a\' || '%s'$q$),
 	('string continued',	E'SELECT \'a\'\n  \'%s\''),
+	('string continued after a comment', E'SELECT \'a\' -- c\n  \'%s\''),
 	('E string',			$q$SELECT E'\'%s'$q$),
 	('E string, lower case', $q$SELECT e'x%s'$q$),
 	('N string',			$q$SELECT N'%s'$q$),
@@ -114,7 +115,10 @@ FROM unnest(ARRAY[
 	$q$SELECT E'\'' || $r || U&'\0041' || B'1' || X'1F' || N'n'$q$,
 	$q$SELECT 'a'
 	   'b' || $r$q$,
-	$q$SELECT $1$q$
+	$q$SELECT $1$q$,
+	$q$SELECT E'a\\' || $r, /* ' */ $r, $$ $w$ $$ || $r, $a$ x $ab$ $a$ || $r, "a""b" || $r$q$,
+	$q$SELECT 'a' -- it's
+	   || $r$q$
 ]) AS s;
 -- an unknown name is kept wherever it stands, as before
 SELECT subst_try($q$SELECT 'price: $5, $nobody'$q$) AS accepted;
@@ -161,6 +165,38 @@ SET standard_conforming_strings = off;
 RESET standard_conforming_strings;
 SELECT subst_run('SELECT 5-$n AS six, $f AS f, $b AS b, $j::jsonb AS j', :'e') AS stmt \gset
 :stmt;
+
+-- PostgreSQL reads each accepted form as the scanner did: run with a value
+-- made to break out of any quoting, each statement gives the value back whole
+CREATE FUNCTION subst_exec(tpl text, results jsonb) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	v text;
+BEGIN
+	EXECUTE df_internal.substitute(tpl, '{}', results) INTO v;
+	RETURN v;
+END
+$$;
+SELECT jsonb_build_object('r', jsonb_build_object('rows', jsonb_build_array(jsonb_build_object('col',
+		$v$x'"); SELECT 1/0; -- $$ $w$ */ \' E'$v$)), 'row_count', 1)) AS h \gset
+SELECT t, subst_exec(t, :'h') = $v$x'"); SELECT 1/0; -- $$ $w$ */ \' E'$v$ AS whole
+FROM unnest(ARRAY[
+	$q$SELECT $r$q$,
+	$q$SELECT $r.col?$q$,
+	$q$SELECT col FROM $r.*$q$,
+	$q$SELECT /* ' /* " */ $$ */ $r -- it's$q$,
+	$q$SELECT substr(E'\\' || $r, 2)$q$,
+	$q$SELECT substr(E'\'' || $r, 2)$q$,
+	$q$SELECT substr(U&'\0041' || $r, 2)$q$,
+	$q$SELECT substr($$ $w$ $$ || $r, 6)$q$,
+	$q$SELECT substr($a$ x $ab$ $a$ || $r, 9)$q$,
+	$q$SELECT substr('a' -- it's
+	   'b' || $r, 3)$q$,
+	$q$SELECT $r FROM (SELECT 1 AS "a""b$x") s$q$,
+	$q$SELECT replace(replace('price: $5' || $r || '$other', 'price: $5', ''), '$other', '')$q$
+]) AS t;
+SET standard_conforming_strings = off;
+SELECT subst_exec($q$SELECT substr(E'\\' || $r, 2)$q$, :'h') = $v$x'"); SELECT 1/0; -- $$ $w$ */ \' E'$v$ AS whole_without_standard_strings;
+RESET standard_conforming_strings;
 
 -- end to end: hostile values bound by named results go in as data
 SET ROLE df_user;
