@@ -871,7 +871,7 @@ pgd_start(PG_FUNCTION_ARGS)
 		root = pr.node;
 	if ((msg = df_graph_validate(root)) != NULL)
 		raise_graph_error(psprintf(PGD_MSG_INVALID_GRAPH, msg));
-	pgd_check_workflow_references("df.start", root, NULL);
+	pgd_check_workflow_references("df.start", root, NULL, false);
 
 	collect_nodes(&list, root);
 

@@ -146,14 +146,15 @@ extern bool pgd_sql_reference_problem(const PgdSqlScan *scan, int pos,
  * Refuse (ERROR) a workflow with a reference inside a string literal,
  * quoted identifier, dollar-quoted string or comment of one of its SQL
  * steps (results_check.c), for the names it can bind: its named results,
- * $event, and $item, $error and $lock when it has a MAP, a CATCH or a
- * LOCK.  root NULL: sql is the whole workflow, one SQL step.  func names
- * the caller in the message ("df.start").
+ * $event when it is a subscription's workflow, and $item, $error and $lock
+ * when it has a MAP, a CATCH or a LOCK.  root NULL: sql is the whole
+ * workflow, one SQL step.  func names the caller in the message
+ * ("df.start").
  */
 struct DfNode;
 extern void pgd_check_workflow_references(const char		  *func,
 										  const struct DfNode *root,
-										  const char		  *sql);
+										  const char *sql, bool subscription);
 
 /* Truthiness of a result for IF and loop conditions (reference §1.7). */
 extern bool pgd_truthy(const DfJson *result);

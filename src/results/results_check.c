@@ -9,8 +9,9 @@
  *	  once instead of from a failed step.
  *
  * The names a workflow can bind: the names its nodes give their results
- * (|=>, df.as); event, which a subscription binds in the root scope of
- * every instance it starts (and a subscription can name any workflow);
+ * (|=>, df.as); event, when it is a subscription's workflow (df.subscribe
+ * checks it so; the subscription binds $event in the root scope of every
+ * instance it starts, which df.start cannot tell from any other start);
  * item under a MAP, error under a CATCH and lock under a LOCK, when the
  * graph has one.  Any other $x is not a reference and stays as written
  * wherever it stands ('price: $5', 'cost: $total' without a result named
@@ -38,6 +39,7 @@ typedef struct KnownNames
 	List		*names;	 /* of char *, the result names */
 	const char **sorted; /* the same, sorted for bsearch */
 	int			 count;
+	bool		 has_event;
 	bool		 has_map;
 	bool		 has_catch;
 	bool		 has_lock;
@@ -76,7 +78,7 @@ is_known(const KnownNames *known, const char *name, int len)
 	char *key = pnstrdup(name, len);
 	bool  found;
 
-	found = strcmp(key, "event") == 0 ||
+	found = (known->has_event && strcmp(key, "event") == 0) ||
 		(known->has_map && strcmp(key, "item") == 0) ||
 		(known->has_catch && strcmp(key, "error") == 0) ||
 		(known->has_lock && strcmp(key, "lock") == 0) ||
@@ -159,9 +161,9 @@ check_tree(const char *func, const DfNode *n, const char *path,
 
 void
 pgd_check_workflow_references(const char *func, const DfNode *root,
-							  const char *sql)
+							  const char *sql, bool subscription)
 {
-	KnownNames known = {NIL, NULL, 0, false, false, false};
+	KnownNames known = {NIL, NULL, 0, subscription, false, false, false};
 	ListCell  *lc;
 
 	if (root == NULL)

@@ -3,15 +3,22 @@
 -- the substituter when a step runs; where a reference stands as a value,
 -- its value is one literal that nothing in it can end.
 
--- (df.start as an ordinary role; df_internal.substitute as the superuser)
+-- (df.start and df.subscribe as an ordinary role; df_internal.substitute
+-- as the superuser)
+GRANT EXECUTE ON FUNCTION df.subscribe(text, text, text, jsonb) TO df_user;
 SET ROLE df_user;
--- What df.start says about a workflow, without keeping the instance.
-CREATE FUNCTION subst_try(wf text) RETURNS text LANGUAGE plpgsql AS $$
+-- What df.start (or df.subscribe, for $event) says about a workflow,
+-- without keeping the instance or the subscription.
+CREATE FUNCTION subst_try(wf text, subscribe boolean DEFAULT false) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
 	m text;
 BEGIN
 	BEGIN
-		PERFORM df.start(wf);
+		IF subscribe THEN
+			PERFORM df.subscribe('subst_try', 'subst_try', wf);
+		ELSE
+			PERFORM df.start(wf);
+		END IF;
 		RAISE EXCEPTION 'accepted';
 	EXCEPTION WHEN OTHERS THEN
 		GET STACKED DIAGNOSTICS m = MESSAGE_TEXT;
@@ -43,7 +50,8 @@ INSERT INTO subst_refs VALUES
 	('$event.payload', 'event'),
 	('$error.message', 'catch'),
 	('$lock.token',	'lock');
--- a workflow whose step is sql, binding the reference's name
+-- a workflow whose step is sql, binding the reference's name ($event: a
+-- subscription's workflow)
 CREATE FUNCTION subst_wf(wrap text, sql text) RETURNS text LANGUAGE sql AS $$
 	SELECT CASE wrap
 		WHEN 'named' THEN ('SELECT 1 AS col' |=> 'r') ~> sql
@@ -80,12 +88,13 @@ INSERT INTO subst_quotes VALUES
 	('identifier',			$q$SELECT x%s$q$),
 	('identifier after $',	$q$SELECT a$b%s$q$);
 
--- df.start refuses each of them, saying where the reference stands
-SELECT q.kind, subst_try(subst_wf(r.wrap, format(q.tpl, r.ref))) AS refused, count(*) AS refs
+-- df.start and df.subscribe refuse each of them, saying where the reference stands
+SELECT q.kind, regexp_replace(subst_try(subst_wf(r.wrap, format(q.tpl, r.ref)), r.wrap = 'event'),
+                              '^df\.(start|subscribe): ', '') AS refused, count(*) AS refs
 FROM subst_quotes q CROSS JOIN subst_refs r
 GROUP BY 1, 2 ORDER BY min(q.ctid), 2;
 -- a dollar-quote tag that is a name the workflow binds
-SELECT r.ref, subst_try(subst_wf(r.wrap, format('SELECT %s$ x %s$', r.ref, r.ref))) AS refused
+SELECT r.ref, subst_try(subst_wf(r.wrap, format('SELECT %s$ x %s$', r.ref, r.ref)), r.wrap = 'event') AS refused
 FROM (VALUES ('$r', 'named'), ('$item', 'map'), ('$event', 'event'), ('$error', 'catch'),
              ('$lock', 'lock')) AS r(ref, wrap);
 -- where the literal reads differently under standard_conforming_strings
@@ -94,7 +103,7 @@ SELECT subst_try(subst_wf('named', $q$SELECT E'C:\\' || $r$q$)) AS accepted;
 
 -- the messages in full: the hint says how to write it
 \set VERBOSITY default
-SELECT df.start($q$SELECT 'k2:$event.key'$q$);
+SELECT df.subscribe('subst_s', 'subst_t', $q$SELECT 'k2:$event.key'$q$);
 SELECT df.start(('SELECT 1 AS v' |=> 'a') ~> $q$SELECT 'x: $a.v, done'$q$);
 SELECT df.start(('SELECT 1 AS v' |=> 'a') ~> $q$SELECT '$a'$q$);
 SELECT df.start(('SELECT 1 AS v' |=> 'a') ~> df.join('SELECT 2', $q$SELECT 1 AS "$a"$q$));
@@ -120,11 +129,13 @@ FROM unnest(ARRAY[
 	$q$SELECT 'a' -- it's
 	   || $r$q$
 ]) AS s;
--- an unknown name is kept wherever it stands, as before
-SELECT subst_try($q$SELECT 'price: $5, $nobody'$q$) AS accepted;
+-- an unknown name is kept wherever it stands, as before; $event is bound
+-- only in a subscription's workflow
+SELECT subst_try($q$SELECT 'price: $5, $nobody, $event.key'$q$) AS accepted;
 SELECT subst_try(df.map('SELECT 1 AS g', $q$SELECT '$error, $lock, $r'$q$)) AS accepted;
 
 RESET ROLE;
+REVOKE EXECUTE ON FUNCTION df.subscribe(text, text, text, jsonb) FROM df_user;
 -- the substituter, when the step runs: the same refusals for bound names
 \set R '{"r": {"rows": [{"col": 1}], "row_count": 1}, "event": {"key": "k", "payload": {"a": 1}}, "item": {"g": 1}, "error": {"message": "m"}, "lock": {"token": 7}}'
 SELECT q.kind, split_part(subst_run(format(q.tpl, r.ref), :'R'), ':', 2) AS refused, count(*) AS refs
