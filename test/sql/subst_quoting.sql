@@ -205,6 +205,9 @@ FROM unnest(ARRAY[
 	$q$SELECT $r FROM (SELECT 1 AS "a""b$x") s$q$,
 	$q$SELECT replace(replace('price: $5' || $r || '$other', 'price: $5', ''), '$other', '')$q$
 ]) AS t;
+-- column names of a row set come from data too (an HTTP response's keys)
+SELECT subst_run('SELECT * FROM $h.*', '{"h": {"x\"); DROP TABLE t; --": "v"}}');
+SELECT subst_exec('SELECT * FROM $h.*', '{"h": {"x\"); DROP TABLE t; --": "v"}}') AS v;
 SET standard_conforming_strings = off;
 SELECT subst_exec($q$SELECT substr(E'\\' || $r, 2)$q$, :'h') = $v$x'"); SELECT 1/0; -- $$ $w$ */ \' E'$v$ AS whole_without_standard_strings;
 RESET standard_conforming_strings;
