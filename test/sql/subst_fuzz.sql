@@ -29,7 +29,7 @@ SELECT df.subscribe('fuzz', 'fuzz',
 RESET ROLE;
 SELECT engine_idle();  -- nothing else publishes meanwhile
 SELECT setseed(0.42);
-SELECT max(id) AS before_id FROM df_internal.bus_events \gset
+SELECT coalesce(max(id), 0) AS before_id FROM df_internal.bus_events \gset
 SET ROLE df_user;
 -- one in ten keys NULL; payloads with strings, arrays, nested objects and
 -- negative numbers
@@ -53,6 +53,14 @@ SELECT count(*) AS rows_of_no_event FROM fuzz_sink s
 WHERE NOT EXISTS (SELECT FROM df_internal.bus_events e WHERE e.id = s.event_id AND e.topic = 'fuzz');
 SELECT count(*) AS keys_that_would_have_ended_a_literal FROM df_internal.bus_events
 WHERE topic = 'fuzz' AND id > :before_id AND key ~ '[''\\$;]';
+-- a NUL cannot be sent at all: text and jsonb refuse it before the bus
+SET ROLE df_user;
+\set VERBOSITY terse
+SELECT df.publish_event('fuzz', '{}', 'a' || chr(0) || 'b');
+SELECT df.publish_event('fuzz', '{"s": "a\u0000b"}');
+SELECT df.publish_event('fuzz', '{}', convert_from('\x610062', 'UTF8'));
+\set VERBOSITY default
+RESET ROLE;
 -- nothing else ran
 SELECT * FROM fuzz_canary;
 SELECT topic, count(*) FROM df_internal.bus_events WHERE id > :before_id GROUP BY 1 ORDER BY 1;
