@@ -44,6 +44,7 @@
 #include "core/wake.h"
 #include "graph/event_config.h"
 #include "graph/graph.h"
+#include "results/results.h"
 
 PG_FUNCTION_INFO_V1(pgd_publish_event);
 PG_FUNCTION_INFO_V1(pgd_subscribe);
@@ -211,6 +212,8 @@ pgd_subscribe(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("df.subscribe: the workflow is not valid"),
 				 errdetail("%s", msg)));
+	pgd_check_workflow_references("df.subscribe", root, root ? NULL : workflow,
+								  true);
 	if (PG_ARGISNULL(3))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

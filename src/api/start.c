@@ -80,6 +80,7 @@
 #include "dsl/dsl.h"
 #include "graph/graph.h"
 #include "graph/orch_config.h"
+#include "results/results.h"
 #include "steps/remote.h"
 
 #define NODE_INSERT_BATCH			  1000
@@ -871,6 +872,7 @@ pgd_start(PG_FUNCTION_ARGS)
 		root = pr.node;
 	if ((msg = df_graph_validate(root)) != NULL)
 		raise_graph_error(psprintf(PGD_MSG_INVALID_GRAPH, msg));
+	pgd_check_workflow_references("df.start", root, NULL, false);
 
 	collect_nodes(&list, root);
 

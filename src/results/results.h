@@ -13,7 +13,9 @@
  * to a palloc'd message (the reference's text) instead of throwing; they
  * throw only for out-of-memory or stack depth.
  *
- * Files: results_json.c, results_subst.c, results_truthy.c, and
+ * Files: results_json.c, results_subst.c, results_lex.c (where a reference
+ * stands in SQL text, for PostgreSQL's lexer), results_check.c (the same
+ * check over a whole workflow before it starts), results_truthy.c, and
  * results_sql.c (SQL entry points in df_internal used by the tests).
  *
  * Locks: none.
@@ -76,7 +78,9 @@ typedef enum PgdSubstMode
  * Substitute {variables} (vars: object name -> string) and then $references
  * to named results (results: object name -> the node's result JSON) in
  * text.  Returns the new text, or NULL with *errmsg set on a strict error
- * ("$n has no rows — query returned zero results", ...).  See
+ * ("$n has no rows — query returned zero results", ...) or, in SQL mode,
+ * for a reference to a known result that does not stand where a value can
+ * ("a reference inside a string literal is not substituted: ...").  See
  * results_subst.c for the exact rules.  vars and results may be NULL
  * (nothing to substitute).
  */
@@ -89,6 +93,68 @@ extern char *pgd_substitute(const char *text, const DfJson *vars,
  * $n.c? or {v}.  Multipart data_b64 is substituted only in that case.
  */
 extern bool pgd_is_whole_value_reference(const char *s);
+
+/*
+ * Where a byte of SQL text stands for PostgreSQL's lexer (results_lex.c).
+ * A reference is substituted only where it stands in code.
+ */
+typedef enum PgdSqlContext
+{
+	PGD_SQL_CODE = 0,
+	PGD_SQL_WORD,		   /* an unquoted identifier or keyword: x$a */
+	PGD_SQL_STRING,		   /* '', E'', N'', B'', X'', U&'' literals */
+	PGD_SQL_QUOTED_IDENT,  /* "" and U&"" */
+	PGD_SQL_DOLLAR_STRING, /* the body of $tag$ ... $tag$ */
+	PGD_SQL_DOLLAR_TAG,	   /* $tag$ itself */
+	PGD_SQL_COMMENT		   /* -- and nested block comments */
+} PgdSqlContext;
+
+/*
+ * The contexts of every byte of text (one PgdSqlContext a byte), with
+ * standard_conforming_strings on and off.  Pure; palloc'd.
+ */
+typedef struct PgdSqlScan
+{
+	const char *text;
+	int			len;
+	uint8	   *ctx_on;
+	uint8	   *ctx_off;
+} PgdSqlScan;
+
+extern void pgd_sql_scan(PgdSqlScan *scan, const char *text);
+extern void pgd_sql_scan_free(PgdSqlScan *scan);
+
+/* Why a reference may not be substituted where it stands. */
+typedef struct PgdRefProblem
+{
+	const char *message; /* errmsg: lower case, no final period */
+	char	   *detail;	 /* a sentence */
+	char	   *hint;	 /* a sentence */
+} PgdRefProblem;
+
+/*
+ * False when the reference written at text[pos, pos + reflen) stands in
+ * code under both settings of standard_conforming_strings; else true with
+ * *problem filled.  where ("the SQL step at root.left") goes into the
+ * detail when not NULL.
+ */
+extern bool pgd_sql_reference_problem(const PgdSqlScan *scan, int pos,
+									  int reflen, const char *where,
+									  PgdRefProblem *problem);
+
+/*
+ * Refuse (ERROR) a workflow with a reference inside a string literal,
+ * quoted identifier, dollar-quoted string or comment of one of its SQL
+ * steps (results_check.c), for the names it can bind: its named results,
+ * $event when it is a subscription's workflow, and $item, $error and $lock
+ * when it has a MAP, a CATCH or a LOCK.  root NULL: sql is the whole
+ * workflow, one SQL step.  func names the caller in the message
+ * ("df.start").
+ */
+struct DfNode;
+extern void pgd_check_workflow_references(const char		  *func,
+										  const struct DfNode *root,
+										  const char *sql, bool subscription);
 
 /* Truthiness of a result for IF and loop conditions (reference §1.7). */
 extern bool pgd_truthy(const DfJson *result);

@@ -31,10 +31,15 @@
  *	  A "." followed by anything else ends the reference ("$a." is $a and
  *	  a full stop).  Quoted column names are not recognised.
  *
- *	  The text is not parsed as SQL, as in the reference: references inside
- *	  string literals, comments and dollar quotes are substituted too, and a
- *	  dollar-quote tag equal to a result name ($a$ ... $a$) is a reference.
- *	  A preceding identifier character does not matter either (x$a).
+ *	  In SQL mode the text is read as PostgreSQL's lexer reads it
+ *	  (results_lex.c): a reference to a known result is substituted only
+ *	  where it stands in code.  One inside a string literal, a quoted
+ *	  identifier, a dollar-quoted string or a comment, joined to a word
+ *	  (x$a) or used as a dollar-quote tag ($a$) fails the step with the
+ *	  message of pgd_sql_reference_problem, as df.start would have refused
+ *	  it had the name been known then.  An unknown $x stays as written
+ *	  wherever it stands ('price: $x' is text).  Raw mode has no quoting to
+ *	  respect and substitutes everywhere.
  *
  * Values.  A result with a "rows" array is a SQL result: $name is the
  * first column of its first row, $name.col the column col of its first
@@ -44,9 +49,15 @@
  * (except in $name.*, where each column takes the value in its own
  * position when a row has the first row's key order).
  *
- * SQL mode writes SQL literals: strings '...' (quotes doubled; backslashes
- * are plain characters since standard_conforming_strings is on), numbers
- * and booleans bare, objects and arrays as a quoted JSON text.  Raw mode
+ * SQL mode writes SQL literals, so that a value is one token that no
+ * character of it can end: strings as quote_literal writes them ('...' with
+ * quotes doubled, E'...' with backslashes doubled too when there is a
+ * backslash, which reads the same whatever standard_conforming_strings
+ * is), numbers bare when they are JSON numbers (anything else quoted),
+ * booleans bare, objects and arrays as a quoted JSON text: the types of
+ * the reference.  A space goes between a value and the text next to it
+ * where the two would otherwise run together into one token ("x-" and
+ * "-1" would make a comment, "'a'" and "'b'" one literal).  Raw mode
  * (HTTP url/body/headers, multipart fields) writes strings as their
  * content and other values as compact JSON.
  *
@@ -84,6 +95,7 @@
 #include "postgres.h"
 
 #include "lib/stringinfo.h"
+#include "utils/builtins.h"
 
 #include "common/messages.h"
 #include "results/results.h"
@@ -220,18 +232,48 @@ object_get(const DfJson *obj, const char *key, int keylen)
 	return NULL;
 }
 
-/* 'text' with single quotes doubled. */
+/* A string as a SQL literal, as quote_literal writes it. */
 static void
 append_sql_literal(StringInfo out, const char *s)
 {
-	appendStringInfoChar(out, '\'');
-	for (const char *p = s; *p; p++)
+	char *lit = quote_literal_cstr(s);
+
+	appendStringInfoString(out, lit);
+	pfree(lit);
+}
+
+/* RFC 8259's number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+static bool
+is_json_number(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		s++;
+	else if (*s >= '1' && *s <= '9')
+		while (*s >= '0' && *s <= '9')
+			s++;
+	else
+		return false;
+	if (*s == '.')
 	{
-		if (*p == '\'')
-			appendStringInfoChar(out, '\'');
-		appendStringInfoChar(out, *p);
+		s++;
+		if (!(*s >= '0' && *s <= '9'))
+			return false;
+		while (*s >= '0' && *s <= '9')
+			s++;
 	}
-	appendStringInfoChar(out, '\'');
+	if (*s == 'e' || *s == 'E')
+	{
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if (!(*s >= '0' && *s <= '9'))
+			return false;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	return *s == '\0';
 }
 
 /* "ident" with double quotes doubled, whatever the identifier. */
@@ -261,7 +303,10 @@ append_value(StringInfo out, const DfJson *v, PgdSubstMode mode)
 				appendStringInfoString(out, v->str);
 			break;
 		case DFJ_NUMBER:
-			appendStringInfoString(out, v->str);
+			if (mode == PGD_SUBST_SQL && !is_json_number(v->str))
+				append_sql_literal(out, v->str);
+			else
+				appendStringInfoString(out, v->str);
 			break;
 		case DFJ_BOOL:
 			appendStringInfoString(out, v->boolean ? "true" : "false");
@@ -563,6 +608,34 @@ substitute_vars(const char *text, const DfJson *vars)
 	return out.data;
 }
 
+/* PostgreSQL's operator characters. */
+static bool
+is_op_char(char c)
+{
+	return c != '\0' && strchr("~!@#^&|`?+-*/%<>=", c) != NULL;
+}
+
+/*
+ * True when a ending one piece of SQL text and b starting the next would
+ * run together into one token (or a comment), so that a space must go
+ * between them: two word characters (5 and x, x and E'..'), a word
+ * character and a quote, digits and a decimal point, two operator
+ * characters (- and -1), two quotes.
+ */
+static bool
+tokens_join(char a, char b)
+{
+	bool a_word = IS_IDENT_CHAR(a) || a == '$';
+	bool b_word = IS_IDENT_CHAR(b) || b == '$';
+
+	if (a == '\0' || b == '\0')
+		return false;
+	return (a_word && (b_word || b == '\'')) ||
+		((a == '.' || (a >= '0' && a <= '9')) &&
+		 (b == '.' || (b >= '0' && b <= '9'))) ||
+		(is_op_char(a) && is_op_char(b)) || (a == '\'' && b == '\'');
+}
+
 /* Pass 2: $references. */
 static char *
 substitute_references(const char *text, const DfJson *results,
@@ -570,6 +643,9 @@ substitute_references(const char *text, const DfJson *results,
 {
 	SubstTable	   t;
 	StringInfoData out;
+	StringInfoData val;
+	PgdSqlScan	   scan = {0};
+	bool		   scanned = false;
 	const char	  *p = text;
 
 	subst_table_build(&t, results, true);
@@ -577,6 +653,7 @@ substitute_references(const char *text, const DfJson *results,
 		return pstrdup(text);
 
 	initStringInfo(&out);
+	initStringInfo(&val);
 	while (*p)
 	{
 		const char	 *dollar = strchr(p, '$');
@@ -588,6 +665,7 @@ substitute_references(const char *text, const DfJson *results,
 		bool		  optional = false;
 		RefForm		  form;
 		const DfJson *result;
+		PgdRefProblem problem;
 
 		if (dollar == NULL)
 		{
@@ -630,14 +708,51 @@ substitute_references(const char *text, const DfJson *results,
 				q++;
 			}
 		}
-		if (!resolve_reference(&out, result, name, namelen, form, col, collen,
+
+		/* a value only where one can stand (results_lex.c) */
+		if (mode == PGD_SUBST_SQL)
+		{
+			if (!scanned)
+			{
+				pgd_sql_scan(&scan, text);
+				scanned = true;
+			}
+			if (pgd_sql_reference_problem(&scan, dollar - text, q - dollar,
+										  NULL, &problem))
+			{
+				/* one text: the message, then the detail and the hint */
+				problem.detail[0] = pg_ascii_tolower(problem.detail[0]);
+				*errmsg = psprintf("%s: %s %s", problem.message,
+								   problem.detail, problem.hint);
+				pgd_sql_scan_free(&scan);
+				pfree(out.data);
+				pfree(val.data);
+				return NULL;
+			}
+		}
+
+		resetStringInfo(&val);
+		if (!resolve_reference(&val, result, name, namelen, form, col, collen,
 							   optional, dollar, q - dollar, mode, errmsg))
 		{
+			if (scanned)
+				pgd_sql_scan_free(&scan);
 			pfree(out.data);
+			pfree(val.data);
 			return NULL;
 		}
+		if (mode == PGD_SUBST_SQL && val.len > 0 && out.len > 0 &&
+			tokens_join(out.data[out.len - 1], val.data[0]))
+			appendStringInfoChar(&out, ' ');
+		appendBinaryStringInfo(&out, val.data, val.len);
+		if (mode == PGD_SUBST_SQL && val.len > 0 &&
+			tokens_join(val.data[val.len - 1], *q))
+			appendStringInfoChar(&out, ' ');
 		p = q;
 	}
+	if (scanned)
+		pgd_sql_scan_free(&scan);
+	pfree(val.data);
 	return out.data;
 }
 

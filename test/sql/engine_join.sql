@@ -68,9 +68,12 @@ SELECT df.start(df.join3('SELECT 3 AS v' |=> 'x',
                 ~> 'SELECT $x AS x') AS id \gset
 SELECT df.await_instance(:'id');
 SELECT df.result(:'id');
--- a sibling's name is not visible inside another branch
+-- a sibling's name is not visible inside another branch ("$mine" comes
+-- through a variable, as df.start refuses a bound name inside a literal)
+SELECT df.setvar('mine_ref', '$mine');
 SELECT df.start(df.join('SELECT 1 AS v' |=> 'mine',
-                        'SELECT pg_sleep(0.2)' ~> 'SELECT ''$mine'' AS seen')) AS id \gset
+                        'SELECT pg_sleep(0.2)' ~> 'SELECT ''{mine_ref}'' AS seen')) AS id \gset
+SELECT df.unsetvar('mine_ref');
 SELECT df.await_instance(:'id');
 SELECT df.result(:'id');
 

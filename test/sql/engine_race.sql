@@ -56,10 +56,14 @@ SELECT engine_idle();
 SET ROLE df_user;
 SELECT count(*) AS never_ran FROM race_log WHERE step = 'never';
 
--- named results: only the winner's merge back
+-- named results: only the winner's merge back.  "$loser" reaches the
+-- last step through a variable (df.start refuses a name the workflow
+-- binds written inside a literal): unbound, it stays as written
+SELECT df.setvar('loser_ref', '$loser');
 SELECT df.start(df.race(('SELECT ''w'' AS v' |=> 'winner') ~> ('SELECT ''both'' AS v' |=> 'shared'),
                         ('SELECT pg_sleep(1), ''l'' AS v' |=> 'loser') ~> ('SELECT ''l'' AS v' |=> 'shared'))
-                ~> 'SELECT $winner AS winner, $shared AS shared, ''$loser'' AS loser') AS id \gset
+                ~> 'SELECT $winner AS winner, $shared AS shared, ''{loser_ref}'' AS loser') AS id \gset
+SELECT df.unsetvar('loser_ref');
 SELECT df.await_instance(:'id');
 SELECT df.result(:'id');
 

@@ -24,9 +24,16 @@ SELECT df_internal.substitute('SELECT $q.a + 1, $n.b, $q.a?, $n.b?', '{}', :'R')
 SELECT df_internal.substitute('$a $ab $abc $a_ $a1 $ab.x $a.x $aé $a. $a-$ab,$a)', '{}', :'R');
 -- unknown $x, $1, $$ and a lone $ are left alone (a result named "1" is ignored)
 SELECT df_internal.substitute('SELECT $1, $$x$$, $, $ a, $x, $.a, $1.x, a$b', '{}', :'R');
--- no SQL parsing, as in the reference: literals, comments, dollar quotes,
--- a dollar-quote tag that is a result name, a preceding identifier char
-SELECT df_internal.substitute('SELECT ''cost: $q'' -- $q' || chr(10) || '$$ $a $$, $a$body$a$, x$a', '{}', :'R');
+-- SQL text is read as PostgreSQL reads it: a known reference inside a
+-- literal, a comment or a dollar quote, used as a dollar-quote tag or
+-- joined to a word is refused (subst_quoting has every case); raw text
+-- has no quoting and is substituted everywhere
+SELECT df_internal.substitute('SELECT ''cost: $q''', '{}', :'R');
+SELECT df_internal.substitute('SELECT 1 -- $q', '{}', :'R');
+SELECT df_internal.substitute('SELECT $$ $a $$', '{}', :'R');
+SELECT df_internal.substitute('SELECT $a$body$a$', '{}', :'R');
+SELECT df_internal.substitute('SELECT x$a', '{}', :'R');
+SELECT df_internal.substitute('''cost: $q'' -- $q' || chr(10) || '$$ $a $$, $a$body$a$, x$a', '{}', :'R', raw => true);
 -- non-SQL results: whole value for $name, top-level key for $name.col
 SELECT df_internal.substitute('$http.status $http.ok $http.body $http.headers', '{}', :'R');
 SELECT df_internal.substitute('$http', '{}', :'R');
