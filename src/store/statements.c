@@ -1,12 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * statements.c
- *	  The engine store: every statement the engine runs, named in one
- *	  table at the top, prepared once per process and run one way
- *	  (store_run), and the events of the history other than node starts
- *	  and ends.  The typed functions around the other statements are in
- *	  instance_state.c (instances, JOINs, loops, results, signals) and
- *	  tasks.c (tasks, HTTP leases, maintenance).
+ *	  The statement table of the store: the engine's statements, named
+ *	  in one table at the top, each with the held writes it needs written
+ *	  first and the instances it reaches, prepared once per process and
+ *	  run one way (store_run).  The typed functions around them are in the
+ *	  store's files by table family (src/store/README.md).
  *
  * Statements use $n parameters, schema-qualified names and
  * OPERATOR(pg_catalog.x), so neither search_path nor user data can change
@@ -53,7 +52,7 @@
  * statement that reads (or writes next to) them needs written first: the
  * node writes of a transition or a batch (node_writes.c), the step tasks a
  * batch made ready (tasks.c) and the JOIN counts it keeps
- * (instance_state.c).  Each statement names them in its entry; nothing is
+ * (joins_loops.c).  Each statement names them in its entry; nothing is
  * inferred from its text.
  *
  * A statement that reads or writes df.nodes or the history, or calls one

@@ -1,8 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * store_internal.h
- *	  Inside the engine store (statements.c, instance_state.c, tasks.c): the
- *	  names of its statements and the one way to run them.
+ *	  What the files of src/store/ share and nothing else sees: the names
+ *	  of the statements and the one way to run them (statements.c), the
+ *	  direct row access (rows.c, node_rows.c, node_reads.c, task_rows.c),
+ *	  and the transaction buffer with the operations of each kind of held
+ *	  write (txn_buffer.c, txn_kinds.c).
  *
  * Nothing outside the store includes this header.
  *
@@ -316,7 +319,7 @@ typedef enum PgdHeldKind
 {
 	HELD_LOCK_KEYS,	  /* keyed locks a batch took (lock_keys.c) */
 	HELD_LIMIT_SLOTS, /* limit slots it gave (limit_slots.c) */
-	HELD_JOIN_COUNTS, /* JOIN counts (instance_state.c) */
+	HELD_JOIN_COUNTS, /* JOIN counts (joins_loops.c) */
 	HELD_START,		  /* an instance's start (held_start.c) */
 	HELD_NODE_WRITES, /* node starts and ends with their events (node_writes.c) */
 	HELD_TASKS,		  /* step tasks made ready (tasks.c) */
@@ -429,7 +432,7 @@ extern void	 store_xact_keys_clear(PgdXactKeys *l);
 /* The operations of each kind (txn_kinds.c puts them in their order) */
 extern const PgdHeldOps store_lock_keys_ops;	/* lock_keys.c */
 extern const PgdHeldOps store_limit_slots_ops;	/* limit_slots.c */
-extern const PgdHeldOps store_join_counts_ops;	/* instance_state.c */
+extern const PgdHeldOps store_join_counts_ops;	/* joins_loops.c */
 extern const PgdHeldOps store_held_start_ops;	/* held_start.c */
 extern const PgdHeldOps store_node_writes_ops;	/* node_writes.c */
 extern const PgdHeldOps store_held_tasks_ops;	/* tasks.c */
@@ -459,7 +462,7 @@ extern void store_stamps_put(const char *instance_id, const char *id,
 							 const char *status, const char *stamp);
 extern bool store_stamps_find(const char *instance_id, const char *id,
 							  char **status, char **stamp);
-/* instance_state.c: the JOIN counts a batch holds */
+/* joins_loops.c: the JOIN counts a batch holds */
 extern void store_drop_held_join_counts(const char *instance_id);
 /* tasks.c: the start markers of a transaction that is prepared */
 extern void store_tasks_init(void);

@@ -642,7 +642,7 @@ static const char *const join_columns[] = {"instance_id", "node_id", "scope",
  * deletes it; false in *by_statement unless the row could not be made
  * here (a column this file does not know: the caller's statement makes
  * it, with its defaults).  With hold, the first end makes no row: true in
- * *absent, the caller keeps the count in memory (instance_state.c).
+ * *absent, the caller keeps the count in memory (joins_loops.c).
  */
 int
 store_join_count_row(const char *instance_id, const char *node_id,

@@ -44,7 +44,7 @@
 
 PgdHeldList store_held_locks;		/* keyed locks a batch took (lock_keys.c) */
 PgdHeldList store_held_slots;		/* limit slots it gave (limit_slots.c) */
-PgdHeldList store_held_join_counts; /* JOIN counts (instance_state.c) */
+PgdHeldList store_held_join_counts; /* JOIN counts (joins_loops.c) */
 PgdXactKeys store_fresh_lock_keys;	/* lock keys taken here (lock_keys.c) */
 PgdXactKeys store_entered_limit_keys; /* limit keys entered here (limit_slots.c) */
 
