@@ -55,22 +55,42 @@ static TimestampTz		event_at;
 static uint64			event_mark; /* store_event_rows when it was drawn */
 
 /*
- * The event statements (kept plans, pgd_spi_exec).  An end with its
- * start: as STMT_EVENT_ADD (statements.c), with the start's id, time and the
- * end's place, the ids as in node_writes.c.
+ * The event statements.  An end with its start: as STMT_EVENT_ADD
+ * (statements.c), with the start's id, time and the end's place, the ids
+ * as in node_writes.c.  Both are written as the held start is, after
+ * nothing else: they name no held writes.
  */
-#define START_EVENT_SQL \
-	"INSERT INTO df_internal.events (id, instance_id, at, kind, scope) " \
-	"VALUES ($1, $2, $3, 'instance_started', $4)"
-#define START_AND_END_EVENT_SQL \
-	"INSERT INTO df_internal.events " \
-	"(id, instance_id, kind, scope, duration_ms, detail, started_at, ended_id) " \
-	"SELECT $1, $2, $4, $5, " \
-	"(SELECT GREATEST(0, (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() " \
-	"OPERATOR(pg_catalog.-) i.created_at) OPERATOR(pg_catalog.*) 1000)::bigint) " \
-	"FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) $2), " \
-	"$6::pg_catalog.jsonb, $3, " \
-	"pg_catalog.nextval('df_internal.events_id_seq'::pg_catalog.regclass)"
+enum
+{
+	START_EVENT,
+	START_AND_END_EVENT,
+	START_STMTS
+};
+
+static const PgdStmtDef start_stmts[START_STMTS] = {
+	[START_EVENT] =
+		{"an instance's start, with the id drawn for it",
+		 0, REACH_INSTANCE,
+		 "INSERT INTO df_internal.events (id, instance_id, at, kind, scope) "
+		 "VALUES ($1, $2, $3, 'instance_started', $4)",
+		 4,
+		 {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID}},
+	[START_AND_END_EVENT] =
+		{"an instance's start and end as one history row",
+		 0, REACH_INSTANCE,
+		 "INSERT INTO df_internal.events "
+		 "(id, instance_id, kind, scope, duration_ms, detail, started_at, ended_id) "
+		 "SELECT $1, $2, $4, $5, "
+		 "(SELECT GREATEST(0, (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() "
+		 "OPERATOR(pg_catalog.-) i.created_at) OPERATOR(pg_catalog.*) 1000)::bigint) "
+		 "FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) $2), "
+		 "$6::pg_catalog.jsonb, $3, "
+		 "pg_catalog.nextval('df_internal.events_id_seq'::pg_catalog.regclass)",
+		 6,
+		 {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID}},
+};
+
+static PgdStmtPlan start_plans[START_STMTS];
 
 /* Does the start held still owe its updates (not written, not moot)? */
 static bool
@@ -113,7 +133,6 @@ store_write_held_start(void)
 	}
 	if (owes_event())
 	{
-		Oid	  types[4] = {INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID};
 		Datum values[4];
 
 		values[0] = Int64GetDatum(event_id);
@@ -121,7 +140,8 @@ store_write_held_start(void)
 		values[2] = TimestampTzGetDatum(event_at);
 		values[3] = pgd_text_datum(store_event_scope(started_id, event_scope));
 		store_event_rows++;
-		pgd_spi_exec(START_EVENT_SQL, 4, types, values, NULL, false);
+		store_exec(&start_stmts[START_EVENT], &start_plans[START_EVENT],
+				   values, NULL);
 		event_written = GetCurrentSubTransactionId();
 	}
 }
@@ -154,8 +174,6 @@ bool
 store_held_start_end_event(const char *instance_id, const char *kind,
 						   const char *scope, const char *detail)
 {
-	Oid	  types[6] = {INT8OID, TEXTOID, TIMESTAMPTZOID,
-					  TEXTOID, TEXTOID, TEXTOID};
 	Datum values[6];
 	char  nulls[6] = "      ";
 
@@ -187,7 +205,8 @@ store_held_start_end_event(const char *instance_id, const char *kind,
 	values[5] = detail ? pgd_text_datum(detail) : (Datum) 0;
 	nulls[5] = detail ? ' ' : 'n';
 	store_event_rows++;
-	pgd_spi_exec(START_AND_END_EVENT_SQL, 6, types, values, nulls, false);
+	store_exec(&start_stmts[START_AND_END_EVENT],
+			   &start_plans[START_AND_END_EVENT], values, nulls);
 	event_written = GetCurrentSubTransactionId();
 	return true;
 }

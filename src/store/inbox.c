@@ -38,6 +38,100 @@
 #include "store/store_internal.h"
 #include "core/wake.h"
 
+#define T TEXTOID
+
+/* The inbox's statements (statements.c runs them: store_exec). */
+enum
+{
+	INBOX_RUN_SKIP,
+	INBOX_RUN_EXISTS,
+	INBOX_ADD,
+	INBOX_APPLY_DROP,
+	INBOX_TAKE,
+	INBOX_DROP,
+	INBOX_OTHER_APPLY,
+	INBOX_RESTORE_TASK,
+	INBOX_STMTS
+};
+
+static const PgdStmtDef inbox_stmts[INBOX_STMTS] = {
+	/* the two reads of the runs row read neither nodes nor the history */
+	[INBOX_RUN_SKIP] =
+		{"the runs row with SKIP LOCKED",
+		 0, REACH_INSTANCE,
+		 "SELECT status FROM df_internal.runs "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "FOR UPDATE SKIP LOCKED",
+		 1,
+		 {T}},
+	[INBOX_RUN_EXISTS] =
+		{"is the runs row there?",
+		 0, REACH_INSTANCE,
+		 "SELECT 1 FROM df_internal.runs "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1",
+		 1,
+		 {T}},
+	[INBOX_ADD] =
+		{"a completion into the inbox, with its apply task",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 "WITH x AS (INSERT INTO df_internal.inbox (instance_id, node_id, scope, "
+		 " attempt, ok, result, code, error_node, retryable, retry_after_ms, compensated) "
+		 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)) "
+		 "INSERT INTO df_internal.tasks (instance_id, scope, kind) "
+		 "VALUES ($1, $1, 'apply') RETURNING id",
+		 11,
+		 {T, T, T, INT4OID, BOOLOID, T, T, T, BOOLOID, INT8OID, BOOLOID}},
+	[INBOX_APPLY_DROP] =
+		{"the instance's other apply tasks nobody holds",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 "DELETE FROM df_internal.tasks WHERE id IN ("
+		 " SELECT id FROM df_internal.tasks "
+		 " WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 " AND kind OPERATOR(pg_catalog.=) 'apply' "
+		 " FOR UPDATE SKIP LOCKED)",
+		 1,
+		 {T}},
+	[INBOX_TAKE] =
+		{"the instance's committed completions, deleted, in id order",
+		 0, REACH_INSTANCE,
+		 "WITH d AS (DELETE FROM df_internal.inbox "
+		 " WHERE instance_id OPERATOR(pg_catalog.=) $1 RETURNING *) "
+		 "SELECT node_id, scope, attempt, ok, result, code, error_node, "
+		 " retryable, retry_after_ms, compensated FROM d ORDER BY id",
+		 1,
+		 {T}},
+	[INBOX_DROP] =
+		{"the completions of an ended instance",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 "DELETE FROM df_internal.inbox "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1",
+		 1,
+		 {T}},
+	[INBOX_OTHER_APPLY] =
+		{"another apply task of the instance that nobody claimed, after $2",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 "SELECT id FROM df_internal.tasks "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND kind OPERATOR(pg_catalog.=) 'apply' "
+		 "AND id OPERATOR(pg_catalog.>) $2::pg_catalog.int8 "
+		 "ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
+		 2,
+		 {T, T}},
+	[INBOX_RESTORE_TASK] =
+		{"a new apply task for completions that have none",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 "INSERT INTO df_internal.tasks (instance_id, scope, kind) "
+		 "VALUES ($1, $1, 'apply') RETURNING id",
+		 1,
+		 {T}},
+};
+
+#undef T
+
+static PgdStmtPlan inbox_plans[INBOX_STMTS];
+
+#define INBOX_RUN(s, ...) STORE_EXEC(inbox_stmts, inbox_plans, s, __VA_ARGS__)
+
 /*
  * Take the runs row with SKIP LOCKED: true with the row's status in
  * *status when taken; false when it is held elsewhere (*held) or gone.
@@ -61,18 +155,12 @@ store_run_lock_skip(const char *instance_id, bool *held, char **status)
 		case PGD_RUN_CHANGED:
 			break;
 	}
-	/* reads neither df.nodes nor the history: node writes stay buffered */
-	if (PGD_EXEC("SELECT status FROM df_internal.runs "
-				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-				 "FOR UPDATE SKIP LOCKED",
-				 instance_id) > 0)
+	if (INBOX_RUN(INBOX_RUN_SKIP, instance_id) > 0)
 	{
 		*status = store_get_string(0, 1);
 		return true;
 	}
-	*held = PGD_EXEC("SELECT 1 FROM df_internal.runs "
-					 "WHERE instance_id OPERATOR(pg_catalog.=) $1",
-					 instance_id) > 0;
+	*held = INBOX_RUN(INBOX_RUN_EXISTS, instance_id) > 0;
 	return false;
 }
 
@@ -81,12 +169,9 @@ void
 pgd_store_inbox_add(const char *instance_id, const char *node_id,
 					const char *scope, int attempt, const PgdOutcome *o)
 {
-	Oid	  types[11] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, BOOLOID, TEXTOID,
-					   TEXTOID, TEXTOID, BOOLOID, INT8OID, BOOLOID};
 	Datum values[11];
 	char  nulls[11] = "           ";
 
-	store_flush_node_writes();
 	values[0] = pgd_text_datum(instance_id);
 	values[1] = pgd_text_datum(node_id);
 	values[2] = pgd_text_datum(scope);
@@ -101,12 +186,8 @@ pgd_store_inbox_add(const char *instance_id, const char *node_id,
 	values[8] = BoolGetDatum(o->retryable);
 	values[9] = Int64GetDatum(o->retry_after_ms);
 	values[10] = BoolGetDatum(o->compensated);
-	if (pgd_spi_exec("WITH x AS (INSERT INTO df_internal.inbox (instance_id, node_id, scope, "
-					 " attempt, ok, result, code, error_node, retryable, retry_after_ms, compensated) "
-					 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)) "
-					 "INSERT INTO df_internal.tasks (instance_id, scope, kind) "
-					 "VALUES ($1, $1, 'apply') RETURNING id",
-					 11, types, values, nulls, false) != 1)
+	if (store_exec(&inbox_stmts[INBOX_ADD], &inbox_plans[INBOX_ADD], values,
+				   nulls) != 1)
 		elog(ERROR, "the apply task of instance %s was not inserted",
 			 instance_id);
 	pgd_task_ready_at_commit(strtoll(pgd_spi_getstring(0, 1), NULL, 10));
@@ -136,18 +217,8 @@ pgd_store_inbox_take(const char *instance_id, PgdInboxEntry **rows)
 {
 	int n;
 
-	store_flush_node_writes();
-	(void) PGD_EXEC("DELETE FROM df_internal.tasks WHERE id IN ("
-					" SELECT id FROM df_internal.tasks "
-					" WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-					" AND kind OPERATOR(pg_catalog.=) 'apply' "
-					" FOR UPDATE SKIP LOCKED)",
-					instance_id);
-	n = PGD_EXEC("WITH d AS (DELETE FROM df_internal.inbox "
-				 " WHERE instance_id OPERATOR(pg_catalog.=) $1 RETURNING *) "
-				 "SELECT node_id, scope, attempt, ok, result, code, error_node, "
-				 " retryable, retry_after_ms, compensated FROM d ORDER BY id",
-				 instance_id);
+	(void) INBOX_RUN(INBOX_APPLY_DROP, instance_id);
+	n = INBOX_RUN(INBOX_TAKE, instance_id);
 	*rows = palloc0(sizeof(PgdInboxEntry) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
@@ -174,10 +245,7 @@ pgd_store_inbox_take(const char *instance_id, PgdInboxEntry **rows)
 int
 pgd_store_inbox_drop(const char *instance_id)
 {
-	store_flush_node_writes();
-	return PGD_EXEC("DELETE FROM df_internal.inbox "
-					"WHERE instance_id OPERATOR(pg_catalog.=) $1",
-					instance_id);
+	return INBOX_RUN(INBOX_DROP, instance_id);
 }
 
 /*
@@ -204,13 +272,8 @@ pgd_store_inbox_drop(const char *instance_id)
 bool
 pgd_store_inbox_other_apply(const char *instance_id, int64 after_id)
 {
-	store_flush_node_writes();
-	if (PGD_EXEC("SELECT id FROM df_internal.tasks "
-				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-				 "AND kind OPERATOR(pg_catalog.=) 'apply' "
-				 "AND id OPERATOR(pg_catalog.>) $2::pg_catalog.int8 "
-				 "ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
-				 instance_id, psprintf(INT64_FORMAT, after_id)) == 0)
+	if (INBOX_RUN(INBOX_OTHER_APPLY, instance_id,
+				  psprintf(INT64_FORMAT, after_id)) == 0)
 		return false;
 	pgd_task_ready_at_commit(strtoll(pgd_spi_getstring(0, 1), NULL, 10));
 	return true;
@@ -220,9 +283,6 @@ pgd_store_inbox_other_apply(const char *instance_id, int64 after_id)
 void
 pgd_store_inbox_restore_task(const char *instance_id)
 {
-	store_flush_node_writes();
-	if (PGD_EXEC("INSERT INTO df_internal.tasks (instance_id, scope, kind) "
-				 "VALUES ($1, $1, 'apply') RETURNING id",
-				 instance_id) == 1)
+	if (INBOX_RUN(INBOX_RESTORE_TASK, instance_id) == 1)
 		pgd_task_ready_at_commit(strtoll(pgd_spi_getstring(0, 1), NULL, 10));
 }

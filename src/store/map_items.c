@@ -31,17 +31,145 @@
 #include "store/store.h"
 #include "store/store_internal.h"
 
+#define T  TEXTOID
+#define TA TEXTARRAYOID
+
+/* The statements of df.map's rows (statements.c runs them: store_exec). */
+enum
+{
+	MAP_ITEMS_LOAD,
+	MAP_NODES_ADD,
+	MAP_ITEMS_ADD,
+	MAP_ITEMS_BIND,
+	MAP_OPEN,
+	MAP_CHILD_DONE,
+	MAP_STARTED,
+	MAP_CLOSE,
+	MAP_DROP_RESULTS,
+	MAP_RESULTS,
+	MAP_COUNTS,
+	MAP_STMTS
+};
+
+static const PgdStmtDef map_stmts[MAP_STMTS] = {
+	[MAP_ITEMS_LOAD] =
+		{"an instance's MAP children, by map and item",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 "SELECT map_node, item, node_id FROM df_internal.map_items "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "ORDER BY map_node, item",
+		 1,
+		 {T}},
+	[MAP_NODES_ADD] =
+		{"the copies of a MAP's step, as nodes of its instance",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 "INSERT INTO df.nodes (instance_id, submitted_by, database, id, node_type, "
+		 "query, result_name, left_node, right_node) "
+		 "SELECT m.instance_id, m.submitted_by, m.database, u.* "
+		 "FROM df.nodes m, ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), "
+		 "pg_catalog.unnest($5), pg_catalog.unnest($6), pg_catalog.unnest($7), "
+		 "pg_catalog.unnest($8)) AS u "
+		 "WHERE m.instance_id OPERATOR(pg_catalog.=) $1 AND m.id OPERATOR(pg_catalog.=) $2",
+		 8,
+		 {T, T, TA, TA, TA, TA, TA, TA}},
+	[MAP_ITEMS_ADD] =
+		{"the items of the copies just added",
+		 0, REACH_INSTANCE,
+		 "INSERT INTO df_internal.map_items (instance_id, map_node, item, node_id) "
+		 "SELECT $1, $2, $3 OPERATOR(pg_catalog.+) (u.ord OPERATOR(pg_catalog.-) 1)::int, u.id "
+		 "FROM pg_catalog.unnest($4) WITH ORDINALITY AS u(id, ord)",
+		 4,
+		 {T, T, INT4OID, TA}},
+	[MAP_ITEMS_BIND] =
+		{"each item bound as the named result item in its child's scope",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 "INSERT INTO df_internal.results AS r (instance_id, scope, name, value) "
+		 "SELECT $1, u.s, 'item', u.v::pg_catalog.json "
+		 "FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(s, v) "
+		 "ON CONFLICT (instance_id, scope, name) DO UPDATE "
+		 "SET value = EXCLUDED.value, seq = EXCLUDED.seq",
+		 3,
+		 {T, TA, TA}},
+	[MAP_OPEN] =
+		{"the counters of a MAP execution",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 "INSERT INTO df_internal.maps (instance_id, node_id, scope, total, started) "
+		 "VALUES ($1, $2, $3, $4::int, $5::int) "
+		 "ON CONFLICT (instance_id, node_id, scope) DO UPDATE "
+		 "SET total = EXCLUDED.total, started = EXCLUDED.started, finished = 0",
+		 5,
+		 {T, T, T, T, T}},
+	[MAP_CHILD_DONE] =
+		{"a MAP child ended: one more finished",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 "UPDATE df_internal.maps SET finished = finished OPERATOR(pg_catalog.+) 1 "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND scope OPERATOR(pg_catalog.=) $3 "
+		 "RETURNING total, started, finished",
+		 3,
+		 {T, T, T}},
+	[MAP_STARTED] =
+		{"how many children of a MAP execution started",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 "UPDATE df_internal.maps SET started = $4::int "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND scope OPERATOR(pg_catalog.=) $3",
+		 4,
+		 {T, T, T, T}},
+	[MAP_CLOSE] =
+		{"an ended MAP execution's counters",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 "DELETE FROM df_internal.maps "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND scope OPERATOR(pg_catalog.=) $3",
+		 3,
+		 {T, T, T}},
+	[MAP_DROP_RESULTS] =
+		{"the named results of some MAP children's scopes",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 /* a child's scope is "<scope>::<child root id>::<gen>": one pass over the instance's */
+		 "DELETE FROM df_internal.results "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND pg_catalog.starts_with(scope, $2 OPERATOR(pg_catalog.||) '::') "
+		 "AND pg_catalog.split_part(pg_catalog.substr(scope, "
+		 "pg_catalog.length($2) OPERATOR(pg_catalog.+) 3), '::', 1) "
+		 "OPERATOR(pg_catalog.=) ANY ($3)",
+		 3,
+		 {T, T, TA}},
+	[MAP_RESULTS] =
+		{"the MAP children's results as one array, in item order",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 "SELECT COALESCE(pg_catalog.jsonb_agg("
+		 "COALESCE(c.result, 'null'::jsonb) ORDER BY u.ord), '[]')::text "
+		 "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(id, ord) "
+		 "LEFT JOIN df.nodes c ON c.instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND c.id OPERATOR(pg_catalog.=) u.id",
+		 2,
+		 {T, TA}},
+	[MAP_COUNTS] =
+		{"the counters of a MAP execution, for monitoring",
+		 0, REACH_INSTANCE,
+		 "SELECT total, started, finished FROM df_internal.maps "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND scope OPERATOR(pg_catalog.=) $3",
+		 3,
+		 {T, T, T}},
+};
+
+#undef T
+#undef TA
+
+static PgdStmtPlan map_plans[MAP_STMTS];
+
+#define MAP_RUN(s, ...) STORE_EXEC(map_stmts, map_plans, s, __VA_ARGS__)
+
 int
 pgd_store_map_items_load(const char *instance_id, char ***maps, int **items,
 						 char ***children)
 {
 	int n;
 
-	store_flush_node_writes();
-	n = PGD_EXEC("SELECT map_node, item, node_id FROM df_internal.map_items "
-				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-				 "ORDER BY map_node, item",
-				 instance_id);
+	n = MAP_RUN(MAP_ITEMS_LOAD, instance_id);
 	*maps = palloc(sizeof(char *) * Max(n, 1));
 	*items = palloc(sizeof(int) * Max(n, 1));
 	*children = palloc(sizeof(char *) * Max(n, 1));
@@ -58,14 +186,10 @@ void
 pgd_store_map_add(const char *instance_id, const char *map_id, int first_item,
 				  const PgdMapCopy *copy)
 {
-	Oid	  types[8] = {TEXTOID,		TEXTOID,	  TEXTARRAYOID, TEXTARRAYOID,
-					  TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
 	Datum values[8];
-	Oid	  itypes[4] = {TEXTOID, TEXTOID, INT4OID, TEXTARRAYOID};
 	Datum ivalues[4];
 	int	  nest;
 
-	store_flush_node_writes();
 	values[0] = pgd_text_datum(instance_id);
 	values[1] = pgd_text_datum(map_id);
 	values[2] =
@@ -88,14 +212,8 @@ pgd_store_map_add(const char *instance_id, const char *map_id, int first_item,
 	nest = NewGUCNestLevel();
 	(void) set_config_option("pg_durable.start_inserts_nodes", "on", PGC_SUSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	pgd_spi_exec("INSERT INTO df.nodes (instance_id, submitted_by, database, id, node_type, "
-				 "query, result_name, left_node, right_node) "
-				 "SELECT m.instance_id, m.submitted_by, m.database, u.* "
-				 "FROM df.nodes m, ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), "
-				 "pg_catalog.unnest($5), pg_catalog.unnest($6), pg_catalog.unnest($7), "
-				 "pg_catalog.unnest($8)) AS u "
-				 "WHERE m.instance_id OPERATOR(pg_catalog.=) $1 AND m.id OPERATOR(pg_catalog.=) $2",
-				 8, types, values, NULL, false);
+	store_exec(&map_stmts[MAP_NODES_ADD], &map_plans[MAP_NODES_ADD], values,
+			   NULL);
 	AtEOXact_GUC(true, nest);
 
 	ivalues[0] = pgd_text_datum(instance_id);
@@ -103,42 +221,29 @@ pgd_store_map_add(const char *instance_id, const char *map_id, int first_item,
 	ivalues[2] = Int32GetDatum(first_item);
 	ivalues[3] =
 		store_text_array(copy->nitems, (const char *const *) copy->roots);
-	pgd_spi_exec("INSERT INTO df_internal.map_items (instance_id, map_node, item, node_id) "
-				 "SELECT $1, $2, $3 OPERATOR(pg_catalog.+) (u.ord OPERATOR(pg_catalog.-) 1)::int, u.id "
-				 "FROM pg_catalog.unnest($4) WITH ORDINALITY AS u(id, ord)",
-				 4, itypes, ivalues, NULL, false);
+	store_exec(&map_stmts[MAP_ITEMS_ADD], &map_plans[MAP_ITEMS_ADD], ivalues,
+			   NULL);
 }
 
 void
 pgd_store_map_items_bind(const char *instance_id, int n,
 						 const char *const *scopes, const char *const *items)
 {
-	Oid	  types[3] = {TEXTOID, TEXTARRAYOID, TEXTARRAYOID};
 	Datum values[3];
 
-	store_flush_node_writes();
 	values[0] = pgd_text_datum(instance_id);
 	values[1] = store_text_array(n, scopes);
 	values[2] = store_text_array(n, items);
-	pgd_spi_exec("INSERT INTO df_internal.results AS r (instance_id, scope, name, value) "
-				 "SELECT $1, u.s, 'item', u.v::pg_catalog.json "
-				 "FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(s, v) "
-				 "ON CONFLICT (instance_id, scope, name) DO UPDATE "
-				 "SET value = EXCLUDED.value, seq = EXCLUDED.seq",
-				 3, types, values, NULL, false);
+	store_exec(&map_stmts[MAP_ITEMS_BIND], &map_plans[MAP_ITEMS_BIND], values,
+			   NULL);
 }
 
 void
 pgd_store_map_open(const char *instance_id, const char *map_id,
 				   const char *scope, int total, int started)
 {
-	store_flush_node_writes();
-	PGD_EXEC("INSERT INTO df_internal.maps (instance_id, node_id, scope, total, started) "
-			 "VALUES ($1, $2, $3, $4::int, $5::int) "
-			 "ON CONFLICT (instance_id, node_id, scope) DO UPDATE "
-			 "SET total = EXCLUDED.total, started = EXCLUDED.started, finished = 0",
-			 instance_id, map_id, scope, psprintf("%d", total),
-			 psprintf("%d", started));
+	MAP_RUN(MAP_OPEN, instance_id, map_id, scope, psprintf("%d", total),
+			psprintf("%d", started));
 }
 
 bool
@@ -146,12 +251,7 @@ pgd_store_map_child_done(const char *instance_id, const char *map_id,
 						 const char *scope, int *total, int *started,
 						 int *finished)
 {
-	store_flush_node_writes();
-	if (PGD_EXEC("UPDATE df_internal.maps SET finished = finished OPERATOR(pg_catalog.+) 1 "
-				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
-				 "AND scope OPERATOR(pg_catalog.=) $3 "
-				 "RETURNING total, started, finished",
-				 instance_id, map_id, scope) != 1)
+	if (MAP_RUN(MAP_CHILD_DONE, instance_id, map_id, scope) != 1)
 		return false;
 	*total = atoi(pgd_spi_getstring(0, 1));
 	*started = atoi(pgd_spi_getstring(0, 2));
@@ -163,62 +263,40 @@ void
 pgd_store_map_started(const char *instance_id, const char *map_id,
 					  const char *scope, int started)
 {
-	store_flush_node_writes();
-	PGD_EXEC("UPDATE df_internal.maps SET started = $4::int "
-			 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
-			 "AND scope OPERATOR(pg_catalog.=) $3",
-			 instance_id, map_id, scope, psprintf("%d", started));
+	MAP_RUN(MAP_STARTED, instance_id, map_id, scope, psprintf("%d", started));
 }
 
 void
 pgd_store_map_close(const char *instance_id, const char *map_id,
 					const char *scope)
 {
-	store_flush_node_writes();
-	PGD_EXEC("DELETE FROM df_internal.maps "
-			 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
-			 "AND scope OPERATOR(pg_catalog.=) $3",
-			 instance_id, map_id, scope);
+	MAP_RUN(MAP_CLOSE, instance_id, map_id, scope);
 }
 
 void
 pgd_store_map_drop_results(const char *instance_id, const char *scope, int n,
 						   const char *const *node_ids)
 {
-	Oid	  types[3] = {TEXTOID, TEXTOID, TEXTARRAYOID};
 	Datum values[3];
 
-	store_flush_node_writes();
 	values[0] = pgd_text_datum(instance_id);
 	values[1] = pgd_text_datum(scope);
 	values[2] = store_text_array(n, node_ids);
-	/* a child's scope is "<scope>::<child root id>::<gen>": one pass over the instance's */
-	pgd_spi_exec("DELETE FROM df_internal.results "
-				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-				 "AND pg_catalog.starts_with(scope, $2 OPERATOR(pg_catalog.||) '::') "
-				 "AND pg_catalog.split_part(pg_catalog.substr(scope, "
-				 "pg_catalog.length($2) OPERATOR(pg_catalog.+) 3), '::', 1) "
-				 "OPERATOR(pg_catalog.=) ANY ($3)",
-				 3, types, values, NULL, false);
+	store_exec(&map_stmts[MAP_DROP_RESULTS], &map_plans[MAP_DROP_RESULTS],
+			   values, NULL);
 }
 
 char *
 pgd_store_map_results(const char *instance_id, int n,
 					  const char *const *node_ids)
 {
-	Oid	  types[2] = {TEXTOID, TEXTARRAYOID};
 	Datum values[2];
 
-	store_flush_node_writes();
 	values[0] = pgd_text_datum(instance_id);
 	values[1] = store_text_array(n, node_ids);
 	/* one JSON array, in item order: a child without a result gives null */
-	if (pgd_spi_exec("SELECT COALESCE(pg_catalog.jsonb_agg("
-					 "COALESCE(c.result, 'null'::jsonb) ORDER BY u.ord), '[]')::text "
-					 "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(id, ord) "
-					 "LEFT JOIN df.nodes c ON c.instance_id OPERATOR(pg_catalog.=) $1 "
-					 "AND c.id OPERATOR(pg_catalog.=) u.id",
-					 2, types, values, NULL, true) != 1)
+	if (store_exec(&map_stmts[MAP_RESULTS], &map_plans[MAP_RESULTS], values,
+				   NULL) != 1)
 		elog(ERROR, "the results of a MAP of instance %s could not be read",
 			 instance_id);
 	return pgd_spi_getstring(0, 1);
@@ -230,10 +308,7 @@ pgd_store_map_counts(const char *instance_id, const char *map_id,
 					 int *finished)
 {
 	*total = *started = *finished = -1;
-	if (PGD_EXEC("SELECT total, started, finished FROM df_internal.maps "
-				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
-				 "AND scope OPERATOR(pg_catalog.=) $3",
-				 instance_id, map_id, scope) == 1)
+	if (MAP_RUN(MAP_COUNTS, instance_id, map_id, scope) == 1)
 	{
 		*total = atoi(pgd_spi_getstring(0, 1));
 		*started = atoi(pgd_spi_getstring(0, 2));

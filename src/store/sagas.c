@@ -113,6 +113,72 @@ pgd_store_undo_requeue(const char *instance_id, const char *within,
 	return n;
 }
 
+#define T TEXTOID
+
+/* df.compensate's statements (statements.c runs them: store_exec). */
+enum
+{
+	SAGA_INSTANCE_LOCK,
+	SAGA_RUN_EXISTS,
+	SAGA_FAILED_UNDO,
+	SAGA_INSTANCE_RUNNING,
+	SAGA_RUN_MAKE,
+	SAGA_STMTS
+};
+
+static const PgdStmtDef saga_stmts[SAGA_STMTS] = {
+	[SAGA_INSTANCE_LOCK] =
+		{"lock the df.instances row of an instance to resume",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 "SELECT status FROM df.instances "
+		 "WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+		 1,
+		 {T}},
+	[SAGA_RUN_EXISTS] =
+		{"has the instance a runs row?",
+		 0, REACH_INSTANCE,
+		 "SELECT 1 FROM df_internal.runs "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1",
+		 1,
+		 {T}},
+	[SAGA_FAILED_UNDO] =
+		{"has the instance an undo that failed?",
+		 0, REACH_INSTANCE,
+		 "SELECT 1 FROM df_internal.compensations "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND state OPERATOR(pg_catalog.=) 'failed' LIMIT 1",
+		 1,
+		 {T}},
+	[SAGA_INSTANCE_RUNNING] =
+		{"a resumed instance runs again",
+		 0, REACH_INSTANCE,
+		 "UPDATE df.instances SET status = 'running', "
+		 "updated_at = pg_catalog.now(), completed_at = NULL "
+		 "WHERE id OPERATOR(pg_catalog.=) $1",
+		 1,
+		 {T}},
+	[SAGA_RUN_MAKE] =
+		{"a resumed instance's new runs row",
+		 0, REACH_INSTANCE,
+		 "INSERT INTO df_internal.runs "
+		 "(instance_id, submitted_by, label, database, vars, status) "
+		 "SELECT i.id, i.submitted_by, i.label, i.database, "
+		 "COALESCE((SELECT pg_catalog.jsonb_object_agg(v.name, v.value) FROM df.vars v "
+		 " WHERE v.owner OPERATOR(pg_catalog.=) i.submitted_by), '{}') "
+		 "OPERATOR(pg_catalog.||) CASE WHEN i.idempotency_key IS NULL "
+		 "THEN '{}'::pg_catalog.jsonb "
+		 "ELSE pg_catalog.jsonb_build_object('sys_idempotency_key', i.idempotency_key) END, "
+		 "'running' FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) $1",
+		 1,
+		 {T}},
+};
+
+#undef T
+
+static PgdStmtPlan saga_plans[SAGA_STMTS];
+
+#define SAGA_RUN(s, ...) STORE_EXEC(saga_stmts, saga_plans, s, __VA_ARGS__)
+
 /*
  * df.compensate: a failed instance whose compensation stopped runs again.
  * Its df.instances row is locked first; it must be 'failed' without a runs
@@ -124,45 +190,22 @@ pgd_store_undo_requeue(const char *instance_id, const char *within,
 char *
 pgd_store_instance_resume(const char *instance_id)
 {
-	Oid				  types[1] = {TEXTOID};
-	Datum			  values[1];
 	char			 *status;
 	PgdInstanceStatus parsed;
 
-	store_flush_node_writes();
-	values[0] = pgd_text_datum(instance_id);
-	if (pgd_spi_exec("SELECT status FROM df.instances "
-					 "WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-					 1, types, values, NULL, false) != 1)
+	if (SAGA_RUN(SAGA_INSTANCE_LOCK, instance_id) != 1)
 		return psprintf("instance %s does not exist", instance_id);
 	status = pgd_spi_getstring(0, 1);
 	if (status == NULL || !pgd_instance_status_parse(status, &parsed) ||
 		parsed != PGD_INSTANCE_FAILED)
 		return psprintf("instance %s is %s, not failed", instance_id,
 						status ? status : "without a status");
-	if (pgd_spi_exec("SELECT 1 FROM df_internal.runs "
-					 "WHERE instance_id OPERATOR(pg_catalog.=) $1",
-					 1, types, values, NULL, true) > 0)
+	if (SAGA_RUN(SAGA_RUN_EXISTS, instance_id) > 0)
 		return psprintf("instance %s is still running", instance_id);
-	if (pgd_spi_exec("SELECT 1 FROM df_internal.compensations "
-					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-					 "AND state OPERATOR(pg_catalog.=) 'failed' LIMIT 1",
-					 1, types, values, NULL, true) == 0)
+	if (SAGA_RUN(SAGA_FAILED_UNDO, instance_id) == 0)
 		return psprintf("instance %s has no compensation stopped by a failed undo",
 						instance_id);
-	pgd_spi_exec("UPDATE df.instances SET status = 'running', "
-				 "updated_at = pg_catalog.now(), completed_at = NULL "
-				 "WHERE id OPERATOR(pg_catalog.=) $1",
-				 1, types, values, NULL, false);
-	pgd_spi_exec("INSERT INTO df_internal.runs "
-				 "(instance_id, submitted_by, label, database, vars, status) "
-				 "SELECT i.id, i.submitted_by, i.label, i.database, "
-				 "COALESCE((SELECT pg_catalog.jsonb_object_agg(v.name, v.value) FROM df.vars v "
-				 " WHERE v.owner OPERATOR(pg_catalog.=) i.submitted_by), '{}') "
-				 "OPERATOR(pg_catalog.||) CASE WHEN i.idempotency_key IS NULL "
-				 "THEN '{}'::pg_catalog.jsonb "
-				 "ELSE pg_catalog.jsonb_build_object('sys_idempotency_key', i.idempotency_key) END, "
-				 "'running' FROM df.instances i WHERE i.id OPERATOR(pg_catalog.=) $1",
-				 1, types, values, NULL, false);
+	SAGA_RUN(SAGA_INSTANCE_RUNNING, instance_id);
+	SAGA_RUN(SAGA_RUN_MAKE, instance_id);
 	return NULL;
 }

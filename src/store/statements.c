@@ -47,54 +47,6 @@
 #define T  TEXTOID
 #define TA TEXTARRAYOID
 
-/*
- * The writes a transaction may hold in memory instead of rows, which a
- * statement that reads (or writes next to) them needs written first: the
- * node writes of a transition or a batch (node_writes.c), the step tasks a
- * batch made ready (tasks.c) and the JOIN counts it keeps
- * (joins_loops.c).  Each statement names them in its entry; nothing is
- * inferred from its text.
- *
- * A statement that reads or writes df.nodes or the history, or calls one
- * of the extension's functions (which may read anything: df.check()'s
- * rows), names FLUSH_NODE_WRITES; one that reads the queue or the JOIN
- * counters (df.check()'s rows too) names FLUSH_TASKS or FLUSH_JOIN_COUNTS.
- * Those that add tasks, or a JOIN counter, need nothing written before
- * them.  The others leave the node writes held, so that a transition's
- * writes go out together, and a batch's until its commit: reading the
- * runs row (a df.limit key template) or queueing a task between two node
- * writes would split them into statements of their own, and taking a
- * signal or a wait between a step's start and its end would make them two
- * updates.
- */
-#define FLUSH_NODE_WRITES HELD_MASK(HELD_NODE_WRITES) /* df.nodes, the history */
-#define FLUSH_TASKS		  HELD_MASK(HELD_TASKS)		  /* df_internal.tasks */
-#define FLUSH_JOIN_COUNTS HELD_MASK(HELD_JOIN_COUNTS) /* df_internal.joins */
-
-/*
- * Which instances a statement touches: those of one instance, named by its
- * id in $1 (REACH_INSTANCE); one task, by its id (REACH_TASK); or rows of
- * many instances or of none, the queue scans, maintenance and the
- * engine's own rows (REACH_ALL).  On a PostgreSQL that distributes the
- * tables by instance, only REACH_INSTANCE statements stay on one node.
- */
-typedef enum PgdStmtReach
-{
-	REACH_INSTANCE,
-	REACH_TASK,
-	REACH_ALL
-} PgdStmtReach;
-
-typedef struct PgdStmtDef
-{
-	const char	*name;
-	int			 flush_first; /* FLUSH_*: the held writes written before it */
-	PgdStmtReach reach;
-	const char	*sql;
-	int			 nargs;
-	Oid			 types[PGD_STMT_MAX_ARGS];
-} PgdStmtDef;
-
 /* A task of this scope or of a scope below it. */
 #define IN_SCOPE(col, arg) \
 	"(" col " OPERATOR(pg_catalog.=) " arg " OR pg_catalog.starts_with(" col \
@@ -839,24 +791,23 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 #undef T
 #undef TA
 
-static SPIPlanPtr plans[STMT_COUNT];
-static bool		  planned[STMT_COUNT]; /* pgd_spi_run_kept */
+static PgdStmtPlan plans[STMT_COUNT];
 
 /*
- * The one way the engine runs a statement: the held writes its entry
- * names first, in the transaction buffer's order (txn_buffer.c), then the
- * statement's kept plan.  Returns SPI_processed; the rows are in
+ * The one way the store runs a statement: the held writes its entry names
+ * first, in the transaction buffer's order (txn_buffer.c), then its kept
+ * plan, prepared at its first run.  Returns SPI_processed; the rows are in
  * SPI_tuptable.
  */
 int
-store_run(PgdStmt s, const Datum *values, const char *nulls)
+store_exec(const PgdStmtDef *def, PgdStmtPlan *p, const Datum *values,
+		   const char *nulls)
 {
-	const PgdStmtDef *def = &stmts[s];
-	int				  rc;
+	int rc;
 
 	if (def->flush_first != 0)
 		store_txn_write(def->flush_first);
-	if (plans[s] == NULL)
+	if (p->plan == NULL)
 	{
 		SPIPlanPtr plan =
 			SPI_prepare_cursor(def->sql, def->nargs, (Oid *) def->types,
@@ -869,36 +820,49 @@ store_run(PgdStmt s, const Datum *values, const char *nulls)
 			elog(ERROR,
 				 "could not keep the plan of the engine statement \"%s\"",
 				 def->name);
-		plans[s] = plan;
+		p->plan = plan;
 	}
 	/*
-	 * Every engine statement finds its rows by a key (node writes
-	 * and stamps by the whole primary key); its plan is made without
-	 * sequential scans, so that one made while the tables are empty stays
-	 * right as they fill (pgd_spi_run_kept).
+	 * Every engine statement finds its rows by a key (docs/design/store.md
+	 * §1); its plan is made without sequential scans, so that one made
+	 * while the tables are empty stays right as they fill
+	 * (pgd_spi_run_kept).
 	 */
-	rc = pgd_spi_run_kept(plans[s], &planned[s], values, nulls);
+	rc = pgd_spi_run_kept(p->plan, &p->planned, values, nulls);
 	if (rc < 0)
 		elog(ERROR, "engine statement \"%s\" failed: %s", def->name,
 			 SPI_result_code_string(rc));
 	return (int) SPI_processed;
 }
 
-/* store_run with text arguments only (a NULL pointer is SQL NULL). */
+/* store_exec with text arguments only (a NULL pointer is SQL NULL). */
 int
-store_run_text(PgdStmt s, int nargs, const char *const *args)
+store_exec_text(const PgdStmtDef *def, PgdStmtPlan *p, int nargs,
+				const char *const *args)
 {
 	Datum values[PGD_STMT_MAX_ARGS];
 	char  nulls[PGD_STMT_MAX_ARGS];
-	int	  i;
 
-	Assert(nargs == stmts[s].nargs && nargs <= PGD_STMT_MAX_ARGS);
-	for (i = 0; i < nargs; i++)
+	Assert(nargs == def->nargs && nargs <= PGD_STMT_MAX_ARGS);
+	for (int i = 0; i < nargs; i++)
 	{
 		values[i] = args[i] ? pgd_text_datum(args[i]) : (Datum) 0;
 		nulls[i] = args[i] ? ' ' : 'n';
 	}
-	return store_run(s, values, nulls);
+	return store_exec(def, p, values, nulls);
+}
+
+/* Statement s of the table above. */
+int
+store_run(PgdStmt s, const Datum *values, const char *nulls)
+{
+	return store_exec(&stmts[s], &plans[s], values, nulls);
+}
+
+int
+store_run_text(PgdStmt s, int nargs, const char *const *args)
+{
+	return store_exec_text(&stmts[s], &plans[s], nargs, args);
 }
 
 char *

@@ -110,7 +110,80 @@ typedef enum PgdStmt
 	STMT_COUNT
 } PgdStmt;
 
-#define PGD_STMT_MAX_ARGS 9
+#define PGD_STMT_MAX_ARGS 12
+
+/*
+ * The writes a transaction may hold in memory instead of rows, which a
+ * statement that reads (or writes next to) them needs written first: the
+ * node writes of a transition or a batch (node_writes.c), the step tasks a
+ * batch made ready (tasks.c) and the JOIN counts it keeps
+ * (joins_loops.c).  Each statement names them in its entry; nothing is
+ * inferred from its text.
+ *
+ * A statement that reads or writes df.nodes or the history, or calls one
+ * of the extension's functions (which may read anything: df.check()'s
+ * rows), names FLUSH_NODE_WRITES; one that reads the queue or the JOIN
+ * counters (df.check()'s rows too) names FLUSH_TASKS or FLUSH_JOIN_COUNTS.
+ * Those that add tasks, or a JOIN counter, need nothing written before
+ * them.  The others leave the node writes held, so that a transition's
+ * writes go out together, and a batch's until its commit: reading the
+ * runs row (a df.limit key template) or queueing a task between two node
+ * writes would split them into statements of their own, and taking a
+ * signal or a wait between a step's start and its end would make them two
+ * updates.
+ */
+#define FLUSH_NODE_WRITES HELD_MASK(HELD_NODE_WRITES) /* df.nodes, the history */
+#define FLUSH_TASKS		  HELD_MASK(HELD_TASKS)		  /* df_internal.tasks */
+#define FLUSH_JOIN_COUNTS HELD_MASK(HELD_JOIN_COUNTS) /* df_internal.joins */
+
+/*
+ * Which instances a statement touches: those of one instance, named by its
+ * id in $1 (REACH_INSTANCE); one task, by its id (REACH_TASK); or rows of
+ * many instances or of none, the queue scans, maintenance and the
+ * engine's own rows (REACH_ALL).  On a PostgreSQL that distributes the
+ * tables by instance, only REACH_INSTANCE statements stay on one node.
+ */
+typedef enum PgdStmtReach
+{
+	REACH_INSTANCE,
+	REACH_TASK,
+	REACH_ALL
+} PgdStmtReach;
+
+typedef struct PgdStmtDef
+{
+	const char	*name;
+	int			 flush_first; /* FLUSH_*: the held writes written before it */
+	PgdStmtReach reach;
+	const char	*sql;
+	int			 nargs;
+	Oid			 types[PGD_STMT_MAX_ARGS];
+} PgdStmtDef;
+
+/* A statement's kept plan, made at its first run (store_exec). */
+typedef struct PgdStmtPlan
+{
+	SPIPlanPtr plan;
+	bool	   planned; /* pgd_spi_run_kept */
+} PgdStmtPlan;
+
+/*
+ * Run statement def of a family's table, its plan kept in *p: the held
+ * writes it names first, then the statement.  Returns SPI_processed; the
+ * rows are in SPI_tuptable.
+ */
+extern int store_exec(const PgdStmtDef *def, PgdStmtPlan *p,
+					  const Datum *values, const char *nulls);
+/* store_exec with text arguments only (a NULL pointer is SQL NULL). */
+extern int store_exec_text(const PgdStmtDef *def, PgdStmtPlan *p, int nargs,
+						   const char *const *args);
+
+#define STORE_EXEC(defs, plans, s, ...) \
+	store_exec_text(&(defs)[s], &(plans)[s], \
+					(int) (sizeof((const char *[]){__VA_ARGS__}) / \
+						   sizeof(const char *)), \
+					(const char *[]){__VA_ARGS__})
+
 
 /*
  * Run statement s: the buffered node writes first, then its kept plan.
