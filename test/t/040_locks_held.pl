@@ -4,9 +4,10 @@
 # batch commits with the key still held.
 #
 # 1. 20 chains of five steps, each under a key of its own (no contention):
-#    all complete, every step runs once, and most takes wrote no row of
-#    df_internal.lock_keys (the executors' table statistics count the
-#    inserts).
+#    all complete, every step runs once with a token of its own, and every
+#    key is free again at the end.  How many key rows the takes held in
+#    memory saved is a figure of the benchmark, not of this test: the table
+#    statistics count rolled-back inserts too.
 # 2. One key H, taken in memory by short holders and held across commits by
 #    holders that sleep under it (df.sleep), at once on 4 executors: every
 #    instance completes, the steps under H never overlap in time, tokens
@@ -50,7 +51,6 @@ sub span_step
 # 1. no contention
 my $chain = join(' ~> ',
 	map { "df.with_lock(" . span_step("own") . ", ARRAY['{sys_instance_id}:$_'])" } 1 .. 5);
-my $inserts0 = executor_inserts($node, 'lock_keys');
 $node->safe_psql('postgres',
 	"SET ROLE df_user; SELECT count(df.start($chain)) FROM generate_series(1, 20)");
 wait_instances_done($node, 'own keys');
@@ -59,8 +59,10 @@ is($node->safe_psql('postgres',
 	'completed|20', 'the 20 chains completed');
 is($node->safe_psql('postgres', 'SELECT count(*), count(DISTINCT token) FROM spans'),
 	'100|100', 'each of the 100 steps ran once, each with a token of its own');
-my $rows = executor_inserts($node, 'lock_keys') - $inserts0;
-cmp_ok($rows, '<', 50, "fewer than half of the 100 takes wrote a key row ($rows did)");
+is($node->safe_psql('postgres',
+		'SELECT (SELECT count(*) FROM df_internal.lock_keys) || '
+		  . "'|' || (SELECT count(*) FROM df_internal.locks)"),
+	'0|0', 'every key is free again and has no row');
 
 # 2. one key, in memory and across commits
 $node->safe_psql('postgres', 'TRUNCATE spans');

@@ -4,12 +4,11 @@
 # only when the batch commits with it still held.
 #
 # 1. 20 chains of five steps, each under a df.limit of a key of its own (no
-#    contention): all complete, every step runs once, and most slots wrote
-#    no row of df_internal.limit_holders (the executors' table statistics
-#    count the inserts).  Each
-#    key is made by its instance's first take, which then queues nobody:
-#    one df_internal.limits row per chain and no limit_waiters row (the first
-#    take does not go through limit_enter's queue and pump).
+#    contention): all complete, every step runs once, every key is made
+#    once and left free, nobody is queued and df.check() is clean.  How many
+#    holder rows the slots given in memory saved is a figure of the
+#    benchmark, not of this test: the table statistics count rolled-back
+#    inserts too, so a count of written rows is no assertion.
 # 2. One key of max_concurrent 2, entered by short steps given slots in
 #    memory and by steps that hold their slot across commits (df.sleep
 #    under the limit), from 30 chains on 4 executors: every instance
@@ -46,9 +45,6 @@ my $span = "'SELECT limit_span(''{sys_instance_id}'')'";
 
 # 1. a key per instance
 my $chain = join(' ~> ', map { "df.limit($span, '{sys_instance_id}', 2)" } 1 .. 5);
-my $inserts0 = executor_inserts($node, 'limit_holders');
-my $waiters0 = executor_inserts($node, 'limit_waiters');
-my $keys0 = executor_inserts($node, 'limits');
 $node->safe_psql('postgres',
 	"SET ROLE df_user; SELECT count(df.start($chain)) FROM generate_series(1, 20)");
 wait_instances_done($node, 'own keys');
@@ -56,11 +52,13 @@ is($node->safe_psql('postgres',
 		"SELECT status, count(*) FROM df.instances GROUP BY status ORDER BY status"),
 	'completed|20', 'the 20 chains completed');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM spans'), '100', 'each of the 100 steps ran once');
-# every executor that made a key has reported it before the others are read
-is(executor_inserts($node, 'limits', $keys0 + 20) - $keys0, 20, 'each chain made its key once');
-my $rows = executor_inserts($node, 'limit_holders') - $inserts0;
-cmp_ok($rows, '<', 50, "fewer than half of the 100 slots wrote a holder row ($rows did)");
-is(executor_inserts($node, 'limit_waiters') - $waiters0, 0, 'and queued nobody to do it');
+is($node->safe_psql('postgres', q{
+SELECT count(*) FILTER (WHERE key ~ '^[0-9a-f]{8}$') FROM df_internal.limits}),
+	'20', 'each chain made its key once');
+is($node->safe_psql('postgres',
+		'SELECT (SELECT count(*) FROM df_internal.limit_holders) || '
+		  . "'|' || (SELECT count(*) FROM df_internal.limit_waiters)"),
+	'0|0', 'no slot is held and nobody is queued once they ended');
 
 # 2. one key of two slots, in memory and across commits
 $node->safe_psql('postgres', 'TRUNCATE spans');
