@@ -25,6 +25,7 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
@@ -239,7 +240,8 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "AND kind OPERATOR(pg_catalog.<>) 'http' AND " CLAIMABLE_K " "
 		 "ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
 		 1,
-		 {TIMESTAMPTZOID}},
+		 {TIMESTAMPTZOID},
+		 true},
 	/*
 	 * The same, passing over the steps of the roles in $1, which hold their
 	 * share of the executors (core/share.c); their other tasks still count.
@@ -256,7 +258,8 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 " AND r.submitted_by::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)))) "
 		 "ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
 		 2,
-		 {OIDARRAYOID, TIMESTAMPTZOID}},
+		 {OIDARRAYOID, TIMESTAMPTZOID},
+		 true},
 	[STMT_TASK_NEXT_DUE] =
 		{"when the next future task is due (read without locks)",
 		 FLUSH_TASKS, REACH_ALL,
@@ -301,7 +304,8 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 " WHERE t.instance_id OPERATOR(pg_catalog.=) $1 "
 		 " AND t.kind OPERATOR(pg_catalog.=) 'start')",
 		 1,
-		 {T}},
+		 {T},
+		 true},
 	[STMT_START_MARKER_ERROR] =
 		{"an engine error on a start's marker",
 		 FLUSH_TASKS, REACH_INSTANCE,
@@ -317,7 +321,8 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 " AND t.kind OPERATOR(pg_catalog.=) 'start') "
 		 "RETURNING run_at",
 		 2,
-		 {T, T}},
+		 {T, T},
+		 true},
 
 	[STMT_HTTP_DUE] =
 		{"due HTTP tasks whose lease is free",
@@ -328,7 +333,8 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) "
 		 "ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED",
 		 1,
-		 {INT8OID}},
+		 {INT8OID},
+		 true},
 	[STMT_HTTP_LEASE] =
 		{"lease an HTTP task",
 		 FLUSH_TASKS, REACH_TASK,
@@ -639,7 +645,8 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "   AND r.id OPERATOR(pg_catalog.>) e.id))) "
 		 " FOR UPDATE SKIP LOCKED)",
 		 1,
-		 {T}},
+		 {T},
+		 true},
 	[STMT_RESTORE_STEP_TASK] =
 		{"a stranded step gets its task back",
 		 FLUSH_NODE_WRITES | FLUSH_TASKS, REACH_INSTANCE,
@@ -807,6 +814,9 @@ store_exec(const PgdStmtDef *def, PgdStmtPlan *p, const Datum *values,
 
 	if (def->flush_first != 0)
 		store_txn_write(def->flush_first);
+	if (def->runs_first)
+		table_close(table_open(pgd_internal_relid("runs"), AccessShareLock),
+					NoLock);
 	if (p->plan == NULL)
 	{
 		SPIPlanPtr plan =

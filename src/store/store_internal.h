@@ -158,6 +158,12 @@ typedef struct PgdStmtDef
 	const char	*sql;
 	int			 nargs;
 	Oid			 types[PGD_STMT_MAX_ARGS];
+	/*
+	 * It reads df_internal.runs after df_internal.tasks, and runs outside
+	 * any runs row lock: df_internal.runs is locked first (AccessShareLock),
+	 * in the one order of the two tables (docs/design/store.md §7).
+	 */
+	bool		 runs_first;
 } PgdStmtDef;
 
 /* A statement's kept plan, made at its first run (store_exec). */
