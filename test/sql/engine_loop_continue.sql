@@ -45,6 +45,8 @@ SELECT count(*) FILTER (WHERE kind = 'node_failed') AS body_failures,
        string_agg(DISTINCT detail->>'code', ',') FILTER (WHERE kind = 'node_failed') AS codes
 FROM df.history(:'id');
 SELECT node_type, status FROM df.nodes WHERE instance_id = :'id' AND node_type = 'LOOP';
+-- the instance's explain shows the setting (from its df.nodes rows)
+SELECT position('LOOP (while, continue on failure)' in df.explain(:'id')) > 0 AS live_explain;
 
 -- without it (the default) the first failure fails the loop, as before
 SELECT df.start(df.loop('SELECT 1/0', continue_on_failure => false)) AS id \gset
