@@ -107,5 +107,25 @@ SELECT df.result(:'id')::jsonb->>'status' AS status;
 SELECT string_agg(detail->>'code', ',' ORDER BY at) AS failures
 FROM df.history(:'id') WHERE kind = 'node_failed';
 
+-- failed runs count toward the backstop: a loop whose every run fails ends
+-- there (the counter is set just below it rather than run up to it)
+SELECT df.start(df.loop('SELECT 1/0', continue_on_failure => true)) AS id \gset
+RESET ROLE;
+SET lc.id = :'id';
+DO $$
+DECLARE
+	deadline timestamptz := clock_timestamp() + interval '30 seconds';
+BEGIN
+	WHILE NOT EXISTS (SELECT 1 FROM df_internal.loops WHERE instance_id = current_setting('lc.id')) LOOP
+		IF clock_timestamp() > deadline THEN RAISE EXCEPTION 'the loop never started'; END IF;
+		PERFORM pg_sleep(0.01);
+	END LOOP;
+END
+$$;
+UPDATE df_internal.loops SET iterations = 8388607 WHERE instance_id = :'id';
+SET ROLE df_user;
+SELECT lc_wait(:'id');
+SELECT node_type, status, result FROM df.nodes WHERE instance_id = :'id' AND node_type = 'LOOP';
+
 RESET ROLE;
 SELECT engine_idle() AS idle;
