@@ -107,6 +107,24 @@ SELECT df.result(:'id')::jsonb->>'status' AS status;
 SELECT string_agg(detail->>'code', ',' ORDER BY at) AS failures
 FROM df.history(:'id') WHERE kind = 'node_failed';
 
+-- a failed JOIN branch and a df.timeout that fires carry their codes up to
+-- the loop: each failed run is followed by the next
+CREATE SEQUENCE lc_seq_join;
+CREATE SEQUENCE lc_seq_timeout;
+SELECT df.start(df.loop(('SELECT 1' & $$SELECT 1 / (nextval('lc_seq_join') >= 2)::int$$) ~> df.break('"joined"'),
+                        continue_on_failure => true)) AS id \gset
+SELECT lc_wait(:'id');
+SELECT df.result(:'id'), (SELECT last_value FROM lc_seq_join) AS body_runs;
+SELECT df.start(df.loop($$SELECT nextval('lc_seq_timeout')$$
+                        ~> df.timeout($$SELECT pg_sleep(CASE WHEN (SELECT last_value FROM lc_seq_timeout) < 2 THEN 30 ELSE 0 END)$$, 0.5)
+                        ~> df.break('"in time"'),
+                        continue_on_failure => true)) AS id \gset
+SELECT lc_wait(:'id');
+SELECT df.result(:'id'), (SELECT last_value FROM lc_seq_timeout) AS body_runs;
+SELECT count(*) FILTER (WHERE kind = 'timeout_fired') AS timeouts,
+       string_agg(DISTINCT detail->>'code', ',') FILTER (WHERE kind = 'node_failed') AS failure_codes
+FROM df.history(:'id');
+
 -- failed runs count toward the backstop: a loop whose every run fails ends
 -- there (the counter is set just below it rather than run up to it)
 SELECT df.start(df.loop('SELECT 1/0', continue_on_failure => true)) AS id \gset
