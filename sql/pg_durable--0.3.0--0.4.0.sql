@@ -2007,3 +2007,52 @@ CREATE PROCEDURE df.await(instance_id text, timeout_seconds int DEFAULT 30, INOU
 	LANGUAGE c AS 'MODULE_PATHNAME', 'pgd_await_call';
 COMMENT ON PROCEDURE df.await(text, int, text) IS
 	'wait until an instance is finished (status: its status); a top-level CALL holds back no VACUUM while it waits';
+
+-- df.loop gains continue_on_failure (the reference's 0.2.8): a new signature,
+-- so the function is made anew, and whoever could call the old one can call
+-- the new one.  Objects of the user's that depend on df.loop(text, text)
+-- stop the update (RESTRICT).
+DO $upgrade$
+DECLARE
+	g record;
+	holders text[] := '{}';
+	public_had boolean;
+	fn oid;
+BEGIN
+	SELECT p.proacl IS NULL OR EXISTS (
+			   SELECT FROM pg_catalog.aclexplode(p.proacl) a
+			   WHERE a.grantee = 0 AND a.privilege_type = 'EXECUTE')
+	INTO public_had
+	FROM pg_catalog.pg_proc p WHERE p.oid = 'df.loop(text, text)'::pg_catalog.regprocedure;
+	FOR g IN
+		SELECT a.grantee::regrole::text AS role, a.is_grantable
+		FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+		WHERE p.oid = 'df.loop(text, text)'::pg_catalog.regprocedure
+		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		holders := holders || pg_catalog.format('%s%s', g.role,
+						CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+	END LOOP;
+	DROP FUNCTION df.loop(text, text);
+	CREATE FUNCTION df.loop(body text, condition text DEFAULT NULL,
+							continue_on_failure boolean DEFAULT false) RETURNS text
+		LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_loop';
+	fn := 'df.loop(text, text, boolean)'::pg_catalog.regprocedure;
+	IF NOT public_had THEN
+		REVOKE EXECUTE ON FUNCTION df.loop(text, text, boolean) FROM PUBLIC;
+	END IF;
+	FOR i IN 1 .. coalesce(pg_catalog.array_length(holders, 1), 0) LOOP
+		EXECUTE 'GRANT EXECUTE ON FUNCTION df.loop(text, text, boolean) TO ' || holders[i];
+	END LOOP;
+	-- A grant or revoke made in an extension script is recorded as one of
+	-- the extension's initial privileges, which pg_dump leaves out; a fresh
+	-- install has none for df.loop, so the roles' privileges above are the
+	-- user's, and a dump and restore keeps them.
+	DELETE FROM pg_catalog.pg_init_privs
+	WHERE objoid = fn AND classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid = 0;
+END
+$upgrade$;
+COMMENT ON FUNCTION df.loop(text, text, boolean) IS
+	'repeat body forever, or while condition is true after each run (prefix operator @>); '
+	'with continue_on_failure, a body run that fails with an error code starts the next '
+	'iteration without the condition';

@@ -174,9 +174,13 @@ CREATE FUNCTION df.wait_for_schedule(cron_expr text) RETURNS text
 	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_wait_for_schedule';
 COMMENT ON FUNCTION df.wait_for_schedule(text) IS 'wait for the next tick of a 5-field cron expression (UTC)';
 
-CREATE FUNCTION df.loop(body text, condition text DEFAULT NULL) RETURNS text
+CREATE FUNCTION df.loop(body text, condition text DEFAULT NULL,
+						continue_on_failure boolean DEFAULT false) RETURNS text
 	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_loop';
-COMMENT ON FUNCTION df.loop(text, text) IS 'repeat body forever, or while condition is true after each run (prefix operator @>)';
+COMMENT ON FUNCTION df.loop(text, text, boolean) IS
+	'repeat body forever, or while condition is true after each run (prefix operator @>); '
+	'with continue_on_failure, a body run that fails with an error code starts the next '
+	'iteration without the condition';
 
 CREATE FUNCTION df.loop_prefix_op(body text) RETURNS text
 	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_loop_prefix';

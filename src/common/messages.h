@@ -9,7 +9,7 @@
  * PostgreSQL message style (capital first letter, several sentences, a
  * "pg_durable:" prefix in some) and must not be "fixed".  Where the
  * reference pins only the start of a text ("Loop exceeded maximum
- * iteration count of 100000. ..."), the rest is ours, but it is part of
+ * iteration count of 8388608. ..."), the rest is ours, but it is part of
  * the same string and stays with it here.  Every other message of the
  * extension is written in PostgreSQL style where it is raised: a specific
  * errcode, a lower-case errmsg without a final period, errdetail and
@@ -200,7 +200,7 @@
 
 #define PGD_MSG_BREAK_OUTSIDE_LOOP \
 	"df.break() was called outside of a loop. Use df.break() inside df.loop() (or @>) only."
-/* the limit (PGD_MAX_LOOP_ITERATIONS, 100000) */
+/* the limit (PGD_MAX_LOOP_ITERATIONS, 8388608 since the reference's 0.2.8) */
 #define PGD_MSG_LOOP_MAX_ITERATIONS \
 	"Loop exceeded maximum iteration count of %d. " \
 	"End the loop with df.break() or a while-condition."

@@ -21,6 +21,8 @@
 
 char *pgd_worker_role = NULL;
 char *pgd_database = NULL;
+char *pgd_host = NULL;
+bool  pgd_log_workflow_sql = true;
 int	  pgd_max_management_connections = 6;
 int	  pgd_max_duroxide_connections = 10;
 int	  pgd_max_user_connections = 10;
@@ -66,6 +68,22 @@ define_engine_settings(void)
 							   "Database that holds the pg_durable extension and its engine.",
 							   NULL, &pgd_database, "postgres", PGC_POSTMASTER,
 							   0, NULL, NULL, NULL);
+
+	DefineCustomStringVariable("pg_durable.host",
+							   "Host of the connections pg_durable opens to its own server (compatibility setting).",
+							   "pg_durable opens no connection to its own server: its workers and background "
+							   "sessions are attached to the server directly. The value is accepted and ignored.",
+							   &pgd_host, "", PGC_POSTMASTER, 0, NULL, NULL,
+							   NULL);
+
+	DefineCustomBoolVariable("pg_durable.log_workflow_sql",
+							 "Lets the workers write the SQL of workflow steps to the server log.",
+							 "On: a step's statement, after substitution, is the activity of the process "
+							 "running it, and is logged at DEBUG1 before it runs. Off: it appears in no log "
+							 "line of pg_durable's, and the log lines of a failed step give its error code "
+							 "instead of its message.",
+							 &pgd_log_workflow_sql, true, PGC_POSTMASTER, 0,
+							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("pg_durable.max_management_connections",
 							"Size of the management pool (compatibility setting).",

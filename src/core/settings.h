@@ -22,6 +22,8 @@
 /* GUC variables (settings.c) */
 extern char *pgd_worker_role;
 extern char *pgd_database;
+extern char *pgd_host;				/* accepted and ignored */
+extern bool	 pgd_log_workflow_sql; /* step SQL may appear in log lines */
 extern int	 pgd_max_management_connections;
 extern int	 pgd_max_duroxide_connections;
 extern int	 pgd_max_user_connections;

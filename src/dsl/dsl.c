@@ -28,6 +28,7 @@
 #include "dsl/dsl.h"
 #include "fmgr.h"
 #include "graph/graph.h"
+#include "graph/loop_config.h"
 #include "common/json.h"
 #include "common/messages.h"
 #include "utils/builtins.h"
@@ -202,21 +203,28 @@ pgd_wait_for_schedule(PG_FUNCTION_ARGS)
 }
 
 static DfNode *
-loop_node(DfNode *body, DfNode *condition)
+loop_node(DfNode *body, DfNode *condition, const DfLoopConfig *cfg)
 {
 	DfNode *node = df_node_new(DF_NODE_LOOP);
 
 	node->left = body;
 	node->condition = condition;
+	node->query = df_loop_query(cfg);
 	return node;
 }
 
-/* df.loop(body, condition): not STRICT because condition may be NULL. */
+/*
+ * df.loop(body, condition, continue_on_failure): not STRICT because
+ * condition may be NULL.  A schema older than the library declares the
+ * first two arguments only.  Without continue_on_failure the node has no
+ * query, so the JSON is the reference's.
+ */
 Datum
 pgd_loop(PG_FUNCTION_ARGS)
 {
-	DfNode *body;
-	DfNode *condition = NULL;
+	DfNode		*body;
+	DfNode		*condition = NULL;
+	DfLoopConfig cfg = {false};
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -225,14 +233,26 @@ pgd_loop(PG_FUNCTION_ARGS)
 	body = operand_arg(fcinfo, 0);
 	if (!PG_ARGISNULL(1))
 		condition = operand_arg(fcinfo, 1);
-	PG_RETURN_DATUM(graph_datum(loop_node(body, condition)));
+	if (PG_NARGS() > 2)
+	{
+		if (PG_ARGISNULL(2))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("df.loop: continue_on_failure cannot be NULL"),
+					 errhint("Pass true or false, or leave it out (false).")));
+		cfg.continue_on_failure = PG_GETARG_BOOL(2);
+	}
+	PG_RETURN_DATUM(graph_datum(loop_node(body, condition, &cfg)));
 }
 
 /* prefix @> */
 Datum
 pgd_loop_prefix(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_DATUM(graph_datum(loop_node(operand_arg(fcinfo, 0), NULL)));
+	DfLoopConfig cfg = {false};
+
+	PG_RETURN_DATUM(graph_datum(loop_node(operand_arg(fcinfo, 0), NULL,
+										  &cfg)));
 }
 
 /* df.break(value): the value is a literal, never auto-wrapped. */

@@ -464,6 +464,13 @@ loop_finish(PgdGraph *g, int loop, const char *loop_scope,
 static void
 start_loop(PgdGraph *g, int loop, const char *scope)
 {
+	if (g->nodes[loop].loop_problem != NULL)
+	{
+		/* settings written by hand into df.nodes that do not parse */
+		complete(g, loop, scope,
+				 pgd_failure("%s", g->nodes[loop].loop_problem));
+		return;
+	}
 	pgd_store_loop_open(g->instance_id, g->nodes[loop].id, scope);
 	start_node(g, g->nodes[loop].left,
 			   pgd_loop_moves_scope(g, loop) ?

@@ -334,6 +334,9 @@ parse_config(PgdNode *n)
 		case DF_NODE_MAP:
 			n->map_problem = df_map_parse(n->query, &n->map_max);
 			break;
+		case DF_NODE_LOOP:
+			n->loop_problem = df_loop_parse(n->query, true, &n->loop);
+			break;
 		case DF_NODE_HTTP:
 		case DF_NODE_HTTP_MULTIPART:
 			/* validated at df.start, checked again: a graph is data */

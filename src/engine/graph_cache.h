@@ -26,6 +26,7 @@
 #include "graph/event_config.h"
 #include "graph/graph.h"
 #include "graph/lock_config.h"
+#include "graph/loop_config.h"
 #include "graph/orch_config.h"
 
 /* A node of an instance's graph (immutable). */
@@ -64,6 +65,8 @@ typedef struct PgdNode
 	char			*event_problem;	  /* ... NULL when they parse */
 	DfLockConfig	*lock;			  /* LOCK: settings */
 	char			*lock_problem;	  /* ... NULL when they parse */
+	DfLoopConfig	 loop;			  /* LOOP: settings */
+	char			*loop_problem;	  /* ... NULL when they parse */
 } PgdNode;
 
 /* The immutable structure of one instance. */

@@ -143,6 +143,10 @@ pgd_react(const PgdGraph *g, int parent, int child, PgdOutcome outcome)
 			return reaction(PGD_REACT_RACE_DECIDED, -1, outcome);
 
 		case DF_NODE_LOOP:
+			if (!outcome.ok && child == p->left &&
+				p->loop.continue_on_failure &&
+				pgd_loop_consumes_failure(outcome))
+				return reaction(PGD_REACT_LOOP_AGAIN, -1, outcome);
 			if (!outcome.ok)
 				return reaction(PGD_REACT_LOOP_END, -1, outcome);
 			if (child == p->left && p->condition >= 0)
@@ -259,6 +263,29 @@ pgd_race_outcome(const PgdNode *race, int winner, PgdOutcome outcome)
 	failed.code = outcome.code;
 	failed.node = outcome.node;
 	return failed;
+}
+
+/*
+ * A loop with continue_on_failure goes on after a body run that failed with
+ * what its work raised: a SQL or HTTP step's error of any kind (code sql:*,
+ * http:*, connection, timeout), or a failure-handling wrapper's inside the
+ * body (circuit_open, queue_timeout, lock_timeout, fail), all of which
+ * carry an error code.  A failure without a code is the engine's (a
+ * reference that cannot be substituted, an unsupported node, a nested
+ * loop's backstop, df.if_rows without its result) and stays fatal, as do
+ * lock_order_violation (the body is written wrong, and would be every
+ * time) and cancelled (the instance or its JOIN is going away).
+ */
+bool
+pgd_loop_consumes_failure(PgdOutcome outcome)
+{
+	char *kind;
+
+	if (outcome.ok || outcome.code == NULL)
+		return false;
+	kind = pgd_error_kind(outcome.code);
+	return strcmp(kind, "lock_order_violation") != 0 &&
+		strcmp(kind, "cancelled") != 0;
 }
 
 /*

@@ -18,7 +18,9 @@
  *	 RACE	the first finisher decides; the other branch is abandoned
  *	 LOOP	body ok -> while-condition, or the next iteration; condition
  *			true -> next iteration, false -> LOOP done with the last body
- *			result; a failure fails the LOOP; df.break() inside ends it
+ *			result; a failure fails the LOOP, except a body's with an error
+ *			code under continue_on_failure: the next iteration, without the
+ *			condition; df.break() inside ends it
  *
  * Locks: none; pure functions.
  *
@@ -126,12 +128,19 @@ typedef enum PgdLoopPace
 	PGD_LOOP_TOO_MANY /* never: the loop fails */
 } PgdLoopPace;
 
-#define PGD_MAX_LOOP_ITERATIONS 100000
+/*
+ * The backstop of a loop scope's iterations: 2^23, about eighty years of
+ * five-minute ticks (the reference's since 0.2.8).
+ */
+#define PGD_MAX_LOOP_ITERATIONS 8388608
 
 extern PgdLoopPace pgd_loop_pace(int64 iterations, TimestampTz started,
 								 TimestampTz now, int floor_ms,
 								 TimestampTz *due);
 extern PgdOutcome  pgd_loop_limit_failure(void);
+
+/* Does a continue_on_failure loop go on after its body failed so? */
+extern bool pgd_loop_consumes_failure(PgdOutcome outcome);
 
 /* The nearest LOOP above node n, or -1; and the failure of a break outside any. */
 extern int		  pgd_enclosing_loop(const PgdGraph *g, int n);

@@ -26,6 +26,7 @@
 #include "graph/http_config.h"
 #include "graph/map_config.h"
 #include "graph/lock_config.h"
+#include "graph/loop_config.h"
 #include "graph/orch_config.h"
 #include "fmgr.h"
 #include "graph/graph.h"
@@ -300,9 +301,11 @@ check_node(const DfNode *n)
 				return pstrdup("LOOP node requires left_node (the loop body)");
 			if (n->right != NULL)
 				return pstrdup("LOOP node cannot have right_node");
-			if (n->query != NULL)
-				return pstrdup("LOOP node cannot have a query");
-			return NULL;
+			{
+				DfLoopConfig cfg;
+
+				return df_loop_parse(n->query, false, &cfg);
+			}
 		case DF_NODE_BREAK:
 			return check_break(n);
 		case DF_NODE_SLEEP:

@@ -53,6 +53,7 @@
 #include "common/spi.h"
 #include "monitor/explain.h"
 #include "graph/graph.h"
+#include "graph/loop_config.h"
 #include "common/json.h"
 #include "monitor/monitor.h"
 
@@ -347,8 +348,15 @@ live_node(LiveTree *lt, int i)
 	node->left = live_node(lt, r->left);
 	node->right = live_node(lt, r->right);
 	node->condition = live_node(lt, r->condition);
-	if (r->condition >= 0 &&
-		(r->type == DF_NODE_IF || r->type == DF_NODE_LOOP))
+	if (r->type == DF_NODE_LOOP)
+	{
+		DfLoopConfig loop;
+
+		/* the settings without the condition_node link */
+		(void) df_loop_parse(r->query, true, &loop);
+		node->query = df_loop_query(&loop);
+	}
+	else if (r->condition >= 0 && r->type == DF_NODE_IF)
 		node->query = NULL; /* it only held {"condition_node": ...} */
 	if (r->nextras > 0)
 	{

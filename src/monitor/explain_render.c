@@ -46,6 +46,7 @@
 
 #include "monitor/explain.h"
 #include "graph/graph.h"
+#include "graph/loop_config.h"
 #include "common/json.h"
 
 /* SQL text and break values longer than this are cut to _KEEP bytes + "..." */
@@ -381,15 +382,25 @@ render_node(ExplainState *st, const DfNode *node, int depth,
 			return;
 
 		case DF_NODE_LOOP:
+		{
+			DfLoopConfig loop;
+
+			/* a config that does not parse shows as none: df.start refuses it */
+			(void) df_loop_parse(node->query, true, &loop);
 			appendStringInfoString(&st->label,
-								   node->condition ? "LOOP (while)" :
-													 "LOOP (infinite)");
+								   node->condition ? "LOOP (while" :
+													 "LOOP (infinite");
+			appendStringInfoString(&st->label,
+								   loop.continue_on_failure ?
+									   ", continue on failure)" :
+									   ")");
 			append_name(&st->label, node);
 			emit_line(st, depth, prefix, node);
 			render_child(st, "↻ body:", node->left, depth + 1);
 			if (node->condition != NULL)
 				render_child(st, "? while:", node->condition, depth + 1);
 			return;
+		}
 
 		case DF_NODE_RETRY:
 		case DF_NODE_TIMEOUT:

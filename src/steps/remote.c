@@ -204,7 +204,7 @@ remote_step_handler(const PgdBgsqlRequest *req, PgdBgsqlResult *result)
 	int			sqlstate;
 
 	pgd_begin_unit("pg_durable: workflow step");
-	pgstat_report_activity(STATE_RUNNING, query);
+	pgd_report_step_activity(query, "pg_durable: workflow step");
 	outcome = pgd_run_user_sql(query, req->run_as, &retry, &sqlstate);
 	/* SPI_finish frees what was allocated since pgd_begin_unit */
 	if (outcome.result != NULL)

@@ -53,6 +53,12 @@
  * finds out under the runs lock, or a stray interrupt meant for an earlier
  * step.  A statement_timeout fails the node.
  *
+ * Logging.  With pg_durable.log_workflow_sql off, no text of the statement
+ * reaches the server log from here: the process's activity names the step,
+ * a log line written while the statement runs loses its context and
+ * internal query (an emit_log_hook), and the failure lines of the callers
+ * give the error code (pgd_step_error_for_log).
+ *
  * Locks: whatever the user's statement takes, inside the subtransaction.
  *
  *-------------------------------------------------------------------------
@@ -66,8 +72,10 @@
 #include "commands/sequence.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "storage/lock.h"
 #include "tcop/tcopprot.h"
+#include "utils/elog.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
@@ -83,6 +91,10 @@
 
 /* true while a step's statement runs; see pgd_in_workflow */
 static bool in_step = false;
+
+/* the emit_log_hook that was there before step_log_hook */
+static emit_log_hook_type prev_emit_log_hook = NULL;
+static bool				  step_log_hook_installed = false;
 
 /*
  * Where the statement's rows go: straight into the result JSON, so that a
@@ -231,6 +243,43 @@ disarm_attempt_timeout(void)
 		QueryCancelPending = false;
 }
 
+/*
+ * With pg_durable.log_workflow_sql off, a log line written while a step's
+ * statement runs loses what holds the statement's text: the context (SPI's
+ * "SQL statement ..." line, and those of the functions it called) and the
+ * internal query of a syntax error.  Its message stays.
+ */
+static void
+step_log_hook(ErrorData *edata)
+{
+	if (in_step && !pgd_log_workflow_sql)
+	{
+		edata->context = NULL;
+		edata->internalquery = NULL;
+		edata->internalpos = 0;
+	}
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+}
+
+void
+pgd_report_step_activity(const char *query, const char *what)
+{
+	if (pgd_log_workflow_sql)
+		pgstat_report_activity(STATE_RUNNING, query);
+	else
+		pgstat_report_activity(STATE_RUNNING, what);
+}
+
+char *
+pgd_step_error_for_log(const char *message, const char *code)
+{
+	if (pgd_log_workflow_sql)
+		return pstrdup(message ? message : "");
+	return psprintf("error code %s (pg_durable.log_workflow_sql is off)",
+					code ? code : "none");
+}
+
 PgdOutcome
 pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 {
@@ -244,6 +293,14 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 
 	*retry = false;
 	*sqlstate = 0;
+
+	/* installed here, in the processes that run steps, once */
+	if (!step_log_hook_installed)
+	{
+		prev_emit_log_hook = emit_log_hook;
+		emit_log_hook = step_log_hook;
+		step_log_hook_installed = true;
+	}
 
 	outcome.result = pgd_identity_problem(submitter);
 	if (outcome.result != NULL)

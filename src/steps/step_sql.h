@@ -44,4 +44,16 @@ extern char *pgd_sql_error_code(const ErrorData *edata);
 extern PgdOutcome pgd_run_user_sql(const char *query, Oid submitter,
 								   bool *retry, int *sqlstate);
 
+/*
+ * pg_durable.log_workflow_sql.  On, a step's statement is the activity of
+ * the process that runs it (pg_stat_activity, and the server log's "failed
+ * process was running" if it crashes).  Off, the activity names the step
+ * instead, the log lines of a failed step give its error code instead of
+ * its message (which can quote the statement), and the server log lines
+ * written while a statement runs (a NOTICE or WARNING it raises, a FATAL)
+ * lose their context and internal query, which hold its text.
+ */
+extern void pgd_report_step_activity(const char *query, const char *what);
+extern char *pgd_step_error_for_log(const char *message, const char *code);
+
 #endif /* PG_DURABLE_STEP_SQL_H */

@@ -79,6 +79,7 @@
 #include "core/wake.h"
 #include "mb/pg_wchar.h"
 #include "steps/http.h"
+#include "steps/step_sql.h"
 #include "worker/worker.h"
 
 #define LEASE_MARGIN_S	 5
@@ -274,7 +275,7 @@ complete(PgdHttpRequest *req, PgdOutcome outcome)
 
 	if (!outcome.ok && pgd_log_allowed())
 	{
-		char *msg = pstrdup(outcome.result);
+		char *msg = pgd_step_error_for_log(outcome.result, outcome.code);
 
 		/* cut at a character boundary, as the executor does */
 		if (strlen(msg) > PGD_EVENT_ERROR_LEN)

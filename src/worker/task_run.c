@@ -168,13 +168,13 @@ pgd_task_start_instance(PgdClaim *t)
 /* Log a failed step (rate-limited, the error truncated, never a result). */
 static void
 log_step_failure(const char *node_id, const char *instance_id,
-				 const char *error)
+				 const char *error, const char *code)
 {
 	char *msg;
 
 	if (!pgd_log_allowed())
 		return;
-	msg = pstrdup(error ? error : "");
+	msg = pgd_step_error_for_log(error, code);
 	if (strlen(msg) > PGD_EVENT_ERROR_LEN)
 		msg[pg_mbcliplen(msg, strlen(msg), PGD_EVENT_ERROR_LEN)] = '\0';
 	ereport(LOG,
@@ -211,6 +211,10 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 		return STEP_RAN;
 	}
 
+	if (pgd_log_workflow_sql)
+		ereport(DEBUG1,
+				(errmsg_internal("step %s of instance %s runs: %s", t->node_id,
+								 t->instance_id, query)));
 	pgd_executor_set_running(t->instance_id, t->scope);
 	if (t->run.database != NULL)
 	{
@@ -417,7 +421,9 @@ pgd_task_run_step(PgdClaim *t)
 			share_taken = true;
 			share_role = t->run.submitted_by;
 		}
-		pgstat_report_activity(STATE_RUNNING, g->nodes[n].query);
+		pgd_report_step_activity(g->nodes[n].query,
+								 psprintf("pg_durable: step %s of instance %s",
+										  t->node_id, t->instance_id));
 		ran = run_statement(t, g, n, &outcome);
 	}
 	if (ran == STEP_REQUEUED)
@@ -425,7 +431,8 @@ pgd_task_run_step(PgdClaim *t)
 	if (ran == STEP_DEFER)
 		return STEP_DEFER;
 	if (ran == STEP_RAN && !outcome.ok)
-		log_step_failure(t->node_id, t->instance_id, outcome.result);
+		log_step_failure(t->node_id, t->instance_id, outcome.result,
+						 outcome.code);
 
 	/* step 3: under the instance lock, the step must still be wanted */
 	if (ran == STEP_UNWANTED ||

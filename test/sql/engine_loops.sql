@@ -107,7 +107,8 @@ SELECT engine_idle() AS idle;
 SET ROLE df_user;
 SELECT count(*) AS dropped_branch_rows FROM counter;
 
--- the iteration cap: a loop that reaches 100,000 iterations fails
+-- the iteration cap: a loop that reaches 8,388,608 iterations fails (the counter is
+-- set just below it rather than run up to it)
 SELECT df.start(df.loop('SELECT 1', 'SELECT true')) AS id \gset
 RESET ROLE;
 DO $$
@@ -120,7 +121,7 @@ BEGIN
 	END LOOP;
 END
 $$;
-UPDATE df_internal.loops SET iterations = 99999;
+UPDATE df_internal.loops SET iterations = 8388607;
 SET ROLE df_user;
 SELECT df.await_instance(:'id');
 SELECT node_type, status, result FROM df.nodes WHERE instance_id = :'id' AND node_type = 'LOOP';

@@ -29,6 +29,10 @@ GRANT USAGE ON SCHEMA df TO $role;
 GRANT SELECT ON df.instances, df.nodes TO $role;
 GRANT CREATE ON SCHEMA public TO $role;
 SELECT df.grant_usage('$role', include_http => true);
+-- a function the update makes anew keeps its grants and revokes: df.loop,
+-- callable by the role only
+REVOKE EXECUTE ON FUNCTION df.loop(@{[ defined $version ? 'text, text' : 'text, text, boolean' ]}) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION df.loop(@{[ defined $version ? 'text, text' : 'text, text, boolean' ]}) TO $role;
 CREATE TABLE effects (instance_id text NOT NULL, step text NOT NULL,
                       at timestamptz NOT NULL DEFAULT clock_timestamp());
 GRANT INSERT, SELECT ON effects TO $role;
@@ -110,6 +114,13 @@ executor_pid_in_step($node, '%effects%');
 $node->safe_psql('postgres', 'ALTER EXTENSION pg_durable UPDATE');
 is($node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'pg_durable'"),
 	$new, "updated to $new");
+# df.loop was made anew with continue_on_failure; the role's grant went
+# with it, PUBLIC's revoke too
+is($node->safe_psql('postgres', qq{
+SELECT has_function_privilege('$role', 'df.loop(text, text, boolean)', 'EXECUTE'),
+       has_function_privilege('public', 'df.loop(text, text, boolean)', 'EXECUTE'),
+       to_regprocedure('df.loop(text, text)') IS NULL}),
+	't|f|t', 'df.loop has continue_on_failure and keeps its privileges');
 # the SIGNAL waits are under way until the test signals them; the steps and
 # timers may finish while a loaded machine runs the update
 my $ids = join(',', map { "'$_'" } @signalled);
