@@ -113,6 +113,14 @@ extern bool pgd_store_claim(PgdTaskRef task, PgdClaim *claim);
 extern void pgd_store_start_ready(const char *instance_id);
 extern int	pgd_store_start_sweep(void);
 
+/*
+ * The hold of a restore (restore_hold.c, docs/design/restores.md): is this
+ * database's work held; record that a restore loaded rows into table_name
+ * (true when this made the hold, false when it was there already).
+ */
+extern bool pgd_store_restore_held(void);
+extern bool pgd_store_restore_hold_add(const char *table_name);
+
 /* step tasks an executor's batch holds before they are rows (tasks.c) */
 extern void	 pgd_store_hold_step_tasks(bool hold);
 extern void	 pgd_store_write_held_all(void);
