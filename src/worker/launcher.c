@@ -470,6 +470,16 @@ restore_hold_tables(char **tables)
 	return held;
 }
 
+/* Has ready work waited too long for an executor (store/tasks.c)? */
+static bool
+stale_ready_work(int64 *tasks, int64 *starts)
+{
+	SPI_connect();
+	pgd_store_stale_ready(PGD_READY_STALE_S, tasks, starts);
+	SPI_finish();
+	return *tasks > 0 || *starts > 0;
+}
+
 /*
  * df_internal.engine_problems(): what keeps the engine from running this
  * database's instances, for df.check().  It runs in whatever database it is
@@ -486,6 +496,8 @@ pgd_engine_problems(PG_FUNCTION_ARGS)
 	int				 attached = 0;
 	bool			 http_left_out;
 	char			*held = NULL;
+	int64			 tasks;
+	int64			 starts;
 
 	InitMaterializedSRF(fcinfo, 0);
 
@@ -510,6 +522,12 @@ pgd_engine_problems(PG_FUNCTION_ARGS)
 					psprintf("pg_durable.worker_role \"%s\" is not a superuser that can log in: "
 							 "the launcher started no worker (the server log says why).",
 							 pgd_worker_role));
+	if (stale_ready_work(&tasks, &starts))
+		add_problem(rsinfo, "ready_not_taken",
+					psprintf("%lld tasks have been due and %lld starts pending for over %d s "
+							 "with no executor taking them: see what the executors do in "
+							 "pg_stat_activity (application_name \"pg_durable executor\").",
+							 (long long) tasks, (long long) starts, PGD_READY_STALE_S));
 	if (restore_hold_tables(&held))
 		add_problem(rsinfo, "restore_held",
 					psprintf("a restore loaded rows into %s: no step, timer or start runs in "
