@@ -2056,8 +2056,9 @@ ALTER TABLE df_internal.tasks ENABLE ALWAYS TRIGGER restore_hold;
 
 -- The end of a restore, run by the administrator once every part of it is
 -- in: each engine sequence moved past the largest id its table holds (a
--- restore sets them last, a partial one may not at all), the hold dropped.
--- Returns how many live instances it lets go on.
+-- restore sets them last, a partial one may not at all), a start task for
+-- each pending instance without one, the hold dropped.  Returns how many
+-- live instances it lets go on.
 CREATE FUNCTION df.resume_restored() RETURNS bigint
 	LANGUAGE plpgsql VOLATILE
 	SET search_path = pg_catalog, pg_temp
@@ -2091,6 +2092,13 @@ BEGIN
 			   AND COALESCE(q.last_value, 0) OPERATOR(pg_catalog.<) top;
 		END IF;
 	END LOOP;
+	-- a pending start of the dump has no marker: the queue's scans find its task
+	INSERT INTO df_internal.tasks (instance_id, scope, kind)
+	SELECT r.instance_id, r.instance_id, 'start' FROM df_internal.runs r
+	 WHERE r.status OPERATOR(pg_catalog.=) 'pending'
+	   AND NOT EXISTS (SELECT FROM df_internal.tasks t
+					   WHERE t.instance_id OPERATOR(pg_catalog.=) r.instance_id
+						 AND t.kind OPERATOR(pg_catalog.=) 'start');
 	DELETE FROM df_internal.restore_hold;
 	SELECT count(*) INTO live FROM df_internal.runs;
 	RETURN live;
