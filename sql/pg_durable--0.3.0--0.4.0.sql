@@ -2056,3 +2056,96 @@ COMMENT ON FUNCTION df.loop(text, text, boolean) IS
 	'repeat body forever, or while condition is true after each run (prefix operator @>); '
 	'with continue_on_failure, a body run that fails with an error code starts the next '
 	'iteration without the condition';
+
+-- ---------------------------------------------------------------------------
+-- Restores (docs/design/restores.md)
+-- ---------------------------------------------------------------------------
+
+-- The tables a restore loaded rows into: while any row is here the workers
+-- run nothing in this database, until df.resume_restored() empties it.  Not
+-- a configuration table: a dump never carries a hold, each restore makes
+-- its own.
+CREATE TABLE df_internal.restore_hold (
+	table_name text PRIMARY KEY,
+	loaded_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	loaded_by text NOT NULL DEFAULT pg_catalog.session_user()
+);
+COMMENT ON TABLE df_internal.restore_hold IS
+	'the engine tables a restore loaded rows into; while not empty the workers run nothing here (df.resume_restored)';
+
+-- Fired after every INSERT and COPY into the tables that carry work: a
+-- COPY ... FROM into this very table that the client sent itself (as
+-- pg_restore and a plain dump send it) records a hold in its own
+-- transaction, so the rows and their hold commit together.  The engine
+-- never copies, and passes.  ENABLE ALWAYS: it fires under
+-- session_replication_role = replica too.
+CREATE FUNCTION df_internal.restore_arrived() RETURNS trigger
+	LANGUAGE c SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_restore_arrived';
+REVOKE EXECUTE ON FUNCTION df_internal.restore_arrived() FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.restore_arrived() IS
+	'trigger: rows a client loaded straight into an engine table (a restore) hold the workers until df.resume_restored()';
+CREATE TRIGGER restore_hold AFTER INSERT ON df.instances
+	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_arrived();
+CREATE TRIGGER restore_hold AFTER INSERT ON df_internal.runs
+	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_arrived();
+CREATE TRIGGER restore_hold AFTER INSERT ON df_internal.tasks
+	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_arrived();
+ALTER TABLE df.instances ENABLE ALWAYS TRIGGER restore_hold;
+ALTER TABLE df_internal.runs ENABLE ALWAYS TRIGGER restore_hold;
+ALTER TABLE df_internal.tasks ENABLE ALWAYS TRIGGER restore_hold;
+
+-- The end of a restore, run by the administrator once every part of it is
+-- in: each engine sequence moved past the largest id its table holds (a
+-- restore sets them last, a partial one may not at all), a start task for
+-- each pending instance without one, the hold dropped.  Returns how many
+-- live instances it lets go on.
+CREATE FUNCTION df.resume_restored() RETURNS bigint
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	s record;
+	top bigint;
+	live bigint;
+BEGIN
+	-- one at a time: a second caller waits for the first
+	LOCK TABLE df_internal.restore_hold IN SHARE ROW EXCLUSIVE MODE;
+	FOR s IN SELECT * FROM (VALUES
+			('df_internal.tasks_id_seq', 'df_internal.tasks', 'id'),
+			('df_internal.signals_id_seq', 'df_internal.signals', 'id'),
+			('df_internal.results_seq_seq', 'df_internal.results', 'seq'),
+			('df_internal.waits_seq_seq', 'df_internal.waits', 'seq'),
+			('df_internal.events_id_seq', 'df_internal.events', 'id'),
+			('df_internal.inbox_id_seq', 'df_internal.inbox', 'id'),
+			('df_internal.compensations_seq_seq', 'df_internal.compensations', 'seq'),
+			('df_internal.locks_seq_seq', 'df_internal.locks', 'seq'),
+			('df_internal.limit_waiters_seq_seq', 'df_internal.limit_waiters', 'seq'),
+			('df_internal.circuit_breaker_transitions_id_seq', 'df_internal.circuit_breaker_transitions', 'id'),
+			('df_internal.bus_events_id_seq', 'df_internal.bus_events', 'id')) v (seq, tab, col)
+	LOOP
+		CONTINUE WHEN pg_catalog.to_regclass(s.seq) IS NULL OR pg_catalog.to_regclass(s.tab) IS NULL;
+		EXECUTE pg_catalog.format('SELECT max(%I) FROM %s', s.col, s.tab) INTO top;
+		IF top IS NOT NULL THEN
+			PERFORM pg_catalog.setval(s.seq, top)
+			  FROM pg_catalog.pg_sequences q
+			 WHERE pg_catalog.format('%I.%I', q.schemaname, q.sequencename) OPERATOR(pg_catalog.=) s.seq
+			   AND COALESCE(q.last_value, 0) OPERATOR(pg_catalog.<) top;
+		END IF;
+	END LOOP;
+	-- a pending start of the dump has no marker: the queue's scans find its task
+	INSERT INTO df_internal.tasks (instance_id, scope, kind)
+	SELECT r.instance_id, r.instance_id, 'start' FROM df_internal.runs r
+	 WHERE r.status OPERATOR(pg_catalog.=) 'pending'
+	   AND NOT EXISTS (SELECT FROM df_internal.tasks t
+					   WHERE t.instance_id OPERATOR(pg_catalog.=) r.instance_id
+						 AND t.kind OPERATOR(pg_catalog.=) 'start');
+	DELETE FROM df_internal.restore_hold;
+	SELECT count(*) INTO live FROM df_internal.runs;
+	RETURN live;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION df.resume_restored() FROM PUBLIC;
+COMMENT ON FUNCTION df.resume_restored() IS
+	'after a restore is complete (administrators only): move the engine''s sequences past the restored ids '
+	'and let the workers run the restored instances; returns how many live instances go on';

@@ -111,7 +111,29 @@ extern void pgd_store_drop_wait_timer(const char *instance_id,
 extern bool pgd_store_claim(PgdTaskRef task, PgdClaim *claim);
 /* starts by marker (tasks.c) */
 extern void pgd_store_start_ready(const char *instance_id);
-extern int	pgd_store_start_sweep(void);
+/*
+ * The start sweep in batches of at most PGD_START_SWEEP_BATCH runs rows, one
+ * transaction each, so that no transaction of it runs long however many
+ * starts are pending.
+ */
+#define PGD_START_SWEEP_BATCH 1000
+extern int	pgd_store_start_sweep(const char *after, int max,
+								  char next[PGD_ID_LEN + 1]);
+
+/*
+ * How long ready work may wait for an executor before df.check() and the
+ * log report it, and how much has waited longer (tasks.c).
+ */
+#define PGD_READY_STALE_S 120
+extern void pgd_store_stale_ready(int secs, int64 *tasks, int64 *starts);
+
+/*
+ * The hold of a restore (restore_hold.c, docs/design/restores.md): is this
+ * database's work held; record that a restore loaded rows into table_name
+ * (true when this made the hold, false when it was there already).
+ */
+extern bool pgd_store_restore_held(void);
+extern bool pgd_store_restore_hold_add(const char *table_name);
 
 /* step tasks an executor's batch holds before they are rows (tasks.c) */
 extern void	 pgd_store_hold_step_tasks(bool hold);

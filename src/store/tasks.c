@@ -536,26 +536,81 @@ claim_start_marker(PgdTaskRef task, PgdClaim *c)
 }
 
 /*
- * Every pending instance without a start task gets one, its id published
- * at commit as any ready task's is; returns how many.  A sequential scan of df_internal.runs,
- * so not a kept plan: it runs when a marker may be lost, not per start.
+ * One batch of the start sweep: the next max runs rows after the id after
+ * (in id order, "" from the first), each pending one without a start task
+ * given one, its id published at commit as any ready task's is.  Returns
+ * how many tasks it made; *next is the last id it looked at, "" when it
+ * reached the end.  A bounded range of runs_pkey and a probe of
+ * tasks_instance_idx per row, in a kept plan made with sequential scans
+ * off (common/spi.c): the cost of a batch does not depend on how many
+ * instances there are, nor on statistics taken before the tables filled.
  */
 int
-pgd_store_start_sweep(void)
+pgd_store_start_sweep(const char *after, int max, char next[PGD_ID_LEN + 1])
 {
-	int n =
-		pgd_spi_exec("INSERT INTO df_internal.tasks (instance_id, scope, kind) "
-					 "SELECT r.instance_id, r.instance_id, 'start' FROM df_internal.runs r "
-					 "WHERE r.status OPERATOR(pg_catalog.=) 'pending' "
-					 "AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t "
-					 " WHERE t.instance_id OPERATOR(pg_catalog.=) r.instance_id "
-					 " AND t.kind OPERATOR(pg_catalog.=) 'start') RETURNING id",
-					 0, NULL, NULL, NULL, false);
+	Oid		types[2] = {TEXTOID, INT4OID};
+	Datum	values[2];
+	int		rows;
+	int		made = 0;
 
-	/* published as any task made ready is, up to what the ring holds */
-	for (int i = 0; i < n; i++)
-		pgd_task_ready_at_commit(strtoll(store_get_string(i, 1), NULL, 10));
-	return n;
+	values[0] = CStringGetTextDatum(after);
+	values[1] = Int32GetDatum(max);
+	rows = pgd_spi_exec(
+		"WITH scanned AS (SELECT r.instance_id, r.status FROM df_internal.runs r "
+		" WHERE r.instance_id OPERATOR(pg_catalog.>) $1::varchar "
+		" ORDER BY r.instance_id LIMIT $2), "
+		"made AS (INSERT INTO df_internal.tasks (instance_id, scope, kind) "
+		" SELECT s.instance_id, s.instance_id, 'start' FROM scanned s "
+		" WHERE s.status OPERATOR(pg_catalog.=) 'pending' "
+		" AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t "
+		"  WHERE t.instance_id OPERATOR(pg_catalog.=) s.instance_id "
+		"  AND t.kind OPERATOR(pg_catalog.=) 'start') RETURNING id) "
+		"SELECT m.id, (SELECT max(instance_id) FROM scanned), "
+		" (SELECT count(*) FROM scanned) "
+		"FROM (SELECT 1) one LEFT JOIN made m ON true",
+		2, types, values, NULL, false);
+	next[0] = '\0';
+	for (int i = 0; i < rows; i++)
+	{
+		char *id = store_get_string(i, 1);
+
+		if (id == NULL)
+			continue;
+		pgd_task_ready_at_commit(strtoll(id, NULL, 10));
+		made++;
+	}
+	/* a batch that found fewer rows than it could take reached the end */
+	if (rows > 0 && strtol(store_get_string(0, 3), NULL, 10) >= max)
+		strlcpy(next, store_get_string(0, 2), PGD_ID_LEN + 1);
+	return made;
+}
+
+/*
+ * Work ready for longer than secs that no executor took: due tasks (not
+ * HTTP calls, which the HTTP worker leases) and pending starts.  The
+ * tasks through tasks_run_at_idx up to the cut-off; the runs rows of the
+ * live instances in a scan (for df.check and reconciliation, not per task).
+ */
+void
+pgd_store_stale_ready(int secs, int64 *tasks, int64 *starts)
+{
+	char s[16];
+
+	snprintf(s, sizeof(s), "%d", secs);
+	*tasks = *starts = 0;
+	if (PGD_EXEC("SELECT (SELECT count(*) FROM df_internal.tasks "
+				 "  WHERE kind OPERATOR(pg_catalog.<>) 'http' "
+				 "  AND run_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) "
+				 "   pg_catalog.make_interval(secs => $1::int))), "
+				 " (SELECT count(*) FROM df_internal.runs "
+				 "  WHERE status OPERATOR(pg_catalog.=) 'pending' "
+				 "  AND created_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) "
+				 "   pg_catalog.make_interval(secs => $1::int)))",
+				 s) > 0)
+	{
+		*tasks = strtoll(store_get_string(0, 1), NULL, 10);
+		*starts = strtoll(store_get_string(0, 2), NULL, 10);
+	}
 }
 
 /*
@@ -580,7 +635,13 @@ start_tasks_before_prepare(const char *instance_id)
 	if (instance_id != NULL)
 		RUN(STMT_START_TASK_OF_MARKER, instance_id);
 	else
-		(void) pgd_store_start_sweep();
+	{
+		char after[PGD_ID_LEN + 1] = "";
+
+		do
+			(void) pgd_store_start_sweep(after, PGD_START_SWEEP_BATCH, after);
+		while (after[0] != '\0');
+	}
 	SPI_finish();
 	PopActiveSnapshot();
 	SetUserIdAndSecContext(save_userid, save_sec);

@@ -62,6 +62,11 @@
  * Executor 0 also runs retention and reconciliation (maintenance.c) every
  * pg_durable.reconcile_interval seconds, between tasks.
  *
+ * A restore's rows hold the database (docs/design/restores.md): each unit
+ * looks for the hold before its claim and again before its commit; while
+ * held the executor claims nothing, runs no sweep and no reconciliation,
+ * looks again every second, and executor 0 logs a reminder once a minute.
+ *
  * In pg_stat_activity an executor is application_name "pg_durable
  * executor", its query is the step's SQL while a step runs, and while idle
  * it waits on PG_WAIT_EXTENSION (PostgreSQL 15 cannot name its own wait
@@ -83,6 +88,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "common/pg_prng.h"
 #include "executor/spi.h"
@@ -124,7 +130,13 @@
 #define FULL_SCAN_MS	  50
 #define ENGINE_ERROR_LEN  1000 /* bytes of an engine error kept on its task */
 
+/* how often a held executor looks whether the hold is gone, and reminds */
+#define RESTORE_POLL_MS		 1000L
+#define RESTORE_REMINDER_MS	 60000
+
 static int	 my_slot;
+/* the last unit found the database held by a restore (restore_held_now) */
+static bool	 restore_held = false;
 static void	 wait_for_extension(void);
 
 /*
@@ -211,6 +223,47 @@ claim_task(PgdClaim *claim, long *sleep_ms)
 }
 
 /*
+ * Is this database held by a restore (docs/design/restores.md §3)?  In a
+ * unit.  Executor 0 says so in the log once a minute while it lasts.
+ */
+static bool
+restore_held_now(void)
+{
+	static TimestampTz last_reminder = 0;
+	TimestampTz now;
+
+	restore_held = pgd_store_restore_held();
+	if (!restore_held || my_slot != 0)
+		return restore_held;
+	now = GetCurrentTimestamp();
+	if (TimestampDifferenceExceeds(last_reminder, now, RESTORE_REMINDER_MS))
+	{
+		last_reminder = now;
+		ereport(WARNING,
+				(errmsg("pg_durable holds the workflows of database \"%s\": a restore loaded rows into its tables",
+						get_database_name(MyDatabaseId)),
+				 errdetail("No step, timer or start runs until the hold is released; df.check() reports restore_held."),
+				 errhint("When the restore is complete, run SELECT df.resume_restored().")));
+	}
+	return true;
+}
+
+/*
+ * Before the commit of a unit that claimed tasks: a task its claim saw
+ * came with its hold, which this later snapshot sees (store/restore_hold.c).
+ * The unit is rolled back, effects and all, and the loop finds the hold.
+ */
+static void
+refuse_if_restore_held(void)
+{
+	if (pgd_store_restore_held())
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("the workflows of this database are held by a restore"),
+				 errdetail("The transaction claimed work a restore loaded and is rolled back.")));
+}
+
+/*
  * Claim and run one ready task.  Returns true if there was one; else sets
  * *sleep_ms to the time until the next timer is due (or the safety poll).
  */
@@ -227,6 +280,12 @@ process_one(long *sleep_ms)
 	if (!pgd_begin_engine_unit("pg_durable: looking for work"))
 	{
 		*sleep_ms = 1000L; /* the loop below sees whether it was dropped */
+		return false;
+	}
+	if (restore_held_now())
+	{
+		pgd_end_unit();
+		*sleep_ms = RESTORE_POLL_MS;
 		return false;
 	}
 	if (!claim_task(&t, sleep_ms))
@@ -255,6 +314,7 @@ process_one(long *sleep_ms)
 			steps = pgd_run_batch(started);
 		pgd_store_write_node_writes();
 		pgd_store_write_held_tasks();
+		refuse_if_restore_held();
 		pgd_end_unit();
 		pgd_batch_committed(steps);
 	}
@@ -335,8 +395,11 @@ process_available_work(void)
 			long ms = SAFETY_POLL_MS;
 
 			did = process_one(&ms);
-			did = pgd_bus_sweep_maybe() || did; /* after the task */
-			did = pgd_start_sweep_maybe() || did;
+			if (!restore_held)
+			{
+				did = pgd_bus_sweep_maybe() || did; /* after the task */
+				did = pgd_start_sweep_maybe() || did;
+			}
 			sleep_ms = ms;
 		}
 		PG_CATCH();
@@ -387,7 +450,7 @@ process_available_work(void)
 			return;
 		}
 
-		if (my_slot == 0)
+		if (my_slot == 0 && !restore_held)
 		{
 			long ms = sleep_ms;
 

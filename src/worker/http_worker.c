@@ -677,6 +677,12 @@ claim(int max, long *next_ms)
 		return 0;
 	}
 	n = pgd_store_http_due(max, &due);
+	/* calls a restore loaded wait for its end (docs/design/restores.md §3) */
+	if (n > 0 && pgd_store_restore_held())
+	{
+		n = 0;
+		*next_ms = 1000L;
+	}
 	for (int i = 0; i < n; i++)
 	{
 		PgdHttpRequest *req;

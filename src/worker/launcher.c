@@ -36,6 +36,7 @@
 #include "catalog/pg_authid.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
+#include "executor/spi.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
@@ -48,12 +49,15 @@
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "common/spi.h"
 #include "core/settings.h"
 #include "core/shmem.h"
 #include "core/unit.h"
+#include "store/store.h"
 #include "worker/worker.h"
 
 #define PGD_LAUNCHER_RESTART_SECONDS 5
@@ -441,6 +445,42 @@ add_problem(ReturnSetInfo *rsinfo, const char *problem, const char *detail)
 }
 
 /*
+ * The tables a restore loaded, as one list in *tables, when this database
+ * is held by a restore (docs/design/restores.md §3).
+ */
+static bool
+restore_hold_tables(char **tables)
+{
+	bool		held = false;
+
+	SPI_connect();
+	if (pgd_store_restore_held() &&
+		pgd_exec("SELECT string_agg(table_name, ', ' ORDER BY table_name) "
+				 "FROM df_internal.restore_hold", 0, NULL) > 0)
+	{
+		char	   *list = pgd_spi_getstring(0, 1);
+
+		if (list != NULL)
+		{
+			*tables = MemoryContextStrdup(TopTransactionContext, list);
+			held = true;
+		}
+	}
+	SPI_finish();
+	return held;
+}
+
+/* Has ready work waited too long for an executor (store/tasks.c)? */
+static bool
+stale_ready_work(int64 *tasks, int64 *starts)
+{
+	SPI_connect();
+	pgd_store_stale_ready(PGD_READY_STALE_S, tasks, starts);
+	SPI_finish();
+	return *tasks > 0 || *starts > 0;
+}
+
+/*
  * df_internal.engine_problems(): what keeps the engine from running this
  * database's instances, for df.check().  It runs in whatever database it is
  * called in, so it compares that database with pg_durable.database and
@@ -455,6 +495,9 @@ pgd_engine_problems(PG_FUNCTION_ARGS)
 	PgdLauncherState state;
 	int				 attached = 0;
 	bool			 http_left_out;
+	char			*held = NULL;
+	int64			 tasks;
+	int64			 starts;
 
 	InitMaterializedSRF(fcinfo, 0);
 
@@ -479,6 +522,17 @@ pgd_engine_problems(PG_FUNCTION_ARGS)
 					psprintf("pg_durable.worker_role \"%s\" is not a superuser that can log in: "
 							 "the launcher started no worker (the server log says why).",
 							 pgd_worker_role));
+	if (stale_ready_work(&tasks, &starts))
+		add_problem(rsinfo, "ready_not_taken",
+					psprintf("%lld tasks have been due and %lld starts pending for over %d s "
+							 "with no executor taking them: see what the executors do in "
+							 "pg_stat_activity (application_name \"pg_durable executor\").",
+							 (long long) tasks, (long long) starts, PGD_READY_STALE_S));
+	if (restore_hold_tables(&held))
+		add_problem(rsinfo, "restore_held",
+					psprintf("a restore loaded rows into %s: no step, timer or start runs in "
+							 "this database until SELECT df.resume_restored() once the restore is complete.",
+							 held));
 	if (state == PGD_LAUNCHER_RUNNING && http_left_out)
 		add_problem(rsinfo, "http_worker_missing",
 					"the launcher found no free background worker slot for the HTTP worker: "

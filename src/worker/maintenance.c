@@ -220,22 +220,38 @@ pgd_bus_sweep_maybe(void)
 							&n);
 }
 
-/* the start sweep wake.c asked for, until one committed */
+/*
+ * The start sweep wake.c asked for: a pass over df_internal.runs in id
+ * order, one batch per call, until a batch reaches the end.  A request that
+ * comes during a pass starts it again from the first id (a marker lost now
+ * may be of an instance already passed).  An error leaves the batch owed
+ * from where it was.
+ */
 static bool start_sweep_owed = false;
+static char start_sweep_after[PGD_ID_LEN + 1] = "";
 
 /*
  * Starts whose markers may be lost get start tasks
- * (pgd_store_start_sweep).  True when it ran.
+ * (pgd_store_start_sweep).  True when a batch ran.
  */
 bool
 pgd_start_sweep_maybe(void)
 {
-	int n;
+	char next[PGD_ID_LEN + 1];
+	int	 n;
+	bool asked = pgd_start_sweep_take();
 
-	if (!sweep_when_asked(&start_sweep_owed, pgd_start_sweep_take,
-						  "pg_durable: start sweep", pgd_store_start_sweep,
-						  &n))
+	if (!asked && !start_sweep_owed)
 		return false;
+	if (asked)
+		start_sweep_after[0] = '\0'; /* from the first id again */
+	start_sweep_owed = true;
+	if (!pgd_begin_engine_unit("pg_durable: start sweep"))
+		return false;
+	n = pgd_store_start_sweep(start_sweep_after, PGD_START_SWEEP_BATCH, next);
+	pgd_end_unit();
+	strlcpy(start_sweep_after, next, sizeof(start_sweep_after));
+	start_sweep_owed = (next[0] != '\0');
 	if (n > 0)
 		ereport(DEBUG1,
 				(errmsg_internal("the start sweep gave %d pending instances a start task",
@@ -342,8 +358,17 @@ run_reconcile(void)
 		n = 0;
 	else
 	{
+		int64 tasks;
+		int64 starts;
+
 		n = pgd_store_problems(cxt, &problems);
+		pgd_store_stale_ready(PGD_READY_STALE_S, &tasks, &starts);
 		pgd_end_unit();
+		if (tasks > 0 || starts > 0)
+			ereport(WARNING,
+					(errmsg("%lld tasks have been due and %lld starts pending for over %d s with no executor taking them",
+							(long long) tasks, (long long) starts, PGD_READY_STALE_S),
+					 errhint("See what the executors do in pg_stat_activity; df.check() reports ready_not_taken.")));
 	}
 
 	for (i = 0; i < n; i++)

@@ -8,7 +8,9 @@
 # A second restore loads the engine's runs rows last, in a pg_restore of
 # their own: until they arrive the executors must leave the restored tasks
 # alone (a task whose runs row is missing is not thrown away), and the
-# instances still finish once the rows are there.
+# instances still finish once the rows are there.  Each restore holds the
+# workers until df.resume_restored() (t/046 tests the hold itself); here it
+# is called after each part.
 use strict;
 use warnings;
 use FindBin;
@@ -132,6 +134,8 @@ sub restore
 sub finish_and_check
 {
 	my ($node, $what, $ninstances) = @_;
+	# the restore is complete: the workers held its rows until now
+	$node->safe_psql('postgres', 'SELECT df.resume_restored()');
 	$node->safe_psql('postgres',
 		"SET ROLE $role; SELECT df.signal('$id{signal}', 'go', 'hello');");
 	wait_instances_done($node, $what);
@@ -187,6 +191,8 @@ cmp_ok($ntasks, '>', 0, "the dump holds $ntasks tasks");
 
 ok(restore($gate, '-L', $first), 'restore everything but the runs rows');
 wait_engine_ready($gate, 1);
+# released as if the restore were complete (docs/design/restores.md)
+$gate->safe_psql('postgres', 'SELECT df.resume_restored()');
 # Once the restored timers are due, a new instance's first task comes after
 # them in the queue: when it has run, the executor has looked at them.
 query_until($gate,
