@@ -14,6 +14,10 @@
  * rolls back, shared memory keeps the new state and the table the old one
  * until the next transition (only a crash in between loses it).
  *
+ * A call is admitted only for a role that owns the breaker or was granted
+ * it (df.grant_circuit_breaker; docs/design/tenancy.md): the submitter of
+ * the instance whose step calls.
+ *
  * A half-open permit taken by a transaction that rolls back (a batch step
  * given back, a failed claim) is given back at the abort, so the step's
  * next run can take it again instead of waiting for it to expire.
@@ -33,6 +37,7 @@
 #include "common/spi.h"
 #include "engine/breaker_admission.h"
 #include "graph/orch_config.h"
+#include "store/store.h"
 
 #define SQL_LOAD \
 	"SELECT b.failure_rate_threshold, b.minimum_calls, b.window_size, " \
@@ -223,7 +228,7 @@ slot_of(const char *name)
 }
 
 bool
-pgd_breaker_admit_call(const char *name, PgdBreakerTicket *t,
+pgd_breaker_admit_call(const char *name, Oid role, PgdBreakerTicket *t,
 					   PgdOutcome *refusal)
 {
 	TimestampTz		  now = GetCurrentTimestamp();
@@ -241,6 +246,24 @@ pgd_breaker_admit_call(const char *name, PgdBreakerTicket *t,
 		{
 			*refusal =
 				pgd_failure("circuit breaker \"%s\" does not exist", name);
+			return false;
+		}
+
+		/*
+		 * Only its owner's members and the roles granted it may count calls
+		 * in a breaker (docs/design/tenancy.md): another role's failures
+		 * must not open it.  Refused so, the call is not made and nothing
+		 * is recorded.
+		 */
+		if (tries == 0 &&
+			!pgd_store_may_use(PGD_SPACE_BREAKER, name, role, "use"))
+		{
+			char *who = GetUserNameFromId(role, true);
+
+			*refusal =
+				pgd_failure("circuit breaker \"%s\" is not granted to role \"%s\"",
+							name, who ? who : "?");
+			refusal->code = pstrdup("breaker_not_granted");
 			return false;
 		}
 		r = pgd_breaker_admit(slot, MyDatabaseId, name, now, t, &ch, &until);

@@ -28,8 +28,8 @@
  * retry_after_ms the time until the breaker can let a call through; or
  * the breaker does not exist).
  */
-extern bool pgd_breaker_admit_call(const char *name, PgdBreakerTicket *t,
-								   PgdOutcome *refusal);
+extern bool pgd_breaker_admit_call(const char *name, Oid role,
+								   PgdBreakerTicket *t, PgdOutcome *refusal);
 
 /*
  * The call admitted with t ended with outcome: it counts as failed when

@@ -91,8 +91,10 @@ pgd_breaker_node_start(PgdGraph *g, int n, const char *scope)
 	const char		*name = node->wrapper->breaker_name;
 	PgdBreakerTicket t;
 	PgdOutcome		 refusal;
+	PgdRunInfo		 run;
 
-	if (!pgd_breaker_admit_call(name, &t, &refusal))
+	pgd_graph_run(g, &run);
+	if (!pgd_breaker_admit_call(name, run.submitted_by, &t, &refusal))
 	{
 		pgd_store_node_details_merge(g->instance_id, node->id,
 									 "{\"breaker_ticket\": null}");
