@@ -1732,7 +1732,8 @@ CREATE TABLE df_internal.circuit_breaker_transitions (
 	open_until timestamptz,
 	failure_rate float8,
 	calls int,
-	reason text
+	reason text,
+	by_role regrole	-- the role whose call made the change (NULL: none, such as an expired permit)
 );
 CREATE INDEX circuit_breaker_transitions_name_at ON df_internal.circuit_breaker_transitions (name, at);
 COMMENT ON TABLE df_internal.circuit_breaker_transitions IS
@@ -1786,19 +1787,36 @@ COMMENT ON FUNCTION df.circuit_breaker_states() IS
 	'the rows of df.circuit_breakers: each breaker as the next call would find it';
 
 CREATE VIEW df.circuit_breakers AS
-	SELECT name, state, failure_rate, calls_in_window, opened_at, open_until,
-		   half_open_permits_left, slow_call_rate, owner
-	FROM df.circuit_breaker_states();
+	SELECT s.name, s.state, s.failure_rate, s.calls_in_window, s.opened_at, s.open_until,
+		   s.half_open_permits_left, s.slow_call_rate, s.owner,
+		   CASE WHEN s.state OPERATOR(pg_catalog.=) 'closed' OR o.by_role IS NULL THEN NULL
+				WHEN o.by_role OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole
+					 OR coalesce((SELECT x.rolsuper OR x.rolbypassrls FROM pg_catalog.pg_roles x
+								  WHERE x.rolname OPERATOR(pg_catalog.=) current_user), false)
+				THEN o.by_role::text ELSE 'another role' END AS opened_by
+	FROM df.circuit_breaker_states() s
+	LEFT JOIN LATERAL (SELECT t.by_role FROM df_internal.circuit_breaker_transitions t
+					   WHERE t.name OPERATOR(pg_catalog.=) s.name
+						 AND t.to_state OPERATOR(pg_catalog.=) 'open'
+					   ORDER BY t.at DESC, t.id DESC LIMIT 1) o ON true;
 COMMENT ON VIEW df.circuit_breakers IS
 	'every circuit breaker: state (closed, open, half_open), failure rate (percent) and calls in its '
-	'window, when it opened and until when, the half-open permits left';
+	'window, when it opened and until when, the half-open permits left, its owner, and opened_by: '
+	'the role whose call opened it (named to that role, a superuser or a BYPASSRLS role; else '
+	'''another role'')';
 GRANT SELECT ON df.circuit_breakers TO PUBLIC;
 
 CREATE VIEW df.circuit_breaker_history AS
-	SELECT name, at, from_state, to_state, reason, failure_rate, calls, opened_at, open_until
+	SELECT name, at, from_state, to_state, reason, failure_rate, calls, opened_at, open_until,
+		   CASE WHEN by_role IS NULL THEN NULL
+				WHEN by_role OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole
+					 OR coalesce((SELECT x.rolsuper OR x.rolbypassrls FROM pg_catalog.pg_roles x
+								  WHERE x.rolname OPERATOR(pg_catalog.=) current_user), false)
+				THEN by_role::text ELSE 'another role' END AS by_role
 	FROM df_internal.circuit_breaker_transitions;
 COMMENT ON VIEW df.circuit_breaker_history IS
-	'every change of state of the circuit breakers, with its reason';
+	'every change of state of the circuit breakers, with its reason and by_role, the role whose '
+	'call made it (named to that role, a superuser or a BYPASSRLS role; else ''another role'')';
 GRANT SELECT ON df.circuit_breaker_history TO PUBLIC;
 
 CREATE FUNCTION df.with_breaker(step text, name text) RETURNS text

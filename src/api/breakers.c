@@ -317,7 +317,7 @@ pgd_reset_circuit_breaker(PG_FUNCTION_ARGS)
 		tr->failure_rate = -1;
 		tr->reason = "reset";
 	}
-	pgd_breaker_persist(name, &ch);
+	pgd_breaker_persist(name, &ch, caller);
 	as_caller(&save);
 	PG_RETURN_VOID();
 }

@@ -46,7 +46,13 @@ SET ROLE tc_bob;
 SELECT df.start(df.with_breaker('SELECT 1/0', 'tc_payments')) AS b4 \gset
 SELECT df.start(df.with_breaker('SELECT 1/0', 'tc_payments')) AS b5 \gset
 SELECT df.await_instance(:'b4'), df.await_instance(:'b5');
-SELECT name, state FROM df.circuit_breakers WHERE name = 'tc_payments';
+SELECT name, state, opened_by FROM df.circuit_breakers WHERE name = 'tc_payments';
+-- alice sees that another role's calls opened it; a superuser sees whose
+SET ROLE tc_alice;
+SELECT name, state, opened_by FROM df.circuit_breakers WHERE name = 'tc_payments';
+RESET ROLE;
+SELECT name, state, opened_by FROM df.circuit_breakers WHERE name = 'tc_payments';
+SELECT to_state, by_role FROM df.circuit_breaker_history WHERE name = 'tc_payments' ORDER BY at;
 SET ROLE tc_alice;
 SELECT df.reset_circuit_breaker('tc_payments');
 SELECT df.revoke_circuit_breaker('tc_payments', 'tc_bob');
