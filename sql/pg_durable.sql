@@ -807,20 +807,37 @@ SELECT pg_catalog.pg_extension_config_dump('df_internal.lock_tokens', '');
 -- shows it (its own; everything for a superuser or a BYPASSRLS role).
 -- waiters counts every waiter of the key.
 CREATE VIEW df.locks AS
-SELECT l.key, l.instance_id::text AS holder, l.node_id::text AS node_id, l.mode,
+WITH me AS (
+	SELECT pg_catalog.quote_ident(current_user)::regrole AS role,
+		   coalesce((SELECT x.rolsuper OR x.rolbypassrls FROM pg_catalog.pg_roles x
+					 WHERE x.rolname OPERATOR(pg_catalog.=) current_user), false) AS all_rows
+)
+SELECT pg_catalog.regexp_replace(l.key, '^~[0-9]+/', '') AS key,
+	   l.instance_id::text AS holder, l.node_id::text AS node_id, l.mode,
 	   CASE WHEN l.held THEN 'held' ELSE 'waiting' END AS state,
 	   COALESCE(l.since, l.requested_at) AS since,
 	   (SELECT pg_catalog.count(*) FROM df_internal.locks w
 		WHERE w.key OPERATOR(pg_catalog.=) l.key AND NOT w.held) AS waiters,
-	   l.token
+	   l.token,
+	   CASE WHEN pg_catalog.starts_with(l.key, '~')
+			THEN pg_catalog.substring(l.key, '^~([0-9]+)/')::pg_catalog.oid::regrole::text END AS space,
+	   CASE WHEN NOT l.held THEN
+		   (SELECT pg_catalog.string_agg(DISTINCT CASE WHEN me.all_rows THEN hr.submitted_by::text
+													   ELSE 'another role' END, ', ')
+			FROM df_internal.locks h
+			JOIN df_internal.runs hr ON hr.instance_id OPERATOR(pg_catalog.=) h.instance_id
+			WHERE h.key OPERATOR(pg_catalog.=) l.key AND h.held
+			  AND hr.submitted_by OPERATOR(pg_catalog.<>) r.submitted_by) END AS blocked_by
 FROM df_internal.locks l
 JOIN df_internal.runs r ON r.instance_id OPERATOR(pg_catalog.=) l.instance_id
-WHERE r.submitted_by OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole
-   OR EXISTS (SELECT 1 FROM pg_catalog.pg_roles x
-			  WHERE x.rolname OPERATOR(pg_catalog.=) current_user AND (x.rolsuper OR x.rolbypassrls));
+CROSS JOIN me
+WHERE me.all_rows OR r.submitted_by OPERATOR(pg_catalog.=) me.role;
 COMMENT ON VIEW df.locks IS
 	'the keys of df.with_lock held or waited for by the caller''s instances: key, holder (the '
-	'instance), node, mode, state (held, waiting), since, waiters (of the key, all roles), token';
+	'instance), node, mode, state (held, waiting), since, waiters (of the key, all roles), token, '
+	'space (the role whose own key it is; NULL: a shared lock space), blocked_by (a waiting '
+	'entry''s key held by other roles: their names for a superuser or BYPASSRLS viewer, else '
+	'''another role'')';
 GRANT SELECT ON df.locks TO PUBLIC;
 
 -- ---------------------------------------------------------------------------
@@ -1719,7 +1736,8 @@ CREATE TABLE df_internal.circuit_breaker_transitions (
 	open_until timestamptz,
 	failure_rate float8,
 	calls int,
-	reason text
+	reason text,
+	by_role regrole	-- the role whose call made the change (NULL: none, such as an expired permit)
 );
 CREATE INDEX circuit_breaker_transitions_name_at ON df_internal.circuit_breaker_transitions (name, at);
 COMMENT ON TABLE df_internal.circuit_breaker_transitions IS
@@ -1773,19 +1791,36 @@ COMMENT ON FUNCTION df.circuit_breaker_states() IS
 	'the rows of df.circuit_breakers: each breaker as the next call would find it';
 
 CREATE VIEW df.circuit_breakers AS
-	SELECT name, state, failure_rate, calls_in_window, opened_at, open_until,
-		   half_open_permits_left, slow_call_rate, owner
-	FROM df.circuit_breaker_states();
+	SELECT s.name, s.state, s.failure_rate, s.calls_in_window, s.opened_at, s.open_until,
+		   s.half_open_permits_left, s.slow_call_rate, s.owner,
+		   CASE WHEN s.state OPERATOR(pg_catalog.=) 'closed' OR o.by_role IS NULL THEN NULL
+				WHEN o.by_role OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole
+					 OR coalesce((SELECT x.rolsuper OR x.rolbypassrls FROM pg_catalog.pg_roles x
+								  WHERE x.rolname OPERATOR(pg_catalog.=) current_user), false)
+				THEN o.by_role::text ELSE 'another role' END AS opened_by
+	FROM df.circuit_breaker_states() s
+	LEFT JOIN LATERAL (SELECT t.by_role FROM df_internal.circuit_breaker_transitions t
+					   WHERE t.name OPERATOR(pg_catalog.=) s.name
+						 AND t.to_state OPERATOR(pg_catalog.=) 'open'
+					   ORDER BY t.at DESC, t.id DESC LIMIT 1) o ON true;
 COMMENT ON VIEW df.circuit_breakers IS
 	'every circuit breaker: state (closed, open, half_open), failure rate (percent) and calls in its '
-	'window, when it opened and until when, the half-open permits left';
+	'window, when it opened and until when, the half-open permits left, its owner, and opened_by: '
+	'the role whose call opened it (named to that role, a superuser or a BYPASSRLS role; else '
+	'''another role'')';
 GRANT SELECT ON df.circuit_breakers TO PUBLIC;
 
 CREATE VIEW df.circuit_breaker_history AS
-	SELECT name, at, from_state, to_state, reason, failure_rate, calls, opened_at, open_until
+	SELECT name, at, from_state, to_state, reason, failure_rate, calls, opened_at, open_until,
+		   CASE WHEN by_role IS NULL THEN NULL
+				WHEN by_role OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole
+					 OR coalesce((SELECT x.rolsuper OR x.rolbypassrls FROM pg_catalog.pg_roles x
+								  WHERE x.rolname OPERATOR(pg_catalog.=) current_user), false)
+				THEN by_role::text ELSE 'another role' END AS by_role
 	FROM df_internal.circuit_breaker_transitions;
 COMMENT ON VIEW df.circuit_breaker_history IS
-	'every change of state of the circuit breakers, with its reason';
+	'every change of state of the circuit breakers, with its reason and by_role, the role whose '
+	'call made it (named to that role, a superuser or a BYPASSRLS role; else ''another role'')';
 GRANT SELECT ON df.circuit_breaker_history TO PUBLIC;
 
 CREATE FUNCTION df.with_breaker(step text, name text) RETURNS text
@@ -1877,22 +1912,34 @@ WITH me AS (
 		   (SELECT pg_catalog.count(*) FROM df_internal.limit_waiters w
 			WHERE w.key OPERATOR(pg_catalog.=) k.key
 			  AND (me.all_keys OR w.submitted_by OPERATOR(pg_catalog.=) me.role))::int AS queued,
+		   (SELECT pg_catalog.string_agg(DISTINCT CASE WHEN me.all_keys THEN h.submitted_by::text
+													   ELSE 'another role' END, ', ')
+			FROM df_internal.limit_holders h
+			WHERE h.key OPERATOR(pg_catalog.=) k.key
+			  AND h.submitted_by OPERATOR(pg_catalog.<>) me.role) AS others,
 		   me.all_keys
 	FROM df_internal.limits k CROSS JOIN me
 )
-SELECT c.key, c.max_concurrent, c.rate, c.burst, c.held, c.queued,
+SELECT pg_catalog.regexp_replace(c.key, '^~[0-9]+/', '') AS key,
+	   c.max_concurrent, c.rate, c.burst, c.held, c.queued,
 	   CASE WHEN c.rate IS NULL THEN NULL::timestamptz
 			WHEN c.tokens OPERATOR(pg_catalog.+) c.rate OPERATOR(pg_catalog.*)
 				 extract(epoch FROM pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) c.tokens_at)::float8
 				 OPERATOR(pg_catalog.>=) 1 THEN pg_catalog.clock_timestamp()
 			ELSE c.tokens_at OPERATOR(pg_catalog.+)
 				 pg_catalog.make_interval(secs => (1 OPERATOR(pg_catalog.-) c.tokens)
-										  OPERATOR(pg_catalog./) c.rate) END AS next_admission
+										  OPERATOR(pg_catalog./) c.rate) END AS next_admission,
+	   CASE WHEN pg_catalog.starts_with(c.key, '~')
+			THEN pg_catalog.substring(c.key, '^~([0-9]+)/')::pg_catalog.oid::regrole::text END AS space,
+	   CASE WHEN c.queued OPERATOR(pg_catalog.>) 0 THEN c.others END AS blocked_by
 FROM c
 WHERE c.all_keys OR c.held OPERATOR(pg_catalog.>) 0 OR c.queued OPERATOR(pg_catalog.>) 0;
 COMMENT ON VIEW df.limits IS
 	'the df.limit keys: settings, slots held and places queued (of the caller''s own instances '
-	'unless it is a superuser or BYPASSRLS), and when the token bucket admits next (rate only)';
+	'unless it is a superuser or BYPASSRLS), when the token bucket admits next (rate only), '
+	'space (the role whose own key it is; NULL: a shared limit), blocked_by (with places queued: '
+	'the other roles holding slots, named for a superuser or BYPASSRLS viewer, else '
+	'''another role'')';
 GRANT SELECT ON df.limits TO PUBLIC;
 
 -- df.limit_queue: the places in the df.limit queues, each with its position
@@ -1909,7 +1956,8 @@ WITH me AS (
 		   w.instance_id, w.node_id, w.scope, w.queued_at, w.deadline, w.submitted_by
 	FROM df_internal.limit_waiters w
 )
-SELECT q.key, q.position, q.instance_id::text AS instance_id, q.node_id::text AS node_id,
+SELECT pg_catalog.regexp_replace(q.key, '^~[0-9]+/', '') AS key, q.position,
+	   q.instance_id::text AS instance_id, q.node_id::text AS node_id,
 	   q.scope AS execution_id, q.queued_at, q.deadline
 FROM q CROSS JOIN me
 WHERE me.all_keys OR q.submitted_by OPERATOR(pg_catalog.=) me.role;
@@ -2112,3 +2160,204 @@ REVOKE EXECUTE ON FUNCTION df.resume_restored() FROM PUBLIC;
 COMMENT ON FUNCTION df.resume_restored() IS
 	'after a restore is complete (administrators only): move the engine''s sequences past the restored ids '
 	'and let the workers run the restored instances; returns how many live instances go on';
+
+-- Owners and grants of the coordination objects (docs/design/tenancy.md).
+-- A limit, a lock space or a topic made by df.create_limit,
+-- df.create_lock_space or df.create_topic is shared: its owner and the roles
+-- it is granted to use it by its name.  Any other name a role uses is its
+-- own: df_internal.space_name qualifies it with the role ('~<role oid>/'),
+-- so two roles' unshared keys and topics never meet.  Circuit breakers are
+-- always made (df.create_circuit_breaker) and always shared the same way.
+-- ---------------------------------------------------------------------------
+CREATE TABLE df_internal.shared_objects (
+	kind text NOT NULL CHECK (kind IN ('limit', 'lock_space', 'topic')),
+	name text COLLATE "C" NOT NULL
+		CHECK (name OPERATOR(pg_catalog.<>) '' AND NOT pg_catalog.starts_with(name, '~')),
+	owner regrole NOT NULL,
+	max_concurrent int CHECK (max_concurrent >= 1),
+	rate float8 CHECK (rate > 0),
+	burst int CHECK (burst >= 1),
+	created_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	PRIMARY KEY (kind, name)
+);
+COMMENT ON TABLE df_internal.shared_objects IS
+	'the shared limits, lock spaces and topics, with their owners (df.shared_objects)';
+-- grantee 0 ('-'::regrole) is PUBLIC
+CREATE TABLE df_internal.object_grants (
+	kind text NOT NULL CHECK (kind IN ('circuit_breaker', 'limit', 'lock_space', 'topic')),
+	name text COLLATE "C" NOT NULL,
+	grantee regrole NOT NULL,
+	privilege text NOT NULL CHECK (privilege IN ('use', 'publish', 'subscribe')),
+	granted_by regrole NOT NULL,
+	granted_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	PRIMARY KEY (kind, name, grantee, privilege)
+);
+COMMENT ON TABLE df_internal.object_grants IS
+	'who may use a circuit breaker or a shared limit, lock space or topic besides its owner';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.shared_objects', '');
+SELECT pg_catalog.pg_extension_config_dump('df_internal.object_grants', '');
+
+-- May role p_role use object p_name of kind p_kind with privilege p_privilege
+-- ('use'; for a topic 'publish' or 'subscribe')?  Its owner's members may,
+-- and the members of a role it is granted to.
+CREATE FUNCTION df_internal.may_use(p_kind text, p_name text, p_role oid, p_privilege text)
+	RETURNS boolean
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+	SELECT EXISTS (SELECT 1 FROM df_internal.shared_objects o
+				   WHERE o.kind = p_kind AND o.name = p_name
+					 AND pg_has_role(p_role, o.owner, 'USAGE'))
+		OR EXISTS (SELECT 1 FROM df_internal.circuit_breakers b
+				   WHERE p_kind = 'circuit_breaker' AND b.name = p_name
+					 AND pg_has_role(p_role, b.owner, 'USAGE'))
+		OR (EXISTS (SELECT 1 FROM df_internal.object_grants g
+					WHERE g.kind = p_kind AND g.name = p_name AND g.privilege = p_privilege
+					  AND (g.grantee = 0 OR pg_has_role(p_role, g.grantee, 'USAGE')))
+			AND (EXISTS (SELECT 1 FROM df_internal.shared_objects o
+						 WHERE o.kind = p_kind AND o.name = p_name)
+				 OR EXISTS (SELECT 1 FROM df_internal.circuit_breakers b
+							WHERE p_kind = 'circuit_breaker' AND b.name = p_name)))
+$fn$;
+COMMENT ON FUNCTION df_internal.may_use(text, text, oid, text) IS
+	'whether a role owns (is a member of the owner of) or was granted a coordination object';
+
+-- The name the engine uses for name p_name of kind p_kind ('limit',
+-- 'lock_space' for a lock key, 'topic') used by role p_role: the name itself
+-- when a shared object of that name exists that the role may use with
+-- p_privilege (a lock key's space is its text before the first ':'), else
+-- the name in the role's own space, '~<role oid>/<name>'.
+CREATE FUNCTION df_internal.space_name(p_kind text, p_name text, p_role oid, p_privilege text)
+	RETURNS text
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+	SELECT CASE WHEN df_internal.may_use(p_kind,
+										 CASE p_kind WHEN 'lock_space' THEN split_part(p_name, ':', 1)
+													 ELSE p_name END,
+										 p_role, p_privilege)
+				THEN p_name
+				ELSE '~' || p_role::text || '/' || p_name END
+$fn$;
+COMMENT ON FUNCTION df_internal.space_name(text, text, oid, text) IS
+	'the engine''s name of a limit key, lock key or topic a role uses: shared, or in the role''s own space';
+
+CREATE FUNCTION df.create_limit(key text, max_concurrent int DEFAULT NULL, rate float8 DEFAULT NULL,
+								burst int DEFAULT NULL) RETURNS void
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_create_limit';
+COMMENT ON FUNCTION df.create_limit(text, int, float8, int) IS
+	'create a shared df.limit key owned by the caller: its settings win over those of the nodes '
+	'that use it; the owner''s members and the roles granted it (df.grant_limit) share it, any '
+	'other role naming the key uses a key of its own';
+CREATE FUNCTION df.create_lock_space(name text) RETURNS void
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_create_lock_space';
+COMMENT ON FUNCTION df.create_lock_space(text) IS
+	'create a shared space of df.with_lock keys owned by the caller: the keys name and name:… '
+	'exclude each other across the owner''s members and the roles granted it (df.grant_lock_space)';
+CREATE FUNCTION df.create_topic(name text) RETURNS void
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_create_topic';
+COMMENT ON FUNCTION df.create_topic(text) IS
+	'create a shared event topic owned by the caller: its owner''s members and the roles granted '
+	'publish or subscribe (df.grant_topic) publish to it and read it';
+CREATE FUNCTION df.drop_limit(key text) RETURNS void
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_drop_limit';
+COMMENT ON FUNCTION df.drop_limit(text) IS
+	'drop a shared limit and its grants (its owner''s members only): the key is each role''s own again';
+CREATE FUNCTION df.drop_lock_space(name text) RETURNS void
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_drop_lock_space';
+COMMENT ON FUNCTION df.drop_lock_space(text) IS
+	'drop a shared lock space and its grants (its owner''s members only): its keys are each role''s own again';
+CREATE FUNCTION df.drop_topic(name text) RETURNS void
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_drop_topic';
+COMMENT ON FUNCTION df.drop_topic(text) IS
+	'drop a shared topic and its grants (its owner''s members only): the topic is each role''s own again';
+
+CREATE FUNCTION df.grant_circuit_breaker(name text, role text) RETURNS void
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_grant_circuit_breaker';
+COMMENT ON FUNCTION df.grant_circuit_breaker(text, text) IS
+	'let role (or PUBLIC) name the circuit breaker in its steps (its owner''s members only)';
+CREATE FUNCTION df.revoke_circuit_breaker(name text, role text) RETURNS void
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_revoke_circuit_breaker';
+COMMENT ON FUNCTION df.revoke_circuit_breaker(text, text) IS
+	'take back df.grant_circuit_breaker (its owner''s members only)';
+CREATE FUNCTION df.grant_limit(key text, role text) RETURNS void
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_grant_limit';
+COMMENT ON FUNCTION df.grant_limit(text, text) IS
+	'let role (or PUBLIC) take slots of the shared limit (its owner''s members only)';
+CREATE FUNCTION df.revoke_limit(key text, role text) RETURNS void
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_revoke_limit';
+COMMENT ON FUNCTION df.revoke_limit(text, text) IS
+	'take back df.grant_limit (its owner''s members only)';
+CREATE FUNCTION df.grant_lock_space(name text, role text) RETURNS void
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_grant_lock_space';
+COMMENT ON FUNCTION df.grant_lock_space(text, text) IS
+	'let role (or PUBLIC) take the keys of the shared lock space (its owner''s members only)';
+CREATE FUNCTION df.revoke_lock_space(name text, role text) RETURNS void
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_revoke_lock_space';
+COMMENT ON FUNCTION df.revoke_lock_space(text, text) IS
+	'take back df.grant_lock_space (its owner''s members only)';
+CREATE FUNCTION df.grant_topic(name text, role text, privileges text[] DEFAULT '{publish,subscribe}')
+	RETURNS void
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_grant_topic';
+COMMENT ON FUNCTION df.grant_topic(text, text, text[]) IS
+	'let role (or PUBLIC) publish to the shared topic, subscribe to it and wait for its events '
+	'(privileges publish, subscribe; its owner''s members only)';
+CREATE FUNCTION df.revoke_topic(name text, role text, privileges text[] DEFAULT '{publish,subscribe}')
+	RETURNS void
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_revoke_topic';
+COMMENT ON FUNCTION df.revoke_topic(text, text, text[]) IS
+	'take back df.grant_topic (its owner''s members only)';
+
+CREATE VIEW df.shared_objects AS
+	SELECT o.kind, o.name, o.owner, o.max_concurrent, o.rate, o.burst, o.created_at,
+		   ARRAY(SELECT CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+							 ELSE g.grantee::text END
+						OPERATOR(pg_catalog.||) '=' OPERATOR(pg_catalog.||) g.privilege
+				 FROM df_internal.object_grants g
+				 WHERE g.kind OPERATOR(pg_catalog.=) o.kind AND g.name OPERATOR(pg_catalog.=) o.name
+				 ORDER BY 1) AS grants
+	FROM df_internal.shared_objects o
+	UNION ALL
+	SELECT 'circuit_breaker', b.name, b.owner, NULL, NULL, NULL, b.created_at,
+		   ARRAY(SELECT CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+							 ELSE g.grantee::text END
+						OPERATOR(pg_catalog.||) '=' OPERATOR(pg_catalog.||) g.privilege
+				 FROM df_internal.object_grants g
+				 WHERE g.kind OPERATOR(pg_catalog.=) 'circuit_breaker' AND g.name OPERATOR(pg_catalog.=) b.name
+				 ORDER BY 1)
+	FROM df_internal.circuit_breakers b;
+COMMENT ON VIEW df.shared_objects IS
+	'the circuit breakers and the shared limits, lock spaces and topics: kind, name, owner, '
+	'a limit''s settings, and the grants (grantee=privilege)';
+GRANT SELECT ON df.shared_objects TO PUBLIC;
+REVOKE EXECUTE ON FUNCTION df.create_limit(text, int, float8, int) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df.create_lock_space(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df.create_topic(text) FROM PUBLIC;

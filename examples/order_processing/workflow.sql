@@ -14,7 +14,15 @@ END $$;
 SELECT df.grant_usage('shop', include_http => true);
 GRANT EXECUTE ON FUNCTION df.create_circuit_breaker(text, int, int, int, interval, int, interval, int, text[]),
 	df.reset_circuit_breaker(text), df.publish_event(text, jsonb, text),
-	df.subscribe(text, text, text, jsonb) TO shop;
+	df.subscribe(text, text, text, jsonb), df.create_lock_space(text), df.create_topic(text) TO shop;
+-- a second service's role, which reads the shop's completed orders
+DO $$ BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'shop_reports') THEN
+		CREATE ROLE shop_reports LOGIN;
+	END IF;
+END $$;
+SELECT df.grant_usage('shop_reports');
+GRANT EXECUTE ON FUNCTION df.subscribe(text, text, text, jsonb) TO shop_reports;
 
 DROP SCHEMA IF EXISTS shop CASCADE;
 CREATE SCHEMA shop AUTHORIZATION shop;
@@ -98,6 +106,21 @@ $$;
 SELECT df.create_circuit_breaker('inventory', failure_rate_threshold => 50, minimum_calls => 3,
 								 window_size => 5, wait_duration => '2 seconds',
 								 half_open_calls => 1);
+
+-- What the shop shares (docs/design/tenancy.md).  Every name a role uses is
+-- its own unless it is a shared object it owns or was granted: the shop's
+-- instances all run as shop, so they share its SKU keys, its limit keys and
+-- its topics without this; another role's instances (another tenant's
+-- shop) would have keys and topics of their own of the same names.  Here
+-- the SKU lock keys and the order.completed topic are made shared objects
+-- owned by shop, and the reports service's role may read the topic (and
+-- only that: it cannot publish to it, take the SKU keys or count calls in
+-- the inventory breaker).  A warehouse service whose own workflows reserve
+-- stock would be granted the SKU keys with df.grant_lock_space('sku',
+-- 'warehouse'), and the breaker with df.grant_circuit_breaker.
+SELECT df.create_lock_space('sku');
+SELECT df.create_topic('order.completed');
+SELECT df.grant_topic('order.completed', 'shop_reports', '{subscribe}');
 
 -- A completed order's event starts a notification workflow (exactly once
 -- per event, with $event bound).

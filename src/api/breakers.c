@@ -7,8 +7,9 @@
  *
  * Who may create one is a grant (EXECUTE on df.create_circuit_breaker,
  * revoked from PUBLIC, as for df.http); the creator owns it, and only a
- * member of the owner's role may drop or reset it.  Using a breaker needs
- * nothing but the step's own rights.  The definitions and transitions are
+ * member of the owner's role may drop or reset it, or grant its use
+ * (api/objects.c).  Naming a breaker in a step needs its ownership or a
+ * grant, checked at each admission (engine/breaker_admission.c).  The definitions and transitions are
  * engine tables the caller has no rights on: the fixed statements below
  * run as the bootstrap superuser, as df.start's do.
  *
@@ -276,6 +277,10 @@ pgd_drop_circuit_breaker(PG_FUNCTION_ARGS)
 	PGD_EXEC("DELETE FROM df_internal.circuit_breakers "
 			 "WHERE name OPERATOR(pg_catalog.=) $1",
 			 name);
+	PGD_EXEC("DELETE FROM df_internal.object_grants "
+			 "WHERE kind OPERATOR(pg_catalog.=) 'circuit_breaker' "
+			 "AND name OPERATOR(pg_catalog.=) $1",
+			 name);
 	pgd_breaker_forget(MyDatabaseId, name);
 	as_caller(&save);
 	PG_RETURN_VOID();
@@ -312,7 +317,7 @@ pgd_reset_circuit_breaker(PG_FUNCTION_ARGS)
 		tr->failure_rate = -1;
 		tr->reason = "reset";
 	}
-	pgd_breaker_persist(name, &ch);
+	pgd_breaker_persist(name, &ch, caller);
 	as_caller(&save);
 	PG_RETURN_VOID();
 }

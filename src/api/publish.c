@@ -20,6 +20,11 @@
  * and reported as a WARNING: the publisher's transaction goes on, and
  * that subscription misses the event.
  *
+ * Topics: a topic is the caller's own unless a shared topic of that name
+ * (df.create_topic) grants it publish; a subscription reads the events of
+ * the topic as its owner would name it with subscribe, checked at each
+ * publish, so a revoked grant stops it (docs/design/tenancy.md).
+ *
  * Who may: EXECUTE on df.publish_event and on df.subscribe, which are not
  * granted to PUBLIC; a PUBLISH node publishes as its instance's submitter,
  * who needs the same grant.  df.unsubscribe takes away the caller's own
@@ -45,6 +50,7 @@
 #include "graph/event_config.h"
 #include "graph/graph.h"
 #include "results/results.h"
+#include "store/store.h"
 
 PG_FUNCTION_INFO_V1(pgd_publish_event);
 PG_FUNCTION_INFO_V1(pgd_subscribe);
@@ -124,6 +130,7 @@ pgd_publish_event(PG_FUNCTION_ARGS)
 	int64 event_id;
 	char *event_json;
 	char **names, **workflows, **owners;
+	char  *space_topic;
 	int	   nsubs;
 	Oid	   save_userid;
 	int	   save_sec;
@@ -139,11 +146,14 @@ pgd_publish_event(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	as_superuser(&save_userid, &save_sec);
+	/* the publisher's own topic, or a shared one it may publish to (tenancy.md) */
+	space_topic =
+		pgd_store_space_name(PGD_SPACE_TOPIC, topic, publisher, "publish");
 	PGD_EXEC("INSERT INTO df_internal.bus_events (topic, key, payload, published_by) "
 			 "VALUES ($1, $2, $3::pg_catalog.jsonb, $4::pg_catalog.oid::pg_catalog.regrole) "
-			 "RETURNING id, pg_catalog.json_build_object('topic', topic, 'key', key, "
+			 "RETURNING id, pg_catalog.json_build_object('topic', $5::text, 'key', key, "
 			 "'payload', payload, 'published_at', published_at, 'event_id', id)::text",
-			 topic, key, payload, psprintf("%u", publisher));
+			 space_topic, key, payload, psprintf("%u", publisher), topic);
 	id = pgd_spi_getstring(0, 1);
 	/* read now: the text is SPI's, gone with SPI_finish */
 	event_id = strtoll(id, NULL, 10);
@@ -153,8 +163,10 @@ pgd_publish_event(PG_FUNCTION_ARGS)
 	nsubs =
 		PGD_EXEC("SELECT name, workflow, owner::pg_catalog.oid FROM df_internal.subscriptions "
 				 "WHERE topic OPERATOR(pg_catalog.=) $1 "
-				 "AND $2::pg_catalog.jsonb OPERATOR(pg_catalog.@>) filter ORDER BY name",
-				 topic, payload);
+				 "AND $2::pg_catalog.jsonb OPERATOR(pg_catalog.@>) filter "
+				 "AND df_internal.space_name('topic', topic, owner::pg_catalog.oid, 'subscribe') "
+				 "OPERATOR(pg_catalog.=) $3 ORDER BY name",
+				 topic, payload, space_topic);
 	names = palloc(sizeof(char *) * Max(nsubs, 1));
 	workflows = palloc(sizeof(char *) * Max(nsubs, 1));
 	owners = palloc(sizeof(char *) * Max(nsubs, 1));

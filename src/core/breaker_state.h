@@ -74,6 +74,7 @@ typedef struct PgdBreakerTicket
 	bool		probe;
 	uint64		probe_id;
 	TimestampTz started;
+	Oid			role; /* whose call: the instance's submitter */
 	char		name[PGD_BREAKER_NAME_LEN];
 } PgdBreakerTicket;
 

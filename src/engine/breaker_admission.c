@@ -14,6 +14,10 @@
  * rolls back, shared memory keeps the new state and the table the old one
  * until the next transition (only a crash in between loses it).
  *
+ * A call is admitted only for a role that owns the breaker or was granted
+ * it (df.grant_circuit_breaker; docs/design/tenancy.md): the submitter of
+ * the instance whose step calls.
+ *
  * A half-open permit taken by a transaction that rolls back (a batch step
  * given back, a failed claim) is given back at the abort, so the step's
  * next run can take it again instead of waiting for it to expire.
@@ -33,6 +37,7 @@
 #include "common/spi.h"
 #include "engine/breaker_admission.h"
 #include "graph/orch_config.h"
+#include "store/store.h"
 
 #define SQL_LOAD \
 	"SELECT b.failure_rate_threshold, b.minimum_calls, b.window_size, " \
@@ -51,8 +56,9 @@
 #define SQL_PERSIST \
 	"INSERT INTO df_internal.circuit_breaker_transitions " \
 	"(name, at, from_state, to_state, opened_at, open_until, failure_rate, " \
-	"calls, reason) VALUES ($1, $2::timestamptz, $3, $4, $5::timestamptz, " \
-	"$6::timestamptz, $7::float8, $8::int4, $9)"
+	"calls, reason, by_role) VALUES ($1, $2::timestamptz, $3, $4, $5::timestamptz, " \
+	"$6::timestamptz, $7::float8, $8::int4, $9, " \
+	"NULLIF($10::pg_catalog.oid, 0)::pg_catalog.regrole)"
 
 /*
  * The history a breaker keeps: its latest HISTORY_KEEP transitions, trimmed
@@ -66,7 +72,8 @@
 	" " \
 	"FOR UPDATE SKIP LOCKED)"
 
-static void persist_one(const char *name, const PgdBreakerTransition *tr);
+static void persist_one(const char *name, const PgdBreakerTransition *tr,
+						Oid role);
 
 static TimestampTz
 parse_ts(const char *s)
@@ -114,24 +121,24 @@ pgd_breaker_load(const char *name, PgdBreakerSettings *s,
 }
 
 void
-pgd_breaker_persist(const char *name, const PgdBreakerChanges *ch)
+pgd_breaker_persist(const char *name, const PgdBreakerChanges *ch, Oid role)
 {
 	for (int i = 0; i < ch->n; i++)
 	{
-		persist_one(name, &ch->t[i]);
+		persist_one(name, &ch->t[i], role);
 		if (ch->t[i].to == PGD_BREAKER_CLOSED)
 			PGD_EXEC(SQL_TRIM, name);
 	}
 }
 
 static void
-persist_one(const char *name, const PgdBreakerTransition *tr)
+persist_one(const char *name, const PgdBreakerTransition *tr, Oid role)
 {
 	PGD_EXEC(SQL_PERSIST, name, ts_text(tr->at),
 			 pgd_breaker_state_name(tr->from), pgd_breaker_state_name(tr->to),
 			 ts_text(tr->opened_at), ts_text(tr->open_until),
 			 tr->failure_rate >= 0 ? psprintf("%.2f", tr->failure_rate) : NULL,
-			 psprintf("%d", tr->calls), tr->reason);
+			 psprintf("%d", tr->calls), tr->reason, psprintf("%u", role));
 }
 
 /*
@@ -223,7 +230,7 @@ slot_of(const char *name)
 }
 
 bool
-pgd_breaker_admit_call(const char *name, PgdBreakerTicket *t,
+pgd_breaker_admit_call(const char *name, Oid role, PgdBreakerTicket *t,
 					   PgdOutcome *refusal)
 {
 	TimestampTz		  now = GetCurrentTimestamp();
@@ -243,13 +250,32 @@ pgd_breaker_admit_call(const char *name, PgdBreakerTicket *t,
 				pgd_failure("circuit breaker \"%s\" does not exist", name);
 			return false;
 		}
+
+		/*
+		 * Only its owner's members and the roles granted it may count calls
+		 * in a breaker (docs/design/tenancy.md): another role's failures
+		 * must not open it.  Refused so, the call is not made and nothing
+		 * is recorded.
+		 */
+		if (tries == 0 &&
+			!pgd_store_may_use(PGD_SPACE_BREAKER, name, role, "use"))
+		{
+			char *who = GetUserNameFromId(role, true);
+
+			*refusal =
+				pgd_failure("circuit breaker \"%s\" is not granted to role \"%s\"",
+							name, who ? who : "?");
+			refusal->code = pstrdup("breaker_not_granted");
+			return false;
+		}
 		r = pgd_breaker_admit(slot, MyDatabaseId, name, now, t, &ch, &until);
 	}
 	if (r == PGD_BREAKER_NOT_LOADED)
 		elog(ERROR, "circuit breaker \"%s\" could not be loaded", name);
-	pgd_breaker_persist(name, &ch);
+	pgd_breaker_persist(name, &ch, role);
 	if (r == PGD_BREAKER_ADMITTED)
 	{
+		t->role = role;
 		if (t->probe)
 			remember_probe(t);
 		return true;
@@ -315,5 +341,5 @@ pgd_breaker_record_call(const PgdBreakerTicket *t, const PgdOutcome *outcome)
 	failed = recorded_as_failure(s.record_on, outcome_code(outcome));
 	slow = s.slow_call_ms >= 0 && (now - t->started) / 1000 >= s.slow_call_ms;
 	pgd_breaker_record(t, failed, slow, now, &ch);
-	pgd_breaker_persist(t->name, &ch);
+	pgd_breaker_persist(t->name, &ch, t->role);
 }

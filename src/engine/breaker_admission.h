@@ -28,8 +28,8 @@
  * retry_after_ms the time until the breaker can let a call through; or
  * the breaker does not exist).
  */
-extern bool pgd_breaker_admit_call(const char *name, PgdBreakerTicket *t,
-								   PgdOutcome *refusal);
+extern bool pgd_breaker_admit_call(const char *name, Oid role,
+								   PgdBreakerTicket *t, PgdOutcome *refusal);
 
 /*
  * The call admitted with t ended with outcome: it counts as failed when
@@ -39,8 +39,12 @@ extern bool pgd_breaker_admit_call(const char *name, PgdBreakerTicket *t,
 extern void pgd_breaker_record_call(const PgdBreakerTicket *t,
 									const PgdOutcome	   *outcome);
 
-/* Persist the changes of state of breaker name, oldest first. */
-extern void pgd_breaker_persist(const char *name, const PgdBreakerChanges *ch);
+/*
+ * Persist the changes of state of breaker name, oldest first, made by a
+ * call of role (by_role; InvalidOid: none, such as an expired permit).
+ */
+extern void pgd_breaker_persist(const char *name, const PgdBreakerChanges *ch,
+								Oid role);
 
 /* Read breaker name's definition and persisted state; false when it does not exist. */
 extern bool pgd_breaker_load(const char *name, PgdBreakerSettings *s,

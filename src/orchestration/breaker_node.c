@@ -47,6 +47,7 @@ ticket_json(const PgdBreakerTicket *t)
 												  t->probe_id)));
 	dfjson_object_add(k, "started",
 					  dfjson_make_number(psprintf(INT64_FORMAT, t->started)));
+	dfjson_object_add(k, "role", dfjson_make_number(psprintf("%u", t->role)));
 	dfjson_object_add(d, "breaker_ticket", k);
 	/* for df.instance_nodes while the subtree runs: how the breaker let it through */
 	dfjson_object_add(d, "breaker_state",
@@ -79,6 +80,8 @@ ticket_read(const char *details, const char *name, PgdBreakerTicket *t)
 		t->probe_id = (uint64) v;
 	if (dfjson_get_int64(dfjson_get(k, "started"), &v))
 		t->started = (TimestampTz) v;
+	if (dfjson_get_int64(dfjson_get(k, "role"), &v))
+		t->role = (Oid) v;
 	strlcpy(t->name, name, sizeof(t->name));
 	t->active = true;
 	return true;
@@ -91,8 +94,10 @@ pgd_breaker_node_start(PgdGraph *g, int n, const char *scope)
 	const char		*name = node->wrapper->breaker_name;
 	PgdBreakerTicket t;
 	PgdOutcome		 refusal;
+	PgdRunInfo		 run;
 
-	if (!pgd_breaker_admit_call(name, &t, &refusal))
+	pgd_graph_run(g, &run);
+	if (!pgd_breaker_admit_call(name, run.submitted_by, &t, &refusal))
 	{
 		pgd_store_node_details_merge(g->instance_id, node->id,
 									 "{\"breaker_ticket\": null}");

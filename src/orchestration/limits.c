@@ -5,8 +5,10 @@
  *	  docs/design/locks-and-limits.md §4), called through the wrapper hooks
  *	  (wrappers.c).
  *
- *	 start		 the key template is substituted; the execution enters the
- *				 key's FIFO queue, which is pumped under the key's row lock
+ *	 start		 the key template is substituted and named in the
+ *				 submitter's space, or a shared limit's whose settings win
+ *				 over the node's (docs/design/tenancy.md); the execution
+ *				 enters the key's FIFO queue, which is pumped under the key's row lock
  *				 (store/limit_slots.c): with a slot (and a token) free it
  *				 is admitted at once and its subtree starts in the same
  *				 scope, else it stays queued (running, with
@@ -81,6 +83,12 @@ pgd_limit_start(PgdGraph *g, int n, const char *scope)
 	TimestampTz			 deadline = 0;
 	char				*err;
 	char				*key = limit_key(g, n, scope, &err);
+	char				*display;
+	PgdRunInfo			 run;
+	PgdSharedLimit		 shared;
+	int					 max_concurrent = cfg->max_concurrent;
+	double				 rate = cfg->rate;
+	int					 burst = cfg->burst;
 
 	if (key == NULL)
 	{
@@ -105,9 +113,18 @@ pgd_limit_start(PgdGraph *g, int n, const char *scope)
 	}
 	if (cfg->queue_timeout_ms > 0)
 		deadline = TimestampTzPlusMilliseconds(now, cfg->queue_timeout_ms);
+	/* the key in the submitter's own space, or a shared one with its settings */
+	pgd_graph_run(g, &run);
+	display = key;
+	key = pgd_store_limit_space(key, run.submitted_by, &shared);
+	if (shared.found)
+	{
+		max_concurrent = shared.max_concurrent;
+		rate = shared.rate;
+		burst = shared.burst;
+	}
 	switch (pgd_store_limit_enter(g->instance_id, node->id, scope, key,
-								  cfg->max_concurrent, cfg->rate, cfg->burst,
-								  deadline))
+								  max_concurrent, rate, burst, deadline))
 	{
 		case PGD_LIMIT_START:
 			pgd_apply_start_node(g, node->left, scope);
@@ -119,7 +136,7 @@ pgd_limit_start(PgdGraph *g, int n, const char *scope)
 	{
 		DfJson *d = dfjson_make_object();
 
-		dfjson_object_add(d, "limit_key", dfjson_make_string(key));
+		dfjson_object_add(d, "limit_key", dfjson_make_string(display));
 		dfjson_object_add(d, "queued_at",
 						  dfjson_make_string(timestamptz_to_str(now)));
 		if (deadline != 0)

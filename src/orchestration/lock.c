@@ -5,7 +5,9 @@
  *	  child runs while the node holds every one of its keys.
  *
  * Start: the keys (templates) are substituted with the variables and the
- * named results the node sees, sorted in byte order and made unique; they
+ * named results the node sees, named in the submitter's space (or a shared
+ * lock space granted to it: docs/design/tenancy.md), sorted in byte order
+ * and made unique; they
  * must all sort after every key an enclosing LOCK of the same node path
  * holds (the lock order check: a nested lock out of order fails with
  * "lock order violation", code lock_order_violation), so that every
@@ -80,6 +82,8 @@ substituted_keys(PgdGraph *g, int n, const char *scope, char ***keys,
 	char			  **out = palloc(sizeof(char *) * cfg->nkeys);
 	int					m = 0;
 
+	pgd_graph_run(g, &run);
+
 	for (int i = 0; i < cfg->nkeys; i++)
 	{
 		char *k = cfg->keys[i];
@@ -89,10 +93,7 @@ substituted_keys(PgdGraph *g, int n, const char *scope, char ***keys,
 		if (strchr(k, '{') != NULL || strchr(k, '$') != NULL)
 		{
 			if (vars == NULL)
-			{
-				pgd_graph_run(g, &run);
 				vars = pgd_step_vars(g->instance_id, &run);
-			}
 			/* the named results are read only when a key names one */
 			if (results == NULL)
 				results = strchr(k, '$') != NULL ?
@@ -107,7 +108,9 @@ substituted_keys(PgdGraph *g, int n, const char *scope, char ***keys,
 		if ((problem = df_lock_check_key(k)) != NULL)
 			return psprintf("df.with_lock: key %d (\"%s\"): %s", i + 1,
 							cfg->keys[i], problem);
-		out[m++] = k;
+		/* in the submitter's own space unless its lock space is shared with it */
+		out[m++] =
+			pgd_store_space_name(PGD_SPACE_LOCK, k, run.submitted_by, "use");
 	}
 	qsort(out, m, sizeof(char *), cmp_keys);
 	*nkeys = 0;
@@ -137,10 +140,11 @@ order_violation(PgdGraph *g, int n, char *first)
 	if (strcmp(first, held) == 0)
 		return psprintf("lock order violation: key \"%s\" is held already by an enclosing df.with_lock of this instance, "
 						"and a nested lock must take keys that sort after \"%s\"",
-						first, held);
+						pgd_space_display(first), pgd_space_display(held));
 	return psprintf("lock order violation: key \"%s\" sorts before key \"%s\", which an enclosing df.with_lock of this instance holds; "
 					"nested locks must take their keys in one order (take \"%s\" in the outer lock)",
-					first, held, first);
+					pgd_space_display(first), pgd_space_display(held),
+					pgd_space_display(first));
 }
 
 /*
@@ -199,10 +203,16 @@ write_details(PgdGraph *g, int n, char **keys, int nkeys, const char *deadline,
 {
 	DfJson *d = dfjson_make_object();
 	DfJson *arr = dfjson_make_array();
+	DfJson *space_keys = dfjson_make_array();
 
 	for (int i = 0; i < nkeys; i++)
-		dfjson_array_add(arr, dfjson_make_string(keys[i]));
+	{
+		dfjson_array_add(arr, dfjson_make_string(pgd_space_display(keys[i])));
+		dfjson_array_add(space_keys, dfjson_make_string(keys[i]));
+	}
 	dfjson_object_add(d, "lock_keys", arr);
+	/* the keys as the engine names them (tenancy.md): a timer takes these */
+	dfjson_object_add(d, "lock_space_keys", space_keys);
 	dfjson_object_add(d, "lock_mode",
 					  dfjson_make_string(g->nodes[n].lock->shared ?
 											 "shared" :
@@ -211,8 +221,9 @@ write_details(PgdGraph *g, int n, char **keys, int nkeys, const char *deadline,
 		dfjson_object_add(d, "deadline", dfjson_make_string(deadline));
 	dfjson_object_add(d, "lock_state", dfjson_make_string(state));
 	dfjson_object_add(d, "waiting_for",
-					  waiting_for ? dfjson_make_string(waiting_for) :
-									dfjson_make_null());
+					  waiting_for ?
+						  dfjson_make_string(pgd_space_display(waiting_for)) :
+						  dfjson_make_null());
 	if (tokens != NULL)
 		dfjson_object_add(d, "lock_tokens", tokens);
 	pgd_store_node_details_merge(g->instance_id, g->nodes[n].id,
@@ -233,7 +244,7 @@ lock_held(PgdGraph *g, int n, const char *scope, char **keys, int nkeys,
 
 	for (int i = 0; i < nkeys; i++)
 	{
-		dfjson_object_add(tj, keys[i],
+		dfjson_object_add(tj, pgd_space_display(keys[i]),
 						  dfjson_make_number(psprintf(INT64_FORMAT,
 													  tokens[i])));
 		max = Max(max, tokens[i]);
@@ -272,11 +283,11 @@ static void
 lock_timed_out(PgdGraph *g, int n, const char *scope, const char *key)
 {
 	pgd_store_event_add(g->instance_id, "lock_timeout", g->nodes[n].id, scope,
-						0, pgd_event_detail("key", key));
+						0, pgd_event_detail("key", pgd_space_display(key)));
 	finish_lock(g, n, scope,
 				lock_failure("lock_timeout",
 							 psprintf("df.with_lock: key \"%s\" not acquired within %s s",
-									  key,
+									  pgd_space_display(key),
 									  df_seconds_text(g->nodes[n]
 														  .lock
 														  ->wait_timeout_ms *
@@ -334,7 +345,8 @@ take_keys(PgdGraph *g, int n, const char *scope, char **keys, int nkeys,
 		}
 		write_details(g, n, keys, nkeys, deadline, "waiting", keys[i], NULL);
 		pgd_store_event_add(g->instance_id, "lock_waiting", node->id, scope, 0,
-							pgd_event_detail("key", keys[i]));
+							pgd_event_detail("key",
+											 pgd_space_display(keys[i])));
 		return;
 	}
 	lock_held(g, n, scope, keys, nkeys, tokens, deadline, e != NULL);
@@ -401,7 +413,7 @@ pgd_lock_timer(PgdGraph *g, int n, const char *scope)
 {
 	DfJson		 *d = lock_details(g, n);
 	DfJson		 *state = d ? dfjson_get(d, "lock_state") : NULL;
-	DfJson		 *keys = d ? dfjson_get(d, "lock_keys") : NULL;
+	DfJson		 *keys = d ? dfjson_get(d, "lock_space_keys") : NULL;
 	DfJson		 *dl = d ? dfjson_get(d, "deadline") : NULL;
 	const char	 *deadline = (dl && dl->type == DFJ_STRING) ? dl->str : NULL;
 	PgdLockEntry *e;
@@ -409,6 +421,8 @@ pgd_lock_timer(PgdGraph *g, int n, const char *scope)
 	char		**k;
 	TimestampTz	  due;
 
+	if (d != NULL && keys == NULL)
+		keys = dfjson_get(d, "lock_keys");
 	if (keys == NULL || keys->type != DFJ_ARRAY || state == NULL ||
 		state->type != DFJ_STRING || strcmp(state->str, "held") == 0)
 		return;

@@ -411,14 +411,14 @@ trace_context(PgdHttpRequest *req, DfJson *vars)
  * be loaded, a transition persisted).
  */
 static void
-admit_through_breaker(PgdHttpRequest *req, const DfJson *cfg)
+admit_through_breaker(PgdHttpRequest *req, const DfJson *cfg, Oid role)
 {
 	const DfJson *v = dfjson_get(cfg, "breaker");
 	PgdOutcome	  refusal;
 
 	if (v == NULL || v->type != DFJ_STRING)
 		return;
-	if (pgd_breaker_admit_call(v->str, &req->breaker, &refusal))
+	if (pgd_breaker_admit_call(v->str, role, &req->breaker, &refusal))
 		return;
 	decide(req, refusal.result);
 	req->outcome.code =
@@ -511,7 +511,7 @@ pgd_http_prepare(MemoryContext parent, int64 task_id, const char *instance_id,
 		decide(req, problem);
 	MemoryContextSwitchTo(old);
 	if (!req->decided)
-		admit_through_breaker(req, node->config);
+		admit_through_breaker(req, node->config, run.submitted_by);
 	return req;
 }
 

@@ -51,7 +51,8 @@
 #define ELIGIBLE_EVENTS \
 	"FROM df_internal.bus_events b, df_internal.runs r " \
 	"WHERE r.instance_id OPERATOR(pg_catalog.=) $1 " \
-	"AND b.topic OPERATOR(pg_catalog.=) $2 " \
+	"AND b.topic OPERATOR(pg_catalog.=) df_internal.space_name('topic', $2, " \
+	" r.submitted_by::pg_catalog.oid, 'subscribe') " \
 	"AND b.payload OPERATOR(pg_catalog.@>) $3::pg_catalog.jsonb " \
 	"AND b.xid OPERATOR(pg_catalog.>=) GREATEST(pg_catalog.pg_snapshot_xmin(r.start_snapshot), " \
 	" COALESCE($4::pg_catalog.xid8, '0'::pg_catalog.xid8)) " \
@@ -66,12 +67,12 @@ pgd_store_event_take(const char *instance_id, const char *topic,
 					 char **horizon)
 {
 	/* one statement, so the horizon is the snapshot that looked */
-	if (PGD_EXEC("WITH e AS (SELECT b.id, b.topic, b.key, b.payload, b.published_at " ELIGIBLE_EVENTS
+	if (PGD_EXEC("WITH e AS (SELECT b.id, b.key, b.payload, b.published_at " ELIGIBLE_EVENTS
 				 "ORDER BY b.id LIMIT 1), "
 				 "taken AS (INSERT INTO df_internal.bus_takes (instance_id, event_id) "
 				 "SELECT $1, e.id FROM e) "
 				 "SELECT pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())::text, "
-				 "(SELECT pg_catalog.json_build_object('topic', e.topic, 'key', e.key, "
+				 "(SELECT pg_catalog.json_build_object('topic', $2::text, 'key', e.key, "
 				 "'payload', e.payload, 'published_at', e.published_at, "
 				 "'event_id', e.id)::text FROM e)",
 				 instance_id, topic, filter, after_xid) != 1)
@@ -136,7 +137,9 @@ pgd_store_event_sweep(void)
 				 "  AND n.id OPERATOR(pg_catalog.=) w.node_id "
 				 " WHERE w.name OPERATOR(pg_catalog.=) '' AND n.node_type OPERATOR(pg_catalog.=) 'EVENT' "
 				 " AND EXISTS (SELECT 1 FROM df_internal.bus_events b "
-				 "  WHERE b.topic OPERATOR(pg_catalog.=) (n.query::pg_catalog.jsonb OPERATOR(pg_catalog.->>) 'topic') "
+				 "  WHERE b.topic OPERATOR(pg_catalog.=) df_internal.space_name('topic', "
+				 "   n.query::pg_catalog.jsonb OPERATOR(pg_catalog.->>) 'topic', "
+				 "   r.submitted_by::pg_catalog.oid, 'subscribe') "
 				 "  AND b.payload OPERATOR(pg_catalog.@>) COALESCE("
 				 "   n.query::pg_catalog.jsonb OPERATOR(pg_catalog.->) 'filter', '{}') "
 				 "  AND b.xid OPERATOR(pg_catalog.>=) GREATEST(pg_catalog.pg_snapshot_xmin(r.start_snapshot), "

@@ -385,7 +385,7 @@ pump_if_queued(const char *key)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot release a df.limit slot in a REPEATABLE READ or SERIALIZABLE transaction"),
 				 errdetail("The instance holds or waits for a slot of the key \"%s\"; handing it on must see the latest commits.",
-						   key),
+						   pgd_space_display(key)),
 				 errhint("Cancel the instance in a READ COMMITTED transaction.")));
 
 	STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", key,

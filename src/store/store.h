@@ -549,4 +549,42 @@ extern bool pgd_store_limit_repair(const char *instance_id,
 /* Retention: forget up to max idle keys (nobody in, bucket full); how many went. */
 extern int pgd_store_limit_forget_idle(int max);
 
+/* --- owners and spaces of coordination objects (spaces.c) --- */
+
+typedef enum PgdSpaceKind
+{
+	PGD_SPACE_LIMIT,  /* a df.limit key */
+	PGD_SPACE_LOCK,	  /* a df.with_lock key (its space: the text before ':') */
+	PGD_SPACE_TOPIC,  /* an event topic */
+	PGD_SPACE_BREAKER /* a circuit breaker (no own space: may_use only) */
+} PgdSpaceKind;
+
+/*
+ * The engine's name for name of kind used by role with privilege ("use";
+ * a topic's "publish" or "subscribe"): name itself when it is shared and
+ * the role may use it, else "~<role oid>/<name>", the role's own.
+ */
+extern char *pgd_store_space_name(PgdSpaceKind kind, const char *name,
+								  Oid role, const char *privilege);
+
+/* Does role own (a member of the owner) or hold a grant of privilege on it? */
+extern bool pgd_store_may_use(PgdSpaceKind kind, const char *name, Oid role,
+							  const char *privilege);
+
+/* The settings of a shared limit made by df.create_limit (found false: none). */
+typedef struct PgdSharedLimit
+{
+	bool   found;
+	int	   max_concurrent; /* 0: none */
+	double rate;		   /* 0: none */
+	int	   burst;
+} PgdSharedLimit;
+
+/* pgd_store_space_name of a limit key, with the shared limit's settings. */
+extern char *pgd_store_limit_space(const char *key, Oid role,
+								   PgdSharedLimit *shared);
+
+/* A name as its user wrote it: without the prefix of a role's own space. */
+extern const char *pgd_space_display(const char *name);
+
 #endif /* PG_DURABLE_STORE_H */
