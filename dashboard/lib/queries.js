@@ -199,11 +199,17 @@ async function coordination(pool, role) {
 	]);
 	let topics = null;
 	if (role.can_read_topics) {
-		// no public view of the event bus: read by roles allowed to read it (administrators)
+		// no public view of the event bus: read by roles allowed to read it (administrators);
+		// a topic of a role's own space is stored as ~<role oid>/<name>: shown as its name
+		// and the role whose space it is (docs/design/tenancy.md)
 		topics = (await pool.query(`
-SELECT e.topic, count(*) AS events, max(e.published_at) AS last_published,
+SELECT regexp_replace(e.topic, '^~[0-9]+/', '') AS topic,
+       CASE WHEN e.topic ~ '^~[0-9]+/'
+            THEN substring(e.topic FROM '^~([0-9]+)/')::oid::regrole::text
+            ELSE 'shared' END AS space,
+       count(*) AS events, max(e.published_at) AS last_published,
        count(*) FILTER (WHERE e.published_at > now() - interval '1 hour') AS last_hour
-FROM df_internal.bus_events e GROUP BY e.topic ORDER BY e.topic`)).rows;
+FROM df_internal.bus_events e GROUP BY e.topic ORDER BY 1, 2`)).rows;
 	}
 	return { breakers: breakers.rows, limits: limits.rows, limitQueue: queue.rows,
 		locks: locks.rows, subscriptions: subs.rows, topics };
