@@ -1538,7 +1538,10 @@ event_phase(Pgdb *b)
 		usleep(10000);
 	}
 	free(cnt);
-	/* the events' order is the publishing order: event i is the i-th id */
+	/*
+	 * the events' order is the publishing order: event i is the i-th id (the
+	 * topic is in the publishing role's own space, ~<oid>/bench)
+	 */
 	/* the commit times, when the server keeps them (else NULL: the call's time) */
 	if ((cnt = query_value(b, "SHOW track_commit_timestamp")) == NULL)
 	{
@@ -1553,11 +1556,11 @@ event_phase(Pgdb *b)
 				 "row_number() OVER (ORDER BY e.id) - 1, "
 				 "(extract(epoch FROM pg_xact_commit_timestamp(e.xmin)) * 1000000)::bigint "
 				 "FROM df_internal.bus_events e JOIN bench_event s ON s.event_id = e.id "
-				 "WHERE e.topic = 'bench'" :
+				 "WHERE e.topic ~ '^(~[0-9]+/)?bench$'" :
 				 "SELECT (extract(epoch FROM s.ts) * 1000000)::bigint, "
 				 "row_number() OVER (ORDER BY e.id) - 1, NULL::bigint "
 				 "FROM df_internal.bus_events e JOIN bench_event s ON s.event_id = e.id "
-				 "WHERE e.topic = 'bench'");
+				 "WHERE e.topic ~ '^(~[0-9]+/)?bench$'");
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
 		pgdb_set_error(&b->err, b->errstr, "reading bench_event: %s", PQresultErrorMessage(res));
