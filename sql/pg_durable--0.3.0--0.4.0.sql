@@ -1566,12 +1566,13 @@ CREATE INDEX bus_takes_event_idx ON df_internal.bus_takes (event_id);
 
 -- df.subscribe: each matching event starts one instance of workflow as owner
 CREATE TABLE df_internal.subscriptions (
-	name text PRIMARY KEY,
+	name text NOT NULL,
 	topic text NOT NULL,
 	workflow text NOT NULL,
 	filter jsonb NOT NULL DEFAULT '{}',
 	owner regrole NOT NULL,
-	created_at timestamptz NOT NULL DEFAULT pg_catalog.now()
+	created_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	PRIMARY KEY (owner, name)
 );
 CREATE INDEX subscriptions_topic_idx ON df_internal.subscriptions (topic);
 SELECT pg_catalog.pg_extension_config_dump('df_internal.bus_events', '');
@@ -1644,7 +1645,7 @@ CREATE FUNCTION df_internal.write_held() RETURNS void
 REVOKE EXECUTE ON FUNCTION df_internal.write_held() FROM PUBLIC;
 COMMENT ON FUNCTION df_internal.write_held() IS 'write what the executor''s batch under way holds in memory (node writes, step tasks, JOIN counts), for df.check() called by a step';
 CREATE OR REPLACE FUNCTION df.check() RETURNS TABLE (instance_id text, problem text, detail text)
-	LANGUAGE sql VOLATILE
+	LANGUAGE sql VOLATILE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $$ SELECT df_internal.write_held();
 	      SELECT instance_id, problem, detail FROM df_internal.check_rows()
@@ -1699,6 +1700,19 @@ ALTER TABLE df_internal.events ADD COLUMN ended_id bigint;
 ALTER TABLE df_internal.events ADD COLUMN instance_started_at timestamptz;
 ALTER TABLE df_internal.events ADD COLUMN instance_completed_at timestamptz;
 ALTER TABLE df_internal.events ADD COLUMN instance_duration_ms bigint;
+
+-- A limit or lock key as df.check() names it: a key in a role's own space
+-- (~<oid>/<key>, docs/design/tenancy.md) as written, with whose it is.
+CREATE OR REPLACE FUNCTION df_internal.key_label(p_key text) RETURNS text
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+	SELECT CASE WHEN p_key ~ '^~[0-9]+/'
+				THEN format('%s (role %s''s own)', regexp_replace(p_key, '^~[0-9]+/', ''),
+							substring(p_key, '^~([0-9]+)/')::oid::regrole)
+				ELSE p_key END
+$fn$;
+REVOKE EXECUTE ON FUNCTION df_internal.key_label(text) FROM PUBLIC;
 
 -- df.check: a completion in the inbox is pending work of its node and
 -- instance, and it needs an apply task
@@ -1883,7 +1897,7 @@ SELECT x.instance_id::text,
 	   CASE x.what WHEN 'slot' THEN 'limit_slot_of_ended_node' ELSE 'limit_wait_of_ended_node' END,
 	   x.node_id::text, x.scope,
 	   format('LIMIT node %s in scope %s %s key %s but is %s', x.node_id, x.scope,
-			  CASE x.what WHEN 'slot' THEN 'holds a slot of' ELSE 'is queued on' END, x.key,
+			  CASE x.what WHEN 'slot' THEN 'holds a slot of' ELSE 'is queued on' END, df_internal.key_label(x.key),
 			  CASE WHEN l.id IS NULL THEN 'in an instance that ended'
 				   WHEN n.id IS NULL THEN 'missing'
 				   ELSE format('%s in scope %s', n.status, n.status_details ->> 'execution_id') END)
@@ -1897,7 +1911,7 @@ WHERE l.id IS NULL OR n.id IS NULL OR n.status <> 'running'
 UNION ALL
 SELECT q.instance_id::text, 'limit_queue_stuck', q.node_id::text, q.scope,
 	   format('LIMIT node %s in scope %s is queued on key %s with no way to wake: no slot of the key is held and no queued node of it has a timer',
-			  q.node_id, q.scope, q.key)
+			  q.node_id, q.scope, df_internal.key_label(q.key))
 FROM df_internal.limit_waiters q
 WHERE NOT EXISTS (SELECT 1 FROM df_internal.limit_holders h WHERE h.key = q.key)
   AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters q2
@@ -1907,7 +1921,7 @@ WHERE NOT EXISTS (SELECT 1 FROM df_internal.limit_holders h WHERE h.key = q.key)
 UNION ALL
 SELECT h.instance_id::text, 'limit_admission_lost', h.node_id::text, h.scope,
 	   format('LIMIT node %s in scope %s was given a slot of key %s but has no timer to start its step',
-			  h.node_id, h.scope, h.key)
+			  h.node_id, h.scope, df_internal.key_label(h.key))
 FROM df_internal.limit_holders h
 WHERE NOT h.started
   AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = h.instance_id
@@ -1918,7 +1932,7 @@ UNION ALL
 -- it that keeps it waiting (whose release will wake it)
 SELECT k.instance_id::text, 'lock_of_ended_node', k.node_id::text, k.scope,
 	   format('%s entry for key %s belongs to LOCK node %s, which is not running in scope %s',
-			  CASE WHEN k.held THEN 'a held' ELSE 'a waiting' END, k.key, k.node_id, k.scope)
+			  CASE WHEN k.held THEN 'a held' ELSE 'a waiting' END, df_internal.key_label(k.key), k.node_id, k.scope)
 FROM df_internal.locks k
 LEFT JOIN df.nodes n ON n.instance_id = k.instance_id AND n.id = k.node_id
 WHERE NOT EXISTS (SELECT 1 FROM live l WHERE l.id = k.instance_id)
@@ -1927,7 +1941,7 @@ WHERE NOT EXISTS (SELECT 1 FROM live l WHERE l.id = k.instance_id)
 UNION ALL
 SELECT k.instance_id::text, 'lock_wait_stuck', k.node_id::text, k.scope,
 	   format('LOCK node %s waits for key %s, but no entry ahead of it holds or waits for that key in a conflicting mode',
-			  k.node_id, k.key)
+			  k.node_id, df_internal.key_label(k.key))
 FROM df_internal.locks k
 WHERE NOT k.held
   AND NOT EXISTS (SELECT 1 FROM df_internal.locks x

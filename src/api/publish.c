@@ -12,6 +12,8 @@
  * subscription it sees whose topic is the event's and whose filter the
  * payload contains, one instance of the subscription's workflow as the
  * subscription's owner, with the idempotency key sub:<name>:<event id>
+ * (idempotency keys are the submitter's: two roles' subscriptions of one
+ * name do not share it)
  * and the named result $event bound in the root scope.  The event and
  * the starts commit together or not at all: no cursor can fall behind, a
  * crash loses neither, and the key makes a second start of the same
@@ -27,8 +29,10 @@
  *
  * Who may: EXECUTE on df.publish_event and on df.subscribe, which are not
  * granted to PUBLIC; a PUBLISH node publishes as its instance's submitter,
- * who needs the same grant.  df.unsubscribe takes away the caller's own
- * subscriptions (a superuser's: anyone's).
+ * who needs the same grant.  A subscription's name is its owner's own:
+ * another role's subscription of that name neither conflicts with it nor
+ * shows; df.unsubscribe removes those of the roles the caller is a member
+ * of (a superuser's: anyone's).
  *
  * Locks: none; row inserts, and the deletion of one subscription row.
  *
@@ -244,7 +248,7 @@ pgd_subscribe(PG_FUNCTION_ARGS)
 	as_superuser(&save_userid, &save_sec);
 	if (PGD_EXEC("INSERT INTO df_internal.subscriptions (name, topic, workflow, filter, owner) "
 				 "VALUES ($1, $2, $3, $4::pg_catalog.jsonb, $5::pg_catalog.oid::pg_catalog.regrole) "
-				 "ON CONFLICT (name) DO NOTHING",
+				 "ON CONFLICT (owner, name) DO NOTHING",
 				 name, topic, workflow, filter, psprintf("%u", owner)) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -256,33 +260,27 @@ pgd_subscribe(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(cstring_to_text(name));
 }
 
-/* df.unsubscribe(name) RETURNS boolean: false when there was none */
+/*
+ * df.unsubscribe(name) RETURNS boolean: false when the caller's roles have
+ * none of that name.  Another role's subscription of the same name is its
+ * own and stays (a superuser, a member of every role, removes them all).
+ */
 Datum
 pgd_unsubscribe(PG_FUNCTION_ARGS)
 {
 	char *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char *owner = NULL;
+	int	  removed;
 	Oid	  save_userid;
 	int	  save_sec;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	as_superuser(&save_userid, &save_sec);
-	if (PGD_EXEC("SELECT owner::pg_catalog.oid FROM df_internal.subscriptions "
-				 "WHERE name OPERATOR(pg_catalog.=) $1",
-				 name) == 1)
-		owner = pgd_spi_getstring(0, 1);
-	if (owner != NULL && (Oid) strtoul(owner, NULL, 10) != save_userid &&
-		!superuser_arg(save_userid))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to remove subscription \"%s\"",
-						name),
-				 errdetail("Only its owner or a superuser may remove it.")));
-	if (owner != NULL)
-		PGD_EXEC("DELETE FROM df_internal.subscriptions WHERE name OPERATOR(pg_catalog.=) $1",
-				 name);
+	removed = PGD_EXEC("DELETE FROM df_internal.subscriptions "
+					   "WHERE name OPERATOR(pg_catalog.=) $1 "
+					   "AND pg_catalog.pg_has_role($2::pg_catalog.oid, owner, 'USAGE')",
+					   name, psprintf("%u", save_userid));
 	SetUserIdAndSecContext(save_userid, save_sec);
 	SPI_finish();
-	PG_RETURN_BOOL(owner != NULL);
+	PG_RETURN_BOOL(removed > 0);
 }

@@ -167,20 +167,29 @@ SELECT df.publish_event('audit', '{"kind": "login", "user": "bob"}') AS e4 \gset
 SELECT count(*) AS after_unsubscribe FROM df.instances WHERE idempotency_key LIKE 'sub:audit:%';
 RESET ROLE;
 
--- another role cannot remove df_user's subscription, and does not see it
+-- another role cannot remove df_user's subscription, and does not see it;
+-- a subscription's name is its owner's own: another role's of the same
+-- name neither conflicts with it nor tells it exists
 SET ROLE df_user;
 SELECT df.subscribe('mine', 'audit', 'SELECT 1');
 RESET ROLE;
 CREATE ROLE ev_other;
 GRANT USAGE ON SCHEMA df TO ev_other;
 GRANT SELECT ON df.instances TO ev_other;
+GRANT EXECUTE ON FUNCTION df.subscribe(text, text, text, jsonb) TO ev_other;
 SET ROLE ev_other;
 SELECT count(*) AS visible FROM df.subscriptions;
 -- the subscriber's instances are df_user's, under row-level security
 SELECT count(*) AS visible_instances FROM df.instances WHERE idempotency_key LIKE 'sub:%';
-SELECT df.unsubscribe('mine');
+SELECT df.unsubscribe('mine') AS removed_another_roles;
+SELECT df.subscribe('mine', 'audit', 'SELECT 2');
+SELECT name, workflow, owner FROM df.subscriptions;
 RESET ROLE;
+SELECT name, workflow, owner FROM df_internal.subscriptions WHERE name = 'mine' ORDER BY owner::text;
+-- a superuser is a member of every role: both go
 SELECT df.unsubscribe('mine');
+SELECT count(*) AS left_of_mine FROM df_internal.subscriptions WHERE name = 'mine';
+REVOKE EXECUTE ON FUNCTION df.subscribe(text, text, text, jsonb) FROM ev_other;
 REVOKE SELECT ON df.instances FROM ev_other;
 REVOKE USAGE ON SCHEMA df FROM ev_other;
 DROP ROLE ev_other;

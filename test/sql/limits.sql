@@ -132,14 +132,16 @@ SELECT count(*) AS waiters FROM df_internal.limit_waiters WHERE key LIKE 'lim-%'
 SELECT problem, detail FROM df.check() WHERE problem LIKE 'limit%';
 
 -- df.check() reports a slot held by a node that ended, a queue place of
--- one, and a queue that nothing will wake (rows written by hand here)
+-- one, and a queue that nothing will wake (rows written by hand here);
+-- a key in a role's own space is named as the role wrote it, with whose
 -- (in a transaction rolled back: reconciliation never sees them)
 SELECT id AS done FROM df.instances WHERE status = 'completed' ORDER BY id LIMIT 1 \gset
 BEGIN;
 INSERT INTO df_internal.limit_holders (instance_id, node_id, scope, key, submitted_by, started)
 VALUES (:'done', '00000001', :'done' || '::1', 'lim-broken', 'df_user', true);
 INSERT INTO df_internal.limit_waiters (instance_id, node_id, scope, key, submitted_by)
-VALUES (:'done', '00000002', :'done' || '::1', 'lim-stuck', 'df_user');
+VALUES (:'done', '00000002', :'done' || '::1',
+		'~' || 'df_user'::regrole::oid || '/lim-stuck', 'df_user');
 SELECT problem, regexp_replace(detail, '[0-9a-f]{8}', 'X', 'g') AS detail
 FROM df.check() WHERE problem LIKE 'limit%' ORDER BY 1, 2;
 ROLLBACK;
@@ -156,11 +158,15 @@ SELECT lim_until(format('EXISTS (SELECT 1 FROM df.limit_queue WHERE key = %L)', 
 RESET ROLE;
 CREATE ROLE df_lim_other;
 GRANT USAGE ON SCHEMA df TO df_lim_other;
+-- df.check() granted to a monitoring role runs for it
+GRANT EXECUTE ON FUNCTION df.check() TO df_lim_other;
 SET ROLE df_lim_other;
+SELECT count(*) AS monitor_sees_limit_problems FROM df.check() WHERE problem LIKE 'limit%';
 SELECT count(*) AS others_see FROM df.limits WHERE key = 'lim-v';
 SELECT count(*) AS others_see_queued FROM df.limit_queue WHERE key = 'lim-v';
 RESET ROLE;
 SELECT count(*) AS superuser_sees_queued FROM df.limit_queue WHERE key = 'lim-v';
+REVOKE EXECUTE ON FUNCTION df.check() FROM df_lim_other;
 REVOKE USAGE ON SCHEMA df FROM df_lim_other;
 DROP ROLE df_lim_other;
 SET ROLE df_user;
