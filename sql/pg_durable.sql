@@ -413,9 +413,9 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_right_node_same_instance_fkey
 -- transaction of its own, so whichever comes first violates its key and the
 -- restore loses every instance.  These constraint triggers (deferred, under
 -- the key's name) check the same thing from both sides, except that an
--- instance may have no nodes at all for a while: a restore loads
--- df.instances first (nodes_instance_identity_fkey orders it so), then
--- df.nodes, whose rows are checked against their instance's root node.
+-- instance may have no nodes at all for a while (an instance inserted by
+-- hand before its nodes).  A restore's loads are not checked here
+-- (df_internal.restore_loading): df.resume_restored() checks them.
 CREATE FUNCTION df_internal.check_root_node() RETURNS trigger
 	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 	AS $$
@@ -2116,9 +2116,50 @@ CREATE TRIGGER restore_hold AFTER INSERT ON df_internal.runs
 	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_arrived();
 CREATE TRIGGER restore_hold AFTER INSERT ON df_internal.tasks
 	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_arrived();
+CREATE TRIGGER restore_hold AFTER INSERT ON df.nodes
+	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_arrived();
+CREATE TRIGGER restore_hold AFTER INSERT ON df_internal.map_items
+	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_arrived();
+CREATE TRIGGER restore_hold AFTER INSERT ON df_internal.maps
+	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_arrived();
+CREATE TRIGGER restore_hold AFTER INSERT ON df_internal.bus_takes
+	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_arrived();
 ALTER TABLE df.instances ENABLE ALWAYS TRIGGER restore_hold;
 ALTER TABLE df_internal.runs ENABLE ALWAYS TRIGGER restore_hold;
 ALTER TABLE df_internal.tasks ENABLE ALWAYS TRIGGER restore_hold;
+ALTER TABLE df.nodes ENABLE ALWAYS TRIGGER restore_hold;
+ALTER TABLE df_internal.map_items ENABLE ALWAYS TRIGGER restore_hold;
+ALTER TABLE df_internal.maps ENABLE ALWAYS TRIGGER restore_hold;
+ALTER TABLE df_internal.bus_takes ENABLE ALWAYS TRIGGER restore_hold;
+
+-- Fired before every INSERT and COPY into the tables with foreign keys or
+-- the root node's check: a load (as above) runs with
+-- session_replication_role = replica, so that its rows' references are not
+-- checked while the tables they point into may still be loading (pg_restore
+-- -j loads them in any order, each in a transaction of its own);
+-- restore_arrived() sets it back after the statement, and
+-- df.resume_restored() checks every reference once the restore is complete.
+CREATE FUNCTION df_internal.restore_loading() RETURNS trigger
+	LANGUAGE c SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_restore_loading';
+REVOKE EXECUTE ON FUNCTION df_internal.restore_loading() FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.restore_loading() IS
+	'trigger: a restore''s load into an engine table is not checked against the tables it references until df.resume_restored()';
+CREATE TRIGGER restore_load BEFORE INSERT ON df.instances
+	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_loading();
+CREATE TRIGGER restore_load BEFORE INSERT ON df.nodes
+	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_loading();
+CREATE TRIGGER restore_load BEFORE INSERT ON df_internal.map_items
+	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_loading();
+CREATE TRIGGER restore_load BEFORE INSERT ON df_internal.maps
+	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_loading();
+CREATE TRIGGER restore_load BEFORE INSERT ON df_internal.bus_takes
+	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_loading();
+ALTER TABLE df.instances ENABLE ALWAYS TRIGGER restore_load;
+ALTER TABLE df.nodes ENABLE ALWAYS TRIGGER restore_load;
+ALTER TABLE df_internal.map_items ENABLE ALWAYS TRIGGER restore_load;
+ALTER TABLE df_internal.maps ENABLE ALWAYS TRIGGER restore_load;
+ALTER TABLE df_internal.bus_takes ENABLE ALWAYS TRIGGER restore_load;
 
 -- The end of a restore, run by the administrator once every part of it is
 -- in: each engine sequence moved past the largest id its table holds (a
@@ -2133,9 +2174,58 @@ DECLARE
 	s record;
 	top bigint;
 	live bigint;
+	broken text;
 BEGIN
 	-- one at a time: a second caller waits for the first
 	LOCK TABLE df_internal.restore_hold IN SHARE ROW EXCLUSIVE MODE;
+	-- the references the loads did not check (restore_loading): whole now,
+	-- or the restore is not complete and the workflows stay held
+	SELECT pg_catalog.string_agg(x.what, '; ') INTO broken FROM (
+		SELECT pg_catalog.format('%s nodes without their instance', count(*)) AS what
+		  FROM df.nodes n
+		 WHERE NOT EXISTS (SELECT FROM df.instances i
+						   WHERE i.id OPERATOR(pg_catalog.=) n.instance_id
+							 AND i.submitted_by OPERATOR(pg_catalog.=) n.submitted_by)
+		HAVING count(*) OPERATOR(pg_catalog.>) 0
+		UNION ALL
+		SELECT pg_catalog.format('%s nodes whose left or right node is missing', count(*))
+		  FROM df.nodes n
+		 WHERE (n.left_node IS NOT NULL AND NOT EXISTS (
+					SELECT FROM df.nodes m WHERE m.instance_id OPERATOR(pg_catalog.=) n.instance_id
+											 AND m.id OPERATOR(pg_catalog.=) n.left_node))
+			OR (n.right_node IS NOT NULL AND NOT EXISTS (
+					SELECT FROM df.nodes m WHERE m.instance_id OPERATOR(pg_catalog.=) n.instance_id
+											 AND m.id OPERATOR(pg_catalog.=) n.right_node))
+		HAVING count(*) OPERATOR(pg_catalog.>) 0
+		UNION ALL
+		SELECT pg_catalog.format('%s instances whose root node is missing', count(*))
+		  FROM df.instances i
+		 WHERE NOT EXISTS (SELECT FROM df.nodes n WHERE n.instance_id OPERATOR(pg_catalog.=) i.id
+													AND n.id OPERATOR(pg_catalog.=) i.root_node)
+		HAVING count(*) OPERATOR(pg_catalog.>) 0
+		UNION ALL
+		SELECT pg_catalog.format('%s map items without their node', count(*))
+		  FROM df_internal.map_items m
+		 WHERE NOT EXISTS (SELECT FROM df.nodes n WHERE n.instance_id OPERATOR(pg_catalog.=) m.instance_id
+													AND n.id OPERATOR(pg_catalog.=) m.node_id)
+		HAVING count(*) OPERATOR(pg_catalog.>) 0
+		UNION ALL
+		SELECT pg_catalog.format('%s map counters without their run', count(*))
+		  FROM df_internal.maps m
+		 WHERE NOT EXISTS (SELECT FROM df_internal.runs r
+						   WHERE r.instance_id OPERATOR(pg_catalog.=) m.instance_id)
+		HAVING count(*) OPERATOR(pg_catalog.>) 0
+		UNION ALL
+		SELECT pg_catalog.format('%s event takes without their event', count(*))
+		  FROM df_internal.bus_takes t
+		 WHERE NOT EXISTS (SELECT FROM df_internal.bus_events e
+						   WHERE e.id OPERATOR(pg_catalog.=) t.event_id)
+		HAVING count(*) OPERATOR(pg_catalog.>) 0) x;
+	IF broken IS NOT NULL THEN
+		RAISE EXCEPTION 'the restore is not complete: %', broken
+			USING ERRCODE = 'foreign_key_violation',
+				  HINT = 'Load the rest of the dump (or restore it again), then call df.resume_restored() again; until then the workflows stay held.';
+	END IF;
 	FOR s IN SELECT * FROM (VALUES
 			('df_internal.tasks_id_seq', 'df_internal.tasks', 'id'),
 			('df_internal.signals_id_seq', 'df_internal.signals', 'id'),

@@ -99,7 +99,8 @@ pgd_store_user_trigger(Relation rel, int16 event)
 		if (t->tgisinternal || t->tgenabled == TRIGGER_DISABLED ||
 			(t->tgtype & event) == 0 ||
 			strcmp(t->tgname, "instances_root_node_same_instance_fkey") == 0 ||
-			strcmp(t->tgname, "restore_hold") == 0)
+			strcmp(t->tgname, "restore_hold") == 0 ||
+			strcmp(t->tgname, "restore_load") == 0)
 			continue;
 		return true;
 	}

@@ -9,8 +9,8 @@
 # of the engine's tables commits long before the GRANTs arrive, and the
 # timers are due by then.  Each form of restore goes into a fresh cluster
 # whose roles have other OIDs: pg_restore -d, psql -f of a plain dump,
-# pg_restore --single-transaction, and a --data-only restore into an
-# installation made by a --schema-only one.  After each, the workers are
+# pg_restore --single-transaction, a --data-only restore into an
+# installation made by a --schema-only one, and pg_restore -j 4.  After each, the workers are
 # seen to hold (the log, df.check()), no step has run and no instance has
 # failed; then df.resume_restored(), and every instance completes, each
 # effect exactly once, no duplicate id in an engine table, df.check()
@@ -172,5 +172,36 @@ $offset = -s $dst->logfile;
 run_ok('pg_restore --data-only', 'pg_restore', '--data-only',
 	'-d', $dst->connstr('postgres'), $dump{custom});
 resume_and_check($dst, 'pg_restore --data-only', $offset);
+
+# --- 5. pg_restore -j 4 ----------------------------------------------------------
+# Four jobs load the tables in any order, each in a transaction of its own:
+# df.nodes may come before df.instances, and no reference is checked until
+# df.resume_restored().
+$dst = target('hold_parallel');
+$offset = -s $dst->logfile;
+run_ok('pg_restore -j 4', 'pg_restore', '-j', '4', '-d', $dst->connstr('postgres'),
+	$dump{custom});
+resume_and_check($dst, 'pg_restore -j 4', $offset);
+
+# --- 6. a restore that is not complete is not resumed ---------------------------
+# The engine's tables without df.instances: df.resume_restored() refuses,
+# names what is missing, and the workers stay held.
+$dst = target('hold_partial');
+$offset = -s $dst->logfile;
+my $list = "$PostgreSQL::Test::Utils::tmp_check/partial.list";
+IPC::Run::run([ 'pg_restore', '-l', $dump{custom} ], '>', \$out) or die "pg_restore -l failed";
+open(my $fh, '>', $list) or die "$list: $!";
+print $fh grep { !/TABLE DATA df instances / } split /^/m, $out;
+close($fh);
+run_ok('pg_restore without df.instances', 'pg_restore', '-L', $list,
+	'-d', $dst->connstr('postgres'), $dump{custom});
+wait_engine_ready($dst, 2);
+$dst->wait_for_log(qr/pg_durable holds the workflows of database "postgres"/, $offset);
+my ($rc, $stdout, $stderr) = $dst->psql('postgres', 'SELECT df.resume_restored()');
+like($stderr, qr/the restore is not complete: \d+ nodes without their instance/,
+	'df.resume_restored() refuses a restore without df.instances and says why');
+is($dst->safe_psql('postgres', "SELECT count(*) FROM df.check() WHERE problem = 'restore_held'"),
+	'1', 'the workers stay held after the refusal');
+$dst->stop('fast');
 
 done_testing();
