@@ -26,6 +26,8 @@ our @EXPORT = qw(
 
 # The role that starts workflows (superusers may not, by default).
 our $ROLE = 'df_user';
+# the database the helpers below look into (pg_durable.database)
+our $DB = 'postgres';
 
 # A running cluster with pg_durable preloaded and $workers executors
 # configured, but no extension and no roles yet (a restore creates them).
@@ -100,7 +102,7 @@ sub query_until
 	while (time() < $deadline)
 	{
 		my ($out, $err) = ('', '');
-		IPC::Run::run([ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c', $sql ],
+		IPC::Run::run([ 'psql', '-XAtq', '-d', $node->connstr($DB), '-c', $sql ],
 			'<', \undef, '>', \$out, '2>', \$err);
 		chomp $out;
 		return 1 if $out eq 't';
@@ -196,7 +198,7 @@ sub wait_instances_done
 	for (my $i = 0; $i < 600; $i++)
 	{
 		# (psql, not safe_psql: the server may be restarting after a crash)
-		$node->psql('postgres',
+		$node->psql($DB,
 			"SELECT count(*) = 0 FROM df.instances WHERE status IN ('pending', 'running')",
 			stdout => \$done);
 		last if $done eq 't';
@@ -206,7 +208,7 @@ sub wait_instances_done
 	unless ($ok)
 	{
 		my $state;
-		$node->psql('postgres', q{
+		$node->psql($DB, q{
 SELECT string_agg(format('%s %s (%s tasks)', i.id, i.status,
                          (SELECT count(*) FROM df_internal.tasks t WHERE t.instance_id = i.id)), ', ')
 FROM df.instances i WHERE i.status IN ('pending', 'running')}, stdout => \$state);
@@ -263,11 +265,11 @@ SELECT format('check %s %s %s', instance_id, problem, detail) FROM df.check();},
 sub check_effects
 {
 	my ($node, $ninstances) = @_;
-	my $ok = is( $node->safe_psql('postgres',
+	my $ok = is( $node->safe_psql($DB,
 			"SELECT status, count(*) FROM df.instances GROUP BY status ORDER BY status"),
 		"completed|$ninstances",
 		"all $ninstances instances completed");
-	$ok &= is( $node->safe_psql('postgres', q{
+	$ok &= is( $node->safe_psql($DB, q{
 SELECT coalesce(string_agg(format('%s/%s: %s', instance_id, step, n), ', '), 'none')
 FROM (SELECT instance_id, step, count(e.at) AS n
       FROM expected x FULL JOIN effects e USING (instance_id, step)
@@ -281,7 +283,7 @@ FROM (SELECT instance_id, step, count(e.at) AS n
 sub check_engine_empty
 {
 	my ($node) = @_;
-	is( $node->safe_psql('postgres', q{
+	is( $node->safe_psql($DB, q{
 SELECT (SELECT count(*) FROM df_internal.tasks) || ' tasks, '
     || (SELECT count(*) FROM df_internal.runs) || ' runs, '
     || (SELECT count(*) FROM df_internal.joins) || ' joins, '

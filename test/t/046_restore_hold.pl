@@ -10,7 +10,8 @@
 # timers are due by then.  Each form of restore goes into a fresh cluster
 # whose roles have other OIDs: pg_restore -d, psql -f of a plain dump,
 # pg_restore --single-transaction, a --data-only restore into an
-# installation made by a --schema-only one, and pg_restore -j 4.  After each, the workers are
+# installation made by a --schema-only one, pg_restore -j 4, and a restore
+# into the source cluster itself under a new database name.  After each, the workers are
 # seen to hold (the log, df.check()), no step has run and no instance has
 # failed; then df.resume_restored(), and every instance completes, each
 # effect exactly once, no duplicate id in an engine table, df.check()
@@ -52,7 +53,7 @@ sub effect
 $src->safe_psql('postgres', qq{
 SET ROLE $role;
 CREATE TEMP TABLE chains AS
-  SELECT df.start(} . effect('c1') . ' ~> ' . effect('c2') . ' ~> df.sleep(5) ~> ' . effect('c3')
+  SELECT df.start(} . effect('c1') . ' ~> ' . effect('c2') . ' ~> df.sleep(20) ~> ' . effect('c3')
 	  . qq{) AS id FROM generate_series(1, 300);
 RESET ROLE;
 INSERT INTO expected SELECT id, s FROM chains, unnest('{c1,c2,c3}'::text[]) s;
@@ -61,11 +62,12 @@ INSERT INTO expected SELECT id, s FROM chains, unnest('{c1,c2,c3}'::text[]) s;
 for my $i (1 .. 10)
 {
 	my $id = $src->safe_psql('postgres',
-		"SET ROLE $role; SELECT df.start(" . effect('s1') . " ~> df.sleep(6) ~> " . effect('s2') . ");");
+		"SET ROLE $role; SELECT df.start(" . effect('s1') . " ~> df.sleep(21) ~> " . effect('s2') . ");");
 	$src->safe_psql('postgres',
 		"INSERT INTO expected VALUES ('$id', 's1'), ('$id', 's2')");
 }
-# dump while the sleepers sleep and the chains are in their timers
+# dump while the sleepers sleep and the chains are in their timers (of
+# 20 s: no instance ends while even a loaded machine dumps)
 query_until($src, "SELECT count(*) >= 300 FROM df_internal.tasks WHERE kind = 'timer'")
   or die "the instances did not reach their timers";
 my %dump = (
@@ -112,29 +114,29 @@ sub resume_and_check
 {
 	my ($node, $what, $offset) = @_;
 	wait_engine_ready($node, 2);
-	$node->wait_for_log(qr/pg_durable holds the workflows of database "postgres"/, $offset);
-	my $before = $node->safe_psql('postgres', 'SELECT count(*) FROM effects');
-	is( $node->safe_psql('postgres',
+	$node->wait_for_log(qr/pg_durable holds the workflows of database "$PgDurableTest::DB"/, $offset);
+	my $before = $node->safe_psql($PgDurableTest::DB, 'SELECT count(*) FROM effects');
+	is( $node->safe_psql($PgDurableTest::DB,
 			"SELECT count(*) FROM df.check() WHERE problem = 'restore_held'"),
 		'1', "$what: df.check() reports the hold");
-	is( $node->safe_psql('postgres',
+	is( $node->safe_psql($PgDurableTest::DB,
 			"SELECT count(*) FROM df.instances WHERE status NOT IN ('pending', 'running')"),
 		'0', "$what: no instance ended while held");
 	# an executor that found a due timer would have run its step by now:
 	# both have looked at least once since the hold (the log above)
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM effects'),
+	is($node->safe_psql($PgDurableTest::DB, 'SELECT count(*) FROM effects'),
 		$before, "$what: no step ran while held");
-	is($node->safe_psql('postgres', 'SELECT df.resume_restored() > 0'),
+	is($node->safe_psql($PgDurableTest::DB, 'SELECT df.resume_restored() > 0'),
 		't', "$what: df.resume_restored() lets the live instances go on");
 	wait_instances_done($node, $what);
 	check_effects($node, 310);
 	for my $t (qw(tasks signals events))
 	{
-		is( $node->safe_psql('postgres',
+		is( $node->safe_psql($PgDurableTest::DB,
 				"SELECT count(*) - count(DISTINCT id) FROM df_internal.$t"),
 			'0', "$what: no duplicate id in df_internal.$t");
 	}
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM df.check()'),
+	is($node->safe_psql($PgDurableTest::DB, 'SELECT count(*) FROM df.check()'),
 		'0', "$what: df.check() is clean");
 	check_engine_empty($node);
 	$node->stop('fast');
@@ -203,5 +205,19 @@ like($stderr, qr/the restore is not complete: \d+ nodes without their instance/,
 is($dst->safe_psql('postgres', "SELECT count(*) FROM df.check() WHERE problem = 'restore_held'"),
 	'1', 'the workers stay held after the refusal');
 $dst->stop('fast');
+
+# --- 7. the same cluster, under a new name --------------------------------------
+# The source cluster itself, with the engine moved to the restored copy
+# (pg_durable.database): the original database keeps its rows, untouched.
+$src->append_conf('postgresql.conf', "pg_durable.database = 'restored'");
+$src->start;
+$src->safe_psql('postgres', 'CREATE DATABASE restored');
+$offset = -s $src->logfile;
+run_ok('pg_restore -d restored on the same cluster', 'pg_restore', '-d', $src->connstr('restored'),
+	$dump{custom});
+{
+	local $PgDurableTest::DB = 'restored';
+	resume_and_check($src, 'same cluster, new name', $offset);
+}
 
 done_testing();
