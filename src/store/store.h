@@ -33,6 +33,7 @@
 #include "datatype/timestamp.h"
 #include "utils/relcache.h"
 
+#include "core/breaker_state.h"
 #include "core/task_ref.h"
 #include "store/types.h"
 
@@ -586,5 +587,22 @@ extern char *pgd_store_limit_space(const char *key, Oid role,
 
 /* A name as its user wrote it: without the prefix of a role's own space. */
 extern const char *pgd_space_display(const char *name);
+
+/* ---------------------------------------------------------------------
+ * Circuit breakers (breakers.c)
+ * ---------------------------------------------------------------------
+ */
+/* Read breaker name's definition and persisted state; false when it does not exist. */
+extern bool pgd_store_breaker_load(const char *name, PgdBreakerSettings *s,
+								   PgdBreakerState *state, TimestampTz *opened_at,
+								   TimestampTz *open_until);
+
+/*
+ * Persist the changes of state of breaker name, oldest first, made by a
+ * call of role (by_role; InvalidOid: none, such as an expired permit).
+ */
+extern void pgd_store_breaker_persist(const char *name,
+									  const PgdBreakerChanges *ch,
+									  Oid role);
 
 #endif /* PG_DURABLE_STORE_H */

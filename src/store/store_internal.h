@@ -107,6 +107,12 @@ typedef enum PgdStmt
 	STMT_UNDO_REQUEUE,
 	/* batches */
 	STMT_RUN_LOCK_NOWAIT,
+	/* maintenance */
+	STMT_START_SWEEP,
+	STMT_STALE_READY,
+	/* the hold of a restore */
+	STMT_RESTORE_HELD,
+	STMT_RESTORE_HOLD_ADD,
 	STMT_COUNT
 } PgdStmt;
 
@@ -123,7 +129,9 @@ typedef enum PgdStmt
  * A statement that reads or writes df.nodes or the history, or calls one
  * of the extension's functions (which may read anything: df.check()'s
  * rows), names FLUSH_NODE_WRITES; one that reads the queue or the JOIN
- * counters (df.check()'s rows too) names FLUSH_TASKS or FLUSH_JOIN_COUNTS.
+ * counters (df.check()'s rows too) names FLUSH_TASKS or FLUSH_JOIN_COUNTS;
+ * one that reads the entries of keyed locks FLUSH_LOCK_KEYS, one that
+ * counts the holders of a limit key FLUSH_LIMIT_SLOTS.
  * Those that add tasks, or a JOIN counter, need nothing written before
  * them.  The others leave the node writes held, so that a transition's
  * writes go out together, and a batch's until its commit: reading the
@@ -135,6 +143,8 @@ typedef enum PgdStmt
 #define FLUSH_NODE_WRITES HELD_MASK(HELD_NODE_WRITES) /* df.nodes, the history */
 #define FLUSH_TASKS		  HELD_MASK(HELD_TASKS)		  /* df_internal.tasks */
 #define FLUSH_JOIN_COUNTS HELD_MASK(HELD_JOIN_COUNTS) /* df_internal.joins */
+#define FLUSH_LOCK_KEYS	  HELD_MASK(HELD_LOCK_KEYS)	  /* locks, lock_keys */
+#define FLUSH_LIMIT_SLOTS HELD_MASK(HELD_LIMIT_SLOTS) /* limit_holders */
 
 /*
  * Which instances a statement touches: those of one instance, named by its

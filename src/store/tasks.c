@@ -548,27 +548,13 @@ claim_start_marker(PgdTaskRef task, PgdClaim *c)
 int
 pgd_store_start_sweep(const char *after, int max, char next[PGD_ID_LEN + 1])
 {
-	Oid		types[2] = {TEXTOID, INT4OID};
 	Datum	values[2];
 	int		rows;
 	int		made = 0;
 
 	values[0] = CStringGetTextDatum(after);
 	values[1] = Int32GetDatum(max);
-	rows = pgd_spi_exec(
-		"WITH scanned AS (SELECT r.instance_id, r.status FROM df_internal.runs r "
-		" WHERE r.instance_id OPERATOR(pg_catalog.>) $1::varchar "
-		" ORDER BY r.instance_id LIMIT $2), "
-		"made AS (INSERT INTO df_internal.tasks (instance_id, scope, kind) "
-		" SELECT s.instance_id, s.instance_id, 'start' FROM scanned s "
-		" WHERE s.status OPERATOR(pg_catalog.=) 'pending' "
-		" AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t "
-		"  WHERE t.instance_id OPERATOR(pg_catalog.=) s.instance_id "
-		"  AND t.kind OPERATOR(pg_catalog.=) 'start') RETURNING id) "
-		"SELECT m.id, (SELECT max(instance_id) FROM scanned), "
-		" (SELECT count(*) FROM scanned) "
-		"FROM (SELECT 1) one LEFT JOIN made m ON true",
-		2, types, values, NULL, false);
+	rows = store_run(STMT_START_SWEEP, values, NULL);
 	next[0] = '\0';
 	for (int i = 0; i < rows; i++)
 	{
@@ -598,15 +584,7 @@ pgd_store_stale_ready(int secs, int64 *tasks, int64 *starts)
 
 	snprintf(s, sizeof(s), "%d", secs);
 	*tasks = *starts = 0;
-	if (PGD_EXEC("SELECT (SELECT count(*) FROM df_internal.tasks "
-				 "  WHERE kind OPERATOR(pg_catalog.<>) 'http' "
-				 "  AND run_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) "
-				 "   pg_catalog.make_interval(secs => $1::int))), "
-				 " (SELECT count(*) FROM df_internal.runs "
-				 "  WHERE status OPERATOR(pg_catalog.=) 'pending' "
-				 "  AND created_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) "
-				 "   pg_catalog.make_interval(secs => $1::int)))",
-				 s) > 0)
+	if (RUN(STMT_STALE_READY, s) > 0)
 	{
 		*tasks = strtoll(store_get_string(0, 1), NULL, 10);
 		*starts = strtoll(store_get_string(0, 2), NULL, 10);
