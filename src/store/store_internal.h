@@ -19,6 +19,8 @@
 #include "postgres.h"
 
 #include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "nodes/execnodes.h"
 
 #include "store/types.h"
 
@@ -559,5 +561,35 @@ extern void store_tasks_init(void);
 /* inbox.c: the runs row with SKIP LOCKED */
 extern bool store_run_lock_skip(const char *instance_id, bool *held,
 								char **status);
+
+/* ---------------------------------------------------------------------
+ * row_prep.c: a table's column defaults and CHECK constraints, prepared
+ * once per backend for the rows df.start writes without a statement
+ * (start_rows.c).  The caller has the table open.
+ * ---------------------------------------------------------------------
+ */
+typedef struct PgdRowPrep PgdRowPrep;
+
+/*
+ * The prepared defaults and checks of rel, built at the first call in this
+ * backend and again after the table's definition changed.  Valid until the
+ * next call.
+ */
+extern PgdRowPrep *store_row_prep(Relation rel);
+
+/*
+ * Fill slot's columns that given (indexed by attribute number - 1) does not
+ * mark with their defaults (NULL where there is none), as an INSERT does.
+ */
+extern void store_row_prep_defaults(PgdRowPrep *prep, TupleTableSlot *slot,
+									const bool *given, ExprContext *econtext);
+
+/*
+ * The NOT NULL and CHECK constraints of rri's table on the row in slot,
+ * with the errors an INSERT raises (estate's per-tuple context evaluates
+ * them).
+ */
+extern void store_row_prep_check(PgdRowPrep *prep, ResultRelInfo *rri,
+								 TupleTableSlot *slot, EState *estate);
 
 #endif /* PG_DURABLE_STORE_INTERNAL_H */
