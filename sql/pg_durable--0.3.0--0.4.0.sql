@@ -1971,7 +1971,7 @@ GROUP BY x.instance_id
 $check$;
 
 -- The row checks of df.nodes and df_internal.events that name every node
--- type or event kind (src/api/row_checks.c): PostgreSQL prepares a table's
+-- type or event kind (src/store/row_checks.c): PostgreSQL prepares a table's
 -- CHECK expressions again in every statement that writes a row, and as IN
 -- lists and a CASE over the node types they took a third of an executor's
 -- CPU.  Anyone may call them: whoever writes a node or an event runs them.

@@ -48,7 +48,7 @@ CREATE FUNCTION df.target_database() RETURNS text
 COMMENT ON FUNCTION df.target_database() IS 'the database the extension and its executors live in (pg_durable.database)';
 
 -- The row checks of df.nodes and df_internal.events that name every node
--- type or event kind (src/api/row_checks.c): PostgreSQL prepares a table's
+-- type or event kind (src/store/row_checks.c): PostgreSQL prepares a table's
 -- CHECK expressions again in every statement that writes a row, and as IN
 -- lists and a CASE over the node types they took a third of an executor's
 -- CPU.  Anyone may call them: whoever writes a node or an event runs them.

@@ -3,8 +3,7 @@
  * api.h
  *	  What the files of the SQL interface share: df.start and df.signal in
  *	  a new transaction (new_txn.c), used by df.start (start.c) and
- *	  df.signal (signal.c); df.start's rows written without a statement
- *	  (start_rows.c).
+ *	  df.signal (signal.c).
  *
  * Locks: see each file.
  *
@@ -41,16 +40,6 @@ typedef struct StartTrace
 	const char *traceparent; /* as given, or NULL: a new trace */
 	const char *tracestate;	 /* as given, or NULL */
 } StartTrace;
-
-/* start_rows.c: df.start's rows written without a statement */
-extern void pgd_start_random_id(char *out);
-extern void pgd_start_no_free_id(void); /* raises an error */
-extern bool pgd_start_instance_row(char *instance_id, const char *label,
-								   const char *root_id, Oid userid,
-								   const char *database, const StartTrace *tr);
-extern bool pgd_start_run_row(const char *instance_id, Oid userid,
-							  const char *label, const char *database,
-							  const char *key, bool events);
 
 /* new_txn.c: the entry points of the start and signal sessions */
 PGDLLEXPORT void pgd_start_session_main(Datum main_arg);

@@ -35,6 +35,7 @@
 #include "core/breaker_state.h"
 #include "engine/breaker_admission.h"
 #include "graph/orch_config.h"
+#include "store/store.h"
 
 PG_FUNCTION_INFO_V1(pgd_create_circuit_breaker);
 PG_FUNCTION_INFO_V1(pgd_drop_circuit_breaker);
@@ -309,7 +310,7 @@ pgd_reset_circuit_breaker(PG_FUNCTION_ARGS)
 		PgdBreakerTransition *tr = &ch.t[0];
 
 		memset(&ch, 0, sizeof(ch));
-		if (!pgd_breaker_load(name, &s, &tr->from, &opened_at, &open_until))
+		if (!pgd_store_breaker_load(name, &s, &tr->from, &opened_at, &open_until))
 			elog(ERROR, "circuit breaker \"%s\" vanished", name);
 		ch.n = 1;
 		tr->to = PGD_BREAKER_CLOSED;
@@ -317,7 +318,7 @@ pgd_reset_circuit_breaker(PG_FUNCTION_ARGS)
 		tr->failure_rate = -1;
 		tr->reason = "reset";
 	}
-	pgd_breaker_persist(name, &ch, caller);
+	pgd_store_breaker_persist(name, &ch, caller);
 	as_caller(&save);
 	PG_RETURN_VOID();
 }
@@ -377,7 +378,7 @@ pgd_circuit_breakers(PG_FUNCTION_ARGS)
 			TimestampTz		   opened_at;
 			TimestampTz		   open_until;
 
-			if (!pgd_breaker_load(names[i], &s, &state, &opened_at,
+			if (!pgd_store_breaker_load(names[i], &s, &state, &opened_at,
 								  &open_until))
 				continue; /* dropped meanwhile */
 			pgd_breaker_install(MyDatabaseId, names[i], &s, state, opened_at,

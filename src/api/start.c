@@ -68,7 +68,6 @@
 
 #include "common/compat.h"
 #include "common/messages.h"
-#include "common/row_prep.h"
 #include "api/api.h"
 #include "common/spi.h"
 #include "common/trace.h"
@@ -83,7 +82,6 @@
 #include "results/results.h"
 #include "steps/remote.h"
 
-#define NODE_INSERT_BATCH			  1000
 #define ID_ATTEMPTS					  10
 #define PGD_MAX_IDEMPOTENCY_KEY_BYTES 1000
 
@@ -190,231 +188,29 @@ persisted_query(NodeList *list, NodeRow *row)
 	return dfjson_to_text(cfg);
 }
 
-static Datum
-text_array(Datum *elems, bool *nulls, int n)
-{
-	int dims[1] = {n};
-	int lbs[1] = {1};
-
-	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs,
-											  TEXTOID, -1, false,
-											  TYPALIGN_INT));
-}
-
 /*
- * The same rows by an INSERT, through which a trigger of the user's on
- * df.nodes fires (insert_nodes): its foreign keys are checked at commit,
- * and the nodes side of the root-node check skips them while
- * pg_durable.start_inserts_nodes is on (its WHEN reads the setting).
+ * The node rows of the graph, in pre-order, written by the store
+ * (pgd_store_start_nodes: straight into df.nodes's heap and indexes, or by
+ * an INSERT when a trigger of the user's must fire).
  */
-static void
-insert_node_rows_statement(const char *instance_id, Oid submitter,
-						   const char *database, NodeList *list)
-{
-	int start;
-	int nest = NewGUCNestLevel();
-
-	(void) set_config_option("pg_durable.start_inserts_nodes", "on", PGC_SUSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-
-	for (start = 0; start < list->count; start += NODE_INSERT_BATCH)
-	{
-		int	   n = Min(NODE_INSERT_BATCH, list->count - start);
-		Datum *cols[6];
-		bool  *nulls[6];
-		Oid	   types[9] = {TEXTOID,		 OIDOID,	   TEXTOID,
-						   TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
-						   TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
-		Datum  values[9];
-		char   argnulls[9] = "         ";
-		int	   c, i;
-
-		for (c = 0; c < 6; c++)
-		{
-			cols[c] = palloc(sizeof(Datum) * n);
-			nulls[c] = palloc0(sizeof(bool) * n);
-		}
-		for (i = 0; i < n; i++)
-		{
-			NodeRow *row = &list->rows[start + i];
-			char	*q = persisted_query(list, row);
-
-			cols[0][i] = pgd_text_datum(row->id);
-			cols[1][i] = pgd_text_datum(df_node_type_name(row->node->type));
-			if (q)
-				cols[2][i] = pgd_text_datum(q);
-			else
-				nulls[2][i] = true;
-			if (row->node->result_name)
-				cols[3][i] = pgd_text_datum(row->node->result_name);
-			else
-				nulls[3][i] = true;
-			if (row->left >= 0)
-				cols[4][i] = pgd_text_datum(list->rows[row->left].id);
-			else
-				nulls[4][i] = true;
-			if (row->right >= 0)
-				cols[5][i] = pgd_text_datum(list->rows[row->right].id);
-			else
-				nulls[5][i] = true;
-		}
-		values[0] = pgd_text_datum(instance_id);
-		values[1] = ObjectIdGetDatum(submitter);
-		if (database)
-			values[2] = pgd_text_datum(database);
-		else
-			argnulls[2] = 'n';
-		for (c = 0; c < 6; c++)
-			values[3 + c] = text_array(cols[c], nulls[c], n);
-
-		pgd_spi_exec("INSERT INTO df.nodes (instance_id, submitted_by, database, id, node_type, "
-					 "query, result_name, left_node, right_node) "
-					 "SELECT $1, $2::pg_catalog.regrole, $3, u.* "
-					 "FROM ROWS FROM (pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6), "
-					 "pg_catalog.unnest($7), pg_catalog.unnest($8), pg_catalog.unnest($9)) AS u",
-					 9, types, values, argnulls, false);
-	}
-	AtEOXact_GUC(true, nest);
-}
-
-/*
- * df.start's node rows go straight into df.nodes's heap and indexes, the way
- * COPY writes them (one WAL record per page of rows), not through an
- * INSERT: an INSERT queues three deferred foreign-key checks per row
- * (nodes_instance_identity_fkey and the two graph references) and the
- * nodes side of the root-node check, and at commit each check is a query
- * that locks the row it finds with a WAL record of its own.  Those rows
- * are all this transaction's own, written just before from one graph
- * whose references df.start made itself: the checks could not fail, and
- * no other transaction can see, let alone delete, the rows they lock.
- * For a 20-step chain they were half of df.start's time and 109 bytes of
- * WAL per step.  The constraints stand for every other write:
- * a restore, a hand-made row, df.map's nodes (map_items.c).  The rows keep
- * everything else an INSERT gives them: the column defaults, the CHECK
- * and NOT NULL constraints, every index, unique ones checked.
- */
-static const char *const node_columns[] = {
-	"instance_id", "submitted_by", "database",	"id",		 "node_type",
-	"query",	   "result_name",  "left_node", "right_node"};
-
-#define NODE_COLUMNS lengthof(node_columns)
-
-/* The values of one row's given columns, in node_columns's order. */
-static void
-node_row_values(const char *instance_id, Oid submitter, const char *database,
-				NodeList *list, NodeRow *row, Datum *values, bool *nulls)
-{
-	char *q = persisted_query(list, row);
-
-	memset(nulls, 0, sizeof(bool) * NODE_COLUMNS);
-	values[0] = pgd_text_datum(instance_id);
-	values[1] = ObjectIdGetDatum(submitter);
-	values[2] = database ? pgd_text_datum(database) : (Datum) 0;
-	nulls[2] = database == NULL;
-	values[3] = pgd_text_datum(row->id);
-	values[4] = pgd_text_datum(df_node_type_name(row->node->type));
-	values[5] = q ? pgd_text_datum(q) : (Datum) 0;
-	nulls[5] = q == NULL;
-	values[6] = row->node->result_name ?
-		pgd_text_datum(row->node->result_name) :
-		(Datum) 0;
-	nulls[6] = row->node->result_name == NULL;
-	values[7] =
-		row->left >= 0 ? pgd_text_datum(list->rows[row->left].id) : (Datum) 0;
-	nulls[7] = row->left < 0;
-	values[8] = row->right >= 0 ? pgd_text_datum(list->rows[row->right].id) :
-								  (Datum) 0;
-	nulls[8] = row->right < 0;
-}
-
 static void
 insert_nodes(const char *instance_id, Oid submitter, const char *database,
 			 NodeList *list)
 {
-	Oid				 relid;
-	Relation		 rel;
-	TupleDesc		 desc;
-	EState			*estate;
-	ResultRelInfo	*rri;
-	ExprContext		*econtext;
-	PgdRowPrep		*prep;
-	bool			*is_given;
-	int				 given[NODE_COLUMNS];
-	TupleTableSlot **slots;
-	CommandId		 cid = GetCurrentCommandId(true);
-	int				 nslots = Min(NODE_INSERT_BATCH, list->count);
-	int				 c, i, start;
+	PgdStartNode *rows = palloc(sizeof(PgdStartNode) * Max(list->count, 1));
 
-	relid = get_relname_relid("nodes", get_namespace_oid("df", false));
-	if (!OidIsValid(relid))
-		elog(ERROR, "table df.nodes does not exist");
-	rel = table_open(relid, RowExclusiveLock);
-	if (pgd_store_user_trigger(rel, TRIGGER_TYPE_INSERT))
+	for (int i = 0; i < list->count; i++)
 	{
-		table_close(rel, NoLock);
-		insert_node_rows_statement(instance_id, submitter, database, list);
-		return;
+		NodeRow *row = &list->rows[i];
+
+		rows[i].id = row->id;
+		rows[i].node_type = df_node_type_name(row->node->type);
+		rows[i].query = persisted_query(list, row);
+		rows[i].result_name = row->node->result_name;
+		rows[i].left = row->left >= 0 ? list->rows[row->left].id : NULL;
+		rows[i].right = row->right >= 0 ? list->rows[row->right].id : NULL;
 	}
-	desc = RelationGetDescr(rel);
-	is_given = palloc0(sizeof(bool) * desc->natts);
-	for (c = 0; c < (int) NODE_COLUMNS; c++)
-	{
-		AttrNumber attnum = attnameAttNum(rel, node_columns[c], false);
-
-		if (attnum <= 0)
-			elog(ERROR, "table df.nodes has no column \"%s\"",
-				 node_columns[c]);
-		given[c] = attnum - 1;
-		is_given[attnum - 1] = true;
-	}
-	/* the other columns' defaults and the checks, prepared once (row_prep.c) */
-	prep = pgd_row_prep(rel);
-
-	estate = CreateExecutorState();
-	rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(rri, rel, 0, NULL, 0);
-	ExecOpenIndices(rri, false);
-	econtext = GetPerTupleExprContext(estate);
-
-	slots = palloc(sizeof(TupleTableSlot *) * nslots);
-	for (i = 0; i < nslots; i++)
-		slots[i] = table_slot_create(rel, NULL);
-
-	for (start = 0; start < list->count; start += nslots)
-	{
-		int n = Min(nslots, list->count - start);
-
-		for (i = 0; i < n; i++)
-		{
-			TupleTableSlot *slot = slots[i];
-			Datum			values[NODE_COLUMNS];
-			bool			nulls[NODE_COLUMNS];
-
-			ExecClearTuple(slot);
-			pgd_row_prep_defaults(prep, slot, is_given, econtext);
-			node_row_values(instance_id, submitter, database, list,
-							&list->rows[start + i], values, nulls);
-			for (c = 0; c < (int) NODE_COLUMNS; c++)
-			{
-				slot->tts_values[given[c]] = values[c];
-				slot->tts_isnull[given[c]] = nulls[c];
-			}
-			ExecStoreVirtualTuple(slot);
-			pgd_row_prep_check(prep, rri, slot, estate);
-		}
-		table_multi_insert(rel, slots, n, cid, 0, NULL);
-		for (i = 0; i < n; i++)
-			(void) pgd_insert_index_tuples(rri, slots[i], estate);
-		ResetPerTupleExprContext(estate);
-	}
-
-	for (i = 0; i < nslots; i++)
-		ExecDropSingleTupleTableSlot(slots[i]);
-	ExecCloseIndices(rri);
-	FreeExecutorState(estate);
-	table_close(rel, NoLock);
-	/* the statements after these see the rows */
-	CommandCounterIncrement();
+	pgd_store_start_nodes(instance_id, submitter, database, list->count, rows);
 }
 
 static void
@@ -492,8 +288,10 @@ insert_instance(char *instance_id, const char *label, const char *root_id,
 	int attempt;
 
 	if (key == NULL &&
-		pgd_start_instance_row(instance_id, label, root_id, userid, database,
-							   tr))
+		pgd_store_start_instance_row(instance_id, label, root_id, userid,
+									 database, tr ? tr->trace_id : NULL,
+									 tr ? tr->traceparent : NULL,
+									 tr ? tr->tracestate : NULL))
 		return true;
 	for (attempt = 0;; attempt++)
 	{
@@ -503,8 +301,8 @@ insert_instance(char *instance_id, const char *label, const char *root_id,
 		char  nulls[10] = "          ";
 
 		if (attempt == ID_ATTEMPTS)
-			pgd_start_no_free_id();
-		pgd_start_random_id(instance_id);
+			pgd_store_no_free_instance_id();
+		pgd_store_random_instance_id(instance_id);
 		values[0] = pgd_text_datum(instance_id);
 		if (label)
 			values[1] = pgd_text_datum(label);
@@ -602,7 +400,7 @@ static void
 insert_run(const char *instance_id, Oid userid, const char *label,
 		   const char *database, const char *key, bool events)
 {
-	if (!pgd_start_run_row(instance_id, userid, label, database, key, events))
+	if (!pgd_store_start_run_row(instance_id, userid, label, database, key, events))
 	{
 		Oid	  types[5] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTOID};
 		Datum values[5];

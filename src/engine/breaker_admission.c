@@ -2,12 +2,9 @@
  *
  * breaker_admission.c
  *	  Circuit breakers in the engine (docs/design/breakers.md):
- *	  the admission of a call, the record of its outcome, and the two
- *	  tables behind the shared-memory machine (core/breaker_state.c):
- *	  df_internal.circuit_breakers holds the definitions,
- *	  df_internal.circuit_breaker_transitions every change of state; the
- *	  latest transition of a breaker (since its creation) is its state when
- *	  it is loaded again, so an open breaker stays open across a restart.
+ *	  the admission of a call and the record of its outcome, on the
+ *	  shared-memory machine (core/breaker_state.c), whose definitions and
+ *	  transitions the store reads and writes (store/breakers.c).
  *
  * A breaker is loaded into shared memory by the first call that needs it.
  * The transitions are written in the transaction that made them; if it
@@ -38,108 +35,6 @@
 #include "engine/breaker_admission.h"
 #include "graph/orch_config.h"
 #include "store/store.h"
-
-#define SQL_LOAD \
-	"SELECT b.failure_rate_threshold, b.minimum_calls, b.window_size, " \
-	"(extract(epoch FROM b.wait_duration) * 1000)::int8, b.half_open_calls, " \
-	"(extract(epoch FROM b.slow_call_duration) * 1000)::int8, " \
-	"b.slow_call_rate_threshold, pg_catalog.array_to_string(b.record_on, ','), " \
-	"t.to_state, t.opened_at, t.open_until " \
-	"FROM df_internal.circuit_breakers b LEFT JOIN LATERAL (" \
-	"SELECT x.to_state, x.opened_at, x.open_until " \
-	"FROM df_internal.circuit_breaker_transitions x " \
-	"WHERE x.name OPERATOR(pg_catalog.=) b.name " \
-	"AND x.at OPERATOR(pg_catalog.>=) b.created_at " \
-	"ORDER BY x.at DESC LIMIT 1) t ON true " \
-	"WHERE b.name OPERATOR(pg_catalog.=) $1"
-
-#define SQL_PERSIST \
-	"INSERT INTO df_internal.circuit_breaker_transitions " \
-	"(name, at, from_state, to_state, opened_at, open_until, failure_rate, " \
-	"calls, reason, by_role) VALUES ($1, $2::timestamptz, $3, $4, $5::timestamptz, " \
-	"$6::timestamptz, $7::float8, $8::int4, $9, " \
-	"NULLIF($10::pg_catalog.oid, 0)::pg_catalog.regrole)"
-
-/*
- * The history a breaker keeps: its latest HISTORY_KEEP transitions, trimmed
- * when it closes, skipping rows another transaction holds (never waiting).
- */
-#define HISTORY_KEEP "1000"
-#define SQL_TRIM \
-	"DELETE FROM df_internal.circuit_breaker_transitions WHERE id IN (" \
-	"SELECT id FROM df_internal.circuit_breaker_transitions " \
-	"WHERE name OPERATOR(pg_catalog.=) $1 ORDER BY at DESC OFFSET " HISTORY_KEEP \
-	" " \
-	"FOR UPDATE SKIP LOCKED)"
-
-static void persist_one(const char *name, const PgdBreakerTransition *tr,
-						Oid role);
-
-static TimestampTz
-parse_ts(const char *s)
-{
-	if (s == NULL)
-		return 0;
-	return DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
-												   CStringGetDatum(s),
-												   ObjectIdGetDatum(InvalidOid),
-												   Int32GetDatum(-1)));
-}
-
-static char *
-ts_text(TimestampTz t)
-{
-	return t == 0 ? NULL : pstrdup(timestamptz_to_str(t));
-}
-
-bool
-pgd_breaker_load(const char *name, PgdBreakerSettings *s,
-				 PgdBreakerState *state, TimestampTz *opened_at,
-				 TimestampTz *open_until)
-{
-	char *v;
-
-	if (PGD_EXEC(SQL_LOAD, name) != 1)
-		return false;
-	memset(s, 0, sizeof(*s));
-	s->failure_rate_threshold = atoi(pgd_spi_getstring(0, 1));
-	s->minimum_calls = atoi(pgd_spi_getstring(0, 2));
-	s->window_size = atoi(pgd_spi_getstring(0, 3));
-	s->wait_ms = strtoll(pgd_spi_getstring(0, 4), NULL, 10);
-	s->half_open_calls = atoi(pgd_spi_getstring(0, 5));
-	v = pgd_spi_getstring(0, 6);
-	s->slow_call_ms = v ? strtoll(v, NULL, 10) : -1;
-	s->slow_call_rate_threshold = atoi(pgd_spi_getstring(0, 7));
-	strlcpy(s->record_on, pgd_spi_getstring(0, 8), sizeof(s->record_on));
-	v = pgd_spi_getstring(0, 9);
-	*state = PGD_BREAKER_CLOSED;
-	if (v != NULL && !pgd_breaker_state_from_name(v, state))
-		*state = PGD_BREAKER_CLOSED;
-	*opened_at = parse_ts(pgd_spi_getstring(0, 10));
-	*open_until = parse_ts(pgd_spi_getstring(0, 11));
-	return true;
-}
-
-void
-pgd_breaker_persist(const char *name, const PgdBreakerChanges *ch, Oid role)
-{
-	for (int i = 0; i < ch->n; i++)
-	{
-		persist_one(name, &ch->t[i], role);
-		if (ch->t[i].to == PGD_BREAKER_CLOSED)
-			PGD_EXEC(SQL_TRIM, name);
-	}
-}
-
-static void
-persist_one(const char *name, const PgdBreakerTransition *tr, Oid role)
-{
-	PGD_EXEC(SQL_PERSIST, name, ts_text(tr->at),
-			 pgd_breaker_state_name(tr->from), pgd_breaker_state_name(tr->to),
-			 ts_text(tr->opened_at), ts_text(tr->open_until),
-			 tr->failure_rate >= 0 ? psprintf("%.2f", tr->failure_rate) : NULL,
-			 psprintf("%d", tr->calls), tr->reason, psprintf("%u", role));
-}
 
 /*
  * The probes admitted by the current transaction, with the subtransaction
@@ -223,7 +118,7 @@ slot_of(const char *name)
 
 	if (slot >= 0)
 		return slot;
-	if (!pgd_breaker_load(name, &s, &state, &opened_at, &open_until))
+	if (!pgd_store_breaker_load(name, &s, &state, &opened_at, &open_until))
 		return -1;
 	return pgd_breaker_install(MyDatabaseId, name, &s, state, opened_at,
 							   open_until);
@@ -272,7 +167,7 @@ pgd_breaker_admit_call(const char *name, Oid role, PgdBreakerTicket *t,
 	}
 	if (r == PGD_BREAKER_NOT_LOADED)
 		elog(ERROR, "circuit breaker \"%s\" could not be loaded", name);
-	pgd_breaker_persist(name, &ch, role);
+	pgd_store_breaker_persist(name, &ch, role);
 	if (r == PGD_BREAKER_ADMITTED)
 	{
 		t->role = role;
@@ -341,5 +236,5 @@ pgd_breaker_record_call(const PgdBreakerTicket *t, const PgdOutcome *outcome)
 	failed = recorded_as_failure(s.record_on, outcome_code(outcome));
 	slow = s.slow_call_ms >= 0 && (now - t->started) / 1000 >= s.slow_call_ms;
 	pgd_breaker_record(t, failed, slow, now, &ch);
-	pgd_breaker_persist(t->name, &ch, t->role);
+	pgd_store_breaker_persist(t->name, &ch, t->role);
 }

@@ -39,16 +39,4 @@ extern bool pgd_breaker_admit_call(const char *name, Oid role,
 extern void pgd_breaker_record_call(const PgdBreakerTicket *t,
 									const PgdOutcome	   *outcome);
 
-/*
- * Persist the changes of state of breaker name, oldest first, made by a
- * call of role (by_role; InvalidOid: none, such as an expired permit).
- */
-extern void pgd_breaker_persist(const char *name, const PgdBreakerChanges *ch,
-								Oid role);
-
-/* Read breaker name's definition and persisted state; false when it does not exist. */
-extern bool pgd_breaker_load(const char *name, PgdBreakerSettings *s,
-							 PgdBreakerState *state, TimestampTz *opened_at,
-							 TimestampTz *open_until);
-
 #endif /* PG_DURABLE_ENGINE_BREAKER_ADMISSION_H */

@@ -40,8 +40,9 @@
 #include "postgres.h"
 
 #include "common/spi.h"
-#include "store/store.h"
 #include "core/wake.h"
+#include "store/store.h"
+#include "store/store_internal.h"
 
 /*
  * The events instance $1 may still take of topic $2 whose payload contains
@@ -61,21 +62,97 @@
 	"WHERE t.instance_id OPERATOR(pg_catalog.=) r.instance_id " \
 	"AND t.event_id OPERATOR(pg_catalog.=) b.id) "
 
+/* The statements of the event bus (statements.c runs them: store_exec). */
+#define T TEXTOID
+
+enum
+{
+	BUS_TAKE,
+	BUS_WAIT_ADD,
+	BUS_WAITS,
+	BUS_RETENTION,
+	BUS_SWEEP,
+	BUS_STMTS
+};
+
+static const PgdStmtDef bus_stmts[BUS_STMTS] = {
+	[BUS_TAKE] =
+		{"an EVENT node's take of the first event it may take, and the snapshot that looked",
+		 0, REACH_INSTANCE,
+		 "WITH e AS (SELECT b.id, b.key, b.payload, b.published_at " ELIGIBLE_EVENTS
+		 "ORDER BY b.id LIMIT 1), "
+		 "taken AS (INSERT INTO df_internal.bus_takes (instance_id, event_id) "
+		 "SELECT $1, e.id FROM e) "
+		 "SELECT pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())::text, "
+		 "(SELECT pg_catalog.json_build_object('topic', $2::text, 'key', e.key, "
+		 "'payload', e.payload, 'published_at', e.published_at, "
+		 "'event_id', e.id)::text FROM e)",
+		 4,
+		 {T, T, T, T}},
+	[BUS_WAIT_ADD] =
+		{"an EVENT node's registered wait",
+		 0, REACH_INSTANCE,
+		 "INSERT INTO df_internal.waits (instance_id, node_id, scope, name, event_xmin) "
+		 "VALUES ($1, $2, $3, '', $4::pg_catalog.xid8) "
+		 "ON CONFLICT (instance_id, node_id, scope) DO UPDATE "
+		 "SET name = EXCLUDED.name, event_xmin = EXCLUDED.event_xmin",
+		 4,
+		 {T, T, T, T}},
+	[BUS_WAITS] =
+		{"an instance's registered EVENT waits",
+		 0, REACH_INSTANCE,
+		 "SELECT node_id, scope, event_xmin FROM df_internal.waits "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND name OPERATOR(pg_catalog.=) '' ORDER BY seq",
+		 1,
+		 {T}},
+	[BUS_RETENTION] =
+		{"the bus's events older than the retention dropped",
+		 0, REACH_ALL,
+		 "DELETE FROM df_internal.bus_events WHERE published_at "
+		 "OPERATOR(pg_catalog.<) (pg_catalog.now() "
+		 "OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1::int))",
+		 1,
+		 {T}},
+	[BUS_SWEEP] =
+		{"a deliver task for each instance with a registered EVENT wait that an event of the bus matches",
+		 FLUSH_NODE_WRITES, REACH_ALL,
+		 "INSERT INTO df_internal.tasks (instance_id, scope, kind) "
+		 "SELECT m.instance_id, m.instance_id, 'deliver' FROM ("
+		 " SELECT DISTINCT w.instance_id FROM df_internal.runs r "
+		 " JOIN df_internal.waits w ON w.instance_id OPERATOR(pg_catalog.=) r.instance_id "
+		 " JOIN df.nodes n ON n.instance_id OPERATOR(pg_catalog.=) w.instance_id "
+		 "  AND n.id OPERATOR(pg_catalog.=) w.node_id "
+		 " WHERE w.name OPERATOR(pg_catalog.=) '' AND n.node_type OPERATOR(pg_catalog.=) 'EVENT' "
+		 " AND EXISTS (SELECT 1 FROM df_internal.bus_events b "
+		 "  WHERE b.topic OPERATOR(pg_catalog.=) df_internal.space_name('topic', "
+		 "   n.query::pg_catalog.jsonb OPERATOR(pg_catalog.->>) 'topic', "
+		 "   r.submitted_by::pg_catalog.oid, 'subscribe') "
+		 "  AND b.payload OPERATOR(pg_catalog.@>) COALESCE("
+		 "   n.query::pg_catalog.jsonb OPERATOR(pg_catalog.->) 'filter', '{}') "
+		 "  AND b.xid OPERATOR(pg_catalog.>=) GREATEST(pg_catalog.pg_snapshot_xmin(r.start_snapshot), "
+		 "   COALESCE(w.event_xmin, '0'::pg_catalog.xid8)) "
+		 "  AND NOT pg_catalog.pg_visible_in_snapshot(b.xid, r.start_snapshot) "
+		 "  AND NOT EXISTS (SELECT 1 FROM df_internal.bus_takes t "
+		 "   WHERE t.instance_id OPERATOR(pg_catalog.=) w.instance_id "
+		 "   AND t.event_id OPERATOR(pg_catalog.=) b.id))) m "
+		 "RETURNING id",
+		 0,
+		 {0},
+		 true},
+};
+
+#undef T
+
+static PgdStmtPlan bus_plans[BUS_STMTS];
+
 bool
 pgd_store_event_take(const char *instance_id, const char *topic,
 					 const char *filter, const char *after_xid, char **result,
 					 char **horizon)
 {
 	/* one statement, so the horizon is the snapshot that looked */
-	if (PGD_EXEC("WITH e AS (SELECT b.id, b.key, b.payload, b.published_at " ELIGIBLE_EVENTS
-				 "ORDER BY b.id LIMIT 1), "
-				 "taken AS (INSERT INTO df_internal.bus_takes (instance_id, event_id) "
-				 "SELECT $1, e.id FROM e) "
-				 "SELECT pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())::text, "
-				 "(SELECT pg_catalog.json_build_object('topic', $2::text, 'key', e.key, "
-				 "'payload', e.payload, 'published_at', e.published_at, "
-				 "'event_id', e.id)::text FROM e)",
-				 instance_id, topic, filter, after_xid) != 1)
+	if (STORE_EXEC(bus_stmts, bus_plans, BUS_TAKE, instance_id, topic, filter, after_xid) != 1)
 		elog(ERROR, "the event take returned no row");
 	*horizon = pgd_spi_getstring(0, 1);
 	*result = pgd_spi_getstring(0, 2);
@@ -86,11 +163,7 @@ void
 pgd_store_event_wait_add(const char *instance_id, const char *node_id,
 						 const char *scope, const char *horizon)
 {
-	PGD_EXEC("INSERT INTO df_internal.waits (instance_id, node_id, scope, name, event_xmin) "
-			 "VALUES ($1, $2, $3, '', $4::pg_catalog.xid8) "
-			 "ON CONFLICT (instance_id, node_id, scope) DO UPDATE "
-			 "SET name = EXCLUDED.name, event_xmin = EXCLUDED.event_xmin",
-			 instance_id, node_id, scope, horizon);
+	STORE_EXEC(bus_stmts, bus_plans, BUS_WAIT_ADD, instance_id, node_id, scope, horizon);
 }
 
 int
@@ -101,10 +174,7 @@ pgd_store_event_waits(const char *instance_id, char ***node_ids,
 
 	if (!pgd_internal_relation_exists("bus_events"))
 		return 0; /* an older schema: no EVENT waits (nor event_xmin) */
-	n = PGD_EXEC("SELECT node_id, scope, event_xmin FROM df_internal.waits "
-				 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-				 "AND name OPERATOR(pg_catalog.=) '' ORDER BY seq",
-				 instance_id);
+	n = STORE_EXEC(bus_stmts, bus_plans, BUS_WAITS, instance_id);
 
 	*node_ids = palloc(sizeof(char *) * Max(n, 1));
 	*scopes = palloc(sizeof(char *) * Max(n, 1));
@@ -129,27 +199,7 @@ pgd_store_event_sweep(void)
 
 	if (!pgd_internal_relation_exists("bus_events"))
 		return -1;
-	n = pgd_exec("INSERT INTO df_internal.tasks (instance_id, scope, kind) "
-				 "SELECT m.instance_id, m.instance_id, 'deliver' FROM ("
-				 " SELECT DISTINCT w.instance_id FROM df_internal.runs r "
-				 " JOIN df_internal.waits w ON w.instance_id OPERATOR(pg_catalog.=) r.instance_id "
-				 " JOIN df.nodes n ON n.instance_id OPERATOR(pg_catalog.=) w.instance_id "
-				 "  AND n.id OPERATOR(pg_catalog.=) w.node_id "
-				 " WHERE w.name OPERATOR(pg_catalog.=) '' AND n.node_type OPERATOR(pg_catalog.=) 'EVENT' "
-				 " AND EXISTS (SELECT 1 FROM df_internal.bus_events b "
-				 "  WHERE b.topic OPERATOR(pg_catalog.=) df_internal.space_name('topic', "
-				 "   n.query::pg_catalog.jsonb OPERATOR(pg_catalog.->>) 'topic', "
-				 "   r.submitted_by::pg_catalog.oid, 'subscribe') "
-				 "  AND b.payload OPERATOR(pg_catalog.@>) COALESCE("
-				 "   n.query::pg_catalog.jsonb OPERATOR(pg_catalog.->) 'filter', '{}') "
-				 "  AND b.xid OPERATOR(pg_catalog.>=) GREATEST(pg_catalog.pg_snapshot_xmin(r.start_snapshot), "
-				 "   COALESCE(w.event_xmin, '0'::pg_catalog.xid8)) "
-				 "  AND NOT pg_catalog.pg_visible_in_snapshot(b.xid, r.start_snapshot) "
-				 "  AND NOT EXISTS (SELECT 1 FROM df_internal.bus_takes t "
-				 "   WHERE t.instance_id OPERATOR(pg_catalog.=) w.instance_id "
-				 "   AND t.event_id OPERATOR(pg_catalog.=) b.id))) m "
-				 "RETURNING id",
-				 0, NULL);
+	n = store_exec(&bus_stmts[BUS_SWEEP], &bus_plans[BUS_SWEEP], NULL, NULL);
 
 	for (int i = 0; i < n; i++)
 		pgd_task_ready_at_commit(strtoll(pgd_spi_getstring(i, 1), NULL, 10));
@@ -165,8 +215,5 @@ pgd_store_event_retention(int retention_days)
 		return -1;
 
 	snprintf(days, sizeof(days), "%d", retention_days);
-	return PGD_EXEC("DELETE FROM df_internal.bus_events WHERE published_at "
-					"OPERATOR(pg_catalog.<) (pg_catalog.now() "
-					"OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1::int))",
-					days);
+	return STORE_EXEC(bus_stmts, bus_plans, BUS_RETENTION, days);
 }

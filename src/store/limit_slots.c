@@ -52,6 +52,197 @@
 #include "store/store.h"
 #include "store/store_internal.h"
 
+/* The statements of limits (statements.c runs them: store_exec). */
+#define T TEXTOID
+
+enum
+{
+	LIMIT_SLOT_WRITE,
+	LIMIT_KEY_LOCK_PLAIN,
+	LIMIT_KEY_MAKE,
+	LIMIT_KEY_COUNT,
+	LIMIT_HOLDER_ADD,
+	LIMIT_KEY_QUEUED,
+	LIMIT_PUMP,
+	LIMIT_KEY_LOCK,
+	LIMIT_TIMER,
+	LIMIT_RELEASE_HELD,
+	LIMIT_RELEASE_NODE,
+	LIMIT_RELEASE_NODE_LOCK,
+	LIMIT_RELEASE_SCOPE,
+	LIMIT_REPAIR_NODE,
+	LIMIT_WAITER_KEY,
+	LIMIT_FORGET_IDLE,
+	LIMIT_ENTER,
+	LIMIT_STMTS
+};
+
+static const PgdStmtDef limit_stmts[LIMIT_STMTS] = {
+	[LIMIT_SLOT_WRITE] =
+		{"a slot given in memory, as its holder row",
+		 0, REACH_ALL,
+		 "INSERT INTO df_internal.limit_holders "
+		 "(instance_id, node_id, scope, key, submitted_by, since, started) "
+		 "SELECT $2, $3, $4, $1, r.submitted_by, $5::pg_catalog.timestamptz, true "
+		 "FROM df_internal.runs r WHERE r.instance_id OPERATOR(pg_catalog.=) $2",
+		 5,
+		 {T, T, T, T, T}},
+	[LIMIT_KEY_LOCK_PLAIN] =
+		{"a key's row with these settings and a concurrency limit only, locked",
+		 0, REACH_ALL,
+		 "SELECT 1 FROM df_internal.limits "
+		 "WHERE key OPERATOR(pg_catalog.=) $1 "
+		 "AND max_concurrent OPERATOR(pg_catalog.=) $2::int "
+		 "AND rate IS NULL AND burst IS NULL FOR UPDATE",
+		 2,
+		 {T, T}},
+	[LIMIT_KEY_MAKE] =
+		{"a key's row made, with a concurrency limit only",
+		 0, REACH_ALL,
+		 "INSERT INTO df_internal.limits (key, max_concurrent, tokens_at) "
+		 "VALUES ($1, $2::int, pg_catalog.clock_timestamp()) "
+		 "ON CONFLICT (key) DO NOTHING",
+		 2,
+		 {T, T}},
+	[LIMIT_KEY_COUNT] =
+		{"a key's holders and whether it has waiters",
+		 0, REACH_ALL,
+		 "SELECT (SELECT pg_catalog.count(*) FROM df_internal.limit_holders h "
+		 " WHERE h.key OPERATOR(pg_catalog.=) $1), "
+		 "EXISTS (SELECT 1 FROM df_internal.limit_waiters w "
+		 " WHERE w.key OPERATOR(pg_catalog.=) $1)",
+		 1,
+		 {T}},
+	[LIMIT_HOLDER_ADD] =
+		{"a holder of a key with a free slot and nobody queued",
+		 FLUSH_LIMIT_SLOTS, REACH_ALL,
+		 "INSERT INTO df_internal.limit_holders "
+		 "(instance_id, node_id, scope, key, submitted_by, started) "
+		 "SELECT $2, $3, $4, $1, r.submitted_by, true FROM df_internal.runs r "
+		 "WHERE r.instance_id OPERATOR(pg_catalog.=) $2 "
+		 "AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters w "
+		 "  WHERE w.key OPERATOR(pg_catalog.=) $1) "
+		 "AND (SELECT pg_catalog.count(*) FROM df_internal.limit_holders h "
+		 "  WHERE h.key OPERATOR(pg_catalog.=) $1) OPERATOR(pg_catalog.<) $5::int",
+		 5,
+		 {T, T, T, T, T}},
+	[LIMIT_KEY_QUEUED] =
+		{"whether anybody waits for a key",
+		 0, REACH_ALL,
+		 "SELECT 1 FROM df_internal.limit_waiters "
+		 "WHERE key OPERATOR(pg_catalog.=) $1 LIMIT 1",
+		 1,
+		 {T}},
+	[LIMIT_PUMP] =
+		{"a freed slot of a key handed to the head of its queue",
+		 FLUSH_LIMIT_SLOTS, REACH_ALL,
+		 "SELECT action, instance_id, node_id, scope, at "
+		 "FROM df_internal.limit_pump($1, NULL, NULL, NULL)",
+		 1,
+		 {T}},
+	[LIMIT_KEY_LOCK] =
+		{"a key's row, locked",
+		 0, REACH_ALL,
+		 "SELECT 1 FROM df_internal.limits "
+		 "WHERE key OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+		 1,
+		 {T}},
+	[LIMIT_TIMER] =
+		{"a LIMIT node's timer",
+		 FLUSH_LIMIT_SLOTS, REACH_INSTANCE,
+		 "SELECT action, instance_id, node_id, scope, at "
+		 "FROM df_internal.limit_timer($1, $2, $3)",
+		 3,
+		 {T, T, T}},
+	[LIMIT_RELEASE_HELD] =
+		{"a slot of a key whose row the transaction holds, released, and whether anybody waits",
+		 0, REACH_INSTANCE,
+		 "WITH h AS (DELETE FROM df_internal.limit_holders "
+		 " WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 " AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
+		 " RETURNING key) "
+		 "SELECT h.key, EXISTS (SELECT 1 FROM df_internal.limit_waiters w "
+		 " WHERE w.key OPERATOR(pg_catalog.=) h.key) FROM h",
+		 3,
+		 {T, T, T}},
+	[LIMIT_RELEASE_NODE] =
+		{"a node execution's slot released",
+		 0, REACH_INSTANCE,
+		 "DELETE FROM df_internal.limit_holders "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
+		 "RETURNING key",
+		 3,
+		 {T, T, T}},
+	[LIMIT_RELEASE_NODE_LOCK] =
+		{"a node execution's slot released, its key's row locked",
+		 0, REACH_INSTANCE,
+		 "WITH h AS (DELETE FROM df_internal.limit_holders "
+		 " WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 " AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
+		 " RETURNING key) "
+		 "SELECT l.key FROM df_internal.limits l "
+		 "WHERE l.key IN (SELECT key FROM h) FOR UPDATE OF l",
+		 3,
+		 {T, T, T}},
+	[LIMIT_RELEASE_SCOPE] =
+		{"the slots and queue places of a scope or an instance released",
+		 0, REACH_INSTANCE,
+		 "WITH h AS (DELETE FROM df_internal.limit_holders x "
+		 " WHERE x.instance_id OPERATOR(pg_catalog.=) $1 AND ($2::text IS NULL "
+		 "  OR x.scope OPERATOR(pg_catalog.=) $2 "
+		 "  OR pg_catalog.starts_with(x.scope, $2 OPERATOR(pg_catalog.||) '::')) "
+		 " RETURNING x.key), "
+		 "w AS (DELETE FROM df_internal.limit_waiters y "
+		 " WHERE y.instance_id OPERATOR(pg_catalog.=) $1 AND ($2::text IS NULL "
+		 "  OR y.scope OPERATOR(pg_catalog.=) $2 "
+		 "  OR pg_catalog.starts_with(y.scope, $2 OPERATOR(pg_catalog.||) '::')) "
+		 " RETURNING y.key) "
+		 "SELECT DISTINCT u.key FROM (SELECT key FROM h UNION ALL SELECT key FROM w) u "
+		 "ORDER BY 1",
+		 2,
+		 {T, T}},
+	[LIMIT_REPAIR_NODE] =
+		{"the slot and queue place of an ended node execution dropped",
+		 FLUSH_LIMIT_SLOTS, REACH_INSTANCE,
+		 "WITH h AS (DELETE FROM df_internal.limit_holders x "
+		 "  WHERE x.instance_id OPERATOR(pg_catalog.=) $1 "
+		 "  AND x.node_id OPERATOR(pg_catalog.=) $2 "
+		 "  AND x.scope OPERATOR(pg_catalog.=) $3 RETURNING x.key), "
+		 "w AS (DELETE FROM df_internal.limit_waiters y "
+		 "  WHERE y.instance_id OPERATOR(pg_catalog.=) $1 "
+		 "  AND y.node_id OPERATOR(pg_catalog.=) $2 "
+		 "  AND y.scope OPERATOR(pg_catalog.=) $3 RETURNING y.key) "
+		 "SELECT key FROM h UNION SELECT key FROM w",
+		 3,
+		 {T, T, T}},
+	[LIMIT_WAITER_KEY] =
+		{"the key a node execution waits for",
+		 0, REACH_INSTANCE,
+		 "SELECT key FROM df_internal.limit_waiters "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3",
+		 3,
+		 {T, T, T}},
+	[LIMIT_FORGET_IDLE] =
+		{"the rows of idle keys dropped",
+		 FLUSH_LIMIT_SLOTS, REACH_ALL,
+		 "SELECT df_internal.limit_forget_idle($1::int)",
+		 1,
+		 {T}},
+	[LIMIT_ENTER] =
+		{"a node execution enters a key: admitted, queued or timed out",
+		 FLUSH_LIMIT_SLOTS, REACH_ALL,
+		 "SELECT action, instance_id, node_id, scope, at "
+		 "FROM df_internal.limit_enter($1, $2, $3, $4, $5, $6, $7, $8)",
+		 8,
+		 {T, INT4OID, FLOAT8OID, INT4OID, T, T, T, TIMESTAMPTZOID}},
+};
+
+#undef T
+
+static PgdStmtPlan limit_plans[LIMIT_STMTS];
+
 typedef struct LimitRow
 {
 	char	   *action;
@@ -145,13 +336,14 @@ held_current(void)
 	nheld = 0; /* their strings went with the transaction */
 }
 
-static void slots_write_all(void);
-
-/* What this transaction knows of its key rows; its slots in memory written first. */
+/*
+ * What this transaction knows of its key rows, forgotten before one of the
+ * install script's limit functions runs (its statement writes the slots
+ * given in memory first: FLUSH_LIMIT_SLOTS).
+ */
 static void
 held_forget(void)
 {
-	slots_write_all();
 	held_current();
 	nheld = 0;
 	store_xact_keys_clear(&store_entered_limit_keys);
@@ -238,11 +430,7 @@ slots_write_all(void)
 
 	while ((m = store_held_next(&store_held_slots, NULL, &i)) != NULL)
 	{
-		if (PGD_EXEC("INSERT INTO df_internal.limit_holders "
-					 "(instance_id, node_id, scope, key, submitted_by, since, started) "
-					 "SELECT $2, $3, $4, $1, r.submitted_by, $5::pg_catalog.timestamptz, true "
-					 "FROM df_internal.runs r WHERE r.instance_id OPERATOR(pg_catalog.=) $2",
-					 m->key, m->instance_id, m->node_id, m->scope, m->since) != 1)
+		if (STORE_EXEC(limit_stmts, limit_plans, LIMIT_SLOT_WRITE, m->key, m->instance_id, m->node_id, m->scope, m->since) != 1)
 			elog(ERROR,
 				 "the slot of limit key \"%s\" given in memory was not written",
 				 m->key);
@@ -280,11 +468,7 @@ enter_at_once(const char *instance_id, const char *node_id, const char *scope,
 		volatile bool fresh = false;
 
 		STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", key,
-					   n = PGD_EXEC("SELECT 1 FROM df_internal.limits "
-									"WHERE key OPERATOR(pg_catalog.=) $1 "
-									"AND max_concurrent OPERATOR(pg_catalog.=) $2::int "
-									"AND rate IS NULL AND burst IS NULL FOR UPDATE",
-									key, max_text));
+					   n = STORE_EXEC(limit_stmts, limit_plans, LIMIT_KEY_LOCK_PLAIN, key, max_text));
 		if (n == 0)
 		{
 			/*
@@ -299,10 +483,7 @@ enter_at_once(const char *instance_id, const char *node_id, const char *scope,
 			 * instance of a key per instance (pg_stat_statements).
 			 */
 			STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", key,
-						   n = PGD_EXEC("INSERT INTO df_internal.limits (key, max_concurrent, tokens_at) "
-										"VALUES ($1, $2::int, pg_catalog.clock_timestamp()) "
-										"ON CONFLICT (key) DO NOTHING",
-										key, max_text));
+						   n = STORE_EXEC(limit_stmts, limit_plans, LIMIT_KEY_MAKE, key, max_text));
 			if (n == 0)
 				return false;
 			fresh = true;
@@ -310,11 +491,7 @@ enter_at_once(const char *instance_id, const char *node_id, const char *scope,
 		store_keys_locked(PGD_KEYS_LIMIT, key);
 		/* counted after the lock: every holder and waiter committed before it */
 		if (in_memory && !fresh)
-			PGD_EXEC("SELECT (SELECT pg_catalog.count(*) FROM df_internal.limit_holders h "
-					 " WHERE h.key OPERATOR(pg_catalog.=) $1), "
-					 "EXISTS (SELECT 1 FROM df_internal.limit_waiters w "
-					 " WHERE w.key OPERATOR(pg_catalog.=) $1)",
-					 key);
+			STORE_EXEC(limit_stmts, limit_plans, LIMIT_KEY_COUNT, key);
 		if (fresh)
 			h = key_hold(key, max_concurrent, 0, !in_memory);
 		else
@@ -331,17 +508,8 @@ enter_at_once(const char *instance_id, const char *node_id, const char *scope,
 					   timestamptz_to_str(GetCurrentTimestamp()));
 		return true;
 	}
-	/* the holder rows are counted below: none of this key may be in memory */
-	slots_write_all();
-	if (PGD_EXEC("INSERT INTO df_internal.limit_holders "
-				 "(instance_id, node_id, scope, key, submitted_by, started) "
-				 "SELECT $2, $3, $4, $1, r.submitted_by, true FROM df_internal.runs r "
-				 "WHERE r.instance_id OPERATOR(pg_catalog.=) $2 "
-				 "AND NOT EXISTS (SELECT 1 FROM df_internal.limit_waiters w "
-				 "  WHERE w.key OPERATOR(pg_catalog.=) $1) "
-				 "AND (SELECT pg_catalog.count(*) FROM df_internal.limit_holders h "
-				 "  WHERE h.key OPERATOR(pg_catalog.=) $1) OPERATOR(pg_catalog.<) $5::int",
-				 key, instance_id, node_id, scope, max_text) != 1)
+	/* the holder rows are counted below: none of this key may be in memory (FLUSH_LIMIT_SLOTS) */
+	if (STORE_EXEC(limit_stmts, limit_plans, LIMIT_HOLDER_ADD, key, instance_id, node_id, scope, max_text) != 1)
 		return false;
 	store_xact_keys_add(&store_entered_limit_keys, instance_id, node_id, scope, key);
 	return true;
@@ -359,14 +527,10 @@ pump_locked(const char *key)
 {
 	int n;
 
-	if (PGD_EXEC("SELECT 1 FROM df_internal.limit_waiters "
-				 "WHERE key OPERATOR(pg_catalog.=) $1 LIMIT 1",
-				 key) == 0)
+	if (STORE_EXEC(limit_stmts, limit_plans, LIMIT_KEY_QUEUED, key) == 0)
 		return;
-	slots_write_all(); /* it counts the holders */
-	n = PGD_EXEC("SELECT action, instance_id, node_id, scope, at "
-				 "FROM df_internal.limit_pump($1, NULL, NULL, NULL)",
-				 key);
+	/* it counts the holders: the slots in memory are written first */
+	n = STORE_EXEC(limit_stmts, limit_plans, LIMIT_PUMP, key);
 	held_forget(); /* it may change the key's row */
 	(void) limit_rows(n, NULL, NULL, NULL);
 }
@@ -390,9 +554,7 @@ pump_if_queued(const char *key)
 
 	STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", key,
 				   (void)
-					   PGD_EXEC("SELECT 1 FROM df_internal.limits "
-								"WHERE key OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-								key));
+					   STORE_EXEC(limit_stmts, limit_plans, LIMIT_KEY_LOCK, key));
 	store_keys_locked(PGD_KEYS_LIMIT, key);
 	pump_locked(key);
 }
@@ -402,8 +564,6 @@ pgd_store_limit_enter(const char *instance_id, const char *node_id,
 					  const char *scope, const char *key, int max_concurrent,
 					  double rate, int burst, TimestampTz deadline)
 {
-	static const Oid types[8] = {TEXTOID, INT4OID, FLOAT8OID, INT4OID,
-								 TEXTOID, TEXTOID, TEXTOID,	  TIMESTAMPTZOID};
 	Datum			 values[8];
 	char			 nulls[8] = "        ";
 	volatile int	 n = 0;
@@ -425,9 +585,8 @@ pgd_store_limit_enter(const char *instance_id, const char *node_id,
 	nulls[7] = deadline != 0 ? ' ' : 'n';
 	held_forget(); /* the function may change the key's row */
 	STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", key,
-				   n = pgd_spi_exec("SELECT action, instance_id, node_id, scope, at "
-									"FROM df_internal.limit_enter($1, $2, $3, $4, $5, $6, $7, $8)",
-									8, types, values, nulls, false));
+				   n = store_exec(&limit_stmts[LIMIT_ENTER],
+								  &limit_plans[LIMIT_ENTER], values, nulls));
 	store_keys_locked(PGD_KEYS_LIMIT, key);
 	return limit_rows(n, instance_id, node_id, scope);
 }
@@ -441,9 +600,7 @@ pgd_store_limit_timer(const char *instance_id, const char *node_id,
 	held_forget(); /* the function may change the key's row */
 	/* the key is the node's: it locks a row not known here */
 	STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", NULL,
-				   n = PGD_EXEC("SELECT action, instance_id, node_id, scope, at "
-								"FROM df_internal.limit_timer($1, $2, $3)",
-								instance_id, node_id, scope));
+				   n = STORE_EXEC(limit_stmts, limit_plans, LIMIT_TIMER, instance_id, node_id, scope));
 	store_keys_locked(PGD_KEYS_LIMIT, NULL);
 	return limit_rows(n, instance_id, node_id, scope);
 }
@@ -463,13 +620,7 @@ release_held(const char *instance_id, const char *node_id, const char *scope)
 
 	if (key == NULL || !key_held(key, -1))
 		return false;
-	n = PGD_EXEC("WITH h AS (DELETE FROM df_internal.limit_holders "
-				 " WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-				 " AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
-				 " RETURNING key) "
-				 "SELECT h.key, EXISTS (SELECT 1 FROM df_internal.limit_waiters w "
-				 " WHERE w.key OPERATOR(pg_catalog.=) h.key) FROM h",
-				 instance_id, node_id, scope);
+	n = STORE_EXEC(limit_stmts, limit_plans, LIMIT_RELEASE_HELD, instance_id, node_id, scope);
 	if (n == 0)
 		return true; /* nothing was held */
 	gone = pgd_spi_getstring(0, 1);
@@ -512,11 +663,7 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 		 */
 		if (IsolationUsesXactSnapshot())
 		{
-			if (PGD_EXEC("DELETE FROM df_internal.limit_holders "
-						 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-						 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
-						 "RETURNING key",
-						 instance_id, node_id, scope) == 1)
+			if (STORE_EXEC(limit_stmts, limit_plans, LIMIT_RELEASE_NODE, instance_id, node_id, scope) == 1)
 				pump_if_queued(pgd_spi_getstring(0, 1));
 		}
 		else if (release_held(instance_id, node_id, scope))
@@ -527,13 +674,7 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 
 			STORE_KEY_ROWS(PGD_KEYS_LIMIT, "limit", NULL,
 						   held =
-							   PGD_EXEC("WITH h AS (DELETE FROM df_internal.limit_holders "
-										" WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-										" AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
-										" RETURNING key) "
-										"SELECT l.key FROM df_internal.limits l "
-										"WHERE l.key IN (SELECT key FROM h) FOR UPDATE OF l",
-										instance_id, node_id, scope));
+							   STORE_EXEC(limit_stmts, limit_plans, LIMIT_RELEASE_NODE_LOCK, instance_id, node_id, scope));
 			if (held == 1)
 			{
 				char *key = pgd_spi_getstring(0, 1);
@@ -563,19 +704,7 @@ pgd_store_limit_release(const char *instance_id, const char *node_id,
 	 * A plain statement: a scope without limits costs one indexed delete
 	 * on each table, nothing more.
 	 */
-	n = PGD_EXEC("WITH h AS (DELETE FROM df_internal.limit_holders x "
-				 " WHERE x.instance_id OPERATOR(pg_catalog.=) $1 AND ($2::text IS NULL "
-				 "  OR x.scope OPERATOR(pg_catalog.=) $2 "
-				 "  OR pg_catalog.starts_with(x.scope, $2 OPERATOR(pg_catalog.||) '::')) "
-				 " RETURNING x.key), "
-				 "w AS (DELETE FROM df_internal.limit_waiters y "
-				 " WHERE y.instance_id OPERATOR(pg_catalog.=) $1 AND ($2::text IS NULL "
-				 "  OR y.scope OPERATOR(pg_catalog.=) $2 "
-				 "  OR pg_catalog.starts_with(y.scope, $2 OPERATOR(pg_catalog.||) '::')) "
-				 " RETURNING y.key) "
-				 "SELECT DISTINCT u.key FROM (SELECT key FROM h UNION ALL SELECT key FROM w) u "
-				 "ORDER BY 1",
-				 instance_id, scope);
+	n = STORE_EXEC(limit_stmts, limit_plans, LIMIT_RELEASE_SCOPE, instance_id, scope);
 	if (n == 0)
 		return;
 	keys = pgd_spi_column(n, 1);
@@ -593,16 +722,7 @@ pgd_store_limit_repair(const char *instance_id, const char *node_id,
 		strcmp(problem, "limit_wait_of_ended_node") == 0)
 	{
 		int n =
-			PGD_EXEC("WITH h AS (DELETE FROM df_internal.limit_holders x "
-					 "  WHERE x.instance_id OPERATOR(pg_catalog.=) $1 "
-					 "  AND x.node_id OPERATOR(pg_catalog.=) $2 "
-					 "  AND x.scope OPERATOR(pg_catalog.=) $3 RETURNING x.key), "
-					 "w AS (DELETE FROM df_internal.limit_waiters y "
-					 "  WHERE y.instance_id OPERATOR(pg_catalog.=) $1 "
-					 "  AND y.node_id OPERATOR(pg_catalog.=) $2 "
-					 "  AND y.scope OPERATOR(pg_catalog.=) $3 RETURNING y.key) "
-					 "SELECT key FROM h UNION SELECT key FROM w",
-					 instance_id, node_id, scope);
+			STORE_EXEC(limit_stmts, limit_plans, LIMIT_REPAIR_NODE, instance_id, node_id, scope);
 		char **keys = pgd_spi_column(n, 1);
 
 		for (int i = 0; i < n; i++)
@@ -611,10 +731,7 @@ pgd_store_limit_repair(const char *instance_id, const char *node_id,
 	}
 	if (strcmp(problem, "limit_queue_stuck") == 0)
 	{
-		if (PGD_EXEC("SELECT key FROM df_internal.limit_waiters "
-					 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-					 "AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3",
-					 instance_id, node_id, scope) == 0)
+		if (STORE_EXEC(limit_stmts, limit_plans, LIMIT_WAITER_KEY, instance_id, node_id, scope) == 0)
 			return false;
 		pump_if_queued(pgd_spi_getstring(0, 1));
 		return true;
@@ -637,7 +754,7 @@ pgd_store_limit_forget_idle(int max)
 		return 0;
 	snprintf(max_text, sizeof(max_text), "%d", max);
 	held_forget(); /* it deletes key rows */
-	if (PGD_EXEC("SELECT df_internal.limit_forget_idle($1::int)", max_text) !=
+	if (STORE_EXEC(limit_stmts, limit_plans, LIMIT_FORGET_IDLE, max_text) !=
 		1)
 		return 0;
 	return atoi(pgd_spi_getstring(0, 1));

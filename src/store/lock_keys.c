@@ -72,6 +72,138 @@
 	" AND pg_catalog.starts_with(scope, " s \
 	" OPERATOR(pg_catalog.||) '::')))"
 
+/* The statements of keyed locks (statements.c runs them: store_exec). */
+#define T TEXTOID
+
+enum
+{
+	LOCK_KEY_ROW,
+	LOCK_TAKE_FRESH,
+	LOCK_HELD_WRITE,
+	LOCK_ENTRY_ADD,
+	LOCK_ENTRIES,
+	LOCK_MAX_HELD,
+	LOCK_QUEUE,
+	LOCK_GRANT,
+	LOCK_RELEASE_LOCKED,
+	LOCK_RELEASE_KEYS,
+	LOCK_RESULT_FORGET,
+	LOCK_STMTS
+};
+
+static const PgdStmtDef lock_stmts[LOCK_STMTS] = {
+	[LOCK_KEY_ROW] =
+		{"a key's row, made when it has none, locked",
+		 0, REACH_ALL,
+		 "INSERT INTO df_internal.lock_keys AS k (key) VALUES ($1) "
+		 "ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key",
+		 1,
+		 {T}},
+	[LOCK_TAKE_FRESH] =
+		{"a key nobody has: its row made and the entry held",
+		 0, REACH_ALL,
+		 "WITH k AS (INSERT INTO df_internal.lock_keys (key) VALUES ($1) "
+		 " ON CONFLICT (key) DO NOTHING RETURNING key) "
+		 "INSERT INTO df_internal.locks "
+		 "(key, instance_id, node_id, scope, mode, held, token, since) "
+		 "SELECT k.key, $2, $3, $4, $5, true, "
+		 "pg_catalog.nextval('df_internal.lock_tokens'), "
+		 "pg_catalog.clock_timestamp() FROM k RETURNING token",
+		 5,
+		 {T, T, T, T, T}},
+	[LOCK_HELD_WRITE] =
+		{"a key taken in memory, as its row and its held entry",
+		 0, REACH_ALL,
+		 "WITH k AS (INSERT INTO df_internal.lock_keys (key) VALUES ($1) RETURNING key) "
+		 "INSERT INTO df_internal.locks "
+		 "(key, instance_id, node_id, scope, mode, held, token, since) "
+		 "SELECT k.key, $2, $3, $4, 'exclusive', true, $5::pg_catalog.int8, "
+		 "$6::pg_catalog.timestamptz FROM k",
+		 6,
+		 {T, T, T, T, T, T}},
+	[LOCK_ENTRY_ADD] =
+		{"an entry of a key whose row is locked, held or queued",
+		 0, REACH_ALL,
+		 "INSERT INTO df_internal.locks "
+		 "(key, instance_id, node_id, scope, mode, held, token, since) "
+		 "SELECT $1, $2, $3, $4, $5, s.free, "
+		 "CASE WHEN s.free THEN pg_catalog.nextval('df_internal.lock_tokens') END, "
+		 "CASE WHEN s.free THEN pg_catalog.clock_timestamp() END "
+		 "FROM (SELECT NOT EXISTS (SELECT 1 FROM df_internal.locks x "
+		 " WHERE x.key" EQ "$1 AND (x.mode" EQ "'exclusive' OR $5" EQ
+		 "'exclusive'))"
+		 " AS free) s RETURNING held, token",
+		 5,
+		 {T, T, T, T, T}},
+	[LOCK_ENTRIES] =
+		{"the entries of one node execution",
+		 FLUSH_LOCK_KEYS, REACH_INSTANCE,
+		 "SELECT key, held, token FROM df_internal.locks "
+		 "WHERE instance_id" EQ "$1 AND node_id" EQ "$2 AND scope" EQ
+		 "$3 ORDER BY key",
+		 3,
+		 {T, T, T}},
+	[LOCK_MAX_HELD] =
+		{"the largest key some nodes of an instance hold",
+		 FLUSH_LOCK_KEYS, REACH_INSTANCE,
+		 "SELECT pg_catalog.max(key) FROM df_internal.locks "
+		 "WHERE instance_id" EQ "$1 AND held AND node_id" EQ
+		 "ANY (pg_catalog.string_to_array($2, ','))",
+		 2,
+		 {T, T}},
+	[LOCK_QUEUE] =
+		{"a key's entries in queue order",
+		 0, REACH_ALL,
+		 "SELECT seq, instance_id, node_id, scope, mode, held "
+		 "FROM df_internal.locks WHERE key" EQ "$1 ORDER BY seq",
+		 1,
+		 {T}},
+	[LOCK_GRANT] =
+		{"a queued entry of a key granted",
+		 0, REACH_ALL,
+		 "UPDATE df_internal.locks SET held = true, "
+		 "token = pg_catalog.nextval('df_internal.lock_tokens'), "
+		 "since = pg_catalog.clock_timestamp() "
+		 "WHERE key" EQ "$1 AND seq" EQ "$2::pg_catalog.int8",
+		 2,
+		 {T, T}},
+	[LOCK_RELEASE_LOCKED] =
+		{"the entries of a key whose row is locked released, the row too when nothing is left on it",
+		 0, REACH_ALL,
+		 "WITH d AS (DELETE FROM df_internal.locks WHERE key" EQ
+		 "$1 AND instance_id" EQ "$2 " LOCK_FILTER("$3", "$4")
+		 " RETURNING seq) "
+		 "DELETE FROM df_internal.lock_keys k WHERE k.key" EQ "$1 "
+		 "AND NOT EXISTS (SELECT 1 FROM df_internal.locks x "
+		 " WHERE x.key" EQ "$1 AND x.seq OPERATOR(pg_catalog.<>) ALL "
+		 " (SELECT seq FROM d))",
+		 4,
+		 {T, T, T, T}},
+	[LOCK_RELEASE_KEYS] =
+		{"the keys of an instance's entries, their rows locked in key order",
+		 0, REACH_INSTANCE,
+		 "SELECT e.key, k.key IS NOT NULL FROM "
+		 "(SELECT DISTINCT key FROM df_internal.locks "
+		 " WHERE instance_id" EQ "$1 " LOCK_FILTER("$2", "$3")
+		 " ORDER BY key) e "
+		 "LEFT JOIN LATERAL (SELECT key FROM df_internal.lock_keys y "
+		 " WHERE y.key" EQ "e.key FOR UPDATE) k ON true "
+		 "ORDER BY e.key",
+		 3,
+		 {T, T, T}},
+	[LOCK_RESULT_FORGET] =
+		{"the named result lock of a scope dropped",
+		 0, REACH_INSTANCE,
+		 "DELETE FROM df_internal.results WHERE instance_id" EQ
+		 "$1 AND scope" EQ "$2 AND name" EQ "'lock'",
+		 2,
+		 {T, T}},
+};
+
+#undef T
+
+static PgdStmtPlan lock_plans[LOCK_STMTS];
+
 /* ---------------------------------------------------------------------
  * One order for the key rows (docs/design/architecture.md §5 rule 1)
  *
@@ -269,9 +401,7 @@ lock_key(const char *key)
 {
 	STORE_KEY_ROWS(PGD_KEYS_LOCK, "lock", key, {
 		key_advisory_lock(key);
-		PGD_EXEC("INSERT INTO df_internal.lock_keys AS k (key) VALUES ($1) "
-				 "ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key",
-				 key);
+		STORE_EXEC(lock_stmts, lock_plans, LOCK_KEY_ROW, key);
 	});
 	store_keys_locked(PGD_KEYS_LOCK, key);
 }
@@ -292,15 +422,7 @@ take_fresh_key(const char *instance_id, const char *node_id, const char *scope,
 
 	STORE_KEY_ROWS(PGD_KEYS_LOCK, "lock", key, {
 		key_advisory_lock(key);
-		n = PGD_EXEC("WITH k AS (INSERT INTO df_internal.lock_keys (key) VALUES ($1) "
-					 " ON CONFLICT (key) DO NOTHING RETURNING key) "
-					 "INSERT INTO df_internal.locks "
-					 "(key, instance_id, node_id, scope, mode, held, token, since) "
-					 "SELECT k.key, $2, $3, $4, $5, true, "
-					 "pg_catalog.nextval('df_internal.lock_tokens'), "
-					 "pg_catalog.clock_timestamp() FROM k RETURNING token",
-					 key, instance_id, node_id, scope,
-					 shared ? "shared" : "exclusive");
+		n = STORE_EXEC(lock_stmts, lock_plans, LOCK_TAKE_FRESH, key, instance_id, node_id, scope, shared ? "shared" : "exclusive");
 	});
 	if (n == 0)
 		return false;
@@ -340,13 +462,7 @@ take_fresh_key(const char *instance_id, const char *node_id, const char *scope,
 static void
 held_write(PgdHeldEntry *h)
 {
-	if (PGD_EXEC("WITH k AS (INSERT INTO df_internal.lock_keys (key) VALUES ($1) RETURNING key) "
-				 "INSERT INTO df_internal.locks "
-				 "(key, instance_id, node_id, scope, mode, held, token, since) "
-				 "SELECT k.key, $2, $3, $4, 'exclusive', true, $5::pg_catalog.int8, "
-				 "$6::pg_catalog.timestamptz FROM k",
-				 h->key, h->instance_id, h->node_id, h->scope,
-				 psprintf(INT64_FORMAT, h->token), h->since) != 1)
+	if (STORE_EXEC(lock_stmts, lock_plans, LOCK_HELD_WRITE, h->key, h->instance_id, h->node_id, h->scope, psprintf(INT64_FORMAT, h->token), h->since) != 1)
 		elog(ERROR,
 			 "the lock entry of key \"%s\" held in memory was not written",
 			 h->key);
@@ -414,17 +530,7 @@ pgd_store_lock_take(const char *instance_id, const char *node_id,
 	if (take_fresh_key(instance_id, node_id, scope, key, shared, token))
 		return true;
 	lock_key(key);
-	if (PGD_EXEC("INSERT INTO df_internal.locks "
-				 "(key, instance_id, node_id, scope, mode, held, token, since) "
-				 "SELECT $1, $2, $3, $4, $5, s.free, "
-				 "CASE WHEN s.free THEN pg_catalog.nextval('df_internal.lock_tokens') END, "
-				 "CASE WHEN s.free THEN pg_catalog.clock_timestamp() END "
-				 "FROM (SELECT NOT EXISTS (SELECT 1 FROM df_internal.locks x "
-				 " WHERE x.key" EQ "$1 AND (x.mode" EQ "'exclusive' OR $5" EQ
-				 "'exclusive'))"
-				 " AS free) s RETURNING held, token",
-				 key, instance_id, node_id, scope,
-				 shared ? "shared" : "exclusive") != 1)
+	if (STORE_EXEC(lock_stmts, lock_plans, LOCK_ENTRY_ADD, key, instance_id, node_id, scope, shared ? "shared" : "exclusive") != 1)
 		elog(ERROR, "the lock entry of key \"%s\" was not written", key);
 	tok = pgd_spi_getstring(0, 2);
 	*token = tok ? strtoll(tok, NULL, 10) : 0;
@@ -437,11 +543,7 @@ pgd_store_lock_entries(const char *instance_id, const char *node_id,
 {
 	int n;
 
-	held_write_all(NULL);
-	n = PGD_EXEC("SELECT key, held, token FROM df_internal.locks "
-				 "WHERE instance_id" EQ "$1 AND node_id" EQ "$2 AND scope" EQ
-				 "$3 ORDER BY key",
-				 instance_id, node_id, scope);
+	n = STORE_EXEC(lock_stmts, lock_plans, LOCK_ENTRIES, instance_id, node_id, scope);
 	*entries = palloc0(sizeof(PgdLockEntry) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
@@ -457,11 +559,7 @@ pgd_store_lock_entries(const char *instance_id, const char *node_id,
 char *
 pgd_store_lock_max_held(const char *instance_id, const char *node_ids)
 {
-	held_write_all(NULL);
-	PGD_EXEC("SELECT pg_catalog.max(key) FROM df_internal.locks "
-			 "WHERE instance_id" EQ "$1 AND held AND node_id" EQ
-			 "ANY (pg_catalog.string_to_array($2, ','))",
-			 instance_id, node_ids);
+	STORE_EXEC(lock_stmts, lock_plans, LOCK_MAX_HELD, instance_id, node_ids);
 	return pgd_spi_getstring(0, 1);
 }
 
@@ -485,9 +583,7 @@ grant_next(const char *key)
 	bool  *held;
 	int	   i;
 
-	n = PGD_EXEC("SELECT seq, instance_id, node_id, scope, mode, held "
-				 "FROM df_internal.locks WHERE key" EQ "$1 ORDER BY seq",
-				 key);
+	n = STORE_EXEC(lock_stmts, lock_plans, LOCK_QUEUE, key);
 	if (n == 0)
 		return;
 	seqs = palloc(sizeof(char *) * n);
@@ -515,11 +611,7 @@ grant_next(const char *key)
 			continue;
 		if (!shared[i] && nheld_shared > 0)
 			break; /* FIFO: nobody passes a waiting exclusive request */
-		PGD_EXEC("UPDATE df_internal.locks SET held = true, "
-				 "token = pg_catalog.nextval('df_internal.lock_tokens'), "
-				 "since = pg_catalog.clock_timestamp() "
-				 "WHERE key" EQ "$1 AND seq" EQ "$2::pg_catalog.int8",
-				 key, seqs[i]);
+		STORE_EXEC(lock_stmts, lock_plans, LOCK_GRANT, key, seqs[i]);
 		pgd_store_timer_add(insts[i], nodes[i], scopes[i],
 							GetCurrentTimestamp());
 		if (shared[i])
@@ -538,14 +630,7 @@ static void
 release_locked(const char *key, const char *instance_id, const char *node_id,
 			   const char *scope)
 {
-	if (PGD_EXEC("WITH d AS (DELETE FROM df_internal.locks WHERE key" EQ
-				 "$1 AND instance_id" EQ "$2 " LOCK_FILTER("$3", "$4")
-				 " RETURNING seq) "
-				 "DELETE FROM df_internal.lock_keys k WHERE k.key" EQ "$1 "
-				 "AND NOT EXISTS (SELECT 1 FROM df_internal.locks x "
-				 " WHERE x.key" EQ "$1 AND x.seq OPERATOR(pg_catalog.<>) ALL "
-				 " (SELECT seq FROM d))",
-				 key, instance_id, node_id, scope) == 0)
+	if (STORE_EXEC(lock_stmts, lock_plans, LOCK_RELEASE_LOCKED, key, instance_id, node_id, scope) == 0)
 		grant_next(key);
 }
 
@@ -586,14 +671,7 @@ pgd_store_lock_release(const char *instance_id, const char *node_id,
 								(const char *const[]){instance_id, node_id}))
 		return;
 	STORE_KEY_ROWS(PGD_KEYS_LOCK, "lock", NULL,
-				   n = PGD_EXEC("SELECT e.key, k.key IS NOT NULL FROM "
-								"(SELECT DISTINCT key FROM df_internal.locks "
-								" WHERE instance_id" EQ "$1 " LOCK_FILTER("$2", "$3")
-								" ORDER BY key) e "
-								"LEFT JOIN LATERAL (SELECT key FROM df_internal.lock_keys y "
-								" WHERE y.key" EQ "e.key FOR UPDATE) k ON true "
-								"ORDER BY e.key",
-								instance_id, node_id, scope));
+				   n = STORE_EXEC(lock_stmts, lock_plans, LOCK_RELEASE_KEYS, instance_id, node_id, scope));
 	if (n == 0)
 		return;
 	keys = pgd_spi_column(n, 1);
@@ -637,7 +715,5 @@ pgd_store_lock_release_one(const char *instance_id, const char *node_id,
 void
 pgd_store_lock_result_forget(const char *instance_id, const char *scope)
 {
-	PGD_EXEC("DELETE FROM df_internal.results WHERE instance_id" EQ
-			 "$1 AND scope" EQ "$2 AND name" EQ "'lock'",
-			 instance_id, scope);
+	STORE_EXEC(lock_stmts, lock_plans, LOCK_RESULT_FORGET, instance_id, scope);
 }

@@ -26,6 +26,7 @@
 
 #include "common/spi.h"
 #include "store/store.h"
+#include "store/store_internal.h"
 
 bool
 pgd_store_restore_held(void)
@@ -40,13 +41,11 @@ pgd_store_restore_held(void)
 	table_close(rel, AccessShareLock);
 	if (nblocks == 0)
 		return false;
-	return pgd_exec("SELECT 1 FROM df_internal.restore_hold LIMIT 1", 0, NULL) > 0;
+	return store_run(STMT_RESTORE_HELD, NULL, NULL) > 0;
 }
 
 bool
 pgd_store_restore_hold_add(const char *table_name)
 {
-	return PGD_EXEC("INSERT INTO df_internal.restore_hold (table_name) VALUES ($1) "
-					"ON CONFLICT (table_name) DO NOTHING",
-					table_name) > 0;
+	return RUN(STMT_RESTORE_HOLD_ADD, table_name) > 0;
 }

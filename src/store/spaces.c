@@ -32,6 +32,66 @@ static const char *const KIND_NAMES[] = {
 	[PGD_SPACE_BREAKER] = "circuit_breaker",
 };
 
+/*
+ * The statements of the spaces (statements.c runs them: store_exec); the
+ * install script's functions read only the tenancy tables.
+ */
+#define T TEXTOID
+
+enum
+{
+	SPACE_SHARED_EXISTS,
+	SPACE_NAME,
+	SPACE_BREAKER_OWNER,
+	SPACE_MAY_USE,
+	SPACE_SHARED_LIMIT,
+	SPACE_STMTS
+};
+
+static const PgdStmtDef space_stmts[SPACE_STMTS] = {
+	[SPACE_SHARED_EXISTS] =
+		{"whether a shared object of a kind has a name",
+		 0, REACH_ALL,
+		 "SELECT 1 FROM df_internal.shared_objects "
+		 "WHERE kind OPERATOR(pg_catalog.=) $1 "
+		 "AND name OPERATOR(pg_catalog.=) $2",
+		 2,
+		 {T, T}},
+	[SPACE_NAME] =
+		{"the name a role's use of a name stands for",
+		 0, REACH_ALL,
+		 "SELECT df_internal.space_name($1, $2, $3::pg_catalog.oid, $4)",
+		 4,
+		 {T, T, T, T}},
+	[SPACE_BREAKER_OWNER] =
+		{"a circuit breaker's owner",
+		 0, REACH_ALL,
+		 "SELECT owner::pg_catalog.oid::pg_catalog.text "
+		 "FROM df_internal.circuit_breakers "
+		 "WHERE name OPERATOR(pg_catalog.=) $1",
+		 1,
+		 {T}},
+	[SPACE_MAY_USE] =
+		{"whether a role may use a shared object",
+		 0, REACH_ALL,
+		 "SELECT df_internal.may_use($1, $2, $3::pg_catalog.oid, $4)::text",
+		 4,
+		 {T, T, T, T}},
+	[SPACE_SHARED_LIMIT] =
+		{"a shared limit's settings",
+		 0, REACH_ALL,
+		 "SELECT max_concurrent::text, rate::text, burst::text "
+		 "FROM df_internal.shared_objects "
+		 "WHERE kind OPERATOR(pg_catalog.=) 'limit' AND name OPERATOR(pg_catalog.=) $1 "
+		 "AND (max_concurrent IS NOT NULL OR rate IS NOT NULL)",
+		 1,
+		 {T}},
+};
+
+#undef T
+
+static PgdStmtPlan space_plans[SPACE_STMTS];
+
 /* Under a schema without the tables every name is used as written. */
 static bool
 spaces_exist(void)
@@ -52,10 +112,7 @@ shared_object_exists(PgdSpaceKind kind, const char *name)
 	const char *colon = kind == PGD_SPACE_LOCK ? strchr(name, ':') : NULL;
 	const char *object = colon ? pnstrdup(name, colon - name) : name;
 
-	return PGD_EXEC("SELECT 1 FROM df_internal.shared_objects "
-					"WHERE kind OPERATOR(pg_catalog.=) $1 "
-					"AND name OPERATOR(pg_catalog.=) $2",
-					KIND_NAMES[kind], object) == 1;
+	return STORE_EXEC(space_stmts, space_plans, SPACE_SHARED_EXISTS, KIND_NAMES[kind], object) == 1;
 }
 
 char *
@@ -67,8 +124,7 @@ pgd_store_space_name(PgdSpaceKind kind, const char *name, Oid role,
 		return pstrdup(name);
 	if (!shared_object_exists(kind, name))
 		return psprintf("~%u/%s", role, name);
-	if (PGD_EXEC("SELECT df_internal.space_name($1, $2, $3::pg_catalog.oid, $4)",
-				 KIND_NAMES[kind], name, psprintf("%u", role), privilege) != 1)
+	if (STORE_EXEC(space_stmts, space_plans, SPACE_NAME, KIND_NAMES[kind], name, psprintf("%u", role), privilege) != 1)
 		elog(ERROR, "df_internal.space_name returned no row");
 	return pgd_spi_getstring(0, 1);
 }
@@ -81,13 +137,10 @@ pgd_store_may_use(PgdSpaceKind kind, const char *name, Oid role,
 		return true;
 	/* the owner's members, the usual case, without the SQL function */
 	if (kind == PGD_SPACE_BREAKER &&
-		PGD_EXEC("SELECT owner::pg_catalog.oid::pg_catalog.text "
-				 "FROM df_internal.circuit_breakers "
-				 "WHERE name OPERATOR(pg_catalog.=) $1", name) == 1 &&
+		STORE_EXEC(space_stmts, space_plans, SPACE_BREAKER_OWNER, name) == 1 &&
 		has_privs_of_role(role, atooid(pgd_spi_getstring(0, 1))))
 		return true;
-	if (PGD_EXEC("SELECT df_internal.may_use($1, $2, $3::pg_catalog.oid, $4)::text",
-				 KIND_NAMES[kind], name, psprintf("%u", role), privilege) != 1)
+	if (STORE_EXEC(space_stmts, space_plans, SPACE_MAY_USE, KIND_NAMES[kind], name, psprintf("%u", role), privilege) != 1)
 		elog(ERROR, "df_internal.may_use returned no row");
 	return strcmp(pgd_spi_getstring(0, 1), "true") == 0;
 }
@@ -99,11 +152,7 @@ pgd_store_limit_space(const char *key, Oid role, PgdSharedLimit *shared)
 
 	memset(shared, 0, sizeof(*shared));
 	if (name[0] == '~' ||
-		PGD_EXEC("SELECT max_concurrent::text, rate::text, burst::text "
-				 "FROM df_internal.shared_objects "
-				 "WHERE kind OPERATOR(pg_catalog.=) 'limit' AND name OPERATOR(pg_catalog.=) $1 "
-				 "AND (max_concurrent IS NOT NULL OR rate IS NOT NULL)",
-				 name) != 1)
+		STORE_EXEC(space_stmts, space_plans, SPACE_SHARED_LIMIT, name) != 1)
 		return name;
 	{
 		char *mc = pgd_spi_getstring(0, 1);

@@ -792,6 +792,51 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "SELECT status FROM df_internal.runs "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 FOR UPDATE NOWAIT",
 		 1,
+		 {T}},	/* maintenance (maintenance.c) */
+	[STMT_START_SWEEP] =
+		{"a range of runs rows after $1, each pending one without a start task given one",
+		 0, REACH_ALL,
+		 "WITH scanned AS (SELECT r.instance_id, r.status FROM df_internal.runs r "
+		 " WHERE r.instance_id OPERATOR(pg_catalog.>) $1::varchar "
+		 " ORDER BY r.instance_id LIMIT $2), "
+		 "made AS (INSERT INTO df_internal.tasks (instance_id, scope, kind) "
+		 " SELECT s.instance_id, s.instance_id, 'start' FROM scanned s "
+		 " WHERE s.status OPERATOR(pg_catalog.=) 'pending' "
+		 " AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t "
+		 "  WHERE t.instance_id OPERATOR(pg_catalog.=) s.instance_id "
+		 "  AND t.kind OPERATOR(pg_catalog.=) 'start') RETURNING id) "
+		 "SELECT m.id, (SELECT max(instance_id) FROM scanned), "
+		 " (SELECT count(*) FROM scanned) "
+		 "FROM (SELECT 1) one LEFT JOIN made m ON true",
+		 2,
+		 {T, INT4OID}},
+	[STMT_STALE_READY] =
+		{"how many tasks (not HTTP calls) and pending starts have been ready longer than $1 seconds",
+		 FLUSH_TASKS, REACH_ALL,
+		 "SELECT (SELECT count(*) FROM df_internal.tasks "
+		 "  WHERE kind OPERATOR(pg_catalog.<>) 'http' "
+		 "  AND run_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) "
+		 "   pg_catalog.make_interval(secs => $1::int))), "
+		 " (SELECT count(*) FROM df_internal.runs "
+		 "  WHERE status OPERATOR(pg_catalog.=) 'pending' "
+		 "  AND created_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) "
+		 "   pg_catalog.make_interval(secs => $1::int)))",
+		 1,
+		 {T},
+		 true},
+	/* the hold of a restore (restore_hold.c) */
+	[STMT_RESTORE_HELD] =
+		{"whether a restore holds the workers off",
+		 0, REACH_ALL,
+		 "SELECT 1 FROM df_internal.restore_hold LIMIT 1",
+		 0,
+		 {0}},
+	[STMT_RESTORE_HOLD_ADD] =
+		{"the hold row of a restore's table",
+		 0, REACH_ALL,
+		 "INSERT INTO df_internal.restore_hold (table_name) VALUES ($1) "
+		 "ON CONFLICT (table_name) DO NOTHING",
+		 1,
 		 {T}},
 };
 

@@ -33,6 +33,7 @@
 #include "datatype/timestamp.h"
 #include "utils/relcache.h"
 
+#include "core/breaker_state.h"
 #include "core/task_ref.h"
 #include "store/types.h"
 
@@ -586,5 +587,69 @@ extern char *pgd_store_limit_space(const char *key, Oid role,
 
 /* A name as its user wrote it: without the prefix of a role's own space. */
 extern const char *pgd_space_display(const char *name);
+
+/* ---------------------------------------------------------------------
+ * df.start's rows written without a statement (start_rows.c)
+ * ---------------------------------------------------------------------
+ */
+
+/* An instance's id, from the strong source. */
+extern void pgd_store_random_instance_id(char *out);
+/* The error of a start that drew ten ids, all taken. */
+extern void pgd_store_no_free_instance_id(void);
+
+/*
+ * The df.instances row of a start without an idempotency key, under a
+ * fresh random id put in instance_id; trace_id NULL leaves the trace
+ * columns at their defaults.  False, nothing written, when the statement
+ * must write it (a user's INSERT trigger, a table of an older schema).
+ */
+extern bool pgd_store_start_instance_row(char *instance_id, const char *label,
+										 const char *root_id, Oid userid,
+										 const char *database,
+										 const char *trace_id,
+										 const char *traceparent,
+										 const char *tracestate);
+
+/* The runs row of a new instance with the caller's variables; false as above. */
+extern bool pgd_store_start_run_row(const char *instance_id, Oid userid,
+									const char *label, const char *database,
+									const char *key, bool events);
+
+/* One node row of df.start (NULL: SQL NULL). */
+typedef struct PgdStartNode
+{
+	const char *id;
+	const char *node_type;
+	const char *query;
+	const char *result_name;
+	const char *left;
+	const char *right;
+} PgdStartNode;
+
+/*
+ * The count node rows of a new instance, straight into df.nodes's heap and
+ * indexes, or by a statement when a trigger of the user's must fire.
+ */
+extern void pgd_store_start_nodes(const char *instance_id, Oid submitter,
+								  const char *database, int count,
+								  const PgdStartNode *rows);
+
+/* ---------------------------------------------------------------------
+ * Circuit breakers (breakers.c)
+ * ---------------------------------------------------------------------
+ */
+/* Read breaker name's definition and persisted state; false when it does not exist. */
+extern bool pgd_store_breaker_load(const char *name, PgdBreakerSettings *s,
+								   PgdBreakerState *state, TimestampTz *opened_at,
+								   TimestampTz *open_until);
+
+/*
+ * Persist the changes of state of breaker name, oldest first, made by a
+ * call of role (by_role; InvalidOid: none, such as an expired permit).
+ */
+extern void pgd_store_breaker_persist(const char *name,
+									  const PgdBreakerChanges *ch,
+									  Oid role);
 
 #endif /* PG_DURABLE_STORE_H */

@@ -19,6 +19,8 @@
 #include "postgres.h"
 
 #include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "nodes/execnodes.h"
 
 #include "store/types.h"
 
@@ -107,6 +109,12 @@ typedef enum PgdStmt
 	STMT_UNDO_REQUEUE,
 	/* batches */
 	STMT_RUN_LOCK_NOWAIT,
+	/* maintenance */
+	STMT_START_SWEEP,
+	STMT_STALE_READY,
+	/* the hold of a restore */
+	STMT_RESTORE_HELD,
+	STMT_RESTORE_HOLD_ADD,
 	STMT_COUNT
 } PgdStmt;
 
@@ -123,7 +131,9 @@ typedef enum PgdStmt
  * A statement that reads or writes df.nodes or the history, or calls one
  * of the extension's functions (which may read anything: df.check()'s
  * rows), names FLUSH_NODE_WRITES; one that reads the queue or the JOIN
- * counters (df.check()'s rows too) names FLUSH_TASKS or FLUSH_JOIN_COUNTS.
+ * counters (df.check()'s rows too) names FLUSH_TASKS or FLUSH_JOIN_COUNTS;
+ * one that reads the entries of keyed locks FLUSH_LOCK_KEYS, one that
+ * counts the holders of a limit key FLUSH_LIMIT_SLOTS.
  * Those that add tasks, or a JOIN counter, need nothing written before
  * them.  The others leave the node writes held, so that a transition's
  * writes go out together, and a batch's until its commit: reading the
@@ -135,6 +145,8 @@ typedef enum PgdStmt
 #define FLUSH_NODE_WRITES HELD_MASK(HELD_NODE_WRITES) /* df.nodes, the history */
 #define FLUSH_TASKS		  HELD_MASK(HELD_TASKS)		  /* df_internal.tasks */
 #define FLUSH_JOIN_COUNTS HELD_MASK(HELD_JOIN_COUNTS) /* df_internal.joins */
+#define FLUSH_LOCK_KEYS	  HELD_MASK(HELD_LOCK_KEYS)	  /* locks, lock_keys */
+#define FLUSH_LIMIT_SLOTS HELD_MASK(HELD_LIMIT_SLOTS) /* limit_holders */
 
 /*
  * Which instances a statement touches: those of one instance, named by its
@@ -549,5 +561,35 @@ extern void store_tasks_init(void);
 /* inbox.c: the runs row with SKIP LOCKED */
 extern bool store_run_lock_skip(const char *instance_id, bool *held,
 								char **status);
+
+/* ---------------------------------------------------------------------
+ * row_prep.c: a table's column defaults and CHECK constraints, prepared
+ * once per backend for the rows df.start writes without a statement
+ * (start_rows.c).  The caller has the table open.
+ * ---------------------------------------------------------------------
+ */
+typedef struct PgdRowPrep PgdRowPrep;
+
+/*
+ * The prepared defaults and checks of rel, built at the first call in this
+ * backend and again after the table's definition changed.  Valid until the
+ * next call.
+ */
+extern PgdRowPrep *store_row_prep(Relation rel);
+
+/*
+ * Fill slot's columns that given (indexed by attribute number - 1) does not
+ * mark with their defaults (NULL where there is none), as an INSERT does.
+ */
+extern void store_row_prep_defaults(PgdRowPrep *prep, TupleTableSlot *slot,
+									const bool *given, ExprContext *econtext);
+
+/*
+ * The NOT NULL and CHECK constraints of rri's table on the row in slot,
+ * with the errors an INSERT raises (estate's per-tuple context evaluates
+ * them).
+ */
+extern void store_row_prep_check(PgdRowPrep *prep, ResultRelInfo *rri,
+								 TupleTableSlot *slot, EState *estate);
 
 #endif /* PG_DURABLE_STORE_INTERNAL_H */

@@ -1,13 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * tasks.c
- *	  The engine store's functions for the queue: tasks and timers,
- *	  claims, HTTP leases, and the repairs and retention of maintenance
- *	  (store.h; the statements are in statements.c's table).
+ *	  The engine store's functions for the queue (store.h; the statements
+ *	  are in statements.c's table): tasks and timers made ready, requeued
+ *	  and deleted, the step tasks a batch holds, starts by marker, and the
+ *	  claim of a task, a held task or a marker (pgd_store_claim), the
+ *	  executors' scan for the oldest ready task and the next one due.  The
+ *	  HTTP worker's leases are http_leases.c's, the start sweep and the
+ *	  repairs maintenance.c's.
  *
  * Locks: claims and deletes of tasks that others may hold use SKIP LOCKED
- * (docs/design/architecture.md §5 rule 1); repairs run under the instance's
- * runs row.
+ * (docs/design/architecture.md §5 rule 1).
  *
  *-------------------------------------------------------------------------
  */
@@ -536,84 +539,6 @@ claim_start_marker(PgdTaskRef task, PgdClaim *c)
 }
 
 /*
- * One batch of the start sweep: the next max runs rows after the id after
- * (in id order, "" from the first), each pending one without a start task
- * given one, its id published at commit as any ready task's is.  Returns
- * how many tasks it made; *next is the last id it looked at, "" when it
- * reached the end.  A bounded range of runs_pkey and a probe of
- * tasks_instance_idx per row, in a kept plan made with sequential scans
- * off (common/spi.c): the cost of a batch does not depend on how many
- * instances there are, nor on statistics taken before the tables filled.
- */
-int
-pgd_store_start_sweep(const char *after, int max, char next[PGD_ID_LEN + 1])
-{
-	Oid		types[2] = {TEXTOID, INT4OID};
-	Datum	values[2];
-	int		rows;
-	int		made = 0;
-
-	values[0] = CStringGetTextDatum(after);
-	values[1] = Int32GetDatum(max);
-	rows = pgd_spi_exec(
-		"WITH scanned AS (SELECT r.instance_id, r.status FROM df_internal.runs r "
-		" WHERE r.instance_id OPERATOR(pg_catalog.>) $1::varchar "
-		" ORDER BY r.instance_id LIMIT $2), "
-		"made AS (INSERT INTO df_internal.tasks (instance_id, scope, kind) "
-		" SELECT s.instance_id, s.instance_id, 'start' FROM scanned s "
-		" WHERE s.status OPERATOR(pg_catalog.=) 'pending' "
-		" AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t "
-		"  WHERE t.instance_id OPERATOR(pg_catalog.=) s.instance_id "
-		"  AND t.kind OPERATOR(pg_catalog.=) 'start') RETURNING id) "
-		"SELECT m.id, (SELECT max(instance_id) FROM scanned), "
-		" (SELECT count(*) FROM scanned) "
-		"FROM (SELECT 1) one LEFT JOIN made m ON true",
-		2, types, values, NULL, false);
-	next[0] = '\0';
-	for (int i = 0; i < rows; i++)
-	{
-		char *id = store_get_string(i, 1);
-
-		if (id == NULL)
-			continue;
-		pgd_task_ready_at_commit(strtoll(id, NULL, 10));
-		made++;
-	}
-	/* a batch that found fewer rows than it could take reached the end */
-	if (rows > 0 && strtol(store_get_string(0, 3), NULL, 10) >= max)
-		strlcpy(next, store_get_string(0, 2), PGD_ID_LEN + 1);
-	return made;
-}
-
-/*
- * Work ready for longer than secs that no executor took: due tasks (not
- * HTTP calls, which the HTTP worker leases) and pending starts.  The
- * tasks through tasks_run_at_idx up to the cut-off; the runs rows of the
- * live instances in a scan (for df.check and reconciliation, not per task).
- */
-void
-pgd_store_stale_ready(int secs, int64 *tasks, int64 *starts)
-{
-	char s[16];
-
-	snprintf(s, sizeof(s), "%d", secs);
-	*tasks = *starts = 0;
-	if (PGD_EXEC("SELECT (SELECT count(*) FROM df_internal.tasks "
-				 "  WHERE kind OPERATOR(pg_catalog.<>) 'http' "
-				 "  AND run_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) "
-				 "   pg_catalog.make_interval(secs => $1::int))), "
-				 " (SELECT count(*) FROM df_internal.runs "
-				 "  WHERE status OPERATOR(pg_catalog.=) 'pending' "
-				 "  AND created_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) "
-				 "   pg_catalog.make_interval(secs => $1::int)))",
-				 s) > 0)
-	{
-		*tasks = strtoll(store_get_string(0, 1), NULL, 10);
-		*starts = strtoll(store_get_string(0, 2), NULL, 10);
-	}
-}
-
-/*
  * The starts of a transaction being prepared, as start tasks in it
  * (wake.c): one instance's, or (NULL) every pending one's.  The statements
  * run as df.start's own do, as the bootstrap superuser.
@@ -742,159 +667,5 @@ pgd_store_next_due(TimestampTz now, TimestampTz *at)
 	if (isnull)
 		return false;
 	*at = DatumGetTimestampTz(next);
-	return true;
-}
-
-/* ---------------------------------------------------------------------
- * HTTP leases
- * ---------------------------------------------------------------------
- */
-
-/* Up to max due HTTP tasks whose lease is free, locked (SKIP LOCKED). */
-int
-pgd_store_http_due(int max, PgdHttpDue **rows)
-{
-	Datum values[1];
-	int	  n, i;
-
-	values[0] = Int64GetDatum(max);
-	n = store_run(STMT_HTTP_DUE, values, NULL);
-	*rows = palloc(sizeof(PgdHttpDue) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		(*rows)[i].id = strtoll(store_get_string(i, 1), NULL, 10);
-		(*rows)[i].instance_id = store_get_string(i, 2);
-		(*rows)[i].node_id = store_get_string(i, 3);
-		(*rows)[i].scope = store_get_string(i, 4);
-		(*rows)[i].attempts = atoi(store_get_string(i, 5));
-	}
-	return n;
-}
-
-/* Lease a task for 'seconds': returns the new lease token. */
-char *
-pgd_store_http_lease(int64 task_id, int seconds)
-{
-	Datum values[2];
-
-	values[0] = Int64GetDatum(task_id);
-	values[1] = Int32GetDatum(seconds);
-	store_run(STMT_HTTP_LEASE, values, NULL);
-	return store_get_string(0, 1);
-}
-
-/*
- * Is the lease this token names still held?  Locks the task row (SKIP
- * LOCKED: a row another worker holds is not ours any more).
- */
-bool
-pgd_store_http_lease_held(int64 task_id, const char *token)
-{
-	Datum values[1];
-	char *held;
-
-	values[0] = Int64GetDatum(task_id);
-	return store_run(STMT_HTTP_LEASE_TOKEN, values, NULL) > 0 &&
-		(held = store_get_string(0, 1)) != NULL && strcmp(held, token) == 0;
-}
-
-/* Milliseconds until the next HTTP task or lease falls due; false when none. */
-bool
-pgd_store_http_next_due(long *ms)
-{
-	char *v;
-
-	if (store_run(STMT_HTTP_NEXT_DUE, NULL, NULL) == 0 ||
-		(v = store_get_string(0, 1)) == NULL)
-		return false;
-	*ms = strtol(v, NULL, 10);
-	return true;
-}
-
-/* ---------------------------------------------------------------------
- * Maintenance: retention and repairs (worker/maintenance.c)
- * ---------------------------------------------------------------------
- */
-
-/* One batch of retention; returns the number of instances removed. */
-int
-pgd_store_retention_batch(int days, int keep, int batch)
-{
-	Datum values[3];
-
-	values[0] = Int32GetDatum(days);
-	values[1] = Int32GetDatum(keep);
-	values[2] = Int32GetDatum(batch);
-	return store_run(STMT_RETENTION_BATCH, values, NULL);
-}
-
-/*
- * What df.check() reports, allocated in cxt (it outlives the unit of
- * work: each problem is repaired in a transaction of its own).
- */
-int
-pgd_store_problems(MemoryContext cxt, PgdProblem **problems)
-{
-	int n = store_run(STMT_PROBLEMS, NULL, NULL);
-	int i;
-
-	*problems = MemoryContextAlloc(cxt, sizeof(PgdProblem) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		PgdProblem *p = &(*problems)[i];
-		char	   *v;
-
-		p->instance_id = MemoryContextStrdup(cxt, store_get_string(i, 1));
-		p->problem = MemoryContextStrdup(cxt, store_get_string(i, 2));
-		p->node_id =
-			(v = store_get_string(i, 3)) ? MemoryContextStrdup(cxt, v) : NULL;
-		p->scope =
-			(v = store_get_string(i, 4)) ? MemoryContextStrdup(cxt, v) : NULL;
-		p->detail = (v = store_get_string(i, 5)) ?
-			MemoryContextStrdup(cxt, v) :
-			MemoryContextStrdup(cxt, "");
-	}
-	return n;
-}
-
-/* Is the problem still there?  Asked under the instance's runs lock. */
-bool
-pgd_store_problem_still_there(const char *instance_id, const char *problem,
-							  const char *node_id)
-{
-	return RUN(STMT_PROBLEM_STILL_THERE, instance_id, problem, node_id) > 0;
-}
-
-/* Tasks of a finished or missing instance (SKIP LOCKED: a claimed one is left to its holder). */
-void
-pgd_store_drop_tasks_of_finished(const char *instance_id)
-{
-	RUN(STMT_DROP_TASKS_OF_FINISHED, instance_id);
-}
-
-/* A running SQL/HTTP leaf without a task gets a new one, as if just enqueued. */
-bool
-pgd_store_restore_step_task(const char *instance_id, const char *node_id,
-							const char *scope)
-{
-	if (RUN(STMT_RESTORE_STEP_TASK, instance_id, node_id, scope) == 0)
-		return false;
-	if (strcmp(store_get_string(0, 1), "http") == 0)
-		pgd_http_wake_at_commit();
-	pgd_wake_at_commit(1);
-	return true;
-}
-
-/*
- * A running SLEEP gets its timer back, due when the node started plus its
- * seconds; a WAIT_SCHEDULE the next cron tick after it started.
- */
-bool
-pgd_store_restore_timer(const char *instance_id, const char *node_id,
-						const char *scope)
-{
-	if (RUN(STMT_RESTORE_TIMER, instance_id, node_id, scope) == 0)
-		return false;
-	pgd_wake_at_commit(1);
 	return true;
 }

@@ -1,4 +1,4 @@
--- The row checks of df.nodes and df_internal.events (src/api/row_checks.c):
+-- The row checks of df.nodes and df_internal.events (src/store/row_checks.c):
 -- every node type and event kind the engine writes passes, anything else
 -- is refused under the constraint's name, and a node's children and query
 -- must fit its type.  Ids are 8 lowercase hexadecimal digits.
@@ -65,7 +65,7 @@ INSERT INTO df.instances (id, root_node, submitted_by) VALUES ('0000000a', '0000
 ROLLBACK;
 
 -- df.start writes its instance, node and runs rows without statements
--- (src/api/start_rows.c, src/common/row_prep.c): the tables' CHECK
+-- (src/store/start_rows.c, src/store/row_prep.c): the tables' CHECK
 -- constraints still apply to them, with an INSERT's error, including one
 -- added after this backend prepared the checks, and gone again once dropped;
 -- a column default changed meanwhile is used; a user's INSERT trigger on

@@ -39,7 +39,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-#include "common/row_prep.h"
+#include "store/store_internal.h"
 
 #define ROW_PREP_TABLES 4
 
@@ -121,7 +121,7 @@ row_prep_build(PgdRowPrep *p, Relation rel)
 }
 
 PgdRowPrep *
-pgd_row_prep(Relation rel)
+store_row_prep(Relation rel)
 {
 	Oid			relid = RelationGetRelid(rel);
 	PgdRowPrep *p = NULL;
@@ -180,7 +180,7 @@ eval_kept(PgdRowPrep *prep, ExprState *state, ExprContext *econtext,
 }
 
 void
-pgd_row_prep_defaults(PgdRowPrep *prep, TupleTableSlot *slot,
+store_row_prep_defaults(PgdRowPrep *prep, TupleTableSlot *slot,
 					  const bool *given, ExprContext *econtext)
 {
 	for (int a = 0; a < prep->natts; a++)
@@ -196,7 +196,7 @@ pgd_row_prep_defaults(PgdRowPrep *prep, TupleTableSlot *slot,
 }
 
 void
-pgd_row_prep_check(PgdRowPrep *prep, ResultRelInfo *rri, TupleTableSlot *slot,
+store_row_prep_check(PgdRowPrep *prep, ResultRelInfo *rri, TupleTableSlot *slot,
 				   EState *estate)
 {
 	ExprContext *econtext = GetPerTupleExprContext(estate);
