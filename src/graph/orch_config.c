@@ -123,7 +123,8 @@ df_error_retryable_by_default(const char *code)
 {
 	static const char *const never[] = {"sql:22", "sql:23",		  "sql:28",
 										"sql:3D", "sql:3F",		  "sql:42",
-										"fail",	  "circuit_open", NULL};
+										"fail",	  "circuit_open", "limit_nesting",
+										NULL};
 
 	if (code == NULL)
 		return false;
