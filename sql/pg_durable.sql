@@ -1123,7 +1123,8 @@ CREATE FUNCTION df.compensate(instance_id text) RETURNS text
 	AS 'MODULE_PATHNAME', 'pgd_compensate';
 COMMENT ON FUNCTION df.compensate(text) IS
 	'resume the compensation of an instance that an undo failing for good stopped '
-	'(on_undo_failure ''stop''): the instance runs again, the failed undo first, then the rest';
+	'(on_undo_failure ''stop''): the instance runs again, the failed undo first, then the rest; '
+	'an instance a plain df.cancel ended runs the undos it had registered';
 
 CREATE FUNCTION df.signal(instance_id text, signal_name text, signal_data text DEFAULT '{}') RETURNS text
 	LANGUAGE c STRICT VOLATILE

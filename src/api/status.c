@@ -403,14 +403,24 @@ typedef struct CancelArgs
 {
 	const char *reason;
 	bool		compensate;
+	bool		cancelled;	  /* out: the instance was live and is cancelled */
+	bool		compensating; /* out: it had ended, and its undos run now */
 } CancelArgs;
 
+/*
+ * An instance that has ended is not cancelled; with compensate, one that
+ * failed with undos left, or that a plain cancel ended, runs them
+ * (df.compensate).
+ */
 static void
 cancel_call(const char *id, void *arg)
 {
 	CancelArgs *a = (CancelArgs *) arg;
+	char	   *problem;
 
-	(void) pgd_apply_cancel(id, a->reason, a->compensate);
+	a->cancelled = pgd_apply_cancel(id, a->reason, a->compensate);
+	a->compensating = !a->cancelled && a->compensate &&
+		pgd_saga_try_resume(id, &problem);
 }
 
 PG_FUNCTION_INFO_V1(pgd_cancel);
@@ -423,9 +433,20 @@ pgd_cancel(PG_FUNCTION_ARGS)
 	a.reason = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	/* compensate: the third argument (a 0.3.0 declaration has two) */
 	a.compensate = PG_NARGS() > 2 && PG_GETARG_BOOL(2);
+	a.cancelled = a.compensating = false;
 	run_as_engine(id, cancel_call, &a);
-	PG_RETURN_TEXT_P(cstring_to_text(psprintf(PGD_MSG_INSTANCE_CANCELLED, id,
-											  a.reason)));
+	if (a.cancelled)
+		PG_RETURN_TEXT_P(cstring_to_text(psprintf(PGD_MSG_INSTANCE_CANCELLED,
+												  id, a.reason)));
+	{
+		char *status = visible_status(id);
+
+		if (a.compensating)
+			PG_RETURN_TEXT_P(cstring_to_text(psprintf("Instance %s not cancelled: it had already ended; its registered undos run now",
+													  id)));
+		PG_RETURN_TEXT_P(cstring_to_text(psprintf("Instance %s not cancelled: it had already ended (%s)",
+												  id, status ? status : "gone")));
+	}
 }
 
 static void
