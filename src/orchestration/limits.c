@@ -57,11 +57,12 @@ limit_key(PgdGraph *g, int n, const char *scope, char **err)
 		return pstrdup(key);
 	pgd_graph_run(g, &run);
 	/* the named results are read only when the template names one */
-	return pgd_substitute(key, pgd_step_vars(g->instance_id, &run),
-						  strchr(key, '$') != NULL ?
-							  pgd_visible_results(g->instance_id, scope) :
-							  dfjson_make_object(),
-						  PGD_SUBST_RAW, err);
+	return pgd_substitute_strict(key, pgd_step_vars(g->instance_id, &run),
+								 strchr(key, '$') != NULL ?
+									 pgd_visible_results(g->instance_id,
+														 scope) :
+									 dfjson_make_object(),
+								 err);
 }
 
 /*

@@ -290,8 +290,10 @@ prepare_key(PgdHttpRequest *req, SubstCtx *sc, const DfJson *v)
 
 	if (v == NULL || v->type != DFJ_STRING)
 		return NULL;
-	if ((value = subst(sc, v->str, &err)) == NULL)
-		return err;
+	/* a reference that does not resolve fails: a key kept as text is shared */
+	if ((value = pgd_substitute_strict(v->str, sc->vars, sc->results,
+									   &err)) == NULL)
+		return psprintf("idempotency_key: %s", err);
 	if (has_crlf(value))
 		return pstrdup("idempotency_key contains a CR or LF character after substitution");
 	if (value[0] != '\0')
