@@ -2431,3 +2431,7 @@ GRANT SELECT ON df.shared_objects TO PUBLIC;
 REVOKE EXECUTE ON FUNCTION df.create_limit(text, int, float8, int) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df.create_lock_space(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df.create_topic(text) FROM PUBLIC;
+
+-- df.result answers a compensated instance with its compensation summary.
+COMMENT ON FUNCTION df.result(text) IS 'result of a completed instance (its root node''s result); '
+	'for a compensated one, its compensation summary {error, undos}; else NULL';

@@ -1088,7 +1088,8 @@ COMMENT ON FUNCTION df.status(text) IS 'status of an instance (pending, running,
 
 CREATE FUNCTION df.result(instance_id text) RETURNS text
 	LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'pgd_result';
-COMMENT ON FUNCTION df.result(text) IS 'result of a completed instance (its root node''s result), else NULL';
+COMMENT ON FUNCTION df.result(text) IS 'result of a completed instance (its root node''s result); '
+	'for a compensated one, its compensation summary {error, undos}; else NULL';
 
 CREATE FUNCTION df.await_instance(instance_id text, timeout_seconds int DEFAULT 30) RETURNS text
 	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_await_instance';

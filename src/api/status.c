@@ -96,11 +96,20 @@ pgd_result(PG_FUNCTION_ARGS)
 	values[0] = PG_GETARG_DATUM(0);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (pgd_spi_exec("SELECT n.result::text FROM df.instances i "
+	/*
+	 * The root's result when it completed (0.2.6's rule); for a compensated
+	 * instance without one, what was compensated: the root's compensation
+	 * summary {"error", "undos"}.
+	 */
+	if (pgd_spi_exec("SELECT CASE WHEN n.status OPERATOR(pg_catalog.=) 'completed' "
+					 "THEN n.result::text "
+					 "ELSE (n.status_details OPERATOR(pg_catalog.->) 'compensation')::text END "
+					 "FROM df.instances i "
 					 "JOIN df.nodes n ON n.instance_id OPERATOR(pg_catalog.=) i.id "
 					 "AND n.id OPERATOR(pg_catalog.=) i.root_node "
 					 "WHERE i.id OPERATOR(pg_catalog.=) $1 "
-					 "AND n.status OPERATOR(pg_catalog.=) 'completed'",
+					 "AND (n.status OPERATOR(pg_catalog.=) 'completed' "
+					 "OR i.status OPERATOR(pg_catalog.=) 'compensated')",
 					 1, types, values, NULL, true) > 0)
 	{
 		char *s = pgd_spi_getstring(0, 1);
