@@ -641,7 +641,8 @@ CREATE FUNCTION df.compensate(instance_id text) RETURNS text
 	AS 'MODULE_PATHNAME', 'pgd_compensate';
 COMMENT ON FUNCTION df.compensate(text) IS
 	'resume the compensation of an instance that an undo failing for good stopped '
-	'(on_undo_failure ''stop''): the instance runs again, the failed undo first, then the rest';
+	'(on_undo_failure ''stop''): the instance runs again, the failed undo first, then the rest; '
+	'an instance a plain df.cancel ended runs the undos it had registered';
 
 -- ---------------------------------------------------------------------------
 -- Circuit breakers (docs/design/breakers.md)
@@ -1658,7 +1659,7 @@ COMMENT ON FUNCTION df.check() IS
 	'timer or wait; a running step, timer or signal wait that lost its task, timer or wait; a THEN '
 	'whose right child disagrees with it; a task or engine state of a finished instance; a live '
 	'instance without engine state; a df.instances.status that disagrees with the engine''s state; '
-	'a JOIN whose branch counter disagrees with its branches; a task whose runs keep failing in the '
+	'a JOIN whose branch counter disagrees with its branches; a node waiting for a limit slot or lock key an enclosing node of its own instance holds (waits_for_itself); a task whose runs keep failing in the '
 	'engine itself (repeated_engine_errors); and, without an instance, what keeps the engine from '
 	'running this database''s instances (it is not pg_durable.database, or pg_durable.worker_role '
 	'was refused) or its HTTP steps (no worker slot was left for the HTTP worker). Reconciliation '
@@ -1968,6 +1969,37 @@ FROM df_internal.inbox x
 WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = x.instance_id
 				  AND t.kind = 'apply')
 GROUP BY x.instance_id
+UNION ALL
+-- an instance that waits for a limit slot or a lock key an enclosing node
+-- of its own holds: nothing but its own end would release it
+SELECT q.instance_id::text, 'waits_for_itself', q.node_id::text, q.scope,
+	   format('LIMIT node %s in scope %s is queued on key %s, a slot of which the enclosing node %s of its own instance holds',
+			  q.node_id, q.scope, q.key, h.node_id)
+FROM df_internal.limit_waiters q
+JOIN df_internal.limit_holders h ON h.key = q.key AND h.instance_id = q.instance_id
+WHERE (q.scope = h.scope OR starts_with(q.scope, h.scope || '::'))
+  AND EXISTS (WITH RECURSIVE up(node) AS (
+				SELECT e.parent::text FROM edges e
+				WHERE e.instance_id = q.instance_id AND e.child = q.node_id::text
+				UNION
+				SELECT e.parent::text FROM up JOIN edges e
+				  ON e.instance_id = q.instance_id AND e.child = up.node)
+			  SELECT 1 FROM up WHERE up.node = h.node_id::text)
+UNION ALL
+SELECT k.instance_id::text, 'waits_for_itself', k.node_id::text, k.scope,
+	   format('LOCK node %s in scope %s waits for key %s, which the enclosing node %s of its own instance holds',
+			  k.node_id, k.scope, k.key, x.node_id)
+FROM df_internal.locks k
+JOIN df_internal.locks x ON x.key = k.key AND x.instance_id = k.instance_id AND x.held
+WHERE NOT k.held
+  AND (k.scope = x.scope OR starts_with(k.scope, x.scope || '::'))
+  AND EXISTS (WITH RECURSIVE up(node) AS (
+				SELECT e.parent::text FROM edges e
+				WHERE e.instance_id = k.instance_id AND e.child = k.node_id::text
+				UNION
+				SELECT e.parent::text FROM up JOIN edges e
+				  ON e.instance_id = k.instance_id AND e.child = up.node)
+			  SELECT 1 FROM up WHERE up.node = x.node_id::text)
 $check$;
 
 -- The row checks of df.nodes and df_internal.events that name every node
@@ -2503,3 +2535,7 @@ GRANT SELECT ON df.shared_objects TO PUBLIC;
 REVOKE EXECUTE ON FUNCTION df.create_limit(text, int, float8, int) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df.create_lock_space(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df.create_topic(text) FROM PUBLIC;
+
+-- df.result answers a compensated instance with its compensation summary.
+COMMENT ON FUNCTION df.result(text) IS 'result of a completed instance (its root node''s result); '
+	'for a compensated one, its compensation summary {error, undos}; else NULL';

@@ -265,7 +265,7 @@ test('cancel: without compensation, and from a form (303 back to the page)', asy
 	// compensating it is the extension's error, shown to the user on the page
 	const again = await c.post(`/instances/${id}/compensate`, {});
 	assert.equal(again.status, 303);
-	assert.match((await c.get(`/instances/${id}`)).text, /compensate refused: df.compensate: instance [0-9a-f]{8} is cancelled, not failed/);
+	assert.match((await c.get(`/instances/${id}`)).text, /compensate refused: df.compensate: instance [0-9a-f]{8} has no undo to run/);
 });
 
 test('cancel with compensation runs the undos', async () => {

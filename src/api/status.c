@@ -96,11 +96,20 @@ pgd_result(PG_FUNCTION_ARGS)
 	values[0] = PG_GETARG_DATUM(0);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (pgd_spi_exec("SELECT n.result::text FROM df.instances i "
+	/*
+	 * The root's result when it completed (0.2.6's rule); for a compensated
+	 * instance without one, what was compensated: the root's compensation
+	 * summary {"error", "undos"}.
+	 */
+	if (pgd_spi_exec("SELECT CASE WHEN n.status OPERATOR(pg_catalog.=) 'completed' "
+					 "THEN n.result::text "
+					 "ELSE (n.status_details OPERATOR(pg_catalog.->) 'compensation')::text END "
+					 "FROM df.instances i "
 					 "JOIN df.nodes n ON n.instance_id OPERATOR(pg_catalog.=) i.id "
 					 "AND n.id OPERATOR(pg_catalog.=) i.root_node "
 					 "WHERE i.id OPERATOR(pg_catalog.=) $1 "
-					 "AND n.status OPERATOR(pg_catalog.=) 'completed'",
+					 "AND (n.status OPERATOR(pg_catalog.=) 'completed' "
+					 "OR i.status OPERATOR(pg_catalog.=) 'compensated')",
 					 1, types, values, NULL, true) > 0)
 	{
 		char *s = pgd_spi_getstring(0, 1);
@@ -403,14 +412,24 @@ typedef struct CancelArgs
 {
 	const char *reason;
 	bool		compensate;
+	bool		cancelled;	  /* out: the instance was live and is cancelled */
+	bool		compensating; /* out: it had ended, and its undos run now */
 } CancelArgs;
 
+/*
+ * An instance that has ended is not cancelled; with compensate, one that
+ * failed with undos left, or that a plain cancel ended, runs them
+ * (df.compensate).
+ */
 static void
 cancel_call(const char *id, void *arg)
 {
 	CancelArgs *a = (CancelArgs *) arg;
+	char	   *problem;
 
-	(void) pgd_apply_cancel(id, a->reason, a->compensate);
+	a->cancelled = pgd_apply_cancel(id, a->reason, a->compensate);
+	a->compensating = !a->cancelled && a->compensate &&
+		pgd_saga_try_resume(id, &problem);
 }
 
 PG_FUNCTION_INFO_V1(pgd_cancel);
@@ -423,9 +442,20 @@ pgd_cancel(PG_FUNCTION_ARGS)
 	a.reason = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	/* compensate: the third argument (a 0.3.0 declaration has two) */
 	a.compensate = PG_NARGS() > 2 && PG_GETARG_BOOL(2);
+	a.cancelled = a.compensating = false;
 	run_as_engine(id, cancel_call, &a);
-	PG_RETURN_TEXT_P(cstring_to_text(psprintf(PGD_MSG_INSTANCE_CANCELLED, id,
-											  a.reason)));
+	if (a.cancelled)
+		PG_RETURN_TEXT_P(cstring_to_text(psprintf(PGD_MSG_INSTANCE_CANCELLED,
+												  id, a.reason)));
+	{
+		char *status = visible_status(id);
+
+		if (a.compensating)
+			PG_RETURN_TEXT_P(cstring_to_text(psprintf("Instance %s not cancelled: it had already ended; its registered undos run now",
+													  id)));
+		PG_RETURN_TEXT_P(cstring_to_text(psprintf("Instance %s not cancelled: it had already ended (%s)",
+												  id, status ? status : "gone")));
+	}
 }
 
 static void

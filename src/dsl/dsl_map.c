@@ -41,6 +41,11 @@ pgd_map(PG_FUNCTION_ARGS)
 				 errmsg("df.map: query must be SQL text, not a %s node",
 						df_node_type_name(query->type)),
 				 errdetail("The rows of the query are what df.map maps over; it runs once, as a SQL step.")));
+	if (query->query == NULL || strspn(query->query, " \t\r\n") == strlen(query->query))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("df.map: query is empty"),
+				 errhint("Give the SQL query whose rows the step runs for.")));
 	node = df_node_new(DF_NODE_MAP);
 	node->left = query;
 	node->right = dsl_operand(text_to_cstring(PG_GETARG_TEXT_PP(1)));

@@ -91,6 +91,9 @@ patterns_arg(FunctionCallInfo fcinfo, int argno, const char *func,
 		bad_arg(func, psprintf("%s must be a one-dimensional array", name));
 	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls,
 					  &n);
+	if (n == 0)
+		bad_arg(func, psprintf("%s is an empty array, which matches no error: give at least one pattern, or NULL for the default",
+							   name));
 	for (int i = 0; i < n; i++)
 	{
 		char *p;
@@ -116,10 +119,16 @@ wrapper_datum(DfNodeType type, DfNode *left, DfNode *right, DfJson *settings)
 	node->left = left;
 	node->right = right;
 	node->query = dfjson_to_text(settings);
-	/* what df.start will read back */
+	/*
+	 * What df.start will read back: a setting the arguments' own checks let
+	 * through (a duration out of range, a retry_on the mode never matches)
+	 * is the caller's error, named by the parser.
+	 */
 	if ((err = df_wrapper_parse(df_node_type_name(type), node->query,
 								&check)) != NULL)
-		elog(ERROR, "a builder wrote settings it cannot read: %s", err);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s", err)));
 	PG_RETURN_TEXT_P(cstring_to_text(df_graph_to_text(node)));
 }
 

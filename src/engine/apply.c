@@ -39,10 +39,12 @@
 #include "utils/timestamp.h"
 
 #include "common/messages.h"
+#include "common/spi.h"
 #include "common/trace.h"
 #include "core/identity.h"
 #include "core/settings.h"
 #include "engine/apply.h"
+#include "engine/inbox_record.h"
 #include "engine/scope.h"
 #include "engine/timers.h"
 #include "engine/transition.h"
@@ -311,6 +313,10 @@ pgd_lock_target(const char *instance_id, const PgdRunInfo *run,
 void
 pgd_apply_end_instance(const char *instance_id)
 {
+	/* completions committed into the inbox: their effects happened */
+	if (pgd_internal_index_has("inbox_instance_idx", 1,
+							   (const char *const[]){instance_id}))
+		(void) pgd_inbox_record_ended(instance_id);
 	pgd_store_end_instance(instance_id);
 	pgd_interrupt_at_commit(instance_id, instance_id);
 	pgd_instance_finished_at_commit(instance_id);

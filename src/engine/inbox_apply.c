@@ -12,8 +12,9 @@
  * stamps, exactly as the step's own transaction would have done it: JOIN
  * counting, RACE decisions, loop generations and the wrapper hooks do not
  * know where a completion came from.  A completion whose node is no
- * longer live (its instance cancelled, its RACE lost, its scope abandoned
- * by a TIMEOUT) is dropped: its step's effects are already committed.
+ * longer live (its RACE lost, its scope abandoned by a TIMEOUT) is
+ * dropped: its step's effects are already committed.  The completions of
+ * an instance that ended are recorded on their nodes (inbox_record.c).
  * The rows are deleted by the transaction that applies them, so a crash
  * applies all of them or none.
  *
@@ -28,6 +29,7 @@
 
 #include "engine/apply.h"
 #include "engine/inbox_apply.h"
+#include "engine/inbox_record.h"
 #include "store/store.h"
 
 int
@@ -54,9 +56,12 @@ pgd_apply_inbox(const char *instance_id, bool *held)
 		locked = false;
 	if (!locked)
 	{
-		/* held: not now; gone: the instance ended, nothing will apply them */
+		/*
+		 * held: not now; gone: the instance ended, nothing will apply them,
+		 * but their nodes record them
+		 */
 		if (!*held)
-			(void) pgd_store_inbox_drop(instance_id);
+			(void) pgd_inbox_record_ended(instance_id);
 		return 0;
 	}
 	n = pgd_store_inbox_take(instance_id, &rows);

@@ -9,7 +9,8 @@
  * Order of checks: nesting depth first (so a graph nested a hundred
  * thousand levels deep is refused for its depth, not for its size), then
  * the node count, then each node's structure in pre-order (node, left,
- * right, condition, extras), so the first message is deterministic.
+ * right, condition, extras), so the first message is deterministic; last,
+ * a LIMIT nested inside a LIMIT of the same literal key.
  *
  * Every recursive walk here is bounded: the depth walk (the root at depth
  * 0) stops one level past DF_MAX_DEPTH and the structure walk only runs on graphs that passed
@@ -404,16 +405,79 @@ validate_tree(const DfNode *n, const VPath *path)
 	return NULL;
 }
 
+/* The literal keys of the LIMIT nodes enclosing a node, innermost first. */
+typedef struct EnclosingLimit
+{
+	const struct EnclosingLimit *up;
+	const char					*key;
+} EnclosingLimit;
+
+/*
+ * A LIMIT inside a LIMIT of the same literal key
+ * (docs/guides/limits.md): the inner one would wait for a slot its own
+ * instance holds.  A key with a {var} or $name is known only when the
+ * node starts, where the engine fails it the same way.
+ */
+static char *
+limit_nesting(const DfNode *n, const EnclosingLimit *up, const VPath *path)
+{
+	EnclosingLimit here = {up, NULL};
+	VPath		   child;
+	char		  *err;
+
+	check_stack_depth();
+	if (n->type == DF_NODE_LIMIT)
+	{
+		DfWrapperConfig cfg;
+
+		if (df_wrapper_parse("LIMIT", n->query, &cfg) == NULL &&
+			strchr(cfg.limit.key, '{') == NULL &&
+			strchr(cfg.limit.key, '$') == NULL)
+		{
+			for (const EnclosingLimit *e = up; e != NULL; e = e->up)
+				if (strcmp(e->key, cfg.limit.key) == 0)
+					return at_path(path,
+								   psprintf("df.limit on key \"%s\" is inside a df.limit on the same key, "
+											"and would wait for a slot its own instance holds; take a key once on a path",
+											cfg.limit.key));
+			here.key = cfg.limit.key;
+			up = &here;
+		}
+	}
+	child.parent = path;
+	child.index = 0;
+	child.edge = "left";
+	if (n->left && (err = limit_nesting(n->left, up, &child)) != NULL)
+		return err;
+	child.edge = "right";
+	if (n->right && (err = limit_nesting(n->right, up, &child)) != NULL)
+		return err;
+	child.edge = "condition_node";
+	if (n->condition && (err = limit_nesting(n->condition, up, &child)) != NULL)
+		return err;
+	child.edge = "extra_nodes";
+	for (int i = 0; i < n->nextras; i++)
+	{
+		child.index = i;
+		if ((err = limit_nesting(n->extras[i], up, &child)) != NULL)
+			return err;
+	}
+	return NULL;
+}
+
 char *
 df_graph_validate(const DfNode *root)
 {
 	VPath path = {NULL, NULL, 0};
+	char *err;
 
 	if (!depth_ok(root, 0))
 		return pstrdup(PGD_MSG_GRAPH_TOO_DEEP);
 	if (df_graph_count(root) > df_max_nodes)
 		return psprintf(PGD_MSG_GRAPH_TOO_MANY_NODES, df_max_nodes);
-	return validate_tree(root, &path);
+	if ((err = validate_tree(root, &path)) != NULL)
+		return err;
+	return limit_nesting(root, NULL, &path);
 }
 
 char *

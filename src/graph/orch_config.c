@@ -123,7 +123,8 @@ df_error_retryable_by_default(const char *code)
 {
 	static const char *const never[] = {"sql:22", "sql:23",		  "sql:28",
 										"sql:3D", "sql:3F",		  "sql:42",
-										"fail",	  "circuit_open", NULL};
+										"fail",	  "circuit_open", "limit_nesting",
+										NULL};
 
 	if (code == NULL)
 		return false;
@@ -259,6 +260,9 @@ pattern_list(const char *what, const DfJson *v, int *n, char ***out)
 	}
 	if (v->type != DFJ_ARRAY)
 		return psprintf("%s must be an array of error patterns", what);
+	if (v->count == 0)
+		return psprintf("%s is an empty array, which matches no error: give at least one pattern, or NULL for the default",
+						what);
 	*n = v->count;
 	*out = palloc(sizeof(char *) * Max(v->count, 1));
 	for (int i = 0; i < v->count; i++)
@@ -280,8 +284,13 @@ duration_key(const DfJson *cfg, const char *key, bool positive, int64 *ms)
 	if (v == NULL || v->type == DFJ_NULL)
 		return NULL;
 	if (!df_seconds_ms(v, ms))
+	{
+		if (v->type == DFJ_NUMBER && strtod(v->str, NULL) > 1e10)
+			return psprintf("RETRY %s of %s seconds is out of range: at most 10000000000 seconds (about 316 years)",
+							key, v->str);
 		return psprintf("RETRY %s must be a non-negative number of seconds",
 						key);
+	}
 	if (positive && *ms <= 0)
 		return psprintf("RETRY %s must be greater than zero", key);
 	return NULL;
@@ -364,6 +373,16 @@ df_retry_parse(const char *query, DfRetryPolicy *p)
 			return pstrdup("RETRY mode must be \"step\" or \"subtree\"");
 		p->subtree = strcmp(v->str, "subtree") == 0;
 	}
+	/*
+	 * Mode 'step' retries a step's own failures (and a breaker's refusal):
+	 * a lock or limit wrapper that gives up is never a step's failure.
+	 */
+	for (int i = 0; !p->subtree && i < p->nretry_on; i++)
+		if (strcmp(p->retry_on[i], "lock_timeout") == 0 ||
+			strcmp(p->retry_on[i], "queue_timeout") == 0)
+			return psprintf("RETRY retry_on \"%s\" never matches in mode 'step', which retries a step's own failures; "
+							"use mode 'subtree' to run the df.with_lock or df.limit again",
+							p->retry_on[i]);
 	if ((v = dfjson_get(cfg, "instance_policy")) != NULL)
 	{
 		if (v->type != DFJ_BOOL)

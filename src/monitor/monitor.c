@@ -15,7 +15,10 @@
  *						  root loop raises by one per iteration; 1 before
  *						  the root has run;
  *	 output				  the root node's result text when completed, the
- *						  failure text when failed, NULL otherwise.
+ *						  failure text when failed; when a compensation
+ *						  ran (failed with an undo that failed, or
+ *						  compensated), what failed and what was undone
+ *						  (monitor.h, PGD_SQL_OUTPUT); NULL otherwise.
  * df.metrics counts every instance whoever submitted it, with the bootstrap
  * superuser's privileges; EXECUTE on it is not granted to PUBLIC.
  *

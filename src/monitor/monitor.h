@@ -138,9 +138,30 @@ extern void pgd_spi_rows_to_srf(FunctionCallInfo fcinfo, int ncols);
 	"'::([0-9]{1,18})$'))[1]::bigint, 1)"
 #define PGD_SQL_OUTPUT \
 	"CASE WHEN i.status OPERATOR(pg_catalog.=) 'completed' THEN n.result::text " \
+	"WHEN i.status OPERATOR(pg_catalog.=) 'failed' " \
+	"AND n.status_details OPERATOR(pg_catalog.?) 'compensation' THEN " \
+	PGD_SQL_COMPENSATION_TEXT " " \
 	"WHEN i.status OPERATOR(pg_catalog.=) 'failed' THEN " \
 	"CASE WHEN pg_catalog.jsonb_typeof(n.result) OPERATOR(pg_catalog.=) 'string' " \
-	"THEN n.result OPERATOR(pg_catalog.#>>) '{}' ELSE n.result::text END END"
+	"THEN n.result OPERATOR(pg_catalog.#>>) '{}' ELSE n.result::text END " \
+	"WHEN i.status OPERATOR(pg_catalog.=) 'compensated' THEN " \
+	"COALESCE(CASE WHEN n.status OPERATOR(pg_catalog.=) 'completed' THEN n.result::text END, " \
+	PGD_SQL_COMPENSATION_TEXT ") END"
+
+/*
+ * What a compensation did, from the root's status_details "compensation"
+ * ({error, undos, failures}): "compensation of <node> failed: <error>"
+ * when an undo failed, else "compensated", then the failure it undid and
+ * how many undos ran (df.compensations lists them).
+ */
+#define PGD_SQL_COMPENSATION_TEXT \
+	"pg_catalog.format('%s; the failure it undid: %s; undos that ran: %s', " \
+	"COALESCE('compensation of ' OPERATOR(pg_catalog.||) " \
+	"(n.status_details OPERATOR(pg_catalog.#>>) '{compensation,failures,0,node}') OPERATOR(pg_catalog.||) " \
+	"' failed: ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.#>>) '{compensation,failures,0,error}'), " \
+	"'compensated'), " \
+	"COALESCE(n.status_details OPERATOR(pg_catalog.#>>) '{compensation,error}', 'none recorded'), " \
+	"COALESCE(pg_catalog.jsonb_array_length(n.status_details OPERATOR(pg_catalog.#>) '{compensation,undos}'), 0))"
 #define PGD_SQL_ROOT_JOIN \
 	"df.instances i LEFT JOIN df.nodes n " \
 	"ON n.instance_id OPERATOR(pg_catalog.=) i.id AND n.id OPERATOR(pg_catalog.=) i.root_node"

@@ -45,7 +45,8 @@ substituted(const char *text, const DfJson *vars, const DfJson *results,
 		return NULL;
 	if (strchr(text, '{') == NULL && strchr(text, '$') == NULL)
 		return pstrdup(text);
-	return pgd_substitute(text, vars, results, PGD_SUBST_RAW, error);
+	/* a reference that does not resolve fails: never published as text */
+	return pgd_substitute_strict(text, vars, results, error);
 }
 
 static void

@@ -24,6 +24,9 @@
  *	 child_done	 the slot is released (and handed to the head of the
  *				 queue) in the transaction that ends the node; the child's
  *				 outcome is the node's.
+ * A LIMIT node inside an enclosing LIMIT of the same key (once
+ * substituted) fails at its start with kind limit_nesting: it would wait
+ * for a slot its own instance holds.
  * A LIMIT node ended any other way (its scope abandoned, its instance
  * ended) releases its slot or queue place in the store, in the same
  * transaction.
@@ -54,11 +57,39 @@ limit_key(PgdGraph *g, int n, const char *scope, char **err)
 		return pstrdup(key);
 	pgd_graph_run(g, &run);
 	/* the named results are read only when the template names one */
-	return pgd_substitute(key, pgd_step_vars(g->instance_id, &run),
-						  strchr(key, '$') != NULL ?
-							  pgd_visible_results(g->instance_id, scope) :
-							  dfjson_make_object(),
-						  PGD_SUBST_RAW, err);
+	return pgd_substitute_strict(key, pgd_step_vars(g->instance_id, &run),
+								 strchr(key, '$') != NULL ?
+									 pgd_visible_results(g->instance_id,
+														 scope) :
+									 dfjson_make_object(),
+								 err);
+}
+
+/*
+ * The failure of a LIMIT inside an enclosing LIMIT of the same key, or
+ * NULL.  The inner node would queue behind the slot its own instance holds
+ * and wait for ever (with max_concurrent 1), or two instances holding one
+ * outer slot each would wait for each other's; so the same key is taken
+ * once on a node path.  The enclosing keys are substituted in this scope,
+ * which sees every result theirs saw.
+ */
+static char *
+nested_same_key(PgdGraph *g, int n, const char *scope, const char *key)
+{
+	for (int a = g->nodes[n].parent; a >= 0; a = g->nodes[a].parent)
+	{
+		char *err;
+		char *outer;
+
+		if (g->nodes[a].type != DF_NODE_LIMIT)
+			continue;
+		outer = limit_key(g, a, scope, &err);
+		if (outer != NULL && strcmp(outer, key) == 0)
+			return psprintf("df.limit: key \"%s\" is held already by an enclosing df.limit of this instance (node %s), "
+							"so this one would wait for a slot its own instance holds; take a key once on a path",
+							key, g->nodes[a].id);
+	}
+	return NULL;
 }
 
 static void
@@ -109,6 +140,16 @@ pgd_limit_start(PgdGraph *g, int n, const char *scope)
 		pgd_apply_finish_node(g, n, scope,
 							  pgd_failure("df.limit: the key is %zu bytes once substituted, more than %d",
 										  strlen(key), DF_LIMIT_KEY_MAX));
+		return;
+	}
+	if ((err = nested_same_key(g, n, scope, key)) != NULL)
+	{
+		PgdOutcome o = {0};
+
+		o.ok = false;
+		o.code = pstrdup("limit_nesting");
+		o.result = err;
+		pgd_apply_finish_node(g, n, scope, o);
 		return;
 	}
 	if (cfg->queue_timeout_ms > 0)

@@ -99,9 +99,10 @@ substituted_keys(PgdGraph *g, int n, const char *scope, char ***keys,
 				results = strchr(k, '$') != NULL ?
 					pgd_visible_results(g->instance_id, scope) :
 					NULL;
-			if ((k = pgd_substitute(k, vars,
-									results ? results : dfjson_make_object(),
-									PGD_SUBST_RAW, &err)) == NULL)
+			if ((k = pgd_substitute_strict(k, vars,
+										   results ? results :
+													 dfjson_make_object(),
+										   &err)) == NULL)
 				return psprintf("df.with_lock: key %d (\"%s\"): %s", i + 1,
 								cfg->keys[i], err);
 		}

@@ -114,6 +114,8 @@ extern bool pgd_saga_join_fails_fast(PgdGraph *g, int join);
 
 /* df.compensate: a compensation stopped by a failed undo goes on (saga_resume.c). */
 extern void pgd_saga_resume(const char *instance_id);
+/* The same, false with *problem when the instance has nothing to resume. */
+extern bool pgd_saga_try_resume(const char *instance_id, char **problem);
 
 /*
  * A failure of wrapper or step n in scope that the nearest df.retry may

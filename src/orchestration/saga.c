@@ -492,7 +492,30 @@ pgd_saga_undo_done(PgdGraph *g, int n, const char *uscope, PgdOutcome outcome)
 		pgd_saga_advance(g, &c);
 		return;
 	}
-	/* on_undo_failure 'stop': the remaining undos stay registered */
+	/*
+	 * on_undo_failure 'stop': the remaining undos stay registered.  The
+	 * root's status_details say what failed and what was undone, for the
+	 * instance's output (monitor.h, PGD_SQL_OUTPUT).
+	 */
+	if (c.race < 0)
+	{
+		PgdOutcome	  orig = {0};
+		PgdNodeStatus status;
+		char		 *root_error = NULL;
+		int			  nfailed;
+		char		 *failure;
+
+		if (c.saga >= 0)
+			orig = body_failure(g, c.saga);
+		else
+			pgd_store_node_state(g->instance_id, g->nodes[g->root].id,
+								 &status, &root_error);
+		merge_compensation(g, g->root,
+						   compensation_summary(g, &c,
+												c.saga >= 0 ? orig.result :
+															  root_error,
+												&nfailed, &failure));
+	}
 	pgd_apply_end_with(g, c.owner, PGD_INSTANCE_FAILED, "instance_failed",
 					   pgd_event_detail("error",
 										psprintf("compensation of %s failed: %s",

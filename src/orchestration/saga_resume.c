@@ -4,10 +4,13 @@
  *	  df.compensate(id) (docs/design/sagas.md §7): an instance
  *	  whose compensation an undo failing for good stopped (on_undo_failure
  *	  'stop': the instance 'failed', the remaining undos registered) runs
- *	  again once the cause is fixed.
+ *	  again once the cause is fixed; an instance a plain df.cancel ended
+ *	  runs the undos it had registered (also df.cancel(id, compensate =>
+ *	  true) of an instance that had ended so).
  *
  * In one transaction: the instance's df.instances row is locked and must
- * be 'failed' without a runs row, with an undo that failed; it becomes
+ * be 'failed' or 'cancelled' without a runs row, with an undo that failed
+ * or is left to run; it becomes
  * 'running' with a new runs row (the submitter, label, database and
  * idempotency key of df.instances, the owner's df.vars as they are now: a
  * variable may have been the cause); the undos that failed, and those the
@@ -34,28 +37,47 @@
 void
 pgd_saga_resume(const char *instance_id)
 {
-	char	  *problem = pgd_store_instance_resume(instance_id);
-	PgdGraph  *g;
-	PgdRunInfo run;
-	char	 **owners;
-	int		   n;
+	char *problem;
 
-	if (problem != NULL)
+	if (!pgd_saga_try_resume(instance_id, &problem))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("df.compensate: %s", problem)));
+}
+
+bool
+pgd_saga_try_resume(const char *instance_id, char **problem)
+{
+	PgdGraph  *g;
+	PgdRunInfo run;
+	char	 **owners;
+	char	  *refused = NULL;
+	int		   n;
+
+	if ((*problem = pgd_store_instance_resume(instance_id)) != NULL)
+		return false;
 	if (!pgd_store_load_run(instance_id, &run) ||
-		(problem = pgd_identity_problem(run.submitted_by)) != NULL)
+		(refused = pgd_identity_problem(run.submitted_by)) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("df.compensate: instance %s cannot run again",
 						instance_id),
 				 errdetail("%s",
-						   problem ? problem : "its runs row is missing")));
+						   refused ? refused : "its runs row is missing")));
 	if (!pgd_lock_target(instance_id, &run, PGD_INSTANCE_RUNNING, NULL, NULL,
 						 &g, NULL))
 		elog(ERROR, "df.compensate: instance %s did not resume", instance_id);
 	n = pgd_store_undo_requeue(instance_id, instance_id, true, &owners);
+	if (n == 0)
+	{
+		/*
+		 * Nothing was interrupted or failed: a cancel ended the instance
+		 * before any compensation began.  The instance's own compensation
+		 * takes its registered undos.
+		 */
+		owners[0] = NULL;
+		n = 1;
+	}
 	pgd_store_event_add(instance_id, "instance_resumed", NULL,
 						pgd_root_scope(instance_id, 1), 0,
 						pgd_event_detail("undos", psprintf("%d", n)));
@@ -76,4 +98,5 @@ pgd_saga_resume(const char *instance_id)
 		pgd_saga_advance(g, &c);
 	}
 	pgd_store_flush();
+	return true;
 }

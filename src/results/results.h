@@ -89,6 +89,14 @@ extern char *pgd_substitute(const char *text, const DfJson *vars,
 							char **errmsg);
 
 /*
+ * pgd_substitute in raw mode for keys and payloads, where a {name} that
+ * names no variable or a $name that names no result (but an optional
+ * $name?) fails with a message naming it instead of staying as text.
+ */
+extern char *pgd_substitute_strict(const char *text, const DfJson *vars,
+								   const DfJson *results, char **errmsg);
+
+/*
  * True when s is exactly one reference and nothing else: $n, $n?, $n.c,
  * $n.c? or {v}.  Multipart data_b64 is substituted only in that case.
  */

@@ -767,6 +767,95 @@ pgd_substitute(const char *text, const DfJson *vars, const DfJson *results,
 	return substitute_references(aftervars, results, mode, errmsg);
 }
 
+/*
+ * Substitution for keys and payloads (lock and limit keys, idempotency
+ * keys, PUBLISH payloads), where an unresolved reference kept as literal
+ * text would silently change what the text means (a typo turns a per-order
+ * lock into one global lock).  A {name} (an identifier) that names no
+ * variable, and a $name (or $name.col) that names no result, fail with
+ * what is missing; an optional $name? or $name.col? that names no result
+ * becomes the empty string.  Other braces and dollars ({"a": 1}, $1, a
+ * lone $) are text.  Then as raw mode.
+ */
+char *
+pgd_substitute_strict(const char *text, const DfJson *vars,
+					  const DfJson *results, char **errmsg)
+{
+	SubstTable	   vt;
+	SubstTable	   rt;
+	StringInfoData out;
+	const char	  *p;
+	char		  *aftervars;
+
+	*errmsg = NULL;
+	subst_table_build(&vt, vars, false);
+	for (p = strchr(text, '{'); p != NULL; p = strchr(p + 1, '{'))
+	{
+		const char *q = p + 1;
+
+		if (!IS_IDENT_START(*q))
+			continue;
+		while (IS_IDENT_CHAR(*q))
+			q++;
+		if (*q == '}' && subst_table_find(&vt, p + 1, q - p - 1) == NULL)
+		{
+			*errmsg = psprintf("variable \"%.*s\" is not set: {%.*s} is substituted here, never kept as text (set it with df.setvar before df.start)",
+							   (int) (q - p - 1), p + 1, (int) (q - p - 1),
+							   p + 1);
+			return NULL;
+		}
+	}
+	aftervars = substitute_vars(text, vars);
+	subst_table_build(&rt, results, true);
+	initStringInfo(&out);
+	p = aftervars;
+	while (*p)
+	{
+		const char *dollar = strchr(p, '$');
+		const char *name;
+		const char *q;
+		const char *r;
+
+		if (dollar == NULL)
+		{
+			appendStringInfoString(&out, p);
+			break;
+		}
+		appendBinaryStringInfo(&out, p, dollar - p);
+		name = dollar + 1;
+		if (!IS_IDENT_START(*name))
+		{
+			appendStringInfoChar(&out, '$');
+			p = name;
+			continue;
+		}
+		for (q = name; IS_IDENT_CHAR(*q); q++)
+			;
+		if (subst_table_find(&rt, name, q - name) != NULL)
+		{
+			/* substituted by the pass below */
+			appendBinaryStringInfo(&out, dollar, q - dollar);
+			p = q;
+			continue;
+		}
+		r = q;
+		if (r[0] == '.' && IS_IDENT_CHAR(r[1]))
+			for (r++; IS_IDENT_CHAR(*r); r++)
+				;
+		if (*r == '?')
+		{
+			p = r + 1; /* optional and missing: nothing */
+			continue;
+		}
+		*errmsg = psprintf("$%.*s matches no result: no step before this one is named \"%.*s\" (df.as or |=>), "
+						   "and a reference is substituted here, never kept as text (write $%.*s? for an optional one)",
+						   (int) (q - name), name, (int) (q - name), name,
+						   (int) (q - name), name);
+		return NULL;
+	}
+	return substitute_references(out.data, results, PGD_SUBST_RAW, errmsg);
+}
+
 bool
 pgd_is_whole_value_reference(const char *s)
 {

@@ -65,6 +65,7 @@ typedef struct PgdHttpRequest
 	PgdHttpPart *parts;
 	int			 timeout_s;
 	char		*fail_on;			 /* df.http(fail_on); NULL: 5xx fails */
+	bool		 under_retry; /* inside a df.retry: 408 and 429 fail too */
 	int64		 attempt_timeout_ms; /* df.retry(attempt_timeout); 0: none */
 	char		*idempotency_key;
 	char		*traceparent; /* "00-<trace>-<this attempt's span>-<flags>" */

@@ -290,8 +290,10 @@ prepare_key(PgdHttpRequest *req, SubstCtx *sc, const DfJson *v)
 
 	if (v == NULL || v->type != DFJ_STRING)
 		return NULL;
-	if ((value = subst(sc, v->str, &err)) == NULL)
-		return err;
+	/* a reference that does not resolve fails: a key kept as text is shared */
+	if ((value = pgd_substitute_strict(v->str, sc->vars, sc->results,
+									   &err)) == NULL)
+		return psprintf("idempotency_key: %s", err);
 	if (has_crlf(value))
 		return pstrdup("idempotency_key contains a CR or LF character after substitution");
 	if (value[0] != '\0')
@@ -477,6 +479,9 @@ pgd_http_prepare(MemoryContext parent, int64 task_id, const char *instance_id,
 	node = &g->nodes[n];
 	req->multipart = node->type == DF_NODE_HTTP_MULTIPART;
 	req->attempt_timeout_ms = pgd_attempt_timeout_ms(g, n);
+	for (int a = node->parent; a >= 0; a = g->nodes[a].parent)
+		if (g->nodes[a].type == DF_NODE_RETRY)
+			req->under_retry = true;
 	if ((problem = caller_problem(run.submitted_by, req->multipart)) != NULL)
 	{
 		decide(req, problem);
@@ -658,8 +663,16 @@ pgd_http_envelope(PgdHttpRequest *req, const PgdHttpResponse *resp)
 	body = text ? pnstrdup(resp->body, resp->body_len) :
 				  base64_text(resp->body, resp->body_len);
 
+	/*
+	 * 0.2.6's rule: a 5xx fails the step, a 4xx is its result.  Inside a
+	 * df.retry, 408 and 429 fail it too (retryable, Retry-After honoured):
+	 * whoever wraps a call in a retry expects them to be waited out.
+	 * fail_on, when given, decides alone.
+	 */
 	if (req->fail_on ? df_http_fail_on_matches(req->fail_on, resp->status) :
-					   resp->status >= 500)
+					   (resp->status >= 500 ||
+						(req->under_retry &&
+						 (resp->status == 408 || resp->status == 429))))
 	{
 		size_t blen = strlen(body);
 
@@ -669,7 +682,7 @@ pgd_http_envelope(PgdHttpRequest *req, const PgdHttpResponse *resp)
 		o.result = psprintf(PGD_MSG_HTTP_5XX, req->method, req->url,
 							resp->status, body);
 		o.code = psprintf("http:%ld", resp->status);
-		if (resp->status == 503 || resp->status == 429)
+		if (resp->status == 503 || resp->status == 429 || resp->status == 408)
 			o.retry_after_ms = retry_after_ms(resp);
 		return o;
 	}

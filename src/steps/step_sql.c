@@ -409,6 +409,13 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 		outcome.code = pgd_sql_error_code(edata);
 		if (edata->sqlerrcode == ERRCODE_PGD_RESULT_CONVERSION)
 			outcome.result = pstrdup(edata->message);
+		else if (edata->message_id != NULL &&
+				 strcmp(edata->message_id,
+						"cannot insert multiple commands into a prepared statement") == 0)
+			outcome.result =
+				psprintf(PGD_MSG_SQL_EXECUTION_FAILED,
+						 "a SQL step is one statement, and this text holds several: "
+						 "chain them as steps (~>) or put them in a function");
 		else
 			outcome.result =
 				psprintf(PGD_MSG_SQL_EXECUTION_FAILED, edata->message);

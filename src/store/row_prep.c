@@ -15,7 +15,9 @@
  * kept, in a memory context of their own, until the table's definition
  * changes: the relation cache's invalidation of the table (ALTER TABLE,
  * a new or dropped constraint or default) marks them stale, and the next
- * call prepares them again.
+ * call prepares them again.  The slot of a table that was dropped (DROP
+ * EXTENSION, then CREATE EXTENSION in the same session) goes to the next
+ * table that needs one.
  *
  * The checks are those ExecConstraints runs, in its order: NOT NULL, then
  * every CHECK constraint (NOT VALID ones included, as for any new row;
@@ -38,6 +40,7 @@
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "store/store_internal.h"
 
@@ -142,6 +145,17 @@ store_row_prep(Relation rel)
 										   "pg_durable prepared row checks",
 										   ALLOCSET_SMALL_SIZES);
 			p->valid = false;
+			p->relid = relid;
+		}
+	/*
+	 * The slot of a table that is gone: DROP EXTENSION and CREATE EXTENSION
+	 * in one session make the tables anew, under new OIDs.
+	 */
+	for (int i = 0; i < ROW_PREP_TABLES && p == NULL; i++)
+		if (!preps[i].valid &&
+			!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(preps[i].relid)))
+		{
+			p = &preps[i];
 			p->relid = relid;
 		}
 	if (p == NULL)

@@ -142,11 +142,11 @@ static const PgdStmtDef saga_stmts[SAGA_STMTS] = {
 		 1,
 		 {T}},
 	[SAGA_FAILED_UNDO] =
-		{"has the instance an undo that failed?",
+		{"has the instance an undo that failed, or one left to run?",
 		 0, REACH_INSTANCE,
 		 "SELECT 1 FROM df_internal.compensations "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		 "AND state OPERATOR(pg_catalog.=) 'failed' LIMIT 1",
+		 "AND state OPERATOR(pg_catalog.=) ANY ('{failed,registered,running}') LIMIT 1",
 		 1,
 		 {T}},
 	[SAGA_INSTANCE_RUNNING] =
@@ -180,9 +180,10 @@ static PgdStmtPlan saga_plans[SAGA_STMTS];
 #define SAGA_RUN(s, ...) STORE_EXEC(saga_stmts, saga_plans, s, __VA_ARGS__)
 
 /*
- * df.compensate: a failed instance whose compensation stopped runs again.
- * Its df.instances row is locked first; it must be 'failed' without a runs
- * row and hold an undo that failed.  The runs row is made anew from
+ * df.compensate: a failed instance whose compensation stopped, or a
+ * cancelled one whose undos never ran, runs again.  Its df.instances row
+ * is locked first; it must be 'failed' or 'cancelled' without a runs row
+ * and hold an undo that failed or is left to run.  The runs row is made anew from
  * df.instances (submitter, label, database, idempotency key) and the
  * owner's df.vars as they are now, the status set back to 'running'.
  * Returns NULL when done, else what is wrong.
@@ -197,13 +198,13 @@ pgd_store_instance_resume(const char *instance_id)
 		return psprintf("instance %s does not exist", instance_id);
 	status = pgd_spi_getstring(0, 1);
 	if (status == NULL || !pgd_instance_status_parse(status, &parsed) ||
-		parsed != PGD_INSTANCE_FAILED)
-		return psprintf("instance %s is %s, not failed", instance_id,
-						status ? status : "without a status");
+		(parsed != PGD_INSTANCE_FAILED && parsed != PGD_INSTANCE_CANCELLED))
+		return psprintf("instance %s is %s, not failed or cancelled",
+						instance_id, status ? status : "without a status");
 	if (SAGA_RUN(SAGA_RUN_EXISTS, instance_id) > 0)
 		return psprintf("instance %s is still running", instance_id);
 	if (SAGA_RUN(SAGA_FAILED_UNDO, instance_id) == 0)
-		return psprintf("instance %s has no compensation stopped by a failed undo",
+		return psprintf("instance %s has no undo to run: none failed and none is left registered",
 						instance_id);
 	SAGA_RUN(SAGA_INSTANCE_RUNNING, instance_id);
 	SAGA_RUN(SAGA_RUN_MAKE, instance_id);

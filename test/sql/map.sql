@@ -11,6 +11,8 @@ SELECT df.map('SELECT 1 AS n', 'SELECT $item.n' ~> 'SELECT 2', 2);
 -- errors
 SELECT df.map(NULL, 'SELECT 1');
 SELECT df.map('SELECT 1', NULL);
+SELECT df.map('', 'SELECT 1');
+SELECT df.map('  ', 'SELECT 1');
 SELECT df.map('SELECT 1', 'SELECT 2', 0);
 SELECT df.map('SELECT 1', 'SELECT 2', -3);
 SELECT df.map('SELECT 1' ~> 'SELECT 2', 'SELECT 3');

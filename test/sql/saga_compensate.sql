@@ -1,7 +1,8 @@
 -- Sagas: compensation of the root, an implicit saga.  When the
 -- body fails, the registered undos run in reverse completion order (the
 -- order is checked by a sequence), each with the named results its own
--- forward step saw; the instance ends 'compensated', df.result NULL; an
+-- forward step saw; the instance ends 'compensated', df.result its
+-- compensation summary; an
 -- undo that fails ends it 'failed' ("compensation of <node> failed: ...")
 -- with the remaining undos left registered.
 SET ROLE df_user;
@@ -21,7 +22,7 @@ SELECT df.start(('INSERT INTO sc_log (what) VALUES (''reserve'') RETURNING 7 AS 
 					<~> 'INSERT INTO sc_log (what) VALUES (''refund '' || $pay_id || '' of '' || $order_id)')
 				~> ('SELECT 1/0' <~> 'INSERT INTO sc_log (what) VALUES (''never'')')) AS id \gset
 SELECT sc_wait(:'id');
-SELECT df.status(:'id'), df.result(:'id') IS NULL AS result_null;
+SELECT df.status(:'id'), df.result(:'id')::jsonb ? 'undos' AS result_summary;
 SELECT n, what FROM sc_log ORDER BY n;
 SELECT state, attempts, error FROM df.compensations(:'id');
 SELECT kind FROM df.history(:'id')

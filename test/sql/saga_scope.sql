@@ -125,9 +125,9 @@ SELECT ss_log_text();
 SELECT kind FROM df.history(:'id')
 WHERE kind IN ('compensation_started', 'undo_started', 'undo_completed', 'instance_compensated')
 ORDER BY at;
--- the root a saga without it: compensated, df.result NULL
+-- the root a saga without it: compensated, df.result its compensation summary
 SELECT df.start(df.saga(('SELECT 1' <~> 'SELECT 2') ~> 'SELECT 1/0')) AS id \gset
-SELECT ss_wait(:'id'), df.result(:'id') IS NULL AS no_result;
+SELECT ss_wait(:'id'), df.result(:'id')::jsonb ? 'undos' AS summary;
 
 -- parallel: every undo starts before the first one ends (in sequence each
 -- one ends before the next starts); all three ran
