@@ -677,6 +677,13 @@ claim(int max, long *next_ms)
 			proc_exit(0); /* DROP EXTENSION: the launcher starts us again */
 		return 0;
 	}
+	/* a read-only server (see executor.c) completes no call: make none */
+	if (XactReadOnly)
+	{
+		pgd_end_unit();
+		*next_ms = 200L;
+		return 0;
+	}
 	n = pgd_store_http_due(max, &due);
 	/* calls a restore loaded wait for its end (docs/design/restores.md §3) */
 	if (n > 0 && pgd_store_restore_held())

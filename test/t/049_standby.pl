@@ -10,7 +10,10 @@
 #     from the tables: a signal wait takes the signal sent on it, a timer
 #     due during the outage fires, an HTTP call in flight on the lost
 #     primary is made again at once with the same Idempotency-Key.
-#  5. pg_ctl stop -m fast with an executor in a step running pg_sleep(600)
+#  5. While transactions start read-only (default_transaction_read_only, as
+#     pg_auto_failover keeps a promoted standby for a few seconds) no step
+#     is claimed, so none fails; then the instance completes.
+#  6. pg_ctl stop -m fast with an executor in a step running pg_sleep(600)
 #     and the HTTP worker in a call that hangs returns in seconds (the time
 #     is reported, not asserted); at the next start both resume.
 use strict;
@@ -26,7 +29,7 @@ use PgDurableTest;
 
 my $base = start_http_server();
 my ($primary, $standby) =
-  engine_pair('standby', 2, "pg_durable.http_allow_private = on\n");
+  engine_pair('standby', 2, "pg_durable.http_allow_private = on\nlog_min_messages = log\n");
 $primary->safe_psql('postgres', q{
 SELECT df.grant_usage('df_user', include_http => true);
 SELECT df.create_circuit_breaker('svc');
@@ -154,30 +157,57 @@ unlike($log, qr/pg_durable (launcher|executor|http worker)/,
 
 # --- 4. promotion --------------------------------------------------------------
 # a timer that falls due during the outage, and an HTTP call in flight when
-# the primary is lost: its lease would hold the call for its 120 s timeout
+# the primary is lost: its lease would hold the call for its 300 s timeout
 # and 5 s more
 start_instance($primary, 'df.sleep(1) ~> ' . effect('t1'), 't1');
 start_instance($primary,
-	"df.http('$base/delay/2000', 'GET', NULL, NULL, 120) ~> " . effect('h1'), 'h1');
-wait_requests('/delay/2000', 1);
+	"df.http('$base/delay/8000', 'GET', NULL, NULL, 300) ~> " . effect('h1'), 'h1');
+wait_requests('/delay/8000', 1);
 $primary->wait_for_catchup($standby);
 $primary->stop('immediate');
 usleep(1_500_000);
 my $t0 = time();
+my $promoted_at = -s $standby->logfile;
 $standby->promote;
 ok( query_until($standby,
 		"SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type = 'pg_durable executor'"),
 	'the promoted standby started its executors');
 note sprintf('executors running %.2f s after pg_ctl promote', time() - $t0);
 $standby->safe_psql('postgres', "SET ROLE df_user; SELECT df.signal('$waiting', 'go', '{}')");
+$standby->wait_for_log(qr/pg_durable http worker makes 1 HTTP calls of a previous worker again/,
+	$promoted_at);
 wait_instances_done($standby, 'after the promotion');
-my $calls = wait_requests('/delay/2000', 2);
+my $calls = wait_requests('/delay/8000', 2);
 is(scalar(@$calls), 2, 'the HTTP call in flight was made again');
 is($calls->[0]{key}, $calls->[1]{key}, 'with the same Idempotency-Key');
 check_effects($standby, 4);
 check_df_clean($standby, 'the promotion');
 
-# --- 5. shutdown with a step in pg_sleep(600) and a call that hangs ------------
+# --- 5. read-only transactions after a promotion --------------------------------
+# A failover manager (pg_auto_failover) keeps a promoted standby read-only
+# until the old primary is known to be gone: no step is claimed meanwhile,
+# so none fails on "cannot execute INSERT in a read-only transaction".
+my $ro_log = -s $standby->logfile;
+my $ro = start_instance($standby, 'df.sleep(1) ~> ' . effect('r1'), 'r1');
+$standby->safe_psql('postgres', q{
+ALTER SYSTEM SET default_transaction_read_only = on; SELECT pg_reload_conf()});
+ok( query_until($standby,
+		"SELECT count(*) > 0 AND bool_and(run_at < now() - interval '1 second') "
+		  . "FROM df_internal.tasks WHERE instance_id = '$ro'"),
+	'the step after the timer has been due for a second while transactions are read-only');
+is( $standby->safe_psql('postgres', qq{
+SELECT (df.status('$ro') IN ('pending', 'running')) || ' ' || (SELECT count(*) FROM effects WHERE instance_id = '$ro')
+  || ' ' || (SELECT count(*) FROM df.nodes WHERE instance_id = '$ro' AND status = 'failed')}),
+	'true 0 0', 'no step ran or failed while transactions were read-only');
+unlike(slurp_file($standby->logfile, $ro_log), qr/in a read-only transaction/,
+	'no executor tried to claim work in a read-only transaction');
+$standby->safe_psql('postgres', q{
+SET default_transaction_read_only = off;
+ALTER SYSTEM RESET default_transaction_read_only; SELECT pg_reload_conf()});
+wait_instances_done($standby, 'once transactions may write');
+check_effects($standby, 5);
+
+# --- 6. shutdown with a step in pg_sleep(600) and a call that hangs ------------
 HTTP::Tiny->new->get("$base/fault/hung/hang")->{success} or die 'the test server refused /fault';
 my ($sleeper, $hung) = split /\n/, $standby->safe_psql('postgres', qq{
 SET ROLE df_user;
