@@ -339,6 +339,12 @@ ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
 					'retry_scheduled', 'retries_exhausted',
 					'error_caught', 'timeout_fired'));
 
+CREATE FUNCTION df_internal.refuse_on_standby(function text, action text) RETURNS void
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_refuse_on_standby_sql';
+COMMENT ON FUNCTION df_internal.refuse_on_standby(text, text) IS
+	'the check at the entry of every writing function of pg_durable: on a standby, the error '
+	'"cannot <action> on a standby server" (SQLSTATE 25006) naming the function';
+
 -- df.grant_usage and df.revoke_usage name the new df.http.
 CREATE OR REPLACE FUNCTION df.grant_usage(p_role text, include_http boolean DEFAULT false,
 							   with_grant boolean DEFAULT false) RETURNS void
@@ -348,6 +354,7 @@ CREATE OR REPLACE FUNCTION df.grant_usage(p_role text, include_http boolean DEFA
 DECLARE
 	opt text := CASE WHEN with_grant THEN ' WITH GRANT OPTION' ELSE '' END;
 BEGIN
+	PERFORM df_internal.refuse_on_standby('df.grant_usage', 'grant the use of pg_durable');
 	IF p_role IS NULL OR p_role = '' THEN
 		RAISE EXCEPTION 'df.grant_usage: role name cannot be empty'
 			USING ERRCODE = 'invalid_parameter_value';
@@ -387,6 +394,7 @@ CREATE OR REPLACE FUNCTION df.revoke_usage(p_role text) RETURNS void
 DECLARE
 	fn text;
 BEGIN
+	PERFORM df_internal.refuse_on_standby('df.revoke_usage', 'revoke the use of pg_durable');
 	IF p_role IS NULL OR p_role = '' THEN
 		RAISE EXCEPTION 'df.revoke_usage: role name cannot be empty'
 			USING ERRCODE = 'invalid_parameter_value';
@@ -2245,6 +2253,7 @@ DECLARE
 	live bigint;
 	broken text;
 BEGIN
+	PERFORM df_internal.refuse_on_standby('df.resume_restored', 'resume a restore');
 	-- one at a time: a second caller waits for the first
 	LOCK TABLE df_internal.restore_hold IN SHARE ROW EXCLUSIVE MODE;
 	-- the references the loads did not check (restore_loading): whole now,

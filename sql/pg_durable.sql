@@ -1263,6 +1263,12 @@ REVOKE EXECUTE ON FUNCTION df.metrics() FROM PUBLIC;
 -- a role given df.grant_usage(..., with_grant => true)).
 -- ---------------------------------------------------------------------------
 
+CREATE FUNCTION df_internal.refuse_on_standby(function text, action text) RETURNS void
+	LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'pgd_refuse_on_standby_sql';
+COMMENT ON FUNCTION df_internal.refuse_on_standby(text, text) IS
+	'the check at the entry of every writing function of pg_durable: on a standby, the error '
+	'"cannot <action> on a standby server" (SQLSTATE 25006) naming the function';
+
 CREATE FUNCTION df.grant_usage(p_role text, include_http boolean DEFAULT false,
 							   with_grant boolean DEFAULT false) RETURNS void
 	LANGUAGE plpgsql
@@ -1271,6 +1277,7 @@ CREATE FUNCTION df.grant_usage(p_role text, include_http boolean DEFAULT false,
 DECLARE
 	opt text := CASE WHEN with_grant THEN ' WITH GRANT OPTION' ELSE '' END;
 BEGIN
+	PERFORM df_internal.refuse_on_standby('df.grant_usage', 'grant the use of pg_durable');
 	IF p_role IS NULL OR p_role = '' THEN
 		RAISE EXCEPTION 'df.grant_usage: role name cannot be empty'
 			USING ERRCODE = 'invalid_parameter_value';
@@ -1314,6 +1321,7 @@ CREATE FUNCTION df.revoke_usage(p_role text) RETURNS void
 DECLARE
 	fn text;
 BEGIN
+	PERFORM df_internal.refuse_on_standby('df.revoke_usage', 'revoke the use of pg_durable');
 	IF p_role IS NULL OR p_role = '' THEN
 		RAISE EXCEPTION 'df.revoke_usage: role name cannot be empty'
 			USING ERRCODE = 'invalid_parameter_value';
@@ -2209,6 +2217,7 @@ DECLARE
 	live bigint;
 	broken text;
 BEGIN
+	PERFORM df_internal.refuse_on_standby('df.resume_restored', 'resume a restore');
 	-- one at a time: a second caller waits for the first
 	LOCK TABLE df_internal.restore_hold IN SHARE ROW EXCLUSIVE MODE;
 	-- the references the loads did not check (restore_loading): whole now,

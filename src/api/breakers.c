@@ -33,6 +33,7 @@
 
 #include "common/spi.h"
 #include "core/breaker_state.h"
+#include "core/standby.h"
 #include "engine/breaker_admission.h"
 #include "graph/orch_config.h"
 #include "store/store.h"
@@ -208,7 +209,7 @@ Datum
 pgd_create_circuit_breaker(PG_FUNCTION_ARGS)
 {
 	const char *f = "df.create_circuit_breaker";
-	char	   *name = name_arg(fcinfo, f);
+	char	   *name;
 	int			window;
 	int			minimum;
 	Oid			caller = GetUserId();
@@ -219,6 +220,8 @@ pgd_create_circuit_breaker(PG_FUNCTION_ARGS)
 	char  nulls[10];
 	Oid	  ctypes[10];
 
+	pgd_refuse_on_standby(f, "create a circuit breaker");
+	name = name_arg(fcinfo, f);
 	int_arg(fcinfo, 1, f, "failure_rate_threshold", 1, 100);
 	minimum =
 		int_arg(fcinfo, 2, f, "minimum_calls", 1, PGD_BREAKER_WINDOW_MAX);
@@ -266,10 +269,12 @@ Datum
 pgd_drop_circuit_breaker(PG_FUNCTION_ARGS)
 {
 	const char *f = "df.drop_circuit_breaker";
-	char	   *name = name_arg(fcinfo, f);
+	char	   *name;
 	Oid			caller = GetUserId();
 	AsEngine	save;
 
+	pgd_refuse_on_standby(f, "drop a circuit breaker");
+	name = name_arg(fcinfo, f);
 	as_engine(&save);
 	check_owner(f, name, caller);
 	PGD_EXEC("DELETE FROM df_internal.circuit_breaker_transitions "
@@ -291,12 +296,14 @@ Datum
 pgd_reset_circuit_breaker(PG_FUNCTION_ARGS)
 {
 	const char		 *f = "df.reset_circuit_breaker";
-	char			 *name = name_arg(fcinfo, f);
+	char			 *name;
 	Oid				  caller = GetUserId();
 	AsEngine		  save;
 	PgdBreakerChanges ch;
 	TimestampTz		  now = GetCurrentTimestamp();
 
+	pgd_refuse_on_standby(f, "reset a circuit breaker");
+	name = name_arg(fcinfo, f);
 	as_engine(&save);
 	check_owner(f, name, caller);
 	pgd_breaker_reset(MyDatabaseId, name, now, &ch);

@@ -33,6 +33,7 @@
 #include "utils/builtins.h"
 
 #include "common/spi.h"
+#include "core/standby.h"
 #include "graph/event_config.h"
 #include "graph/limit_config.h"
 #include "graph/lock_config.h"
@@ -167,10 +168,12 @@ static void
 create_object(FunctionCallInfo fcinfo, const ObjectKind *k, const char *func,
 			  const char *max_concurrent, const char *rate, const char *burst)
 {
-	char	*name = name_arg(fcinfo, k, func);
+	char	*name;
 	Oid		 caller = GetUserId();
 	AsEngine save;
 
+	pgd_refuse_on_standby(func, psprintf("create a %s", k->noun));
+	name = name_arg(fcinfo, k, func);
 	as_engine(&save);
 	if (PGD_EXEC("INSERT INTO df_internal.shared_objects "
 				 "(kind, name, owner, max_concurrent, rate, burst) "
@@ -190,9 +193,11 @@ create_object(FunctionCallInfo fcinfo, const ObjectKind *k, const char *func,
 static void
 drop_object(FunctionCallInfo fcinfo, const ObjectKind *k, const char *func)
 {
-	char	*name = name_arg(fcinfo, k, func);
+	char	*name;
 	AsEngine save;
 
+	pgd_refuse_on_standby(func, psprintf("drop a %s", k->noun));
+	name = name_arg(fcinfo, k, func);
 	as_engine(&save);
 	check_owner(k, func, name, save.userid);
 	PGD_EXEC("DELETE FROM df_internal.object_grants "
@@ -268,6 +273,7 @@ grant_object(FunctionCallInfo fcinfo, const ObjectKind *k, const char *func,
 	const char *use = "use";
 	AsEngine	save;
 
+	pgd_refuse_on_standby(func, psprintf("%s a %s", grant ? "grant" : "revoke", k->noun));
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -306,6 +312,8 @@ pgd_create_limit(PG_FUNCTION_ARGS)
 	char	   *mc = NULL;
 	char	   *rate = NULL;
 	char	   *burst = NULL;
+
+	pgd_refuse_on_standby(f, "create a limit");
 
 	if (PG_ARGISNULL(1) && PG_ARGISNULL(2))
 		ereport(ERROR,

@@ -51,6 +51,7 @@
 #include "common/json.h"
 #include "common/spi.h"
 #include "core/wake.h"
+#include "core/standby.h"
 #include "graph/event_config.h"
 #include "graph/graph.h"
 #include "results/results.h"
@@ -139,6 +140,7 @@ pgd_publish_event(PG_FUNCTION_ARGS)
 	Oid	   save_userid;
 	int	   save_sec;
 
+	pgd_refuse_on_standby("df.publish_event", "publish an event");
 	check_topic("df.publish_event", topic);
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -207,6 +209,7 @@ pgd_subscribe(PG_FUNCTION_ARGS)
 	Oid			  save_userid;
 	int			  save_sec;
 
+	pgd_refuse_on_standby("df.subscribe", "subscribe to a topic");
 	if (name[strspn(name, " \t\r\n")] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -273,6 +276,7 @@ pgd_unsubscribe(PG_FUNCTION_ARGS)
 	Oid	  save_userid;
 	int	  save_sec;
 
+	pgd_refuse_on_standby("df.unsubscribe", "drop a subscription");
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	as_superuser(&save_userid, &save_sec);

@@ -37,6 +37,7 @@
 #include "common/messages.h"
 #include "common/json.h"
 #include "common/spi.h"
+#include "core/standby.h"
 #include "store/store.h"
 #include "store/types.h"
 
@@ -56,6 +57,7 @@ pgd_signal(PG_FUNCTION_ARGS)
 	Oid		   save_userid;
 	int		   save_sec;
 
+	pgd_refuse_on_standby("df.signal", "send a signal");
 	if (id[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

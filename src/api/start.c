@@ -76,6 +76,7 @@
 #include "store/store.h"
 #include "core/wake.h"
 #include "common/json.h"
+#include "core/standby.h"
 #include "dsl/dsl.h"
 #include "graph/graph.h"
 #include "graph/orch_config.h"
@@ -614,6 +615,7 @@ pgd_start(PG_FUNCTION_ARGS)
 	StartTrace	  trace;
 	bool		  traced = PG_NARGS() >= 10;
 
+	pgd_refuse_on_standby("df.start", "start a workflow");
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

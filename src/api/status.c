@@ -48,6 +48,7 @@
 #include "store/store.h"
 #include "store/types.h"
 #include "core/wake.h"
+#include "core/standby.h"
 #include "orchestration/orchestration.h"
 #include "steps/step_sql.h"
 
@@ -439,6 +440,7 @@ pgd_cancel(PG_FUNCTION_ARGS)
 	char	  *id = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	CancelArgs a;
 
+	pgd_refuse_on_standby("df.cancel", "cancel an instance");
 	a.reason = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	/* compensate: the third argument (a 0.3.0 declaration has two) */
 	a.compensate = PG_NARGS() > 2 && PG_GETARG_BOOL(2);
@@ -472,6 +474,7 @@ pgd_compensate(PG_FUNCTION_ARGS)
 {
 	char *id = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
+	pgd_refuse_on_standby("df.compensate", "compensate an instance");
 	run_as_engine(id, compensate_call, NULL);
 	PG_RETURN_TEXT_P(cstring_to_text(psprintf("Instance %s is compensating again",
 											  id)));

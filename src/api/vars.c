@@ -27,6 +27,7 @@
 #include "utils/builtins.h"
 
 #include "common/messages.h"
+#include "core/standby.h"
 #include "core/settings.h"
 #include "steps/step_sql.h"
 #include "dsl/dsl.h"
@@ -78,6 +79,7 @@ PG_FUNCTION_INFO_V1(pgd_setvar);
 Datum
 pgd_setvar(PG_FUNCTION_ARGS)
 {
+	pgd_refuse_on_standby("df.setvar", "change workflow variables");
 	refuse_inside_workflow("df.setvar");
 	check_name(PG_GETARG_TEXT_PP(0));
 
@@ -119,6 +121,7 @@ PG_FUNCTION_INFO_V1(pgd_unsetvar);
 Datum
 pgd_unsetvar(PG_FUNCTION_ARGS)
 {
+	pgd_refuse_on_standby("df.unsetvar", "change workflow variables");
 	refuse_inside_workflow("df.unsetvar");
 
 	vars_exec("DELETE FROM df.vars "
@@ -135,6 +138,7 @@ PG_FUNCTION_INFO_V1(pgd_clearvars);
 Datum
 pgd_clearvars(PG_FUNCTION_ARGS)
 {
+	pgd_refuse_on_standby("df.clearvars", "change workflow variables");
 	refuse_inside_workflow("df.clearvars");
 
 	vars_exec("DELETE FROM df.vars WHERE owner OPERATOR(pg_catalog.=) $1::pg_catalog.regrole",

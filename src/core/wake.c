@@ -695,14 +695,23 @@ http_worker_detach(int code, Datum arg)
 	SpinLockRelease(&pgd_shared->mutex);
 }
 
-void
+/*
+ * Register the HTTP worker.  Returns whether it is alone: no other HTTP
+ * worker was registered (one that exits, even by an error, deregisters;
+ * a crash restart of the server clears shared memory).
+ */
+bool
 pgd_http_worker_attach(void)
 {
+	bool		alone;
+
 	SpinLockAcquire(&pgd_shared->mutex);
+	alone = (pgd_shared->http_pid == 0);
 	pgd_shared->http_pid = MyProcPid;
 	pgd_shared->http_latch = MyLatch;
 	SpinLockRelease(&pgd_shared->mutex);
 	before_shmem_exit(http_worker_detach, (Datum) 0);
+	return alone;
 }
 
 void

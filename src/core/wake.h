@@ -61,7 +61,7 @@ extern void		   pgd_executor_attach(int slot);
 extern void		   pgd_executor_set_idle(bool idle);
 extern void		   pgd_executor_set_running(const char *instance_id,
 											const char *scope);
-extern void		   pgd_http_worker_attach(void);
+extern bool		   pgd_http_worker_attach(void);
 extern const char *pgd_executor_running_instance(void);
 
 /* df.await_instance */

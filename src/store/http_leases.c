@@ -70,6 +70,17 @@ pgd_store_http_lease_held(int64 task_id, const char *token)
 		(held = store_get_string(0, 1)) != NULL && strcmp(held, token) == 0;
 }
 
+/*
+ * Make every HTTP lease expire now: for the HTTP worker at its start when
+ * no other one runs, so the calls the lost worker (or the lost primary)
+ * had in flight are made again at once.  Returns how many.
+ */
+int
+pgd_store_http_leases_void(void)
+{
+	return store_run(STMT_HTTP_LEASES_VOID, NULL, NULL);
+}
+
 /* Milliseconds until the next HTTP task or lease falls due; false when none. */
 bool
 pgd_store_http_next_due(long *ms)

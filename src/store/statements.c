@@ -352,6 +352,14 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED",
 		 1,
 		 {INT8OID}},
+	[STMT_HTTP_LEASES_VOID] =
+		{"void the leases of the HTTP calls of an HTTP worker that is gone",
+		 FLUSH_TASKS, REACH_ALL,
+		 "UPDATE df_internal.tasks SET lease_until = pg_catalog.clock_timestamp() "
+		 "WHERE kind OPERATOR(pg_catalog.=) 'http' "
+		 "AND lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()",
+		 0,
+		 {InvalidOid}},
 	[STMT_HTTP_NEXT_DUE] =
 		{"milliseconds until an HTTP task or lease falls due",
 		 FLUSH_TASKS, REACH_ALL,

@@ -156,6 +156,7 @@ extern int	 pgd_store_http_due(int max, PgdHttpDue **rows);
 extern char *pgd_store_http_lease(int64 task_id, int seconds);
 extern bool	 pgd_store_http_lease_held(int64 task_id, const char *token);
 extern bool	 pgd_store_http_next_due(long *ms);
+extern int	 pgd_store_http_leases_void(void);
 
 /* --- nodes --- */
 extern void pgd_store_node_running(const char *instance_id,

@@ -23,6 +23,11 @@
  * Tasks are claimed by the id a commit published when there is one (see
  * wake.c for why), else by a scan of the queue in run_at order.
  *
+ * While transactions start read-only (default_transaction_read_only = on,
+ * as a failover manager keeps a promoted standby until the old primary is
+ * known to be gone) nothing is claimed: a user's step that writes would
+ * fail.  The executor looks again every READ_ONLY_POLL_MS.
+ *
  * Batches (docs/design/batches-and-inbox.md §2): after the first task, more
  * ready tasks run in the same transaction (run_batch), each in subtransactions
  * of its own (run_follower), until pg_durable.batch_max_steps or
@@ -132,6 +137,12 @@
 
 /* how often a held executor looks whether the hold is gone, and reminds */
 #define RESTORE_POLL_MS		 1000L
+/*
+ * How often a read-only server is looked at again: a failover manager can
+ * keep a promoted standby read-only (default_transaction_read_only) for a
+ * few seconds, until the old primary is known to be gone.
+ */
+#define READ_ONLY_POLL_MS 200L
 #define RESTORE_REMINDER_MS	 60000
 
 static int	 my_slot;
@@ -286,6 +297,16 @@ process_one(long *sleep_ms)
 	{
 		pgd_end_unit();
 		*sleep_ms = RESTORE_POLL_MS;
+		return false;
+	}
+	/*
+	 * A read-only transaction (default_transaction_read_only = on) would
+	 * fail the user's step that writes: claim nothing until it is lifted.
+	 */
+	if (XactReadOnly)
+	{
+		pgd_end_unit();
+		*sleep_ms = READ_ONLY_POLL_MS;
 		return false;
 	}
 	if (!claim_task(&t, sleep_ms))

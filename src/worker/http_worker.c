@@ -21,8 +21,9 @@
  *		instance's runs row and apply the transition like a SQL step
  *		(transition.c), delete the task, commit.
  * A crash of the worker (or of the server) during a call leaves the lease
- * in the table: once it expires, the call is claimed and made again with
- * the same Idempotency-Key (at-least-once).  Executors never claim 'http'
+ * in the table; a worker that starts while no other one runs voids such
+ * leases (void_leases: after an exit, a crash or a failover), and the call
+ * is claimed and made again with the same Idempotency-Key (at-least-once).  Executors never claim 'http'
  * tasks; the HTTP worker is woken at commit by whoever enqueues one
  * (wake.c), and otherwise sleeps until the next lease expires.
  *
@@ -676,6 +677,13 @@ claim(int max, long *next_ms)
 			proc_exit(0); /* DROP EXTENSION: the launcher starts us again */
 		return 0;
 	}
+	/* a read-only server (see executor.c) completes no call: make none */
+	if (XactReadOnly)
+	{
+		pgd_end_unit();
+		*next_ms = 200L;
+		return 0;
+	}
 	n = pgd_store_http_due(max, &due);
 	/* calls a restore loaded wait for its end (docs/design/restores.md §3) */
 	if (n > 0 && pgd_store_restore_held())
@@ -767,6 +775,42 @@ reload_if_asked(void)
 	}
 }
 
+/*
+ * The leases in the table belong to no running HTTP worker when this one
+ * is alone: the previous one exited or crashed, or this server was a
+ * standby and the leases are the lost primary's.  Their calls are made
+ * again now, with the same Idempotency-Key, instead of when each lease
+ * would have expired (its call's timeout later).  An error leaves the
+ * leases to expire.
+ */
+static void
+void_leases(MemoryContext loop_cxt)
+{
+	MemoryContext old = MemoryContextSwitchTo(loop_cxt);
+
+	PG_TRY();
+	{
+		if (pgd_begin_engine_unit("pg_durable: voiding the leases of a previous HTTP worker"))
+		{
+			int			n = pgd_store_http_leases_void();
+
+			pgd_end_unit();
+			if (n > 0)
+				ereport(LOG,
+						(errmsg("pg_durable http worker makes %d HTTP calls of a previous worker again", n),
+						 errdetail("Their leases belonged to an HTTP worker that is gone (an exit, a crash or "
+								   "a failover): the calls are made again with the same Idempotency-Key.")));
+		}
+	}
+	PG_CATCH();
+	{
+		pgd_unit_recover(loop_cxt);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(loop_cxt);
+}
+
 /* claim() in loop_cxt; an error is logged and retried after a second. */
 static int
 claim_guarded(int max, MemoryContext loop_cxt, long *next_ms)
@@ -803,13 +847,14 @@ pgd_http_worker_main(Datum main_arg)
 	MemoryContext loop_cxt;
 	MemoryContext otel_cxt;
 	long		  otel_ms;
+	bool		  alone;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
 	BackgroundWorkerInitializeConnection(pgd_database, pgd_worker_role, 0);
-	pgd_http_worker_attach();
+	alone = pgd_http_worker_attach();
 	pgstat_report_appname("pg_durable http worker");
 	SetConfigOption("default_transaction_isolation", "read committed",
 					PGC_SUSET, PGC_S_OVERRIDE);
@@ -842,6 +887,8 @@ pgd_http_worker_main(Datum main_arg)
 		pgd_idle_check_for_interrupts();
 		reload_if_asked();
 	}
+	if (alone)
+		void_leases(loop_cxt);
 
 	for (;;)
 	{

@@ -33,6 +33,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
@@ -522,7 +523,11 @@ pgd_engine_problems(PG_FUNCTION_ARGS)
 					psprintf("pg_durable.worker_role \"%s\" is not a superuser that can log in: "
 							 "the launcher started no worker (the server log says why).",
 							 pgd_worker_role));
-	if (stale_ready_work(&tasks, &starts))
+	if (RecoveryInProgress())
+		add_problem(rsinfo, "standby",
+					"this server is a standby in recovery: no executor runs here until it is "
+					"promoted, and the instances run on the primary.");
+	else if (stale_ready_work(&tasks, &starts))
 		add_problem(rsinfo, "ready_not_taken",
 					psprintf("%lld tasks have been due and %lld starts pending for over %d s "
 							 "with no executor taking them: see what the executors do in "

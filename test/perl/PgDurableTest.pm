@@ -17,7 +17,7 @@ use HTTP::Tiny;
 use JSON::PP;
 
 our @EXPORT = qw(
-  engine_cluster engine_node wait_engine_ready step_sql crash_shapes start_instance
+  engine_cluster engine_node engine_pair wait_engine_ready step_sql crash_shapes start_instance
   wait_instances_done executor_pid_in_step check_effects check_engine_empty
   check_df_clean
   start_server start_http_server http_get start_otlp_receiver
@@ -38,6 +38,15 @@ sub engine_cluster
 	my $node = PostgreSQL::Test::Cluster->new($name);
 
 	$node->init;
+	engine_conf($node, $workers, $extra_conf);
+	$node->start;
+	return $node;
+}
+
+# The settings of a node of the engine, appended to its postgresql.conf.
+sub engine_conf
+{
+	my ($node, $workers, $extra_conf) = @_;
 	$node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'pg_durable'
 pg_durable.database = 'postgres'
@@ -46,8 +55,7 @@ restart_after_crash = on
 max_worker_processes = 16
 log_min_messages = warning
 } . ($extra_conf // '') . "\n" . ($ENV{PG_DURABLE_TEST_CONF} // ''));
-	$node->start;
-	return $node;
+	return;
 }
 
 # A running cluster with $workers executors and the extension ready.
@@ -57,6 +65,48 @@ sub engine_node
 	my ($name, $workers, $extra_conf) = @_;
 	my $node = engine_cluster($name, $workers, $extra_conf);
 
+	engine_setup($node);
+	wait_engine_ready($node, $workers);
+	return $node;
+}
+
+# A primary with $workers executors and the extension ready, and a hot
+# standby streaming from it (named "<name>_standby", the application_name
+# synchronous_standby_names can name).  With $sync the primary waits for
+# the standby to apply every commit (synchronous_commit = remote_apply).
+sub engine_pair
+{
+	my ($name, $workers, $extra_conf, $sync) = @_;
+	my $primary = PostgreSQL::Test::Cluster->new("${name}_primary");
+	my $standby = PostgreSQL::Test::Cluster->new("${name}_standby");
+
+	$primary->init(allows_streaming => 1);
+	engine_conf($primary, $workers, $extra_conf);
+	$primary->start;
+	engine_setup($primary);
+	wait_engine_ready($primary, $workers);
+	$primary->backup('pair');
+	$standby->init_from_backup($primary, 'pair', has_streaming => 1);
+	$standby->start;
+	$primary->wait_for_catchup($standby);
+	if ($sync)
+	{
+		$primary->append_conf('postgresql.conf', qq{
+synchronous_standby_names = '"${name}_standby"'
+synchronous_commit = remote_apply
+});
+		$primary->reload;
+		query_until($primary,
+			"SELECT sync_state = 'sync' FROM pg_stat_replication WHERE application_name = '${name}_standby'")
+		  or die "the standby did not become synchronous";
+	}
+	return ($primary, $standby);
+}
+
+# The extension, the role that starts workflows and the tables of effects.
+sub engine_setup
+{
+	my ($node) = @_;
 	$node->safe_psql('postgres', qq{
 CREATE EXTENSION pg_durable;
 CREATE ROLE $ROLE LOGIN;
@@ -72,8 +122,7 @@ GRANT INSERT, SELECT ON effects TO $ROLE;
 CREATE TABLE expected (instance_id text NOT NULL, step text NOT NULL,
                        PRIMARY KEY (instance_id, step));
 });
-	wait_engine_ready($node, $workers);
-	return $node;
+	return;
 }
 
 # Wait until the server accepts connections, $workers executors run and the

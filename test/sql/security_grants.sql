@@ -36,9 +36,10 @@ WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
   AND NOT EXISTS (SELECT 1 FROM aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
                   WHERE a.grantee = 0 AND a.privilege_type = 'EXECUTE')
 ORDER BY 1::text;
--- nor anything in the private schema but reading the readiness table and
+-- nor anything in the private schema but reading the readiness table,
 -- the row checks of df.instances, df.nodes and the events (a CHECK runs with the rights
--- of whoever writes the row: df.start writes nodes as its caller)
+-- of whoever writes the row: df.start writes nodes as its caller) and the standby check
+-- of the writing functions in PL/pgSQL, which run as their caller
 SELECT p.oid::regprocedure AS public_in_df_internal
 FROM pg_proc p
 WHERE p.pronamespace = 'df_internal'::regnamespace
