@@ -600,6 +600,7 @@ pgd_store_stale_ready(int secs, int64 *tasks, int64 *starts)
 	*tasks = *starts = 0;
 	if (PGD_EXEC("SELECT (SELECT count(*) FROM df_internal.tasks "
 				 "  WHERE kind OPERATOR(pg_catalog.<>) 'http' "
+				 "  AND kind OPERATOR(pg_catalog.<>) 'external' "
 				 "  AND run_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) "
 				 "   pg_catalog.make_interval(secs => $1::int))), "
 				 " (SELECT count(*) FROM df_internal.runs "
