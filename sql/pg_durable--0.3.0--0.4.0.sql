@@ -2537,7 +2537,7 @@ COMMENT ON FUNCTION df.fail_task(bigint, text, text, boolean, text) IS
 	'decides about the next attempt unless retryable is false: ''ok'', ''stale'' or ''already''';
 
 CREATE FUNCTION df.grant_worker(role name, queue_pattern text) RETURNS void
-	LANGUAGE plpgsql SECURITY DEFINER
+	LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp
 	AS $fn$
 DECLARE
@@ -2564,11 +2564,11 @@ END
 $fn$;
 COMMENT ON FUNCTION df.grant_worker(name, text) IS
 	'let role (and its members) claim, heartbeat, complete and fail the tasks of the queues '
-	'matching queue_pattern (* stands for any characters); administrators only';
+	'matching queue_pattern (* stands for any characters); superusers only';
 REVOKE EXECUTE ON FUNCTION df.grant_worker(name, text) FROM PUBLIC;
 
 CREATE FUNCTION df.revoke_worker(role name, queue_pattern text) RETURNS boolean
-	LANGUAGE plpgsql SECURITY DEFINER
+	LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp
 	AS $fn$
 DECLARE
@@ -2584,5 +2584,5 @@ END
 $fn$;
 COMMENT ON FUNCTION df.revoke_worker(name, text) IS
 	'take back df.grant_worker(role, queue_pattern); true when there was such a grant; '
-	'administrators only';
+	'superusers only';
 REVOKE EXECUTE ON FUNCTION df.revoke_worker(name, text) FROM PUBLIC;
