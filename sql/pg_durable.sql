@@ -2547,3 +2547,19 @@ COMMENT ON FUNCTION df.revoke_worker(name, text) IS
 	'take back df.grant_worker(role, queue_pattern); true when there was such a grant; '
 	'superusers only';
 REVOKE EXECUTE ON FUNCTION df.revoke_worker(name, text) FROM PUBLIC;
+
+-- the depth and age of each queue, as the caller sees its tasks (df.tasks)
+CREATE VIEW df.task_queues WITH (security_invoker = true) AS
+	SELECT queue,
+		   count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'ready') AS ready,
+		   count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'leased') AS leased,
+		   max(pg_catalog.now() OPERATOR(pg_catalog.-) ready_at)
+			   FILTER (WHERE state OPERATOR(pg_catalog.=) 'ready') AS oldest_ready_age,
+		   sum(attempt) FILTER (WHERE state OPERATOR(pg_catalog.=) 'leased') AS leased_attempts
+	FROM df.tasks
+	WHERE state OPERATOR(pg_catalog.=) ANY ('{ready,leased}'::text[])
+	GROUP BY queue;
+COMMENT ON VIEW df.task_queues IS
+	'per queue of external tasks the caller sees: how many are ready and leased, and how long '
+	'the oldest ready one has waited';
+GRANT SELECT ON df.task_queues TO PUBLIC;

@@ -61,6 +61,7 @@ FROM claimed;
 -- nothing more to claim
 SELECT count(*) FROM df.claim_tasks('xt.pay', 'w2', 10);
 SELECT queue, state, attempt, worker, leased_until > now() AS leased FROM df.tasks;
+SELECT queue, ready, leased, oldest_ready_age IS NULL AS none_waiting FROM df.task_queues;
 -- a heartbeat extends the lease; a wrong token is 'lost'
 SELECT df.heartbeat_task(task_id, lease_token) FROM claimed;
 SELECT df.heartbeat_task(task_id, lease_token, '1 minute') FROM claimed;
