@@ -46,7 +46,8 @@ ISOLATION = cancel_step_race join_same_moment race_same_moment \
 	limit_release_timeout_race \
 	event_wait_race \
 	lock_release_cancel_race \
-	inbox_runs_held
+	inbox_runs_held \
+	task_claim_race
 ISOLATION_OPTS = --inputdir=test --use-existing
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)

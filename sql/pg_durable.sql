@@ -536,6 +536,8 @@ CREATE TABLE df_internal.runs (
 -- call sets lease_until and a fresh lease_token (committed before the call
 -- is made); its completion applies only while the token is still the same,
 -- and an expired lease makes the task claimable again (at-least-once).
+-- Tasks of TASK nodes (kind 'external') belong to external workers
+-- (df_internal.external_tasks); executors pass over them.
 -- engine_errors counts the claims of the task that an unexpected error of
 -- the engine rolled back (recorded after the rollback, with the last
 -- error); df.check() reports a task whose errors repeat.
@@ -544,7 +546,7 @@ CREATE TABLE df_internal.tasks (
 	instance_id varchar(8) NOT NULL,
 	node_id varchar(8),
 	scope text NOT NULL,
-	kind text NOT NULL CHECK (kind IN ('start', 'step', 'timer', 'deliver', 'http', 'apply')),
+	kind text NOT NULL CHECK (kind IN ('start', 'step', 'timer', 'deliver', 'http', 'apply', 'external')),
 	run_at timestamptz NOT NULL DEFAULT now(),
 	attempts int NOT NULL DEFAULT 0,
 	lease_until timestamptz,
@@ -552,7 +554,7 @@ CREATE TABLE df_internal.tasks (
 	engine_errors int NOT NULL DEFAULT 0,
 	last_engine_error text
 );
-CREATE INDEX tasks_run_at_idx ON df_internal.tasks (run_at, id) WHERE kind <> 'http';
+CREATE INDEX tasks_run_at_idx ON df_internal.tasks (run_at, id) WHERE kind <> 'http' AND kind <> 'external';
 CREATE INDEX tasks_http_idx ON df_internal.tasks (run_at, id) WHERE kind = 'http';
 CREATE INDEX tasks_instance_idx ON df_internal.tasks (instance_id);
 -- an instance's apply tasks, looked for at every inbox take and hand-over:
@@ -2507,3 +2509,203 @@ GRANT SELECT ON df.shared_objects TO PUBLIC;
 REVOKE EXECUTE ON FUNCTION df.create_limit(text, int, float8, int) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df.create_lock_space(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df.create_topic(text) FROM PUBLIC;
+
+-- ---------------------------------------------------------------------------
+-- External workers (docs/guides/external-workers.md): a TASK node's execution
+-- is a df_internal.tasks row of kind 'external' (the engine's: retries keep
+-- it, whatever abandons the node deletes it; executors never claim it) and
+-- an external_tasks row with the same id (the workers': queue, payload,
+-- lease, attempt, deadline).  Workers claim, heartbeat and end tasks through
+-- df.claim_tasks, df.heartbeat_task, df.complete_task and df.fail_task, of
+-- the queues df.grant_worker gave their role.
+-- ---------------------------------------------------------------------------
+
+CREATE TABLE df_internal.external_tasks (
+	task_id bigint PRIMARY KEY,	-- its df_internal.tasks row's id
+	instance_id varchar(8) NOT NULL,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	submitted_by regrole NOT NULL,
+	queue text NOT NULL,
+	state text NOT NULL DEFAULT 'ready'
+		CHECK (state IN ('ready', 'leased', 'completed', 'failed', 'cancelled')),
+	attempt int NOT NULL DEFAULT 0,
+	worker text,
+	lease_token uuid,
+	lease_until timestamptz,
+	lease_seconds float8,
+	lease_expiries int NOT NULL DEFAULT 0,
+	payload jsonb NOT NULL,
+	timeout_seconds int,
+	heartbeat_seconds int,
+	deadline timestamptz,
+	idempotency_key text NOT NULL,
+	traceparent text,
+	created_at timestamptz NOT NULL DEFAULT now(),
+	ready_at timestamptz NOT NULL DEFAULT now(),
+	ended_at timestamptz
+);
+-- a claim: the oldest ready tasks of one queue
+CREATE INDEX external_tasks_ready_idx ON df_internal.external_tasks (queue, ready_at, task_id)
+	WHERE state = 'ready';
+-- the sweep: leases and deadlines that ran out
+CREATE INDEX external_tasks_leased_idx ON df_internal.external_tasks (lease_until)
+	WHERE state = 'leased';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.external_tasks', '');
+
+-- df.grant_worker: a role (and its members) may work on the queues whose
+-- names match queue_pattern ('*' stands for any characters)
+CREATE TABLE df_internal.worker_grants (
+	role regrole NOT NULL,
+	queue_pattern text NOT NULL,
+	like_pattern text NOT NULL,
+	granted_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (role, queue_pattern)
+);
+SELECT pg_catalog.pg_extension_config_dump('df_internal.worker_grants', '');
+
+-- may the current user see the tasks of queue (as one of its workers)?
+CREATE FUNCTION df_internal.works_on(p_queue text) RETURNS boolean
+	LANGUAGE sql STABLE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+SELECT EXISTS (SELECT 1 FROM df_internal.worker_grants g
+			   WHERE p_queue OPERATOR(pg_catalog.~~) g.like_pattern
+			   AND pg_catalog.pg_has_role(current_user, g.role, 'MEMBER'))
+$fn$;
+COMMENT ON FUNCTION df_internal.works_on(text) IS
+	'is the current user a worker of the queue (df.grant_worker)? the row-level security of df.tasks';
+
+ALTER TABLE df_internal.external_tasks ENABLE ROW LEVEL SECURITY;
+-- the instance's submitter and the queue's workers see a task
+CREATE POLICY external_tasks_visibility ON df_internal.external_tasks FOR SELECT
+	USING (submitted_by OPERATOR(pg_catalog.=) pg_catalog.quote_ident(current_user)::regrole
+		   OR df_internal.works_on(queue));
+GRANT SELECT (task_id, queue, state, attempt, worker, lease_until, instance_id, node_id,
+			  created_at, ready_at, ended_at)
+	ON df_internal.external_tasks TO PUBLIC;
+
+CREATE VIEW df.tasks WITH (security_invoker = true) AS
+	SELECT task_id, queue, state, attempt, worker,
+		   CASE WHEN state OPERATOR(pg_catalog.=) 'leased' THEN lease_until END AS leased_until,
+		   instance_id::text AS instance_id, node_id::text AS node_id,
+		   created_at, ready_at, ended_at
+	FROM df_internal.external_tasks;
+COMMENT ON VIEW df.tasks IS
+	'the external tasks (df.task) the current user may see, under row-level security: '
+	'those of its own instances and of the queues it works on (df.grant_worker)';
+GRANT SELECT ON df.tasks TO PUBLIC;
+
+CREATE FUNCTION df.task(queue text, payload text DEFAULT '{}', timeout_seconds int DEFAULT NULL,
+						heartbeat_seconds int DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_task';
+COMMENT ON FUNCTION df.task(text, text, int, int) IS
+	'node TASK: a step that an external worker of queue runs (df.claim_tasks); payload is a '
+	'template ({var}, $name), JSON once substituted; the result is the JSON the worker completes '
+	'it with; timeout_seconds bounds each attempt, heartbeat_seconds the time between heartbeats';
+
+CREATE FUNCTION df.claim_tasks(queue text, worker_id text, max_tasks int DEFAULT 1,
+							   lease interval DEFAULT '30 seconds')
+	RETURNS TABLE (task_id bigint, lease_token text, attempt int, instance_id text, payload jsonb,
+				   deadline timestamptz, idempotency_key text, traceparent text)
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_claim_tasks';
+COMMENT ON FUNCTION df.claim_tasks(text, text, int, interval) IS
+	'lease up to max_tasks ready tasks of queue, oldest first, to worker_id (FOR UPDATE SKIP '
+	'LOCKED: two workers never get the same task); only the queues df.grant_worker gave the role';
+
+CREATE FUNCTION df.heartbeat_task(task_id bigint, lease_token text, extend interval DEFAULT NULL)
+	RETURNS text
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_heartbeat_task';
+COMMENT ON FUNCTION df.heartbeat_task(bigint, text, interval) IS
+	'extend a lease (by extend, else by its length): ''ok'', ''lost'' (it expired or another '
+	'attempt holds the task) or ''cancel_requested'' (the node is no longer wanted)';
+
+CREATE FUNCTION df.complete_task(task_id bigint, lease_token text, result jsonb DEFAULT '{}')
+	RETURNS text
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_complete_task';
+COMMENT ON FUNCTION df.complete_task(bigint, text, jsonb) IS
+	'complete a leased task with result (the TASK node''s result): ''ok'', ''stale'' (not the '
+	'current lease: nothing changes) or ''already'' (the task had ended)';
+
+CREATE FUNCTION df.fail_task(task_id bigint, lease_token text, error text,
+							 retryable boolean DEFAULT true, code text DEFAULT NULL)
+	RETURNS text
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_fail_task';
+COMMENT ON FUNCTION df.fail_task(bigint, text, text, boolean, text) IS
+	'fail the attempt of a leased task with error and code (default task_failed); df.retry '
+	'decides about the next attempt unless retryable is false: ''ok'', ''stale'' or ''already''';
+
+CREATE FUNCTION df.grant_worker(role name, queue_pattern text) RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+DECLARE
+	r oid;
+BEGIN
+	SELECT oid INTO r FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) role;
+	IF r IS NULL THEN
+		RAISE EXCEPTION 'df.grant_worker: role "%" does not exist', role
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	IF queue_pattern IS NULL OR queue_pattern OPERATOR(pg_catalog.=) ''
+	   OR length(queue_pattern) OPERATOR(pg_catalog.>) 200 THEN
+		RAISE EXCEPTION 'df.grant_worker: queue_pattern must be 1 to 200 characters'
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'A queue name, or a pattern where * stands for any characters: ''payments.*''.';
+	END IF;
+	INSERT INTO df_internal.worker_grants (role, queue_pattern, like_pattern)
+	VALUES (r, queue_pattern,
+			replace(replace(replace(replace(queue_pattern, '\', '\\'), '%', '\%'), '_', '\_'),
+					'*', '%'))
+	ON CONFLICT DO NOTHING;
+	EXECUTE format('GRANT USAGE ON SCHEMA df TO %I', role);
+END
+$fn$;
+COMMENT ON FUNCTION df.grant_worker(name, text) IS
+	'let role (and its members) claim, heartbeat, complete and fail the tasks of the queues '
+	'matching queue_pattern (* stands for any characters); superusers only';
+REVOKE EXECUTE ON FUNCTION df.grant_worker(name, text) FROM PUBLIC;
+
+CREATE FUNCTION df.revoke_worker(role name, queue_pattern text) RETURNS boolean
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+DECLARE
+	n int;
+BEGIN
+	DELETE FROM df_internal.worker_grants g
+	WHERE g.role OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_roles
+										 WHERE rolname OPERATOR(pg_catalog.=) revoke_worker.role)
+	AND g.queue_pattern OPERATOR(pg_catalog.=) revoke_worker.queue_pattern;
+	GET DIAGNOSTICS n = ROW_COUNT;
+	RETURN n OPERATOR(pg_catalog.>) 0;
+END
+$fn$;
+COMMENT ON FUNCTION df.revoke_worker(name, text) IS
+	'take back df.grant_worker(role, queue_pattern); true when there was such a grant; '
+	'superusers only';
+REVOKE EXECUTE ON FUNCTION df.revoke_worker(name, text) FROM PUBLIC;
+
+-- the depth and age of each queue, as the caller sees its tasks (df.tasks)
+CREATE VIEW df.task_queues WITH (security_invoker = true) AS
+	SELECT queue,
+		   count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'ready') AS ready,
+		   count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'leased') AS leased,
+		   max(pg_catalog.now() OPERATOR(pg_catalog.-) ready_at)
+			   FILTER (WHERE state OPERATOR(pg_catalog.=) 'ready') AS oldest_ready_age,
+		   sum(attempt) FILTER (WHERE state OPERATOR(pg_catalog.=) 'leased') AS leased_attempts
+	FROM df.tasks
+	WHERE state OPERATOR(pg_catalog.=) ANY ('{ready,leased}'::text[])
+	GROUP BY queue;
+COMMENT ON VIEW df.task_queues IS
+	'per queue of external tasks the caller sees: how many are ready and leased, and how long '
+	'the oldest ready one has waited';
+GRANT SELECT ON df.task_queues TO PUBLIC;

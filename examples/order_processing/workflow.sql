@@ -2,7 +2,9 @@
 -- payment, inventory and shipping services of services.pl, as a saga.
 --
 -- psql variables: :order_url :payment_url :inventory_url :shipping_url
--- (http://127.0.0.1:PORT of each service).  Run as a superuser; the
+-- (http://127.0.0.1:PORT of each service; 'task:' for a service whose
+-- calls external workers make, workers.py: TASK steps of queue
+-- shop.<service> instead of HTTP steps).  Run as a superuser; the
 -- workflows run as the role shop (steps with its rights).
 \set ON_ERROR_STOP 1
 
@@ -39,12 +41,21 @@ CREATE TABLE shop.notifications (order_id text PRIMARY KEY, event_id bigint NOT 
 -- an HTTP step that posts body (JSON text, a template) to a service's
 -- path; any answer but 2xx fails it (a 429 or a 503 too, which df.retry
 -- and the undos' default policy retry; a 402 is not retried)
+-- A service whose url is 'task:' is called by a worker of queue
+-- shop.<service> (workers.py), with the path, the key and the body (a
+-- template, substituted when the step starts) as the task's payload.
 CREATE FUNCTION shop.call(service text, path text, body text, key text DEFAULT NULL,
 						  breaker text DEFAULT NULL) RETURNS text
 LANGUAGE sql STABLE AS $$
-	SELECT df.http((SELECT url FROM shop.services WHERE name = service) || path, 'POST',
-				   body, '{"Content-Type": "application/json"}', 10,
-				   fail_on => '4xx,5xx', idempotency_key => key, breaker => breaker)
+	SELECT CASE WHEN s.url = 'task:' THEN
+		df.task('shop.' || service,
+				'{"path": ' || to_json(path) || ', "key": ' || to_json(key) || ', "body": ' || body || '}',
+				timeout_seconds => 10)
+	ELSE
+		df.http(s.url || path, 'POST', body, '{"Content-Type": "application/json"}', 10,
+				fail_on => '4xx,5xx', idempotency_key => key, breaker => breaker)
+	END
+	FROM shop.services s WHERE s.name = service
 $$;
 
 -- The workflow of one order, o = {order_id, customer, card, amount,

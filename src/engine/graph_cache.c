@@ -35,6 +35,7 @@
 #include "engine/graph_cache.h"
 #include "store/store.h"
 #include "graph/http_config.h"
+#include "graph/task_config.h"
 #include "graph/map_config.h"
 #include "graph/persisted.h"
 
@@ -344,6 +345,15 @@ parse_config(PgdNode *n)
 				df_http_check_config(n->query,
 									 n->type == DF_NODE_HTTP_MULTIPART);
 			n->config = node_config(n);
+			break;
+		case DF_NODE_TASK:
+			{
+				DfTaskConfig task;
+
+				/* validated at df.start, checked again: a graph is data */
+				n->config_problem = df_task_parse(n->query, &task);
+				n->config = node_config(n);
+			}
 			break;
 		default:
 			break;

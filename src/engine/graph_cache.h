@@ -53,7 +53,7 @@ typedef struct PgdNode
 	DfCron	cron;
 	char   *break_value;	  /* BREAK: the value as JSON text */
 	char   *if_rows_name;	  /* IF without a condition node (df.if_rows) */
-	DfJson *config;			  /* HTTP, HTTP_MULTIPART: the config object */
+	DfJson *config;			  /* HTTP, HTTP_MULTIPART, TASK: the config object */
 	char   *config_problem;	  /* ... NULL when it passes the config checks */
 	DfWrapperConfig *wrapper; /* RETRY, TIMEOUT, CATCH, FAIL: settings */
 	char			*wrapper_problem; /* ... NULL when they parse */

@@ -60,6 +60,7 @@ pgd_start_action(const PgdNode *node)
 		case DF_NODE_PUBLISH:
 		case DF_NODE_EVENT:
 		case DF_NODE_LOCK:
+		case DF_NODE_TASK: /* orchestration/task_node.c */
 			return PGD_START_WRAPPER;
 	}
 	return PGD_START_UNSUPPORTED;
@@ -93,7 +94,7 @@ bool
 pgd_is_step(const PgdNode *node)
 {
 	return node->type == DF_NODE_SQL || node->type == DF_NODE_HTTP ||
-		node->type == DF_NODE_HTTP_MULTIPART;
+		node->type == DF_NODE_HTTP_MULTIPART || node->type == DF_NODE_TASK;
 }
 
 bool

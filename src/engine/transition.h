@@ -60,7 +60,7 @@ extern PgdStartAction pgd_start_action(const PgdNode *node);
 /* RETRY, TIMEOUT, CATCH, FAIL: the nodes the wrapper hooks run. */
 extern bool pgd_is_wrapper(const PgdNode *node);
 
-/* SQL, HTTP, HTTP_MULTIPART: the steps a retry policy covers. */
+/* SQL, HTTP, HTTP_MULTIPART, TASK: the steps a retry policy covers. */
 extern bool pgd_is_step(const PgdNode *node);
 
 /*

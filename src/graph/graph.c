@@ -51,6 +51,7 @@ static const char *const node_type_names[DF_NODE_TYPE_COUNT] = {
 	[DF_NODE_PUBLISH] = "PUBLISH",
 	[DF_NODE_EVENT] = "EVENT",
 	[DF_NODE_LOCK] = "LOCK",
+	[DF_NODE_TASK] = "TASK",
 };
 
 const char *

@@ -55,10 +55,12 @@ typedef enum DfNodeType
 	DF_NODE_PUBLISH, /* a leaf; query: {"topic", "payload", "key"} */
 	DF_NODE_EVENT, /* a leaf; query: {"topic", "filter", "timeout_seconds"} */
 	/* keyed locks (docs/design/locks-and-limits.md §1, graph/lock_config.h) */
-	DF_NODE_LOCK /* left: the step; query: {"keys": [...], ...} */
+	DF_NODE_LOCK, /* left: the step; query: {"keys": [...], ...} */
+	/* external workers (docs/guides/external-workers.md, graph/task_config.h) */
+	DF_NODE_TASK /* a leaf; query: {"queue", "payload", "timeout_seconds", ...} */
 } DfNodeType;
 
-#define DF_NODE_TYPE_COUNT 24
+#define DF_NODE_TYPE_COUNT 25
 #define DF_MAX_DEPTH	   256	 /* edges below the root (§1.10) */
 #define DF_MAX_NODES	   10000 /* §1.10; pg_durable.max_nodes's default */
 
@@ -71,7 +73,7 @@ extern int df_max_nodes;
 
 #define DF_VALID_NODE_TYPES \
 	"SQL, THEN, IF, JOIN, LOOP, BREAK, RACE, SLEEP, WAIT_SCHEDULE, HTTP, HTTP_MULTIPART, SIGNAL, " \
-	"RETRY, TIMEOUT, CATCH, FAIL, COMPENSATED, SAGA, BREAKER, MAP, LIMIT, PUBLISH, EVENT, LOCK"
+	"RETRY, TIMEOUT, CATCH, FAIL, COMPENSATED, SAGA, BREAKER, MAP, LIMIT, PUBLISH, EVENT, LOCK, TASK"
 
 typedef struct DfNode
 {

@@ -25,6 +25,7 @@
 #include "common/cron.h"
 #include "graph/event_config.h"
 #include "graph/http_config.h"
+#include "graph/task_config.h"
 #include "graph/map_config.h"
 #include "graph/lock_config.h"
 #include "graph/loop_config.h"
@@ -353,6 +354,12 @@ check_node(const DfNode *n)
 			if (n->right != NULL)
 				return pstrdup("LOCK node cannot have right_node");
 			return df_lock_parse(n->query, &lock);
+		case DF_NODE_TASK:
+			{
+				DfTaskConfig task;
+
+				return df_task_parse(n->query, &task);
+			}
 		case DF_NODE_HTTP:
 		case DF_NODE_HTTP_MULTIPART:
 			if (n->query == NULL)

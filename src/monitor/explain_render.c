@@ -285,6 +285,18 @@ append_leaf_label(StringInfo buf, const DfNode *node)
 				appendStringInfo(buf, " (%ss)", s);
 			break;
 
+		case DF_NODE_TASK:
+			/* TASK 'queue' (30s) */
+			cfg = node_config(node);
+			s = config_string(cfg, "queue");
+			appendStringInfoString(buf, "TASK '");
+			append_collapsed(buf, s ? s : "?");
+			appendStringInfoChar(buf, '\'');
+			s = config_number(cfg, "timeout_seconds");
+			if (s != NULL)
+				appendStringInfo(buf, " (%ss)", s);
+			break;
+
 		case DF_NODE_PUBLISH:
 		case DF_NODE_EVENT:
 			/* PUBLISH 'topic', EVENT 'topic' (30s) */

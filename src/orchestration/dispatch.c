@@ -7,7 +7,7 @@
  *
  * Each kind of node has its own file (wrappers.c: FAIL, TIMEOUT, RETRY,
  * CATCH; saga.c: COMPENSATED, SAGA; breaker_node.c; limits.c; lock.c;
- * map.c; events.c: PUBLISH and EVENT), which knows nothing of the others;
+ * map.c; events.c: PUBLISH and EVENT; task_node.c: TASK), which knows nothing of the others;
  * only this table names them all.  An operation left NULL means: start
  * the left child in the node's scope (start), end the node with the
  * child's outcome (child_done), nothing to do (timer).
@@ -69,6 +69,7 @@ static const WrapperOps ops[DF_NODE_TYPE_COUNT] = {
 	[DF_NODE_EVENT] = {pgd_events_start, NULL, pgd_events_timer, false},
 	[DF_NODE_LOCK] = {pgd_lock_start, pgd_lock_child_done, pgd_lock_timer,
 					  false},
+	[DF_NODE_TASK] = {pgd_task_node_start, NULL, NULL, false},
 };
 
 static const WrapperOps *

@@ -160,4 +160,24 @@ extern void pgd_lock_child_done(PgdGraph *g, int n, int child,
 								const char *scope, PgdOutcome outcome);
 extern void pgd_lock_timer(PgdGraph *g, int n, const char *scope);
 
+/* task_node.c: node TASK, a step run by an external worker */
+#define PGD_TASK_MAX_PAYLOAD	(1024 * 1024)
+#define PGD_TASK_MAX_RESULT		(1024 * 1024)
+#define PGD_TASK_LEASE_ATTEMPTS 3
+
+typedef enum PgdTaskEnd
+{
+	PGD_TASK_END_DONE,	 /* the node completed or failed for good */
+	PGD_TASK_END_RETRY,	 /* a df.retry keeps the task for its next attempt */
+	PGD_TASK_END_NOT_LIVE /* the node was no longer wanted */
+} PgdTaskEnd;
+
+struct PgdExternalTask;
+extern void		  pgd_task_node_start(PgdGraph *g, int n, const char *scope);
+/* the end of a locked external task, through the engine */
+extern PgdTaskEnd pgd_task_node_end(const struct PgdExternalTask *t,
+									PgdOutcome outcome);
+/* up to max expired leases (of queue, or of all when NULL); how many seen */
+extern int		  pgd_task_sweep(const char *queue, int max);
+
 #endif /* PG_DURABLE_ORCHESTRATION_H */

@@ -11,7 +11,8 @@
  *			 (retry.c): the node stays running and its next attempt is a
  *			 task due after the back-off (a SQL step: a new step task; an
  *			 HTTP step: the same task row, lease released, so the call
- *			 keeps its Idempotency-Key).  The attempt, the policy's maximum
+ *			 keeps its Idempotency-Key; a TASK: its rows, offered again
+ *			 when due, with the same idempotency key).  The attempt, the policy's maximum
  *			 and the next attempt's time are in the node's status_details;
  *			 the drawn delay is in the retry_scheduled event.  Completed
  *			 steps never run again: only the failed one is retried.
@@ -52,6 +53,7 @@
 #include "common/compat.h"
 #include "engine/apply.h"
 #include "engine/scope.h"
+#include "store/external_tasks.h"
 #include "store/store.h"
 #include "orchestration/orchestration.h"
 #include "results/results.h"
@@ -530,6 +532,8 @@ pgd_wrapper_retry_failed(PgdGraph *g, int n, const char *scope,
 		pgd_retry_decide(p, attempt, outcome->code, false,
 						 outcome->retry_after_ms, now_ms(now) - since_ms,
 						 pg_prng_double(&pg_global_prng_state), &delay_ms);
+	if (outcome->final)
+		verdict = PGD_RETRY_NOT_RETRYABLE;
 
 	ev = dfjson_make_object();
 	dfjson_object_add(ev, "code",
@@ -577,6 +581,15 @@ pgd_wrapper_retry_failed(PgdGraph *g, int n, const char *scope,
 		pgd_store_step_retry_at(g->instance_id, node->id, scope, due);
 	else if (node->type == DF_NODE_BREAKER)
 		pgd_store_timer_add(g->instance_id, node->id, scope, due);
+	else if (node->type == DF_NODE_TASK)
+	{
+		/* the same rows: the next attempt keeps the idempotency key */
+		kept_task_id = pgd_store_external_retry_at(g->instance_id, node->id,
+												   scope, due);
+		kept_lxid = PGD_MY_LXID;
+		if (kept_task_id == 0)
+			return false;
+	}
 	else
 	{
 		kept_task_id =

@@ -118,6 +118,7 @@ pgd_node_shape_ok(PG_FUNCTION_ARGS)
 		case DF_NODE_FAIL:
 		case DF_NODE_PUBLISH:
 		case DF_NODE_EVENT:
+		case DF_NODE_TASK:
 			PG_RETURN_BOOL(!left && !right && query);
 		case DF_NODE_RETRY:
 		case DF_NODE_TIMEOUT:

@@ -237,7 +237,8 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 FLUSH_TASKS, REACH_ALL,
 		 "SELECT id FROM df_internal.tasks k "
 		 "WHERE run_at OPERATOR(pg_catalog.<=) $1 "
-		 "AND kind OPERATOR(pg_catalog.<>) 'http' AND " CLAIMABLE_K " "
+		 "AND kind OPERATOR(pg_catalog.<>) 'http' AND kind OPERATOR(pg_catalog.<>) 'external' "
+		 "AND " CLAIMABLE_K " "
 		 "ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
 		 1,
 		 {TIMESTAMPTZOID},
@@ -251,7 +252,8 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 FLUSH_TASKS, REACH_ALL,
 		 "SELECT id FROM df_internal.tasks k "
 		 "WHERE run_at OPERATOR(pg_catalog.<=) $2 "
-		 "AND kind OPERATOR(pg_catalog.<>) 'http' AND " CLAIMABLE_K " "
+		 "AND kind OPERATOR(pg_catalog.<>) 'http' AND kind OPERATOR(pg_catalog.<>) 'external' "
+		 "AND " CLAIMABLE_K " "
 		 "AND NOT (kind OPERATOR(pg_catalog.=) 'step' AND (0::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
 		 " OR EXISTS (SELECT FROM df_internal.runs r "
 		 " WHERE r.instance_id OPERATOR(pg_catalog.=) k.instance_id "
@@ -265,7 +267,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 FLUSH_TASKS, REACH_ALL,
 		 "SELECT min(run_at) FROM df_internal.tasks "
 		 "WHERE run_at OPERATOR(pg_catalog.>) $1 "
-		 "AND kind OPERATOR(pg_catalog.<>) 'http'",
+		 "AND kind OPERATOR(pg_catalog.<>) 'http' AND kind OPERATOR(pg_catalog.<>) 'external'",
 		 1,
 		 {TIMESTAMPTZOID}},
 	/*
@@ -819,10 +821,11 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 2,
 		 {T, INT4OID}},
 	[STMT_STALE_READY] =
-		{"how many tasks (not HTTP calls) and pending starts have been ready longer than $1 seconds",
+		{"how many tasks (not HTTP calls nor external ones) and pending starts have been ready longer than $1 seconds",
 		 FLUSH_TASKS, REACH_ALL,
 		 "SELECT (SELECT count(*) FROM df_internal.tasks "
 		 "  WHERE kind OPERATOR(pg_catalog.<>) 'http' "
+		 "  AND kind OPERATOR(pg_catalog.<>) 'external' "
 		 "  AND run_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) "
 		 "   pg_catalog.make_interval(secs => $1::int))), "
 		 " (SELECT count(*) FROM df_internal.runs "

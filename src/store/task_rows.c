@@ -282,7 +282,7 @@ store_claim_task_row(int64 task_id, PgdClaim *c)
 
 		kind = text_column(tup, rel, "kind");
 		if (!isnull && run_at <= GetCurrentTimestamp() &&
-			strcmp(kind, "http") != 0)
+			strcmp(kind, "http") != 0 && strcmp(kind, "external") != 0)
 			copy = heap_copytuple(tup);
 	}
 	systable_endscan(scan);

@@ -50,6 +50,7 @@ typedef struct PgdOutcome
 	bool  retryable; /* failed: df.fail(retryable => true) */
 	int64 retry_after_ms;
 	bool  compensated; /* failed: a SAGA's body, whose undos ran */
+	bool  final;	   /* failed: never retried (df.fail_task(retryable => false)) */
 } PgdOutcome;
 
 /*

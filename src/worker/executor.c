@@ -477,6 +477,7 @@ process_available_work(void)
 
 			pgd_heartbeat_maybe();
 			pgd_reconcile_maybe(&ms);
+			pgd_task_sweep_maybe(&ms);
 			sleep_ms = ms;
 		}
 

@@ -45,6 +45,10 @@
  * and for repeated_engine_errors the engine's own error, which the
  * executor logged already).
  *
+ * The external task sweep (every TASK_SWEEP_MS) takes back the leases of
+ * external workers that ran out, and forgets ended external tasks after
+ * TASK_KEEP_ENDED_S (orchestration/task_node.c).
+ *
  * Locks: the extension object (share, never waiting; see unit.c); retention
  * locks the df.instances rows it deletes (SKIP LOCKED); each repair locks one
  * runs row (docs/design/architecture.md §5 rule 1) and, for deleted tasks,
@@ -61,7 +65,10 @@
 
 #include "core/settings.h"
 #include "core/unit.h"
+#include "common/spi.h"
 #include "engine/apply.h"
+#include "orchestration/orchestration.h"
+#include "store/external_tasks.h"
 #include "store/store.h"
 #include "core/wake.h"
 #include "worker/executor.h"
@@ -73,10 +80,14 @@
 	40 /* per pass: the executor has steps to run */
 #define PGD_RECONCILE_LOG_MAX 10
 #define HEARTBEAT_MS		  5000L
+#define TASK_SWEEP_MS		  1000L
+#define TASK_SWEEP_BATCH	  64
+#define TASK_KEEP_ENDED_S	  3600.0 /* a second completion is 'already' */
 
 static TimestampTz last_reconcile = 0;
 static char *epoch_id = NULL; /* the df._worker_epoch row, once announced */
 static TimestampTz last_heartbeat = 0;
+static TimestampTz last_task_sweep = 0;
 
 /* Mark the engine ready and (re)write the heartbeat row. */
 static void
@@ -153,6 +164,37 @@ void
 pgd_heartbeat_maybe(void)
 {
 	run_guarded(heartbeat);
+}
+
+/*
+ * External tasks (orchestration/task_node.c): leases and deadlines that ran
+ * out are taken back, and ended tasks nobody asks about any more are
+ * forgotten, every TASK_SWEEP_MS.  A worker's claim takes back its own
+ * queue's first; this covers a queue whose workers are all gone.
+ */
+static void
+task_sweep(void)
+{
+	if (!TimestampDifferenceExceeds(last_task_sweep, GetCurrentTimestamp(),
+									TASK_SWEEP_MS))
+		return;
+	last_task_sweep = GetCurrentTimestamp();
+	if (!pgd_begin_engine_unit("pg_durable: external task sweep"))
+		return;
+	/* an older schema has no external tasks */
+	if (pgd_internal_relation_exists("external_tasks"))
+	{
+		(void) pgd_task_sweep(NULL, TASK_SWEEP_BATCH);
+		(void) pgd_store_external_forget(TASK_KEEP_ENDED_S, TASK_SWEEP_BATCH);
+	}
+	pgd_end_unit();
+}
+
+void
+pgd_task_sweep_maybe(long *sleep_ms)
+{
+	run_guarded(task_sweep);
+	*sleep_ms = Min(*sleep_ms, TASK_SWEEP_MS);
 }
 
 /* One batch of retention, in a transaction of its own; returns the number of instances removed. */

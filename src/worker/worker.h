@@ -42,6 +42,7 @@ extern long pgd_otel_step(MemoryContext cxt);
 extern void pgd_announce_ready(void);
 extern void pgd_heartbeat_maybe(void);
 extern void pgd_reconcile_maybe(long *sleep_ms);
+extern void pgd_task_sweep_maybe(long *sleep_ms);
 
 /*
  * A commit published an event or registered an EVENT wait: run the bus
