@@ -563,6 +563,32 @@ extern bool store_run_lock_skip(const char *instance_id, bool *held,
 								char **status);
 
 /* ---------------------------------------------------------------------
+ * row_layouts.c: the columns of each table written without a statement,
+ * as the C code knows them (compared with the installed tables by the
+ * regression test row_layouts)
+ * ---------------------------------------------------------------------
+ */
+typedef enum PgdRowTable
+{
+	PGD_ROWS_INSTANCES,
+	PGD_ROWS_NODES,
+	PGD_ROWS_EVENTS,
+	PGD_ROWS_RUNS,
+	PGD_ROWS_TASKS,
+	PGD_ROWS_JOINS
+} PgdRowTable;
+
+typedef struct PgdRowLayout
+{
+	const char		   *schema;
+	const char		   *table;
+	const char *const *columns;
+	int					ncolumns;
+} PgdRowLayout;
+
+extern const PgdRowLayout *store_row_layout(PgdRowTable table);
+
+/* ---------------------------------------------------------------------
  * row_prep.c: a table's column defaults and CHECK constraints, prepared
  * once per backend for the rows df.start writes without a statement
  * (start_rows.c).  The caller has the table open.
