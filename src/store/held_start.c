@@ -111,8 +111,9 @@ owes_event(void)
 static void
 write_start_updates(const char *instance_id)
 {
-	RUN(STMT_INSTANCE_STARTED, instance_id);
-	RUN(STMT_RUN_STARTED, instance_id);
+	(void) pgd_store_set_instance_status(instance_id,
+										 PGD_STATUS_MASK(PGD_INSTANCE_PENDING),
+										 PGD_INSTANCE_RUNNING);
 }
 
 /* Is instance_id's start held, its updates neither written nor moot? */

@@ -107,9 +107,10 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 * instance 'completed', without its instance_failed event).
 	 */
 	[STMT_INSTANCE_STARTED] =
-		{"an instance starts",
+		{"an instance starts, or runs again (df.compensate)",
 		 0, REACH_INSTANCE,
-		 "UPDATE df.instances SET status = 'running', updated_at = pg_catalog.now() "
+		 "UPDATE df.instances SET status = 'running', updated_at = pg_catalog.now(), "
+		 "completed_at = NULL "
 		 "WHERE id OPERATOR(pg_catalog.=) $1",
 		 1,
 		 {T}},
