@@ -224,7 +224,7 @@ pgd_store_instance_started(const char *instance_id, const char *scope)
 	 * start still owes something that a rollback could take back: it
 	 * keeps the slot, so that nothing only the slot remembers is lost
 	 */
-	if (!store_node_writes_held() ||
+	if (!store_writes_held() ||
 		(made != InvalidSubTransactionId &&
 		 ((written != TopSubTransactionId && ended != TopSubTransactionId) ||
 		  (event_id != 0 && event_written != TopSubTransactionId))))

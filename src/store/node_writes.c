@@ -18,7 +18,7 @@
  * when its write was buffered.
  *
  * A batch holds them from one transition to the next instead
- * (pgd_store_hold_node_writes), and the executor writes them before its
+ * (pgd_store_hold_writes), and the executor writes them before its
  * commit.  A node that starts and ends in one batch, a chain step the
  * batch runs itself and the THEN nodes around it, is then one update of
  * its row, not two, with both events: a second update of a row in one
@@ -343,12 +343,12 @@ store_flush_node_writes(void)
 
 /*
  * The end of a transition: its node writes are written now, unless the
- * executor holds them for the rest of its batch (pgd_store_hold_node_writes).
+ * executor holds them for the rest of its batch (pgd_store_hold_writes).
  */
 void
 pgd_store_flush(void)
 {
-	if (!store_node_writes_held())
+	if (!store_writes_held())
 		store_flush_node_writes();
 }
 

@@ -172,7 +172,7 @@ extern void pgd_store_node_done(const char *instance_id, const char *node_id,
 								const char *scope, PgdOutcome outcome);
 extern void pgd_store_flush(void);
 /* a batch holds its node writes until it writes them before its commit */
-extern void pgd_store_hold_node_writes(bool hold);
+extern void pgd_store_hold_writes(bool hold);
 extern void pgd_store_write_node_writes(void);
 /*
  * Has the table a trigger of the user's (not a foreign key's, not

@@ -442,7 +442,7 @@ extern void store_txn_buffer_init(const PgdHeldOps *const ops[HELD_KINDS]);
 /* Write what the kinds of mask hold (HELD_MASK of each), in their order. */
 extern void store_txn_write(int mask);
 /* Does this transaction hold its writes until its end (an executor's batch)? */
-extern bool store_node_writes_held(void);
+extern bool store_writes_held(void);
 
 /*
  * An entry that a batch holds instead of its rows: a keyed lock, a limit
@@ -555,6 +555,10 @@ extern bool store_stamps_find(const char *instance_id, const char *id,
 							  char **status, char **stamp);
 /* joins_loops.c: the JOIN counts a batch holds */
 extern void store_drop_held_join_counts(const char *instance_id);
+/* tasks.c: a task of a node due at 'at', by statement s (timers, a step's retry) */
+extern void store_task_due_at(PgdStmt s, const char *instance_id,
+							  const char *node_id, const char *scope,
+							  TimestampTz at);
 /* tasks.c: the start markers of a transaction that is prepared */
 extern void store_tasks_init(void);
 
