@@ -181,6 +181,10 @@ typedef struct PgdbCost
 	double		wal;
 	double		batch_mean;		/* tasks per executor transaction */
 	double		batch_p99;
+	double		task_rows;		/* df_internal.tasks rows inserted */
+	double		join_rows;		/* df_internal.joins rows inserted */
+	double		node_updates;	/* df.nodes rows updated */
+	double		node_key_reads; /* df.nodes_pkey entries read */
 } PgdbCost;
 
 typedef struct PgdbPhase
@@ -1040,7 +1044,7 @@ run_pgbench(Pgdb *b, int clients)
 
 /*
  * The server's counters: commits of this database, the cluster's WAL
- * position and the next XID.  Backends publish their commit counts at most
+ * position, the next XID, and the table statistics of the engine's writes.  Backends publish their counts at most
  * once a second, and an idle executor only when its latch wakes it, so the
  * configuration reload (which wakes every backend) and a pause come first,
  * as in bench/peers.  XIDs need no flush; they count write transactions and
@@ -1057,7 +1061,11 @@ counters(Pgdb *b, PgdbCost *out)
 	res = PQexec(b->conn,
 				 "SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()), "
 				 "pg_current_wal_lsn() - '0/0', "
-				 "pg_snapshot_xmax(pg_current_snapshot())::text::bigint");
+				 "pg_snapshot_xmax(pg_current_snapshot())::text::bigint, "
+				 "(SELECT n_tup_ins FROM pg_stat_all_tables WHERE relid = 'df_internal.tasks'::regclass), "
+				 "(SELECT n_tup_ins FROM pg_stat_all_tables WHERE relid = 'df_internal.joins'::regclass), "
+				 "(SELECT n_tup_upd FROM pg_stat_all_tables WHERE relid = 'df.nodes'::regclass), "
+				 "(SELECT idx_tup_read FROM pg_stat_all_indexes WHERE indexrelid = 'df.nodes_pkey'::regclass)");
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
 		pgdb_set_error(&b->err, b->errstr, "counters: %s", PQresultErrorMessage(res));
@@ -1067,6 +1075,10 @@ counters(Pgdb *b, PgdbCost *out)
 	out->commits = atof(PQgetvalue(res, 0, 0));
 	out->wal = atof(PQgetvalue(res, 0, 1));
 	out->xids = atof(PQgetvalue(res, 0, 2));
+	out->task_rows = atof(PQgetvalue(res, 0, 3));
+	out->join_rows = atof(PQgetvalue(res, 0, 4));
+	out->node_updates = atof(PQgetvalue(res, 0, 5));
+	out->node_key_reads = atof(PQgetvalue(res, 0, 6));
 	PQclear(res);
 	return true;
 }
@@ -1153,6 +1165,12 @@ throughput_phase_cost(Pgdb *b, const char *name, const char *op, int width, int 
 		cost->commits = (after.commits - before.commits) / steps;
 		cost->xids = (after.xids - before.xids) / steps;
 		cost->wal = (after.wal - before.wal) / steps;
+		cost->task_rows = (after.task_rows - before.task_rows) / steps;
+		cost->join_rows = (after.join_rows - before.join_rows) / steps;
+		cost->node_updates = (after.node_updates - before.node_updates) / steps;
+		cost->node_key_reads = after.node_updates > before.node_updates ?
+			(after.node_key_reads - before.node_key_reads) /
+			(after.node_updates - before.node_updates) : NAN;
 		batch_sizes_since(b, cost);
 	}
 	if (ok)
@@ -1292,9 +1310,12 @@ latency_phase(Pgdb *b, int nclients, const char *label)
 }
 
 /*
- * Commits, XIDs and WAL bytes per step of a phase, and the sizes of the
+ * Commits, XIDs and WAL bytes per step of a phase, the sizes of the
  * executors' batches (tasks per transaction: steps, and the start, timer
- * and deliver tasks among them).
+ * and deliver tasks among them), and the rows the engine wrote per step
+ * (task rows, JOIN counter rows, node updates) with the entries of
+ * df.nodes' primary key read per node update: how many rows a batch keeps
+ * in memory instead, and whether a node write reads only its own node.
  */
 static void
 cost_rows(Pgdb *b, const char *name, const PgdbCost *c)
@@ -1306,6 +1327,11 @@ cost_rows(Pgdb *b, const char *name, const PgdbCost *c)
 	add_row(b, "", fmt_num(v, c->commits), "%s: commits per step", name);
 	add_row(b, "", fmt_num(v, c->xids), "%s: XIDs per step", name);
 	add_row(b, "bytes", fmt_num(v, c->wal), "%s: WAL per step", name);
+	add_row(b, "rows", fmt_num(v, c->task_rows), "%s: task rows inserted per step", name);
+	add_row(b, "rows", fmt_num(v, c->join_rows), "%s: JOIN counter rows inserted per step", name);
+	add_row(b, "rows", fmt_num(v, c->node_updates), "%s: node row updates per step", name);
+	add_row(b, "entries", fmt_num(v, c->node_key_reads),
+			"%s: df.nodes_pkey entries read per node update", name);
 }
 
 /*

@@ -1646,6 +1646,15 @@ ALTER TABLE df_internal.events ADD CONSTRAINT events_kind_check
 					'event_published', 'event_received', 'lock_waiting', 'lock_acquired',
 					'lock_timeout'));
 
+-- The columns of each table the engine writes without a statement, as its C
+-- code knows them (src/store/row_layouts.c): the regression test row_layouts
+-- compares them with the installed tables.
+CREATE FUNCTION df_internal.row_layouts()
+	RETURNS TABLE (table_name text, column_name text)
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_row_layouts';
+REVOKE EXECUTE ON FUNCTION df_internal.row_layouts() FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.row_layouts() IS 'the columns of each table the engine writes without a statement, as its C code knows them';
+
 -- What an executor's batch holds in memory instead of rows, written now:
 -- df.check() called by a step sees the engine's rows as the
 -- batch's commit would leave them.  Outside a batch nothing is held.

@@ -111,8 +111,9 @@ owes_event(void)
 static void
 write_start_updates(const char *instance_id)
 {
-	RUN(STMT_INSTANCE_STARTED, instance_id);
-	RUN(STMT_RUN_STARTED, instance_id);
+	(void) pgd_store_set_instance_status(instance_id,
+										 PGD_STATUS_MASK(PGD_INSTANCE_PENDING),
+										 PGD_INSTANCE_RUNNING);
 }
 
 /* Is instance_id's start held, its updates neither written nor moot? */
@@ -223,7 +224,7 @@ pgd_store_instance_started(const char *instance_id, const char *scope)
 	 * start still owes something that a rollback could take back: it
 	 * keeps the slot, so that nothing only the slot remembers is lost
 	 */
-	if (!store_node_writes_held() ||
+	if (!store_writes_held() ||
 		(made != InvalidSubTransactionId &&
 		 ((written != TopSubTransactionId && ended != TopSubTransactionId) ||
 		  (event_id != 0 && event_written != TopSubTransactionId))))

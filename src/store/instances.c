@@ -130,16 +130,15 @@ pgd_store_lock_run(const char *instance_id, PgdInstanceStatus *status)
 bool
 pgd_store_instance_finished(const char *instance_id, PgdInstanceStatus status)
 {
-	int done;
-
+	Assert((PGD_INSTANCE_ENDED & PGD_STATUS_MASK(status)) != 0);
 	store_held_start_ends(instance_id);
-	done = store_finish_instance_row(instance_id,
-									 pgd_instance_status_name(status));
-	if (done >= 0)
-		return done > 0;
-	return RUN(STMT_INSTANCE_FINISHED, instance_id,
-			   pgd_instance_status_name(status)) > 0;
+	return pgd_store_set_instance_status(
+		instance_id,
+		PGD_STATUS_MASK(PGD_INSTANCE_PENDING) |
+			PGD_STATUS_MASK(PGD_INSTANCE_RUNNING),
+		status);
 }
+
 
 /* The submitter df.instances records, InvalidOid if none. */
 Oid

@@ -31,7 +31,7 @@
 
 /*
  * JOIN counters held in memory.  In an executor's batch
- * (store_node_writes_held) the first branch of a JOIN to end writes no
+ * (store_writes_held) the first branch of a JOIN to end writes no
  * counter row: the count is an entry of this list, and a JOIN whose
  * branches all end in the batch (a fan-out it runs itself) never has a
  * row, where it had an insert, its index entry and a delete (about 290
@@ -136,7 +136,7 @@ pgd_store_join_count(const char *instance_id, const char *node_id,
 	else
 	{
 		bool hold =
-			store_node_writes_held() && store_held_fits(instance_id, node_id);
+			store_writes_held() && store_held_fits(instance_id, node_id);
 		bool absent;
 
 		remaining =

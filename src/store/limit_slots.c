@@ -401,7 +401,7 @@ limit_slots_subxact_abort(SubTransactionId mySubid)
  * While this transaction holds a key's row, nobody else admits anyone to
  * the key or queues for it (both need the row), and a holder of another
  * transaction can only go.  So in an executor's batch
- * (store_node_writes_held), a key that had no waiters when its row was
+ * (store_writes_held), a key that had no waiters when its row was
  * locked gives a slot without writing a holder row: the holders counted
  * then, plus the slots given here that are still held, stay under
  * max_concurrent.  A release in the same batch only marks the slot
@@ -459,7 +459,7 @@ enter_at_once(const char *instance_id, const char *node_id, const char *scope,
 	char		 max_text[16];
 	volatile int n = 0;
 	bool		 in_memory =
-		store_node_writes_held() && store_held_fits(instance_id, node_id);
+		store_writes_held() && store_held_fits(instance_id, node_id);
 	HeldKey *h;
 
 	snprintf(max_text, sizeof(max_text), "%d", max_concurrent);

@@ -435,7 +435,7 @@ take_fresh_key(const char *instance_id, const char *node_id, const char *scope,
 /* ---------------------------------------------------------------------
  * Keys held in memory
  *
- * In an executor's batch (store_node_writes_held), an exclusive key
+ * In an executor's batch (store_writes_held), an exclusive key
  * nobody has is taken without writing a row: the transaction takes the
  * key's advisory lock, looks that the key has no row (no committed holder
  * or waiter: a row being made would have made it wait for the advisory
@@ -493,7 +493,7 @@ held_take(const char *instance_id, const char *node_id, const char *scope,
 {
 	PgdHeldEntry *h;
 
-	if (!store_node_writes_held() || !store_held_fits(instance_id, node_id))
+	if (!store_writes_held() || !store_held_fits(instance_id, node_id))
 		return false;
 	if (store_held_count(&store_held_locks, key) > 0)
 	{

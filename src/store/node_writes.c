@@ -18,7 +18,7 @@
  * when its write was buffered.
  *
  * A batch holds them from one transition to the next instead
- * (pgd_store_hold_node_writes), and the executor writes them before its
+ * (pgd_store_hold_writes), and the executor writes them before its
  * commit.  A node that starts and ends in one batch, a chain step the
  * batch runs itself and the THEN nodes around it, is then one update of
  * its row, not two, with both events: a second update of a row in one
@@ -343,12 +343,12 @@ store_flush_node_writes(void)
 
 /*
  * The end of a transition: its node writes are written now, unless the
- * executor holds them for the rest of its batch (pgd_store_hold_node_writes).
+ * executor holds them for the rest of its batch (pgd_store_hold_writes).
  */
 void
 pgd_store_flush(void)
 {
-	if (!store_node_writes_held())
+	if (!store_writes_held())
 		store_flush_node_writes();
 }
 
@@ -613,6 +613,35 @@ pgd_store_node_stamps(const char *instance_id, const char *const *node_ids,
 	return rows;
 }
 
+/*
+ * The one change of a node's status, buffered with its event: to running
+ * (node_started), or to completed or failed as outcome says (node_completed,
+ * node_failed).  A node runs from pending, and again from an end (a loop's
+ * next generation, a retry); it ends only from running, or pending when it
+ * ends before its start was written (both in one transition).  A cassert
+ * build asserts the previous status (the row with the writes not written
+ * yet on top) is one of from_mask.
+ */
+void
+pgd_store_set_node_status(const char *instance_id, const char *node_id,
+						  const char *scope, int from_mask, PgdNodeStatus to,
+						  PgdOutcome outcome)
+{
+#ifdef USE_ASSERT_CHECKING
+	{
+		PgdNodeStatus from;
+		char		 *result;
+
+		pgd_store_node_state(instance_id, node_id, &from, &result);
+		Assert((from_mask & PGD_STATUS_MASK(from)) != 0);
+		Assert(to == PGD_NODE_RUNNING ||
+			   (to == PGD_NODE_COMPLETED) == outcome.ok);
+	}
+#endif
+	buffer_node_write(instance_id, node_id, scope, to != PGD_NODE_RUNNING,
+					  outcome);
+}
+
 /* The node starts in scope (its node_started event goes with the update). */
 void
 pgd_store_node_running(const char *instance_id, const char *node_id,
@@ -620,7 +649,12 @@ pgd_store_node_running(const char *instance_id, const char *node_id,
 {
 	PgdOutcome none = {true, NULL};
 
-	buffer_node_write(instance_id, node_id, scope, false, none);
+	pgd_store_set_node_status(instance_id, node_id, scope,
+							  PGD_STATUS_MASK(PGD_NODE_PENDING) |
+								  PGD_STATUS_MASK(PGD_NODE_RUNNING) |
+								  PGD_STATUS_MASK(PGD_NODE_COMPLETED) |
+								  PGD_STATUS_MASK(PGD_NODE_FAILED),
+							  PGD_NODE_RUNNING, none);
 }
 
 /* The node ends in scope with outcome. */
@@ -628,7 +662,12 @@ void
 pgd_store_node_done(const char *instance_id, const char *node_id,
 					const char *scope, PgdOutcome outcome)
 {
-	buffer_node_write(instance_id, node_id, scope, true, outcome);
+	pgd_store_set_node_status(instance_id, node_id, scope,
+							  PGD_STATUS_MASK(PGD_NODE_PENDING) |
+								  PGD_STATUS_MASK(PGD_NODE_RUNNING),
+							  outcome.ok ? PGD_NODE_COMPLETED :
+										   PGD_NODE_FAILED,
+							  outcome);
 }
 
 /* The attempt that node_id's end event records (NULL node_id: none). */

@@ -121,7 +121,6 @@ enum
 	SAGA_INSTANCE_LOCK,
 	SAGA_RUN_EXISTS,
 	SAGA_FAILED_UNDO,
-	SAGA_INSTANCE_RUNNING,
 	SAGA_RUN_MAKE,
 	SAGA_STMTS
 };
@@ -147,14 +146,6 @@ static const PgdStmtDef saga_stmts[SAGA_STMTS] = {
 		 "SELECT 1 FROM df_internal.compensations "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 "AND state OPERATOR(pg_catalog.=) ANY ('{failed,registered,running}') LIMIT 1",
-		 1,
-		 {T}},
-	[SAGA_INSTANCE_RUNNING] =
-		{"a resumed instance runs again",
-		 0, REACH_INSTANCE,
-		 "UPDATE df.instances SET status = 'running', "
-		 "updated_at = pg_catalog.now(), completed_at = NULL "
-		 "WHERE id OPERATOR(pg_catalog.=) $1",
 		 1,
 		 {T}},
 	[SAGA_RUN_MAKE] =
@@ -206,7 +197,8 @@ pgd_store_instance_resume(const char *instance_id)
 	if (SAGA_RUN(SAGA_FAILED_UNDO, instance_id) == 0)
 		return psprintf("instance %s has no undo to run: none failed and none is left registered",
 						instance_id);
-	SAGA_RUN(SAGA_INSTANCE_RUNNING, instance_id);
+	(void) pgd_store_set_instance_status(
+		instance_id, PGD_STATUS_MASK(PGD_INSTANCE_FAILED), PGD_INSTANCE_RUNNING);
 	SAGA_RUN(SAGA_RUN_MAKE, instance_id);
 	return NULL;
 }

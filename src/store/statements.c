@@ -31,6 +31,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "mb/pg_wchar.h"
+#include "storage/proc.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -39,6 +40,7 @@
 #include "utils/timestamp.h"
 
 #include "common/json.h"
+#include "common/compat.h"
 #include "common/spi.h"
 #include "core/settings.h"
 #include "store/store.h"
@@ -107,9 +109,10 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	 * instance 'completed', without its instance_failed event).
 	 */
 	[STMT_INSTANCE_STARTED] =
-		{"an instance starts",
+		{"an instance starts, or runs again (df.compensate)",
 		 0, REACH_INSTANCE,
-		 "UPDATE df.instances SET status = 'running', updated_at = pg_catalog.now() "
+		 "UPDATE df.instances SET status = 'running', updated_at = pg_catalog.now(), "
+		 "completed_at = NULL "
 		 "WHERE id OPERATOR(pg_catalog.=) $1",
 		 1,
 		 {T}},
@@ -871,8 +874,18 @@ store_exec(const PgdStmtDef *def, PgdStmtPlan *p, const Datum *values,
 	if (def->flush_first != 0)
 		store_txn_write(def->flush_first);
 	if (def->runs_first)
-		table_close(table_open(pgd_internal_relid("runs"), AccessShareLock),
-					NoLock);
+	{
+		/* the OID looked up once per transaction (an update may replace it) */
+		static Oid				  runs_relid = InvalidOid;
+		static LocalTransactionId runs_lxid = InvalidLocalTransactionId;
+
+		if (runs_lxid != PGD_MY_LXID)
+		{
+			runs_relid = pgd_internal_relid("runs");
+			runs_lxid = PGD_MY_LXID;
+		}
+		table_close(table_open(runs_relid, AccessShareLock), NoLock);
+	}
 	if (p->plan == NULL)
 	{
 		SPIPlanPtr plan =

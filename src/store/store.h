@@ -93,6 +93,14 @@ extern void pgd_store_instance_started(const char *instance_id,
 									   const char *scope);
 extern bool pgd_store_instance_finished(const char		 *instance_id,
 										PgdInstanceStatus status);
+/*
+ * The one change of an instance's status (df.instances, and the runs row
+ * while it runs): from a status of from_mask (PGD_STATUS_MASK of each; an
+ * instance without a runs row counts as ended) to to; a cassert build
+ * asserts the previous status.  False when its df.instances row is gone.
+ */
+extern bool pgd_store_set_instance_status(const char *instance_id,
+										  int from_mask, PgdInstanceStatus to);
 extern Oid	pgd_store_instance_submitter(const char *instance_id);
 extern void pgd_store_end_instance(const char *instance_id);
 extern int	pgd_store_load_nodes(const char *instance_id, char **root_id,
@@ -165,7 +173,7 @@ extern void pgd_store_node_done(const char *instance_id, const char *node_id,
 								const char *scope, PgdOutcome outcome);
 extern void pgd_store_flush(void);
 /* a batch holds its node writes until it writes them before its commit */
-extern void pgd_store_hold_node_writes(bool hold);
+extern void pgd_store_hold_writes(bool hold);
 extern void pgd_store_write_node_writes(void);
 /*
  * Has the table a trigger of the user's (not a foreign key's, not
@@ -174,6 +182,16 @@ extern void pgd_store_write_node_writes(void);
  * so that it fires, instead of straight into the heap (node_rows.c).
  */
 extern bool pgd_store_user_trigger(Relation rel, int16 event);
+/*
+ * The one change of a node's status (node_writes.c): from a status of
+ * from_mask (PGD_STATUS_MASK of each, asserted in a cassert build) to to,
+ * completed or failed as outcome says; pgd_store_node_running and
+ * pgd_store_node_done call it with the statuses a node may come from.
+ */
+extern void pgd_store_set_node_status(const char *instance_id,
+									  const char *node_id, const char *scope,
+									  int from_mask, PgdNodeStatus to,
+									  PgdOutcome outcome);
 extern void pgd_store_node_state(const char *instance_id, const char *node_id,
 								 PgdNodeStatus *status, char **result);
 /* ... of the nodes ids[0..n-1], in one statement (a JOIN's branches) */

@@ -443,7 +443,7 @@ extern void store_txn_buffer_init(const PgdHeldOps *const ops[HELD_KINDS]);
 /* Write what the kinds of mask hold (HELD_MASK of each), in their order. */
 extern void store_txn_write(int mask);
 /* Does this transaction hold its writes until its end (an executor's batch)? */
-extern bool store_node_writes_held(void);
+extern bool store_writes_held(void);
 
 /*
  * An entry that a batch holds instead of its rows: a keyed lock, a limit
@@ -556,12 +556,42 @@ extern bool store_stamps_find(const char *instance_id, const char *id,
 							  char **status, char **stamp);
 /* joins_loops.c: the JOIN counts a batch holds */
 extern void store_drop_held_join_counts(const char *instance_id);
+/* tasks.c: a task of a node due at 'at', by statement s (timers, a step's retry) */
+extern void store_task_due_at(PgdStmt s, const char *instance_id,
+							  const char *node_id, const char *scope,
+							  TimestampTz at);
 /* tasks.c: the start markers of a transaction that is prepared */
 extern void store_tasks_init(void);
 
 /* inbox.c: the runs row with SKIP LOCKED */
 extern bool store_run_lock_skip(const char *instance_id, bool *held,
 								char **status);
+
+/* ---------------------------------------------------------------------
+ * row_layouts.c: the columns of each table written without a statement,
+ * as the C code knows them (compared with the installed tables by the
+ * regression test row_layouts)
+ * ---------------------------------------------------------------------
+ */
+typedef enum PgdRowTable
+{
+	PGD_ROWS_INSTANCES,
+	PGD_ROWS_NODES,
+	PGD_ROWS_EVENTS,
+	PGD_ROWS_RUNS,
+	PGD_ROWS_TASKS,
+	PGD_ROWS_JOINS
+} PgdRowTable;
+
+typedef struct PgdRowLayout
+{
+	const char		   *schema;
+	const char		   *table;
+	const char *const *columns;
+	int					ncolumns;
+} PgdRowLayout;
+
+extern const PgdRowLayout *store_row_layout(PgdRowTable table);
 
 /* ---------------------------------------------------------------------
  * row_prep.c: a table's column defaults and CHECK constraints, prepared

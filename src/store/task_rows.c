@@ -493,9 +493,11 @@ store_finish_instance_row(const char *instance_id, const char *status)
  * this file makes gives none a default it would have to know.
  */
 static bool
-known_columns(Relation rel, const char *const *names, int n)
+known_columns(Relation rel, const PgdRowLayout *layout)
 {
-	TupleDesc desc = RelationGetDescr(rel);
+	const char *const *names = layout->columns;
+	int				   n = layout->ncolumns;
+	TupleDesc		   desc = RelationGetDescr(rel);
 
 	for (int a = 0; a < desc->natts; a++)
 	{
@@ -510,11 +512,6 @@ known_columns(Relation rel, const char *const *names, int n)
 	return true;
 }
 
-/* The columns of df_internal.tasks this file knows how to fill. */
-static const char *const task_columns[] = {
-	"id",		   "instance_id",	"node_id",			"scope",
-	"kind",		   "run_at",		"attempts",			"lease_until",
-	"lease_token", "engine_errors", "last_engine_error"};
 
 /*
  * Insert a task row of kind for the node in scope (node_id NULL: the
@@ -541,7 +538,7 @@ store_insert_task_row(const char *instance_id, const char *node_id,
 				NoLock);
 	rel = table_open(pgd_internal_relid("tasks"), RowExclusiveLock);
 	desc = RelationGetDescr(rel);
-	if (!known_columns(rel, task_columns, lengthof(task_columns)))
+	if (!known_columns(rel, store_row_layout(PGD_ROWS_TASKS)))
 	{
 		table_close(rel, NoLock);
 		return -1;
@@ -632,9 +629,6 @@ join_row(const char *instance_id, const char *node_id, const char *scope,
 	return tup;
 }
 
-/* The columns of df_internal.joins this file knows how to fill. */
-static const char *const join_columns[] = {"instance_id", "node_id", "scope",
-										   "remaining"};
 
 /*
  * One branch of a JOIN of width branches ended: the number still
@@ -670,7 +664,7 @@ store_join_count_row(const char *instance_id, const char *node_id,
 		/* the first branch to end */
 		remaining = width - 1;
 		if (remaining > 0 && !hold &&
-			!known_columns(rel, join_columns, lengthof(join_columns)))
+			!known_columns(rel, store_row_layout(PGD_ROWS_JOINS)))
 			*by_statement = true;
 		else if (remaining > 0 && !hold)
 		{

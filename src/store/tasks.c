@@ -392,10 +392,14 @@ store_tasks_init(void)
 	pgd_wake_set_prepare_hook(start_tasks_before_prepare);
 }
 
-/* A timer task due at 'at'; an idle executor must recompute how long to sleep. */
+/*
+ * A task of a node due at 'at', inserted by statement s (its columns
+ * instance_id, node_id, scope, run_at); an idle executor must recompute
+ * how long to sleep.
+ */
 void
-pgd_store_timer_add(const char *instance_id, const char *node_id,
-					const char *scope, TimestampTz at)
+store_task_due_at(PgdStmt s, const char *instance_id, const char *node_id,
+				  const char *scope, TimestampTz at)
 {
 	Datum values[4];
 
@@ -403,8 +407,16 @@ pgd_store_timer_add(const char *instance_id, const char *node_id,
 	values[1] = pgd_text_datum(node_id);
 	values[2] = pgd_text_datum(scope);
 	values[3] = TimestampTzGetDatum(at);
-	store_run(STMT_TASK_TIMER, values, NULL);
+	store_run(s, values, NULL);
 	pgd_task_due_at_commit(at);
+}
+
+/* A timer task due at 'at'. */
+void
+pgd_store_timer_add(const char *instance_id, const char *node_id,
+					const char *scope, TimestampTz at)
+{
+	store_task_due_at(STMT_TASK_TIMER, instance_id, node_id, scope, at);
 }
 
 /* Put a claimed task back, one attempt further, due at 'at'. */

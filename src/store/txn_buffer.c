@@ -77,13 +77,13 @@ store_txn_write(int mask)
  * pgd_store_write_node_writes.
  */
 void
-pgd_store_hold_node_writes(bool hold)
+pgd_store_hold_writes(bool hold)
 {
 	hold_writes = hold;
 }
 
 bool
-store_node_writes_held(void)
+store_writes_held(void)
 {
 	return hold_writes;
 }

@@ -117,6 +117,14 @@ typedef enum PgdNodeStatus
 	PGD_NODE_ABSENT /* no row; or a status the engine does not know */
 } PgdNodeStatus;
 
+/* A set of statuses, for the previous status a change of status allows. */
+#define PGD_STATUS_MASK(s) (1 << (s))
+#define PGD_INSTANCE_ENDED \
+	(PGD_STATUS_MASK(PGD_INSTANCE_COMPLETED) | \
+	 PGD_STATUS_MASK(PGD_INSTANCE_FAILED) | \
+	 PGD_STATUS_MASK(PGD_INSTANCE_CANCELLED) | \
+	 PGD_STATUS_MASK(PGD_INSTANCE_COMPENSATED))
+
 /* The terminal instance statuses as a SQL list, for "status NOT IN (...)". */
 #define PGD_SQL_TERMINAL_STATUSES \
 	"('completed', 'failed', 'cancelled', 'compensated')"

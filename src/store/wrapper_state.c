@@ -72,14 +72,7 @@ void
 pgd_store_step_retry_at(const char *instance_id, const char *node_id,
 						const char *scope, TimestampTz at)
 {
-	Datum values[4];
-
-	values[0] = pgd_text_datum(instance_id);
-	values[1] = pgd_text_datum(node_id);
-	values[2] = pgd_text_datum(scope);
-	values[3] = TimestampTzGetDatum(at);
-	store_run(STMT_TASK_STEP_AT, values, NULL);
-	pgd_task_due_at_commit(at);
+	store_task_due_at(STMT_TASK_STEP_AT, instance_id, node_id, scope, at);
 }
 
 /*

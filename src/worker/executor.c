@@ -324,7 +324,7 @@ process_one(long *sleep_ms)
 	 * until it commits (tasks.c, node_writes.c)
 	 */
 	pgd_store_hold_step_tasks(pgd_batch_max_steps > 1);
-	pgd_store_hold_node_writes(pgd_batch_max_steps > 1);
+	pgd_store_hold_writes(pgd_batch_max_steps > 1);
 	committed_here = (pgd_run_claimed(&t) == STEP_RAN);
 
 	if (committed_here)

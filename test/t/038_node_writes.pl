@@ -1,21 +1,17 @@
-# A node write reads only the node it writes (store/node_writes.c), whatever
-# the statistics of df.nodes.  Here they say that an instance has three
-# nodes (the ANALYZE autovacuum takes after the first small workflows of a
-# new installation; autovacuum is off so that nothing else makes the
-# executors plan again), and then come wide fan-outs.
+# The node writes of wide fan-outs (store/node_writes.c), whatever the
+# statistics of df.nodes.  Here they say that an instance has three nodes
+# (the ANALYZE autovacuum takes after the first small workflows of a new
+# installation; autovacuum is off so that nothing else makes the executors
+# plan again), and then come wide fan-outs.
 #
 # One fan-out of 2,000 branches (a balanced tree of df.join, 3,999 nodes)
-# writes every node once or twice.  The executors write them straight into
-# the heap, each row found by its whole primary key: the index entries
-# read per node write (pg_stat_all_indexes) stay a handful.  A second
-# fan-out runs with a trigger of the user's on df.nodes, which makes the
-# engine write through its statement so that the trigger fires: a group
-# that named its nodes by an IN list let a plan made on such statistics
-# search the primary key by the instance alone and filter by the list,
-# reading the instance's nodes for each write (172 buffer hits per write
-# in groups of three here, 2,100 in bench/run's 1,000-branch fan-out,
-# quadratic in the width).  By the whole primary key it is about 20 (the
-# UPDATE, its event and the old row's updated_at).
+# runs with the executors writing the node rows straight into the heap (no
+# statement writes them), and a second with a trigger of the user's on
+# df.nodes, which makes the engine write through its statement so that the
+# trigger fires for every node.  Every node completes either way, and the
+# history reads the same.  How many rows and index entries a node write
+# reads or writes is a figure of bench/run ("df.nodes_pkey entries read per
+# node update"), not an assertion here.
 use strict;
 use warnings;
 use FindBin;
@@ -27,8 +23,6 @@ use PgDurableTest;
 
 my $ROLE = $PgDurableTest::ROLE;
 my $BRANCHES = 2000;
-my $MAX_HITS = 60;    # buffer hits per node write: about 20 by the key
-my $MAX_READS = 60;   # index entries read per node write
 my $node = engine_node('node_writes', 4, qq{
 shared_preload_libraries = 'pg_durable,pg_stat_statements'
 pg_stat_statements.track = all
@@ -70,17 +64,6 @@ ok($node->safe_psql('postgres',
 		  . "AND attname = 'instance_id'") != 0,
 	'df.nodes has statistics of small instances');
 
-# the fan-out and the writes of its nodes, from the table statistics the
-# executors report: the node updates, and the entries read from the
-# primary key of df.nodes by anyone (each node's own lookup, a JOIN's read
-# of its branches' states, a load of the graph)
-sub nodes_stats
-{
-	return split /\|/, $node->safe_psql('postgres', q{
-SELECT (SELECT n_tup_upd FROM pg_stat_all_tables WHERE relid = 'df.nodes'::regclass) || '|' ||
-	   (SELECT idx_tup_read FROM pg_stat_all_indexes WHERE indexrelid = 'df.nodes_pkey'::regclass)});
-}
-
 sub fan_out
 {
 	my ($what) = @_;
@@ -99,16 +82,7 @@ sub fan_out
 }
 
 # 1. straight into the heap
-my ($upd0, $read0) = nodes_stats();
 my $direct = fan_out('direct');
-ok(query_until($node, q{
-SELECT n_tup_upd >= } . ($upd0 + 2 * $BRANCHES - 1) . q{
-FROM pg_stat_all_tables WHERE relid = 'df.nodes'::regclass}),
-	'direct: the executors reported a write of every node');
-my ($upd1, $read1) = nodes_stats();
-my $per_write = ($read1 - $read0) / ($upd1 - $upd0);
-cmp_ok($per_write, '<', $MAX_READS,
-	sprintf('direct: index entries read per node write: %.1f', $per_write));
 is($node->safe_psql('postgres', q{
 SELECT count(*) FROM pg_stat_statements
 WHERE query LIKE '%UPDATE df.nodes%' AND query LIKE '%INSERT INTO df_internal.events%'}),
@@ -127,25 +101,6 @@ CREATE TRIGGER count_node_write AFTER INSERT OR UPDATE ON df.nodes
 SELECT pg_stat_statements_reset();
 });
 my $id = fan_out('statement');
-# the statements that write nodes with their events, one per group size:
-# their rows (one per write) and buffer hits
-my $stats = $node->safe_psql('postgres', q{
-SELECT sum(rows) || '|' || sum(calls) || '|'
-       || max(shared_blks_hit::numeric / rows) FILTER (WHERE calls >= 10)
-FROM pg_stat_statements
-WHERE query LIKE '%UPDATE df.nodes%' AND query LIKE '%INSERT INTO df_internal.events%'
-  AND rows > 0});
-my ($writes, $calls, $worst) = split /\|/, $stats;
-# (a start and its end written together are one event row)
-$writes += $node->safe_psql('postgres',
-	"SELECT count(started_at) FROM df_internal.events WHERE instance_id = '$id'");
-ok($writes >= 2 * (2 * $BRANCHES - 1),
-	"statement: the node writes were counted ($writes writes in $calls statements)");
-cmp_ok($worst // 1e9, '<', $MAX_HITS,
-	sprintf('statement: a node write reads only its node (at most %.1f buffer hits per write)', $worst // -1))
-  or diag($node->safe_psql('postgres', q{
-SELECT calls, rows, shared_blks_hit, substr(query, 1, 60) FROM pg_stat_statements
-WHERE query LIKE '%UPDATE df.nodes%' AND query LIKE '%INSERT INTO df_internal.events%'}));
 # df.start's rows went in by its INSERT too (api/start.c)
 cmp_ok($node->safe_psql('postgres', 'SELECT last_value FROM node_write_count'), '>=', 2 * (2 * $BRANCHES - 1),
 	'statement: the trigger fired for every node inserted and every node written');

@@ -3,9 +3,10 @@
 # each node's start and end are one write, as a chain's steps are.
 #
 # - a fan-out of 20 branches behind a signal runs in the batch that takes
-#   the signal: no task row for a branch, no JOIN counter row, every node
-#   one event row with its start in it; its result is the one a run
-#   without batches gives (pg_durable.batch_max_steps = 1);
+#   the signal: every node one event row with its start in it; its result
+#   is the one a run without batches gives (pg_durable.batch_max_steps =
+#   1); how many task rows and JOIN counter rows a batch writes is a figure
+#   of bench/run, not an assertion here;
 # - a branch that calls df.check() in the middle of such a batch finds no
 #   problem: the held tasks and counts are written before its rows are
 #   read;
@@ -123,13 +124,6 @@ sub set_batch_steps
 	}
 }
 
-sub inserts
-{
-	my ($table) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT n_tup_ins FROM pg_stat_all_tables WHERE schemaname = 'df_internal' AND relname = '$table'");
-}
-
 # The oracle: graph's result in a run without batches.
 sub result_without_batches
 {
@@ -149,13 +143,6 @@ set_batch_steps(32);
 
 # --- a fan-out run in the batch that takes its signal ------------------
 my $gated = start_gated($fan, 'the gated fan-out');
-# a task row draws its id from the sequence (a held task draws none), and
-# at once, where a client's table statistics may come after its exit
-my $task_ids = q{SELECT last_value FROM df_internal.tasks_id_seq};
-my $tasks0 = $node->safe_psql('postgres', $task_ids);
-# only executors make JOIN counters: their statistics, once all reported
-executor_inserts($node, 'joins');
-my $joins0 = inserts('joins');
 $node->safe_psql('postgres', "SET ROLE $ROLE; SELECT df.signal('$gated', 'go')");
 await_completed($gated, 'the gated fan-out');
 is(result_of($gated), $expected, 'the gated fan-out: the result of the run without batches');
@@ -166,11 +153,6 @@ SELECT count(*) FROM df_internal.events e
 JOIN df.nodes n ON n.instance_id = e.instance_id AND n.id = e.node_id
 WHERE e.instance_id = '$gated' AND n.node_type IN ('JOIN', 'SQL') AND e.started_at IS NOT NULL}),
 	$nodes, "each of its $nodes nodes wrote its start and its end as one event row");
-# the signal's deliver task is the one task row of the whole run
-is($node->safe_psql('postgres', $task_ids) - $tasks0, 1,
-	'no branch of it was a task row (only the signal\'s task)');
-executor_inserts($node, 'joins');
-is(inserts('joins') - $joins0, 0, 'no JOIN of it had a counter row');
 check_clean('the gated fan-out');
 
 # --- a branch calls df.check() in the middle of the batch --------------
