@@ -98,7 +98,9 @@ pgd_result(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	/*
-	 * The root's result when it completed (0.2.6's rule); for a compensated
+	 * The root's result when it completed (0.2.6's rule; a cancelled
+	 * instance has none, even when its last step's completion was recorded
+	 * as it ended: inbox_record.c); for a compensated
 	 * instance without one, what was compensated: the root's compensation
 	 * summary {"error", "undos"}.
 	 */
@@ -109,7 +111,8 @@ pgd_result(PG_FUNCTION_ARGS)
 					 "JOIN df.nodes n ON n.instance_id OPERATOR(pg_catalog.=) i.id "
 					 "AND n.id OPERATOR(pg_catalog.=) i.root_node "
 					 "WHERE i.id OPERATOR(pg_catalog.=) $1 "
-					 "AND (n.status OPERATOR(pg_catalog.=) 'completed' "
+					 "AND ((n.status OPERATOR(pg_catalog.=) 'completed' "
+					 "AND i.status OPERATOR(pg_catalog.<>) 'cancelled') "
 					 "OR i.status OPERATOR(pg_catalog.=) 'compensated')",
 					 1, types, values, NULL, true) > 0)
 	{

@@ -71,6 +71,7 @@
 #include "commands/prepare.h"
 #include "commands/sequence.h"
 #include "executor/spi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/lock.h"
@@ -280,6 +281,31 @@ pgd_step_error_for_log(const char *message, const char *code)
 					code ? code : "none");
 }
 
+/*
+ * The $name at the 1-based character position pos of the step's text, the
+ * place of a syntax error: a reference that matched no result stays as
+ * written (0.2.6's rule) and PostgreSQL then stumbles on it.  NULL when
+ * no $name stands there.
+ */
+static char *
+dollar_name_at(const char *query, int pos)
+{
+	int			len = strlen(query);
+	int			off = pg_mbcharcliplen(query, len, pos - 1);
+	const char *p = query + off;
+	const char *q;
+
+	if (off >= len || p[0] != '$' ||
+		!((p[1] >= 'A' && p[1] <= 'Z') || (p[1] >= 'a' && p[1] <= 'z') ||
+		  p[1] == '_'))
+		return NULL;
+	for (q = p + 1; (*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z') ||
+		 (*q >= '0' && *q <= '9') || *q == '_';
+		 q++)
+		;
+	return pnstrdup(p, q - p);
+}
+
 PgdOutcome
 pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 {
@@ -342,7 +368,8 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 		if (list_length(pg_parse_query(query)) > 1)
 			ereport(ERROR,
 					(errcode(ERRCODE_SYNTAX_ERROR),
-					 errmsg("cannot insert multiple commands into a prepared statement")));
+					 errmsg("a SQL step is one statement, and this text holds several: "
+							"chain them as steps (~>) or put them in a function")));
 
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
@@ -394,6 +421,7 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 	PG_CATCH();
 	{
 		ErrorData *edata;
+		char	  *unresolved;
 
 		if (attempt_timeout_ms > 0)
 			disarm_attempt_timeout();
@@ -409,13 +437,14 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 		outcome.code = pgd_sql_error_code(edata);
 		if (edata->sqlerrcode == ERRCODE_PGD_RESULT_CONVERSION)
 			outcome.result = pstrdup(edata->message);
-		else if (edata->message_id != NULL &&
-				 strcmp(edata->message_id,
-						"cannot insert multiple commands into a prepared statement") == 0)
+		else if (edata->sqlerrcode == ERRCODE_SYNTAX_ERROR &&
+				 edata->cursorpos > 0 &&
+				 (unresolved = dollar_name_at(query, edata->cursorpos)) !=
+					 NULL)
 			outcome.result =
 				psprintf(PGD_MSG_SQL_EXECUTION_FAILED,
-						 "a SQL step is one statement, and this text holds several: "
-						 "chain them as steps (~>) or put them in a function");
+						 psprintf("%s (%s matched no result of the workflow, so it was left as written)",
+								  edata->message, unresolved));
 		else
 			outcome.result =
 				psprintf(PGD_MSG_SQL_EXECUTION_FAILED, edata->message);
