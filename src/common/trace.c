@@ -20,6 +20,7 @@
 
 #include "common/md5.h"
 
+#include "common/json.h"
 #include "common/trace.h"
 
 bool
@@ -123,4 +124,24 @@ pgd_trace_span_id(const char *trace_id, const char *scope, const char *node_id,
 
 	hash_hex(text, out, PGD_SPAN_ID_LEN);
 	pfree(text);
+}
+
+char *
+pgd_trace_parent_of(DfJson *vars, const char *instance_id, const char *scope,
+					const char *node_id, int attempt)
+{
+	DfJson	   *v = dfjson_get(vars, "sys_trace_id");
+	DfJson	   *f = dfjson_get(vars, "sys_trace_flags");
+	char		trace_id[PGD_TRACE_ID_LEN + 1];
+	char		span_id[PGD_SPAN_ID_LEN + 1];
+	const char *flags = PGD_TRACE_FLAGS_SAMPLED;
+
+	if (v && v->type == DFJ_STRING && strlen(v->str) == PGD_TRACE_ID_LEN)
+		strlcpy(trace_id, v->str, sizeof(trace_id));
+	else
+		pgd_trace_fallback_id(instance_id, trace_id);
+	if (f && f->type == DFJ_STRING && strlen(f->str) == 2)
+		flags = f->str;
+	pgd_trace_span_id(trace_id, scope, node_id, attempt, span_id);
+	return psprintf("00-%s-%s-%s", trace_id, span_id, flags);
 }

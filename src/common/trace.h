@@ -51,6 +51,16 @@ extern void pgd_trace_fallback_id(const char *instance_id, char *out);
  * The span id of a node execution (attempt 0) or of one attempt (1, 2, …)
  * of node_id in scope; the instance's root span when node_id is NULL.
  */
+struct DfJson;
+
+/*
+ * The W3C traceparent of an attempt of a node: the instance's trace (its
+ * variable sys_trace_id, or the fallback id of an instance of an older
+ * schema), the attempt's span, the instance's flags (sys_trace_flags).
+ */
+extern char *pgd_trace_parent_of(struct DfJson *vars, const char *instance_id,
+								 const char *scope, const char *node_id,
+								 int attempt);
 extern void pgd_trace_span_id(const char *trace_id, const char *scope,
 							  const char *node_id, int attempt, char *out);
 

@@ -46,26 +46,6 @@
 #include "store/external_tasks.h"
 #include "store/store.h"
 
-/* The W3C trace context of the task: the instance's trace, this node's span. */
-static char *
-task_traceparent(const char *instance_id, const char *scope,
-				 const char *node_id, DfJson *vars)
-{
-	DfJson	   *v = dfjson_get(vars, "sys_trace_id");
-	DfJson	   *f = dfjson_get(vars, "sys_trace_flags");
-	char		trace_id[PGD_TRACE_ID_LEN + 1];
-	char		span_id[PGD_SPAN_ID_LEN + 1];
-	const char *flags = PGD_TRACE_FLAGS_SAMPLED;
-
-	if (v && v->type == DFJ_STRING && strlen(v->str) == PGD_TRACE_ID_LEN)
-		strlcpy(trace_id, v->str, sizeof(trace_id));
-	else
-		pgd_trace_fallback_id(instance_id, trace_id);
-	if (f && f->type == DFJ_STRING && strlen(f->str) == 2)
-		flags = f->str;
-	pgd_trace_span_id(trace_id, scope, node_id, 1, span_id);
-	return psprintf("00-%s-%s-%s", trace_id, span_id, flags);
-}
 
 void
 pgd_task_node_start(PgdGraph *g, int n, const char *scope)
@@ -115,8 +95,8 @@ pgd_task_node_start(PgdGraph *g, int n, const char *scope)
 								  run.submitted_by, cfg.queue, payload,
 								  cfg.timeout_s, cfg.heartbeat_s,
 								  psprintf("%s:%s", scope, node->id),
-								  task_traceparent(g->instance_id, scope,
-												   node->id, vars));
+								  pgd_trace_parent_of(vars, g->instance_id, scope,
+													  node->id, 1));
 }
 
 /*

@@ -384,22 +384,10 @@ prepare_body(PgdHttpRequest *req, SubstCtx *sc, const DfJson *cfg,
 static void
 trace_context(PgdHttpRequest *req, DfJson *vars)
 {
-	DfJson	   *v = dfjson_get(vars, "sys_trace_id");
-	DfJson	   *f = dfjson_get(vars, "sys_trace_flags");
 	DfJson	   *ts = dfjson_get(vars, "sys_tracestate");
-	char		trace_id[PGD_TRACE_ID_LEN + 1];
-	char		span_id[PGD_SPAN_ID_LEN + 1];
-	const char *flags = PGD_TRACE_FLAGS_SAMPLED;
 
-	if (v && v->type == DFJ_STRING && strlen(v->str) == PGD_TRACE_ID_LEN)
-		strlcpy(trace_id, v->str, sizeof(trace_id));
-	else
-		pgd_trace_fallback_id(req->instance_id, trace_id);
-	if (f && f->type == DFJ_STRING && strlen(f->str) == 2)
-		flags = f->str;
-	pgd_trace_span_id(trace_id, req->scope, req->node_id, req->attempt,
-					  span_id);
-	req->traceparent = psprintf("00-%s-%s-%s", trace_id, span_id, flags);
+	req->traceparent = pgd_trace_parent_of(vars, req->instance_id, req->scope,
+										   req->node_id, req->attempt);
 	if (ts && ts->type == DFJ_STRING && ts->str[0] != '\0' &&
 		!has_crlf(ts->str))
 		req->tracestate = pstrdup(ts->str);
