@@ -159,6 +159,25 @@ config_number(const DfJson *cfg, const char *key)
 	return v->str;
 }
 
+/*
+ * A node that names what it waits for or sends to: its type, the name
+ * under key of its config quoted, and its timeout when it has one
+ * ("SIGNAL 'approve' (30s)").
+ */
+static void
+append_named(StringInfo buf, const DfNode *node, const char *key)
+{
+	const DfJson *cfg = node_config(node);
+	const char *s = config_string(cfg, key);
+
+	appendStringInfo(buf, "%s '", df_node_type_name(node->type));
+	append_collapsed(buf, s ? s : "?");
+	appendStringInfoChar(buf, '\'');
+	s = config_number(cfg, "timeout_seconds");
+	if (s != NULL)
+		appendStringInfo(buf, " (%ss)", s);
+}
+
 /* Record one line: indentation, prefix, then the label in st->label. */
 static void
 emit_line(ExplainState *st, int depth, const char *prefix, const DfNode *node)
@@ -275,39 +294,19 @@ append_leaf_label(StringInfo buf, const DfNode *node)
 			break;
 
 		case DF_NODE_SIGNAL:
-			cfg = node_config(node);
-			s = config_string(cfg, "signal_name");
-			appendStringInfoString(buf, "SIGNAL '");
-			append_collapsed(buf, s ? s : "?");
-			appendStringInfoChar(buf, '\'');
-			s = config_number(cfg, "timeout_seconds");
-			if (s != NULL)
-				appendStringInfo(buf, " (%ss)", s);
+			/* SIGNAL 'name' (30s) */
+			append_named(buf, node, "signal_name");
 			break;
 
 		case DF_NODE_TASK:
 			/* TASK 'queue' (30s) */
-			cfg = node_config(node);
-			s = config_string(cfg, "queue");
-			appendStringInfoString(buf, "TASK '");
-			append_collapsed(buf, s ? s : "?");
-			appendStringInfoChar(buf, '\'');
-			s = config_number(cfg, "timeout_seconds");
-			if (s != NULL)
-				appendStringInfo(buf, " (%ss)", s);
+			append_named(buf, node, "queue");
 			break;
 
 		case DF_NODE_PUBLISH:
 		case DF_NODE_EVENT:
 			/* PUBLISH 'topic', EVENT 'topic' (30s) */
-			cfg = node_config(node);
-			s = config_string(cfg, "topic");
-			appendStringInfo(buf, "%s '", df_node_type_name(node->type));
-			append_collapsed(buf, s ? s : "?");
-			appendStringInfoChar(buf, '\'');
-			s = config_number(cfg, "timeout_seconds");
-			if (s != NULL)
-				appendStringInfo(buf, " (%ss)", s);
+			append_named(buf, node, "topic");
 			break;
 
 		case DF_NODE_FAIL:
