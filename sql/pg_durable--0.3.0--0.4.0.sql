@@ -247,60 +247,32 @@ COMMENT ON FUNCTION df.fail(text, boolean) IS
 	'node FAIL: fails with kind fail and the message (substitution applies)';
 
 
--- df.http gains fail_on, idempotency_key and breaker: a new signature, so the function is made anew; the
--- roles that could call the old one (df.grant_usage) keep their EXECUTE.
-DO $upgrade$
-DECLARE
-	g record;
-	holders text[] := '{}';
-	fn oid;
-	init aclitem[];
-BEGIN
-	FOR g IN
-		SELECT a.grantee::regrole::text AS role, a.is_grantable
-		FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
-		WHERE p.oid = 'df.http(text, text, text, jsonb, integer)'::pg_catalog.regprocedure
-		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
-	LOOP
-		holders := holders || pg_catalog.format('%s%s', g.role,
-						CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-	END LOOP;
-	DROP FUNCTION df.http(text, text, text, jsonb, integer);
-	CREATE FUNCTION df.http(url text, method text DEFAULT 'POST', body text DEFAULT NULL,
-							headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30,
-							fail_on text DEFAULT NULL, idempotency_key text DEFAULT NULL,
-							breaker text DEFAULT NULL) RETURNS text
-		LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http';
-	REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int, text, text, text) FROM PUBLIC;
-	fn := 'df.http(text, text, text, jsonb, integer, text, text, text)'::pg_catalog.regprocedure;
-	SELECT p.proacl INTO init FROM pg_catalog.pg_proc p WHERE p.oid = fn;
-	FOR i IN 1 .. coalesce(pg_catalog.array_length(holders, 1), 0) LOOP
-		EXECUTE 'GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text, text, text) TO '
-			|| holders[i];
-	END LOOP;
-	-- A grant made in an extension script is recorded as one of the
-	-- extension's initial privileges, which pg_dump leaves out: the roles'
-	-- grants above would be lost by a dump and restore.  The initial
-	-- privileges stay those of a fresh install.
-	UPDATE pg_catalog.pg_init_privs SET initprivs = init
-	WHERE objoid = fn AND classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid = 0;
-END
-$upgrade$;
-COMMENT ON FUNCTION df.http(text, text, text, jsonb, int, text, text, text) IS
+-- df.http gains fail_on, idempotency_key and breaker in an overload beside
+-- pg_durable 0.2.6's df.http(text, text, text, jsonb, integer), whose
+-- privileges stay the gate (common/overloads.c).
+CREATE FUNCTION df.http(url varchar, method text DEFAULT 'POST', body text DEFAULT NULL,
+						headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30,
+						fail_on text DEFAULT NULL, idempotency_key text DEFAULT NULL,
+						breaker text DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http';
+COMMENT ON FUNCTION df.http(text, text, text, jsonb, int) IS
+	'an HTTP request step (a 5xx fails it, a 4xx is its result); EXECUTE on this function is '
+	'what lets a role''s workflows make HTTP calls';
+COMMENT ON FUNCTION df.http(varchar, text, text, jsonb, int, text, text, text) IS
 	'an HTTP request step; fail_on lists the status classes or codes that fail it (''4xx,5xx'', '
 	'''402,409''; default: 5xx fails, 4xx is returned); idempotency_key, a template, replaces '
 	'the engine''s Idempotency-Key; breaker names the circuit breaker the call goes through';
 
--- df.start gains the instance-wide failure policy.
-DROP FUNCTION df.start(text, text, text, text);
-CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAULT NULL,
+-- df.start gains the instance-wide failure policy (in an overload beside
+-- pg_durable 0.2.6's df.start(text, text, text, text): common/overloads.c).
+CREATE FUNCTION df.start(fut varchar, label text DEFAULT NULL, database text DEFAULT NULL,
 						 transaction_mode text DEFAULT 'caller', max_attempts int DEFAULT 1,
 						 max_backoff interval DEFAULT '16 seconds',
 						 on_failure text DEFAULT 'fail') RETURNS text
 	LANGUAGE c VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_start';
-COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text) IS
+COMMENT ON FUNCTION df.start(varchar, text, text, text, int, interval, text) IS
 	'start a workflow instance; returns its 8-hex id.  max_attempts, max_backoff and on_failure '
 	'are the instance-wide failure policy: every SQL or HTTP step without its own df.retry is '
 	'retried up to max_attempts with a back-off from 1 s, doubling, capped at max_backoff; '
@@ -367,7 +339,7 @@ BEGIN
 
 	EXECUTE format('GRANT USAGE ON SCHEMA df TO %I%s', p_role, opt);
 	IF include_http THEN
-		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text, text, text) TO %I%s', p_role, opt);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer) TO %I%s', p_role, opt);
 		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, integer) TO %I%s', p_role, opt);
 	END IF;
 	IF with_grant THEN
@@ -405,7 +377,7 @@ BEGIN
 	END IF;
 
 	-- the caller may never have held these: nothing of its own to revoke
-	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer, text, text, text)',
+	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer)',
 							  'df.http_multipart(text, text, jsonb, jsonb, integer)',
 							  'df.grant_usage(text, boolean, boolean)',
 							  'df.revoke_usage(text)',
@@ -538,14 +510,14 @@ COMMENT ON FUNCTION df.compensations(text) IS
 	'step ran in';
 COMMENT ON FUNCTION df.status(text) IS 'status of an instance (pending, running, completed, failed, cancelled, compensated) or NULL';
 
--- df.cancel gains compensate: a new signature, made anew.
-DROP FUNCTION df.cancel(text, text);
-CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by user',
+-- df.cancel gains compensate, in an overload beside pg_durable 0.2.6's
+-- df.cancel(text, text) (common/overloads.c).
+CREATE FUNCTION df.cancel(instance_id varchar, reason text DEFAULT 'Cancelled by user',
 						  compensate boolean DEFAULT false) RETURNS text
 	LANGUAGE c STRICT VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_cancel';
-COMMENT ON FUNCTION df.cancel(text, text, boolean) IS
+COMMENT ON FUNCTION df.cancel(varchar, text, boolean) IS
 	'cancel an instance that has not finished; with compensate, a running instance whose completed '
 	'steps registered undos runs them (latest first) and ends compensated';
 -- Idempotent starts: df.start(…, idempotency_key), one instance
@@ -554,8 +526,8 @@ ALTER TABLE df.instances ADD COLUMN idempotency_key text;
 ALTER TABLE df.instances ADD COLUMN idempotency_digest text;
 CREATE UNIQUE INDEX idx_instances_idempotency_key ON df.instances (submitted_by, idempotency_key)
 	WHERE idempotency_key IS NOT NULL;
-DROP FUNCTION df.start(text, text, text, text, int, interval, text);
-CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAULT NULL,
+DROP FUNCTION df.start(varchar, text, text, text, int, interval, text);
+CREATE FUNCTION df.start(fut varchar, label text DEFAULT NULL, database text DEFAULT NULL,
 						 transaction_mode text DEFAULT 'caller', max_attempts int DEFAULT 1,
 						 max_backoff interval DEFAULT '16 seconds',
 						 on_failure text DEFAULT 'fail',
@@ -563,7 +535,7 @@ CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAUL
 	LANGUAGE c VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_start';
-COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text, text) IS
+COMMENT ON FUNCTION df.start(varchar, text, text, text, int, interval, text, text) IS
 	'start a workflow instance; returns its 8-hex id.  max_attempts, max_backoff and on_failure '
 	'are the instance-wide failure policy: every SQL or HTTP step without its own df.retry is '
 	'retried up to max_attempts with a back-off from 1 s, doubling, capped at max_backoff; '
@@ -1482,8 +1454,8 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_structure_check CHECK (
 ALTER TABLE df.instances ADD COLUMN trace_id text;
 ALTER TABLE df.instances ADD COLUMN traceparent text;
 ALTER TABLE df.instances ADD COLUMN tracestate text;
-DROP FUNCTION df.start(text, text, text, text, int, interval, text, text);
-CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAULT NULL,
+DROP FUNCTION df.start(varchar, text, text, text, int, interval, text, text);
+CREATE FUNCTION df.start(fut varchar, label text DEFAULT NULL, database text DEFAULT NULL,
 						 transaction_mode text DEFAULT 'caller', max_attempts int DEFAULT 1,
 						 max_backoff interval DEFAULT '16 seconds',
 						 on_failure text DEFAULT 'fail',
@@ -1492,7 +1464,7 @@ CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAUL
 	LANGUAGE c VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_start';
-COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text, text, text, text) IS
+COMMENT ON FUNCTION df.start(varchar, text, text, text, int, interval, text, text, text, text) IS
 	'start a workflow instance; returns its 8-hex id.  max_attempts, max_backoff and on_failure '
 	'are the instance-wide failure policy: every SQL or HTTP step without its own df.retry is '
 	'retried up to max_attempts with a back-off from 1 s, doubling, capped at max_backoff; '
@@ -2122,51 +2094,16 @@ CREATE PROCEDURE df.await(instance_id text, timeout_seconds int DEFAULT 30, INOU
 COMMENT ON PROCEDURE df.await(text, int, text) IS
 	'wait until an instance is finished (status: its status); a top-level CALL holds back no VACUUM while it waits';
 
--- df.loop gains continue_on_failure (the reference's 0.2.8): a new signature,
--- so the function is made anew, and whoever could call the old one can call
--- the new one.  Objects of the user's that depend on df.loop(text, text)
--- stop the update (RESTRICT).
-DO $upgrade$
-DECLARE
-	g record;
-	holders text[] := '{}';
-	public_had boolean;
-	fn oid;
-BEGIN
-	SELECT p.proacl IS NULL OR EXISTS (
-			   SELECT FROM pg_catalog.aclexplode(p.proacl) a
-			   WHERE a.grantee = 0 AND a.privilege_type = 'EXECUTE')
-	INTO public_had
-	FROM pg_catalog.pg_proc p WHERE p.oid = 'df.loop(text, text)'::pg_catalog.regprocedure;
-	FOR g IN
-		SELECT a.grantee::regrole::text AS role, a.is_grantable
-		FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
-		WHERE p.oid = 'df.loop(text, text)'::pg_catalog.regprocedure
-		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
-	LOOP
-		holders := holders || pg_catalog.format('%s%s', g.role,
-						CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-	END LOOP;
-	DROP FUNCTION df.loop(text, text);
-	CREATE FUNCTION df.loop(body text, condition text DEFAULT NULL,
-							continue_on_failure boolean DEFAULT false) RETURNS text
-		LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_loop';
-	fn := 'df.loop(text, text, boolean)'::pg_catalog.regprocedure;
-	IF NOT public_had THEN
-		REVOKE EXECUTE ON FUNCTION df.loop(text, text, boolean) FROM PUBLIC;
-	END IF;
-	FOR i IN 1 .. coalesce(pg_catalog.array_length(holders, 1), 0) LOOP
-		EXECUTE 'GRANT EXECUTE ON FUNCTION df.loop(text, text, boolean) TO ' || holders[i];
-	END LOOP;
-	-- A grant or revoke made in an extension script is recorded as one of
-	-- the extension's initial privileges, which pg_dump leaves out; a fresh
-	-- install has none for df.loop, so the roles' privileges above are the
-	-- user's, and a dump and restore keeps them.
-	DELETE FROM pg_catalog.pg_init_privs
-	WHERE objoid = fn AND classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid = 0;
-END
-$upgrade$;
+-- df.loop gains continue_on_failure (the reference's 0.2.8), in an overload
+-- beside pg_durable 0.2.6's df.loop(text, text) (common/overloads.c).
+CREATE FUNCTION df.loop(body text, condition text, continue_on_failure boolean) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_loop';
 COMMENT ON FUNCTION df.loop(text, text, boolean) IS
+	'df.loop with all three arguments, under the identity pg_durable 0.2.8 gave it';
+CREATE FUNCTION df.loop(body varchar, condition text DEFAULT NULL,
+						continue_on_failure boolean DEFAULT false) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_loop';
+COMMENT ON FUNCTION df.loop(varchar, text, boolean) IS
 	'repeat body forever, or while condition is true after each run (prefix operator @>); '
 	'with continue_on_failure, a body run that fails with an error code starts the next '
 	'iteration without the condition';

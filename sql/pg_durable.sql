@@ -174,10 +174,28 @@ CREATE FUNCTION df.wait_for_schedule(cron_expr text) RETURNS text
 	LANGUAGE c STRICT IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_wait_for_schedule';
 COMMENT ON FUNCTION df.wait_for_schedule(text) IS 'wait for the next tick of a 5-field cron expression (UTC)';
 
-CREATE FUNCTION df.loop(body text, condition text DEFAULT NULL,
-						continue_on_failure boolean DEFAULT false) RETURNS text
+-- df.loop, df.http, df.start and df.cancel keep pg_durable 0.2.6's
+-- identities, so that a GRANT or REVOKE written for it names them, and take
+-- their further options in an overload whose first parameter is varchar: a
+-- call with only 0.2.6's arguments resolves to the 0.2.6 function (text is
+-- the preferred string type), a call with an option to the overload.  The
+-- overload runs only for a role that may execute the 0.2.6 function
+-- (common/overloads.c), so that a privilege on it means what it did.
+CREATE FUNCTION df.loop(body text, condition text DEFAULT NULL) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_loop';
+COMMENT ON FUNCTION df.loop(text, text) IS
+	'repeat body forever, or while condition is true after each run (prefix operator @>)';
+-- pg_durable 0.2.8 declared df.loop(text, text, boolean): kept, without
+-- defaults, for the GRANTs written for it (with defaults it would make
+-- df.loop(body) ambiguous).
+CREATE FUNCTION df.loop(body text, condition text, continue_on_failure boolean) RETURNS text
 	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_loop';
 COMMENT ON FUNCTION df.loop(text, text, boolean) IS
+	'df.loop with all three arguments, under the identity pg_durable 0.2.8 gave it';
+CREATE FUNCTION df.loop(body varchar, condition text DEFAULT NULL,
+						continue_on_failure boolean DEFAULT false) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_loop';
+COMMENT ON FUNCTION df.loop(varchar, text, boolean) IS
 	'repeat body forever, or while condition is true after each run (prefix operator @>); '
 	'with continue_on_failure, a body run that fails with an error code starts the next '
 	'iteration without the condition';
@@ -223,11 +241,17 @@ CREATE FUNCTION df.wait_for_signal(name text, timeout_seconds int DEFAULT NULL) 
 COMMENT ON FUNCTION df.wait_for_signal(text, int) IS 'wait for df.signal(instance, name, data), optionally with a timeout';
 
 CREATE FUNCTION df.http(url text, method text DEFAULT 'POST', body text DEFAULT NULL,
+						headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http';
+COMMENT ON FUNCTION df.http(text, text, text, jsonb, int) IS
+	'an HTTP request step (a 5xx fails it, a 4xx is its result); EXECUTE on this function is '
+	'what lets a role''s workflows make HTTP calls';
+CREATE FUNCTION df.http(url varchar, method text DEFAULT 'POST', body text DEFAULT NULL,
 						headers jsonb DEFAULT NULL, timeout_seconds int DEFAULT 30,
 						fail_on text DEFAULT NULL, idempotency_key text DEFAULT NULL,
 						breaker text DEFAULT NULL) RETURNS text
 	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http';
-COMMENT ON FUNCTION df.http(text, text, text, jsonb, int, text, text, text) IS
+COMMENT ON FUNCTION df.http(varchar, text, text, jsonb, int, text, text, text) IS
 	'an HTTP request step; fail_on lists the status classes or codes that fail it (''4xx,5xx'', '
 	'''402,409''; default: 5xx fails, 4xx is returned); idempotency_key, a template, replaces '
 	'the engine''s Idempotency-Key; breaker names the circuit breaker the call goes through';
@@ -237,7 +261,7 @@ CREATE FUNCTION df.http_multipart(url text, method text DEFAULT 'POST', parts js
 	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_http_multipart';
 COMMENT ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, int) IS 'an HTTP multipart/form-data request step';
 
-REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int, text, text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, int) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, int) FROM PUBLIC;
 
 CREATE FUNCTION df_internal.validate_graph(graph text) RETURNS text
@@ -1067,6 +1091,13 @@ COMMENT ON FUNCTION df_internal.limit_timer(text, text, text) IS
 -- ---------------------------------------------------------------------------
 
 CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAULT NULL,
+						 transaction_mode text DEFAULT 'caller') RETURNS text
+	LANGUAGE c VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_start';
+COMMENT ON FUNCTION df.start(text, text, text, text) IS
+	'start a workflow instance; returns its 8-hex id';
+CREATE FUNCTION df.start(fut varchar, label text DEFAULT NULL, database text DEFAULT NULL,
 						 transaction_mode text DEFAULT 'caller', max_attempts int DEFAULT 1,
 						 max_backoff interval DEFAULT '16 seconds',
 						 on_failure text DEFAULT 'fail',
@@ -1075,7 +1106,7 @@ CREATE FUNCTION df.start(fut text, label text DEFAULT NULL, database text DEFAUL
 	LANGUAGE c VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_start';
-COMMENT ON FUNCTION df.start(text, text, text, text, int, interval, text, text, text, text) IS
+COMMENT ON FUNCTION df.start(varchar, text, text, text, int, interval, text, text, text, text) IS
 	'start a workflow instance; returns its 8-hex id.  max_attempts, max_backoff and on_failure '
 	'are the instance-wide failure policy: every SQL or HTTP step without its own df.retry is '
 	'retried up to max_attempts with a back-off from 1 s, doubling, capped at max_backoff; '
@@ -1112,12 +1143,17 @@ CREATE FUNCTION df.run(instance_id text DEFAULT NULL) RETURNS text
 	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_run';
 COMMENT ON FUNCTION df.run(text) IS 'compatibility no-op: executors run instances by themselves';
 
-CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by user',
+CREATE FUNCTION df.cancel(instance_id text, reason text DEFAULT 'Cancelled by user') RETURNS text
+	LANGUAGE c STRICT VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'pgd_cancel';
+COMMENT ON FUNCTION df.cancel(text, text) IS 'cancel an instance that has not finished';
+CREATE FUNCTION df.cancel(instance_id varchar, reason text DEFAULT 'Cancelled by user',
 						  compensate boolean DEFAULT false) RETURNS text
 	LANGUAGE c STRICT VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_cancel';
-COMMENT ON FUNCTION df.cancel(text, text, boolean) IS
+COMMENT ON FUNCTION df.cancel(varchar, text, boolean) IS
 	'cancel an instance that has not finished; with compensate, a running instance whose completed '
 	'steps registered undos runs them (latest first) and ends compensated';
 CREATE FUNCTION df.compensate(instance_id text) RETURNS text
@@ -1292,7 +1328,7 @@ BEGIN
 
 	EXECUTE format('GRANT USAGE ON SCHEMA df TO %I%s', p_role, opt);
 	IF include_http THEN
-		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text, text, text) TO %I%s', p_role, opt);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer) TO %I%s', p_role, opt);
 		EXECUTE format('GRANT EXECUTE ON FUNCTION df.http_multipart(text, text, jsonb, jsonb, integer) TO %I%s', p_role, opt);
 	END IF;
 	IF with_grant THEN
@@ -1334,7 +1370,7 @@ BEGIN
 	END IF;
 
 	-- the caller may never have held these: nothing of its own to revoke
-	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer, text, text, text)',
+	FOREACH fn IN ARRAY ARRAY['df.http(text, text, text, jsonb, integer)',
 							  'df.http_multipart(text, text, jsonb, jsonb, integer)',
 							  'df.grant_usage(text, boolean, boolean)',
 							  'df.revoke_usage(text)',

@@ -68,6 +68,7 @@
 
 #include "common/compat.h"
 #include "common/messages.h"
+#include "common/overloads.h"
 #include "api/api.h"
 #include "common/spi.h"
 #include "common/trace.h"
@@ -541,15 +542,16 @@ check_idempotency_key(char *key)
 }
 
 /*
- * df.start(traceparent, tracestate), arguments 9 and 10: continue the
- * caller's trace, or begin a new one.
+ * df.start(traceparent, tracestate), arguments 9 and 10 of the overload
+ * (df.start(text, text, text, text) has neither): continue the caller's
+ * trace, or begin a new one.
  */
 static void
 start_trace(FunctionCallInfo fcinfo, StartTrace *tr)
 {
 	memset(tr, 0, sizeof(*tr));
 	strlcpy(tr->flags, PGD_TRACE_FLAGS_SAMPLED, sizeof(tr->flags));
-	if (!PG_ARGISNULL(8))
+	if (PG_NARGS() > 8 && !PG_ARGISNULL(8))
 	{
 		char		  *tp = text_to_cstring(PG_GETARG_TEXT_PP(8));
 		PgdTraceParent parsed;
@@ -568,7 +570,7 @@ start_trace(FunctionCallInfo fcinfo, StartTrace *tr)
 	}
 	else
 		pgd_trace_new_id(tr->trace_id);
-	if (!PG_ARGISNULL(9))
+	if (PG_NARGS() > 9 && !PG_ARGISNULL(9))
 	{
 		char *ts = text_to_cstring(PG_GETARG_TEXT_PP(9));
 
@@ -613,9 +615,10 @@ pgd_start(PG_FUNCTION_ARGS)
 	char		 *key = NULL;
 	bool		  created;
 	StartTrace	  trace;
-	bool		  traced = PG_NARGS() >= 10;
+	bool		  traced = PG_NARGS() >= 10 || pgd_store_instances_traced();
 
 	pgd_refuse_on_standby("df.start", "start a workflow");
+	pgd_require_compat_execute(fcinfo, 4);
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

@@ -41,6 +41,7 @@
 #include "utils/timestamp.h"
 
 #include "common/messages.h"
+#include "common/overloads.h"
 #include "common/spi.h"
 #include "core/settings.h"
 #include "dsl/dsl.h"
@@ -444,8 +445,9 @@ pgd_cancel(PG_FUNCTION_ARGS)
 	CancelArgs a;
 
 	pgd_refuse_on_standby("df.cancel", "cancel an instance");
+	pgd_require_compat_execute(fcinfo, 2);
 	a.reason = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	/* compensate: the third argument (a 0.3.0 declaration has two) */
+	/* compensate: the third argument (df.cancel(text, text) has two) */
 	a.compensate = PG_NARGS() > 2 && PG_GETARG_BOOL(2);
 	a.cancelled = a.compensating = false;
 	run_as_engine(id, cancel_call, &a);

@@ -31,9 +31,13 @@
 #if PG_VERSION_NUM >= 160000
 #define pgd_database_aclcheck(dboid, roleid, mode) \
 	object_aclcheck(DatabaseRelationId, (dboid), (roleid), (mode))
+#define pgd_proc_aclcheck(procoid, roleid, mode) \
+	object_aclcheck(ProcedureRelationId, (procoid), (roleid), (mode))
 #else
 #define pgd_database_aclcheck(dboid, roleid, mode) \
 	pg_database_aclcheck((dboid), (roleid), (mode))
+#define pgd_proc_aclcheck(procoid, roleid, mode) \
+	pg_proc_aclcheck((procoid), (roleid), (mode))
 #endif
 
 /*

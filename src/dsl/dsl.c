@@ -31,6 +31,7 @@
 #include "graph/loop_config.h"
 #include "common/json.h"
 #include "common/messages.h"
+#include "common/overloads.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 
@@ -226,6 +227,7 @@ pgd_loop(PG_FUNCTION_ARGS)
 	DfNode		*condition = NULL;
 	DfLoopConfig cfg = {false};
 
+	pgd_require_compat_execute(fcinfo, 2);
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

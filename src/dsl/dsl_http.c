@@ -22,6 +22,7 @@
 
 #include "common/json.h"
 #include "common/messages.h"
+#include "common/overloads.h"
 #include "dsl/dsl.h"
 #include "graph/http_config.h"
 #include "graph/orch_config.h"
@@ -142,6 +143,7 @@ http_build(FunctionCallInfo fcinfo, bool multipart)
 Datum
 pgd_http(PG_FUNCTION_ARGS)
 {
+	pgd_require_compat_execute(fcinfo, 5);
 	return http_build(fcinfo, false);
 }
 

@@ -231,7 +231,7 @@ caller_problem(Oid submitter, bool multipart)
 	values[1] =
 		pgd_text_datum(multipart ?
 						   "df.http_multipart(text,text,jsonb,jsonb,integer)" :
-						   "df.http(text,text,text,jsonb,integer,text,text,text)");
+						   "df.http(text,text,text,jsonb,integer)");
 	pgd_spi_exec("SELECT pg_catalog.has_function_privilege($1, $2::pg_catalog.regprocedure, 'EXECUTE'), "
 				 "pg_catalog.pg_get_userbyid($1)",
 				 2, types, values, NULL, false);

@@ -386,6 +386,12 @@ pgd_store_start_nodes(const char *instance_id, Oid submitter,
  * the statement then.
  */
 bool
+pgd_store_instances_traced(void)
+{
+	return get_attnum(pgd_df_relid("instances"), "trace_id") != InvalidAttrNumber;
+}
+
+bool
 pgd_store_start_instance_row(char *instance_id, const char *label,
 							 const char *root_id, Oid userid,
 							 const char *database, const char *trace_id,

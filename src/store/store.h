@@ -618,6 +618,12 @@ extern void pgd_store_random_instance_id(char *out);
 extern void pgd_store_no_free_instance_id(void);
 
 /*
+ * Has df.instances the trace columns?  Every schema but 0.3.0's before
+ * ALTER EXTENSION UPDATE, whose df.start takes no trace either.
+ */
+extern bool pgd_store_instances_traced(void);
+
+/*
  * The df.instances row of a start without an idempotency key, under a
  * fresh random id put in instance_id; trace_id NULL leaves the trace
  * columns at their defaults.  False, nothing written, when the statement

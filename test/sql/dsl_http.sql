@@ -100,7 +100,7 @@ SELECT dsl_err($$SELECT df.http_multipart(NULL, 'POST', '[{"name": "f", "data": 
 SELECT dsl_err($$SELECT df.http_multipart('ftp://up.example/', 'POST', '[{"name": "f", "data": "x"}]')$$);
 
 -- the HTTP builders are not executable by PUBLIC (df.grant_usage(..., include_http) grants them)
-SELECT has_function_privilege('public', 'df.http(text,text,text,jsonb,integer,text,text,text)', 'EXECUTE') AS public_http,
+SELECT has_function_privilege('public', 'df.http(text,text,text,jsonb,integer)', 'EXECUTE') AS public_http,
 	   has_function_privilege('public', 'df.http_multipart(text,text,jsonb,jsonb,integer)', 'EXECUTE') AS public_multipart,
 	   has_function_privilege('public', 'df.sql(text)', 'EXECUTE') AS public_sql;
 

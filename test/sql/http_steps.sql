@@ -156,7 +156,7 @@ SELECT http_show(:'id');
 
 -- EXECUTE on df.http is checked again when the step runs
 RESET ROLE;
-REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer, text, text, text) FROM df_user;
+REVOKE EXECUTE ON FUNCTION df.http(text, text, text, jsonb, integer) FROM df_user;
 SET ROLE df_user;
 SELECT df.start('{"node_type":"HTTP","query":"{\"url\":\"{base}/echo\",\"method\":\"GET\",\"body\":null,\"headers\":null,\"timeout_seconds\":5}"}') AS id \gset
 SELECT df.await_instance(:'id');

@@ -29,10 +29,10 @@ GRANT USAGE ON SCHEMA df TO $role;
 GRANT SELECT ON df.instances, df.nodes TO $role;
 GRANT CREATE ON SCHEMA public TO $role;
 SELECT df.grant_usage('$role', include_http => true);
--- a function the update makes anew keeps its grants and revokes: df.loop,
--- callable by the role only
-REVOKE EXECUTE ON FUNCTION df.loop(@{[ defined $version ? 'text, text' : 'text, text, boolean' ]}) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION df.loop(@{[ defined $version ? 'text, text' : 'text, text, boolean' ]}) TO $role;
+-- 0.2.6's df.loop keeps its grants and revokes, and they govern the
+-- overload with continue_on_failure: callable by the role only
+REVOKE EXECUTE ON FUNCTION df.loop(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION df.loop(text, text) TO $role;
 CREATE TABLE effects (instance_id text NOT NULL, step text NOT NULL,
                       at timestamptz NOT NULL DEFAULT clock_timestamp());
 GRANT INSERT, SELECT ON effects TO $role;
@@ -114,13 +114,25 @@ executor_pid_in_step($node, '%effects%');
 $node->safe_psql('postgres', 'ALTER EXTENSION pg_durable UPDATE');
 is($node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'pg_durable'"),
 	$new, "updated to $new");
-# df.loop was made anew with continue_on_failure; the role's grant went
-# with it, PUBLIC's revoke too
+# df.loop(text, text) stays with its privileges; they govern the overload
+# that takes continue_on_failure
 is($node->safe_psql('postgres', qq{
-SELECT has_function_privilege('$role', 'df.loop(text, text, boolean)', 'EXECUTE'),
-       has_function_privilege('public', 'df.loop(text, text, boolean)', 'EXECUTE'),
-       to_regprocedure('df.loop(text, text)') IS NULL}),
-	't|f|t', 'df.loop has continue_on_failure and keeps its privileges');
+SELECT has_function_privilege('$role', 'df.loop(text, text)', 'EXECUTE'),
+       has_function_privilege('public', 'df.loop(text, text)', 'EXECUTE'),
+       to_regprocedure('df.loop(character varying, text, boolean)') IS NOT NULL}),
+	't|f|t', 'df.loop keeps its privileges and gains continue_on_failure');
+like($node->safe_psql('postgres',
+		"SET ROLE $role; SELECT df.loop('SELECT 1', continue_on_failure => true)"),
+	qr/continue_on_failure/, 'the role granted df.loop(text, text) may pass continue_on_failure');
+$node->psql('postgres', qq{
+CREATE ROLE upgrade_other;
+GRANT USAGE ON SCHEMA df TO upgrade_other;
+SET ROLE upgrade_other;
+SELECT df.loop('SELECT 1', continue_on_failure => true)},
+	stderr => \my $loop_err);
+like($loop_err, qr/permission denied for function loop/,
+	'a role without EXECUTE on df.loop(text, text) may not call its overload');
+$node->safe_psql('postgres', 'REVOKE USAGE ON SCHEMA df FROM upgrade_other; DROP ROLE upgrade_other');
 # the SIGNAL waits are under way until the test signals them; the steps and
 # timers may finish while a loaded machine runs the update
 my $ids = join(',', map { "'$_'" } @signalled);
