@@ -233,6 +233,17 @@ pgd_subscribe(PG_FUNCTION_ARGS)
 				 errdetail("%s", msg)));
 	pgd_check_workflow_references("df.subscribe", root, root ? NULL : workflow,
 								  true);
+	/* the variables are the owner's when an event starts the workflow */
+	pgd_check_workflow_templates("df.subscribe", root, NULL, NULL);
+	if (root != NULL)
+		pgd_notice_unmatched_references("df.subscribe", root, true);
+	else
+	{
+		DfNode *step = df_node_new(DF_NODE_SQL);
+
+		step->query = workflow;
+		pgd_notice_unmatched_references("df.subscribe", step, true);
+	}
 	if (PG_ARGISNULL(3))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

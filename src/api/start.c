@@ -541,6 +541,20 @@ check_idempotency_key(char *key)
 	return key;
 }
 
+/* Has the starting role (*arg) set variable name?  Its df.vars row. */
+static bool
+var_is_set(const char *name, void *arg)
+{
+	Oid	  types[2] = {OIDOID, TEXTOID};
+	Datum values[2];
+
+	values[0] = ObjectIdGetDatum(*(Oid *) arg);
+	values[1] = pgd_text_datum(name);
+	return pgd_spi_exec("SELECT FROM df.vars WHERE owner OPERATOR(pg_catalog.=) $1::pg_catalog.regrole "
+						"AND name OPERATOR(pg_catalog.=) $2",
+						2, types, values, NULL, true) > 0;
+}
+
 /*
  * df.start(traceparent, tracestate), arguments 9 and 10 of the overload
  * (df.start(text, text, text, text) has neither): continue the caller's
@@ -693,6 +707,9 @@ pgd_start(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	/* keys and payloads that could never resolve; $names that match nothing */
+	pgd_check_workflow_templates("df.start", root, var_is_set, &userid);
+	pgd_notice_unmatched_references("df.start", root, false);
 	/* 6. the engine takes new work */
 	check_engine_ready();
 	/*

@@ -56,6 +56,7 @@
 #include "graph/loop_config.h"
 #include "common/json.h"
 #include "monitor/monitor.h"
+#include "results/results.h"
 
 /* Statement keywords that make an input a plain SQL step. */
 static const char *const sql_keywords[] = {
@@ -548,6 +549,8 @@ explain_text(const char *input, bool allow_eval)
 		return explain_instance(input);
 
 	pr = df_graph_parse(input);
+	if (pr.status == DF_PARSE_OK)
+		pgd_notice_unmatched_references("df.explain", pr.node, false);
 	if (pr.status != DF_PARSE_NOT_DUROFUT)
 		return explain_graph_text(&pr);
 
@@ -556,6 +559,7 @@ explain_text(const char *input, bool allow_eval)
 		DfNode *node = df_node_new(DF_NODE_SQL);
 
 		node->query = pstrdup(input);
+		pgd_notice_unmatched_references("df.explain", node, false);
 		return render(node);
 	}
 

@@ -164,6 +164,28 @@ extern void pgd_check_workflow_references(const char		  *func,
 										  const struct DfNode *root,
 										  const char *sql, bool subscription);
 
+/*
+ * Refuse (ERROR) a workflow whose lock or limit key, HTTP idempotency key,
+ * or PUBLISH key or payload holds a reference that can never resolve: a
+ * $name no node names (the optional $name? aside; $event, which a
+ * subscription binds, and $item, $error and $lock where a MAP, CATCH or
+ * LOCK binds them are names too), or a {variable} for
+ * which var_is_set(name, arg) is false (not asked when var_is_set is
+ * NULL, nor of the engine's sys_ variables).  results_check.c.
+ */
+typedef bool (*PgdVarIsSet) (const char *name, void *arg);
+extern void pgd_check_workflow_templates(const char *func,
+										 const struct DfNode *root,
+										 PgdVarIsSet var_is_set, void *arg);
+
+/*
+ * A NOTICE for each $name in the code of a SQL step or in an HTTP step's
+ * text that names no result of the workflow: it stays as written there.
+ */
+extern void pgd_notice_unmatched_references(const char *func,
+											const struct DfNode *root,
+											bool subscription);
+
 /* Truthiness of a result for IF and loop conditions (reference §1.7). */
 extern bool pgd_truthy(const DfJson *result);
 

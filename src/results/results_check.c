@@ -19,7 +19,20 @@
  * substituted only when the step runs, and the substituter makes the same
  * check on the text it then has.
  *
- * Locks: none; pure functions of the graph.
+ * Keys and payloads (lock and limit keys, idempotency keys, PUBLISH keys
+ * and payloads) substitute strictly when they run (results_subst.c): a
+ * reference there that cannot resolve fails the node.  df.start refuses
+ * the workflow at once when it can already tell: a $name no step of the
+ * workflow names (not the optional $name?), a {variable} the starting
+ * role has not set (pgd_check_workflow_templates).
+ *
+ * In SQL and HTTP text a $name that names no result stays as written,
+ * 0.2.6's rule ($1, $$ and prices are text there); df.start and df.explain
+ * say so in a NOTICE for each such name that stands in code
+ * (pgd_notice_unmatched_references), because it is most often a typo.
+ *
+ * Locks: none; pure functions of the graph (the variables are asked of
+ * the caller's callback).
  *
  *-------------------------------------------------------------------------
  */
@@ -27,12 +40,16 @@
 
 #include "miscadmin.h"
 
+#include "common/json.h"
 #include "graph/graph.h"
 #include "results/results.h"
 
 #define IS_NAME_CHAR(c) \
 	(((c) >= 'A' && (c) <= 'Z') || ((c) >= 'a' && (c) <= 'z') || \
 	 (c) == '_' || ((c) >= '0' && (c) <= '9') || (unsigned char) (c) >= 0x80)
+/* the first character of a name substitution reads (results_subst.c) */
+#define IS_NAME_START(c) \
+	(((c) >= 'A' && (c) <= 'Z') || ((c) >= 'a' && (c) <= 'z') || (c) == '_')
 
 typedef struct KnownNames
 {
@@ -159,27 +176,260 @@ check_tree(const char *func, const DfNode *n, const char *path,
 				   known);
 }
 
+static void
+known_names(const DfNode *root, bool subscription, KnownNames *known)
+{
+	ListCell *lc;
+
+	memset(known, 0, sizeof(*known));
+	known->has_event = subscription;
+	collect_names(root, known);
+	known->sorted = palloc(sizeof(char *) * Max(list_length(known->names), 1));
+	foreach(lc, known->names)
+		known->sorted[known->count++] = lfirst(lc);
+	qsort(known->sorted, known->count, sizeof(char *), name_cmp);
+}
+
 void
 pgd_check_workflow_references(const char *func, const DfNode *root,
 							  const char *sql, bool subscription)
 {
-	KnownNames known = {NIL, NULL, 0, subscription, false, false, false};
-	ListCell  *lc;
+	KnownNames known;
 
 	if (root == NULL)
 	{
+		memset(&known, 0, sizeof(known));
+		known.has_event = subscription;
 		if (sql != NULL && strchr(sql, '$') != NULL)
 			check_sql(func, sql, "root", &known);
 		return;
 	}
-	collect_names(root, &known);
-	known.count = list_length(known.names);
-	known.sorted = palloc(sizeof(char *) * Max(known.count, 1));
-	known.count = 0;
-	foreach(lc, known.names)
-		known.sorted[known.count++] = lfirst(lc);
-	qsort(known.sorted, known.count, sizeof(char *), name_cmp);
+	known_names(root, subscription, &known);
 	check_tree(func, root, "root", &known);
-	list_free(known.names);
-	pfree(known.sorted);
+}
+
+/* ---------------------------------------------------------------------
+ * Keys and payloads, at df.start
+ * ---------------------------------------------------------------------
+ */
+
+typedef struct TemplateCheck
+{
+	const char		*func;
+	const KnownNames *known;
+	PgdVarIsSet		 var_is_set; /* NULL: variables are not known yet */
+	void			*arg;
+} TemplateCheck;
+
+static void
+check_template(const TemplateCheck *tc, const char *what, const char *path,
+			   const char *text)
+{
+	if (text == NULL)
+		return;
+	for (const char *p = strchr(text, '{'); p != NULL; p = strchr(p + 1, '{'))
+	{
+		const char *q = p + 1;
+		char	   *name;
+
+		if (tc->var_is_set == NULL || !IS_NAME_START(*q))
+			continue;
+		while (IS_NAME_CHAR(*q))
+			q++;
+		if (*q != '}')
+			continue;
+		name = pnstrdup(p + 1, q - p - 1);
+		/* the engine's own (sys_instance_id, sys_label, the trace's) */
+		if (strncmp(name, "sys_", 4) != 0 && !tc->var_is_set(name, tc->arg))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("%s: variable \"%s\" is not set, and %s at %s substitutes {%s}",
+							tc->func, name, what, path, name),
+					 errdetail("A key or payload never keeps an unresolved {variable} as text."),
+					 errhint("Set it with df.setvar('%s', …) before df.start.", name)));
+	}
+	for (const char *d = strchr(text, '$'); d != NULL; d = strchr(d + 1, '$'))
+	{
+		const char *q;
+		const char *end;
+
+		if (!IS_NAME_START(d[1]))
+			continue;
+		for (q = d + 1; IS_NAME_CHAR(*q); q++)
+			;
+		end = reference_end(q);
+		if (end[-1] == '?' || is_known(tc->known, d + 1, q - d - 1))
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("%s: $%.*s matches no result of the workflow, and %s at %s substitutes it",
+						tc->func, (int) (q - d - 1), d + 1, what, path),
+				 errdetail("A key or payload never keeps an unresolved reference as text."),
+				 errhint("Name the step whose result it is with |=> '%.*s' (or df.as), or write $%.*s? for an optional one.",
+						 (int) (q - d - 1), d + 1, (int) (q - d - 1), d + 1)));
+	}
+}
+
+/* The string at key of the node's settings, or NULL. */
+static const char *
+setting(const DfJson *cfg, const char *key)
+{
+	const DfJson *v = cfg ? dfjson_get(cfg, key) : NULL;
+
+	return v != NULL && v->type == DFJ_STRING ? v->str : NULL;
+}
+
+static void
+check_templates(const TemplateCheck *tc, const DfNode *n, const char *path)
+{
+	DfJson *cfg = NULL;
+	char   *err = NULL;
+
+	check_stack_depth();
+	if (n == NULL)
+		return;
+	if (n->query != NULL &&
+		(n->type == DF_NODE_LOCK || n->type == DF_NODE_LIMIT ||
+		 n->type == DF_NODE_PUBLISH ||
+		 (n->type == DF_NODE_HTTP && strstr(n->query, "idempotency_key") != NULL)))
+		cfg = dfjson_parse(n->query, strlen(n->query), &err);
+	if (cfg != NULL && cfg->type == DFJ_OBJECT)
+	{
+		const DfJson *keys = dfjson_get(cfg, "keys");
+
+		if (n->type == DF_NODE_LOCK && keys != NULL && keys->type == DFJ_ARRAY)
+			for (int i = 0; i < keys->count; i++)
+				if (keys->items[i]->type == DFJ_STRING)
+					check_template(tc, psprintf("lock key %d", i + 1), path,
+								   keys->items[i]->str);
+		if (n->type == DF_NODE_LIMIT)
+			check_template(tc, "the limit key", path, setting(cfg, "key"));
+		if (n->type == DF_NODE_HTTP)
+			check_template(tc, "the idempotency key", path,
+						   setting(cfg, "idempotency_key"));
+		if (n->type == DF_NODE_PUBLISH)
+		{
+			check_template(tc, "the event key", path, setting(cfg, "key"));
+			check_template(tc, "the event payload", path, setting(cfg, "payload"));
+		}
+	}
+	check_templates(tc, n->left, psprintf("%s.left", path));
+	check_templates(tc, n->right, psprintf("%s.right", path));
+	check_templates(tc, n->condition, psprintf("%s.condition_node", path));
+	for (int i = 0; i < n->nextras; i++)
+		check_templates(tc, n->extras[i], psprintf("%s.extra_nodes[%d]", path, i));
+}
+
+void
+pgd_check_workflow_templates(const char *func, const DfNode *root,
+							 PgdVarIsSet var_is_set, void *arg)
+{
+	KnownNames	  known;
+	TemplateCheck tc;
+
+	if (root == NULL)
+		return;
+	/*
+	 * $event always: a subscription binds it in the root scope of the
+	 * instances it starts, through df.start like any other start.
+	 */
+	known_names(root, true, &known);
+	tc.func = func;
+	tc.known = &known;
+	tc.var_is_set = var_is_set;
+	tc.arg = arg;
+	check_templates(&tc, root, "root");
+}
+
+/* ---------------------------------------------------------------------
+ * $names that match no result, in SQL and HTTP text
+ * ---------------------------------------------------------------------
+ */
+
+/* Add to *names each $name of text in code that names no result. */
+static void
+unmatched_in(const char *text, bool sql, const KnownNames *known, List **names)
+{
+	PgdSqlScan scan = {0};
+	bool	   scanned = false;
+
+	for (const char *d = strchr(text, '$'); d != NULL; d = strchr(d + 1, '$'))
+	{
+		const char	 *q;
+		char		 *name;
+		ListCell	 *lc;
+		bool		  seen = false;
+		PgdRefProblem problem;
+
+		/* $1, $$, a$b (an identifier), $tag$ (a dollar quote) are SQL's */
+		if (!IS_NAME_START(d[1]) || (d > text && IS_NAME_CHAR(d[-1])))
+			continue;
+		for (q = d + 1; IS_NAME_CHAR(*q); q++)
+			;
+		if (*q == '$' || is_known(known, d + 1, q - d - 1))
+			continue;
+		name = pnstrdup(d + 1, q - d - 1);
+		/* bound by the nodes that have them, in workflows that have them */
+		if (strcmp(name, "event") == 0 || strcmp(name, "item") == 0 ||
+			strcmp(name, "error") == 0 || strcmp(name, "lock") == 0)
+			continue;
+		if (sql)
+		{
+			/* inside a literal or a comment it is text, as the user meant */
+			if (!scanned)
+			{
+				pgd_sql_scan(&scan, text);
+				scanned = true;
+			}
+			if (pgd_sql_reference_problem(&scan, d - text, q - d, NULL, &problem))
+				continue;
+		}
+		foreach(lc, *names)
+			if (strcmp(lfirst(lc), name) == 0)
+				seen = true;
+		if (!seen)
+			*names = lappend(*names, name);
+	}
+	if (scanned)
+		pgd_sql_scan_free(&scan);
+}
+
+static void
+collect_unmatched(const DfNode *n, const KnownNames *known, List **names)
+{
+	check_stack_depth();
+	if (n == NULL)
+		return;
+	if (n->query != NULL && strchr(n->query, '$') != NULL)
+	{
+		if (n->type == DF_NODE_SQL)
+			unmatched_in(n->query, true, known, names);
+		else if (n->type == DF_NODE_HTTP || n->type == DF_NODE_HTTP_MULTIPART)
+			unmatched_in(n->query, false, known, names);
+	}
+	collect_unmatched(n->left, known, names);
+	collect_unmatched(n->right, known, names);
+	collect_unmatched(n->condition, known, names);
+	for (int i = 0; i < n->nextras; i++)
+		collect_unmatched(n->extras[i], known, names);
+}
+
+void
+pgd_notice_unmatched_references(const char *func, const DfNode *root,
+								bool subscription)
+{
+	KnownNames known;
+	List	  *names = NIL;
+	ListCell  *lc;
+
+	if (root == NULL)
+		return;
+	known_names(root, subscription, &known);
+	collect_unmatched(root, &known, &names);
+	foreach(lc, names)
+		ereport(NOTICE,
+				(errmsg("%s: $%s matches no result of the workflow, so it is left as written",
+						func, (char *) lfirst(lc)),
+				 errhint("Name the step whose result it is with |=> '%s' (or df.as) for $%s to be substituted.",
+						 (char *) lfirst(lc), (char *) lfirst(lc))));
 }
