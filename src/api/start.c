@@ -541,6 +541,48 @@ check_idempotency_key(char *key)
 	return key;
 }
 
+/*
+ * Refuse a circuit breaker that does not exist (df.with_breaker, df.http's
+ * breaker): a breaker's name is always literal, so df.start can tell what
+ * its step would fail with when it runs.
+ */
+static void
+check_breakers_exist(const DfNode *n, const char *path)
+{
+	char			  *name = NULL;
+	PgdBreakerSettings s;
+	PgdBreakerState	   state;
+	TimestampTz		   opened_at;
+	TimestampTz		   open_until;
+
+	check_stack_depth();
+	if (n == NULL)
+		return;
+	if (n->type == DF_NODE_BREAKER)
+		(void) df_breaker_parse(n->query, &name);
+	else if (n->type == DF_NODE_HTTP && n->query != NULL &&
+			 strstr(n->query, "\"breaker\"") != NULL)
+	{
+		char   *err = NULL;
+		DfJson *cfg = dfjson_parse(n->query, strlen(n->query), &err);
+		DfJson *v = cfg && cfg->type == DFJ_OBJECT ? dfjson_get(cfg, "breaker") : NULL;
+
+		if (v != NULL && v->type == DFJ_STRING)
+			name = v->str;
+	}
+	if (name != NULL &&
+		!pgd_store_breaker_load(name, &s, &state, &opened_at, &open_until))
+		raise_graph_error(psprintf(PGD_MSG_INVALID_GRAPH,
+								   psprintf("%s: circuit breaker \"%s\" does not exist "
+											"(create it with df.create_circuit_breaker first)",
+											path, name)));
+	check_breakers_exist(n->left, psprintf("%s.left", path));
+	check_breakers_exist(n->right, psprintf("%s.right", path));
+	check_breakers_exist(n->condition, psprintf("%s.condition_node", path));
+	for (int i = 0; i < n->nextras; i++)
+		check_breakers_exist(n->extras[i], psprintf("%s.extra_nodes[%d]", path, i));
+}
+
 /* Has the starting role (*arg) set variable name?  Its df.vars row. */
 static bool
 var_is_set(const char *name, void *arg)
@@ -709,6 +751,7 @@ pgd_start(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	/* keys and payloads that could never resolve; $names that match nothing */
 	pgd_check_workflow_templates("df.start", root, var_is_set, &userid);
+	check_breakers_exist(root, "root");
 	pgd_notice_unmatched_references("df.start", root, false);
 	/* 6. the engine takes new work */
 	check_engine_ready();

@@ -197,8 +197,13 @@ FROM df.history(:'id') WHERE kind = 'retry_scheduled';
 SELECT state FROM df.circuit_breakers WHERE name = 'hr';
 SELECT df.drop_circuit_breaker('hr');
 
--- a breaker that does not exist fails the step
-SELECT df.start(df.with_breaker('SELECT 1', 'missing')) AS id \gset
+-- a breaker that does not exist is refused at df.start; one dropped after
+-- the start fails the step
+SELECT df.start(df.with_breaker('SELECT 1', 'missing'));
+SELECT df.create_circuit_breaker('dropped_later');
+SELECT df.start(df.wait_for_signal('go') ~> df.with_breaker('SELECT 1', 'dropped_later')) AS id \gset
+SELECT df.drop_circuit_breaker('dropped_later');
+SELECT df.signal(:'id', 'go');
 SELECT bk_wait(:'id');
 SELECT node_type, status, result FROM df.instance_nodes(:'id') ORDER BY node_type;
 
