@@ -41,3 +41,10 @@ SELECT count(*) AS effects FROM ie_effects;
 SELECT node_type, status, result FROM df.nodes WHERE instance_id = :'id' AND node_type = 'SQL';
 SELECT count(*) AS inbox_left FROM df_internal.inbox WHERE instance_id = :'id';
 SELECT problem FROM df.check() WHERE instance_id = :'id';
+-- df.check() reports a completion left in the inbox of an ended instance
+INSERT INTO df_internal.inbox (instance_id, node_id, scope, attempt, ok, result)
+SELECT instance_id, id, instance_id, 1, true, '{}' FROM df.nodes
+WHERE instance_id = :'id' AND node_type = 'SQL';
+SELECT problem FROM df.check() WHERE instance_id = :'id';
+DELETE FROM df_internal.inbox WHERE instance_id = :'id';
+SELECT problem FROM df.check() WHERE instance_id = :'id';
