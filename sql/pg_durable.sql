@@ -2572,10 +2572,16 @@ CREATE TABLE df_internal.worker_grants (
 	PRIMARY KEY (role, queue_pattern)
 );
 SELECT pg_catalog.pg_extension_config_dump('df_internal.worker_grants', '');
+-- a role sees its own grants and those of the roles it is a member of
+ALTER TABLE df_internal.worker_grants ENABLE ROW LEVEL SECURITY;
+CREATE POLICY worker_grants_own ON df_internal.worker_grants FOR SELECT
+	USING (pg_catalog.pg_has_role(current_user, role, 'MEMBER'));
+GRANT SELECT ON df_internal.worker_grants TO PUBLIC;
 
 -- may the current user see the tasks of queue (as one of its workers)?
+-- As the invoker: current_user is the role that reads df.tasks.
 CREATE FUNCTION df_internal.works_on(p_queue text) RETURNS boolean
-	LANGUAGE sql STABLE SECURITY DEFINER
+	LANGUAGE sql STABLE
 	SET search_path = pg_catalog, pg_temp
 	AS $fn$
 SELECT EXISTS (SELECT 1 FROM df_internal.worker_grants g
