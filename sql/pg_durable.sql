@@ -1247,14 +1247,17 @@ COMMENT ON FUNCTION df.instance_nodes(text, int) IS
 
 CREATE FUNCTION df.metrics()
 	RETURNS TABLE (total_instances bigint, running_instances bigint, completed_instances bigint,
-				   failed_instances bigint, total_executions bigint, total_events bigint)
+				   failed_instances bigint, total_executions bigint, total_events bigint,
+				   task_queues jsonb)
 	LANGUAGE c STRICT VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_metrics';
 COMMENT ON FUNCTION df.metrics() IS
 	'engine-wide counters over every instance whoever submitted it (administrators only): '
 	'running_instances counts pending and running ones, total_executions the root generations, '
-	'total_events the rows of the event history';
+	'total_events the rows of the event history; task_queues holds, per queue of external '
+	'tasks the caller sees (df.task_queues), {"ready": n, "leased": n, '
+	'"oldest_ready_age_seconds": s}';
 REVOKE EXECUTE ON FUNCTION df.metrics() FROM PUBLIC;
 
 -- ---------------------------------------------------------------------------
