@@ -2551,10 +2551,16 @@ CREATE TABLE df_internal.worker_grants (
 	PRIMARY KEY (role, queue_pattern)
 );
 SELECT pg_catalog.pg_extension_config_dump('df_internal.worker_grants', '');
+-- a role sees its own grants and those of the roles it is a member of
+ALTER TABLE df_internal.worker_grants ENABLE ROW LEVEL SECURITY;
+CREATE POLICY worker_grants_own ON df_internal.worker_grants FOR SELECT
+	USING (pg_catalog.pg_has_role(current_user, role, 'MEMBER'));
+GRANT SELECT ON df_internal.worker_grants TO PUBLIC;
 
 -- may the current user see the tasks of queue (as one of its workers)?
+-- As the invoker: current_user is the role that reads df.tasks.
 CREATE FUNCTION df_internal.works_on(p_queue text) RETURNS boolean
-	LANGUAGE sql STABLE SECURITY DEFINER
+	LANGUAGE sql STABLE
 	SET search_path = pg_catalog, pg_temp
 	AS $fn$
 SELECT EXISTS (SELECT 1 FROM df_internal.worker_grants g
@@ -2697,3 +2703,50 @@ COMMENT ON VIEW df.task_queues IS
 	'per queue of external tasks the caller sees: how many are ready and leased, and how long '
 	'the oldest ready one has waited';
 GRANT SELECT ON df.task_queues TO PUBLIC;
+
+-- df.metrics gains task_queues: a new result type, so the function is made
+-- anew, and the roles that could call it (df.grant_usage with with_grant, a
+-- direct GRANT) keep their EXECUTE.  Objects of the user's that depend on
+-- df.metrics() stop the update (RESTRICT).
+DO $upgrade$
+DECLARE
+	g record;
+	holders text[] := '{}';
+	fn oid;
+	init aclitem[];
+BEGIN
+	FOR g IN
+		SELECT a.grantee::regrole::text AS role, a.is_grantable
+		FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+		WHERE p.oid = 'df.metrics()'::pg_catalog.regprocedure
+		  AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner
+	LOOP
+		holders := holders || pg_catalog.format('%s%s', g.role,
+						CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+	END LOOP;
+	DROP FUNCTION df.metrics();
+	CREATE FUNCTION df.metrics()
+		RETURNS TABLE (total_instances bigint, running_instances bigint, completed_instances bigint,
+					   failed_instances bigint, total_executions bigint, total_events bigint,
+					   task_queues jsonb)
+		LANGUAGE c STRICT VOLATILE
+		SET search_path = pg_catalog, pg_temp
+		AS 'MODULE_PATHNAME', 'pgd_metrics';
+	REVOKE EXECUTE ON FUNCTION df.metrics() FROM PUBLIC;
+	fn := 'df.metrics()'::pg_catalog.regprocedure;
+	SELECT p.proacl INTO init FROM pg_catalog.pg_proc p WHERE p.oid = fn;
+	FOR i IN 1 .. coalesce(pg_catalog.array_length(holders, 1), 0) LOOP
+		EXECUTE 'GRANT EXECUTE ON FUNCTION df.metrics() TO ' || holders[i];
+	END LOOP;
+	-- the roles' grants are the user's (pg_dump keeps them); the initial
+	-- privileges stay those of a fresh install
+	UPDATE pg_catalog.pg_init_privs SET initprivs = init
+	WHERE objoid = fn AND classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid = 0;
+END
+$upgrade$;
+COMMENT ON FUNCTION df.metrics() IS
+	'engine-wide counters over every instance whoever submitted it (administrators only): '
+	'running_instances counts pending and running ones, total_executions the root generations, '
+	'total_events the rows of the event history; task_queues holds, per queue of external '
+	'tasks the caller sees (df.task_queues), {"ready": n, "leased": n, '
+	'"oldest_ready_age_seconds": s}';

@@ -1283,14 +1283,17 @@ COMMENT ON FUNCTION df.instance_nodes(text, int) IS
 
 CREATE FUNCTION df.metrics()
 	RETURNS TABLE (total_instances bigint, running_instances bigint, completed_instances bigint,
-				   failed_instances bigint, total_executions bigint, total_events bigint)
+				   failed_instances bigint, total_executions bigint, total_events bigint,
+				   task_queues jsonb)
 	LANGUAGE c STRICT VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'pgd_metrics';
 COMMENT ON FUNCTION df.metrics() IS
 	'engine-wide counters over every instance whoever submitted it (administrators only): '
 	'running_instances counts pending and running ones, total_executions the root generations, '
-	'total_events the rows of the event history';
+	'total_events the rows of the event history; task_queues holds, per queue of external '
+	'tasks the caller sees (df.task_queues), {"ready": n, "leased": n, '
+	'"oldest_ready_age_seconds": s}';
 REVOKE EXECUTE ON FUNCTION df.metrics() FROM PUBLIC;
 
 -- ---------------------------------------------------------------------------
@@ -2608,10 +2611,16 @@ CREATE TABLE df_internal.worker_grants (
 	PRIMARY KEY (role, queue_pattern)
 );
 SELECT pg_catalog.pg_extension_config_dump('df_internal.worker_grants', '');
+-- a role sees its own grants and those of the roles it is a member of
+ALTER TABLE df_internal.worker_grants ENABLE ROW LEVEL SECURITY;
+CREATE POLICY worker_grants_own ON df_internal.worker_grants FOR SELECT
+	USING (pg_catalog.pg_has_role(current_user, role, 'MEMBER'));
+GRANT SELECT ON df_internal.worker_grants TO PUBLIC;
 
 -- may the current user see the tasks of queue (as one of its workers)?
+-- As the invoker: current_user is the role that reads df.tasks.
 CREATE FUNCTION df_internal.works_on(p_queue text) RETURNS boolean
-	LANGUAGE sql STABLE SECURITY DEFINER
+	LANGUAGE sql STABLE
 	SET search_path = pg_catalog, pg_temp
 	AS $fn$
 SELECT EXISTS (SELECT 1 FROM df_internal.worker_grants g

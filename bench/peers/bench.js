@@ -11,7 +11,9 @@
  * Needs PGHOST, PGPORT, PGUSER (a superuser) and PGBIN (pgbench's
  * directory); bench/peers/run sets them.  Options:
  *   --quick           a tenth of the default sizes
- *   --only LIST       systems to run, comma-separated: pgbench,pgd,dbos,graphile
+ *   --only LIST       what to run, comma-separated: pgbench,pgd,dbos,graphile,tasks
+ *                     (tasks: scenario T, tasks.js, for pg_durable's Python and
+ *                     Node.js workers and graphile-worker)
  *   --sync LIST       settings to run: on,off (default both)
  *   --json FILE       also write every result as JSON
  */
@@ -23,9 +25,10 @@ const path = require('path');
 const { spawn, execFileSync } = require('child_process');
 const c = require('./common');
 const pgd = require('./pgd');
+const tasks = require('./tasks');
 
 function parseArgs(argv) {
-	const o = { quick: false, only: ['pgbench', 'pgd', 'dbos', 'graphile'], sync: ['on', 'off'], json: null };
+	const o = { quick: false, only: ['pgbench', 'pgd', 'dbos', 'graphile', 'tasks'], sync: ['on', 'off'], json: null };
 	for (let i = 0; i < argv.length; i++) {
 		const a = argv[i];
 		if (a === '--quick') o.quick = true;
@@ -120,7 +123,7 @@ function table(rows) {
 		}
 		if (r.latRows) {
 			for (const l of r.latRows)
-				body.push([r.system, `D ${l.what}`, String(r.conc), String(r.workflows), '', '',
+				body.push([r.system, `${r.scenario.split(' ')[0]} ${l.what}`, String(r.conc), String(r.workflows), '', '',
 					fmt(l.p50), fmt(l.p99), fmt(r.commitsPerStep), fmt(r.xidsPerStep), fmt(r.walPerStep, 0)]);
 			continue;
 		}
@@ -146,7 +149,9 @@ function ratios(rows) {
 	for (const r of rows)
 		if (r.system === 'pgbench (limit)')
 			limit[r.conc] = r;
-	const peers = [...new Set(rows.map((r) => r.system))].filter((s) => s !== 'pg_durable' && s !== 'pgbench (limit)');
+	/* scenario T has rows of its own (tasks/s, jobs/s), not ratios */
+	const peers = [...new Set(rows.filter((r) => r.scenario !== 'T tasks').map((r) => r.system))]
+		.filter((s) => s !== 'pg_durable' && s !== 'pgbench (limit)');
 	const head = ['scenario', 'conc', ...peers.map((p) => `pg_durable / ${p}`), 'pg_durable / limit'];
 	const out = ['| ' + head.join(' | ') + ' |', '|' + head.map((h, i) => (i ? '-'.repeat(h.length + 1) + ':' : '-'.repeat(h.length + 2))).join('|') + '|'];
 	for (const r of rows) {
@@ -236,14 +241,30 @@ async function main() {
 				console.error(`  ${name}: ${e.message}`);
 			}
 		}
+		if (o.only.includes('tasks')) {
+			try {
+				for (const r of await tasks.run(mon, plan, ['python', 'node']))
+					add(r);
+			} catch (e) {
+				console.error(`  tasks: ${e.message}`);
+			}
+			try {
+				for (const r of await child('graphile.js', ['tasks', JSON.stringify(plan)]))
+					add(r);
+			} catch (e) {
+				console.error(`  graphile tasks: ${e.message}`);
+			}
+		}
 		all[sync] = rows;
 		console.log(`\nsynchronous_commit = ${sync}\n`);
 		console.log(table(rows));
 		for (const r of rows)
-			if (r.scenario === 'E kill -9' && r.note)
-				console.log(`\nE, ${r.system}: ${r.note}.`);
-		console.log(`\nratios of throughput, synchronous_commit = ${sync}\n`);
-		console.log(ratios(rows));
+			if ((r.scenario === 'E kill -9' || (r.scenario === 'T tasks' && r.failed)) && r.note)
+				console.log(`\n${r.scenario.split(' ')[0]}, ${r.system}: ${r.note}.`);
+		if (rows.some((r) => r.system === 'pg_durable')) {
+			console.log(`\nratios of throughput, synchronous_commit = ${sync}\n`);
+			console.log(ratios(rows));
+		}
 		if (statements)
 			console.log(`\npg_durable phases A-D: statements by total execution time (pg_stat_statements, ` +
 				`df.await_instance left out: it waits)\n\n${statements}`);

@@ -79,7 +79,9 @@ function sizes(quick) {
 	for (const c of [1, 16])
 		phases.push({ kind: 'D', n: 5, conc: c, workflows: Math.max(c, Math.round((c === 1 ? 100 : 160) * q)) });
 	const e = { kind: 'E', n: 100, conc: 32, workflows: 32, killAfterSteps: Math.round(800 * (quick ? 0.5 : 1)) };
-	return { phases, e };
+	/* T: external tasks (jobs) through a worker of concurrency 32 */
+	const t = { conc: 32, tasks: Math.round(4000 * q), latency: Math.max(20, Math.round(200 * q)) };
+	return { phases, e, t };
 }
 
 function label(p) {
@@ -89,6 +91,7 @@ function label(p) {
 		case 'C': return 'C one-step';
 		case 'D': return 'D latency';
 		case 'E': return 'E kill -9';
+		case 'T': return 'T tasks';
 	}
 	return p.kind;
 }

@@ -36,6 +36,7 @@
  * graphile-worker does not warn of a pool smaller than its concurrency.
  *
  *   node graphile.js bench PLAN      the A-D phases of PLAN, then E; prints JSON
+ *   node graphile.js tasks PLAN      scenario T (tasks()); prints JSON
  *   node graphile.js e-worker PLAN   run a worker pool until killed (E)
  */
 'use strict';
@@ -118,7 +119,15 @@ const taskList = {
 	join: async (p, h) => {
 		await h.query('SELECT bench_join_step($1)', [p.wf]);
 	},
+	/* scenario T: a no-op job, and one that reports when it started */
+	noop: async () => {},
+	lat: async (p) => {
+		const started = c.nowMs();
+		if (latWaiter)
+			latWaiter(started - Number(p.t));
+	},
 };
+let latWaiter = null;
 
 function poolOptions(max, app) {
 	return { ...c.conn, database: DB, max, application_name: app };
@@ -373,6 +382,71 @@ async function kill(plan) {
 	};
 }
 
+/*
+ * T, graphile-worker's side of scenario T (tasks.js has pg_durable's): a
+ * worker pool of concurrency 32 (graphile-worker's defaults otherwise)
+ * started before each phase and stopped inside it.
+ *  - Throughput: `tasks` no-op jobs added in one statement
+ *    (graphile_worker.add_jobs); jobs/s is their number over the time from
+ *    that statement's return to the moment its job table is empty (polled
+ *    every 10 ms: every job run and deleted).
+ *  - Latency: `latency` jobs, one at a time, each added by a statement
+ *    that puts its clock_timestamp() in the payload; the task takes the
+ *    time from it to its own start (the add's commit included, the
+ *    LISTEN/NOTIFY on jobs:insert, the claim by get_job).  20 ms between
+ *    jobs, so the pool waits on LISTEN each time.
+ */
+async function tasks(mon, plan) {
+	const t = plan.t;
+	const db = await c.connect(DB, 'graphile-bench-tasks');
+	const jobs = async () => Number((await db.query('SELECT count(*) AS n FROM graphile_worker._private_jobs')).rows[0].n);
+	const p = { kind: 'T', n: 1, conc: t.conc, workflows: t.tasks };
+	const thr = await c.measure(mon, DB, SYSTEM, p, async () => {
+		const worker = await startWorker(t.conc);
+		try {
+			await db.query(`SELECT graphile_worker.add_jobs(ARRAY(
+				SELECT ROW('noop', '{}'::json, NULL, NULL, NULL, NULL, NULL, NULL)::graphile_worker.job_spec
+				  FROM generate_series(1, $1)))`, [t.tasks]);
+			const t0 = c.nowMs();
+			const deadline = Date.now() + WAIT_MS;
+			while (await jobs() > 0) {
+				if (Date.now() > deadline)
+					throw new Error(`T: jobs left after ${WAIT_MS / 1000} s`);
+				await c.sleep(10);
+			}
+			return { seconds: (c.nowMs() - t0) / 1000, lat: [], steps: t.tasks, workflows: t.tasks };
+		} finally {
+			await worker.stop();
+		}
+	}, PAUSE_MS);
+	thr.unit = 'jobs/s';
+	thr.p50 = thr.p99 = NaN;
+	const lat = [];
+	const pl = { kind: 'T', n: 1, conc: 1, workflows: t.latency };
+	const lr = await c.measure(mon, DB, SYSTEM, pl, async () => {
+		const worker = await startWorker(t.conc);
+		try {
+			/* the pool's LISTEN is up once a job added now runs */
+			const d = await c.drive(t.latency + 1, 1, async (i) => {
+				const ran = new Promise((resolve) => { latWaiter = resolve; });
+				await db.query("SELECT graphile_worker.add_job('lat', json_build_object('t', " +
+					'extract(epoch FROM clock_timestamp()) * 1000))');
+				const ms = await ran;
+				if (i > 0)
+					lat.push(ms);
+				await c.sleep(20);
+			});
+			return { ...d, lat: [], steps: t.latency, workflows: t.latency };
+		} finally {
+			latWaiter = null;
+			await worker.stop();
+		}
+	}, PAUSE_MS);
+	lr.latRows = [{ what: 'add-to-handler', p50: c.percentile(lat, 50), p99: c.percentile(lat, 99) }];
+	await db.end();
+	return [thr, lr];
+}
+
 async function eWorker(plan, app) {
 	await startWorker(plan.e.conc, app);
 	process.on('SIGTERM', () => process.exit(0));
@@ -396,6 +470,13 @@ async function main() {
 	await setup();
 	const mon = await c.connect('postgres', 'peers-monitor');
 	const out = [];
+	if (mode === 'tasks') {
+		process.stderr.write(`  ${SYSTEM} T tasks x${plan.t.conc}\n`);
+		out.push(...await tasks(mon, plan));
+		await mon.end();
+		process.stdout.write(JSON.stringify(out) + '\n');
+		return;
+	}
 	await throughput(mon, { kind: 'A', n: 5, conc: 4, workflows: 40 });	/* warm-up */
 	for (const p of plan.phases) {
 		process.stderr.write(`  ${SYSTEM} ${c.label(p)} x${p.conc}\n`);
@@ -415,4 +496,4 @@ if (require.main === module)
 		process.exit(1);
 	});
 
-module.exports = { throughput, latency, kill, setup, DB };
+module.exports = { throughput, latency, kill, tasks, setup, DB };

@@ -61,6 +61,7 @@ class Worker {
     this.stopping = false;
     this.wakeUp = null;
     this.client = null; // claims, ends and heartbeats: one connection, queries in order
+    this.pending = Promise.resolve(); // the last query sent on it
     this.listener = null;
   }
 
@@ -102,8 +103,16 @@ class Worker {
     }
   }
 
-  // sql on the shared connection, made again once when it broke
-  async query(sql, args) {
+  // sql on the shared connection, one statement at a time (pg deprecates
+  // a query sent while another runs), the connection made again once when
+  // it broke
+  query(sql, args) {
+    const run = this.pending.then(() => this.queryNow(sql, args));
+    this.pending = run.catch(() => {});
+    return run;
+  }
+
+  async queryNow(sql, args) {
     for (let tries = 1; ; tries++) {
       if (!this.client) {
         const c = await this.connect();

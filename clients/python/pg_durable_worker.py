@@ -255,6 +255,8 @@ class Worker:
                             self._wake.set()
                         n = conn.pgconn.notifies()
             except (psycopg.Error, OSError) as e:
+                if self._stop.is_set():
+                    return  # stop() closed it
                 log.warning("LISTEN connection lost (%s)", e)
                 time.sleep(0.2)
 

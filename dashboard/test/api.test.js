@@ -213,6 +213,8 @@ test('coordination and overview, per role', async () => {
 
 	const so = await client(dSuper).getJson('/api/overview');
 	assert.ok(Number(so.metrics.total_instances) >= 17);
+	assert.equal(typeof so.metrics.task_queues, 'object');
+	assert.equal((await client(dSuper).get('/')).status, 200);
 	assert.ok(Array.isArray(so.check));
 	assert.equal(so.buckets.length, 12);
 	assert.ok(so.lastHour.started >= 17);

@@ -20,7 +20,8 @@
  *						  compensated), what failed and what was undone
  *						  (monitor.h, PGD_SQL_OUTPUT); NULL otherwise.
  * df.metrics counts every instance whoever submitted it, with the bootstrap
- * superuser's privileges; EXECUTE on it is not granted to PUBLIC.
+ * superuser's privileges; EXECUTE on it is not granted to PUBLIC.  Its
+ * task_queues column is df.task_queues as the caller sees it.
  *
  * Paging (the 4-argument df.list_instances): rows come in created_at DESC,
  * id ASC order; next_cursor is the hex of the UTF-8 text
@@ -56,6 +57,7 @@
 #define CURSOR_MAX_HEX			 512
 #define EXECUTIONS_DEFAULT_LIMIT 5
 #define EXECUTIONS_MAX_LIMIT	 10000
+#define METRICS_COLUMNS		 7
 
 static void
 check_limit_at_least_one(int limit)
@@ -510,9 +512,14 @@ pgd_instance_executions(PG_FUNCTION_ARGS)
 }
 
 /*
- * Engine-wide counters.  Reads every instance whoever submitted it, as the
+ * Engine-wide counters, and the depth and age of each queue of external
+ * tasks.  The counters read every instance whoever submitted it, as the
  * bootstrap superuser (row-level security does not apply to it); the
- * caller needs EXECUTE, which PUBLIC does not have.
+ * caller needs EXECUTE, which PUBLIC does not have.  The queues are read
+ * from df.task_queues as the caller, so a queue shows to whoever sees its
+ * tasks there (a superuser sees them all) and nobody learns the name of
+ * another role's queue.  A schema older than task_queues declares six
+ * columns, and gets those.
  */
 PG_FUNCTION_INFO_V1(pgd_metrics);
 Datum
@@ -521,11 +528,16 @@ pgd_metrics(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			   save_userid;
 	int			   save_sec;
-	Datum		   out[6];
-	bool		   outnull[6];
+	SPITupleTable *counters;
+	Datum		   out[METRICS_COLUMNS];
+	bool		   outnull[METRICS_COLUMNS];
+	int			   ncolumns;
 	int			   i;
 
 	InitMaterializedSRF(fcinfo, 0);
+	ncolumns = rsinfo->setDesc->natts;
+	if (ncolumns != METRICS_COLUMNS && ncolumns != METRICS_COLUMNS - 1)
+		elog(ERROR, "df.metrics() declares %d columns", ncolumns);
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
 						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
@@ -541,11 +553,26 @@ pgd_metrics(PG_FUNCTION_ARGS)
 						  "FROM " PGD_SQL_ROOT_JOIN,
 						  pgd_history_events()),
 				 0, NULL, NULL, NULL, true);
-	for (i = 0; i < 6; i++)
-		out[i] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-							   i + 1, &outnull[i]);
+	counters = SPI_tuptable;
+	SetUserIdAndSecContext(save_userid, save_sec);
+	for (i = 0; i < METRICS_COLUMNS - 1; i++)
+		out[i] = SPI_getbinval(counters->vals[0], counters->tupdesc, i + 1,
+							   &outnull[i]);
+	if (ncolumns == METRICS_COLUMNS)
+	{
+		pgd_spi_exec("SELECT COALESCE(pg_catalog.jsonb_object_agg(q.queue, "
+					 "pg_catalog.jsonb_build_object("
+					 "'ready', q.ready, 'leased', q.leased, "
+					 "'oldest_ready_age_seconds', "
+					 "pg_catalog.round(EXTRACT(epoch FROM q.oldest_ready_age), 3))), "
+					 "'{}'::pg_catalog.jsonb) "
+					 "FROM df.task_queues q",
+					 0, NULL, NULL, NULL, true);
+		out[METRICS_COLUMNS - 1] =
+			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+						  &outnull[METRICS_COLUMNS - 1]);
+	}
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnull);
 	SPI_finish();
-	SetUserIdAndSecContext(save_userid, save_sec);
 	return (Datum) 0;
 }

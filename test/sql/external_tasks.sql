@@ -36,6 +36,14 @@ SELECT df.start(('SELECT 41 AS n' |=> 'prev')
 				~> 'SELECT $paid.charge_id AS charge', 'order-1') AS id \gset
 RESET ROLE;
 SELECT wait_until($$SELECT EXISTS (SELECT FROM df.tasks WHERE queue = 'xt.pay' AND state = 'ready')$$);
+-- df.metrics: the queue's depth and age, as df.task_queues shows it to the caller
+SELECT task_queues->'xt.pay'->'ready' AS ready, task_queues->'xt.pay'->'leased' AS leased,
+	   (task_queues->'xt.pay'->>'oldest_ready_age_seconds')::numeric >= 0 AS has_age
+FROM df.metrics();
+GRANT EXECUTE ON FUNCTION df.metrics() TO ext_worker, ext_other;
+SET ROLE ext_other;
+SELECT task_queues ? 'xt.pay' AS other_sees_queue FROM df.metrics();
+RESET ROLE;
 
 -- the argument checks
 SELECT * FROM df.claim_tasks(NULL, 'w');
@@ -62,6 +70,7 @@ FROM claimed;
 SELECT count(*) FROM df.claim_tasks('xt.pay', 'w2', 10);
 SELECT queue, state, attempt, worker, leased_until > now() AS leased FROM df.tasks;
 SELECT queue, ready, leased, oldest_ready_age IS NULL AS none_waiting FROM df.task_queues;
+SELECT task_queues->'xt.pay' AS xt_pay FROM df.metrics();
 -- a heartbeat extends the lease; a wrong token is 'lost'
 SELECT df.heartbeat_task(task_id, lease_token) FROM claimed;
 SELECT df.heartbeat_task(task_id, lease_token, '1 minute') FROM claimed;
@@ -177,6 +186,8 @@ SELECT df.start(df.task('xt.bad', '{"x": {sys_label}}'), 'not json') AS id6 \gse
 RESET ROLE;
 SELECT df.await_instance(:'id6', 30);
 SELECT df.status(:'id6') AS status, (SELECT count(*) FROM df.tasks WHERE queue = 'xt.bad') AS tasks;
+
+REVOKE EXECUTE ON FUNCTION df.metrics() FROM ext_worker, ext_other;
 
 -- revoked, the worker is refused again
 SELECT df.revoke_worker('ext_worker', 'xt.*');

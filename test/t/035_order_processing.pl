@@ -17,7 +17,10 @@
 #     the inventory service saw grow per SKU;
 #  8. chaos: orders under random faults and SIGKILLs of executors and the
 #     HTTP worker: each ends completed (every effect once) or compensated
-#     (nothing left in any ledger); nothing stranded; df.check() clean.
+#     (nothing left in any ledger); nothing stranded; df.check() clean;
+#  9. the same with payment and shipping made by Python worker processes
+#     (workers.py, the example's workers mode), SIGKILLed at random while
+#     they hold a task: every order ends as in 8, no effect doubled.
 use strict;
 use warnings;
 use FindBin;
@@ -69,15 +72,16 @@ sub svc
 sub fault { svc($_[0], '/_fault', $_[1]); }
 sub entries { return @{ svc($_[0], '/_ledger')->{entries} }; }
 
-# the ledger entries of an order: "service op" each, in the order they were made
+# the ledger entries of an order: "service op" each, in the order they were
+# made; from the ledgers given ({service => [entries]}) or the services'
 sub effects_of
 {
-	my ($order) = @_;
+	my ($order, $ledgers) = @_;
 	my @e;
 	for my $s (qw(order payment inventory shipping))
 	{
 		push @e, map { [ $_->{at}, "$s $_->{op}" . (defined $_->{sku} ? " $_->{sku}" : '') ] }
-		  grep { $_->{order_id} eq $order } entries($s);
+		  grep { $_->{order_id} eq $order } ($ledgers ? @{ $ledgers->{$s} } : entries($s));
 	}
 	return map { $_->[1] } sort { $a->[0] <=> $b->[0] } @e;
 }
@@ -284,6 +288,52 @@ is($node->safe_psql('postgres', "SELECT state FROM df.circuit_breakers WHERE nam
 }
 check_df_clean($node, 'the scenarios');
 
+# Every order of ids ended well: completed with each effect once (lines_of
+# its number of lines, of the SKUs many and one, one line of one), or
+# compensated to nothing, or failed at its first call with no effect.
+sub check_orders
+{
+	my ($what, $ids, $order_of, $lines_of, $many, $one) = @_;
+	my ($good, $undone, $rejected, @bad) = (0, 0, 0);
+	my %ledgers = map { $_ => [ entries($_) ] } qw(order payment inventory shipping);
+	for my $id (@$ids)
+	{
+		my $o = $order_of->{$id};
+		my @e = effects_of($o, \%ledgers);
+		my $st = status($id);
+		my %n;
+		$n{$_}++ for @e;
+		if ($st eq 'completed')
+		{
+			my $lines = $lines_of->{$id};
+			my $ok = ($n{'order create'} // 0) == 1 && ($n{'order confirm'} // 0) == 1
+			  && ($n{'payment charge'} // 0) == 1 && ($n{'shipping ship'} // 0) == 1
+			  && ($n{"inventory reserve $one"} // 0) == 1
+			  && ($n{"inventory reserve $many"} // 0) == $lines - 1 && scalar(@e) == 4 + $lines;
+			$ok ? $good++ : push @bad, "$o completed: @e";
+		}
+		elsif ($st eq 'failed')
+		{
+			# its first call failed for good: nothing was done, nothing to undo
+			@e ? push @bad, "$o failed: @e" : $rejected++;
+		}
+		else
+		{
+			my $ok = ($n{'order create'} // 0) == ($n{'order cancel'} // 0)
+			  && ($n{'payment charge'} // 0) == ($n{'payment refund'} // 0)
+			  && ($n{'shipping ship'} // 0) == ($n{'shipping unship'} // 0)
+			  && ($n{"inventory reserve $many"} // 0) == ($n{"inventory release $many"} // 0)
+			  && ($n{"inventory reserve $one"} // 0) == ($n{"inventory release $one"} // 0)
+			  && !$n{'order confirm'};
+			$ok ? $undone++ : push @bad, "$o $st: @e";
+		}
+	}
+	is(scalar @bad, 0, "$what: $good orders completed with every effect once, $undone compensated "
+		  . "to nothing, $rejected failed before any effect")
+	  or diag join("\n", @bad);
+	return "$good completed, $undone compensated, $rejected failed at their first call";
+}
+
 # --- 8. chaos -----------------------------------------------------------------
 {
 	my @faults = ('{"mode": "fail_next", "n": 2}', '{"mode": "ratelimit", "n": 2, "retry_after": 1}',
@@ -334,47 +384,146 @@ check_df_clean($node, 'the scenarios');
 		"SELECT i.id, i.status, n.node_type, n.status, left(concat(n.error, n.status_details::text), 300) "
 		  . "FROM df.instances i JOIN df.nodes n ON n.instance_id = i.id AND n.id = i.root_node "
 		  . "WHERE i.id IN ($list) AND i.status NOT IN ('completed', 'compensated')");
-	my ($good, $undone, $rejected, @bad) = (0, 0, 0);
-	for my $id (@ids)
-	{
-		my $o = $order_of{$id};
-		my @e = effects_of($o);
-		my $st = status($id);
-		my %n;
-		$n{$_}++ for @e;
-		if ($st eq 'completed')
-		{
-			my $lines = $lines_of{$id};
-			my $ok = ($n{'order create'} // 0) == 1 && ($n{'order confirm'} // 0) == 1
-			  && ($n{'payment charge'} // 0) == 1 && ($n{'shipping ship'} // 0) == 1
-			  && ($n{'inventory reserve D'} // 0) == 1
-			  && ($n{'inventory reserve C'} // 0) == $lines - 1 && scalar(@e) == 4 + $lines;
-			$ok ? $good++ : push @bad, "$o completed: @e";
-		}
-		elsif ($st eq 'failed')
-		{
-			# its first call failed for good: nothing was done, nothing to undo
-			@e ? push @bad, "$o failed: @e" : $rejected++;
-		}
-		else
-		{
-			my $ok = ($n{'order create'} // 0) == ($n{'order cancel'} // 0)
-			  && ($n{'payment charge'} // 0) == ($n{'payment refund'} // 0)
-			  && ($n{'shipping ship'} // 0) == ($n{'shipping unship'} // 0)
-			  && ($n{'inventory reserve C'} // 0) == ($n{'inventory release C'} // 0)
-			  && ($n{'inventory reserve D'} // 0) == ($n{'inventory release D'} // 0)
-			  && !$n{'order confirm'};
-			$ok ? $undone++ : push @bad, "$o $st: @e";
-		}
-	}
-	is(scalar @bad, 0, "chaos: $good orders completed with every effect once, $undone compensated "
-		  . "to nothing, $rejected failed before any effect")
-	  or diag join("\n", @bad);
-	note("chaos: $good completed, $undone compensated, $rejected failed at their first call, "
-		  . "$kills processes killed");
+	my $kinds = check_orders('chaos', \@ids, \%order_of, \%lines_of, 'C', 'D');
+	note("chaos: $kinds, $kills processes killed");
 	is($node->safe_psql('postgres', "SELECT count(*) FROM df_internal.tasks t JOIN df.instances i ON i.id = t.instance_id "
 			  . "WHERE i.status IN ('completed', 'compensated')"), '0', 'no task left of an ended order');
 	check_df_clean($node, 'the chaos');
+}
+
+# --- 9. chaos with external workers -------------------------------------------
+# The payment and shipping calls become TASK steps (the example's workers
+# mode) that Python worker processes (workers.py) claim and make; while
+# orders run under random faults, the worker holding a random leased task
+# is SIGKILLed and another one started.  Its tasks are offered again after
+# their leases, with the same idempotency keys.
+{
+	my $python = '/usr/bin/python3';
+	my $ports_file = "$PostgreSQL::Test::Utils::tmp_check/ports.json";
+	PostgreSQL::Test::Utils::append_to_file($ports_file, $ports_json);
+	$node->safe_psql('postgres', q{
+CREATE ROLE shop_worker LOGIN;
+SELECT df.grant_worker('shop_worker', 'shop.*');
+SET ROLE shop;
+UPDATE shop.services SET url = 'task:' WHERE name IN ('payment', 'shipping');
+});
+	my $conninfo = $node->connstr('postgres') . ' user=shop_worker';
+	my %workers;
+	my $start_worker = sub {
+		my $pid = fork() // die "fork: $!";
+		if ($pid == 0)
+		{
+			open(STDOUT, '>>', "$PostgreSQL::Test::Utils::log_path/workers.log");
+			open(STDERR, '>&', \*STDOUT);
+			exec($python, "$example/workers.py", $ports_file, $conninfo, 'shop.payment', 'shop.shipping')
+			  or die "exec: $!";
+		}
+		$workers{$pid} = 1;
+	};
+	ok(system($python, '-c', 'import psycopg') == 0, "$python has psycopg (python3-psycopg)");
+	$start_worker->() for 1 .. 3;
+	ok(query_until($node, "SELECT count(*) = 3 FROM pg_stat_activity WHERE usename = 'shop_worker' "
+			  . "AND query LIKE 'LISTEN%'"),
+		'three workers are listening');
+
+	my @faults = ('{"mode": "fail_next", "n": 2}', '{"mode": "ratelimit", "n": 2, "retry_after": 1}',
+		'{"mode": "slow", "ms": 400}', '{"mode": "undo_fail", "n": 1}');
+	my @services = qw(order payment inventory shipping);
+	my (@ids, %order_of, %lines_of, @killed_tasks, @killed_workers);
+	my $kills = 0;
+	srand(9);
+	my $n = 0;
+	my $place = sub {
+		my $skus = rand() < 0.5 ? [ 'E', 'F' ] : [ 'F' ];
+		$n++;
+		my $id = place("w$n", card => rand() < 0.15 ? 'declined' : 'ok', skus => $skus);
+		push @ids, $id;
+		$order_of{$id} = "w$n";
+		$lines_of{$id} = scalar @$skus;
+	};
+	# a live worker that holds a task now, chosen at random, is killed
+	my $kill_one = sub {
+		my @holders = grep { $workers{ $_->[1] } }
+		  map { [ /^(.*:(\d+))\|(.*)$/ ] } split /\n/, $node->safe_psql('postgres',
+			"SELECT worker, string_agg(task_id::text, ',') FROM df.tasks "
+			  . "WHERE queue LIKE 'shop.%' AND state = 'leased' GROUP BY worker");
+		return 0 unless @holders;
+		my ($worker, $pid, $held) = @{ $holders[ int(rand(@holders)) ] };
+		kill('KILL', $pid);
+		waitpid($pid, 0);
+		delete $workers{$pid};
+		push @killed_tasks, split /,/, $held;
+		push @killed_workers, "'$worker'";
+		$kills++;
+		$start_worker->();
+		return 1;
+	};
+	fault('payment', '{"mode": "slow", "ms": 300}');
+	my $due = 0;
+	for my $i (1 .. 30)
+	{
+		$place->();
+		if ($i % 6 == 0)
+		{
+			my $s = $services[ int(rand(@services)) ];
+			fault($_, '{"mode": "ok"}') for @services;
+			fault('payment', '{"mode": "slow", "ms": 300}');
+			fault($s, $faults[ int(rand(@faults)) ]);
+		}
+		# a kill is due every 6 orders, done when a task is held
+		$due++ if $i % 6 == 2;
+		$due-- if $due && $kill_one->();
+	}
+	# the last kills due: more orders, with no fault, until some task is held
+	fault($_, '{"mode": "ok"}') for @services;
+	fault('payment', '{"mode": "slow", "ms": 300}');
+	$node->safe_psql('postgres', "SET ROLE shop; SELECT df.reset_circuit_breaker('inventory')");
+	for (my $extra = 0; $due && $extra < 20; $extra++)
+	{
+		$place->();
+		usleep(200_000);
+		$due-- if $kill_one->();
+	}
+	fault($_, '{"mode": "ok"}') for @services;
+	$node->safe_psql('postgres', "SET ROLE shop; SELECT df.reset_circuit_breaker('inventory')");
+	my $list = join(',', map { "'$_'" } @ids);
+	ok(query_until($node, "SELECT count(*) = 0 FROM df.instances WHERE id IN ($list) "
+			  . "AND status NOT IN ('completed', 'compensated', 'failed')"),
+		'every order of the workers\' chaos ended')
+	  or diag $node->safe_psql('postgres',
+		"SELECT x.instance_id, x.queue, x.state, x.attempt, x.worker FROM df_internal.external_tasks x "
+		  . "WHERE x.instance_id IN ($list) AND x.state IN ('ready', 'leased')");
+	is($kills, 5, 'five workers were killed while they held a task');
+	# a killed worker's task: attempted again by another worker, unless the
+	# node's timeout ended it first
+	my $killed = join(',', @killed_tasks) || 'NULL';
+	ok($node->safe_psql('postgres', "SELECT count(*) FROM df_internal.external_tasks "
+			  . "WHERE task_id IN ($killed) AND attempt >= 2 AND state = 'completed' "
+			  . "AND worker NOT IN (" . (join(',', @killed_workers) || 'NULL') . ")") > 0,
+		'tasks of the killed workers were taken over after their leases and completed');
+	# a call made again (a retry, a killed worker's task taken over) carries
+	# the key of the first: the services' idempotency is what keeps the
+	# ledgers right, whatever their own checks
+	my %keys;
+	for my $s (qw(payment shipping))
+	{
+		for my $call (@{ svc($s, '/_log') })
+		{
+			my ($order) = ($call->{key} // '') =~ /^(w\d+):/ or next;
+			$keys{"$s $call->{path} $order"}{ $call->{key} } = 1;
+		}
+	}
+	is(scalar(grep { keys %{ $keys{$_} } > 1 } keys %keys), 0,
+		'every call of a task to the payment and shipping services carried one key');
+	my $kinds = check_orders('chaos with workers', \@ids, \%order_of, \%lines_of, 'E', 'F');
+	note("chaos with workers: $kinds, $kills workers killed");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM df_internal.external_tasks x "
+			  . "JOIN df.instances i ON i.id = x.instance_id "
+			  . "WHERE x.instance_id IN ($list) AND x.state IN ('ready', 'leased')"),
+		'0', 'no task ready or leased of an ended order');
+	kill('KILL', keys %workers);
+	waitpid($_, 0) for keys %workers;
+	check_df_clean($node, 'the chaos with workers');
 }
 
 done_testing();
