@@ -27,7 +27,9 @@ WHERE oprnamespace = 'pg_catalog'::regnamespace
   AND oprcode::text LIKE 'df.%' ORDER BY oprname;
 
 -- nothing is granted to PUBLIC on df; df_internal only gives USAGE, for the
--- readiness table that clients poll (df_internal._worker_ready)
+-- readiness table that clients poll (df_internal._worker_ready) and for the
+-- worker grants df.tasks' policy reads as the caller (each role sees its
+-- own rows: row-level security)
 SELECT nspname, nspacl IS NULL OR NOT aclcontains(nspacl, makeaclitem(0, nspowner, 'USAGE', false)) AS no_public_usage
 FROM pg_namespace WHERE nspname IN ('df', 'df_internal') ORDER BY 1;
 SELECT c.oid::regclass AS public_can_select
