@@ -533,9 +533,9 @@ CREATE FUNCTION df.compensations(instance_id text)
 COMMENT ON FUNCTION df.compensations(text) IS
 	'the undos registered for an instance visible to the caller, in completion order of their '
 	'forward steps: the COMPENSATED node, its undo, when the forward step completed, the undo''s '
-	'state (registered, running, done, failed), attempts (the times the undo was started; the '
-	'retries of its steps are in df.history) and error; execution_id is the scope the forward '
-	'step ran in';
+	'state (registered, running, done, failed), attempts (the runs of the undo: each start and '
+	'each retry of its steps, as df.history records them) and error; execution_id is the scope '
+	'the forward step ran in';
 COMMENT ON FUNCTION df.status(text) IS 'status of an instance (pending, running, completed, failed, cancelled, compensated) or NULL';
 
 -- df.cancel gains compensate: a new signature, made anew.

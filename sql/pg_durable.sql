@@ -1412,9 +1412,9 @@ CREATE FUNCTION df.compensations(instance_id text)
 COMMENT ON FUNCTION df.compensations(text) IS
 	'the undos registered for an instance visible to the caller, in completion order of their '
 	'forward steps: the COMPENSATED node, its undo, when the forward step completed, the undo''s '
-	'state (registered, running, done, failed), attempts (the times the undo was started; the '
-	'retries of its steps are in df.history) and error; execution_id is the scope the forward '
-	'step ran in';
+	'state (registered, running, done, failed), attempts (the runs of the undo: each start and '
+	'each retry of its steps, as df.history records them) and error; execution_id is the scope '
+	'the forward step ran in';
 
 -- A limit or lock key as df.check() names it: a key in a role's own space
 -- (~<oid>/<key>, docs/design/tenancy.md) as written, with whose it is.

@@ -352,8 +352,12 @@ pgd_store_flush(void)
 		store_flush_node_writes();
 }
 
-static int
-current_attempt_of(const char *node_id)
+/*
+ * The attempt of node_id's step under way (pgd_store_set_attempt), or 0:
+ * its end event carries it, and a SQL step's next attempt goes on from it.
+ */
+int
+store_current_attempt_of(const char *node_id)
 {
 	if (current_node[0] != '\0' && strcmp(node_id, current_node) == 0)
 		return current_attempt;
@@ -405,7 +409,7 @@ buffer_node_write(const char *instance_id, const char *node_id,
 	w->result = done && outcome.result ?
 		MemoryContextStrdup(TopTransactionContext, outcome.result) :
 		NULL;
-	w->attempt = done ? current_attempt_of(node_id) : 0;
+	w->attempt = done ? store_current_attempt_of(node_id) : 0;
 	w->detail = done && !outcome.ok ?
 		MemoryContextStrdup(TopTransactionContext,
 							pgd_event_error_detail(outcome)) :
