@@ -154,7 +154,8 @@ start_event(PgdGraph *g, int n, const char *scope)
 		DfJson *filter = dfjson_parse(node->event->filter,
 									  strlen(node->event->filter), &err);
 
-		if (filter != NULL)
+		/* an empty filter takes any event of the topic: nothing to say */
+		if (filter != NULL && filter->type == DFJ_OBJECT && filter->count > 0)
 			dfjson_object_add(details, "filter", filter);
 	}
 	if (node->event->has_timeout)

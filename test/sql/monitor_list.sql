@@ -149,7 +149,8 @@ SELECT df.start(df.sleep(600), 'mon-wait-sleep') AS w_sleep \gset
 SELECT df.start(df.wait_for_signal('approve', 300), 'mon-wait-signal') AS w_signal \gset
 SELECT df.start(df.wait_for_schedule('0 3 * * *'), 'mon-wait-cron') AS w_cron \gset
 SELECT df.start(df.wait_for_event('mon_orders', '{"region": "eu"}', 600), 'mon-wait-event') AS w_event \gset
-SELECT wait_until($$SELECT count(*) = 4 FROM df.nodes n JOIN df.instances i ON i.id = n.instance_id
+SELECT df.start(df.wait_for_event('mon_orders'), 'mon-wait-event-any') AS w_event_any \gset
+SELECT wait_until($$SELECT count(*) = 5 FROM df.nodes n JOIN df.instances i ON i.id = n.instance_id
 				   WHERE i.label LIKE 'mon-wait-%' AND n.status_details ? 'waiting_on'$$) AS all_waiting;
 SELECT i.label, n.node_type,
 	   n.status_details->>'waiting_on' AS waiting_on,
@@ -172,7 +173,7 @@ SELECT df.signal(:'w_signal', 'approve', '{}') IS NOT NULL AS signalled;
 SELECT df.await_instance(:'w_signal', 30);
 SELECT status, waiting_on FROM df.list_instances(NULL, 100, 'mon-wait-signal');
 SELECT df.cancel(:'w_sleep', 'done') IS NOT NULL, df.cancel(:'w_cron', 'done') IS NOT NULL,
-	   df.cancel(:'w_event', 'done') IS NOT NULL;
+	   df.cancel(:'w_event', 'done') IS NOT NULL, df.cancel(:'w_event_any', 'done') IS NOT NULL;
 RESET ROLE;
 
 -- ---------------------------------------------------------------------------
