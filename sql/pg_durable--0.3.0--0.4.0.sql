@@ -2658,23 +2658,23 @@ GRANT SELECT ON df.tasks TO PUBLIC;
 -- under row-level security: those it published (or a role it is a member
 -- of did), those of its own topics, and those of the shared topics it may
 -- subscribe to (df.grant_topic).  Superusers and BYPASSRLS roles see all.
-CREATE FUNCTION df_internal.may_read_event(p_topic text, p_published_by regrole, p_role oid)
+CREATE FUNCTION df_internal.may_read_topic(p_topic text, p_role oid)
 	RETURNS boolean
 	LANGUAGE sql STABLE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $fn$
-	SELECT pg_has_role(p_role, p_published_by, 'USAGE')
-		OR starts_with(p_topic, '~' || p_role::text || '/')
-		OR (NOT starts_with(p_topic, '~')
-			AND df_internal.may_use('topic', p_topic, p_role, 'subscribe'))
+	SELECT df_internal.may_use('topic', p_topic, p_role, 'subscribe')
 $fn$;
-COMMENT ON FUNCTION df_internal.may_read_event(text, regrole, oid) IS
-	'may role p_role see an event of the bus: it published it, its topic is the role''s own, or '
-	'a shared topic it may subscribe to (the row-level security of df.events)';
+COMMENT ON FUNCTION df_internal.may_read_topic(text, oid) IS
+	'may role p_role subscribe to the shared topic p_topic (the row-level security of df.events)';
 ALTER TABLE df_internal.bus_events ENABLE ROW LEVEL SECURITY;
 CREATE POLICY bus_events_visibility ON df_internal.bus_events FOR SELECT
-	USING (df_internal.may_read_event(topic, published_by,
-									  pg_catalog.quote_ident(current_user)::regrole::oid));
+	USING (pg_catalog.pg_has_role(published_by, 'USAGE')
+		   OR pg_catalog.starts_with(topic, '~' OPERATOR(pg_catalog.||)
+									 pg_catalog.quote_ident(current_user)::regrole::oid::text
+									 OPERATOR(pg_catalog.||) '/')
+		   OR (NOT pg_catalog.starts_with(topic, '~')
+			   AND df_internal.may_read_topic(topic, pg_catalog.quote_ident(current_user)::regrole::oid)));
 GRANT SELECT (id, topic, key, payload, published_at, published_by)
 	ON df_internal.bus_events TO PUBLIC;
 
