@@ -78,8 +78,8 @@ pgd_signal_result(const char *name, bool timed_out, const char *payload)
  * the due time or deadline, 0 for none.
  */
 static void
-record_wait(const PgdGraph *g, int n, const char *waiting_on,
-			const char *key, const char *value, TimestampTz until)
+record_wait(const PgdGraph *g, int n, const char *waiting_on, const char *key,
+			const char *value, TimestampTz until)
 {
 	DfJson *d = dfjson_make_object();
 
@@ -87,8 +87,9 @@ record_wait(const PgdGraph *g, int n, const char *waiting_on,
 	if (key != NULL)
 		dfjson_object_add(d, key, dfjson_make_string(value));
 	if (until != 0)
-		dfjson_object_add(d, strcmp(waiting_on, "signal") == 0 ? "deadline" :
-																 "due_at",
+		dfjson_object_add(d,
+						  strcmp(waiting_on, "signal") == 0 ? "deadline" :
+															  "due_at",
 						  dfjson_make_string(timestamptz_to_str(until)));
 	pgd_store_node_details_merge(g->instance_id, g->nodes[n].id,
 								 dfjson_to_text(d));
@@ -154,7 +155,8 @@ pgd_timer_start(const PgdGraph *g, int n, const char *scope,
 				next = after_seconds(now, node->timeout_seconds);
 				pgd_store_timer_add(g->instance_id, node->id, scope, next);
 			}
-			record_wait(g, n, "signal", "signal_name", node->signal_name, next);
+			record_wait(g, n, "signal", "signal_name", node->signal_name,
+						next);
 			return false;
 
 		default:

@@ -212,44 +212,40 @@ parse_cursor(const char *cursor, TimestampTz *ts, char **id)
  * may see them; several waits (branches of a JOIN) are joined with "; ".
  * NULL when nothing waits: its steps are running.
  */
-#define D(k) "(n.status_details OPERATOR(pg_catalog.->>) '" k "')"
-#define CAT " OPERATOR(pg_catalog.||) "
-#define UNTIL(k) "COALESCE(' until '" CAT D(k) ", '')"
 #define WAITING_ON_SQL \
 	"(SELECT pg_catalog.string_agg(w.t, '; ' ORDER BY w.o, w.t) FROM (" \
-	"SELECT 0 AS o, 'start queued' AS t " \
-	"WHERE i.status OPERATOR(pg_catalog.=) 'pending' " \
+	"SELECT 0 AS o, 'start queued' AS t WHERE i.status OPERATOR(pg_catalog.=) 'pending' " \
 	"UNION ALL " \
-	"SELECT 1, CASE " D("waiting_on") \
-	" WHEN 'timer' THEN 'timer'" CAT UNTIL("due_at") \
-	" WHEN 'schedule' THEN 'schedule '" CAT D("cron_expr") CAT UNTIL("due_at") \
-	" WHEN 'signal' THEN 'signal '" CAT D("signal_name") CAT UNTIL("deadline") \
-	" WHEN 'event' THEN 'event '" CAT D("topic") CAT \
-	"  COALESCE(' matching '" CAT "(n.status_details OPERATOR(pg_catalog.->) 'filter')::text, '')" CAT \
-	   UNTIL("deadline") \
-	" WHEN 'limit' THEN 'limit '" CAT D("limit_key") CAT \
-	"  COALESCE(' (position '" CAT "(SELECT q.position FROM df.limit_queue q " \
-	"   WHERE q.instance_id OPERATOR(pg_catalog.=) n.instance_id " \
-	"   AND q.node_id OPERATOR(pg_catalog.=) n.id LIMIT 1)::text" CAT "')', '')" CAT \
-	   UNTIL("queue_deadline") \
-	" WHEN 'lock' THEN 'lock '" CAT D("waiting_for") CAT \
-	"  COALESCE((SELECT ' held by '" CAT "pg_catalog.concat_ws(', ', l.held_by, l.blocked_by) " \
-	"   FROM df.locks l WHERE l.holder OPERATOR(pg_catalog.=) n.instance_id " \
-	"   AND l.node_id OPERATOR(pg_catalog.=) n.id AND l.state OPERATOR(pg_catalog.=) 'waiting' " \
-	"   AND (l.held_by IS NOT NULL OR l.blocked_by IS NOT NULL) LIMIT 1), '')" \
-	" END " \
+	"SELECT 1, CASE (n.status_details OPERATOR(pg_catalog.->>) 'waiting_on') " \
+	"WHEN 'timer' THEN 'timer' OPERATOR(pg_catalog.||) COALESCE(' until ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'due_at'), '') " \
+	"WHEN 'schedule' THEN 'schedule ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'cron_expr') OPERATOR(pg_catalog.||) COALESCE(' until ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'due_at'), '') " \
+	"WHEN 'signal' THEN 'signal ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'signal_name') OPERATOR(pg_catalog.||) COALESCE(' until ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'deadline'), '') " \
+	"WHEN 'event' THEN 'event ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'topic') OPERATOR(pg_catalog.||) " \
+	"COALESCE(' matching ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->) 'filter')::text, '') OPERATOR(pg_catalog.||) " \
+	"COALESCE(' until ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'deadline'), '') " \
+	"WHEN 'limit' THEN 'limit ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'limit_key') OPERATOR(pg_catalog.||) " \
+	"COALESCE(' (position ' OPERATOR(pg_catalog.||) (SELECT q.position FROM df.limit_queue q " \
+	"WHERE q.instance_id OPERATOR(pg_catalog.=) n.instance_id " \
+	"AND q.node_id OPERATOR(pg_catalog.=) n.id LIMIT 1)::text OPERATOR(pg_catalog.||) ')', '') OPERATOR(pg_catalog.||) " \
+	"COALESCE(' until ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'queue_deadline'), '') " \
+	"WHEN 'lock' THEN 'lock ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'waiting_for') OPERATOR(pg_catalog.||) " \
+	"COALESCE((SELECT ' held by ' OPERATOR(pg_catalog.||) pg_catalog.concat_ws(', ', l.held_by, l.blocked_by) " \
+	"FROM df.locks l WHERE l.holder OPERATOR(pg_catalog.=) n.instance_id " \
+	"AND l.node_id OPERATOR(pg_catalog.=) n.id AND l.state OPERATOR(pg_catalog.=) 'waiting' " \
+	"AND (l.held_by IS NOT NULL OR l.blocked_by IS NOT NULL) LIMIT 1), '') " \
+	"END " \
 	"FROM df.nodes n WHERE n.instance_id OPERATOR(pg_catalog.=) i.id " \
 	"AND n.status OPERATOR(pg_catalog.=) 'running' " \
 	"AND n.status_details OPERATOR(pg_catalog.?) 'waiting_on' " \
 	"UNION ALL " \
-	"SELECT 2, 'task queue '" CAT "(n.query::pg_catalog.jsonb OPERATOR(pg_catalog.->>) 'queue') " \
+	"SELECT 2, 'task queue ' OPERATOR(pg_catalog.||) (n.query::pg_catalog.jsonb OPERATOR(pg_catalog.->>) 'queue') " \
 	"FROM df.nodes n WHERE n.instance_id OPERATOR(pg_catalog.=) i.id " \
 	"AND n.status OPERATOR(pg_catalog.=) 'running' AND n.node_type OPERATOR(pg_catalog.=) 'TASK' " \
 	"UNION ALL " \
-	"SELECT 3, 'retry of '" CAT "n.id" CAT "' at '" CAT D("next_attempt_at") " " \
+	"SELECT 3, 'retry of ' OPERATOR(pg_catalog.||) n.id OPERATOR(pg_catalog.||) ' at ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'next_attempt_at') " \
 	"FROM df.nodes n WHERE n.instance_id OPERATOR(pg_catalog.=) i.id " \
 	"AND n.status OPERATOR(pg_catalog.=) 'running' " \
-	"AND " D("next_attempt_at") "::pg_catalog.timestamptz OPERATOR(pg_catalog.>) pg_catalog.now()" \
+	"AND (n.status_details OPERATOR(pg_catalog.->>) 'next_attempt_at')::pg_catalog.timestamptz OPERATOR(pg_catalog.>) pg_catalog.now()" \
 	") w WHERE i.status OPERATOR(pg_catalog.=) ANY ('{pending,running}'))"
 
 /*
@@ -267,8 +263,8 @@ parse_cursor(const char *cursor, TimestampTz *ts, char **id)
 	"i.created_at, i.completed_at, " \
 	"pg_catalog.encode(pg_catalog.convert_to('v1|' " \
 	"OPERATOR(pg_catalog.||) pg_catalog.to_char(i.created_at, 'YYYY-MM-DD\"T\"HH24:MI:SS.USOF') " \
-	"OPERATOR(pg_catalog.||) '|' OPERATOR(pg_catalog.||) i.id, 'UTF8'), 'hex'), " \
-	WAITING_ON_SQL " " \
+	"OPERATOR(pg_catalog.||) '|' OPERATOR(pg_catalog.||) i.id, 'UTF8'), 'hex'), " WAITING_ON_SQL \
+	" " \
 	"FROM " PGD_SQL_ROOT_JOIN " " \
 	"WHERE ($1::text IS NULL OR i.status OPERATOR(pg_catalog.=) $1) " \
 	"AND ($2::text IS NULL OR " LABEL_MATCHES ") " \

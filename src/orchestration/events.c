@@ -147,7 +147,8 @@ start_event(PgdGraph *g, int n, const char *scope)
 	pgd_store_event_wait_add(g->instance_id, node->id, scope, horizon);
 	details = dfjson_make_object();
 	dfjson_object_add(details, "waiting_on", dfjson_make_string("event"));
-	dfjson_object_add(details, "topic", dfjson_make_string(node->event->topic));
+	dfjson_object_add(details, "topic",
+					  dfjson_make_string(node->event->topic));
 	if (node->event->filter != NULL)
 	{
 		char   *err = NULL;

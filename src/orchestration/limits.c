@@ -190,8 +190,8 @@ pgd_limit_start(PgdGraph *g, int n, const char *scope)
 							  dfjson_make_string(timestamptz_to_str(deadline)));
 		pgd_store_node_details_merge(g->instance_id, node->id,
 									 dfjson_to_text(d));
-		pgd_store_event_add(g->instance_id, "limit_queued", node->id, scope,
-							0, pgd_event_detail("key", display));
+		pgd_store_event_add(g->instance_id, "limit_queued", node->id, scope, 0,
+							pgd_event_detail("key", display));
 	}
 	if (deadline != 0)
 		pgd_store_timer_add(g->instance_id, node->id, scope, deadline);
