@@ -111,7 +111,8 @@ async function waitsOf(pool, live) {
 	const ids = live.map((r) => r.id);
 	const [nodes, locks, queue] = await Promise.all([
 		pool.query(`
-SELECT n.instance_id::text AS instance_id, n.id::text AS node_id, n.node_type, n.query, n.updated_at
+SELECT n.instance_id::text AS instance_id, n.id::text AS node_id, n.node_type, n.query, n.updated_at,
+       n.status_details
 FROM df.nodes n
 WHERE n.instance_id = ANY($1::text[]) AND n.status = 'running'
 ORDER BY n.instance_id, n.updated_at, n.id`, [ids]),
@@ -169,7 +170,8 @@ FROM df.locks l WHERE l.holder = $1`, [id]),
 	if (rootSpan && rootSpan.end_time && instance.ended_at)
 		instance.ended_at = rootSpan.end_time;
 	const running = nodes.rows.filter((n) => n.status === 'running')
-		.map((n) => ({ node_id: n.node_id, node_type: n.node_type, query: n.query, updated_at: n.updated_at }));
+		.map((n) => ({ node_id: n.node_id, node_type: n.node_type, query: n.query, updated_at: n.updated_at,
+			status_details: n.status_details }));
 	const failed = nodes.rows.filter((n) => n.status === 'failed');
 	return {
 		instance,
