@@ -78,8 +78,9 @@ pgd_signal_result(const char *name, bool timed_out, const char *payload)
  * the due time or deadline, 0 for none.
  */
 static void
-record_wait(const PgdGraph *g, int n, const char *waiting_on, const char *key,
-			const char *value, TimestampTz until)
+record_wait(const PgdGraph *g, int n, const char *scope,
+			const char *waiting_on, const char *key, const char *value,
+			TimestampTz until)
 {
 	DfJson *d = dfjson_make_object();
 
@@ -91,8 +92,8 @@ record_wait(const PgdGraph *g, int n, const char *waiting_on, const char *key,
 						  strcmp(waiting_on, "signal") == 0 ? "deadline" :
 															  "due_at",
 						  dfjson_make_string(timestamptz_to_str(until)));
-	pgd_store_node_details_merge(g->instance_id, g->nodes[n].id,
-								 dfjson_to_text(d));
+	pgd_store_node_waiting(g->instance_id, g->nodes[n].id, scope,
+						   dfjson_to_text(d));
 }
 
 bool
@@ -109,7 +110,7 @@ pgd_timer_start(const PgdGraph *g, int n, const char *scope,
 		case DF_NODE_SLEEP:
 			next = TimestampTzPlusMilliseconds(now, node->sleep_ms);
 			pgd_store_timer_add(g->instance_id, node->id, scope, next);
-			record_wait(g, n, "timer", NULL, NULL, next);
+			record_wait(g, n, scope, "timer", NULL, NULL, next);
 			return false;
 
 		case DF_NODE_WAIT_SCHEDULE:
@@ -127,7 +128,8 @@ pgd_timer_start(const PgdGraph *g, int n, const char *scope,
 				return true;
 			}
 			pgd_store_timer_add(g->instance_id, node->id, scope, next);
-			record_wait(g, n, "schedule", "cron_expr", node->cron_expr, next);
+			record_wait(g, n, scope, "schedule", "cron_expr", node->cron_expr,
+						next);
 			return false;
 
 		case DF_NODE_SIGNAL:
@@ -155,8 +157,8 @@ pgd_timer_start(const PgdGraph *g, int n, const char *scope,
 				next = after_seconds(now, node->timeout_seconds);
 				pgd_store_timer_add(g->instance_id, node->id, scope, next);
 			}
-			record_wait(g, n, "signal", "signal_name", node->signal_name,
-						next);
+			record_wait(g, n, scope, "signal", "signal_name",
+						node->signal_name, next);
 			return false;
 
 		default:

@@ -63,6 +63,7 @@
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -644,6 +645,42 @@ pgd_store_set_node_status(const char *instance_id, const char *node_id,
 #endif
 	buffer_node_write(instance_id, node_id, scope, to != PGD_NODE_RUNNING,
 					  outcome);
+}
+
+/*
+ * What a node that has just started waits for (json: an object of keys,
+ * docs/reference/tables-and-views.md): they go into its status_details,
+ * beside execution_id.  Its start still in the buffer carries them, so the
+ * row is still written once (its detail, which a start's event does not
+ * use, holds its status_details); a start already written gets them
+ * merged by a statement.
+ */
+void
+pgd_store_node_waiting(const char *instance_id, const char *node_id,
+					   const char *scope, const char *json)
+{
+	for (int i = nwrites - 1; i >= nwrites - nunwritten; i--)
+	{
+		NodeWrite	  *w = &writes[i];
+		StringInfoData d;
+
+		if (w->done || strcmp(w->id, node_id) != 0 ||
+			strcmp(w->instance_id, instance_id) != 0 ||
+			strcmp(w->scope, scope) != 0)
+			continue;
+		Assert(json[0] == '{');
+		initStringInfo(&d);
+		appendStringInfoString(&d, "{\"execution_id\": ");
+		escape_json(&d, scope);
+		if (json[1] != '}' && json[1] != '\0')
+			appendStringInfo(&d, ", %s", json + 1);
+		else
+			appendStringInfoChar(&d, '}');
+		w->detail = MemoryContextStrdup(TopTransactionContext, d.data);
+		pfree(d.data);
+		return;
+	}
+	pgd_store_node_details_merge(instance_id, node_id, json);
 }
 
 /* The node starts in scope (its node_started event goes with the update). */
