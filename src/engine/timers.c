@@ -92,8 +92,10 @@ record_wait(const PgdGraph *g, int n, const char *scope,
 						  strcmp(waiting_on, "signal") == 0 ? "deadline" :
 															  "due_at",
 						  dfjson_make_string(timestamptz_to_str(until)));
-	pgd_store_node_waiting(g->instance_id, g->nodes[n].id, scope,
-						   dfjson_to_text(d));
+	if (!pgd_store_node_waiting(g->instance_id, g->nodes[n].id, scope,
+								dfjson_to_text(d)))
+		pgd_store_node_details_merge(g->instance_id, g->nodes[n].id,
+									 dfjson_to_text(d));
 }
 
 bool

@@ -170,8 +170,10 @@ start_event(PgdGraph *g, int n, const char *scope)
 						  dfjson_make_string(timestamptz_to_str(deadline)));
 	}
 	/* what it waits for, until when: monitoring says why the instance waits */
-	pgd_store_node_waiting(g->instance_id, node->id, scope,
-						   dfjson_to_text(details));
+	if (!pgd_store_node_waiting(g->instance_id, node->id, scope,
+								dfjson_to_text(details)))
+		pgd_store_node_details_merge(g->instance_id, node->id,
+									 dfjson_to_text(details));
 	pgd_bus_sweep_at_commit(); /* an event this read did not see: event_bus.c */
 }
 

@@ -652,10 +652,10 @@ pgd_store_set_node_status(const char *instance_id, const char *node_id,
  * docs/reference/tables-and-views.md): they go into its status_details,
  * beside execution_id.  Its start still in the buffer carries them, so the
  * row is still written once (its detail, which a start's event does not
- * use, holds its status_details); a start already written gets them
- * merged by a statement.
+ * use, holds its status_details).  False when its start was written
+ * already: the caller merges them (pgd_store_node_details_merge).
  */
-void
+bool
 pgd_store_node_waiting(const char *instance_id, const char *node_id,
 					   const char *scope, const char *json)
 {
@@ -678,9 +678,9 @@ pgd_store_node_waiting(const char *instance_id, const char *node_id,
 			appendStringInfoChar(&d, '}');
 		w->detail = MemoryContextStrdup(TopTransactionContext, d.data);
 		pfree(d.data);
-		return;
+		return true;
 	}
-	pgd_store_node_details_merge(instance_id, node_id, json);
+	return false;
 }
 
 /* The node starts in scope (its node_started event goes with the update). */

@@ -171,8 +171,8 @@ extern void pgd_store_node_running(const char *instance_id,
 								   const char *node_id, const char *scope);
 extern void pgd_store_node_done(const char *instance_id, const char *node_id,
 								const char *scope, PgdOutcome outcome);
-/* a started node's wait (a JSON object) into its status_details */
-extern void pgd_store_node_waiting(const char *instance_id,
+/* a started node's wait (a JSON object) into its held start's status_details */
+extern bool pgd_store_node_waiting(const char *instance_id,
 								   const char *node_id, const char *scope,
 								   const char *json);
 extern void pgd_store_flush(void);
