@@ -853,7 +853,13 @@ SELECT pg_catalog.regexp_replace(l.key, '^~[0-9]+/', '') AS key,
 			FROM df_internal.locks h
 			JOIN df_internal.runs hr ON hr.instance_id OPERATOR(pg_catalog.=) h.instance_id
 			WHERE h.key OPERATOR(pg_catalog.=) l.key AND h.held
-			  AND hr.submitted_by OPERATOR(pg_catalog.<>) r.submitted_by) END AS blocked_by
+			  AND hr.submitted_by OPERATOR(pg_catalog.<>) r.submitted_by) END AS blocked_by,
+	   CASE WHEN NOT l.held THEN
+		   (SELECT pg_catalog.string_agg(DISTINCT h.instance_id::text, ', ')
+			FROM df_internal.locks h
+			JOIN df_internal.runs hr ON hr.instance_id OPERATOR(pg_catalog.=) h.instance_id
+			WHERE h.key OPERATOR(pg_catalog.=) l.key AND h.held
+			  AND (me.all_rows OR hr.submitted_by OPERATOR(pg_catalog.=) me.role)) END AS held_by
 FROM df_internal.locks l
 JOIN df_internal.runs r ON r.instance_id OPERATOR(pg_catalog.=) l.instance_id
 CROSS JOIN me
@@ -863,7 +869,8 @@ COMMENT ON VIEW df.locks IS
 	'instance), node, mode, state (held, waiting), since, waiters (of the key, all roles), token, '
 	'space (the role whose own key it is; NULL: a shared lock space), blocked_by (a waiting '
 	'entry''s key held by other roles: their names for a superuser or BYPASSRLS viewer, else '
-	'''another role'')';
+	'''another role''), held_by (a waiting entry''s key: the instances holding it that the '
+	'viewer may see)';
 GRANT SELECT ON df.locks TO PUBLIC;
 
 -- ---------------------------------------------------------------------------
@@ -1225,23 +1232,26 @@ REVOKE EXECUTE ON FUNCTION df_internal.is_whole_value_reference(text) FROM PUBLI
 
 CREATE FUNCTION df.list_instances(status_filter text DEFAULT NULL, limit_count int DEFAULT 100)
 	RETURNS TABLE (instance_id text, label text, function_name text, status text,
-				   execution_count bigint, output text)
+				   execution_count bigint, output text, waiting_on text)
 	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_list_instances';
 COMMENT ON FUNCTION df.list_instances(text, int) IS
 	'instances visible to the caller, newest first (created_at DESC, id), optionally of one status; '
 	'execution_count = number of root generations (1 + root-loop iterations), output = root result '
-	'(completed) or failure text (failed); limit_count NULL means 100';
+	'(completed) or failure text (failed); waiting_on = what a live instance waits on (a timer, a '
+	'schedule, a signal, an event, a limit, a lock, a task queue, a retry, its start), NULL while '
+	'its steps run or once it ended; limit_count NULL means 100';
 
 CREATE FUNCTION df.list_instances(status_filter text, limit_count int, label_filter text,
 								  after_cursor text DEFAULT NULL)
 	RETURNS TABLE (instance_id text, label text, function_name text, status text,
 				   execution_count bigint, output text, created_at timestamptz,
-				   completed_at timestamptz, next_cursor text)
+				   completed_at timestamptz, next_cursor text, waiting_on text)
 	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_list_instances_paged';
 COMMENT ON FUNCTION df.list_instances(text, int, text, text) IS
 	'one page of the instances visible to the caller (created_at DESC, id ASC), optionally of one '
-	'status and label; pass next_cursor (the same on every row, NULL on the last page) as '
-	'after_cursor for the next page';
+	'status and label (a label_filter with % or _ is a LIKE pattern, any other matches exactly); '
+	'pass next_cursor (the same on every row, NULL on the last page) as after_cursor for the next '
+	'page; waiting_on as in the two-argument form';
 
 CREATE FUNCTION df.instance_info(instance_id text)
 	RETURNS TABLE (instance_id text, label text, function_name text, function_version text,
@@ -1451,9 +1461,9 @@ CREATE FUNCTION df.compensations(instance_id text)
 COMMENT ON FUNCTION df.compensations(text) IS
 	'the undos registered for an instance visible to the caller, in completion order of their '
 	'forward steps: the COMPENSATED node, its undo, when the forward step completed, the undo''s '
-	'state (registered, running, done, failed), attempts (the times the undo was started; the '
-	'retries of its steps are in df.history) and error; execution_id is the scope the forward '
-	'step ran in';
+	'state (registered, running, done, failed), attempts (the runs of the undo: each start and '
+	'each retry of its steps, as df.history records them) and error; execution_id is the scope '
+	'the forward step ran in';
 
 -- A limit or lock key as df.check() names it: a key in a role's own space
 -- (~<oid>/<key>, docs/design/tenancy.md) as written, with whose it is.
@@ -2649,6 +2659,43 @@ COMMENT ON VIEW df.tasks IS
 	'the external tasks (df.task) the current user may see, under row-level security: '
 	'those of its own instances and of the queues it works on (df.grant_worker)';
 GRANT SELECT ON df.tasks TO PUBLIC;
+
+-- df.events: the events of the bus (docs/design/events.md) a role may see,
+-- under row-level security: those it published (or a role it is a member
+-- of did), those of its own topics, and those of the shared topics it may
+-- subscribe to (df.grant_topic).  Superusers and BYPASSRLS roles see all.
+CREATE FUNCTION df_internal.may_read_topic(p_topic text, p_role oid)
+	RETURNS boolean
+	LANGUAGE sql STABLE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+	SELECT df_internal.may_use('topic', p_topic, p_role, 'subscribe')
+$fn$;
+COMMENT ON FUNCTION df_internal.may_read_topic(text, oid) IS
+	'may role p_role subscribe to the shared topic p_topic (the row-level security of df.events)';
+ALTER TABLE df_internal.bus_events ENABLE ROW LEVEL SECURITY;
+CREATE POLICY bus_events_visibility ON df_internal.bus_events FOR SELECT
+	USING (pg_catalog.pg_has_role(published_by, 'USAGE')
+		   OR pg_catalog.starts_with(topic, '~' OPERATOR(pg_catalog.||)
+									 pg_catalog.quote_ident(current_user)::regrole::oid::text
+									 OPERATOR(pg_catalog.||) '/')
+		   OR (NOT pg_catalog.starts_with(topic, '~')
+			   AND df_internal.may_read_topic(topic, pg_catalog.quote_ident(current_user)::regrole::oid)));
+GRANT SELECT (id, topic, key, payload, published_at, published_by)
+	ON df_internal.bus_events TO PUBLIC;
+
+CREATE VIEW df.events WITH (security_invoker = true) AS
+	SELECT id AS event_id, pg_catalog.regexp_replace(topic, '^~[0-9]+/', '') AS topic,
+		   CASE WHEN pg_catalog.starts_with(topic, '~')
+				THEN pg_catalog.substring(topic, '^~([0-9]+)/')::pg_catalog.oid::regrole::text
+		   END AS space,
+		   key, payload, published_at, published_by::text AS published_by
+	FROM df_internal.bus_events;
+COMMENT ON VIEW df.events IS
+	'the events of the bus the current user may see, under row-level security: those it '
+	'published, those of its own topics and those of the shared topics it may subscribe to; '
+	'space is the role whose own topic it is (NULL: a shared topic)';
+GRANT SELECT ON df.events TO PUBLIC;
 
 CREATE FUNCTION df.task(queue text, payload text DEFAULT '{}', timeout_seconds int DEFAULT NULL,
 						heartbeat_seconds int DEFAULT NULL) RETURNS text

@@ -242,9 +242,9 @@ function createApp(options, connections) {
 			live: d.instance.status === 'running' || d.instance.status === 'pending' });
 	}));
 
-	app.get('/api/coordination', wrap(async (req, res) => res.json(await q.coordination(req.db.pool, req.db.role))));
+	app.get('/api/coordination', wrap(async (req, res) => res.json(await q.coordination(req.db.pool))));
 	app.get('/coordination', wrap(async (req, res) =>
-		res.render('coordination.njk', { title: 'Coordination', ...(await q.coordination(req.db.pool, req.db.role)) })));
+		res.render('coordination.njk', { title: 'Coordination', ...(await q.coordination(req.db.pool)) })));
 
 	app.get('/api/overview', wrap(async (req, res) => res.json(await q.overview(req.db.pool, req.db.role))));
 	app.get('/', wrap(async (req, res) => {

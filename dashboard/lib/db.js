@@ -24,8 +24,7 @@ const ROLE_SQL = `
 SELECT current_user::text AS role,
        r.rolsuper OR r.rolbypassrls AS sees_all,
        has_function_privilege('df.metrics()', 'EXECUTE') AS can_metrics,
-       has_function_privilege('df.check()', 'EXECUTE') AS can_check,
-       has_table_privilege('df_internal.bus_events', 'SELECT') AS can_read_topics
+       has_function_privilege('df.check()', 'EXECUTE') AS can_check
 FROM pg_catalog.pg_roles r WHERE r.rolname = current_user`;
 
 class Connections {

@@ -111,7 +111,8 @@ async function waitsOf(pool, live) {
 	const ids = live.map((r) => r.id);
 	const [nodes, locks, queue] = await Promise.all([
 		pool.query(`
-SELECT n.instance_id::text AS instance_id, n.id::text AS node_id, n.node_type, n.query, n.updated_at
+SELECT n.instance_id::text AS instance_id, n.id::text AS node_id, n.node_type, n.query, n.updated_at,
+       n.status_details
 FROM df.nodes n
 WHERE n.instance_id = ANY($1::text[]) AND n.status = 'running'
 ORDER BY n.instance_id, n.updated_at, n.id`, [ids]),
@@ -169,7 +170,8 @@ FROM df.locks l WHERE l.holder = $1`, [id]),
 	if (rootSpan && rootSpan.end_time && instance.ended_at)
 		instance.ended_at = rootSpan.end_time;
 	const running = nodes.rows.filter((n) => n.status === 'running')
-		.map((n) => ({ node_id: n.node_id, node_type: n.node_type, query: n.query, updated_at: n.updated_at }));
+		.map((n) => ({ node_id: n.node_id, node_type: n.node_type, query: n.query, updated_at: n.updated_at,
+			status_details: n.status_details }));
 	const failed = nodes.rows.filter((n) => n.status === 'failed');
 	return {
 		instance,
@@ -189,7 +191,7 @@ FROM df.locks l WHERE l.holder = $1`, [id]),
 	};
 }
 
-async function coordination(pool, role) {
+async function coordination(pool) {
 	const [breakers, limits, queue, locks, subs] = await Promise.all([
 		pool.query('SELECT * FROM df.circuit_breakers ORDER BY name'),
 		pool.query('SELECT * FROM df.limits ORDER BY key'),
@@ -197,20 +199,14 @@ async function coordination(pool, role) {
 		pool.query('SELECT * FROM df.locks ORDER BY key, since'),
 		pool.query('SELECT name, topic, workflow, filter::text AS filter, owner::text AS owner, created_at FROM df.subscriptions ORDER BY name'),
 	]);
-	let topics = null;
-	if (role.can_read_topics) {
-		// no public view of the event bus: read by roles allowed to read it (administrators);
-		// a topic of a role's own space is stored as ~<role oid>/<name>: shown as its name
-		// and the role whose space it is (docs/design/tenancy.md)
-		topics = (await pool.query(`
-SELECT regexp_replace(e.topic, '^~[0-9]+/', '') AS topic,
-       CASE WHEN e.topic ~ '^~[0-9]+/'
-            THEN substring(e.topic FROM '^~([0-9]+)/')::oid::regrole::text
-            ELSE 'shared' END AS space,
+	// the events of the bus the role may see (df.events, under row-level security): a
+	// topic of a role's own space is shown as its name and the role whose space it is
+	// (docs/design/tenancy.md)
+	const topics = (await pool.query(`
+SELECT e.topic, coalesce(e.space, 'shared') AS space,
        count(*) AS events, max(e.published_at) AS last_published,
        count(*) FILTER (WHERE e.published_at > now() - interval '1 hour') AS last_hour
-FROM df_internal.bus_events e GROUP BY e.topic ORDER BY 1, 2`)).rows;
-	}
+FROM df.events e GROUP BY e.topic, e.space ORDER BY 1, 2`)).rows;
 	return { breakers: breakers.rows, limits: limits.rows, limitQueue: queue.rows,
 		locks: locks.rows, subscriptions: subs.rows, topics };
 }

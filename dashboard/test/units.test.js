@@ -87,6 +87,16 @@ test('why it waits', () => {
 		'waiting for signal "approve" (times out after 60 s)',
 		'timer: sleeping 30 s, due about 2026-01-01T00:00:30.000Z',
 	]);
+	// what the node recorded when it began to wait wins over the estimate
+	assert.deepEqual(whyWaiting({ status: 'running' }, [
+		{ node_id: 'n1', node_type: 'SLEEP', query: '30', updated_at: '2026-01-01T00:00:00Z',
+			status_details: '{"waiting_on": "timer", "due_at": "2026-01-01 00:00:31+00"}' },
+		{ node_id: 'n2', node_type: 'EVENT', query: '{"topic":"orders","filter":{"a":1},"timeout_seconds":60}',
+			status_details: { waiting_on: 'event', topic: 'orders', filter: { a: 1 }, deadline: '2026-01-01 00:01:00+00' } },
+	], [], []).map((w) => w.text), [
+		'timer: sleeping 30 s, due 2026-01-01T00:00:31.000Z',
+		'waiting for an event on topic "orders" matching {"a":1} (times out at 2026-01-01T00:01:00.000Z)',
+	]);
 	assert.deepEqual(whyWaiting({ status: 'running' }, [], [], []).map((w) => w.text), ['running']);
 });
 

@@ -19,7 +19,8 @@
  * two sides sees the other (rule 4).
  *
  * These functions register waits and say how a node ends; the driver
- * (apply.c) completes it.
+ * (apply.c) completes it.  A node that waits says in its status_details
+ * what for and until when (record_wait).
  *
  * Locks: the caller holds the instance's runs row; timer tasks claimed by
  * others are skipped, never waited for.
@@ -70,6 +71,33 @@ pgd_signal_result(const char *name, bool timed_out, const char *payload)
 	return dfjson_to_text(r);
 }
 
+/*
+ * What a waiting node waits for, and until when, into its status_details
+ * (waiting_on: timer, schedule, signal), so that monitoring can say why the
+ * instance waits; the node's end writes its status_details anew.  until:
+ * the due time or deadline, 0 for none.
+ */
+static void
+record_wait(const PgdGraph *g, int n, const char *scope,
+			const char *waiting_on, const char *key, const char *value,
+			TimestampTz until)
+{
+	DfJson *d = dfjson_make_object();
+
+	dfjson_object_add(d, "waiting_on", dfjson_make_string(waiting_on));
+	if (key != NULL)
+		dfjson_object_add(d, key, dfjson_make_string(value));
+	if (until != 0)
+		dfjson_object_add(d,
+						  strcmp(waiting_on, "signal") == 0 ? "deadline" :
+															  "due_at",
+						  dfjson_make_string(timestamptz_to_str(until)));
+	if (!pgd_store_node_waiting(g->instance_id, g->nodes[n].id, scope,
+								dfjson_to_text(d)))
+		pgd_store_node_details_merge(g->instance_id, g->nodes[n].id,
+									 dfjson_to_text(d));
+}
+
 bool
 pgd_timer_start(const PgdGraph *g, int n, const char *scope,
 				PgdOutcome *outcome)
@@ -82,9 +110,9 @@ pgd_timer_start(const PgdGraph *g, int n, const char *scope,
 	switch (node->type)
 	{
 		case DF_NODE_SLEEP:
-			pgd_store_timer_add(g->instance_id, node->id, scope,
-								TimestampTzPlusMilliseconds(now,
-															node->sleep_ms));
+			next = TimestampTzPlusMilliseconds(now, node->sleep_ms);
+			pgd_store_timer_add(g->instance_id, node->id, scope, next);
+			record_wait(g, n, scope, "timer", NULL, NULL, next);
 			return false;
 
 		case DF_NODE_WAIT_SCHEDULE:
@@ -102,6 +130,8 @@ pgd_timer_start(const PgdGraph *g, int n, const char *scope,
 				return true;
 			}
 			pgd_store_timer_add(g->instance_id, node->id, scope, next);
+			record_wait(g, n, scope, "schedule", "cron_expr", node->cron_expr,
+						next);
 			return false;
 
 		case DF_NODE_SIGNAL:
@@ -123,9 +153,14 @@ pgd_timer_start(const PgdGraph *g, int n, const char *scope,
 			}
 			pgd_store_wait_add(g->instance_id, node->id, scope,
 							   node->signal_name);
+			next = 0;
 			if (node->has_timeout)
-				pgd_store_timer_add(g->instance_id, node->id, scope,
-									after_seconds(now, node->timeout_seconds));
+			{
+				next = after_seconds(now, node->timeout_seconds);
+				pgd_store_timer_add(g->instance_id, node->id, scope, next);
+			}
+			record_wait(g, n, scope, "signal", "signal_name",
+						node->signal_name, next);
 			return false;
 
 		default:

@@ -10,6 +10,11 @@
  * with the bootstrap superuser's privileges, since users have none on
  * df_internal (pgd_read_as_engine, visibility.c).
  *
+ * attempts: the undo's runs, every retry of its steps included: the times
+ * the undo was started (df_internal.compensations.attempts, which also
+ * names the scope of a start after the first, saga.c) and the retries
+ * in the history within the scopes of its starts.
+ *
  * Locks: none (plain reads).
  *
  *-------------------------------------------------------------------------
@@ -34,8 +39,19 @@ read_compensations(const char *instance_id, void *arg)
 
 	values[0] = CStringGetTextDatum(instance_id);
 	pgd_spi_exec("SELECT c.node_id::text, n.right_node::text, c.registered_at, c.state, "
-				 "c.attempts, c.error, c.scope "
-				 "FROM df_internal.compensations c LEFT JOIN df.nodes n "
+				 "CASE WHEN c.attempts OPERATOR(pg_catalog.=) 0 THEN 0 "
+				 "ELSE c.attempts OPERATOR(pg_catalog.+) "
+				 "(SELECT pg_catalog.count(*) FROM df_internal.history_events e "
+				 " WHERE e.instance_id OPERATOR(pg_catalog.=) c.instance_id "
+				 " AND e.kind OPERATOR(pg_catalog.=) ANY ('{retry_scheduled,step_retried}') "
+				 " AND (e.scope OPERATOR(pg_catalog.=) u.scope "
+				 "  OR pg_catalog.starts_with(e.scope, u.scope OPERATOR(pg_catalog.||) '::')))::int END, "
+				 "c.error, c.scope "
+				 "FROM df_internal.compensations c "
+				 "CROSS JOIN LATERAL (SELECT c.scope OPERATOR(pg_catalog.||) '::' "
+				 " OPERATOR(pg_catalog.||) c.node_id OPERATOR(pg_catalog.||) '::' "
+				 " OPERATOR(pg_catalog.||) c.seq::text AS scope) u "
+				 "LEFT JOIN df.nodes n "
 				 "ON n.instance_id OPERATOR(pg_catalog.=) c.instance_id "
 				 "AND n.id OPERATOR(pg_catalog.=) c.node_id "
 				 "WHERE c.instance_id OPERATOR(pg_catalog.=) $1 ORDER BY c.seq",

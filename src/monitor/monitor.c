@@ -206,16 +206,70 @@ parse_cursor(const char *cursor, TimestampTz *ts, char **id)
 		invalid_cursor();
 }
 
+/*
+ * What a live instance waits on, in words (the column waiting_on), from
+ * what its running nodes say in their status_details ("waiting_on",
+ * written where they begin to wait) and, for a place in a limit's queue
+ * and a lock key's holders, from df.limit_queue and df.locks as the caller
+ * may see them; several waits (branches of a JOIN) are joined with "; ".
+ * NULL when nothing waits: its steps are running.
+ */
+#define WAITING_ON_SQL \
+	"(SELECT pg_catalog.string_agg(w.t, '; ' ORDER BY w.o, w.t) FROM (" \
+	"SELECT 0 AS o, 'start queued' AS t WHERE i.status OPERATOR(pg_catalog.=) 'pending' " \
+	"UNION ALL " \
+	"SELECT 1, CASE (n.status_details OPERATOR(pg_catalog.->>) 'waiting_on') " \
+	"WHEN 'timer' THEN 'timer' OPERATOR(pg_catalog.||) COALESCE(' until ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'due_at'), '') " \
+	"WHEN 'schedule' THEN 'schedule ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'cron_expr') OPERATOR(pg_catalog.||) COALESCE(' until ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'due_at'), '') " \
+	"WHEN 'signal' THEN 'signal ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'signal_name') OPERATOR(pg_catalog.||) COALESCE(' until ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'deadline'), '') " \
+	"WHEN 'event' THEN 'event ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'topic') OPERATOR(pg_catalog.||) " \
+	"COALESCE(' matching ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->) 'filter')::text, '') OPERATOR(pg_catalog.||) " \
+	"COALESCE(' until ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'deadline'), '') " \
+	"WHEN 'limit' THEN 'limit ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'limit_key') OPERATOR(pg_catalog.||) " \
+	"COALESCE(' (position ' OPERATOR(pg_catalog.||) (SELECT q.position FROM df.limit_queue q " \
+	"WHERE q.instance_id OPERATOR(pg_catalog.=) n.instance_id " \
+	"AND q.node_id OPERATOR(pg_catalog.=) n.id LIMIT 1)::text OPERATOR(pg_catalog.||) ')', '') OPERATOR(pg_catalog.||) " \
+	"COALESCE(' until ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'queue_deadline'), '') " \
+	"WHEN 'lock' THEN 'lock ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'waiting_for') OPERATOR(pg_catalog.||) " \
+	"COALESCE((SELECT ' held by ' OPERATOR(pg_catalog.||) pg_catalog.concat_ws(', ', l.held_by, l.blocked_by) " \
+	"FROM df.locks l WHERE l.holder OPERATOR(pg_catalog.=) n.instance_id " \
+	"AND l.node_id OPERATOR(pg_catalog.=) n.id AND l.state OPERATOR(pg_catalog.=) 'waiting' " \
+	"AND (l.held_by IS NOT NULL OR l.blocked_by IS NOT NULL) LIMIT 1), '') " \
+	"END " \
+	"FROM df.nodes n WHERE n.instance_id OPERATOR(pg_catalog.=) i.id " \
+	"AND n.status OPERATOR(pg_catalog.=) 'running' " \
+	"AND n.status_details OPERATOR(pg_catalog.?) 'waiting_on' " \
+	"UNION ALL " \
+	"SELECT 2, 'task queue ' OPERATOR(pg_catalog.||) (n.query::pg_catalog.jsonb OPERATOR(pg_catalog.->>) 'queue') " \
+	"FROM df.nodes n WHERE n.instance_id OPERATOR(pg_catalog.=) i.id " \
+	"AND n.status OPERATOR(pg_catalog.=) 'running' AND n.node_type OPERATOR(pg_catalog.=) 'TASK' " \
+	"UNION ALL " \
+	"SELECT 3, 'retry of ' OPERATOR(pg_catalog.||) n.id OPERATOR(pg_catalog.||) ' at ' OPERATOR(pg_catalog.||) (n.status_details OPERATOR(pg_catalog.->>) 'next_attempt_at') " \
+	"FROM df.nodes n WHERE n.instance_id OPERATOR(pg_catalog.=) i.id " \
+	"AND n.status OPERATOR(pg_catalog.=) 'running' " \
+	"AND (n.status_details OPERATOR(pg_catalog.->>) 'next_attempt_at')::pg_catalog.timestamptz OPERATOR(pg_catalog.>) pg_catalog.now()" \
+	") w WHERE i.status OPERATOR(pg_catalog.=) ANY ('{pending,running}'))"
+
+/*
+ * The label filter: a label with % or _ is a LIKE pattern, any other is
+ * matched exactly (so a plain label keeps the reference's meaning).
+ */
+#define LABEL_MATCHES \
+	"(CASE WHEN pg_catalog.strpos($2, '%') OPERATOR(pg_catalog.>) 0 " \
+	"OR pg_catalog.strpos($2, '_') OPERATOR(pg_catalog.>) 0 " \
+	"THEN i.label OPERATOR(pg_catalog.~~) $2 ELSE i.label OPERATOR(pg_catalog.=) $2 END)"
+
 #define LIST_SQL \
 	"SELECT i.id, i.label, i.status, " PGD_SQL_EXECUTION_COUNT \
 	", " PGD_SQL_OUTPUT ", " \
 	"i.created_at, i.completed_at, " \
 	"pg_catalog.encode(pg_catalog.convert_to('v1|' " \
 	"OPERATOR(pg_catalog.||) pg_catalog.to_char(i.created_at, 'YYYY-MM-DD\"T\"HH24:MI:SS.USOF') " \
-	"OPERATOR(pg_catalog.||) '|' OPERATOR(pg_catalog.||) i.id, 'UTF8'), 'hex') " \
+	"OPERATOR(pg_catalog.||) '|' OPERATOR(pg_catalog.||) i.id, 'UTF8'), 'hex'), " WAITING_ON_SQL \
+	" " \
 	"FROM " PGD_SQL_ROOT_JOIN " " \
 	"WHERE ($1::text IS NULL OR i.status OPERATOR(pg_catalog.=) $1) " \
-	"AND ($2::text IS NULL OR i.label OPERATOR(pg_catalog.=) $2) " \
+	"AND ($2::text IS NULL OR " LABEL_MATCHES ") " \
 	"AND ($3::timestamptz IS NULL OR i.created_at OPERATOR(pg_catalog.<) $3 " \
 	"OR (i.created_at OPERATOR(pg_catalog.=) $3 AND i.id OPERATOR(pg_catalog.>) $4)) " \
 	"ORDER BY i.created_at DESC, i.id " \
@@ -280,9 +334,9 @@ list_instances(FunctionCallInfo fcinfo, bool paged)
 	{
 		HeapTuple tup = SPI_tuptable->vals[i];
 		TupleDesc desc = SPI_tuptable->tupdesc;
-		Datum	  out[9];
-		bool	  outnull[9];
-		bool	  isnull;
+		Datum	  out[10];
+		bool	  outnull[10];
+		int		  waiting = paged ? 9 : 6;
 
 		memset(outnull, 0, sizeof(outnull));
 		out[0] = SPI_getbinval(tup, desc, 1, &outnull[0]); /* instance_id */
@@ -300,7 +354,9 @@ list_instances(FunctionCallInfo fcinfo, bool paged)
 			out[8] =
 				next_cursor ? CStringGetTextDatum(next_cursor) : (Datum) 0;
 		}
-		(void) isnull;
+		/* waiting_on, last: not in the 0.3.0 schema's declaration */
+		if (rsinfo->setDesc->natts > waiting)
+			out[waiting] = SPI_getbinval(tup, desc, 9, &outnull[waiting]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnull);
 	}
 	SPI_finish();

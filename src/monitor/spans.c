@@ -9,9 +9,11 @@
  *	   the span of df.start(traceparent) when one was given;
  *	 - a node execution (INTERNAL): node_started to node_completed or
  *	   node_failed of that node in that scope; its parent is the execution
- *	   of the node's parent in the graph whose scope is the longest prefix
- *	   of its own (a branch, a loop body, a retried subtree and an undo run
- *	   in scopes below their parent's), else the root;
+ *	   of the node's nearest ancestor in the graph that has one, whose
+ *	   scope is the longest prefix of its own (a branch, a loop body, a
+ *	   retried subtree and an undo run in scopes below their parent's),
+ *	   else the root.  A THEN inside a THEN has no span of its own, so the
+ *	   steps of a sequence are siblings under it, not a staircase;
  *	 - an attempt of a SQL or HTTP step (INTERNAL, CLIENT for HTTP): the
  *	   first from node_started, each later one from the retry_scheduled
  *	   event of the one before plus its delay, to the next retry_scheduled
@@ -403,6 +405,20 @@ latest_exec(Builder *b, const char *scope, const char *node_id)
 	return -1;
 }
 
+/*
+ * A THEN inside a THEN has no span: a sequence a ~> b ~> c is nested THENs
+ * in the graph, and its steps are siblings under the outermost one's span,
+ * as the user wrote them (parent_of skips the rows without spans).
+ */
+static bool
+folded_into_parent(Builder *b, int row)
+{
+	int p = b->parent_row[row];
+
+	return b->view->nodes[row].type == DF_NODE_THEN && p >= 0 &&
+		b->view->nodes[p].type == DF_NODE_THEN;
+}
+
 /* node_started: a new execution of the node in that scope */
 static void
 node_started(Builder *b, const HistEvent *e)
@@ -417,7 +433,7 @@ node_started(Builder *b, const HistEvent *e)
 	ExecEntry		 *x;
 	bool			  found;
 
-	if (row < 0)
+	if (row < 0 || folded_into_parent(b, row))
 		return;
 	for (i = latest_exec(b, e->scope, e->node_id); i >= 0;
 		 i = set->spans[i].prev_exec)

@@ -137,6 +137,7 @@ start_event(PgdGraph *g, int n, const char *scope)
 	const PgdNode *node = &g->nodes[n];
 	char		  *result;
 	char		  *horizon;
+	DfJson		  *details;
 
 	if (take(g, n, NULL, &result, &horizon))
 	{
@@ -144,12 +145,35 @@ start_event(PgdGraph *g, int n, const char *scope)
 		return;
 	}
 	pgd_store_event_wait_add(g->instance_id, node->id, scope, horizon);
+	details = dfjson_make_object();
+	dfjson_object_add(details, "waiting_on", dfjson_make_string("event"));
+	dfjson_object_add(details, "topic",
+					  dfjson_make_string(node->event->topic));
+	if (node->event->filter != NULL)
+	{
+		char   *err = NULL;
+		DfJson *filter = dfjson_parse(node->event->filter,
+									  strlen(node->event->filter), &err);
+
+		/* an empty filter takes any event of the topic: nothing to say */
+		if (filter != NULL && filter->type == DFJ_OBJECT && filter->count > 0)
+			dfjson_object_add(details, "filter", filter);
+	}
 	if (node->event->has_timeout)
-		pgd_store_timer_add(g->instance_id, node->id, scope,
-							TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														node->event
-																->timeout_seconds *
-															1000));
+	{
+		TimestampTz deadline =
+			TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										node->event->timeout_seconds * 1000);
+
+		pgd_store_timer_add(g->instance_id, node->id, scope, deadline);
+		dfjson_object_add(details, "deadline",
+						  dfjson_make_string(timestamptz_to_str(deadline)));
+	}
+	/* what it waits for, until when: monitoring says why the instance waits */
+	if (!pgd_store_node_waiting(g->instance_id, node->id, scope,
+								dfjson_to_text(details)))
+		pgd_store_node_details_merge(g->instance_id, node->id,
+									 dfjson_to_text(details));
 	pgd_bus_sweep_at_commit(); /* an event this read did not see: event_bus.c */
 }
 

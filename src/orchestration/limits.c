@@ -12,8 +12,10 @@
  *				 (store/limit_slots.c): with a slot (and a token) free it
  *				 is admitted at once and its subtree starts in the same
  *				 scope, else it stays queued (running, with
- *				 "limit_key" and "queued_at" in its status_details) with a
- *				 timer at its queue_timeout, if it has one.
+ *				 "waiting_on": "limit", "limit_key" and "queued_at" in its
+ *				 status_details, and a limit_queued event) with a timer at
+ *				 its queue_timeout, if it has one; admitted later, it
+ *				 writes limit_admitted.
  *	 timer		 a transaction that freed a slot gave it to this execution
  *				 (its holder row is there, not started): its subtree starts
  *				 now; or a token is due and it is the head of the queue; or
@@ -100,8 +102,10 @@ admitted_from_queue(PgdGraph *g, int n, const char *scope)
 	/* its queue_timeout timer is not wanted any more */
 	pgd_store_node_tasks_drop(g->instance_id, node->id, scope);
 	pgd_store_node_details_merge(g->instance_id, node->id,
-								 psprintf("{\"admitted_at\": \"%s\"}",
+								 psprintf("{\"admitted_at\": \"%s\", \"waiting_on\": null}",
 										  timestamptz_to_str(GetCurrentTimestamp())));
+	pgd_store_event_add(g->instance_id, "limit_admitted", node->id, scope, 0,
+						NULL);
 	pgd_apply_start_node(g, node->left, scope);
 }
 
@@ -177,6 +181,7 @@ pgd_limit_start(PgdGraph *g, int n, const char *scope)
 	{
 		DfJson *d = dfjson_make_object();
 
+		dfjson_object_add(d, "waiting_on", dfjson_make_string("limit"));
 		dfjson_object_add(d, "limit_key", dfjson_make_string(display));
 		dfjson_object_add(d, "queued_at",
 						  dfjson_make_string(timestamptz_to_str(now)));
@@ -185,6 +190,8 @@ pgd_limit_start(PgdGraph *g, int n, const char *scope)
 							  dfjson_make_string(timestamptz_to_str(deadline)));
 		pgd_store_node_details_merge(g->instance_id, node->id,
 									 dfjson_to_text(d));
+		pgd_store_event_add(g->instance_id, "limit_queued", node->id, scope, 0,
+							pgd_event_detail("key", display));
 	}
 	if (deadline != 0)
 		pgd_store_timer_add(g->instance_id, node->id, scope, deadline);

@@ -221,6 +221,9 @@ write_details(PgdGraph *g, int n, char **keys, int nkeys, const char *deadline,
 	if (deadline != NULL)
 		dfjson_object_add(d, "deadline", dfjson_make_string(deadline));
 	dfjson_object_add(d, "lock_state", dfjson_make_string(state));
+	dfjson_object_add(d, "waiting_on",
+					  waiting_for ? dfjson_make_string("lock") :
+									dfjson_make_null());
 	dfjson_object_add(d, "waiting_for",
 					  waiting_for ?
 						  dfjson_make_string(pgd_space_display(waiting_for)) :

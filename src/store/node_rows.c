@@ -124,7 +124,8 @@ flush_sql(NodeWriteMode mode)
 		" status = CASE x.st WHEN 'r' THEN 'running' WHEN 'c' THEN 'completed' ELSE 'failed' END, "
 		" result = CASE x.st WHEN 'r' THEN NULL WHEN 'c' THEN x.result::pg_catalog.jsonb "
 		"  ELSE pg_catalog.to_jsonb(x.result) END, "
-		" status_details = pg_catalog.jsonb_build_object('execution_id', x.scope), "
+		" status_details = CASE WHEN x.st OPERATOR(pg_catalog.=) 'r' AND x.det IS NOT NULL "
+		"  THEN x.det::pg_catalog.jsonb ELSE pg_catalog.jsonb_build_object('execution_id', x.scope) END, "
 		" updated_at = pg_catalog.now() "
 		"FROM x WHERE n.ctid OPERATOR(pg_catalog.=) x.tid "
 		"RETURNING x.ord, n.id, n.result, n.left_node IS NULL AND n.right_node IS NULL AS leaf, "
@@ -553,10 +554,19 @@ flush_update_node(FlushRels *r, Snapshot snap, const char *instance_id,
 			values[r->n_result - 1] = compact_result(values[r->n_result - 1]);
 		}
 		replace[r->n_details - 1] = true;
-		sv.type = jbvString;
-		sv.val.string.len = strlen(scope);
-		sv.val.string.val = scope;
-		values[r->n_details - 1] = flush_jsonb_pair("execution_id", &sv);
+		if (st[0] == 'r' && !nulls[NW_DETAIL][i])
+		{
+			/* a start's detail: its status_details (pgd_store_node_waiting) */
+			values[r->n_details - 1] =
+				flush_jsonb(TextDatumGetCString(v[NW_DETAIL][i]));
+		}
+		else
+		{
+			sv.type = jbvString;
+			sv.val.string.len = strlen(scope);
+			sv.val.string.val = scope;
+			values[r->n_details - 1] = flush_jsonb_pair("execution_id", &sv);
+		}
 		replace[r->n_updated_at - 1] = true;
 		values[r->n_updated_at - 1] =
 			TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());

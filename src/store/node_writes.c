@@ -63,6 +63,7 @@
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -352,8 +353,12 @@ pgd_store_flush(void)
 		store_flush_node_writes();
 }
 
-static int
-current_attempt_of(const char *node_id)
+/*
+ * The attempt of node_id's step under way (pgd_store_set_attempt), or 0:
+ * its end event carries it, and a SQL step's next attempt goes on from it.
+ */
+int
+store_current_attempt_of(const char *node_id)
 {
 	if (current_node[0] != '\0' && strcmp(node_id, current_node) == 0)
 		return current_attempt;
@@ -405,7 +410,7 @@ buffer_node_write(const char *instance_id, const char *node_id,
 	w->result = done && outcome.result ?
 		MemoryContextStrdup(TopTransactionContext, outcome.result) :
 		NULL;
-	w->attempt = done ? current_attempt_of(node_id) : 0;
+	w->attempt = done ? store_current_attempt_of(node_id) : 0;
 	w->detail = done && !outcome.ok ?
 		MemoryContextStrdup(TopTransactionContext,
 							pgd_event_error_detail(outcome)) :
@@ -640,6 +645,42 @@ pgd_store_set_node_status(const char *instance_id, const char *node_id,
 #endif
 	buffer_node_write(instance_id, node_id, scope, to != PGD_NODE_RUNNING,
 					  outcome);
+}
+
+/*
+ * What a node that has just started waits for (json: an object of keys,
+ * docs/reference/tables-and-views.md): they go into its status_details,
+ * beside execution_id.  Its start still in the buffer carries them, so the
+ * row is still written once (its detail, which a start's event does not
+ * use, holds its status_details).  False when its start was written
+ * already: the caller merges them (pgd_store_node_details_merge).
+ */
+bool
+pgd_store_node_waiting(const char *instance_id, const char *node_id,
+					   const char *scope, const char *json)
+{
+	for (int i = nwrites - 1; i >= nwrites - nunwritten; i--)
+	{
+		NodeWrite	  *w = &writes[i];
+		StringInfoData d;
+
+		if (w->done || strcmp(w->id, node_id) != 0 ||
+			strcmp(w->instance_id, instance_id) != 0 ||
+			strcmp(w->scope, scope) != 0)
+			continue;
+		Assert(json[0] == '{');
+		initStringInfo(&d);
+		appendStringInfoString(&d, "{\"execution_id\": ");
+		escape_json(&d, scope);
+		if (json[1] != '}' && json[1] != '\0')
+			appendStringInfo(&d, ", %s", json + 1);
+		else
+			appendStringInfoChar(&d, '}');
+		w->detail = MemoryContextStrdup(TopTransactionContext, d.data);
+		pfree(d.data);
+		return true;
+	}
+	return false;
 }
 
 /* The node starts in scope (its node_started event goes with the update). */

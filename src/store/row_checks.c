@@ -55,7 +55,9 @@ static const char *const event_kinds[] = {
 	/* events */
 	"event_published", "event_received",
 	/* keyed locks */
-	"lock_waiting", "lock_acquired", "lock_timeout"};
+	"lock_waiting", "lock_acquired", "lock_timeout",
+	/* limits */
+	"limit_queued", "limit_admitted"};
 
 PG_FUNCTION_INFO_V1(pgd_event_kind_ok);
 Datum

@@ -703,10 +703,10 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	[STMT_TASK_STEP_AT] =
 		{"a SQL step's next attempt, due later",
 		 FLUSH_TASKS, REACH_INSTANCE,
-		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, run_at) "
-		 "VALUES ($1, $2, $3, 'step', $4)",
-		 4,
-		 {T, T, T, TIMESTAMPTZOID}},
+		 "INSERT INTO df_internal.tasks (instance_id, node_id, scope, kind, run_at, attempts) "
+		 "VALUES ($1, $2, $3, 'step', $4, $5)",
+		 5,
+		 {T, T, T, TIMESTAMPTZOID, INT4OID}},
 	/* the same row, so the next attempt sends the same Idempotency-Key */
 	[STMT_HTTP_RETRY_AT] =
 		{"an HTTP step's next attempt, due later",

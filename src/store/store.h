@@ -171,6 +171,10 @@ extern void pgd_store_node_running(const char *instance_id,
 								   const char *node_id, const char *scope);
 extern void pgd_store_node_done(const char *instance_id, const char *node_id,
 								const char *scope, PgdOutcome outcome);
+/* a started node's wait (a JSON object) into its held start's status_details */
+extern bool pgd_store_node_waiting(const char *instance_id,
+								   const char *node_id, const char *scope,
+								   const char *json);
 extern void pgd_store_flush(void);
 /* a batch holds its node writes until it writes them before its commit */
 extern void pgd_store_hold_writes(bool hold);

@@ -537,6 +537,8 @@ extern const PgdHeldOps store_stamps_ops;		/* stamps.c */
 
 /* Write the buffered node updates now (node_writes.c). */
 extern void store_flush_node_writes(void);
+/* The attempt of a node's step under way, or 0 (node_writes.c). */
+extern int store_current_attempt_of(const char *node_id);
 /* node_writes.c: event ids drawn ahead, and the column that needs them */
 extern int64 *store_draw_event_ids(int n);
 extern bool	  store_events_have_ended_id(void);

@@ -67,12 +67,23 @@ pgd_store_node_details(const char *instance_id, const char *node_id)
 	return store_get_string(0, 1);
 }
 
-/* A SQL step's next attempt: a step task due at 'at'. */
+/*
+ * A SQL step's next attempt: a step task due at 'at', whose attempts go on
+ * from the attempt that failed (so its node's end records every attempt).
+ */
 void
 pgd_store_step_retry_at(const char *instance_id, const char *node_id,
 						const char *scope, TimestampTz at)
 {
-	store_task_due_at(STMT_TASK_STEP_AT, instance_id, node_id, scope, at);
+	Datum values[5];
+
+	values[0] = pgd_text_datum(instance_id);
+	values[1] = pgd_text_datum(node_id);
+	values[2] = pgd_text_datum(scope);
+	values[3] = TimestampTzGetDatum(at);
+	values[4] = Int32GetDatum(Max(store_current_attempt_of(node_id), 1));
+	store_run(STMT_TASK_STEP_AT, values, NULL);
+	pgd_task_due_at_commit(at);
 }
 
 /*

@@ -184,6 +184,14 @@ log_step_failure(const char *node_id, const char *instance_id,
 
 static Oid share_role = InvalidOid; /* the role whose share this unit holds */
 
+/* A deadlock or serialization failure raised by the user's statement. */
+static bool
+user_lost_race(int sqlstate)
+{
+	return sqlstate == ERRCODE_T_R_DEADLOCK_DETECTED ||
+		sqlstate == ERRCODE_T_R_SERIALIZATION_FAILURE;
+}
+
 /*
  * Run the step's statement (here, or in its instance's database).  A step
  * that would be retried (a deadlock, an interrupt) is retried only if it is
@@ -246,8 +254,14 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 	}
 	pgd_executor_set_running(NULL, NULL);
 
-	/* a later step of a batch that would wait or ran long leads the next */
-	if (retry && pgd_unit_state.in_follower)
+	/*
+	 * A later step of a batch that would wait or ran long leads the next,
+	 * and that is not an attempt.  A deadlock or a serialization failure of
+	 * its statement is one (its lock_timeout ends any real wait long before
+	 * deadlock detection, so the statement itself raised it): it is retried
+	 * and recorded here, as the first step's would be.
+	 */
+	if (retry && pgd_unit_state.in_follower && !user_lost_race(sqlstate))
 		return STEP_DEFER;
 
 	/* waiting for a free worker slot is not a failure, however long it lasts */

@@ -91,6 +91,39 @@ SELECT count(*) FILTER (WHERE kind = 'node_failed') AS failed_nodes,
 	   max(attempt) FILTER (WHERE kind = 'node_completed') >= 2 AS completed_on_a_later_attempt
 FROM df.history(:'id');
 
+-- a deadlock the statement raises itself, once (a sequence counts the
+-- runs): retried, recorded, and the completion says which attempt it was,
+-- whether the step ran with its instance's start or after another step
+CREATE SEQUENCE hist_runs;
+CREATE FUNCTION hist_deadlock_once() RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+	IF nextval('hist_runs') = 1 THEN
+		RAISE EXCEPTION 'raised deadlock' USING ERRCODE = '40P01';
+	END IF;
+	RETURN 1;
+END
+$$;
+SELECT df.start('SELECT hist_deadlock_once()') AS id \gset
+SELECT df.await_instance(:'id');
+SELECT kind, attempt, detail->>'sqlstate' AS sqlstate
+FROM df.history(:'id') WHERE kind IN ('step_retried', 'node_completed');
+SELECT setval('hist_runs', 1, false) IS NOT NULL AS reset;
+SELECT df.start('SELECT 1' ~> 'SELECT hist_deadlock_once()') AS id \gset
+SELECT df.await_instance(:'id');
+SELECT kind, attempt, detail->>'sqlstate' AS sqlstate
+FROM df.history(:'id') WHERE kind IN ('step_retried', 'node_completed');
+
+-- a SQL step that df.retry runs three times ends with its third attempt
+CREATE FUNCTION hist_boom() RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION 'boom';
+END
+$$;
+SELECT df.start(df.retry('SELECT hist_boom()', max_attempts => 3, initial_interval => '10 ms')) AS id \gset
+SELECT df.await_instance(:'id');
+SELECT kind, attempt FROM df.history(:'id')
+WHERE kind IN ('retry_scheduled', 'retries_exhausted') OR (kind = 'node_failed' AND attempt IS NOT NULL);
+
 -- a signal: received by the wait, then the wait completes
 SELECT df.start(df.wait_for_signal('go') ~> 'SELECT 1') AS id \gset
 SELECT df.signal(:'id', 'go', '{"n": 1}');

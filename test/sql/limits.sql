@@ -70,8 +70,9 @@ SELECT df.await_instance(:'late', 60);
 SELECT status_details->'error'->>'code' AS code, result
 FROM df.nodes WHERE instance_id = :'late' AND node_type = 'LIMIT';
 SELECT key, max_concurrent, rate, held, queued, next_admission FROM df.limits WHERE key = 'lim-q';
-SELECT status_details ? 'queued_at' AS queued_shown FROM df.nodes
-WHERE instance_id = :'second' AND node_type = 'LIMIT';
+SELECT status_details ? 'queued_at' AS queued_shown, status_details->>'waiting_on' AS waiting_on
+FROM df.nodes WHERE instance_id = :'second' AND node_type = 'LIMIT';
+SELECT waiting_on FROM df.list_instances() WHERE instance_id = :'second';
 SELECT key, position, instance_id = :'second' AS is_second, deadline FROM df.limit_queue
 WHERE key = 'lim-q';
 -- the holder's end hands its slot to the second in the same transaction
@@ -79,6 +80,10 @@ SELECT df.signal(:'holder', 'go', '{}');
 SELECT df.await_instance(:'holder', 60), df.await_instance(:'second', 60);
 SELECT df.result(:'second');
 SELECT key, held, queued FROM df.limits WHERE key = 'lim-q';
+-- its history says when it was queued and when admitted
+SELECT kind, n.node_type, detail FROM df.history(:'second') h JOIN df.nodes n
+	ON n.instance_id = :'second' AND n.id = h.node_id
+WHERE kind IN ('limit_queued', 'limit_admitted') ORDER BY at;
 
 -- a cancelled holder releases its slot: the queued one gets it
 SELECT df.start(df.limit(df.wait_for_signal('go'), 'lim-c', 1)) AS holder \gset

@@ -140,6 +140,43 @@ RESET ROLE;
 RESET pg_durable.list_instances_max_limit;
 
 -- ---------------------------------------------------------------------------
+-- Why a live instance waits: the waiting node's status_details, and
+-- waiting_on (the last column of both overloads); a label filter with % or
+-- _ is a LIKE pattern
+-- ---------------------------------------------------------------------------
+SET ROLE df_user;
+SELECT df.start(df.sleep(600), 'mon-wait-sleep') AS w_sleep \gset
+SELECT df.start(df.wait_for_signal('approve', 300), 'mon-wait-signal') AS w_signal \gset
+SELECT df.start(df.wait_for_schedule('0 3 * * *'), 'mon-wait-cron') AS w_cron \gset
+SELECT df.start(df.wait_for_event('mon_orders', '{"region": "eu"}', 600), 'mon-wait-event') AS w_event \gset
+SELECT df.start(df.wait_for_event('mon_orders'), 'mon-wait-event-any') AS w_event_any \gset
+SELECT wait_until($$SELECT count(*) = 5 FROM df.nodes n JOIN df.instances i ON i.id = n.instance_id
+				   WHERE i.label LIKE 'mon-wait-%' AND n.status_details ? 'waiting_on'$$) AS all_waiting;
+SELECT i.label, n.node_type,
+	   n.status_details->>'waiting_on' AS waiting_on,
+	   n.status_details - '{execution_id,due_at,deadline}'::text[] AS details,
+	   ((n.status_details->>'due_at')::timestamptz - n.updated_at) BETWEEN '595 s' AND '605 s' AS due_in_600s,
+	   ((n.status_details->>'deadline')::timestamptz - n.updated_at) BETWEEN '295 s' AND '605 s' AS deadline_ahead,
+	   ((n.status_details->>'due_at')::timestamptz - n.updated_at) BETWEEN '0 s' AND '1 day'
+	   AND extract(second FROM (n.status_details->>'due_at')::timestamptz) = 0 AS next_cron
+FROM df.nodes n JOIN df.instances i ON i.id = n.instance_id
+WHERE i.label LIKE 'mon-wait-%' AND n.status = 'running' ORDER BY i.label;
+SELECT label, regexp_replace(waiting_on, '\d{4}-\d\d-\d\d [0-9:.+]+', '<time>', 'g') AS waiting_on
+FROM df.list_instances(NULL, 100, 'mon-wait-%') ORDER BY label;
+SELECT label, regexp_replace(waiting_on, '\d{4}-\d\d-\d\d [0-9:.+]+', '<time>', 'g') AS waiting_on
+FROM df.list_instances(NULL, 100) WHERE label LIKE 'mon-wait-s%' ORDER BY label;
+-- a plain label is matched exactly, a pattern with _ as LIKE does
+SELECT count(*) AS exact FROM df.list_instances(NULL, 100, 'mon-wait');
+SELECT label FROM df.list_instances(NULL, 100, 'mon_wait_cron');
+-- an instance that ended waits on nothing
+SELECT df.signal(:'w_signal', 'approve', '{}') IS NOT NULL AS signalled;
+SELECT df.await_instance(:'w_signal', 30);
+SELECT status, waiting_on FROM df.list_instances(NULL, 100, 'mon-wait-signal');
+SELECT df.cancel(:'w_sleep', 'done') IS NOT NULL, df.cancel(:'w_cron', 'done') IS NOT NULL,
+	   df.cancel(:'w_event', 'done') IS NOT NULL, df.cancel(:'w_event_any', 'done') IS NOT NULL;
+RESET ROLE;
+
+-- ---------------------------------------------------------------------------
 -- df.metrics: engine-wide, administrators only
 -- ---------------------------------------------------------------------------
 SET ROLE df_user;

@@ -1,7 +1,8 @@
 -- Sagas with HTTP undos against the local test server: a charge
 -- is refunded after the shipment failed.  The refund fails once with 503
--- and is retried by the undo default; both of its calls carry one
--- Idempotency-Key, its own, not the charge's.
+-- and is retried by the undo default (df.compensations counts both
+-- attempts); both of its calls carry one Idempotency-Key, its own, not the
+-- charge's.
 SELECT df.grant_usage('df_user', include_http => true) IS NOT NULL AS granted;
 SET ROLE df_user;
 SELECT df.setvar('base', current_setting('pgd_test.http_base'));

@@ -123,6 +123,17 @@ RESET ROLE;
 SELECT engine_idle();
 SELECT who, what FROM tc_seen WHERE who LIKE '%shared' ORDER BY who, what;
 SELECT kind, name, owner, grants FROM df.shared_objects WHERE name = 'tc_orders';
+-- df.events: what each role published, its own topics, and the shared
+-- topics it may subscribe to
+SET ROLE tc_bob;
+SELECT topic, space, published_by, payload FROM df.events ORDER BY event_id;
+SET ROLE tc_alice;
+SELECT topic, space, published_by, payload FROM df.events ORDER BY event_id;
+SET ROLE df_user;
+SELECT count(*) AS others_events FROM df.events WHERE published_by LIKE 'tc_%';
+RESET ROLE;
+SELECT has_table_privilege('public', 'df_internal.bus_events', 'SELECT') AS whole_table_to_public,
+	   has_column_privilege('public', 'df_internal.bus_events', 'xid', 'SELECT') AS xid_to_public;
 SET ROLE tc_bob;
 SELECT df.unsubscribe('tc_spy'), df.unsubscribe('tc_orders_spy');
 SET ROLE tc_alice;
@@ -147,9 +158,11 @@ SELECT wait_until($$SELECT EXISTS (SELECT 1 FROM df.locks WHERE key = 'shop:7' A
 SET ROLE tc_bob;
 SELECT df.start(df.with_lock('SELECT 1', ARRAY['shop:7'])) AS kb2 \gset
 SELECT wait_until($$SELECT tc_lock_waiting('shop:7')$$);
-SELECT key, state, space, blocked_by FROM df.locks WHERE holder = :'kb2';
+SELECT key, state, space, blocked_by, held_by FROM df.locks WHERE holder = :'kb2';
+SELECT waiting_on FROM df.list_instances() WHERE instance_id = :'kb2';
 RESET ROLE;
 SELECT key, state, space, blocked_by FROM df.locks WHERE holder IN (:'k2', :'kb2') ORDER BY state;
+SELECT held_by = :'k2' AS held_by_alice FROM df.locks WHERE holder = :'kb2';
 SELECT key, state, space IS NOT NULL AS own_space FROM df.locks WHERE holder = :'k1';
 SET ROLE tc_alice;
 SELECT df.signal(:'k1', 'go') IS NOT NULL, df.signal(:'k2', 'go') IS NOT NULL;

@@ -88,6 +88,20 @@ SELECT depth, regexp_replace(span, '[0-9a-f]{8}', '<id>', 'g') AS span, attempt,
 	   offset_ms >= 0 AS after_start, duration_ms >= 0 AS has_duration, length(bar) AS bar_width
 FROM df.timeline(:'id');
 
+-- a sequence of five steps: the steps are siblings under one THEN span,
+-- not a staircase of nested THENs, and a sequence written with its
+-- parentheses on the right reads the same
+SELECT df.start('SELECT 1' ~> 'SELECT 2' ~> 'SELECT 3' ~> 'SELECT 4' ~> 'SELECT 5') AS seq_id \gset
+SELECT df.await_instance(:'seq_id');
+SELECT depth, btrim(regexp_replace(span, '[0-9a-f]{8}', '<id>', 'g')) AS span, status FROM df.timeline(:'seq_id');
+SELECT count(*) AS steps, count(DISTINCT s.parent_span_id) AS parents,
+	   bool_and(p.attributes->>'pg_durable.node_type' = 'THEN') AS under_then
+FROM df.instance_spans(:'seq_id') s JOIN df.instance_spans(:'seq_id') p ON p.span_id = s.parent_span_id
+WHERE s.attributes->>'pg_durable.node_type' = 'SQL';
+SELECT df.start('SELECT 1' ~> ('SELECT 2' ~> ('SELECT 3' ~> 'SELECT 4'))) AS seq_id \gset
+SELECT df.await_instance(:'seq_id');
+SELECT depth, btrim(regexp_replace(span, '[0-9a-f]{8}', '<id>', 'g')) AS span FROM df.timeline(:'seq_id');
+
 -- the same visibility as df.history: another role sees nothing
 RESET ROLE;
 CREATE ROLE df_trace_other LOGIN;

@@ -113,20 +113,34 @@ my ($root) = grep { $_->{kind} == 2 } @$got;
 is($root->{parent_span_id}, $caller_span, "the root span's parent is the caller's span");
 is($root->{status}, 2, 'the failed instance has an error status');
 
-# the graph: parent of every node execution is its parent node's execution
-my %parent_node;
+# the graph: parent of every node execution is the execution of its parent
+# node, or of the outermost THEN of a sequence (a THEN inside a THEN has no
+# span: the steps of a sequence are siblings)
+my (%parent_node, %type);
 for my $line (split /\n/, $node->safe_psql('postgres',
-	"SELECT id, coalesce(left_node, ''), coalesce(right_node, '') FROM df.nodes WHERE instance_id = '$id'"))
+	"SELECT id, coalesce(left_node, ''), coalesce(right_node, ''), node_type FROM df.nodes WHERE instance_id = '$id'"))
 {
-	my ($n, $l, $r) = split /\|/, $line;
+	my ($n, $l, $r, $t) = split /\|/, $line;
 	$parent_node{$l} = $n if $l ne '';
 	$parent_node{$r} = $n if $r ne '';
+	$type{$n} = $t;
 }
+sub spanned_parent
+{
+	my ($n) = @_;
+	my $p = $parent_node{$n};
+	$p = $parent_node{$p}
+	  while defined $p && $type{$p} eq 'THEN' && defined $parent_node{$p}
+	  && $type{ $parent_node{$p} } eq 'THEN';
+	return $p;
+}
+is(scalar(grep { ($_->{attributes}{'pg_durable.node_type'} // '') eq 'THEN' } @$got), 1,
+	'the sequence of four is one THEN span');
 my $bad_parent = 0;
 for my $s (grep { $_->{kind} != 2 && !defined $_->{attributes}{'pg_durable.attempt'} } @$got)
 {
 	my $p = $got{ $s->{parent_span_id} };
-	my $pn = $parent_node{ $s->{attributes}{'pg_durable.node_id'} };
+	my $pn = spanned_parent($s->{attributes}{'pg_durable.node_id'});
 	my $ok = defined $pn ? ($p && ($p->{attributes}{'pg_durable.node_id'} // '') eq $pn)
 	  : ($p && $p->{kind} == 2);
 	$bad_parent++, diag "span $s->{name}: parent " . ($p ? $p->{name} : 'missing') unless $ok;
