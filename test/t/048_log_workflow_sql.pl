@@ -87,7 +87,11 @@ like($log, qr/warn_me was called/, 'off: the WARNING of the step is logged');
 like($log, qr/failed: error code sql:22P02 \(pg_durable\.log_workflow_sql is off\)/,
 	'off: the failure is logged with its error code');
 unlike($log, qr/hidden-/, 'off: no text of a step\'s statement is in the log');
-unlike($log, qr/SQL statement "/, 'off: no CONTEXT quotes a statement');
+# (a DEBUG1 message of the server, a catalog cache's rehash, can come while
+# one of the engine's own statements runs: its CONTEXT quotes that
+# statement, which holds no data of a step)
+my @quoted = grep { !/df_internal\.|OPERATOR\(pg_catalog\./ } ($log =~ /(SQL statement ".*)/g);
+is(join("\n", @quoted), '', 'off: no CONTEXT quotes a statement of a step');
 
 # on (the default): the statement and the messages are logged
 $node->append_conf('postgresql.conf', "pg_durable.log_workflow_sql = on\n");
