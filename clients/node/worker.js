@@ -139,6 +139,12 @@ class Worker {
     while (!this.stopping) {
       try {
         const c = await this.connect();
+        // stop() may have come while it connected: run() has ended the
+        // listener it knew, and nobody would end this one
+        if (this.stopping) {
+          await c.end().catch(() => {});
+          return;
+        }
         this.listener = c;
         const ended = new Promise((resolve) => { c.on('end', resolve); c.on('error', resolve); });
         c.on('notification', (n) => { if (this.handlers.has(n.payload)) this.wake(); });
@@ -247,6 +253,7 @@ class Worker {
       if (this.listener) await this.listener.end().catch(() => {});
       await Promise.race([listening, sleep(1000)]);
       await beating;
+      await this.pending; // the last end or heartbeat sent
       if (this.client) await this.client.end().catch(() => {});
     }
   }
