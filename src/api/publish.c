@@ -231,19 +231,16 @@ pgd_subscribe(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("df.subscribe: the workflow is not valid"),
 				 errdetail("%s", msg)));
-	pgd_check_workflow_references("df.subscribe", root, root ? NULL : workflow,
-								  true);
-	/* the variables are the owner's when an event starts the workflow */
-	pgd_check_workflow_templates("df.subscribe", root, NULL, NULL);
-	if (root != NULL)
-		pgd_notice_unmatched_references("df.subscribe", root, true);
-	else
+	if (root == NULL)
 	{
+		/* a workflow of one SQL step, as df.start reads it */
 		DfNode *step = df_node_new(DF_NODE_SQL);
 
 		step->query = workflow;
-		pgd_notice_unmatched_references("df.subscribe", step, true);
+		root = step;
 	}
+	/* the variables are the owner's when an event starts the workflow */
+	pgd_check_workflow("df.subscribe", root, true, NULL, NULL);
 	if (PG_ARGISNULL(3))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

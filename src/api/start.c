@@ -547,7 +547,7 @@ check_idempotency_key(char *key)
  * its step would fail with when it runs.
  */
 static void
-check_breakers_exist(const DfNode *n, const char *path)
+check_breaker_exists(const DfNode *n, const char *path, void *arg)
 {
 	char			  *name = NULL;
 	PgdBreakerSettings s;
@@ -555,9 +555,6 @@ check_breakers_exist(const DfNode *n, const char *path)
 	TimestampTz		   opened_at;
 	TimestampTz		   open_until;
 
-	check_stack_depth();
-	if (n == NULL)
-		return;
 	if (n->type == DF_NODE_BREAKER)
 		(void) df_breaker_parse(n->query, &name);
 	else if (n->type == DF_NODE_HTTP && n->query != NULL &&
@@ -576,11 +573,6 @@ check_breakers_exist(const DfNode *n, const char *path)
 								   psprintf("%s: circuit breaker \"%s\" does not exist "
 											"(create it with df.create_circuit_breaker first)",
 											path, name)));
-	check_breakers_exist(n->left, psprintf("%s.left", path));
-	check_breakers_exist(n->right, psprintf("%s.right", path));
-	check_breakers_exist(n->condition, psprintf("%s.condition_node", path));
-	for (int i = 0; i < n->nextras; i++)
-		check_breakers_exist(n->extras[i], psprintf("%s.extra_nodes[%d]", path, i));
 }
 
 /* Has the starting role (*arg) set variable name?  Its df.vars row. */
@@ -731,7 +723,6 @@ pgd_start(PG_FUNCTION_ARGS)
 		root = pr.node;
 	if ((msg = df_graph_validate(root)) != NULL)
 		raise_graph_error(psprintf(PGD_MSG_INVALID_GRAPH, msg));
-	pgd_check_workflow_references("df.start", root, NULL, false);
 
 	collect_nodes(&list, root);
 
@@ -749,10 +740,12 @@ pgd_start(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	/* keys and payloads that could never resolve; $names that match nothing */
-	pgd_check_workflow_templates("df.start", root, var_is_set, &userid);
-	check_breakers_exist(root, "root");
-	pgd_notice_unmatched_references("df.start", root, false);
+	/*
+	 * references in quotes, keys and payloads that could never resolve,
+	 * $names that match nothing (the variables are read through SPI)
+	 */
+	pgd_check_workflow("df.start", root, false, var_is_set, &userid);
+	df_node_walk(root, "root", check_breaker_exists, NULL);
 	/* 6. the engine takes new work */
 	check_engine_ready();
 	/*

@@ -86,6 +86,32 @@ df_node_new(DfNodeType type)
 	return node;
 }
 
+static const char *
+child_path(const char *path, const char *child)
+{
+	return path ? psprintf("%s.%s", path, child) : NULL;
+}
+
+void
+df_node_walk(const DfNode *n, const char *path, DfNodeVisit visit, void *arg)
+{
+	check_stack_depth();
+	CHECK_FOR_INTERRUPTS();
+	if (n == NULL)
+		return;
+	visit(n, path, arg);
+	if (n->left)
+		df_node_walk(n->left, child_path(path, "left"), visit, arg);
+	if (n->right)
+		df_node_walk(n->right, child_path(path, "right"), visit, arg);
+	if (n->condition)
+		df_node_walk(n->condition, child_path(path, "condition_node"), visit, arg);
+	for (int i = 0; i < n->nextras; i++)
+		df_node_walk(n->extras[i],
+					 path ? psprintf("%s.extra_nodes[%d]", path, i) : NULL,
+					 visit, arg);
+}
+
 int
 df_graph_count(const DfNode *root)
 {

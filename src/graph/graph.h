@@ -92,6 +92,16 @@ extern bool		   df_node_type_from_name(const char *name, DfNodeType *type);
 
 extern DfNode *df_node_new(DfNodeType type);
 
+/*
+ * Call visit on n and on every node below it, parent first, in the order
+ * left, right, condition_node, extra_nodes[i].  With a path ("root"), each
+ * node's path comes with it ("root.left.extra_nodes[0]"); without one, the
+ * paths are NULL and not built.
+ */
+typedef void (*DfNodeVisit) (const DfNode *n, const char *path, void *arg);
+extern void df_node_walk(const DfNode *n, const char *path, DfNodeVisit visit,
+						 void *arg);
+
 /* Compact Durofut JSON text. */
 extern char *df_graph_to_text(const DfNode *node);
 extern void	 df_graph_write(StringInfo buf, const DfNode *node);

@@ -550,7 +550,7 @@ explain_text(const char *input, bool allow_eval)
 
 	pr = df_graph_parse(input);
 	if (pr.status == DF_PARSE_OK)
-		pgd_notice_unmatched_references("df.explain", pr.node, false);
+		pgd_notice_unmatched_references("df.explain", pr.node);
 	if (pr.status != DF_PARSE_NOT_DUROFUT)
 		return explain_graph_text(&pr);
 
@@ -559,7 +559,7 @@ explain_text(const char *input, bool allow_eval)
 		DfNode *node = df_node_new(DF_NODE_SQL);
 
 		node->query = pstrdup(input);
-		pgd_notice_unmatched_references("df.explain", node, false);
+		pgd_notice_unmatched_references("df.explain", node);
 		return render(node);
 	}
 

@@ -151,40 +151,34 @@ extern bool pgd_sql_reference_problem(const PgdSqlScan *scan, int pos,
 									  PgdRefProblem *problem);
 
 /*
- * Refuse (ERROR) a workflow with a reference inside a string literal,
- * quoted identifier, dollar-quoted string or comment of one of its SQL
- * steps (results_check.c), for the names it can bind: its named results,
- * $event when it is a subscription's workflow, and $item, $error and $lock
- * when it has a MAP, a CATCH or a LOCK.  root NULL: sql is the whole
- * workflow, one SQL step.  func names the caller in the message
- * ("df.start").
+ * The checks of a workflow before it starts (df.start) or is kept to be
+ * started later (df.subscribe), in results_check.c; func names the caller
+ * in the messages ("df.start").
+ *
+ * 1. Refuse (ERROR) a reference inside a string literal, quoted
+ *    identifier, dollar-quoted string or comment of one of its SQL steps,
+ *    for the names it can bind: its named results, $event when it is a
+ *    subscription's workflow, and $item, $error and $lock when it has a
+ *    MAP, a CATCH or a LOCK.
+ * 2. Refuse (ERROR) a lock or limit key, HTTP idempotency key, or PUBLISH
+ *    key or payload that holds a reference that can never resolve: a $name
+ *    no node names (the optional $name? aside; $event, which a
+ *    subscription binds, is a name there), or a {variable} for which
+ *    var_is_set(name, arg) is false (not asked when var_is_set is NULL,
+ *    nor of the engine's sys_ variables).
+ * 3. A NOTICE for each $name in the code of a SQL step or in an HTTP
+ *    step's text that names no result of the workflow: it stays as
+ *    written there.
  */
 struct DfNode;
-extern void pgd_check_workflow_references(const char		  *func,
-										  const struct DfNode *root,
-										  const char *sql, bool subscription);
-
-/*
- * Refuse (ERROR) a workflow whose lock or limit key, HTTP idempotency key,
- * or PUBLISH key or payload holds a reference that can never resolve: a
- * $name no node names (the optional $name? aside; $event, which a
- * subscription binds, and $item, $error and $lock where a MAP, CATCH or
- * LOCK binds them are names too), or a {variable} for
- * which var_is_set(name, arg) is false (not asked when var_is_set is
- * NULL, nor of the engine's sys_ variables).  results_check.c.
- */
 typedef bool (*PgdVarIsSet) (const char *name, void *arg);
-extern void pgd_check_workflow_templates(const char *func,
-										 const struct DfNode *root,
-										 PgdVarIsSet var_is_set, void *arg);
+extern void pgd_check_workflow(const char *func, const struct DfNode *root,
+							   bool subscription, PgdVarIsSet var_is_set,
+							   void *arg);
 
-/*
- * A NOTICE for each $name in the code of a SQL step or in an HTTP step's
- * text that names no result of the workflow: it stays as written there.
- */
+/* Only 3 (df.explain). */
 extern void pgd_notice_unmatched_references(const char *func,
-											const struct DfNode *root,
-											bool subscription);
+											const struct DfNode *root);
 
 /* Truthiness of a result for IF and loop conditions (reference §1.7). */
 extern bool pgd_truthy(const DfJson *result);

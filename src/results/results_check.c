@@ -24,12 +24,15 @@
  * reference there that cannot resolve fails the node.  df.start refuses
  * the workflow at once when it can already tell: a $name no step of the
  * workflow names (not the optional $name?), a {variable} the starting
- * role has not set (pgd_check_workflow_templates).
+ * role has not set.
  *
  * In SQL and HTTP text a $name that names no result stays as written,
- * 0.2.6's rule ($1, $$ and prices are text there); df.start and df.explain
- * say so in a NOTICE for each such name that stands in code
- * (pgd_notice_unmatched_references), because it is most often a typo.
+ * 0.2.6's rule ($1, $$ and prices are text there); df.start, df.subscribe
+ * and df.explain say so in a NOTICE for each such name that stands in code,
+ * because it is most often a typo.
+ *
+ * pgd_check_workflow makes the three checks, over one set of the names the
+ * workflow binds; pgd_notice_unmatched_references only the last.
  *
  * Locks: none; pure functions of the graph (the variables are asked of
  * the caller's callback).
@@ -154,26 +157,22 @@ check_sql(const char *func, const char *sql, const char *path,
 		pgd_sql_scan_free(&scan);
 }
 
-static void
-check_tree(const char *func, const DfNode *n, const char *path,
-		   const KnownNames *known)
+typedef struct WorkflowCheck
 {
-	check_stack_depth();
-	CHECK_FOR_INTERRUPTS();
-	if (n == NULL)
-		return;
+	const char		*func;
+	KnownNames		 known;
+	PgdVarIsSet		 var_is_set; /* NULL: variables are not known yet */
+	void			*arg;
+	List			*unmatched; /* of char *, the $names no result matches */
+} WorkflowCheck;
+
+static void
+check_node_references(const DfNode *n, const char *path, void *arg)
+{
+	WorkflowCheck *wc = arg;
+
 	if (n->type == DF_NODE_SQL && n->query != NULL)
-		check_sql(func, n->query, path, known);
-	if (n->left)
-		check_tree(func, n->left, psprintf("%s.left", path), known);
-	if (n->right)
-		check_tree(func, n->right, psprintf("%s.right", path), known);
-	if (n->condition)
-		check_tree(func, n->condition, psprintf("%s.condition_node", path),
-				   known);
-	for (int i = 0; i < n->nextras; i++)
-		check_tree(func, n->extras[i], psprintf("%s.extra_nodes[%d]", path, i),
-				   known);
+		check_sql(wc->func, n->query, path, &wc->known);
 }
 
 static void
@@ -190,39 +189,13 @@ known_names(const DfNode *root, bool subscription, KnownNames *known)
 	qsort(known->sorted, known->count, sizeof(char *), name_cmp);
 }
 
-void
-pgd_check_workflow_references(const char *func, const DfNode *root,
-							  const char *sql, bool subscription)
-{
-	KnownNames known;
-
-	if (root == NULL)
-	{
-		memset(&known, 0, sizeof(known));
-		known.has_event = subscription;
-		if (sql != NULL && strchr(sql, '$') != NULL)
-			check_sql(func, sql, "root", &known);
-		return;
-	}
-	known_names(root, subscription, &known);
-	check_tree(func, root, "root", &known);
-}
-
 /* ---------------------------------------------------------------------
  * Keys and payloads, at df.start
  * ---------------------------------------------------------------------
  */
 
-typedef struct TemplateCheck
-{
-	const char		*func;
-	const KnownNames *known;
-	PgdVarIsSet		 var_is_set; /* NULL: variables are not known yet */
-	void			*arg;
-} TemplateCheck;
-
 static void
-check_template(const TemplateCheck *tc, const char *what, const char *path,
+check_template(const WorkflowCheck *tc, const char *what, const char *path,
 			   const char *text)
 {
 	if (text == NULL)
@@ -258,7 +231,7 @@ check_template(const TemplateCheck *tc, const char *what, const char *path,
 		for (q = d + 1; IS_NAME_CHAR(*q); q++)
 			;
 		end = reference_end(q);
-		if (end[-1] == '?' || is_known(tc->known, d + 1, q - d - 1))
+		if (end[-1] == '?' || is_known(&tc->known, d + 1, q - d - 1))
 			continue;
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -280,14 +253,12 @@ setting(const DfJson *cfg, const char *key)
 }
 
 static void
-check_templates(const TemplateCheck *tc, const DfNode *n, const char *path)
+check_node_templates(const DfNode *n, const char *path, void *arg)
 {
-	DfJson *cfg = NULL;
-	char   *err = NULL;
+	WorkflowCheck *tc = arg;
+	DfJson		  *cfg = NULL;
+	char		  *err = NULL;
 
-	check_stack_depth();
-	if (n == NULL)
-		return;
 	if (n->query != NULL &&
 		(n->type == DF_NODE_LOCK || n->type == DF_NODE_LIMIT ||
 		 n->type == DF_NODE_PUBLISH ||
@@ -313,32 +284,6 @@ check_templates(const TemplateCheck *tc, const DfNode *n, const char *path)
 			check_template(tc, "the event payload", path, setting(cfg, "payload"));
 		}
 	}
-	check_templates(tc, n->left, psprintf("%s.left", path));
-	check_templates(tc, n->right, psprintf("%s.right", path));
-	check_templates(tc, n->condition, psprintf("%s.condition_node", path));
-	for (int i = 0; i < n->nextras; i++)
-		check_templates(tc, n->extras[i], psprintf("%s.extra_nodes[%d]", path, i));
-}
-
-void
-pgd_check_workflow_templates(const char *func, const DfNode *root,
-							 PgdVarIsSet var_is_set, void *arg)
-{
-	KnownNames	  known;
-	TemplateCheck tc;
-
-	if (root == NULL)
-		return;
-	/*
-	 * $event always: a subscription binds it in the root scope of the
-	 * instances it starts, through df.start like any other start.
-	 */
-	known_names(root, true, &known);
-	tc.func = func;
-	tc.known = &known;
-	tc.var_is_set = var_is_set;
-	tc.arg = arg;
-	check_templates(&tc, root, "root");
 }
 
 /* ---------------------------------------------------------------------
@@ -395,41 +340,58 @@ unmatched_in(const char *text, bool sql, const KnownNames *known, List **names)
 }
 
 static void
-collect_unmatched(const DfNode *n, const KnownNames *known, List **names)
+collect_unmatched(const DfNode *n, const char *path, void *arg)
 {
-	check_stack_depth();
-	if (n == NULL)
-		return;
+	WorkflowCheck *wc = arg;
+
 	if (n->query != NULL && strchr(n->query, '$') != NULL)
 	{
 		if (n->type == DF_NODE_SQL)
-			unmatched_in(n->query, true, known, names);
+			unmatched_in(n->query, true, &wc->known, &wc->unmatched);
 		else if (n->type == DF_NODE_HTTP || n->type == DF_NODE_HTTP_MULTIPART)
-			unmatched_in(n->query, false, known, names);
+			unmatched_in(n->query, false, &wc->known, &wc->unmatched);
 	}
-	collect_unmatched(n->left, known, names);
-	collect_unmatched(n->right, known, names);
-	collect_unmatched(n->condition, known, names);
-	for (int i = 0; i < n->nextras; i++)
-		collect_unmatched(n->extras[i], known, names);
+}
+
+static void
+notice_unmatched(WorkflowCheck *wc, const DfNode *root)
+{
+	ListCell *lc;
+
+	df_node_walk(root, NULL, collect_unmatched, wc);
+	foreach(lc, wc->unmatched)
+		ereport(NOTICE,
+				(errmsg("%s: $%s matches no result of the workflow, so it is left as written",
+						wc->func, (char *) lfirst(lc)),
+				 errhint("Name the step whose result it is with |=> '%s' (or df.as) for $%s to be substituted.",
+						 (char *) lfirst(lc), (char *) lfirst(lc))));
 }
 
 void
-pgd_notice_unmatched_references(const char *func, const DfNode *root,
-								bool subscription)
+pgd_check_workflow(const char *func, const DfNode *root, bool subscription,
+				   PgdVarIsSet var_is_set, void *arg)
 {
-	KnownNames known;
-	List	  *names = NIL;
-	ListCell  *lc;
+	WorkflowCheck wc = {func};
 
-	if (root == NULL)
-		return;
-	known_names(root, subscription, &known);
-	collect_unmatched(root, &known, &names);
-	foreach(lc, names)
-		ereport(NOTICE,
-				(errmsg("%s: $%s matches no result of the workflow, so it is left as written",
-						func, (char *) lfirst(lc)),
-				 errhint("Name the step whose result it is with |=> '%s' (or df.as) for $%s to be substituted.",
-						 (char *) lfirst(lc), (char *) lfirst(lc))));
+	wc.var_is_set = var_is_set;
+	wc.arg = arg;
+	known_names(root, subscription, &wc.known);
+	df_node_walk(root, "root", check_node_references, &wc);
+	/*
+	 * In keys and payloads $event always: a subscription binds it in the
+	 * root scope of the instances it starts, through df.start like any
+	 * other start (the NOTICE leaves $event alone as well).
+	 */
+	wc.known.has_event = true;
+	df_node_walk(root, "root", check_node_templates, &wc);
+	notice_unmatched(&wc, root);
+}
+
+void
+pgd_notice_unmatched_references(const char *func, const DfNode *root)
+{
+	WorkflowCheck wc = {func};
+
+	known_names(root, false, &wc.known);
+	notice_unmatched(&wc, root);
 }
