@@ -1967,6 +1967,7 @@ SELECT x.instance_id::text, 'inbox_without_apply', NULL, NULL,
 FROM df_internal.inbox x
 WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = x.instance_id
 				  AND t.kind = 'apply')
+  AND EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = x.instance_id)
 GROUP BY x.instance_id
 UNION ALL
 -- an instance that waits for a limit slot or a lock key an enclosing node
@@ -1999,6 +2000,28 @@ WHERE NOT k.held
 				SELECT e.parent::text FROM up JOIN edges e
 				  ON e.instance_id = k.instance_id AND e.child = up.node)
 			  SELECT 1 FROM up WHERE up.node = x.node_id::text)
+UNION ALL
+-- an ended instance runs nothing: its end turns the nodes still running
+-- into cancelled, records the completions in its inbox, and drops its
+-- engine state
+SELECT n.instance_id::text, 'running_node_of_ended_instance', n.id::text,
+	   n.status_details ->> 'execution_id',
+	   format('%s node %s is running in scope %s, but its instance ended %s', n.node_type, n.id,
+			  n.status_details ->> 'execution_id', d.status)
+FROM df.nodes n
+JOIN ended d ON d.id = n.instance_id
+WHERE n.status = 'running'
+  AND NOT EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = n.instance_id)
+UNION ALL
+-- (its apply task records a completion that committed after the end)
+SELECT x.instance_id::text, 'inbox_of_ended_instance', NULL, NULL,
+	   format('%s completions in the inbox of an instance that has ended, and no apply task',
+			  count(*))
+FROM df_internal.inbox x
+WHERE NOT EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = x.instance_id)
+  AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = x.instance_id
+				  AND t.kind = 'apply')
+GROUP BY x.instance_id
 $check$;
 
 -- The row checks of df.nodes and df_internal.events that name every node
@@ -2821,3 +2844,16 @@ COMMENT ON FUNCTION df.list_instances(text, int, text, text) IS
 	'status and label (a label_filter with % or _ is a LIKE pattern, any other matches exactly); '
 	'pass next_cursor (the same on every row, NULL on the last page) as after_cursor for the next '
 	'page; waiting_on as in the two-argument form';
+
+-- A node still running when its instance ends becomes cancelled: an ended
+-- instance shows no node running.  The nodes of instances that ended
+-- before this version are brought to the same state.
+ALTER TABLE df.nodes DROP CONSTRAINT nodes_status_check;
+-- cancelled: still running when its instance ended (the engine stopped it)
+ALTER TABLE df.nodes ADD CONSTRAINT nodes_status_check
+	CHECK (status IN ('pending', 'running', 'completed', 'failed', 'cancelled')) NOT VALID;
+UPDATE df.nodes n SET status = 'cancelled'
+WHERE n.status = 'running'
+  AND NOT EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = n.instance_id)
+  AND EXISTS (SELECT 1 FROM df.instances i WHERE i.id = n.instance_id
+			  AND i.status IN ('completed', 'failed', 'cancelled', 'compensated'));

@@ -411,8 +411,9 @@ ALTER TABLE df.nodes ADD CONSTRAINT nodes_node_type_check
 	CHECK (df_internal.node_type_ok(node_type)) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_name_check
 	CHECK (result_name IS NULL OR result_name OPERATOR(pg_catalog.~) '^[A-Za-z_][A-Za-z0-9_]*$') NOT VALID;
+-- cancelled: still running when its instance ended (the engine stopped it)
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_status_check
-	CHECK (status IN ('pending', 'running', 'completed', 'failed')) NOT VALID;
+	CHECK (status IN ('pending', 'running', 'completed', 'failed', 'cancelled')) NOT VALID;
 ALTER TABLE df.nodes ADD CONSTRAINT nodes_result_check
 	CHECK (result IS NULL OR status IN ('completed', 'failed')) NOT VALID;
 -- which of left_node, right_node and query each node type has
@@ -1732,6 +1733,7 @@ SELECT x.instance_id::text, 'inbox_without_apply', NULL, NULL,
 FROM df_internal.inbox x
 WHERE NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = x.instance_id
 				  AND t.kind = 'apply')
+  AND EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = x.instance_id)
 GROUP BY x.instance_id
 UNION ALL
 -- an instance that waits for a limit slot or a lock key an enclosing node
@@ -1764,6 +1766,28 @@ WHERE NOT k.held
 				SELECT e.parent::text FROM up JOIN edges e
 				  ON e.instance_id = k.instance_id AND e.child = up.node)
 			  SELECT 1 FROM up WHERE up.node = x.node_id::text)
+UNION ALL
+-- an ended instance runs nothing: its end turns the nodes still running
+-- into cancelled, records the completions in its inbox, and drops its
+-- engine state
+SELECT n.instance_id::text, 'running_node_of_ended_instance', n.id::text,
+	   n.status_details ->> 'execution_id',
+	   format('%s node %s is running in scope %s, but its instance ended %s', n.node_type, n.id,
+			  n.status_details ->> 'execution_id', d.status)
+FROM df.nodes n
+JOIN ended d ON d.id = n.instance_id
+WHERE n.status = 'running'
+  AND NOT EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = n.instance_id)
+UNION ALL
+-- (its apply task records a completion that committed after the end)
+SELECT x.instance_id::text, 'inbox_of_ended_instance', NULL, NULL,
+	   format('%s completions in the inbox of an instance that has ended, and no apply task',
+			  count(*))
+FROM df_internal.inbox x
+WHERE NOT EXISTS (SELECT 1 FROM df_internal.runs r WHERE r.instance_id = x.instance_id)
+  AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t WHERE t.instance_id = x.instance_id
+				  AND t.kind = 'apply')
+GROUP BY x.instance_id
 $check$;
 REVOKE EXECUTE ON FUNCTION df_internal.check_rows() FROM PUBLIC;
 COMMENT ON FUNCTION df_internal.check_rows() IS 'df.check with the node and scope each problem concerns, for reconciliation';

@@ -100,6 +100,21 @@ node_state(PgdGraph *g, int n, PgdNodeStatus *status, char **result)
 	pgd_store_node_state(g->instance_id, g->nodes[n].id, status, result);
 }
 
+/* Is node n running in scope (and not ended, nor in another scope)? */
+static bool
+node_running_in(PgdGraph *g, int n, const char *scope)
+{
+	const char	  *id = g->nodes[n].id;
+	char		 **ids;
+	PgdNodeStatus *statuses;
+	char		 **stamps;
+
+	return pgd_store_node_stamps(g->instance_id, &id, 1, &ids, &statuses,
+								 &stamps) == 1 &&
+		statuses[0] == PGD_NODE_RUNNING && stamps[0] != NULL &&
+		strcmp(stamps[0], scope) == 0;
+}
+
 static void
 merge_results(PgdGraph *g, const char *from_scope, const char *to_scope,
 			  bool keep)
@@ -310,16 +325,63 @@ pgd_lock_target(const char *instance_id, const PgdRunInfo *run,
  * ---------------------------------------------------------------------
  */
 
-void
-pgd_apply_end_instance(const char *instance_id)
+/*
+ * Can a node of g still be running when its instance completes?  Only
+ * where a scope was abandoned while the instance went on: a RACE's loser,
+ * a loop's break out of a JOIN, a wrapper that ended its step (a timeout,
+ * a catch or retry of a failed JOIN, ...), a df.map.  Steps, sequences,
+ * conditionals and JOINs complete only once every node they started has
+ * ended.
+ */
+static bool
+may_end_with_nodes_running(const PgdGraph *g)
 {
-	/* completions committed into the inbox: their effects happened */
+	for (int i = 0; i < g->nnodes; i++)
+		switch (g->nodes[i].type)
+		{
+			case DF_NODE_SQL:
+			case DF_NODE_THEN:
+			case DF_NODE_IF:
+			case DF_NODE_JOIN:
+			case DF_NODE_SLEEP:
+			case DF_NODE_WAIT_SCHEDULE:
+			case DF_NODE_HTTP:
+			case DF_NODE_HTTP_MULTIPART:
+			case DF_NODE_SIGNAL:
+			case DF_NODE_PUBLISH:
+			case DF_NODE_EVENT:
+			case DF_NODE_TASK:
+				break;
+			default:
+				return true;
+		}
+	return false;
+}
+
+/*
+ * The instance has ended (its status and end event written): completions
+ * already in the inbox are recorded on their nodes (their effects
+ * happened), the nodes still running become cancelled, and the engine
+ * state goes.  running: a node may still be running (false only for a
+ * completion where none can be).
+ */
+static void
+end_instance(const char *instance_id, bool running)
+{
 	if (pgd_internal_index_has("inbox_instance_idx", 1,
 							   (const char *const[]){instance_id}))
 		(void) pgd_inbox_record_ended(instance_id);
+	if (running)
+		pgd_store_cancel_running_nodes(instance_id);
 	pgd_store_end_instance(instance_id);
 	pgd_interrupt_at_commit(instance_id, instance_id);
 	pgd_instance_finished_at_commit(instance_id);
+}
+
+void
+pgd_apply_end_instance(const char *instance_id)
+{
+	end_instance(instance_id, true);
 }
 
 void
@@ -348,7 +410,7 @@ finish_instance(PgdGraph *g, const char *scope, PgdOutcome outcome)
 							outcome.ok ?
 								NULL :
 								pgd_event_detail("error", outcome.result));
-	pgd_apply_end_instance(g->instance_id);
+	end_instance(g->instance_id, !outcome.ok || may_end_with_nodes_running(g));
 }
 
 /*
@@ -622,9 +684,23 @@ start_branches(PgdGraph *g, int n, const char *scope)
 	/* its counter is made by the first branch that ends */
 	for (i = 0; i < pgd_join_width(join); i++)
 	{
-		int b = pgd_join_branch(join, i);
+		int			  b = pgd_join_branch(join, i);
+		PgdNodeStatus status;
+		char		 *result;
 
 		start_node(g, b, pgd_branch_scope(g, b, scope));
+		/*
+		 * A branch that ended at once may have ended the JOIN too (a
+		 * break out of it, a failure in a saga, the instance's end): then
+		 * the others do not start.  A step only queues its task.
+		 */
+		if (pgd_start_action(&g->nodes[b]) == PGD_START_STEP ||
+			pgd_start_action(&g->nodes[b]) == PGD_START_HTTP)
+			continue;
+		node_state(g, b, &status, &result);
+		if (pgd_node_status_is_terminal(status) &&
+			!node_running_in(g, n, scope))
+			break;
 	}
 }
 

@@ -12,9 +12,10 @@
  * stamps, exactly as the step's own transaction would have done it: JOIN
  * counting, RACE decisions, loop generations and the wrapper hooks do not
  * know where a completion came from.  A completion whose node is no
- * longer live (its RACE lost, its scope abandoned by a TIMEOUT) is
- * dropped: its step's effects are already committed.  The completions of
- * an instance that ended are recorded on their nodes (inbox_record.c).
+ * longer live (its RACE lost, its scope abandoned by a TIMEOUT or a failed
+ * JOIN or df.map, its instance ended, perhaps by an earlier row) changes
+ * nothing but its node: its step's effects are committed, so the node
+ * shows completed, or failed, with its result (inbox_record.c).
  * The rows are deleted by the transaction that applies them, so a crash
  * applies all of them or none.
  *
@@ -40,6 +41,7 @@ pgd_apply_inbox(const char *instance_id, bool *held)
 	bool		   locked;
 	int			   n;
 	int			   applied = 0;
+	int			   recorded = 0;
 
 	*held = false;
 	/* an apply task whose rows another applier took: nothing to lock */
@@ -73,10 +75,18 @@ pgd_apply_inbox(const char *instance_id, bool *held)
 		if (!pgd_lock_target(instance_id, &run, PGD_INSTANCE_RUNNING,
 							 rows[i].node_id, rows[i].scope, &g, &node))
 		{
-			ereport(DEBUG1,
-					(errmsg_internal("inbox: node %s of instance %s in scope %s is not live any more; its completion is dropped",
-									 rows[i].node_id, instance_id,
-									 rows[i].scope)));
+			/*
+			 * its scope was abandoned, or the instance ended (perhaps by
+			 * an earlier row): nothing follows from it, but its effects
+			 * committed, so its node says so
+			 */
+			if (pgd_inbox_record(instance_id, &rows[i]))
+				recorded++;
+			else
+				ereport(DEBUG1,
+						(errmsg_internal("inbox: node %s of instance %s in scope %s is not live any more; its completion is dropped",
+										 rows[i].node_id, instance_id,
+										 rows[i].scope)));
 			continue;
 		}
 		pgd_store_set_attempt(rows[i].node_id, rows[i].attempt);
@@ -84,5 +94,7 @@ pgd_apply_inbox(const char *instance_id, bool *held)
 		pgd_store_set_attempt(NULL, 0);
 		applied++;
 	}
+	if (recorded > 0)
+		pgd_store_flush();
 	return applied;
 }

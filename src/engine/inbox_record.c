@@ -28,6 +28,31 @@
 #include "engine/inbox_record.h"
 #include "store/store.h"
 
+/*
+ * Record one committed completion on its node, when the node still shows
+ * running (or cancelled, by its instance's end) in the completion's
+ * scope; true when it did.
+ */
+bool
+pgd_inbox_record(const char *instance_id, const PgdInboxEntry *row)
+{
+	const char	  *id = row->node_id;
+	char		 **ids;
+	PgdNodeStatus *statuses;
+	char		 **stamps;
+
+	if (pgd_store_node_stamps(instance_id, &id, 1, &ids, &statuses,
+							  &stamps) != 1 ||
+		(statuses[0] != PGD_NODE_RUNNING &&
+		 statuses[0] != PGD_NODE_CANCELLED) ||
+		stamps[0] == NULL || strcmp(stamps[0], row->scope) != 0)
+		return false;
+	pgd_store_set_attempt(id, row->attempt);
+	pgd_store_node_done(instance_id, id, row->scope, row->outcome);
+	pgd_store_set_attempt(NULL, 0);
+	return true;
+}
+
 int
 pgd_inbox_record_ended(const char *instance_id)
 {
@@ -36,22 +61,8 @@ pgd_inbox_record_ended(const char *instance_id)
 	int			   recorded = 0;
 
 	for (int i = 0; i < n; i++)
-	{
-		const char	  *id = rows[i].node_id;
-		char		 **ids;
-		PgdNodeStatus *statuses;
-		char		 **stamps;
-
-		if (pgd_store_node_stamps(instance_id, &id, 1, &ids, &statuses,
-								  &stamps) != 1 ||
-			statuses[0] != PGD_NODE_RUNNING || stamps[0] == NULL ||
-			strcmp(stamps[0], rows[i].scope) != 0)
-			continue;
-		pgd_store_set_attempt(id, rows[i].attempt);
-		pgd_store_node_done(instance_id, id, rows[i].scope, rows[i].outcome);
-		pgd_store_set_attempt(NULL, 0);
-		recorded++;
-	}
+		if (pgd_inbox_record(instance_id, &rows[i]))
+			recorded++;
 	if (recorded > 0)
 		pgd_store_flush();
 	return recorded;

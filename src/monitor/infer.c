@@ -30,18 +30,19 @@
  *		  terminal, superseded	   "skipped" below such an ancestor, else
  *								   "pending" (it will run again);
  *		  not terminal			   "skipped" below such an ancestor, else
- *								   its physical status (running/pending).
+ *								   its physical status (running/pending;
+ *								   "skipped" for cancelled).
  *		inferred_status_from_ancestor_id names the ancestor for "skipped".
  *	 3. An instance that has ended runs nothing more: a node still shown
  *		"running" or "pending" after the walk is "skipped", with no
- *		ancestor.  Only a cancelled instance (df.cancel writes no node row,
- *		so the nodes it caught running stay physically "running", reference
- *		§3.10) and one that failed when it was loaded (its nodes stay
- *		"pending") have such nodes; a completed or failed root already makes
- *		every node below it terminal or "skipped".
+ *		ancestor.  The engine's end turns the nodes it stops from "running"
+ *		into "cancelled" (the reference's engine left them "running",
+ *		docs/compatibility.md), which infers "skipped" as before; rows
+ *		written before that, and the nodes of an instance that failed when
+ *		it was loaded (they stay "pending"), are what this step is for.
  *
  * Rows the walk does not reach (only possible in rows written by hand)
- * keep their physical status.  Each row is visited at most once, so even
+ * keep their physical status ("skipped" for "cancelled").  Each row is visited at most once, so even
  * hand-made cycles end.
  *
  * Locks: none; a pure function of its input.
@@ -248,6 +249,8 @@ visit(InferState *st, int i, int ancestor)
 		row->inferred = "pending"; /* of an earlier generation: runs again */
 	else if (row->status != NULL && strcmp(row->status, "running") == 0)
 		row->inferred = "running";
+	else if (row->status != NULL && strcmp(row->status, "cancelled") == 0)
+		row->inferred = "skipped";
 	else
 		row->inferred = "pending";
 
@@ -288,13 +291,17 @@ pgd_infer_statuses(PgdInstanceView *view)
 	{
 		/* what a row the walk does not reach shows */
 		view->nodes[i].inferred =
-			view->nodes[i].status ? view->nodes[i].status : "pending";
+			view->nodes[i].status == NULL ? "pending" :
+			strcmp(view->nodes[i].status, "cancelled") == 0 ?
+											"skipped" :
+											view->nodes[i].status;
 		view->nodes[i].from_ancestor = -1;
 	}
 	visit(&st, view->root, -1);
 
 	if (view->status != NULL &&
-		(strcmp(view->status, "cancelled") == 0 || is_terminal(view->status)))
+		(strcmp(view->status, "cancelled") == 0 ||
+		 strcmp(view->status, "compensated") == 0 || is_terminal(view->status)))
 		for (i = 0; i < view->nnodes; i++)
 		{
 			const char *s = view->nodes[i].inferred;

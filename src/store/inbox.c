@@ -84,11 +84,11 @@ static const PgdStmtDef inbox_stmts[INBOX_STMTS] = {
 	[INBOX_APPLY_DROP] =
 		{"the instance's other apply tasks nobody holds",
 		 FLUSH_NODE_WRITES, REACH_INSTANCE,
-		 "DELETE FROM df_internal.tasks WHERE id IN ("
+		 "DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) ANY (ARRAY("
 		 " SELECT id FROM df_internal.tasks "
 		 " WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 " AND kind OPERATOR(pg_catalog.=) 'apply' "
-		 " FOR UPDATE SKIP LOCKED)",
+		 " FOR UPDATE SKIP LOCKED))",
 		 1,
 		 {T}},
 	[INBOX_TAKE] =

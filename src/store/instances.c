@@ -205,6 +205,21 @@ pgd_store_end_instance(const char *instance_id)
 }
 
 /*
+ * An ending instance stops the nodes still running: a RACE's loser, the
+ * branches a failed JOIN or df.map abandoned, what df.cancel caught.
+ * They become cancelled, so that an ended instance shows no node
+ * running.  The caller skips it where no node can be running (a
+ * completed instance of a graph that abandons no scope), so that most
+ * ends cost no statement more.
+ */
+void
+pgd_store_cancel_running_nodes(const char *instance_id)
+{
+	if (RUN(STMT_CANCEL_RUNNING_NODES, instance_id) > 0)
+		store_stamps_forget(); /* the rows kept say running */
+}
+
+/*
  * The node rows of an instance and its root's id; 0 when it has none
  * (store_load_node_rows reads them by the primary keys).
  */

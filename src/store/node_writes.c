@@ -623,7 +623,8 @@ pgd_store_node_stamps(const char *instance_id, const char *const *node_ids,
  * (node_started), or to completed or failed as outcome says (node_completed,
  * node_failed).  A node runs from pending, and again from an end (a loop's
  * next generation, a retry); it ends only from running, or pending when it
- * ends before its start was written (both in one transition).  A cassert
+ * ends before its start was written (both in one transition), or from
+ * cancelled when its completion was in the inbox as its instance ended.  A cassert
  * build asserts the previous status (the row with the writes not written
  * yet on top) is one of from_mask.
  */
@@ -694,7 +695,8 @@ pgd_store_node_running(const char *instance_id, const char *node_id,
 							  PGD_STATUS_MASK(PGD_NODE_PENDING) |
 								  PGD_STATUS_MASK(PGD_NODE_RUNNING) |
 								  PGD_STATUS_MASK(PGD_NODE_COMPLETED) |
-								  PGD_STATUS_MASK(PGD_NODE_FAILED),
+								  PGD_STATUS_MASK(PGD_NODE_FAILED) |
+								  PGD_STATUS_MASK(PGD_NODE_CANCELLED),
 							  PGD_NODE_RUNNING, none);
 }
 
@@ -705,7 +707,8 @@ pgd_store_node_done(const char *instance_id, const char *node_id,
 {
 	pgd_store_set_node_status(instance_id, node_id, scope,
 							  PGD_STATUS_MASK(PGD_NODE_PENDING) |
-								  PGD_STATUS_MASK(PGD_NODE_RUNNING),
+								  PGD_STATUS_MASK(PGD_NODE_RUNNING) |
+								  PGD_STATUS_MASK(PGD_NODE_CANCELLED),
 							  outcome.ok ? PGD_NODE_COMPLETED :
 										   PGD_NODE_FAILED,
 							  outcome);

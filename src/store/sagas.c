@@ -200,5 +200,8 @@ pgd_store_instance_resume(const char *instance_id)
 	(void) pgd_store_set_instance_status(
 		instance_id, PGD_STATUS_MASK(PGD_INSTANCE_FAILED), PGD_INSTANCE_RUNNING);
 	SAGA_RUN(SAGA_RUN_MAKE, instance_id);
+	/* what the end stopped runs again: the SAGA its compensation goes on in */
+	if (RUN(STMT_RESUME_CANCELLED_NODES, instance_id) > 0)
+		store_stamps_forget();
 	return NULL;
 }

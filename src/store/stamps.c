@@ -22,7 +22,9 @@
  * any subtransaction (its writes and its runs row locks are undone).  The
  * nodes' rows are forgotten too when a statement changes status_details
  * another way (pgd_store_node_details_merge, wrapper_state.c), though the keys it adds
- * are never execution_id.
+ * are never execution_id, and when one changes their status (an ending
+ * instance's nodes cancelled, a resumed one's running again: instances.c,
+ * sagas.c).
  *
  *-------------------------------------------------------------------------
  */

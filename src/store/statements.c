@@ -131,19 +131,43 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "WHERE id OPERATOR(pg_catalog.=) $1",
 		 1,
 		 {T}},
-	/* one statement: an instance ends at every workflow's last step */
+	/*
+	 * One statement: an instance ends at every workflow's last step.  Here
+	 * and in every statement that deletes or updates the tasks it locks
+	 * with SKIP LOCKED, their ids are an array, which the primary key is
+	 * searched for: with "id IN (subquery)", a plan made while the queue
+	 * was empty read all of df_internal.tasks for each one (a semi join
+	 * driven by a full scan of tasks_pkey: 160 ms an end with 19,000
+	 * starts queued, test/t/047_bulk_starts.pl).
+	 */
 	[STMT_END_INSTANCE] =
 		{"remove an ended instance's engine state",
 		 FLUSH_TASKS | FLUSH_JOIN_COUNTS, REACH_INSTANCE,
-		 "WITH t AS (DELETE FROM df_internal.tasks WHERE id IN ("
+		 "WITH t AS (DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) ANY (ARRAY("
 		 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		 " FOR UPDATE SKIP LOCKED)), "
+		 " FOR UPDATE SKIP LOCKED))), "
 		 "r AS (DELETE FROM df_internal.results WHERE instance_id OPERATOR(pg_catalog.=) $1), "
 		 "j AS (DELETE FROM df_internal.joins WHERE instance_id OPERATOR(pg_catalog.=) $1), "
 		 "l AS (DELETE FROM df_internal.loops WHERE instance_id OPERATOR(pg_catalog.=) $1), "
 		 "s AS (DELETE FROM df_internal.signals WHERE instance_id OPERATOR(pg_catalog.=) $1), "
 		 "w AS (DELETE FROM df_internal.waits WHERE instance_id OPERATOR(pg_catalog.=) $1) "
 		 "DELETE FROM df_internal.runs WHERE instance_id OPERATOR(pg_catalog.=) $1",
+		 1,
+		 {T}},
+	[STMT_CANCEL_RUNNING_NODES] =
+		{"the nodes an ending instance stops",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 "UPDATE df.nodes SET status = 'cancelled', updated_at = pg_catalog.now() "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND status OPERATOR(pg_catalog.=) 'running'",
+		 1,
+		 {T}},
+	[STMT_RESUME_CANCELLED_NODES] =
+		{"the nodes a resumed instance's end had stopped (df.compensate)",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 "UPDATE df.nodes SET status = 'running', updated_at = pg_catalog.now() "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND status OPERATOR(pg_catalog.=) 'cancelled'",
 		 1,
 		 {T}},
 	[STMT_TASK_START] =
@@ -196,11 +220,11 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	[STMT_TASKS_DROP_SCOPE] =
 		{"the unclaimed tasks of an abandoned scope",
 		 FLUSH_TASKS, REACH_INSTANCE,
-		 "DELETE FROM df_internal.tasks WHERE id IN ("
+		 "DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) ANY (ARRAY("
 		 " SELECT id FROM df_internal.tasks "
 		 " WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 " AND " IN_SCOPE("scope", "$2") " "
-										 " FOR UPDATE SKIP LOCKED)",
+										 " FOR UPDATE SKIP LOCKED))",
 		 2,
 		 {T, T}},
 	[STMT_WAITS_DROP_SCOPE] =
@@ -214,18 +238,18 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	[STMT_TASK_DROP_WAIT_TIMER] =
 		{"the timeout of a wait that got its signal",
 		 FLUSH_TASKS, REACH_INSTANCE,
-		 "DELETE FROM df_internal.tasks WHERE id IN ("
+		 "DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) ANY (ARRAY("
 		 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 " AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
-		 " AND kind OPERATOR(pg_catalog.=) 'timer' FOR UPDATE SKIP LOCKED)",
+		 " AND kind OPERATOR(pg_catalog.=) 'timer' FOR UPDATE SKIP LOCKED))",
 		 3,
 		 {T, T, T}},
 	[STMT_TASK_DELIVER_DROP] =
 		{"the deliver tasks a delivery makes redundant",
 		 FLUSH_TASKS, REACH_INSTANCE,
-		 "DELETE FROM df_internal.tasks WHERE id IN ("
+		 "DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) ANY (ARRAY("
 		 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-		 " AND kind OPERATOR(pg_catalog.=) 'deliver' FOR UPDATE SKIP LOCKED)",
+		 " AND kind OPERATOR(pg_catalog.=) 'deliver' FOR UPDATE SKIP LOCKED))",
 		 1,
 		 {T}},
 	/*
@@ -286,8 +310,8 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "last_engine_error = $2, "
 		 "run_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) pg_catalog.make_interval("
 		 " secs => LEAST(60, pg_catalog.power(2, engine_errors))) "
-		 "WHERE id IN (SELECT id FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1 "
-		 " FOR UPDATE SKIP LOCKED) "
+		 "WHERE id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT id FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) $1 "
+		 " FOR UPDATE SKIP LOCKED)) "
 		 "RETURNING run_at",
 		 2,
 		 {INT8OID, T}},
@@ -643,7 +667,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 	[STMT_DROP_TASKS_OF_FINISHED] =
 		{"the unclaimed tasks of a finished instance",
 		 FLUSH_NODE_WRITES | FLUSH_TASKS, REACH_INSTANCE,
-		 "DELETE FROM df_internal.tasks WHERE id IN ("
+		 "DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) ANY (ARRAY("
 		 " SELECT t.id FROM df_internal.tasks t "
 		 " WHERE t.instance_id OPERATOR(pg_catalog.=) $1 AND (NOT EXISTS ("
 		 "  SELECT 1 FROM df_internal.runs r "
@@ -656,7 +680,7 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "   WHERE r.instance_id OPERATOR(pg_catalog.=) e.instance_id "
 		 "   AND r.kind OPERATOR(pg_catalog.=) 'instance_resumed' "
 		 "   AND r.id OPERATOR(pg_catalog.>) e.id))) "
-		 " FOR UPDATE SKIP LOCKED)",
+		 " FOR UPDATE SKIP LOCKED))",
 		 1,
 		 {T},
 		 true},
@@ -712,19 +736,19 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		{"an HTTP step's next attempt, due later",
 		 FLUSH_TASKS, REACH_INSTANCE,
 		 "UPDATE df_internal.tasks SET run_at = $4, lease_until = NULL, lease_token = NULL "
-		 "WHERE id IN (SELECT id FROM df_internal.tasks "
+		 "WHERE id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT id FROM df_internal.tasks "
 		 " WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
 		 " AND scope OPERATOR(pg_catalog.=) $3 AND kind OPERATOR(pg_catalog.=) 'http' "
-		 " FOR UPDATE SKIP LOCKED) RETURNING id",
+		 " FOR UPDATE SKIP LOCKED)) RETURNING id",
 		 4,
 		 {T, T, T, TIMESTAMPTZOID}},
 	[STMT_TASKS_OF_NODE_DROP] =
 		{"the unclaimed tasks of one node in one scope",
 		 FLUSH_TASKS, REACH_INSTANCE,
-		 "DELETE FROM df_internal.tasks WHERE id IN ("
+		 "DELETE FROM df_internal.tasks WHERE id OPERATOR(pg_catalog.=) ANY (ARRAY("
 		 " SELECT id FROM df_internal.tasks WHERE instance_id OPERATOR(pg_catalog.=) $1 "
 		 " AND node_id OPERATOR(pg_catalog.=) $2 AND scope OPERATOR(pg_catalog.=) $3 "
-		 " FOR UPDATE SKIP LOCKED)",
+		 " FOR UPDATE SKIP LOCKED))",
 		 3,
 		 {T, T, T}},
 	/* plain reads: a task being completed is locked, and is not gone */

@@ -103,6 +103,7 @@ extern bool pgd_store_set_instance_status(const char *instance_id,
 										  int from_mask, PgdInstanceStatus to);
 extern Oid	pgd_store_instance_submitter(const char *instance_id);
 extern void pgd_store_end_instance(const char *instance_id);
+extern void pgd_store_cancel_running_nodes(const char *instance_id);
 extern int	pgd_store_load_nodes(const char *instance_id, char **root_id,
 								 PgdStoredNode **rows);
 

@@ -38,6 +38,7 @@ static const char *const node_statuses[] = {
 	[PGD_NODE_RUNNING] = "running",
 	[PGD_NODE_COMPLETED] = "completed",
 	[PGD_NODE_FAILED] = "failed",
+	[PGD_NODE_CANCELLED] = "cancelled",
 };
 
 static bool

@@ -106,7 +106,9 @@ typedef struct PgdRunInfo
  * df.nodes.status.  pending -> running (the node starts in a scope) ->
  * completed | failed.  A loop body node goes back to running in its next
  * generation; the stamp (status_details) says which generation a row
- * belongs to.
+ * belongs to.  A node still running when its instance ends becomes
+ * cancelled (pgd_store_cancel_running_nodes): its work was stopped, and
+ * an ended instance shows no node running.
  */
 typedef enum PgdNodeStatus
 {
@@ -114,6 +116,7 @@ typedef enum PgdNodeStatus
 	PGD_NODE_RUNNING,
 	PGD_NODE_COMPLETED,
 	PGD_NODE_FAILED,
+	PGD_NODE_CANCELLED,
 	PGD_NODE_ABSENT /* no row; or a status the engine does not know */
 } PgdNodeStatus;
 

@@ -67,6 +67,7 @@
 #include "core/unit.h"
 #include "common/spi.h"
 #include "engine/apply.h"
+#include "engine/inbox_record.h"
 #include "orchestration/orchestration.h"
 #include "store/external_tasks.h"
 #include "store/store.h"
@@ -346,11 +347,26 @@ repair(const PgdProblem *p)
 		pgd_apply_end_instance(p->instance_id);
 		return true;
 	}
+	if (strcmp(p->problem, "running_node_of_ended_instance") == 0)
+	{
+		/* gone with its runs row: nothing else writes its nodes */
+		if (pgd_store_lock_run(p->instance_id, NULL))
+			return false;
+		pgd_store_cancel_running_nodes(p->instance_id);
+		return true;
+	}
+	if (strcmp(p->problem, "inbox_of_ended_instance") == 0 ||
+		(strcmp(p->problem, "inbox_without_apply") == 0 &&
+		 !pgd_store_lock_run(p->instance_id, NULL)))
+	{
+		/* the instance ended: its nodes record the completions, which go */
+		int recorded = pgd_inbox_record_ended(p->instance_id);
+
+		return pgd_store_inbox_drop(p->instance_id) > 0 || recorded > 0;
+	}
 	if (strcmp(p->problem, "inbox_without_apply") == 0)
 	{
-		/* a new apply task, or the rows of an ended instance go */
-		if (!pgd_store_lock_run(p->instance_id, NULL))
-			return pgd_store_inbox_drop(p->instance_id) > 0;
+		/* a new apply task */
 		if (!pgd_store_problem_still_there(p->instance_id, p->problem, NULL))
 			return false;
 		pgd_store_inbox_restore_task(p->instance_id);

@@ -6,7 +6,8 @@ CREATE TABLE race_log (step text);
 
 -- fast left, slow right: the winner's result is the RACE's result; the
 -- slow branch's write (in the step that was running when it lost, and in
--- the step after it) never appears
+-- the step after it) never appears, and its nodes that were running are
+-- cancelled when the instance ends
 SELECT df.start(df.race('SELECT ''fast'' AS winner',
                         'WITH s AS (SELECT pg_sleep(1)) INSERT INTO race_log SELECT ''loser same step'' FROM s RETURNING step'
                         ~> 'INSERT INTO race_log VALUES (''loser next step'')')) AS id \gset

@@ -48,3 +48,47 @@ WHERE instance_id = :'id' AND node_type = 'SQL';
 SELECT problem FROM df.check() WHERE instance_id = :'id';
 DELETE FROM df_internal.inbox WHERE instance_id = :'id';
 SELECT problem FROM df.check() WHERE instance_id = :'id';
+
+-- An ended instance shows no node running: the nodes its end stopped are
+-- cancelled (inferred skipped), and every item whose effect committed is
+-- completed.  A df.map of 300 INSERTs whose item 150 fails:
+CREATE TABLE ie_rows (n int);
+GRANT INSERT, SELECT ON ie_rows TO df_user;
+SET ROLE df_user;
+SELECT df.start(df.map('SELECT g AS n FROM generate_series(1, 300) g',
+	'INSERT INTO ie_rows SELECT $item.n WHERE 1 / ($item.n - 150) IS NOT NULL')) AS map_id \gset
+RESET ROLE;
+SELECT wait_until(format('SELECT df.status(%L) = ''failed''', :'map_id'), 120);
+SELECT count(*) AS running_nodes FROM df.nodes WHERE instance_id = :'map_id' AND status = 'running';
+SELECT (SELECT count(*) FROM ie_rows) =
+	   (SELECT count(*) FROM df.nodes WHERE instance_id = :'map_id' AND node_type = 'SQL'
+		AND status = 'completed' AND query LIKE 'INSERT%') AS each_effect_completed;
+SELECT count(*) AS inbox_left FROM df_internal.inbox WHERE instance_id = :'map_id';
+SELECT count(*) AS cancelled_not_skipped FROM df.instance_nodes(:'map_id') n
+WHERE n.status = 'cancelled' AND n.inferred_status <> 'skipped';
+-- (a step the failure interrupted deletes its task as it rolls back)
+SELECT wait_until(format('SELECT NOT EXISTS (SELECT 1 FROM df.check() WHERE instance_id = %L)', :'map_id'), 60) AS check_clean;
+
+-- a RACE's loser in a completed instance, and the steps df.cancel stops
+SET ROLE df_user;
+SELECT df.start(df.race('SELECT pg_sleep(60)', 'SELECT 1 AS quick')) AS race_id \gset
+SELECT df.start(df.join('SELECT pg_sleep(60)', df.wait_for_signal('never'))) AS cancel_id \gset
+RESET ROLE;
+SELECT wait_until(format('SELECT df.status(%L) = ''completed''', :'race_id'), 60);
+SELECT wait_until(format('SELECT EXISTS (SELECT 1 FROM df.nodes WHERE instance_id = %L AND node_type = ''SQL'' AND status = ''running'')', :'cancel_id'), 60);
+SELECT replace(df.cancel(:'cancel_id'), :'cancel_id', '<id>') AS answer;
+SELECT i, n.node_type, n.status, n.inferred_status
+FROM (VALUES (1, :'race_id'), (2, :'cancel_id')) v(i, id),
+	 df.instance_nodes(v.id) n
+WHERE n.node_type IN ('SQL', 'SIGNAL', 'JOIN', 'RACE')
+ORDER BY i, n.node_type, n.status;
+SELECT problem FROM df.check() WHERE instance_id IN (:'race_id', :'cancel_id');
+
+-- df.check() reports a node left running in an ended instance, and
+-- reconciliation's repair stops it
+UPDATE df.nodes SET status = 'running'
+WHERE instance_id = :'cancel_id' AND status = 'cancelled' AND node_type = 'SQL';
+SELECT problem, detail LIKE 'SQL node % is running in scope %, but its instance ended cancelled' AS says
+FROM df.check() WHERE instance_id = :'cancel_id';
+UPDATE df.nodes SET status = 'cancelled'
+WHERE instance_id = :'cancel_id' AND status = 'running';

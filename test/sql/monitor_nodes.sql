@@ -174,9 +174,10 @@ SELECT * FROM show_nodes(:'id');
 
 -- ---------------------------------------------------------------------------
 -- A cancelled instance runs nothing more: the nodes df.cancel
--- caught running inside a JOIN, and those it never reached, are skipped, not
--- running or pending; the step it interrupted is not retried (no
--- step_retried event after instance_cancelled)
+-- caught running inside a JOIN are cancelled, and both they and those it
+-- never reached infer skipped, not running or pending; the step it
+-- interrupted is not retried (no step_retried event after
+-- instance_cancelled)
 -- ---------------------------------------------------------------------------
 SELECT df.start(df.join('SELECT pg_sleep(60) AS cancel_me', df.wait_for_signal('never'))
                 ~> 'SELECT 3', 'cancelled join') AS id \gset
