@@ -318,6 +318,52 @@ pgd_internal_index_has(const char *index, int nkeys, const char *const *values)
 	return pgd_index_has(indexoid, nkeys, values);
 }
 
+/*
+ * The same with one key column, for a row whose text column equals equals
+ * too (a start task of an instance: tasks_instance_idx, "kind", "start").
+ */
+bool
+pgd_internal_index_has_where(const char *index, const char *value,
+							 const char *column, const char *equals)
+{
+	Oid			 ns = get_namespace_oid("df_internal", true);
+	Oid			 indexoid = OidIsValid(ns) ? get_relname_relid(index, ns) :
+											 InvalidOid;
+	ScanKeyData	 key;
+	Relation	 heap;
+	Relation	 irel;
+	SnapshotData snap;
+	SysScanDesc	 scan;
+	HeapTuple	 tuple;
+	AttrNumber	 att;
+	bool		 found = false;
+
+	if (!OidIsValid(indexoid))
+		return false;
+	heap = table_open(IndexGetRelation(indexoid, false), AccessShareLock);
+	irel = index_open(indexoid, AccessShareLock);
+	att = get_attnum(RelationGetRelid(heap), column);
+	if (att == InvalidAttrNumber)
+		elog(ERROR, "table \"%s\" has no column \"%s\"",
+			 RelationGetRelationName(heap), column);
+	ScanKeyInit(&key, irel->rd_index->indkey.values[0], BTEqualStrategyNumber,
+				F_TEXTEQ, CStringGetTextDatum(value));
+	key.sk_collation = irel->rd_indcollation[0];
+	InitDirtySnapshot(snap);
+	scan = systable_beginscan(heap, indexoid, true, &snap, 1, &key);
+	while (!found && HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		bool  isnull;
+		Datum d = heap_getattr(tuple, att, RelationGetDescr(heap), &isnull);
+
+		found = !isnull && strcmp(TextDatumGetCString(d), equals) == 0;
+	}
+	systable_endscan(scan);
+	index_close(irel, NoLock);
+	table_close(heap, NoLock);
+	return found;
+}
+
 /* The same for the index indexoid of any schema (df.instances_pkey). */
 bool
 pgd_index_has(Oid indexoid, int nkeys, const char *const *values)

@@ -40,6 +40,9 @@ extern Oid	pgd_internal_relid(const char *name);
 extern bool pgd_internal_index_has(const char *index, int nkeys,
 								   const char *const *values);
 extern bool pgd_index_has(Oid indexoid, int nkeys, const char *const *values);
+extern bool pgd_internal_index_has_where(const char *index, const char *value,
+										 const char *column,
+										 const char *equals);
 
 /*
  * Execute a kept plan (SPI_execute_plan, not read-only).  When it is about

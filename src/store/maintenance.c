@@ -18,9 +18,12 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "common/spi.h"
 #include "core/wake.h"
 #include "store/store.h"
 #include "store/store_internal.h"
@@ -35,34 +38,46 @@
  * (in id order, "" from the first), each pending one without a start task
  * given one, its id published at commit as any ready task's is.  Returns
  * how many tasks it made; *next is the last id it looked at, "" when it
- * reached the end.  A bounded range of runs_pkey and a probe of
- * tasks_instance_idx per row, in a kept plan made with sequential scans
- * off (common/spi.c): the cost of a batch does not depend on how many
- * instances there are, nor on statistics taken before the tables filled.
+ * reached the end.  A bounded range of runs_pkey, then a probe of
+ * tasks_instance_idx per pending row made here, not by a plan: the cost
+ * of a batch depends neither on how many instances there are nor on
+ * statistics taken before the tables filled.
  */
 int
 pgd_store_start_sweep(const char *after, int max, char next[PGD_ID_LEN + 1])
 {
 	Datum	values[2];
 	int		rows;
-	int		made = 0;
+	Datum  *missing;
+	int		nmissing = 0;
+	int		made;
 
 	values[0] = CStringGetTextDatum(after);
 	values[1] = Int32GetDatum(max);
 	rows = store_run(STMT_START_SWEEP, values, NULL);
 	next[0] = '\0';
+	/* a batch that found fewer rows than it could take reached the end */
+	if (rows >= max)
+		strlcpy(next, store_get_string(rows - 1, 1), PGD_ID_LEN + 1);
+	missing = palloc(sizeof(Datum) * Max(rows, 1));
 	for (int i = 0; i < rows; i++)
 	{
 		char *id = store_get_string(i, 1);
+		char *status = store_get_string(i, 2);
 
-		if (id == NULL)
-			continue;
-		pgd_task_ready_at_commit(strtoll(id, NULL, 10));
-		made++;
+		if (status != NULL && strcmp(status, "pending") == 0 &&
+			!pgd_internal_index_has_where("tasks_instance_idx", id, "kind",
+										  "start"))
+			missing[nmissing++] = CStringGetTextDatum(id);
 	}
-	/* a batch that found fewer rows than it could take reached the end */
-	if (rows > 0 && strtol(store_get_string(0, 3), NULL, 10) >= max)
-		strlcpy(next, store_get_string(0, 2), PGD_ID_LEN + 1);
+	if (nmissing == 0)
+		return 0;
+	values[0] = PointerGetDatum(
+		construct_array(missing, nmissing, TEXTOID, -1, false, TYPALIGN_INT));
+	made = store_run(STMT_START_TASKS, values, NULL);
+	/* published as any task made ready is, up to what the ring holds */
+	for (int i = 0; i < made; i++)
+		pgd_task_ready_at_commit(strtoll(store_get_string(i, 1), NULL, 10));
 	return made;
 }
 

@@ -830,23 +830,30 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 FOR UPDATE NOWAIT",
 		 1,
 		 {T}},	/* maintenance (maintenance.c) */
+	/*
+	 * The start sweep reads a range of runs_pkey here and looks for each
+	 * pending instance's start task through tasks_instance_idx itself
+	 * (maintenance.c): as a NOT EXISTS, planned while the queue was
+	 * empty, the probe was a scan of all of tasks_run_at_idx per row
+	 * (batches of 7 s with 80,000 starts queued, test/t/047).
+	 */
 	[STMT_START_SWEEP] =
-		{"a range of runs rows after $1, each pending one without a start task given one",
+		{"a range of runs rows after $1",
 		 0, REACH_ALL,
-		 "WITH scanned AS (SELECT r.instance_id, r.status FROM df_internal.runs r "
-		 " WHERE r.instance_id OPERATOR(pg_catalog.>) $1::varchar "
-		 " ORDER BY r.instance_id LIMIT $2), "
-		 "made AS (INSERT INTO df_internal.tasks (instance_id, scope, kind) "
-		 " SELECT s.instance_id, s.instance_id, 'start' FROM scanned s "
-		 " WHERE s.status OPERATOR(pg_catalog.=) 'pending' "
-		 " AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t "
-		 "  WHERE t.instance_id OPERATOR(pg_catalog.=) s.instance_id "
-		 "  AND t.kind OPERATOR(pg_catalog.=) 'start') RETURNING id) "
-		 "SELECT m.id, (SELECT max(instance_id) FROM scanned), "
-		 " (SELECT count(*) FROM scanned) "
-		 "FROM (SELECT 1) one LEFT JOIN made m ON true",
+		 "SELECT r.instance_id, r.status FROM df_internal.runs r "
+		 "WHERE r.instance_id OPERATOR(pg_catalog.>) $1::varchar "
+		 "ORDER BY r.instance_id LIMIT $2",
 		 2,
-		 {T, INT4OID}},
+		 {T, INT4OID},
+		 true},
+	[STMT_START_TASKS] =
+		{"a start task for each of the instances in $1",
+		 0, REACH_ALL,
+		 "INSERT INTO df_internal.tasks (instance_id, scope, kind) "
+		 "SELECT x, x, 'start' FROM pg_catalog.unnest($1::pg_catalog.text[]) x "
+		 "RETURNING id",
+		 1,
+		 {TA}},
 	[STMT_STALE_READY] =
 		{"how many tasks (not HTTP calls nor external ones) and pending starts have been ready longer than $1 seconds",
 		 FLUSH_TASKS, REACH_ALL,

@@ -114,6 +114,7 @@ typedef enum PgdStmt
 	STMT_RUN_LOCK_NOWAIT,
 	/* maintenance */
 	STMT_START_SWEEP,
+	STMT_START_TASKS,
 	STMT_STALE_READY,
 	/* the hold of a restore */
 	STMT_RESTORE_HELD,
