@@ -4,7 +4,9 @@ Register a handler per queue; the worker claims ready tasks of those
 queues (df.claim_tasks), runs at most ``concurrency`` handlers at a time
 in threads, heartbeats every third of the lease, and ends each task with
 the handler's return value (df.complete_task) or its exception's text
-(df.fail_task).  It LISTENs on df_tasks and also polls, with jitter.  A
+(df.fail_task).  The completions of handlers that return while others are
+being sent go in one statement (one round trip, one commit), in the order
+of their instances, so that two such statements never wait on each other.  It LISTENs on df_tasks and also polls, with jitter.  A
 heartbeat answered 'cancel_requested' sets ``task.cancelled``; a handler
 that looks at it may stop early.  On SIGTERM (or stop()) it claims no
 more, lets the handlers it runs finish (up to ``shutdown_timeout``) and
@@ -94,6 +96,8 @@ class Worker:
         self._local = threading.local()
         self._conns = []
         self._conns_lock = threading.Lock()
+        self._done = []  # (task, result) of handlers that returned, not yet sent
+        self._done_cv = threading.Condition()
         self.stats = {"completed": 0, "failed": 0, "stale": 0, "reconnects": 0}
 
     # -- registration ----------------------------------------------------------
@@ -153,8 +157,10 @@ class Worker:
             signal.signal(signal.SIGTERM, lambda *_: self.stop())
         listener = threading.Thread(target=self._listen, daemon=True)
         beater = threading.Thread(target=self._heartbeats, daemon=True)
+        completer = threading.Thread(target=self._completions, daemon=True)
         listener.start()
         beater.start()
+        completer.start()
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="pgd-task")
         try:
             while not self._stop.is_set():
@@ -186,8 +192,8 @@ class Worker:
                 free += 1
             if free == 0:
                 # every slot is busy: wait for one, then look again
-                self._slots.acquire(timeout=self.poll_interval)
-                self._slots.release()
+                if self._slots.acquire(timeout=self.poll_interval):
+                    self._slots.release()
                 return total + 1
             try:
                 rows = self._run_sql(
@@ -211,22 +217,49 @@ class Worker:
 
     def _run_task(self, fn, task):
         try:
+            result = fn(task)
+        except Exception as e:  # the handler's failure is the task's
             try:
-                result = fn(task)
-                ended = self._end(task, "SELECT df.complete_task(%s, %s, %s)",
-                                  (task.task_id, task.lease_token,
-                                   Jsonb(result if result is not None else {})))
-                key = "completed"
-            except Exception as e:  # the handler's failure is the task's
                 ended = self._end(task, "SELECT df.fail_task(%s, %s, %s, %s, %s)",
                                   (task.task_id, task.lease_token, str(e) or type(e).__name__,
                                    getattr(e, "retryable", True), getattr(e, "code", None)))
-                key = "failed"
-            self.stats[key if ended == "ok" else "stale"] += 1
-        finally:
-            with self._active_lock:
-                self._active.pop(task.task_id, None)
-            self._slots.release()
+                self.stats["failed" if ended == "ok" else "stale"] += 1
+            finally:
+                self._release(task)
+            return
+        with self._done_cv:
+            self._done.append((task, Jsonb(result if result is not None else {})))
+            self._done_cv.notify()
+
+    def _release(self, task):
+        with self._active_lock:
+            self._active.pop(task.task_id, None)
+        self._slots.release()
+
+    def _completions(self):
+        """Send the completions of returned handlers, all that wait in one statement."""
+        while True:
+            with self._done_cv:
+                while not self._done:
+                    if self._stop.is_set() and not self._active:
+                        return
+                    self._done_cv.wait(0.1)
+                done, self._done = self._done, []
+            # in the order of their instances: runs rows are locked in one order
+            done.sort(key=lambda d: (d[0].instance_id, d[0].task_id))
+            try:
+                answers = [r[0] for r in self._run_sql(
+                    "SELECT df.complete_task(t.id, t.token, t.result) "
+                    "FROM unnest(%s::bigint[], %s::text[], %s::jsonb[]) AS t(id, token, result)",
+                    ([t.task_id for t, _ in done], [t.lease_token for t, _ in done],
+                     [r for _, r in done]))]
+            except psycopg.Error:
+                # one of them is refused (e.g. a result too large): one at a time
+                answers = [self._end(t, "SELECT df.complete_task(%s, %s, %s)",
+                                     (t.task_id, t.lease_token, r)) for t, r in done]
+            for (task, _), answer in zip(done, answers):
+                self.stats["completed" if answer == "ok" else "stale"] += 1
+                self._release(task)
 
     def _end(self, task, sql, args):
         try:
