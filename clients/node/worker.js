@@ -10,7 +10,9 @@
 // in one statement (one round trip, one commit), on a connection of their
 // own, in the order of their instances (two such statements never wait on
 // each other).
-// It LISTENs on df_tasks and also polls, with jitter.  A heartbeat answered
+// It LISTENs on df_tasks and also polls, with jitter; a notification names
+// its queue, and the worker then claims from that queue only (a poll, from
+// every queue).  A heartbeat answered
 // 'cancel_requested' (or 'lost') aborts task.signal, an AbortSignal the
 // handler may watch.  On SIGTERM (or stop()) it claims no more and waits for
 // the handlers it runs (up to shutdownTimeout ms); a task still running then
@@ -35,6 +37,7 @@ class TaskError extends Error {
   }
 }
 
+const ALL = Symbol('every queue');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const jitter = (ms) => ms * (0.5 + Math.random());
 
@@ -64,6 +67,8 @@ class Worker {
     this.stats = { completed: 0, failed: 0, stale: 0, reconnects: 0 };
     this.stopping = false;
     this.wakeUp = null;
+    this.notified = new Set(); // queues notified since the last look; ALL: every queue
+    this.woken = false; // a wake came since the last look
     // claims, failures and heartbeats on one connection, completions on
     // another; on each, queries in order
     this.main = { client: null, pending: Promise.resolve() }; // pending: the last query sent on it
@@ -139,8 +144,11 @@ class Worker {
     }
   }
 
-  wake() {
-    if (this.wakeUp) this.wakeUp();
+  // queue: a notification's; ALL: every queue; none: a slot is free
+  wake(queue) {
+    if (queue !== undefined) this.notified.add(queue);
+    this.woken = true;
+    if (this.wakeUp) this.wakeUp(true);
   }
 
   async listen() {
@@ -155,9 +163,9 @@ class Worker {
         }
         this.listener = c;
         const ended = new Promise((resolve) => { c.on('end', resolve); c.on('error', resolve); });
-        c.on('notification', (n) => { if (this.handlers.has(n.payload)) this.wake(); });
+        c.on('notification', (n) => { if (this.handlers.has(n.payload)) this.wake(n.payload); });
         await c.query('LISTEN df_tasks');
-        this.wake(); // what was notified while disconnected
+        this.wake(ALL); // what was notified while disconnected
         await ended;
       } catch (e) {
         if (this.stopping) return;
@@ -181,11 +189,14 @@ class Worker {
     }
   }
 
-  async claimRound() {
-    let total = 0;
-    for (const [queue, fn] of this.handlers) {
+  // claim into the free slots from queues, in turn; the queues to look at
+  // again: those that had tasks, and those not reached for want of a slot
+  async claimRound(queues) {
+    const again = [];
+    for (const [i, queue] of queues.entries()) {
+      const fn = this.handlers.get(queue);
       const free = Math.min(this.batch, this.concurrency - this.active.size);
-      if (free <= 0) return total;
+      if (free <= 0) return again.concat(queues.slice(i));
       let rows = [];
       try {
         rows = await this.query(
@@ -204,9 +215,9 @@ class Worker {
         this.active.set(task.taskId, task);
         this.runTask(fn, task);
       }
-      total += rows.length;
+      if (rows.length > 0) again.push(queue);
     }
-    return total;
+    return again;
   }
 
   async runTask(fn, task) {
@@ -268,13 +279,23 @@ class Worker {
     const listening = this.listen();
     const beating = this.heartbeats();
     try {
+      let look = [...this.handlers.keys()]; // the queues to claim from
       while (!this.stopping) {
-        if (this.active.size < this.concurrency && (await this.claimRound()) > 0) continue;
-        await new Promise((resolve) => {
+        this.woken = false;
+        if (look.length > 0 && this.active.size < this.concurrency) {
+          look = await this.claimRound(look);
+          if (look.length > 0) continue;
+        }
+        const woke = this.woken || await new Promise((resolve) => {
           this.wakeUp = resolve;
-          setTimeout(resolve, jitter(this.pollInterval));
+          setTimeout(() => resolve(false), jitter(this.pollInterval));
         });
         this.wakeUp = null;
+        const notified = this.notified;
+        this.notified = new Set();
+        // a poll, or a LISTEN connection made again: every queue
+        const fresh = [...this.handlers.keys()].filter((q) => !woke || notified.has(ALL) || notified.has(q));
+        look = [...new Set([...look, ...fresh])];
       }
       const deadline = Date.now() + this.shutdownTimeout;
       while (this.active.size > 0 && Date.now() < deadline) await sleep(20);

@@ -4,7 +4,8 @@ Register a handler per queue; the worker claims ready tasks of those
 queues (df.claim_tasks), runs at most ``concurrency`` handlers at a time
 in threads, heartbeats every third of the lease, and ends each task with
 the handler's return value (df.complete_task) or its exception's text
-(df.fail_task).  The completions of handlers that return while others are
+(df.fail_task).  A notification names its queue: the worker then claims
+from that queue only; a poll claims from every queue.  The completions of handlers that return while others are
 being sent go in one statement (one round trip, one commit), in the order
 of their instances, so that two such statements never wait on each other.  It LISTENs on df_tasks and also polls, with jitter.  A
 heartbeat answered 'cancel_requested' sets ``task.cancelled``; a handler
@@ -90,6 +91,8 @@ class Worker:
         self.handlers = {}
         self._stop = threading.Event()
         self._wake = threading.Event()
+        self._notified = set()  # queues notified since the last look; None: every queue
+        self._notified_lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(concurrency)
         self._active = {}
         self._active_lock = threading.Lock()
@@ -162,13 +165,19 @@ class Worker:
         beater.start()
         completer.start()
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="pgd-task")
+        look = list(self.handlers)  # the queues to claim from
         try:
             while not self._stop.is_set():
-                claimed = self._claim_round(pool)
-                if claimed:
+                look = self._claim_round(pool, look)
+                if look:
                     continue
-                self._wake.wait(self.poll_interval * (0.5 + random.random()))
+                woke = self._wake.wait(self.poll_interval * (0.5 + random.random()))
                 self._wake.clear()
+                with self._notified_lock:
+                    notified, self._notified = self._notified, set()
+                # a poll, or a LISTEN connection made again: every queue
+                look = [q for q in self.handlers
+                        if not woke or None in notified or q in notified]
         finally:
             pool.shutdown(wait=False)
             deadline = time.monotonic() + self.shutdown_timeout
@@ -183,10 +192,18 @@ class Worker:
         self._stop.set()
         self._wake.set()
 
-    def _claim_round(self, pool):
-        """Claim into the free slots, queue by queue; how many were claimed."""
-        total = 0
-        for queue, fn in list(self.handlers.items()):
+    def _wake_for(self, queue):
+        with self._notified_lock:
+            self._notified.add(queue)
+        self._wake.set()
+
+    def _claim_round(self, pool, queues):
+        """Claim into the free slots from queues, in turn; the queues to look
+        at again: those that had tasks, and those not reached for want of a
+        free slot."""
+        again = []
+        for i, queue in enumerate(queues):
+            fn = self.handlers[queue]
             free = 0
             while free < self.batch and self._slots.acquire(blocking=False):
                 free += 1
@@ -194,7 +211,7 @@ class Worker:
                 # every slot is busy: wait for one, then look again
                 if self._slots.acquire(timeout=self.poll_interval):
                     self._slots.release()
-                return total + 1
+                return again + queues[i:]
             try:
                 rows = self._run_sql(
                     "SELECT task_id, lease_token, attempt, instance_id, payload, deadline, "
@@ -212,8 +229,9 @@ class Worker:
                 with self._active_lock:
                     self._active[task.task_id] = task
                 pool.submit(self._run_task, fn, task)
-            total += len(rows)
-        return total
+            if rows:
+                again.append(queue)
+        return again
 
     def _run_task(self, fn, task):
         try:
@@ -275,7 +293,7 @@ class Worker:
             try:
                 conn = self._connect()
                 conn.execute("LISTEN df_tasks")
-                self._wake.set()  # what was notified while disconnected
+                self._wake_for(None)  # what was notified while disconnected
                 while not self._stop.is_set():
                     # libpq's own calls: Connection.notifies() has no timeout before psycopg 3.2
                     ready, _, _ = select.select([conn.fileno()], [], [], 1.0)
@@ -285,7 +303,7 @@ class Worker:
                     n = conn.pgconn.notifies()
                     while n is not None:
                         if n.extra.decode() in self.handlers:
-                            self._wake.set()
+                            self._wake_for(n.extra.decode())
                         n = conn.pgconn.notifies()
             except (psycopg.Error, OSError) as e:
                 if self._stop.is_set():
