@@ -224,7 +224,8 @@ class Worker {
     let result;
     try {
       result = await fn(task);
-    } catch (failure) {
+      result = JSON.stringify(result === undefined ? {} : result);
+    } catch (failure) { // the handler's failure (or a result not JSON) is the task's
       try {
         const [{ answer }] = await this.query('SELECT df.fail_task($1, $2, $3, $4, $5) AS answer',
           [task.taskId, task.leaseToken, String((failure && failure.message) || failure),
@@ -234,7 +235,7 @@ class Worker {
       this.release(task);
       return;
     }
-    this.done.push([task, JSON.stringify(result === undefined ? {} : result)]);
+    this.done.push([task, result]);
     if (!this.sending) this.sendCompletions();
   }
 

@@ -39,7 +39,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 __all__ = ["Worker", "Task", "TaskError"]
 
@@ -236,7 +235,8 @@ class Worker:
     def _run_task(self, fn, task):
         try:
             result = fn(task)
-        except Exception as e:  # the handler's failure is the task's
+            result = json.dumps(result if result is not None else {})
+        except Exception as e:  # the handler's failure (or a result not JSON) is the task's
             try:
                 ended = self._end(task, "SELECT df.fail_task(%s, %s, %s, %s, %s)",
                                   (task.task_id, task.lease_token, str(e) or type(e).__name__,
@@ -246,7 +246,7 @@ class Worker:
                 self._release(task)
             return
         with self._done_cv:
-            self._done.append((task, Jsonb(result if result is not None else {})))
+            self._done.append((task, result))
             self._done_cv.notify()
 
     def _release(self, task):
@@ -267,13 +267,13 @@ class Worker:
             done.sort(key=lambda d: (d[0].instance_id, d[0].task_id))
             try:
                 answers = [r[0] for r in self._run_sql(
-                    "SELECT df.complete_task(t.id, t.token, t.result) "
-                    "FROM unnest(%s::bigint[], %s::text[], %s::jsonb[]) AS t(id, token, result)",
+                    "SELECT df.complete_task(t.id, t.token, t.result::jsonb) "
+                    "FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS t(id, token, result)",
                     ([t.task_id for t, _ in done], [t.lease_token for t, _ in done],
                      [r for _, r in done]))]
-            except psycopg.Error:
+            except Exception:
                 # one of them is refused (e.g. a result too large): one at a time
-                answers = [self._end(t, "SELECT df.complete_task(%s, %s, %s)",
+                answers = [self._end(t, "SELECT df.complete_task(%s, %s, %s::jsonb)",
                                      (t.task_id, t.lease_token, r)) for t, r in done]
             for (task, _), answer in zip(done, answers):
                 self.stats["completed" if answer == "ok" else "stale"] += 1
@@ -282,7 +282,7 @@ class Worker:
     def _end(self, task, sql, args):
         try:
             return self._run_sql(sql, args)[0][0]
-        except psycopg.Error as e:
+        except Exception as e:
             log.warning("%r could not be ended (%s): its lease runs out", task, e)
             return "error"
 
