@@ -2673,15 +2673,30 @@ GRANT SELECT (task_id, queue, state, attempt, worker, lease_until, instance_id, 
 			  created_at, ready_at, ended_at)
 	ON df_internal.external_tasks TO PUBLIC;
 
+-- is a ready external task still offered?  Its df_internal.tasks row is gone
+-- once its node was abandoned (df.cancel, a TIMEOUT, a lost RACE): it is never
+-- claimed, and maintenance forgets it a few seconds later
+CREATE FUNCTION df_internal.task_offered(p_task_id bigint) RETURNS boolean
+	LANGUAGE sql STABLE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $fn$
+SELECT EXISTS (SELECT 1 FROM df_internal.tasks t
+			   WHERE t.id OPERATOR(pg_catalog.=) p_task_id AND t.kind OPERATOR(pg_catalog.=) 'external')
+$fn$;
+COMMENT ON FUNCTION df_internal.task_offered(bigint) IS
+	'does the ready external task p_task_id still have its node (df.tasks leaves out those that do not)';
+
 CREATE VIEW df.tasks WITH (security_invoker = true) AS
 	SELECT task_id, queue, state, attempt, worker,
 		   CASE WHEN state OPERATOR(pg_catalog.=) 'leased' THEN lease_until END AS leased_until,
 		   instance_id::text AS instance_id, node_id::text AS node_id,
 		   created_at, ready_at, ended_at
-	FROM df_internal.external_tasks;
+	FROM df_internal.external_tasks
+	WHERE state OPERATOR(pg_catalog.<>) 'ready' OR df_internal.task_offered(task_id);
 COMMENT ON VIEW df.tasks IS
 	'the external tasks (df.task) the current user may see, under row-level security: '
-	'those of its own instances and of the queues it works on (df.grant_worker)';
+	'those of its own instances and of the queues it works on (df.grant_worker); '
+	'a ready task whose node was abandoned (df.cancel) is left out';
 GRANT SELECT ON df.tasks TO PUBLIC;
 
 -- df.events: the events of the bus (docs/design/events.md) a role may see,

@@ -6,7 +6,13 @@
 // queues (df.claim_tasks), runs at most `concurrency` handlers at a time,
 // heartbeats every third of the lease and ends each task with the handler's
 // resolved value (df.complete_task) or its error's message (df.fail_task).
-// It LISTENs on df_tasks and also polls, with jitter.  A heartbeat answered
+// The completions of handlers that resolve while others are being sent go
+// in one statement (one round trip, one commit), on a connection of their
+// own, in the order of their instances (two such statements never wait on
+// each other).
+// It LISTENs on df_tasks and also polls, with jitter; a notification names
+// its queue, and the worker then claims from that queue only (a poll, from
+// every queue).  A heartbeat answered
 // 'cancel_requested' (or 'lost') aborts task.signal, an AbortSignal the
 // handler may watch.  On SIGTERM (or stop()) it claims no more and waits for
 // the handlers it runs (up to shutdownTimeout ms); a task still running then
@@ -31,6 +37,7 @@ class TaskError extends Error {
   }
 }
 
+const ALL = Symbol('every queue');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const jitter = (ms) => ms * (0.5 + Math.random());
 
@@ -60,8 +67,14 @@ class Worker {
     this.stats = { completed: 0, failed: 0, stale: 0, reconnects: 0 };
     this.stopping = false;
     this.wakeUp = null;
-    this.client = null; // claims, ends and heartbeats: one connection, queries in order
-    this.pending = Promise.resolve(); // the last query sent on it
+    this.notified = new Set(); // queues notified since the last look; ALL: every queue
+    this.woken = false; // a wake came since the last look
+    // claims, failures and heartbeats on one connection, completions on
+    // another; on each, queries in order
+    this.main = { client: null, pending: Promise.resolve() }; // pending: the last query sent on it
+    this.ender = { client: null, pending: Promise.resolve() };
+    this.done = []; // [task, result] of handlers that resolved, not yet sent
+    this.sending = false;
     this.listener = null;
   }
 
@@ -106,33 +119,36 @@ class Worker {
   // sql on the shared connection, one statement at a time (pg deprecates
   // a query sent while another runs), the connection made again once when
   // it broke
-  query(sql, args) {
-    const run = this.pending.then(() => this.queryNow(sql, args));
-    this.pending = run.catch(() => {});
+  query(sql, args, ch = this.main) {
+    const run = ch.pending.then(() => this.queryNow(ch, sql, args));
+    ch.pending = run.catch(() => {});
     return run;
   }
 
-  async queryNow(sql, args) {
+  async queryNow(ch, sql, args) {
     for (let tries = 1; ; tries++) {
-      if (!this.client) {
+      if (!ch.client) {
         const c = await this.connect();
-        c.on('end', () => { if (this.client === c) this.client = null; });
-        this.client = c;
+        c.on('end', () => { if (ch.client === c) ch.client = null; });
+        ch.client = c;
       }
       try {
-        return (await this.client.query(sql, args)).rows;
+        return (await ch.client.query(sql, args)).rows;
       } catch (e) {
         if (e.code !== undefined && !/^(08|57P)/.test(e.code)) throw e; // an SQL error
-        const c = this.client;
-        this.client = null;
+        const c = ch.client;
+        ch.client = null;
         if (c) c.end().catch(() => {});
         if (tries === 2) throw e;
       }
     }
   }
 
-  wake() {
-    if (this.wakeUp) this.wakeUp();
+  // queue: a notification's; ALL: every queue; none: a slot is free
+  wake(queue) {
+    if (queue !== undefined) this.notified.add(queue);
+    this.woken = true;
+    if (this.wakeUp) this.wakeUp(true);
   }
 
   async listen() {
@@ -147,9 +163,9 @@ class Worker {
         }
         this.listener = c;
         const ended = new Promise((resolve) => { c.on('end', resolve); c.on('error', resolve); });
-        c.on('notification', (n) => { if (this.handlers.has(n.payload)) this.wake(); });
+        c.on('notification', (n) => { if (this.handlers.has(n.payload)) this.wake(n.payload); });
         await c.query('LISTEN df_tasks');
-        this.wake(); // what was notified while disconnected
+        this.wake(ALL); // what was notified while disconnected
         await ended;
       } catch (e) {
         if (this.stopping) return;
@@ -173,11 +189,14 @@ class Worker {
     }
   }
 
-  async claimRound() {
-    let total = 0;
-    for (const [queue, fn] of this.handlers) {
+  // claim into the free slots from queues, in turn; the queues to look at
+  // again: those that had tasks, and those not reached for want of a slot
+  async claimRound(queues) {
+    const again = [];
+    for (const [i, queue] of queues.entries()) {
+      const fn = this.handlers.get(queue);
       const free = Math.min(this.batch, this.concurrency - this.active.size);
-      if (free <= 0) return total;
+      if (free <= 0) return again.concat(queues.slice(i));
       let rows = [];
       try {
         rows = await this.query(
@@ -196,38 +215,62 @@ class Worker {
         this.active.set(task.taskId, task);
         this.runTask(fn, task);
       }
-      total += rows.length;
+      if (rows.length > 0) again.push(queue);
     }
-    return total;
+    return again;
   }
 
   async runTask(fn, task) {
-    let answer;
+    let result;
     try {
-      let result;
-      let failure = null;
+      result = await fn(task);
+      result = JSON.stringify(result === undefined ? {} : result);
+    } catch (failure) { // the handler's failure (or a result not JSON) is the task's
       try {
-        result = await fn(task);
-      } catch (e) {
-        failure = e;
-      }
-      try {
-        if (failure === null) {
-          [{ answer }] = await this.query('SELECT df.complete_task($1, $2, $3) AS answer',
-            [task.taskId, task.leaseToken, JSON.stringify(result === undefined ? {} : result)]);
-          if (answer === 'ok') this.stats.completed++;
-        } else {
-          [{ answer }] = await this.query('SELECT df.fail_task($1, $2, $3, $4, $5) AS answer',
-            [task.taskId, task.leaseToken, String((failure && failure.message) || failure),
-              failure.retryable !== false, failure.code || null]);
-          if (answer === 'ok') this.stats.failed++;
-        }
-        if (answer !== 'ok') this.stats.stale++;
+        const [{ answer }] = await this.query('SELECT df.fail_task($1, $2, $3, $4, $5) AS answer',
+          [task.taskId, task.leaseToken, String((failure && failure.message) || failure),
+            !failure || failure.retryable !== false, (failure && failure.code) || null]);
+        this.stats[answer === 'ok' ? 'failed' : 'stale']++;
       } catch (e) { /* its lease runs out */ }
-    } finally {
-      this.active.delete(task.taskId);
-      this.wake();
+      this.release(task);
+      return;
     }
+    this.done.push([task, result]);
+    if (!this.sending) this.sendCompletions();
+  }
+
+  release(task) {
+    this.active.delete(task.taskId);
+    this.wake();
+  }
+
+  // every completion waiting, in one statement, until none waits
+  async sendCompletions() {
+    this.sending = true;
+    while (this.done.length > 0) {
+      const done = this.done.splice(0);
+      // in the order of their instances: runs rows are locked in one order
+      done.sort(([a], [b]) => (a.instanceId < b.instanceId ? -1 : a.instanceId > b.instanceId ? 1 : a.taskId - b.taskId));
+      let answers;
+      try {
+        answers = (await this.query('SELECT df.complete_task(t.id, t.token, t.result) AS answer ' +
+          'FROM unnest($1::bigint[], $2::text[], $3::jsonb[]) AS t(id, token, result)',
+        [done.map(([t]) => t.taskId), done.map(([t]) => t.leaseToken), done.map(([, r]) => r)], this.ender))
+          .map((r) => r.answer);
+      } catch (e) {
+        // one of them is refused (e.g. a result too large): one at a time
+        answers = [];
+        for (const [t, r] of done) {
+          answers.push(await this.query('SELECT df.complete_task($1, $2, $3) AS answer',
+            [t.taskId, t.leaseToken, r], this.ender).then((x) => x[0].answer, () => 'error'));
+        }
+      }
+      done.forEach(([task], i) => {
+        this.stats[answers[i] === 'ok' ? 'completed' : 'stale']++;
+        this.release(task);
+      });
+    }
+    this.sending = false;
   }
 
   async run() {
@@ -237,13 +280,23 @@ class Worker {
     const listening = this.listen();
     const beating = this.heartbeats();
     try {
+      let look = [...this.handlers.keys()]; // the queues to claim from
       while (!this.stopping) {
-        if (this.active.size < this.concurrency && (await this.claimRound()) > 0) continue;
-        await new Promise((resolve) => {
+        this.woken = false;
+        if (look.length > 0 && this.active.size < this.concurrency) {
+          look = await this.claimRound(look);
+          if (look.length > 0) continue;
+        }
+        const woke = this.woken || await new Promise((resolve) => {
           this.wakeUp = resolve;
-          setTimeout(resolve, jitter(this.pollInterval));
+          setTimeout(() => resolve(false), jitter(this.pollInterval));
         });
         this.wakeUp = null;
+        const notified = this.notified;
+        this.notified = new Set();
+        // a poll, or a LISTEN connection made again: every queue
+        const fresh = [...this.handlers.keys()].filter((q) => !woke || notified.has(ALL) || notified.has(q));
+        look = [...new Set([...look, ...fresh])];
       }
       const deadline = Date.now() + this.shutdownTimeout;
       while (this.active.size > 0 && Date.now() < deadline) await sleep(20);
@@ -253,8 +306,10 @@ class Worker {
       if (this.listener) await this.listener.end().catch(() => {});
       await Promise.race([listening, sleep(1000)]);
       await beating;
-      await this.pending; // the last end or heartbeat sent
-      if (this.client) await this.client.end().catch(() => {});
+      for (const ch of [this.main, this.ender]) {
+        await ch.pending; // the last end or heartbeat sent
+        if (ch.client) await ch.client.end().catch(() => {});
+      }
     }
   }
 

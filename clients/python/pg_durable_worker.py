@@ -4,7 +4,10 @@ Register a handler per queue; the worker claims ready tasks of those
 queues (df.claim_tasks), runs at most ``concurrency`` handlers at a time
 in threads, heartbeats every third of the lease, and ends each task with
 the handler's return value (df.complete_task) or its exception's text
-(df.fail_task).  It LISTENs on df_tasks and also polls, with jitter.  A
+(df.fail_task).  A notification names its queue: the worker then claims
+from that queue only; a poll claims from every queue.  The completions of handlers that return while others are
+being sent go in one statement (one round trip, one commit), in the order
+of their instances, so that two such statements never wait on each other.  It LISTENs on df_tasks and also polls, with jitter.  A
 heartbeat answered 'cancel_requested' sets ``task.cancelled``; a handler
 that looks at it may stop early.  On SIGTERM (or stop()) it claims no
 more, lets the handlers it runs finish (up to ``shutdown_timeout``) and
@@ -36,7 +39,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 __all__ = ["Worker", "Task", "TaskError"]
 
@@ -88,12 +90,16 @@ class Worker:
         self.handlers = {}
         self._stop = threading.Event()
         self._wake = threading.Event()
+        self._notified = set()  # queues notified since the last look; None: every queue
+        self._notified_lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(concurrency)
         self._active = {}
         self._active_lock = threading.Lock()
         self._local = threading.local()
         self._conns = []
         self._conns_lock = threading.Lock()
+        self._done = []  # (task, result) of handlers that returned, not yet sent
+        self._done_cv = threading.Condition()
         self.stats = {"completed": 0, "failed": 0, "stale": 0, "reconnects": 0}
 
     # -- registration ----------------------------------------------------------
@@ -153,16 +159,24 @@ class Worker:
             signal.signal(signal.SIGTERM, lambda *_: self.stop())
         listener = threading.Thread(target=self._listen, daemon=True)
         beater = threading.Thread(target=self._heartbeats, daemon=True)
+        completer = threading.Thread(target=self._completions, daemon=True)
         listener.start()
         beater.start()
+        completer.start()
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="pgd-task")
+        look = list(self.handlers)  # the queues to claim from
         try:
             while not self._stop.is_set():
-                claimed = self._claim_round(pool)
-                if claimed:
+                look = self._claim_round(pool, look)
+                if look:
                     continue
-                self._wake.wait(self.poll_interval * (0.5 + random.random()))
+                woke = self._wake.wait(self.poll_interval * (0.5 + random.random()))
                 self._wake.clear()
+                with self._notified_lock:
+                    notified, self._notified = self._notified, set()
+                # a poll, or a LISTEN connection made again: every queue
+                look = [q for q in self.handlers
+                        if not woke or None in notified or q in notified]
         finally:
             pool.shutdown(wait=False)
             deadline = time.monotonic() + self.shutdown_timeout
@@ -177,18 +191,26 @@ class Worker:
         self._stop.set()
         self._wake.set()
 
-    def _claim_round(self, pool):
-        """Claim into the free slots, queue by queue; how many were claimed."""
-        total = 0
-        for queue, fn in list(self.handlers.items()):
+    def _wake_for(self, queue):
+        with self._notified_lock:
+            self._notified.add(queue)
+        self._wake.set()
+
+    def _claim_round(self, pool, queues):
+        """Claim into the free slots from queues, in turn; the queues to look
+        at again: those that had tasks, and those not reached for want of a
+        free slot."""
+        again = []
+        for i, queue in enumerate(queues):
+            fn = self.handlers[queue]
             free = 0
             while free < self.batch and self._slots.acquire(blocking=False):
                 free += 1
             if free == 0:
                 # every slot is busy: wait for one, then look again
-                self._slots.acquire(timeout=self.poll_interval)
-                self._slots.release()
-                return total + 1
+                if self._slots.acquire(timeout=self.poll_interval):
+                    self._slots.release()
+                return again + queues[i:]
             try:
                 rows = self._run_sql(
                     "SELECT task_id, lease_token, attempt, instance_id, payload, deadline, "
@@ -206,32 +228,61 @@ class Worker:
                 with self._active_lock:
                     self._active[task.task_id] = task
                 pool.submit(self._run_task, fn, task)
-            total += len(rows)
-        return total
+            if rows:
+                again.append(queue)
+        return again
 
     def _run_task(self, fn, task):
         try:
+            result = fn(task)
+            result = json.dumps(result if result is not None else {})
+        except Exception as e:  # the handler's failure (or a result not JSON) is the task's
             try:
-                result = fn(task)
-                ended = self._end(task, "SELECT df.complete_task(%s, %s, %s)",
-                                  (task.task_id, task.lease_token,
-                                   Jsonb(result if result is not None else {})))
-                key = "completed"
-            except Exception as e:  # the handler's failure is the task's
                 ended = self._end(task, "SELECT df.fail_task(%s, %s, %s, %s, %s)",
                                   (task.task_id, task.lease_token, str(e) or type(e).__name__,
                                    getattr(e, "retryable", True), getattr(e, "code", None)))
-                key = "failed"
-            self.stats[key if ended == "ok" else "stale"] += 1
-        finally:
-            with self._active_lock:
-                self._active.pop(task.task_id, None)
-            self._slots.release()
+                self.stats["failed" if ended == "ok" else "stale"] += 1
+            finally:
+                self._release(task)
+            return
+        with self._done_cv:
+            self._done.append((task, result))
+            self._done_cv.notify()
+
+    def _release(self, task):
+        with self._active_lock:
+            self._active.pop(task.task_id, None)
+        self._slots.release()
+
+    def _completions(self):
+        """Send the completions of returned handlers, all that wait in one statement."""
+        while True:
+            with self._done_cv:
+                while not self._done:
+                    if self._stop.is_set() and not self._active:
+                        return
+                    self._done_cv.wait(0.1)
+                done, self._done = self._done, []
+            # in the order of their instances: runs rows are locked in one order
+            done.sort(key=lambda d: (d[0].instance_id, d[0].task_id))
+            try:
+                answers = [r[0] for r in self._run_sql(
+                    "SELECT df.complete_task(t.id, t.token, t.result::jsonb) "
+                    "FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS t(id, token, result)",
+                    ([t.task_id for t, _ in done], [t.lease_token for t, _ in done],
+                     [r for _, r in done]))]
+            except Exception:
+                # one of them is refused (e.g. a result too large): one at a time
+                answers = [self._end(t, "SELECT df.complete_task(%s, %s, %s::jsonb)",
+                                     (t.task_id, t.lease_token, r)) for t, r in done]
+            for (task, _), answer in zip(done, answers):
+                self.stats["completed" if answer == "ok" else "stale"] += 1
+                self._release(task)
 
     def _end(self, task, sql, args):
         try:
             return self._run_sql(sql, args)[0][0]
-        except psycopg.Error as e:
+        except Exception as e:
             log.warning("%r could not be ended (%s): its lease runs out", task, e)
             return "error"
 
@@ -242,7 +293,7 @@ class Worker:
             try:
                 conn = self._connect()
                 conn.execute("LISTEN df_tasks")
-                self._wake.set()  # what was notified while disconnected
+                self._wake_for(None)  # what was notified while disconnected
                 while not self._stop.is_set():
                     # libpq's own calls: Connection.notifies() has no timeout before psycopg 3.2
                     ready, _, _ = select.select([conn.fileno()], [], [], 1.0)
@@ -252,7 +303,7 @@ class Worker:
                     n = conn.pgconn.notifies()
                     while n is not None:
                         if n.extra.decode() in self.handlers:
-                            self._wake.set()
+                            self._wake_for(n.extra.decode())
                         n = conn.pgconn.notifies()
             except (psycopg.Error, OSError) as e:
                 if self._stop.is_set():

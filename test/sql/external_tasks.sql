@@ -155,6 +155,17 @@ SELECT df.heartbeat_task(task_id, lease_token) FROM to_cancel;
 SELECT df.complete_task(task_id, lease_token) FROM to_cancel;
 RESET ROLE;
 
+-- a ready task of a cancelled instance leaves df.tasks and df.task_queues with the cancel
+SET ROLE df_user;
+SELECT df.start(df.task('xt.gone'), 'order-6') AS id6 \gset
+RESET ROLE;
+SELECT wait_until($$SELECT EXISTS (SELECT FROM df.tasks WHERE queue = 'xt.gone' AND state = 'ready')$$);
+SET ROLE df_user;
+SELECT df.cancel(:'id6', 'not needed') IS NOT NULL AS cancelled;
+SELECT count(*) AS ready_after_cancel FROM df.tasks WHERE queue = 'xt.gone';
+SELECT count(*) AS queues_after_cancel FROM df.task_queues WHERE queue = 'xt.gone';
+RESET ROLE;
+
 -- a lease that runs out: the next claim takes it back (attempt 2), the
 -- old worker's completion is stale; after 3 attempts the node fails
 -- with code task_lease_expired

@@ -79,6 +79,14 @@ test('an error fails the task with its message', async () => {
   assert.strictEqual(w.stats.failed, 1);
 });
 
+test('a result that is not JSON fails the task', async () => {
+  const w = new Worker(WORKER, { pollInterval: 200 }).handle('py.nnotjson', async () => ({ n: 1n }));
+  const id = await start(`df.catch(df.task('py.nnotjson'), 'SELECT $error.message AS message')`);
+  await running(w, () => completed(id));
+  assert.match((await result(id)).rows[0].message, /BigInt/);
+  assert.strictEqual(w.stats.failed, 1);
+});
+
 test('the concurrency limit is kept', async () => {
   let now = 0;
   let max = 0;

@@ -99,6 +99,16 @@ def test_an_exception_fails_the_task_with_its_text():
     assert w.stats["failed"] == 1  # not retried: retryable=False
 
 
+def test_a_result_that_is_not_json_fails_the_task():
+    w = Worker(WORKER, poll_interval=0.2)
+    w.register("py.notjson", lambda t: {"when": object()})
+    i = start("""df.catch(df.task('py.notjson'), 'SELECT $error.message AS message')""")
+    with Running(w):
+        wait_for("SELECT status = 'completed' FROM df.instances WHERE id = %s", (i,))
+    assert "not JSON serializable" in result(i)["rows"][0]["message"]
+    assert w.stats["failed"] == 1
+
+
 def test_concurrency_limit_is_kept():
     now = {"running": 0, "max": 0}
     lock = threading.Lock()
