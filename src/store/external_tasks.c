@@ -80,10 +80,10 @@ static const PgdStmtDef ext_stmts[EXT_STMTS] = {
 		{"a TASK's next attempt, due later",
 		 FLUSH_TASKS, REACH_INSTANCE,
 		 "WITH t AS (UPDATE df_internal.tasks SET run_at = $4 "
-		 " WHERE id IN (SELECT id FROM df_internal.tasks "
+		 " WHERE id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT id FROM df_internal.tasks "
 		 "  WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
 		 "  AND scope OPERATOR(pg_catalog.=) $3 AND kind OPERATOR(pg_catalog.=) 'external' "
-		 "  FOR UPDATE SKIP LOCKED) RETURNING id) "
+		 "  FOR UPDATE SKIP LOCKED)) RETURNING id) "
 		 "UPDATE df_internal.external_tasks x SET state = 'ready', lease_token = NULL, "
 		 "lease_until = NULL, deadline = NULL, ready_at = $4 "
 		 "FROM t WHERE x.task_id OPERATOR(pg_catalog.=) t.id "
@@ -177,7 +177,7 @@ static const PgdStmtDef ext_stmts[EXT_STMTS] = {
 	[EXT_FORGET] =
 		{"external tasks nobody asks about any more",
 		 FLUSH_TASKS, REACH_ALL,
-		 "DELETE FROM df_internal.external_tasks WHERE task_id IN ("
+		 "DELETE FROM df_internal.external_tasks WHERE task_id OPERATOR(pg_catalog.=) ANY (ARRAY("
 		 " SELECT x.task_id FROM df_internal.external_tasks x "
 		 " WHERE (x.ended_at OPERATOR(pg_catalog.<) (pg_catalog.clock_timestamp() "
 		 "  OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $1::pg_catalog.float8))) "
@@ -187,7 +187,7 @@ static const PgdStmtDef ext_stmts[EXT_STMTS] = {
 		 "   OPERATOR(pg_catalog.-) '10 s'::pg_catalog.interval) "
 		 "  AND NOT EXISTS (SELECT 1 FROM df_internal.tasks t "
 		 "   WHERE t.id OPERATOR(pg_catalog.=) x.task_id)) "
-		 " LIMIT $2::pg_catalog.int4 FOR UPDATE SKIP LOCKED)",
+		 " LIMIT $2::pg_catalog.int4 FOR UPDATE SKIP LOCKED))",
 		 2,
 		 {T, T}},
 	[EXT_WORKER_MAY] =
