@@ -2834,7 +2834,20 @@ COMMENT ON FUNCTION df.metrics() IS
 	'"oldest_ready_age_seconds": s}';
 
 -- df.list_instances: waiting_on, a column after the reference's; the
--- paged form's label_filter takes a LIKE pattern.
+-- paged form's label_filter takes a LIKE pattern.  Both forms are made
+-- anew; their privileges (a REVOKE from PUBLIC, the roles granted EXECUTE)
+-- are kept, and their initial privileges stay those of a fresh install.
+DO $upgrade$
+BEGIN
+	PERFORM pg_catalog.set_config('df_upgrade.list_instances_acl',
+		COALESCE((SELECT p.proacl::text FROM pg_catalog.pg_proc p
+				  WHERE p.oid = 'df.list_instances(text, int)'::pg_catalog.regprocedure), ''), true);
+	PERFORM pg_catalog.set_config('df_upgrade.list_instances_paged_acl',
+		COALESCE((SELECT p.proacl::text FROM pg_catalog.pg_proc p
+				  WHERE p.oid = 'df.list_instances(text, int, text, text)'::pg_catalog.regprocedure), ''),
+		true);
+END
+$upgrade$;
 DROP FUNCTION df.list_instances(text, int);
 DROP FUNCTION df.list_instances(text, int, text, text);
 CREATE FUNCTION df.list_instances(status_filter text DEFAULT NULL, limit_count int DEFAULT 100)
@@ -2859,6 +2872,39 @@ COMMENT ON FUNCTION df.list_instances(text, int, text, text) IS
 	'status and label (a label_filter with % or _ is a LIKE pattern, any other matches exactly); '
 	'pass next_cursor (the same on every row, NULL on the last page) as after_cursor for the next '
 	'page; waiting_on as in the two-argument form';
+DO $upgrade$
+DECLARE
+	f record;
+	g record;
+	acl pg_catalog.aclitem[];
+BEGIN
+	FOR f IN
+		SELECT 'df.list_instances(text, int)'::pg_catalog.regprocedure AS fn,
+			   'df_upgrade.list_instances_acl' AS saved
+		UNION ALL
+		SELECT 'df.list_instances(text, int, text, text)'::pg_catalog.regprocedure,
+			   'df_upgrade.list_instances_paged_acl'
+	LOOP
+		CONTINUE WHEN pg_catalog.current_setting(f.saved) = '';
+		acl := pg_catalog.current_setting(f.saved)::pg_catalog.aclitem[];
+		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.fn);
+		FOR g IN
+			SELECT a.grantee, a.is_grantable FROM pg_catalog.aclexplode(acl) a
+			JOIN pg_catalog.pg_proc p ON p.oid = f.fn
+			WHERE a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
+		LOOP
+			EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', f.fn,
+				CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::pg_catalog.regrole::text END,
+				CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+		END LOOP;
+		-- the grants are the user's (pg_dump keeps them); a fresh install
+		-- records no initial privileges of its own for these functions
+		DELETE FROM pg_catalog.pg_init_privs
+		WHERE objoid = f.fn AND classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+		  AND objsubid = 0;
+	END LOOP;
+END
+$upgrade$;
 
 -- A node still running when its instance ends becomes cancelled: an ended
 -- instance shows no node running.  The nodes of instances that ended

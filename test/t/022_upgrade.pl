@@ -33,6 +33,9 @@ SELECT df.grant_usage('$role', include_http => true);
 -- overload with continue_on_failure: callable by the role only
 REVOKE EXECUTE ON FUNCTION df.loop(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION df.loop(text, text) TO $role;
+-- df.list_instances gains a column (made anew) and keeps its privileges
+REVOKE EXECUTE ON FUNCTION df.list_instances(text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION df.list_instances(text, integer) TO $role WITH GRANT OPTION;
 CREATE TABLE effects (instance_id text NOT NULL, step text NOT NULL,
                       at timestamptz NOT NULL DEFAULT clock_timestamp());
 GRANT INSERT, SELECT ON effects TO $role;
@@ -121,6 +124,11 @@ SELECT has_function_privilege('$role', 'df.loop(text, text)', 'EXECUTE'),
        has_function_privilege('public', 'df.loop(text, text)', 'EXECUTE'),
        to_regprocedure('df.loop(character varying, text, boolean)') IS NOT NULL}),
 	't|f|t', 'df.loop keeps its privileges and gains continue_on_failure');
+is($node->safe_psql('postgres', qq{
+SELECT has_function_privilege('$role', 'df.list_instances(text, integer)', 'EXECUTE WITH GRANT OPTION'),
+       has_function_privilege('public', 'df.list_instances(text, integer)', 'EXECUTE'),
+       has_function_privilege('public', 'df.list_instances(text, integer, text, text)', 'EXECUTE')}),
+	't|f|t', 'df.list_instances, made anew with waiting_on, keeps its privileges');
 like($node->safe_psql('postgres',
 		"SET ROLE $role; SELECT df.loop('SELECT 1', continue_on_failure => true)"),
 	qr/continue_on_failure/, 'the role granted df.loop(text, text) may pass continue_on_failure');
