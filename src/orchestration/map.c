@@ -235,14 +235,13 @@ map_end(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 {
 	int			  nitems = g->nodes[n].nitems;
 	const char	**ids = palloc(sizeof(char *) * Max(nitems, 1));
-	DfMapSettings s;
 
 	map_ends++;
 	for (int i = 0; i < nitems; i++)
 		ids[i] = g->nodes[g->nodes[n].items[i]].id;
 	if (nitems > 0)
 		pgd_store_map_drop_results(g->instance_id, scope, nitems, ids);
-	if (df_map_settings(g->nodes[n].query, &s) == NULL && s.lanes)
+	if (g->nodes[n].map.lanes)
 		pgd_store_map_rows_drop(g->instance_id, g->nodes[n].id, scope);
 	pgd_store_map_close(g->instance_id, g->nodes[n].id, scope);
 	pgd_apply_finish_node(g, n, scope, outcome);
@@ -313,7 +312,8 @@ rows_arrived(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 	}
 	pgd_store_map_items_bind(g->instance_id, total, scopes, items);
 
-	first = g->nodes[n].map_max > 0 ? Min(g->nodes[n].map_max, total) : total;
+	first = g->nodes[n].map.max_concurrent > 0 ?
+		Min(g->nodes[n].map.max_concurrent, total) : total;
 	pgd_store_map_open(g->instance_id, g->nodes[n].id, scope, total, first);
 	ends = map_ends;
 	for (int i = 0; i < first; i++)
@@ -631,11 +631,10 @@ pgd_map_row_sink(const PgdGraph *g, int n, const char *scope,
 				 PgdRowSink *sink)
 {
 	int			  p = g->nodes[n].parent;
-	DfMapSettings s;
 	MapSink		 *m;
 
 	if (p < 0 || g->nodes[p].type != DF_NODE_MAP || g->nodes[p].left != n ||
-		df_map_settings(g->nodes[p].query, &s) != NULL || !s.lanes)
+		!g->nodes[p].map.lanes)
 		return false;
 	m = palloc(sizeof(MapSink));
 	m->instance_id = pstrdup(g->instance_id);
@@ -668,8 +667,8 @@ pgd_map_child_done(PgdGraph *g, int n, int child, const char *scope,
 	const char *map_id = g->nodes[n].id;
 	int			item = -1;
 	int			total, started, finished;
-	DfMapSettings s;
-	bool		lanes = df_map_settings(g->nodes[n].query, &s) == NULL && s.lanes;
+	const DfMapSettings *s = &g->nodes[n].map;
+	bool		lanes = s->lanes;
 
 	if (child == g->nodes[n].left)
 	{
@@ -682,14 +681,14 @@ pgd_map_child_done(PgdGraph *g, int n, int child, const char *scope,
 								pgd_branch_scope(g, child, scope), scope,
 								true);
 		if (lanes)
-			lanes_rows_arrived(g, n, scope, outcome, &s);
+			lanes_rows_arrived(g, n, scope, outcome, s);
 		else
 			rows_arrived(g, n, scope, outcome);
 		return;
 	}
 	if (lanes)
 	{
-		lane_done(g, n, child, scope, outcome, &s);
+		lane_done(g, n, child, scope, outcome, s);
 		return;
 	}
 

@@ -12,7 +12,10 @@
  * table), inside the subtransaction, so that a result that cannot be
  * represented (an unsupported column type, more than
  * pg_durable.max_result_size of JSON) stops the statement at that row and
- * rolls back its effects together with failing the node.
+ * rolls back its effects together with failing the node.  With a row sink
+ * (pgd_set_row_sink: the query of a df.map in lanes mode) the rows go to
+ * the sink instead, 1,000 at a time, as the engine's role but inside the
+ * same subtransaction, and the result only counts them.
  *
  * A step is one statement: text holding several is refused (the
  * reference runs it through the extended protocol, which refuses it too),
@@ -372,12 +375,17 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 	ResourceOwner oldowner = CurrentResourceOwner;
 	PgdOutcome	  outcome = {false, NULL};
 	StepDest	  dest;
+	const PgdRowSink *sink = NULL;
 	Oid			  save_userid;
 	int			  save_sec;
 	bool		  save_in_step;
 
 	*retry = false;
 	*sqlstate = 0;
+	/* the sink holds for this call only, however it ends */
+	if (next_sink_set)
+		sink = &next_sink;
+	next_sink_set = false;
 
 	/* installed here, in the processes that run steps, once */
 	if (!step_log_hook_installed)
@@ -402,9 +410,7 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 										  ALLOCSET_DEFAULT_SIZES);
 	dest.cxt = AllocSetContextCreate(dest.keep_cxt, "pg_durable step rows",
 									 ALLOCSET_DEFAULT_SIZES);
-	if (next_sink_set)
-		dest.sink = &next_sink;
-	next_sink_set = false;
+	dest.sink = sink;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	dest.engine_userid = save_userid;

@@ -169,9 +169,11 @@ static const PgdStmtDef map_stmts[MAP_STMTS] = {
 	[MAP_ROWS_ADD] =
 		{"a chunk of the rows of a MAP's query, in lanes mode",
 		 0, REACH_INSTANCE,
+		 /* run inside the user's statement, under its settings: every name qualified */
 		 "INSERT INTO df_internal.map_rows (instance_id, node_id, scope, item, value) "
-		 "SELECT $1, $2, $3, ($4::bigint OPERATOR(pg_catalog.+) r.ord OPERATOR(pg_catalog.-) 1)::int, r.v "
-		 "FROM pg_catalog.jsonb_array_elements($5::jsonb OPERATOR(pg_catalog.->) 'rows') "
+		 "SELECT $1, $2, $3, ($4::pg_catalog.int8 OPERATOR(pg_catalog.+) r.ord "
+		 "OPERATOR(pg_catalog.-) 1)::pg_catalog.int4, r.v "
+		 "FROM pg_catalog.jsonb_array_elements($5::pg_catalog.jsonb OPERATOR(pg_catalog.->) 'rows') "
 		 "WITH ORDINALITY AS r(v, ord)",
 		 5,
 		 {T, T, T, T, T}},

@@ -114,3 +114,9 @@ SELECT count(*) = :at_cancel AS none_after_cancel, count(*) < 100000 AS stopped 
 -- nothing left behind by the ended MAPs, and df.check() clean
 SELECT count(*) AS rows_left FROM df_internal.map_rows;
 SELECT count(*) AS problems FROM df.check();
+
+-- df.explain names the lanes, and its children are the lanes
+SET ROLE df_user;
+SELECT df.start(df.map('SELECT g AS n FROM generate_series(1, 10) g', 'SELECT $item.n AS n', 3, true)) AS id \gset
+SELECT lanes_wait(:'id');
+SELECT line FROM regexp_split_to_table(df.explain(:'id'), E'\n') AS line WHERE line LIKE '%MAP%';
