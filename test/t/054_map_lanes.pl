@@ -86,11 +86,20 @@ my $id = $node->safe_psql('postgres', qq{SET ROLE $ROLE; SELECT df.start(df.map(
 	32, collect => false));});
 like($id, qr/^[0-9a-f]{8}$/, 'the map started');
 
-# 1. kill the executor running the query, once it has written 49 chunks of rows
+# 1. kill the executor running the query once it sleeps in the gate, having
+# written 49 chunks of rows
+ok(query_until($node, "SELECT count(*) = 1 FROM pg_stat_activity "
+	  . "WHERE backend_type = 'pg_durable executor' AND wait_event = 'PgSleep'"),
+	'the query reached row 50,000')
+  or diag_engine($node);
 my $pid = executor_pid_in_step($node, '%generate_series%');
 $node->safe_psql('postgres', 'INSERT INTO killed VALUES (true)');
 kill 'KILL', $pid;
 ok(wait_engine_ready_again($pid), 'the engine came back after the SIGKILL during the query');
+ok(query_until($node, "SELECT count(*) = 1 FROM df.nodes WHERE instance_id = '$id' "
+	  . "AND node_type = 'SQL' AND query LIKE '%generate_series%' AND status = 'completed'"),
+	'the query ran again');
+diag sprintf('the query completed %.1f s after the start', time() - $t0);
 
 # 2. and 3. kill executors while the rows run; 4. an immediate restart
 ok(query_until($node, 'SELECT count(*) >= 25000 FROM map_effects'), '25,000 rows ran');
