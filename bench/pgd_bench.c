@@ -1571,8 +1571,8 @@ lanes_phase(Pgdb *b)
 			 rows, o->lanes);
 	if ((id = query_value(b, sql)) == NULL)
 		return false;
-	/* at least the timeout, and 1 ms a row */
-	deadline = t0 + (int64_t) (o->timeout > rows / 1000 ? o->timeout : rows / 1000) * 1000000;
+	/* at least the timeout, and 4 ms a row */
+	deadline = t0 + (int64_t) (o->timeout > rows / 250 ? o->timeout : rows / 250) * 1000000;
 	while (real_now_us() < deadline)
 	{
 		long		r;
