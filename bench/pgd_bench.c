@@ -124,6 +124,8 @@ typedef struct PgdbOptions
 	int			widths[PGDB_MAX_WIDTHS];	/* one fan-out of each width */
 	int			nwidths;
 	int			map_rows;		/* df.map over this many rows vs a JOIN as wide */
+	int			lanes_rows;		/* df.map in lanes mode over this many rows */
+	int			lanes;			/* ... with this many lanes */
 	int			max_nodes;		/* pg_durable.max_nodes set for every connection */
 	bool		verbose;
 } PgdbOptions;
@@ -1501,6 +1503,115 @@ map_phases(Pgdb *b)
 	return true;
 }
 
+/* The largest private resident set (RssAnon, kB) of the executors now; 0 if unknown. */
+static long
+executors_rss_anon(Pgdb *b)
+{
+	PGresult   *res = PQexec(b->conn,
+							 "SELECT pid FROM pg_stat_activity "
+							 "WHERE backend_type = 'pg_durable executor'");
+	long		peak = 0;
+
+	if (PQresultStatus(res) == PGRES_TUPLES_OK)
+		for (int i = 0; i < PQntuples(res); i++)
+		{
+			char		path[64];
+			char		line[256];
+			FILE	   *f;
+			long		kb;
+
+			snprintf(path, sizeof(path), "/proc/%s/status", PQgetvalue(res, i, 0));
+			if ((f = fopen(path, "r")) == NULL)
+				continue;
+			while (fgets(line, sizeof(line), f) != NULL)
+				if (sscanf(line, "RssAnon: %ld", &kb) == 1 && kb > peak)
+					peak = kb;
+			fclose(f);
+		}
+	PQclear(res);
+	return peak;
+}
+
+/*
+ * df.map in lanes mode over lanes_rows rows, each row's step one
+ * single-row INSERT into bench_commit, collect => false: rows (steps) per
+ * second from df.start to completion, WAL per row, and the executors'
+ * largest private resident set (RssAnon), sampled every 200 ms while it
+ * runs, against the same before it started.  Polled by short queries, so
+ * that no snapshot holds the xmin horizon back.
+ */
+static bool
+lanes_phase(Pgdb *b)
+{
+	PgdbOptions *o = &b->opt;
+	int			rows = o->lanes_rows;
+	char		sql[512];
+	char	   *id;
+	char	   *v;
+	double		wal0,
+				wal1;
+	long		rss0 = executors_rss_anon(b),
+				rss = rss0;
+	int64_t		t0,
+				deadline;
+	double		secs;
+	char		status[32] = "";
+	char		num[32];
+
+	if ((v = query_value(b, "SELECT pg_current_wal_lsn() - '0/0'")) == NULL)
+		return false;
+	wal0 = atof(v);
+	free(v);
+	say(b, "lanes: df.map over %d rows, %d lanes", rows, o->lanes);
+	t0 = real_now_us();
+	snprintf(sql, sizeof(sql),
+			 "SELECT df.start(df.map('SELECT g AS n FROM generate_series(1, %d) g', "
+			 "'INSERT INTO bench_commit (v, ts) VALUES ($item.n, clock_timestamp())', "
+			 "%d, collect => false))",
+			 rows, o->lanes);
+	if ((id = query_value(b, sql)) == NULL)
+		return false;
+	/* at least the timeout, and 4 ms a row */
+	deadline = t0 + (int64_t) (o->timeout > rows / 250 ? o->timeout : rows / 250) * 1000000;
+	while (real_now_us() < deadline)
+	{
+		long		r;
+
+		snprintf(sql, sizeof(sql), "SELECT status FROM df.instances WHERE id = '%s'", id);
+		if ((v = query_value(b, sql)) == NULL)
+		{
+			free(id);
+			return false;
+		}
+		snprintf(status, sizeof(status), "%s", v);
+		free(v);
+		if ((r = executors_rss_anon(b)) > rss)
+			rss = r;
+		if (strcmp(status, "running") != 0 && strcmp(status, "pending") != 0)
+			break;
+		usleep(200000);
+	}
+	secs = (real_now_us() - t0) / 1e6;
+	free(id);
+	if (strcmp(status, "completed") != 0)
+	{
+		add_row(b, "", status[0] ? status : "unfinished",
+				"lanes: df.map over %d rows did not complete", rows);
+		return true;
+	}
+	if ((v = query_value(b, "SELECT pg_current_wal_lsn() - '0/0'")) == NULL)
+		return false;
+	wal1 = atof(v);
+	free(v);
+	say(b, "lanes: %.2f s", secs);
+	add_row(b, "steps/s", fmt_num(num, rows / secs),
+			"lanes: df.map over %d rows, %d lanes, one INSERT a row, collect => false", rows, o->lanes);
+	add_row(b, "bytes", fmt_num(num, (wal1 - wal0) / rows), "lanes: WAL per row");
+	add_row(b, "MB", fmt_num(num, rss / 1024.0),
+			"lanes: executors' peak private RSS while it ran (%.1f MB before)", rss0 / 1024.0);
+	return true;
+}
+
 /*
  * Event to subscriber: a subscription whose workflow logs
  * clock_timestamp() in its first step; one client publishes event_count
@@ -1904,6 +2015,8 @@ pgdb_run(Pgdb *b)
 		return false;
 	if (o->map_rows > 0 && !map_phases(b))
 		return false;
+	if (o->lanes_rows > 0 && !lanes_phase(b))
+		return false;
 
 	if (!latency_phase(b, 1, "1 client"))
 		return false;
@@ -2004,6 +2117,9 @@ usage(const char *progname)
 		   "                              10,000-node limit is reported as not run)\n"
 		   "      --map-rows=NUM          one df.map over NUM rows against one JOIN of NUM\n"
 		   "                              branches, 5 runs each (default: 1000; 0: none)\n"
+		   "      --lanes-rows=NUM        one df.map in lanes mode over NUM rows, one INSERT\n"
+		   "                              a row (default: 100000; 0: none)\n"
+		   "      --lanes=NUM             its lanes, max_concurrent (default: 32)\n"
 		   "  -v, --verbose               say what runs, on stderr\n"
 		   "  -V, --version               output version information, then exit\n"
 		   "  -?, --help                  show this help, then exit\n\n");
@@ -2082,6 +2198,8 @@ main(int argc, char **argv)
 		{"retry-steps", required_argument, NULL, 17},
 		{"widths", required_argument, NULL, 18},
 		{"map-rows", required_argument, NULL, 19},
+		{"lanes-rows", required_argument, NULL, 45},
+		{"lanes", required_argument, NULL, 46},
 		{"limit-workflows", required_argument, NULL, 20},
 		{"otel-url", required_argument, NULL, 21},
 		{"events", required_argument, NULL, 40},
@@ -2117,6 +2235,8 @@ main(int argc, char **argv)
 	b.opt.lock_workflows = 300;
 	parse_widths(&b.opt, "1000,2000,5000,10000");
 	b.opt.map_rows = 1000;
+	b.opt.lanes_rows = 100000;
+	b.opt.lanes = 32;
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
 	{
@@ -2204,6 +2324,12 @@ main(int argc, char **argv)
 				break;
 			case 19:
 				b.opt.map_rows = parse_count(optarg, "map-rows", 0);
+				break;
+			case 45:
+				b.opt.lanes_rows = parse_count(optarg, "lanes-rows", 0);
+				break;
+			case 46:
+				b.opt.lanes = parse_count(optarg, "lanes", 1);
 				break;
 			case 21:
 				b.opt.otel_url = optarg;

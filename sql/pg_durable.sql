@@ -328,6 +328,15 @@ CREATE FUNCTION df.map(query text, step text, max_concurrent int DEFAULT NULL) R
 COMMENT ON FUNCTION df.map(text, text, int) IS
 	'node MAP: run query once (a SQL step), then step once per row with $item bound to the row, '
 	'at most max_concurrent at a time; the result is the array of the steps'' results in row order';
+-- Lanes mode: chosen by giving collect (no default, so that the three
+-- arguments above never pick this one).
+CREATE FUNCTION df.map(query text, step text, max_concurrent int, collect boolean,
+	tolerated_failures int DEFAULT 0) RETURNS text
+	LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'pgd_map_lanes';
+COMMENT ON FUNCTION df.map(text, text, int, boolean, int) IS
+	'node MAP in lanes mode: the query''s rows go to a table, and max_concurrent lanes (32 when NULL) '
+	'run step once per row, one row after another; the result is the array of the steps'' results '
+	'(collect) or {"items", "succeeded", "failed"}; up to tolerated_failures rows may fail';
 
 -- Keyed locks (docs/design/locks-and-limits.md §1): node LOCK.
 CREATE FUNCTION df.with_lock(step text, keys text[], mode text DEFAULT 'exclusive',
@@ -1991,11 +2000,30 @@ CREATE TABLE df_internal.maps (
 	total int NOT NULL,
 	started int NOT NULL,
 	finished int NOT NULL DEFAULT 0,
+	failed int NOT NULL DEFAULT 0,
 	PRIMARY KEY (instance_id, node_id, scope)
 );
 COMMENT ON TABLE df_internal.maps IS
-	'running MAP executions (df.map): children in all, started, finished';
+	'running MAP executions (df.map): children (or rows) in all, started, finished, failed';
 SELECT pg_catalog.pg_extension_config_dump('df_internal.maps', '');
+-- The rows of the query of a MAP execution in lanes mode, written by the
+-- query's step as it returns them (item: the row number from 0), each
+-- read when a lane takes it; an item's result (collect) or its error (a
+-- tolerated failure) is kept here until the MAP ends, a row whose item
+-- succeeded without collect goes at once.  They go with the runs row.
+CREATE TABLE df_internal.map_rows (
+	instance_id varchar(8) NOT NULL REFERENCES df_internal.runs (instance_id) ON DELETE CASCADE,
+	node_id varchar(8) NOT NULL,
+	scope text NOT NULL,
+	item int NOT NULL CHECK (item >= 0),
+	value jsonb NOT NULL,
+	result jsonb,
+	failed boolean NOT NULL DEFAULT false,
+	PRIMARY KEY (instance_id, node_id, scope, item)
+);
+COMMENT ON TABLE df_internal.map_rows IS
+	'the rows of the queries of MAP executions in lanes mode (df.map with collect), until each is done';
+SELECT pg_catalog.pg_extension_config_dump('df_internal.map_rows', '');
 
 -- Retention of key rows: a key nobody holds or waits for, whose
 -- bucket is full again, is forgotten; the next LIMIT node to enter it
@@ -2247,6 +2275,8 @@ CREATE TRIGGER restore_hold AFTER INSERT ON df_internal.map_items
 	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_arrived();
 CREATE TRIGGER restore_hold AFTER INSERT ON df_internal.maps
 	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_arrived();
+CREATE TRIGGER restore_hold AFTER INSERT ON df_internal.map_rows
+	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_arrived();
 CREATE TRIGGER restore_hold AFTER INSERT ON df_internal.bus_takes
 	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_arrived();
 ALTER TABLE df.instances ENABLE ALWAYS TRIGGER restore_hold;
@@ -2255,6 +2285,7 @@ ALTER TABLE df_internal.tasks ENABLE ALWAYS TRIGGER restore_hold;
 ALTER TABLE df.nodes ENABLE ALWAYS TRIGGER restore_hold;
 ALTER TABLE df_internal.map_items ENABLE ALWAYS TRIGGER restore_hold;
 ALTER TABLE df_internal.maps ENABLE ALWAYS TRIGGER restore_hold;
+ALTER TABLE df_internal.map_rows ENABLE ALWAYS TRIGGER restore_hold;
 ALTER TABLE df_internal.bus_takes ENABLE ALWAYS TRIGGER restore_hold;
 
 -- Fired before every INSERT and COPY into the tables with foreign keys or
@@ -2278,12 +2309,15 @@ CREATE TRIGGER restore_load BEFORE INSERT ON df_internal.map_items
 	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_loading();
 CREATE TRIGGER restore_load BEFORE INSERT ON df_internal.maps
 	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_loading();
+CREATE TRIGGER restore_load BEFORE INSERT ON df_internal.map_rows
+	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_loading();
 CREATE TRIGGER restore_load BEFORE INSERT ON df_internal.bus_takes
 	FOR EACH STATEMENT EXECUTE FUNCTION df_internal.restore_loading();
 ALTER TABLE df.instances ENABLE ALWAYS TRIGGER restore_load;
 ALTER TABLE df.nodes ENABLE ALWAYS TRIGGER restore_load;
 ALTER TABLE df_internal.map_items ENABLE ALWAYS TRIGGER restore_load;
 ALTER TABLE df_internal.maps ENABLE ALWAYS TRIGGER restore_load;
+ALTER TABLE df_internal.map_rows ENABLE ALWAYS TRIGGER restore_load;
 ALTER TABLE df_internal.bus_takes ENABLE ALWAYS TRIGGER restore_load;
 
 -- The end of a restore, run by the administrator once every part of it is
@@ -2338,6 +2372,12 @@ BEGIN
 		UNION ALL
 		SELECT pg_catalog.format('%s map counters without their run', count(*))
 		  FROM df_internal.maps m
+		 WHERE NOT EXISTS (SELECT FROM df_internal.runs r
+						   WHERE r.instance_id OPERATOR(pg_catalog.=) m.instance_id)
+		HAVING count(*) OPERATOR(pg_catalog.>) 0
+		UNION ALL
+		SELECT pg_catalog.format('%s map rows without their run', count(*))
+		  FROM df_internal.map_rows m
 		 WHERE NOT EXISTS (SELECT FROM df_internal.runs r
 						   WHERE r.instance_id OPERATOR(pg_catalog.=) m.instance_id)
 		HAVING count(*) OPERATOR(pg_catalog.>) 0

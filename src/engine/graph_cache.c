@@ -333,7 +333,7 @@ parse_config(PgdNode *n)
 			n->if_rows_name = (v && v->type == DFJ_STRING) ? v->str : NULL;
 			break;
 		case DF_NODE_MAP:
-			n->map_problem = df_map_parse(n->query, &n->map_max);
+			n->map_problem = df_map_settings(n->query, &n->map);
 			break;
 		case DF_NODE_LOOP:
 			n->loop_problem = df_loop_parse(n->query, true, &n->loop);

@@ -26,6 +26,7 @@
 #include "graph/event_config.h"
 #include "graph/graph.h"
 #include "graph/lock_config.h"
+#include "graph/map_config.h"
 #include "graph/loop_config.h"
 #include "graph/orch_config.h"
 
@@ -57,7 +58,7 @@ typedef struct PgdNode
 	char   *config_problem;	  /* ... NULL when it passes the config checks */
 	DfWrapperConfig *wrapper; /* RETRY, TIMEOUT, CATCH, FAIL: settings */
 	char			*wrapper_problem; /* ... NULL when they parse */
-	int				 map_max;		  /* MAP: max_concurrent, 0 for no cap */
+	DfMapSettings	 map;			  /* MAP: settings */
 	char			*map_problem;	  /* ... NULL when the settings parse */
 	int				 nitems;		  /* MAP: the children df.map made, */
 	int				*items;			  /* ... in row order (parent: the MAP) */

@@ -455,13 +455,19 @@ render_node(ExplainState *st, const DfNode *node, int depth,
 			/* df.map: its cap, live its children's states, then query and step */
 			DfJson	   *cfg = node_config(node);
 			const char *max = config_number(cfg, "max_concurrent");
+			const char *lanes = config_number(cfg, "lanes");
 			const char *items = config_string(cfg, "items");
 
 			appendStringInfoString(&st->label, "MAP");
 			if (max != NULL)
 				appendStringInfo(&st->label, " (max_concurrent %s)", max);
+			if (lanes != NULL)
+				appendStringInfo(&st->label, " (lanes %s)", lanes);
 			append_name(&st->label, node);
-			if (items != NULL)
+			/* in lanes mode the children are the lanes: "lanes N: ..." */
+			if (items != NULL && lanes != NULL && strncmp(items, "items ", 6) == 0)
+				appendStringInfo(&st->label, " · lanes %s", items + 6);
+			else if (items != NULL)
 				appendStringInfo(&st->label, " · %s", items);
 			emit_line(st, depth, prefix, node);
 			render_child(st, "▸ rows:", node->left, depth + 1);

@@ -32,6 +32,14 @@
  * than the graph node limit allows (DF_MAX_NODES, counting the copies)
  * fail the MAP and say the limit.
  *
+ * Lanes mode (df.map with collect; docs/design/map.md §6): the query's
+ * rows go to df_internal.map_rows as its statement returns them
+ * (pgd_map_row_sink), and max_concurrent copies of the step, the lanes,
+ * run them one after another: row i in lane scope
+ * "<map scope>::<lane root id>::<i + 1>", the lane's next row started in
+ * the transaction where its row ended.  The result is the rows' results
+ * (collect) or their counts; up to tolerated_failures rows may fail.
+ *
  * Locks: see apply.h (inside a transition, under the runs row).
  *
  *-------------------------------------------------------------------------
@@ -42,6 +50,8 @@
 #include "utils/hsearch.h"
 
 #include "common/json.h"
+#include "core/settings.h"
+#include "graph/map_config.h"
 #include "engine/apply.h"
 #include "engine/scope.h"
 #include "store/store.h"
@@ -223,14 +233,16 @@ make_children(PgdGraph *g, int n, int first, int total)
 static void
 map_end(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 {
-	int			 nitems = g->nodes[n].nitems;
-	const char **ids = palloc(sizeof(char *) * Max(nitems, 1));
+	int			  nitems = g->nodes[n].nitems;
+	const char	**ids = palloc(sizeof(char *) * Max(nitems, 1));
 
 	map_ends++;
 	for (int i = 0; i < nitems; i++)
 		ids[i] = g->nodes[g->nodes[n].items[i]].id;
 	if (nitems > 0)
 		pgd_store_map_drop_results(g->instance_id, scope, nitems, ids);
+	if (g->nodes[n].map.lanes)
+		pgd_store_map_rows_drop(g->instance_id, g->nodes[n].id, scope);
 	pgd_store_map_close(g->instance_id, g->nodes[n].id, scope);
 	pgd_apply_finish_node(g, n, scope, outcome);
 }
@@ -300,7 +312,8 @@ rows_arrived(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 	}
 	pgd_store_map_items_bind(g->instance_id, total, scopes, items);
 
-	first = g->nodes[n].map_max > 0 ? Min(g->nodes[n].map_max, total) : total;
+	first = g->nodes[n].map.max_concurrent > 0 ?
+		Min(g->nodes[n].map.max_concurrent, total) : total;
 	pgd_store_map_open(g->instance_id, g->nodes[n].id, scope, total, first);
 	ends = map_ends;
 	for (int i = 0; i < first; i++)
@@ -319,6 +332,319 @@ rows_arrived(PgdGraph *g, int n, const char *scope, PgdOutcome outcome)
 		}
 	}
 }
+
+/* ---------------------------------------------------------------------
+ * Lanes mode: max_concurrent copies of the step, each running the items
+ * one after another, item i in "<map scope>::<lane root id>::<i + 1>"
+ * ---------------------------------------------------------------------
+ */
+
+/* The scope item runs in, in lane c of the MAP running in scope. */
+static char *
+lane_scope(const PgdGraph *g, int c, const char *scope, int item)
+{
+	return psprintf("%s::%s::%d", scope, g->nodes[c].id, item + 1);
+}
+
+/* Item (from 0) starts in lane (an index into the MAP's children). */
+static void
+start_item(PgdGraph *g, int n, const char *scope, int lane, int item)
+{
+	int	  c = g->nodes[n].items[lane];
+	char *iscope = lane_scope(g, c, scope, item);
+
+	if (!pgd_store_map_row_bind(g->instance_id, g->nodes[n].id, scope, item,
+								iscope))
+		elog(ERROR, "MAP node %s of instance %s has no row %d in scope %s",
+			 g->nodes[n].id, g->instance_id, item, scope);
+	pgd_apply_start_node(g, c, iscope);
+}
+
+/*
+ * The scope each lane of the MAP running in scope runs its item in now
+ * (NULL for a lane that runs none), from the lanes' stamps.
+ */
+static char **
+lane_scopes(const PgdGraph *g, int n, const char *scope)
+{
+	int			   nl = g->nodes[n].nitems;
+	const char   **ids = palloc(sizeof(char *) * Max(nl, 1));
+	char		 **out = palloc0(sizeof(char *) * Max(nl, 1));
+	char		 **row_ids;
+	PgdNodeStatus *statuses;
+	char		 **stamps;
+	int			   rows;
+
+	for (int j = 0; j < nl; j++)
+		ids[j] = g->nodes[g->nodes[n].items[j]].id;
+	rows = pgd_store_node_stamps(g->instance_id, ids, nl, &row_ids, &statuses,
+								 &stamps);
+	for (int r = 0; r < rows; r++)
+		for (int j = 0; j < nl; j++)
+			if (strcmp(row_ids[r], ids[j]) == 0 && stamps[r] != NULL &&
+				strcmp(pgd_strip_scope(stamps[r]), scope) == 0)
+				out[j] = stamps[r];
+	return out;
+}
+
+/* The item a lane's scope ("<scope>::<lane id>::<item + 1>") runs. */
+static int
+scope_item(const char *lane_scope)
+{
+	const char *p = strrchr(lane_scope, ':');
+
+	if (p == NULL || atoi(p + 1) < 1)
+		elog(ERROR, "malformed MAP lane scope \"%s\"", lane_scope);
+	return atoi(p + 1) - 1;
+}
+
+/* The query of a MAP in lanes mode returned total rows (in map_rows). */
+static void
+lanes_rows_arrived(PgdGraph *g, int n, const char *scope, PgdOutcome outcome,
+				   const DfMapSettings *s)
+{
+	char   *err = NULL;
+	DfJson *res = dfjson_parse(outcome.result, strlen(outcome.result), &err);
+	DfJson *items = res ? dfjson_get(res, "items") : NULL;
+	DfJson *rows = res ? dfjson_get(res, "rows") : NULL;
+	int64	total;
+	int		lanes;
+	int		m;
+	int	   *tnodes;
+	int		have = g->nodes[n].nitems;
+	uint64	ends;
+
+	if (items != NULL && dfjson_get_int64(items, &total))
+		;
+	else if (rows != NULL && rows->type == DFJ_ARRAY)
+	{
+		/* the rows came as a result (a step in another database) */
+		total = rows->count;
+		if (total > 0)
+			pgd_store_map_rows_add(g->instance_id, g->nodes[n].id, scope, 0,
+								   outcome.result);
+	}
+	else
+	{
+		map_end(g, n, scope,
+				pgd_failure("MAP query did not return rows: %s",
+							outcome.result));
+		return;
+	}
+	if (total > PG_INT32_MAX - 1)
+	{
+		PgdOutcome too_many =
+			pgd_failure("df.map: the query returned " INT64_FORMAT " rows, more than the %d a MAP takes",
+						total, PG_INT32_MAX - 1);
+
+		too_many.code = pstrdup("fail");
+		map_end(g, n, scope, too_many);
+		return;
+	}
+	if (total == 0)
+	{
+		map_end(g, n, scope,
+				(PgdOutcome){true,
+							 s->collect ? pstrdup("[]") :
+										  pstrdup("{\"items\":0,\"succeeded\":0,\"failed\":0}")});
+		return;
+	}
+	lanes = (int) Min((int64) s->max_concurrent, total);
+	m = template_nodes(g, g->nodes[n].right, &tnodes);
+	if (lanes > have &&
+		(int64) g->nnodes + (int64) (lanes - have) * m > DF_MAX_NODES)
+	{
+		PgdOutcome too_many =
+			pgd_failure("df.map: %d lanes, each a copy of its step (%d node%s), would make the graph %lld nodes, "
+						"more than the limit of %d nodes",
+						lanes, m, m == 1 ? "" : "s",
+						(long long) g->nnodes + (long long) (lanes - have) * m,
+						DF_MAX_NODES);
+
+		too_many.code = pstrdup("fail");
+		map_end(g, n, scope, too_many);
+		return;
+	}
+	if (lanes > have)
+		make_children(g, n, have, lanes);
+
+	pgd_store_map_open(g->instance_id, g->nodes[n].id, scope, (int) total,
+					   lanes);
+	ends = map_ends;
+	for (int j = 0; j < lanes; j++)
+	{
+		start_item(g, n, scope, j, j);
+		/* an item that ended at once may have ended the MAP */
+		if (map_ends != ends)
+		{
+			int t, st, f;
+
+			pgd_store_map_counts(g->instance_id, g->nodes[n].id, scope, &t,
+								 &st, &f);
+			if (t < 0)
+				return;
+			ends = map_ends;
+		}
+	}
+}
+
+/* A tolerated failure, as kept: {"error": ..., "code": ...}. */
+static char *
+item_error(PgdOutcome outcome)
+{
+	DfJson *e = dfjson_make_object();
+
+	dfjson_object_add(e, "error",
+					  dfjson_make_string(outcome.result ? outcome.result : ""));
+	dfjson_object_add(e, "code",
+					  outcome.code ? dfjson_make_string(outcome.code) :
+									 dfjson_make_null());
+	return dfjson_to_text(e);
+}
+
+/* Every item of the MAP running in scope has ended: its outcome. */
+static void
+lanes_finish(PgdGraph *g, int n, const char *scope, const DfMapSettings *s,
+			 int total, int nfailed)
+{
+	const char *map_id = g->nodes[n].id;
+
+	if (s->collect)
+	{
+		int64 size = pgd_store_map_rows_size(g->instance_id, map_id, scope);
+		int64 limit = (int64) pgd_max_result_size * 1024;
+
+		if (size > limit)
+		{
+			PgdOutcome too_big =
+				pgd_failure("df.map: the results of its %d items are " INT64_FORMAT " bytes, "
+							"more than pg_durable.max_result_size (%d kB); with collect => false "
+							"the step writes its results itself and the MAP returns counts",
+							total, size, pgd_max_result_size);
+
+			too_big.code = pstrdup("fail");
+			map_end(g, n, scope, too_big);
+			return;
+		}
+		map_end(g, n, scope,
+				(PgdOutcome){true, pgd_store_map_rows_results(
+									   g->instance_id, map_id, scope, false)});
+		return;
+	}
+	map_end(g, n, scope,
+			(PgdOutcome){
+				true,
+				nfailed == 0 ?
+					psprintf("{\"items\":%d,\"succeeded\":%d,\"failed\":0}",
+							 total, total) :
+					psprintf("{\"items\":%d,\"succeeded\":%d,\"failed\":%d,\"failures\":%s}",
+							 total, total - nfailed, nfailed,
+							 pgd_store_map_rows_results(g->instance_id, map_id,
+														scope, true))});
+}
+
+/* Lane child of MAP n (running in scope) ended its item with outcome. */
+static void
+lane_done(PgdGraph *g, int n, int child, const char *scope,
+		  PgdOutcome outcome, const DfMapSettings *s)
+{
+	const char	  *map_id = g->nodes[n].id;
+	const char	  *child_id = g->nodes[child].id;
+	char		 **row_ids;
+	PgdNodeStatus *statuses;
+	char		 **stamps;
+	char		  *iscope;
+	int			   lane = -1;
+	int			   item;
+	int			   total, finished, nfailed, next;
+
+	for (int j = 0; j < g->nodes[n].nitems; j++)
+		if (g->nodes[n].items[j] == child)
+			lane = j;
+	/* the lane's stamp is the scope of the item it ran */
+	if (lane < 0 ||
+		pgd_store_node_stamps(g->instance_id, &child_id, 1, &row_ids,
+							  &statuses, &stamps) != 1 ||
+		stamps[0] == NULL || strcmp(pgd_strip_scope(stamps[0]), scope) != 0)
+		elog(ERROR, "node %s is not a lane of MAP node %s running in scope %s",
+			 child_id, map_id, scope);
+	iscope = stamps[0];
+	item = scope_item(iscope);
+	if (!pgd_store_map_lane_done(g->instance_id, map_id, scope, !outcome.ok,
+								 s->tolerated_failures, &total, &finished,
+								 &nfailed, &next))
+		elog(ERROR, "MAP node %s of instance %s has no counters in scope %s",
+			 map_id, g->instance_id, scope);
+	/* the item's named results ($item among them) go with it */
+	pgd_store_map_item_results_drop(g->instance_id, iscope);
+
+	if (!outcome.ok && nfailed > s->tolerated_failures)
+	{
+		PgdOutcome failed = outcome;
+		char	 **scopes = lane_scopes(g, n, scope);
+
+		/* the other lanes' items are no longer wanted */
+		for (int j = 0; j < g->nodes[n].nitems; j++)
+			if (j != lane && scopes[j] != NULL)
+				pgd_apply_abandon_scope(g, scopes[j]);
+		failed.result = psprintf("MAP item %d failed: %s", item + 1,
+								 outcome.result ? outcome.result : "");
+		map_end(g, n, scope, failed);
+		return;
+	}
+	if (!outcome.ok)
+		pgd_store_map_row_done(g->instance_id, map_id, scope, item,
+							   item_error(outcome), true);
+	else
+		pgd_store_map_row_done(g->instance_id, map_id, scope, item,
+							   s->collect ?
+								   (outcome.result ? outcome.result : "null") :
+								   NULL,
+							   false);
+	if (finished >= total)
+	{
+		lanes_finish(g, n, scope, s, total, nfailed);
+		return;
+	}
+	/* the lane's next item starts in the transaction where this one ended */
+	if (next >= 0)
+		start_item(g, n, scope, lane, next);
+}
+
+typedef struct MapSink
+{
+	char *instance_id;
+	char *map_id;
+	char *scope;
+} MapSink;
+
+static void
+map_sink_flush(void *arg, int64 first, const char *chunk)
+{
+	MapSink *m = arg;
+
+	pgd_store_map_rows_add(m->instance_id, m->map_id, m->scope, first, chunk);
+}
+
+bool
+pgd_map_row_sink(const PgdGraph *g, int n, const char *scope,
+				 PgdRowSink *sink)
+{
+	int			  p = g->nodes[n].parent;
+	MapSink		 *m;
+
+	if (p < 0 || g->nodes[p].type != DF_NODE_MAP || g->nodes[p].left != n ||
+		!g->nodes[p].map.lanes)
+		return false;
+	m = palloc(sizeof(MapSink));
+	m->instance_id = pstrdup(g->instance_id);
+	m->map_id = pstrdup(g->nodes[p].id);
+	m->scope = pgd_parent_scope(g, n, scope);
+	sink->flush = map_sink_flush;
+	sink->arg = m;
+	return true;
+}
+
 
 void
 pgd_map_start(PgdGraph *g, int n, const char *scope)
@@ -341,6 +667,8 @@ pgd_map_child_done(PgdGraph *g, int n, int child, const char *scope,
 	const char *map_id = g->nodes[n].id;
 	int			item = -1;
 	int			total, started, finished;
+	const DfMapSettings *s = &g->nodes[n].map;
+	bool		lanes = s->lanes;
 
 	if (child == g->nodes[n].left)
 	{
@@ -352,7 +680,15 @@ pgd_map_child_done(PgdGraph *g, int n, int child, const char *scope,
 		pgd_store_results_merge(g->instance_id,
 								pgd_branch_scope(g, child, scope), scope,
 								true);
-		rows_arrived(g, n, scope, outcome);
+		if (lanes)
+			lanes_rows_arrived(g, n, scope, outcome, s);
+		else
+			rows_arrived(g, n, scope, outcome);
+		return;
+	}
+	if (lanes)
+	{
+		lane_done(g, n, child, scope, outcome, s);
 		return;
 	}
 

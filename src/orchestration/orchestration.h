@@ -18,6 +18,7 @@
 #include "engine/graph_cache.h"
 #include "store/types.h"
 #include "graph/orch_config.h"
+#include "steps/step_sql.h"
 
 /* --- retry.c: what becomes of a failed attempt --- */
 typedef enum PgdRetryVerdict
@@ -137,6 +138,13 @@ extern void pgd_map_start(PgdGraph *g, int n, const char *scope);
 /* The query or a child of MAP node n (running in scope) ended with outcome. */
 extern void pgd_map_child_done(PgdGraph *g, int n, int child,
 							   const char *scope, PgdOutcome outcome);
+
+/*
+ * Step n, run in scope, is the query of a MAP in lanes mode: *sink is where
+ * its rows go (df_internal.map_rows), for pgd_set_row_sink.
+ */
+extern bool pgd_map_row_sink(const PgdGraph *g, int n, const char *scope,
+							 PgdRowSink *sink);
 
 /* --- limits.c: node LIMIT --- */
 extern void pgd_limit_start(PgdGraph *g, int n, const char *scope);

@@ -12,7 +12,10 @@
  * table), inside the subtransaction, so that a result that cannot be
  * represented (an unsupported column type, more than
  * pg_durable.max_result_size of JSON) stops the statement at that row and
- * rolls back its effects together with failing the node.
+ * rolls back its effects together with failing the node.  With a row sink
+ * (pgd_set_row_sink: the query of a df.map in lanes mode) the rows go to
+ * the sink instead, 1,000 at a time, as the engine's role but inside the
+ * same subtransaction, and the result only counts them.
  *
  * A step is one statement: text holding several is refused (the
  * reference runs it through the extended protocol, which refuses it too),
@@ -107,7 +110,57 @@ typedef struct StepDest
 	DestReceiver	  pub;
 	MemoryContext	  cxt; /* the builder and its text */
 	PgdResultBuilder *builder;
+	MemoryContext	  keep_cxt; /* with a sink: typeinfo (cxt is reset per chunk) */
+	TupleDesc		  typeinfo;
+	/* with a row sink: the rows go there, in chunks of STEP_SINK_CHUNK */
+	const PgdRowSink *sink;
+	int64			  sent;	   /* rows flushed */
+	int				  pending; /* rows in the builder */
+	Oid				  engine_userid;
+	int				  engine_sec;
 } StepDest;
+
+#define STEP_SINK_CHUNK 1000
+
+/* the sink of the next statement (pgd_set_row_sink) */
+static PgdRowSink next_sink;
+static bool		  next_sink_set = false;
+
+void
+pgd_set_row_sink(const PgdRowSink *sink)
+{
+	next_sink_set = sink != NULL;
+	if (sink != NULL)
+		next_sink = *sink;
+}
+
+/* The rows in the builder go to the sink, as the engine's own role. */
+static void
+step_dest_flush(StepDest *d)
+{
+	Oid			  userid;
+	int			  sec;
+	MemoryContext old;
+	char		 *chunk;
+
+	if (d->pending == 0)
+		return;
+	old = MemoryContextSwitchTo(d->cxt);
+	chunk = pgd_result_finish(d->builder);
+	d->builder = NULL;
+	MemoryContextSwitchTo(old);
+	GetUserIdAndSecContext(&userid, &sec);
+	SetUserIdAndSecContext(d->engine_userid, d->engine_sec);
+	d->sink->flush(d->sink->arg, d->sent, chunk);
+	SetUserIdAndSecContext(userid, sec);
+	d->sent += d->pending;
+	d->pending = 0;
+	MemoryContextReset(d->cxt);
+	old = MemoryContextSwitchTo(d->cxt);
+	d->builder =
+		pgd_result_begin(d->typeinfo, (Size) pgd_max_result_size * 1024);
+	MemoryContextSwitchTo(old);
+}
 
 static void
 step_dest_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
@@ -118,7 +171,14 @@ step_dest_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 	if (d->builder != NULL)
 		pgd_result_discard(d->builder);
 	d->builder = pgd_result_begin(typeinfo, (Size) pgd_max_result_size * 1024);
+	d->pending = 0;
 	MemoryContextSwitchTo(old);
+	if (d->sink != NULL)
+	{
+		old = MemoryContextSwitchTo(d->keep_cxt);
+		d->typeinfo = CreateTupleDescCopy(typeinfo);
+		MemoryContextSwitchTo(old);
+	}
 }
 
 static bool
@@ -132,6 +192,8 @@ step_dest_receive(TupleTableSlot *slot, DestReceiver *self)
 							&err))
 		ereport(ERROR,
 				(errcode(ERRCODE_PGD_RESULT_CONVERSION), errmsg("%s", err)));
+	if (d->sink != NULL && ++d->pending >= STEP_SINK_CHUNK)
+		step_dest_flush(d);
 	return true;
 }
 
@@ -313,12 +375,17 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 	ResourceOwner oldowner = CurrentResourceOwner;
 	PgdOutcome	  outcome = {false, NULL};
 	StepDest	  dest;
+	const PgdRowSink *sink = NULL;
 	Oid			  save_userid;
 	int			  save_sec;
 	bool		  save_in_step;
 
 	*retry = false;
 	*sqlstate = 0;
+	/* the sink holds for this call only, however it ends */
+	if (next_sink_set)
+		sink = &next_sink;
+	next_sink_set = false;
 
 	/* installed here, in the processes that run steps, once */
 	if (!step_log_hook_installed)
@@ -339,10 +406,15 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 	dest.pub.rDestroy = step_dest_noop;
 	/* not DestSPI, which would make SPI check a tuple table it never built */
 	dest.pub.mydest = DestNone;
-	dest.cxt = AllocSetContextCreate(oldcxt, "pg_durable step result",
+	dest.keep_cxt = AllocSetContextCreate(oldcxt, "pg_durable step result",
+										  ALLOCSET_DEFAULT_SIZES);
+	dest.cxt = AllocSetContextCreate(dest.keep_cxt, "pg_durable step rows",
 									 ALLOCSET_DEFAULT_SIZES);
+	dest.sink = sink;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec);
+	dest.engine_userid = save_userid;
+	dest.engine_sec = save_sec;
 	save_in_step = in_step;
 	in_step = true;
 
@@ -403,11 +475,19 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 					 errmsg("could not run the statement (%s)",
 							SPI_result_code_string(rc))));
 		outcome.ok = true;
-		outcome.result =
-			MemoryContextStrdup(oldcxt,
-								dest.builder == NULL ?
-									pgd_result_empty() :
-									pgd_result_finish(dest.builder));
+		if (dest.sink != NULL)
+		{
+			if (dest.builder != NULL)
+				step_dest_flush(&dest);
+			outcome.result = MemoryContextStrdup(
+				oldcxt, psprintf("{\"items\":" INT64_FORMAT "}", dest.sent));
+		}
+		else
+			outcome.result =
+				MemoryContextStrdup(oldcxt,
+									dest.builder == NULL ?
+										pgd_result_empty() :
+										pgd_result_finish(dest.builder));
 		SPI_finish();
 
 		/* this order: the session user is restored outside the restriction */
@@ -452,7 +532,7 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 	}
 	PG_END_TRY();
 
-	MemoryContextDelete(dest.cxt);
+	MemoryContextDelete(dest.keep_cxt);
 	in_step = save_in_step;
 	discard_step_session_state();
 	return outcome;

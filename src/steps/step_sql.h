@@ -45,6 +45,22 @@ extern PgdOutcome pgd_run_user_sql(const char *query, Oid submitter,
 								   bool *retry, int *sqlstate);
 
 /*
+ * Where the rows of the next pgd_run_user_sql go instead of its result
+ * (df.map in lanes mode): flush is called with each chunk of rows as a
+ * result's JSON ({"rows": [...]}) and the number of its first row, as the
+ * engine's own role, inside the statement's subtransaction; the result is
+ * then {"items": <rows in all>}.  NULL: the rows are the result, as
+ * always.  It holds for one call only.
+ */
+typedef struct PgdRowSink
+{
+	void (*flush)(void *arg, int64 first, const char *chunk);
+	void *arg;
+} PgdRowSink;
+
+extern void pgd_set_row_sink(const PgdRowSink *sink);
+
+/*
  * pg_durable.log_workflow_sql.  On, a step's statement is the activity of
  * the process that runs it (pg_stat_activity, and the server log's "failed
  * process was running" if it crashes).  Off, the activity names the step

@@ -25,6 +25,8 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 
 #include "common/spi.h"
@@ -48,6 +50,16 @@ enum
 	MAP_DROP_RESULTS,
 	MAP_RESULTS,
 	MAP_COUNTS,
+	MAP_ROWS_ADD,
+	MAP_ROW_BIND,
+	MAP_ROW_KEEP,
+	MAP_ROW_DROP,
+	MAP_LANE_DONE,
+	MAP_ITEM_RESULTS_DROP,
+	MAP_ROWS_SIZE,
+	MAP_ROWS_RESULTS,
+	MAP_ROWS_FAILURES,
+	MAP_ROWS_DROP,
 	MAP_STMTS
 };
 
@@ -96,7 +108,7 @@ static const PgdStmtDef map_stmts[MAP_STMTS] = {
 		 "INSERT INTO df_internal.maps (instance_id, node_id, scope, total, started) "
 		 "VALUES ($1, $2, $3, $4::int, $5::int) "
 		 "ON CONFLICT (instance_id, node_id, scope) DO UPDATE "
-		 "SET total = EXCLUDED.total, started = EXCLUDED.started, finished = 0",
+		 "SET total = EXCLUDED.total, started = EXCLUDED.started, finished = 0, failed = 0",
 		 5,
 		 {T, T, T, T, T}},
 	[MAP_CHILD_DONE] =
@@ -150,6 +162,105 @@ static const PgdStmtDef map_stmts[MAP_STMTS] = {
 		{"the counters of a MAP execution, for monitoring",
 		 0, REACH_INSTANCE,
 		 "SELECT total, started, finished FROM df_internal.maps "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND scope OPERATOR(pg_catalog.=) $3",
+		 3,
+		 {T, T, T}},
+	[MAP_ROWS_ADD] =
+		{"a chunk of the rows of a MAP's query, in lanes mode",
+		 0, REACH_INSTANCE,
+		 /* run inside the user's statement, under its settings: every name qualified */
+		 "INSERT INTO df_internal.map_rows (instance_id, node_id, scope, item, value) "
+		 "SELECT $1, $2, $3, ($4::pg_catalog.int8 OPERATOR(pg_catalog.+) r.ord "
+		 "OPERATOR(pg_catalog.-) 1)::pg_catalog.int4, r.v "
+		 "FROM pg_catalog.jsonb_array_elements($5::pg_catalog.jsonb OPERATOR(pg_catalog.->) 'rows') "
+		 "WITH ORDINALITY AS r(v, ord)",
+		 5,
+		 {T, T, T, T, T}},
+	[MAP_ROW_BIND] =
+		{"a row of a MAP in lanes mode bound as the named result item in its lane's scope",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 "INSERT INTO df_internal.results AS r (instance_id, scope, name, value) "
+		 "SELECT $1, $5, 'item', m.value::pg_catalog.json FROM df_internal.map_rows m "
+		 "WHERE m.instance_id OPERATOR(pg_catalog.=) $1 AND m.node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND m.scope OPERATOR(pg_catalog.=) $3 AND m.item OPERATOR(pg_catalog.=) $4::int "
+		 "ON CONFLICT (instance_id, scope, name) DO UPDATE "
+		 "SET value = EXCLUDED.value, seq = EXCLUDED.seq",
+		 5,
+		 {T, T, T, T, T}},
+	[MAP_ROW_KEEP] =
+		{"a done item of a MAP in lanes mode: its result or its error",
+		 0, REACH_INSTANCE,
+		 "UPDATE df_internal.map_rows SET result = $5::jsonb, failed = $6::boolean "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND scope OPERATOR(pg_catalog.=) $3 AND item OPERATOR(pg_catalog.=) $4::int",
+		 6,
+		 {T, T, T, T, T, T}},
+	[MAP_ROW_DROP] =
+		{"a done item of a MAP in lanes mode whose result is not kept",
+		 0, REACH_INSTANCE,
+		 "DELETE FROM df_internal.map_rows "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND scope OPERATOR(pg_catalog.=) $3 AND item OPERATOR(pg_catalog.=) $4::int",
+		 4,
+		 {T, T, T, T}},
+	[MAP_LANE_DONE] =
+		{"an item of a MAP in lanes mode ended: one more finished (and failed), and the next started",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 /* $5: the failures tolerated; past them no item starts */
+		 "WITH o AS (SELECT started FROM df_internal.maps "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND scope OPERATOR(pg_catalog.=) $3) "
+		 "UPDATE df_internal.maps m SET finished = m.finished OPERATOR(pg_catalog.+) 1, "
+		 "failed = m.failed OPERATOR(pg_catalog.+) $4::int, "
+		 "started = m.started OPERATOR(pg_catalog.+) CASE WHEN m.started OPERATOR(pg_catalog.<) m.total "
+		 "AND m.failed OPERATOR(pg_catalog.+) $4::int OPERATOR(pg_catalog.<=) $5::int THEN 1 ELSE 0 END "
+		 "FROM o WHERE m.instance_id OPERATOR(pg_catalog.=) $1 AND m.node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND m.scope OPERATOR(pg_catalog.=) $3 "
+		 "RETURNING m.total, m.finished, m.failed, "
+		 "CASE WHEN m.started OPERATOR(pg_catalog.>) o.started THEN o.started ELSE -1 END",
+		 5,
+		 {T, T, T, T, T}},
+	[MAP_ITEM_RESULTS_DROP] =
+		{"the named results of an ended item's scope, of a MAP in lanes mode",
+		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 "DELETE FROM df_internal.results "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND scope OPERATOR(pg_catalog.=) $2",
+		 2,
+		 {T, T}},
+	[MAP_ROWS_SIZE] =
+		{"the size of the kept results of a MAP in lanes mode",
+		 0, REACH_INSTANCE,
+		 "SELECT COALESCE(pg_catalog.sum(pg_catalog.octet_length("
+		 "COALESCE(result, 'null'::jsonb)::text) OPERATOR(pg_catalog.+) 1), 0)::bigint "
+		 "FROM df_internal.map_rows "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND scope OPERATOR(pg_catalog.=) $3",
+		 3,
+		 {T, T, T}},
+	[MAP_ROWS_RESULTS] =
+		{"the kept results of a MAP in lanes mode as one array, in item order",
+		 0, REACH_INSTANCE,
+		 "SELECT COALESCE(pg_catalog.jsonb_agg(COALESCE(result, 'null'::jsonb) ORDER BY item), "
+		 "'[]')::text FROM df_internal.map_rows "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND scope OPERATOR(pg_catalog.=) $3",
+		 3,
+		 {T, T, T}},
+	[MAP_ROWS_FAILURES] =
+		{"the failed items of a MAP in lanes mode, in item order",
+		 0, REACH_INSTANCE,
+		 "SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object("
+		 "'item', item OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.||) result ORDER BY item), "
+		 "'[]')::text FROM df_internal.map_rows "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND scope OPERATOR(pg_catalog.=) $3 AND failed",
+		 3,
+		 {T, T, T}},
+	[MAP_ROWS_DROP] =
+		{"the rows of an ended MAP execution in lanes mode",
+		 0, REACH_INSTANCE,
+		 "DELETE FROM df_internal.map_rows "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
 		 "AND scope OPERATOR(pg_catalog.=) $3",
 		 3,
@@ -314,4 +425,81 @@ pgd_store_map_counts(const char *instance_id, const char *map_id,
 		*started = atoi(pgd_spi_getstring(0, 2));
 		*finished = atoi(pgd_spi_getstring(0, 3));
 	}
+}
+
+void
+pgd_store_map_rows_add(const char *instance_id, const char *map_id,
+					   const char *scope, int64 first, const char *chunk)
+{
+	/* inside the query's statement (step_sql.c's row sink): a level of its own */
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	MAP_RUN(MAP_ROWS_ADD, instance_id, map_id, scope,
+			psprintf(INT64_FORMAT, first), chunk);
+	SPI_finish();
+}
+
+bool
+pgd_store_map_row_bind(const char *instance_id, const char *map_id,
+					   const char *scope, int item, const char *item_scope)
+{
+	return MAP_RUN(MAP_ROW_BIND, instance_id, map_id, scope,
+				   psprintf("%d", item), item_scope) == 1;
+}
+
+void
+pgd_store_map_row_done(const char *instance_id, const char *map_id,
+					   const char *scope, int item, const char *keep,
+					   bool failed)
+{
+	if (keep == NULL)
+		MAP_RUN(MAP_ROW_DROP, instance_id, map_id, scope, psprintf("%d", item));
+	else
+		MAP_RUN(MAP_ROW_KEEP, instance_id, map_id, scope, psprintf("%d", item),
+				keep, failed ? "true" : "false");
+}
+
+bool
+pgd_store_map_lane_done(const char *instance_id, const char *map_id,
+						const char *scope, bool failed, int tolerated,
+						int *total, int *finished, int *nfailed, int *next)
+{
+	if (MAP_RUN(MAP_LANE_DONE, instance_id, map_id, scope, failed ? "1" : "0",
+				psprintf("%d", tolerated)) != 1)
+		return false;
+	*total = atoi(pgd_spi_getstring(0, 1));
+	*finished = atoi(pgd_spi_getstring(0, 2));
+	*nfailed = atoi(pgd_spi_getstring(0, 3));
+	*next = atoi(pgd_spi_getstring(0, 4));
+	return true;
+}
+
+void
+pgd_store_map_item_results_drop(const char *instance_id, const char *item_scope)
+{
+	MAP_RUN(MAP_ITEM_RESULTS_DROP, instance_id, item_scope);
+}
+
+int64
+pgd_store_map_rows_size(const char *instance_id, const char *map_id,
+						const char *scope)
+{
+	MAP_RUN(MAP_ROWS_SIZE, instance_id, map_id, scope);
+	return pg_strtoint64(pgd_spi_getstring(0, 1));
+}
+
+char *
+pgd_store_map_rows_results(const char *instance_id, const char *map_id,
+						   const char *scope, bool failures)
+{
+	MAP_RUN(failures ? MAP_ROWS_FAILURES : MAP_ROWS_RESULTS, instance_id,
+			map_id, scope);
+	return pgd_spi_getstring(0, 1);
+}
+
+void
+pgd_store_map_rows_drop(const char *instance_id, const char *map_id,
+						const char *scope)
+{
+	MAP_RUN(MAP_ROWS_DROP, instance_id, map_id, scope);
 }

@@ -518,16 +518,25 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 "AND pg_catalog.starts_with(scope, $2 OPERATOR(pg_catalog.||) '::')",
 		 2,
 		 {T, T}},
-	/* outermost first, so that inner scopes overwrite */
+	/*
+	 * outermost first, so that inner scopes overwrite.  One probe of the
+	 * primary key per scope: with "scope = ANY ($2)" a plan made while the
+	 * table had no statistics kept the scopes as a filter over every entry
+	 * of the instance, dead ones included (a df.map in lanes mode leaves one
+	 * per row until vacuum); OFFSET 0 keeps the planner from turning the
+	 * probes back into one scan joined to the scopes
+	 */
 	[STMT_RESULTS_IN] =
 		{"the named results of some scopes",
 		 0, REACH_INSTANCE,
-		 "SELECT name, value::text FROM df_internal.results "
-						 "WHERE instance_id OPERATOR(pg_catalog.=) $1 "
-						 "AND scope OPERATOR(pg_catalog.=) ANY ($2) "
-						 "ORDER BY pg_catalog.length(scope), seq",
-						 2,
-						 {T, TA}},
+		 "SELECT r.name, r.value::text "
+		 "FROM (SELECT DISTINCT u FROM pg_catalog.unnest($2) AS u) AS s(scope) "
+		 "JOIN LATERAL (SELECT name, value, seq FROM df_internal.results x "
+		 "WHERE x.instance_id OPERATOR(pg_catalog.=) $1 "
+		 "AND x.scope OPERATOR(pg_catalog.=) s.scope OFFSET 0) AS r ON true "
+		 "ORDER BY pg_catalog.length(s.scope), r.seq",
+		 2,
+		 {T, TA}},
 
 	[STMT_SIGNAL_TAKE] =
 		{"take the oldest buffered signal of a name",

@@ -326,6 +326,43 @@ extern void pgd_store_map_drop_results(const char *instance_id,
 extern char *pgd_store_map_results(const char *instance_id, int n,
 								   const char *const *node_ids);
 
+/*
+ * Lanes mode (df.map with collect): the query's rows in df_internal.map_rows,
+ * keyed by the MAP execution (map node, scope) and item number.
+ * rows_add: a chunk ({"rows": [...]}) from item first on, written from
+ * inside the query's statement.  row_bind: item's row becomes the named
+ * result "item" in item_scope (false: no such row).  row_done: the item's
+ * row keeps keep (its result, or its error when failed), or goes when keep
+ * is NULL.  lane_done: one more item finished (and failed), and the lane
+ * takes the next item (*next, -1 for none: all started, or more than
+ * tolerated failed).  item_results_drop: the named results of an ended
+ * item's own scope ($item among them).  rows_size:
+ * the bytes of the kept results as one array; rows_results: that array,
+ * or with failures the failed items' errors; rows_drop: every row goes.
+ */
+extern void pgd_store_map_rows_add(const char *instance_id,
+								   const char *map_id, const char *scope,
+								   int64 first, const char *chunk);
+extern bool pgd_store_map_row_bind(const char *instance_id,
+								   const char *map_id, const char *scope,
+								   int item, const char *item_scope);
+extern void pgd_store_map_row_done(const char *instance_id,
+								   const char *map_id, const char *scope,
+								   int item, const char *keep, bool failed);
+extern bool pgd_store_map_lane_done(const char *instance_id,
+									const char *map_id, const char *scope,
+									bool failed, int tolerated, int *total,
+									int *finished, int *nfailed, int *next);
+extern void pgd_store_map_item_results_drop(const char *instance_id,
+											const char *item_scope);
+extern int64 pgd_store_map_rows_size(const char *instance_id,
+									 const char *map_id, const char *scope);
+extern char *pgd_store_map_rows_results(const char *instance_id,
+										const char *map_id, const char *scope,
+										bool failures);
+extern void pgd_store_map_rows_drop(const char *instance_id,
+									const char *map_id, const char *scope);
+
 /* --- the event bus (event_bus.c) --- */
 
 /*

@@ -63,6 +63,7 @@
 #include "engine/inbox_apply.h"
 #include "store/store.h"
 #include "engine/transition.h"
+#include "orchestration/orchestration.h"
 #include "core/wake.h"
 #include "results/results.h"
 #include "steps/remote.h"
@@ -243,8 +244,13 @@ run_statement(PgdClaim *t, PgdGraph *g, int n, PgdOutcome *outcome)
 			(attempt_ms <= 0 || pgd_unit_state.budget_ms < attempt_ms);
 
 		/* a later step of a batch runs within the batch's budget */
+		PgdRowSink sink;
+
 		pgd_set_attempt_timeout(budgeted ? pgd_unit_state.budget_ms :
 										   attempt_ms);
+		/* the query of a df.map in lanes mode writes its rows to a table */
+		if (pgd_map_row_sink(g, n, t->scope, &sink))
+			pgd_set_row_sink(&sink);
 		*outcome =
 			pgd_run_user_sql(query, t->run.submitted_by, &retry, &sqlstate);
 		pgd_set_attempt_timeout(0);
