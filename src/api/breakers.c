@@ -20,7 +20,6 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -151,34 +150,9 @@ name_arg(FunctionCallInfo fcinfo, const char *func)
 	return name;
 }
 
-/* Run the fixed statements of this file as the engine, in SPI. */
-typedef struct AsEngine
-{
-	Oid userid;
-	int sec;
-} AsEngine;
-
-static void
-as_engine(AsEngine *save)
-{
-	GetUserIdAndSecContext(&save->userid, &save->sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
-						   (save->sec & ~SECURITY_RESTRICTED_OPERATION) |
-							   SECURITY_LOCAL_USERID_CHANGE);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-}
-
-static void
-as_caller(const AsEngine *save)
-{
-	SPI_finish();
-	SetUserIdAndSecContext(save->userid, save->sec);
-}
-
 /*
  * The owner of breaker name, after checking the caller may manage it
- * (inside as_engine).
+ * (with the engine's rights).
  */
 static void
 check_owner(const char *func, const char *name, Oid caller)
@@ -213,7 +187,7 @@ pgd_create_circuit_breaker(PG_FUNCTION_ARGS)
 	int			window;
 	int			minimum;
 	Oid			caller = GetUserId();
-	AsEngine	save;
+	PgdCaller	save;
 	Oid	  types[9] = {TEXTOID, INT4OID,		INT4OID, INT4OID,	  INTERVALOID,
 					  INT4OID, INTERVALOID, INT4OID, TEXTARRAYOID};
 	Datum values[10];
@@ -247,7 +221,7 @@ pgd_create_circuit_breaker(PG_FUNCTION_ARGS)
 	nulls[9] = ' ';
 	ctypes[9] = OIDOID;
 
-	as_engine(&save);
+	pgd_engine_rights(&save);
 	if (pgd_spi_exec("INSERT INTO df_internal.circuit_breakers (name, "
 					 "failure_rate_threshold, minimum_calls, window_size, "
 					 "wait_duration, half_open_calls, slow_call_duration, "
@@ -261,7 +235,7 @@ pgd_create_circuit_breaker(PG_FUNCTION_ARGS)
 				 errhint("Drop it with df.drop_circuit_breaker first to change its settings.")));
 	/* a slot left by a breaker of that name that was dropped is stale */
 	pgd_breaker_forget(MyDatabaseId, name);
-	as_caller(&save);
+	pgd_caller_again(&save);
 	PG_RETURN_VOID();
 }
 
@@ -271,11 +245,11 @@ pgd_drop_circuit_breaker(PG_FUNCTION_ARGS)
 	const char *f = "df.drop_circuit_breaker";
 	char	   *name;
 	Oid			caller = GetUserId();
-	AsEngine	save;
+	PgdCaller	save;
 
 	pgd_refuse_on_standby(f, "drop a circuit breaker");
 	name = name_arg(fcinfo, f);
-	as_engine(&save);
+	pgd_engine_rights(&save);
 	check_owner(f, name, caller);
 	PGD_EXEC("DELETE FROM df_internal.circuit_breaker_transitions "
 			 "WHERE name OPERATOR(pg_catalog.=) $1",
@@ -288,7 +262,7 @@ pgd_drop_circuit_breaker(PG_FUNCTION_ARGS)
 			 "AND name OPERATOR(pg_catalog.=) $1",
 			 name);
 	pgd_breaker_forget(MyDatabaseId, name);
-	as_caller(&save);
+	pgd_caller_again(&save);
 	PG_RETURN_VOID();
 }
 
@@ -298,13 +272,13 @@ pgd_reset_circuit_breaker(PG_FUNCTION_ARGS)
 	const char		 *f = "df.reset_circuit_breaker";
 	char			 *name;
 	Oid				  caller = GetUserId();
-	AsEngine		  save;
+	PgdCaller		  save;
 	PgdBreakerChanges ch;
 	TimestampTz		  now = GetCurrentTimestamp();
 
 	pgd_refuse_on_standby(f, "reset a circuit breaker");
 	name = name_arg(fcinfo, f);
-	as_engine(&save);
+	pgd_engine_rights(&save);
 	check_owner(f, name, caller);
 	pgd_breaker_reset(MyDatabaseId, name, now, &ch);
 	if (ch.n == 0)
@@ -326,7 +300,7 @@ pgd_reset_circuit_breaker(PG_FUNCTION_ARGS)
 		tr->reason = "reset";
 	}
 	pgd_store_breaker_persist(name, &ch, caller);
-	as_caller(&save);
+	pgd_caller_again(&save);
 	PG_RETURN_VOID();
 }
 
@@ -355,13 +329,13 @@ pgd_circuit_breakers(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	TimestampTz	   now = GetCurrentTimestamp();
-	AsEngine	   save;
+	PgdCaller	   save;
 	int			   n;
 	char		 **names;
 	char		 **owners;
 
 	InitMaterializedSRF(fcinfo, 0);
-	as_engine(&save);
+	pgd_engine_rights(&save);
 	n = pgd_spi_exec("SELECT name, owner::text FROM df_internal.circuit_breakers "
 					 "ORDER BY name",
 					 0, NULL, NULL, NULL, false);
@@ -406,6 +380,6 @@ pgd_circuit_breakers(PG_FUNCTION_ARGS)
 		out[8] = PointerGetDatum(cstring_to_text(owners[i]));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, isnull);
 	}
-	as_caller(&save);
+	pgd_caller_again(&save);
 	return (Datum) 0;
 }

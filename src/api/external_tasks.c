@@ -31,7 +31,6 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_authid.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -40,6 +39,7 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "common/spi.h"
 #include "graph/task_config.h"
 #include "orchestration/orchestration.h"
 #include "store/external_tasks.h"
@@ -55,31 +55,6 @@ PG_FUNCTION_INFO_V1(pgd_fail_task);
 #define MAX_LEASE_S		  86400.0
 #define MAX_ERROR_LEN	  (64 * 1024)
 #define CLAIM_SWEEP		  16 /* expired leases of the queue taken back first */
-
-typedef struct AsEngine
-{
-	Oid caller;
-	Oid userid;
-	int sec;
-} AsEngine;
-
-static void
-engine_begin(AsEngine *save)
-{
-	GetUserIdAndSecContext(&save->userid, &save->sec);
-	save->caller = GetUserId();
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
-						   save->sec | SECURITY_LOCAL_USERID_CHANGE);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-}
-
-static void
-engine_end(AsEngine *save)
-{
-	SPI_finish();
-	SetUserIdAndSecContext(save->userid, save->sec);
-}
 
 static void
 require(FunctionCallInfo fcinfo, int argno, const char *fn, const char *what)
@@ -136,7 +111,7 @@ pgd_claim_tasks(PG_FUNCTION_ARGS)
 	const char	   *problem;
 	int				max;
 	double			lease_s;
-	AsEngine		save;
+	PgdCaller		save;
 	PgdClaimedTask *tasks;
 	int				n;
 	AttInMetadata  *meta;
@@ -166,8 +141,8 @@ pgd_claim_tasks(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	meta = TupleDescGetAttInMetadata(rsinfo->setDesc);
-	engine_begin(&save);
-	if (!may_work_on(save.caller, queue))
+	pgd_engine_rights(&save);
+	if (!may_work_on(save.userid, queue))
 		refuse_queue(fn, queue);
 	/* a lease of this queue that ran out is taken back first */
 	(void) pgd_task_sweep(queue, CLAIM_SWEEP);
@@ -187,16 +162,16 @@ pgd_claim_tasks(PG_FUNCTION_ARGS)
 		tuplestore_puttuple(rsinfo->setResult,
 							BuildTupleFromCStrings(meta, values));
 	}
-	engine_end(&save);
+	pgd_caller_again(&save);
 	return (Datum) 0;
 }
 
 /* The task's row locked, once the caller may work on its queue. */
 static void
-lock_task(const char *fn, int64 task_id, AsEngine *save, PgdExternalTask *t)
+lock_task(const char *fn, int64 task_id, PgdCaller *save, PgdExternalTask *t)
 {
 	if (!pgd_store_external_lock(task_id, t) ||
-		!may_work_on(save->caller, t->queue))
+		!may_work_on(save->userid, t->queue))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("%s: there is no task %lld in a queue you may work on",
@@ -227,7 +202,7 @@ pgd_heartbeat_task(PG_FUNCTION_ARGS)
 	char		   *token;
 	double			extend_s = 0;
 	const char	   *answer;
-	AsEngine		save;
+	PgdCaller		save;
 	PgdExternalTask t;
 
 	require(fcinfo, 0, fn, "task_id");
@@ -237,7 +212,7 @@ pgd_heartbeat_task(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(2))
 		extend_s = interval_seconds(PG_GETARG_INTERVAL_P(2), fn, "extend");
 
-	engine_begin(&save);
+	pgd_engine_rights(&save);
 	lock_task(fn, task_id, &save, &t);
 	if (t.state == PGD_EXT_CANCELLED ||
 		(holds_lease(&t, token) && (!t.anchored || t.past_deadline)))
@@ -249,7 +224,7 @@ pgd_heartbeat_task(PG_FUNCTION_ARGS)
 		pgd_store_external_extend(task_id, extend_s);
 		answer = "ok";
 	}
-	engine_end(&save);
+	pgd_caller_again(&save);
 	PG_RETURN_TEXT_P(cstring_to_text(answer));
 }
 
@@ -257,11 +232,11 @@ pgd_heartbeat_task(PG_FUNCTION_ARGS)
 static const char *
 end_task(const char *fn, int64 task_id, const char *token, PgdOutcome outcome)
 {
-	AsEngine		save;
+	PgdCaller		save;
 	PgdExternalTask t;
 	const char	   *answer = "ok";
 
-	engine_begin(&save);
+	pgd_engine_rights(&save);
 	lock_task(fn, task_id, &save, &t);
 	if (is_ended(&t))
 		answer = "already";
@@ -275,7 +250,7 @@ end_task(const char *fn, int64 task_id, const char *token, PgdOutcome outcome)
 	}
 	else if (pgd_task_node_end(&t, outcome) == PGD_TASK_END_NOT_LIVE)
 		answer = "already";
-	engine_end(&save);
+	pgd_caller_again(&save);
 	return answer;
 }
 

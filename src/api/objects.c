@@ -23,7 +23,6 @@
 
 #include <math.h>
 
-#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -68,30 +67,6 @@ static const ObjectKind TOPIC_KIND = {"topic", "topic", "topic"};
 static const ObjectKind BREAKER_KIND = {"circuit_breaker", "circuit breaker",
 										"circuit_breaker"};
 
-typedef struct AsEngine
-{
-	Oid userid;
-	int sec;
-} AsEngine;
-
-static void
-as_engine(AsEngine *save)
-{
-	GetUserIdAndSecContext(&save->userid, &save->sec);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
-						   (save->sec & ~SECURITY_RESTRICTED_OPERATION) |
-							   SECURITY_LOCAL_USERID_CHANGE);
-}
-
-static void
-as_caller(const AsEngine *save)
-{
-	SPI_finish();
-	SetUserIdAndSecContext(save->userid, save->sec);
-}
-
 /* The name argument, checked for the kind. */
 static char *
 name_arg(FunctionCallInfo fcinfo, const ObjectKind *k, const char *func)
@@ -132,7 +107,7 @@ name_arg(FunctionCallInfo fcinfo, const ObjectKind *k, const char *func)
 
 /*
  * Lock object name of kind k and check that the caller may manage it
- * (inside as_engine): it exists and the caller is a member of its owner.
+ * (with the engine's rights): it exists and the caller is a member of its owner.
  */
 static void
 check_owner(const ObjectKind *k, const char *func, const char *name,
@@ -170,11 +145,11 @@ create_object(FunctionCallInfo fcinfo, const ObjectKind *k, const char *func,
 {
 	char	*name;
 	Oid		 caller = GetUserId();
-	AsEngine save;
+	PgdCaller save;
 
 	pgd_refuse_on_standby(func, psprintf("create a %s", k->noun));
 	name = name_arg(fcinfo, k, func);
-	as_engine(&save);
+	pgd_engine_rights(&save);
 	if (PGD_EXEC("INSERT INTO df_internal.shared_objects "
 				 "(kind, name, owner, max_concurrent, rate, burst) "
 				 "VALUES ($1, $2, $3::pg_catalog.oid::pg_catalog.regrole, $4::int, "
@@ -187,18 +162,18 @@ create_object(FunctionCallInfo fcinfo, const ObjectKind *k, const char *func,
 				 errmsg("%s: %s \"%s\" already exists", func, k->noun, name),
 				 errhint("Its owner can grant it to you with df.grant_%s.",
 						 k->suffix)));
-	as_caller(&save);
+	pgd_caller_again(&save);
 }
 
 static void
 drop_object(FunctionCallInfo fcinfo, const ObjectKind *k, const char *func)
 {
 	char	*name;
-	AsEngine save;
+	PgdCaller save;
 
 	pgd_refuse_on_standby(func, psprintf("drop a %s", k->noun));
 	name = name_arg(fcinfo, k, func);
-	as_engine(&save);
+	pgd_engine_rights(&save);
 	check_owner(k, func, name, save.userid);
 	PGD_EXEC("DELETE FROM df_internal.object_grants "
 			 "WHERE kind OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) $2",
@@ -206,7 +181,7 @@ drop_object(FunctionCallInfo fcinfo, const ObjectKind *k, const char *func)
 	PGD_EXEC("DELETE FROM df_internal.shared_objects "
 			 "WHERE kind OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) $2",
 			 k->kind, name);
-	as_caller(&save);
+	pgd_caller_again(&save);
 }
 
 /* The grantee argument as an oid text: 0 for PUBLIC. */
@@ -271,7 +246,7 @@ grant_object(FunctionCallInfo fcinfo, const ObjectKind *k, const char *func,
 	char	  **privs;
 	int			nprivs = 1;
 	const char *use = "use";
-	AsEngine	save;
+	PgdCaller	save;
 
 	pgd_refuse_on_standby(func, psprintf("%s a %s", grant ? "grant" : "revoke", k->noun));
 	if (PG_ARGISNULL(0))
@@ -282,7 +257,7 @@ grant_object(FunctionCallInfo fcinfo, const ObjectKind *k, const char *func,
 	grantee = grantee_arg(fcinfo, func);
 	privs = k == &TOPIC_KIND ? privileges_arg(fcinfo, 2, func, &nprivs) :
 							   (char **) &use;
-	as_engine(&save);
+	pgd_engine_rights(&save);
 	check_owner(k, func, name, save.userid);
 	for (int i = 0; i < nprivs; i++)
 	{
@@ -301,7 +276,7 @@ grant_object(FunctionCallInfo fcinfo, const ObjectKind *k, const char *func,
 					 "AND privilege OPERATOR(pg_catalog.=) $4",
 					 k->kind, name, grantee, privs[i]);
 	}
-	as_caller(&save);
+	pgd_caller_again(&save);
 }
 
 /* df.create_limit(key, max_concurrent, rate, burst) */

@@ -40,7 +40,6 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -78,16 +77,6 @@ static char *
 jsonb_arg_text(FunctionCallInfo fcinfo, int i)
 {
 	return JsonbToCString(NULL, &PG_GETARG_JSONB_P(i)->root, 64);
-}
-
-/* Become the bootstrap superuser for the engine's own statements. */
-static void
-as_superuser(Oid *save_userid, int *save_sec)
-{
-	GetUserIdAndSecContext(save_userid, save_sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
-						   (*save_sec & ~SECURITY_RESTRICTED_OPERATION) |
-							   SECURITY_LOCAL_USERID_CHANGE);
 }
 
 /*
@@ -137,8 +126,7 @@ pgd_publish_event(PG_FUNCTION_ARGS)
 	char **names, **workflows, **owners;
 	char  *space_topic;
 	int	   nsubs;
-	Oid	   save_userid;
-	int	   save_sec;
+	PgdCaller caller;
 
 	pgd_refuse_on_standby("df.publish_event", "publish an event");
 	check_topic("df.publish_event", topic);
@@ -149,9 +137,7 @@ pgd_publish_event(PG_FUNCTION_ARGS)
 				 errhint("Use '{}' for an empty payload.")));
 	payload = jsonb_arg_text(fcinfo, 1);
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	as_superuser(&save_userid, &save_sec);
+	pgd_engine_rights(&caller);
 	/* the publisher's own topic, or a shared one it may publish to (tenancy.md) */
 	space_topic =
 		pgd_store_space_name(PGD_SPACE_TOPIC, topic, publisher, "publish");
@@ -185,8 +171,7 @@ pgd_publish_event(PG_FUNCTION_ARGS)
 	for (int i = 0; i < nsubs; i++)
 		(void) start_for(names[i], workflows[i],
 						 (Oid) strtoul(owners[i], NULL, 10), id, event_json);
-	SetUserIdAndSecContext(save_userid, save_sec);
-	SPI_finish();
+	pgd_caller_again(&caller);
 	PG_RETURN_INT64(event_id);
 }
 
@@ -206,8 +191,7 @@ pgd_subscribe(PG_FUNCTION_ARGS)
 	DfJson		 *f;
 	char		 *err = NULL;
 	Oid			  owner = GetUserId();
-	Oid			  save_userid;
-	int			  save_sec;
+	PgdCaller caller;
 
 	pgd_refuse_on_standby("df.subscribe", "subscribe to a topic");
 	if (name[strspn(name, " \t\r\n")] == '\0')
@@ -254,9 +238,7 @@ pgd_subscribe(PG_FUNCTION_ARGS)
 				 errmsg("df.subscribe: filter must be a JSON object"),
 				 errdetail("An event matches when its payload contains the filter (payload @> filter).")));
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	as_superuser(&save_userid, &save_sec);
+	pgd_engine_rights(&caller);
 	if (PGD_EXEC("INSERT INTO df_internal.subscriptions (name, topic, workflow, filter, owner) "
 				 "VALUES ($1, $2, $3, $4::pg_catalog.jsonb, $5::pg_catalog.oid::pg_catalog.regrole) "
 				 "ON CONFLICT (owner, name) DO NOTHING",
@@ -266,8 +248,7 @@ pgd_subscribe(PG_FUNCTION_ARGS)
 				 errmsg("subscription \"%s\" already exists", name),
 				 errhint("Remove it with df.unsubscribe('%s') first, or choose another name.",
 						 name)));
-	SetUserIdAndSecContext(save_userid, save_sec);
-	SPI_finish();
+	pgd_caller_again(&caller);
 	PG_RETURN_TEXT_P(cstring_to_text(name));
 }
 
@@ -281,18 +262,14 @@ pgd_unsubscribe(PG_FUNCTION_ARGS)
 {
 	char *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	int	  removed;
-	Oid	  save_userid;
-	int	  save_sec;
+	PgdCaller caller;
 
 	pgd_refuse_on_standby("df.unsubscribe", "drop a subscription");
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	as_superuser(&save_userid, &save_sec);
+	pgd_engine_rights(&caller);
 	removed = PGD_EXEC("DELETE FROM df_internal.subscriptions "
 					   "WHERE name OPERATOR(pg_catalog.=) $1 "
 					   "AND pg_catalog.pg_has_role($2::pg_catalog.oid, owner, 'USAGE')",
-					   name, psprintf("%u", save_userid));
-	SetUserIdAndSecContext(save_userid, save_sec);
-	SPI_finish();
+					   name, psprintf("%u", caller.userid));
+	pgd_caller_again(&caller);
 	PG_RETURN_BOOL(removed > 0);
 }

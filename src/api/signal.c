@@ -27,7 +27,6 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -54,8 +53,7 @@ pgd_signal(PG_FUNCTION_ARGS)
 	PgdRunInfo run;
 	Oid		   types[1] = {TEXTOID};
 	Datum	   values[1];
-	Oid		   save_userid;
-	int		   save_sec;
+	PgdCaller  caller;
 
 	pgd_refuse_on_standby("df.signal", "send a signal");
 	if (id[0] == '\0')
@@ -100,16 +98,14 @@ pgd_signal(PG_FUNCTION_ARGS)
 	 * Whether it has ended is the engine's word (its runs row), not
 	 * df.instances.status, which the owner may UPDATE.
 	 */
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
-						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	pgd_engine_rights(&caller);
 	if (!pgd_store_load_run(id, &run))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg(PGD_MSG_SIGNAL_TERMINAL, id,
 						pgd_is_terminal(status) ? status : "finished")));
 	pgd_store_signal_send(id, name, data, is_json);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	pgd_caller_again(&caller);
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text("OK"));
 }

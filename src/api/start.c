@@ -45,7 +45,6 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_authid.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
@@ -654,8 +653,7 @@ pgd_start(PG_FUNCTION_ARGS)
 	DfNode		 *root = NULL;
 	char		 *msg;
 	Oid			  userid = GetUserId();
-	Oid			  save_userid;
-	int			  save_sec;
+	PgdCaller	  caller;
 	int			  nest;
 	NodeList	  list;
 	char		  instance_id[PGD_ID_LEN + 1];
@@ -727,19 +725,11 @@ pgd_start(PG_FUNCTION_ARGS)
 	collect_nodes(&list, root);
 
 	/*
-	 * Inside a workflow step the caller runs in a security-restricted
-	 * operation, where PostgreSQL refuses to queue deferred trigger events
-	 * (foreign-key checks, for one).  Only the fixed statements below run
-	 * without the restriction (as the bootstrap superuser, no user code
-	 * involved); what they queue fires at the step transaction's commit.
+	 * The fixed statements below run with the engine's rights, also inside
+	 * a workflow step (common/spi.h): the deferred foreign-key checks they
+	 * queue fire at the caller's commit.
 	 */
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
-						   (save_sec & ~SECURITY_RESTRICTED_OPERATION) |
-							   SECURITY_LOCAL_USERID_CHANGE);
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	pgd_engine_rights(&caller);
 	/*
 	 * references in quotes, keys and payloads that could never resolve,
 	 * $names that match nothing (the variables are read through SPI)
@@ -770,8 +760,7 @@ pgd_start(PG_FUNCTION_ARGS)
 		insert_run(instance_id, userid, label, database, key,
 				   has_event_node(&list));
 	}
-	SPI_finish();
-	SetUserIdAndSecContext(save_userid, save_sec);
+	pgd_caller_again(&caller);
 
 	if (remote && created)
 		ereport(NOTICE,

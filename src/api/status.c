@@ -31,7 +31,6 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
-#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -139,17 +138,11 @@ typedef void (*EngineCall)(const char *id, void *arg);
 static void
 as_engine(EngineCall call, const char *id, void *arg)
 {
-	Oid save_userid;
-	int save_sec;
+	PgdCaller caller;
 
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
-						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	pgd_engine_rights(&caller);
 	call(id, arg);
-	SPI_finish();
-	SetUserIdAndSecContext(save_userid, save_sec);
+	pgd_caller_again(&caller);
 }
 
 typedef struct Uncommitted

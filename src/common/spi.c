@@ -25,6 +25,7 @@
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -394,4 +395,22 @@ pgd_index_has(Oid indexoid, int nkeys, const char *const *values)
 	index_close(irel, NoLock);
 	table_close(heap, NoLock);
 	return found;
+}
+
+void
+pgd_engine_rights(PgdCaller *caller)
+{
+	GetUserIdAndSecContext(&caller->userid, &caller->sec);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   (caller->sec & ~SECURITY_RESTRICTED_OPERATION) |
+							   SECURITY_LOCAL_USERID_CHANGE);
+}
+
+void
+pgd_caller_again(const PgdCaller *caller)
+{
+	SPI_finish();
+	SetUserIdAndSecContext(caller->userid, caller->sec);
 }

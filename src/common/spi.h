@@ -86,4 +86,25 @@ extern char *pgd_exec_as(Oid role, int sec_flags, char **error,
 					   sizeof(const char *)), \
 				(const char *[]){__VA_ARGS__})
 
+/*
+ * The engine's own statements, run from a function a user calls (df.cancel,
+ * df.signal, df.start, ...): SPI connected, the bootstrap superuser as the
+ * current user, and without the security restriction a workflow step runs
+ * under.  Inside that restriction PostgreSQL refuses to queue a deferred
+ * trigger event, and the engine's writes queue some: a df.nodes row written
+ * again in the transaction that wrote it (a batch that started an instance,
+ * then ran a step that cancels it) queues its deferred foreign-key checks.
+ * Only fixed statements run this way, no user code; what they queue fires
+ * at the caller's commit.  pgd_caller_again() finishes SPI and restores the
+ * caller's user and security context.
+ */
+typedef struct PgdCaller
+{
+	Oid			userid;
+	int			sec;
+} PgdCaller;
+
+extern void pgd_engine_rights(PgdCaller *caller);
+extern void pgd_caller_again(const PgdCaller *caller);
+
 #endif /* PG_DURABLE_SPI_H */

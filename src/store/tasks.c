@@ -17,7 +17,6 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -558,17 +557,11 @@ claim_start_marker(PgdTaskRef task, PgdClaim *c)
 static void
 start_tasks_before_prepare(const char *instance_id)
 {
-	Oid save_userid;
-	int save_sec;
+	PgdCaller caller;
 
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
-						   (save_sec & ~SECURITY_RESTRICTED_OPERATION) |
-							   SECURITY_LOCAL_USERID_CHANGE);
 	/* (PREPARE TRANSACTION has no snapshot of its own set) */
 	PushActiveSnapshot(GetTransactionSnapshot());
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	pgd_engine_rights(&caller);
 	if (instance_id != NULL)
 		RUN(STMT_START_TASK_OF_MARKER, instance_id);
 	else
@@ -579,9 +572,8 @@ start_tasks_before_prepare(const char *instance_id)
 			(void) pgd_store_start_sweep(after, PGD_START_SWEEP_BATCH, after);
 		while (after[0] != '\0');
 	}
-	SPI_finish();
+	pgd_caller_again(&caller);
 	PopActiveSnapshot();
-	SetUserIdAndSecContext(save_userid, save_sec);
 }
 
 /*
