@@ -47,7 +47,8 @@ ISOLATION = cancel_step_race join_same_moment race_same_moment \
 	event_wait_race \
 	lock_release_cancel_race \
 	inbox_runs_held \
-	task_claim_race
+	task_claim_race \
+	http_completion_held
 ISOLATION_OPTS = --inputdir=test --use-existing
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)

@@ -14,12 +14,14 @@
  *		lease_token; commit.  Tasks no longer wanted are deleted.
  *	 2. call, outside any transaction: the transfer runs in curl's multi
  *		handle with hundreds of others.
- *	 3. complete: in a new transaction per call, lock the task row (SKIP
- *		LOCKED) and compare its lease_token with ours: different or gone
- *		means the lease was taken over (or the instance ended, the RACE was
- *		lost...) and the late result is ignored.  Otherwise lock the
- *		instance's runs row and apply the transition like a SQL step
- *		(transition.c), delete the task, commit.
+ *	 3. complete: lock the task row (SKIP LOCKED) and compare its
+ *		lease_token with ours: different or gone means the lease was taken
+ *		over (or the instance ended, the RACE was lost...) and the late
+ *		result is ignored.  Otherwise lock the instance's runs row and apply
+ *		the transition like a SQL step (transition.c), delete the task.  The
+ *		calls that finished together complete in one transaction, each in
+ *		a subtransaction that gives way rather than wait for a lock; those
+ *		that gave way complete alone, waiting (complete_all).
  * A crash of the worker (or of the server) during a call leaves the lease
  * in the table; a worker that starts while no other one runs voids such
  * leases (void_leases: after an exit, a crash or a failover), and the call
@@ -81,10 +83,12 @@
 #include "mb/pg_wchar.h"
 #include "steps/http.h"
 #include "steps/step_sql.h"
+#include "worker/executor.h"
 #include "worker/worker.h"
 
 #define LEASE_MARGIN_S	 5
 #define CLAIM_BATCH		 64
+#define COMPLETE_BATCH	 64 /* completions committed together */
 #define BUSY_POLL_MS	 10
 #define IDLE_POLL_MS	 5000L
 #define MAX_HEADER_BYTES (256 * 1024)
@@ -252,17 +256,23 @@ pgd_http_worker_settings(PG_FUNCTION_ARGS)
  * ---------------------------------------------------------------------
  */
 
+/*
+ * One completion, in the transaction under way (complete_all): fenced out
+ * unless the lease is still ours, else the transition, like a SQL step's.
+ */
 static void
-complete(PgdHttpRequest *req, PgdOutcome outcome)
+complete(PgdHttpRequest *req)
 {
-	PgdGraph *g;
-	int		  n;
+	PgdOutcome outcome = req->outcome;
+	PgdGraph  *g;
+	int		   n;
 
-	/* DROP EXTENSION under way: the drop removes the task */
-	if (!pgd_begin_engine_unit("pg_durable: completing an HTTP step"))
-		return;
-	/* the call was made: its breaker counts it, even if it is fenced out */
+	/*
+	 * The call was made: its breaker counts it, even if it is fenced out,
+	 * and once, even if this completion gives way and is tried again.
+	 */
 	pgd_breaker_record_call(&req->breaker, &outcome);
+	req->breaker.active = false;
 	if (!pgd_store_http_lease_held(req->task_id, req->token))
 	{
 		/* fenced: the lease was taken over, or the task is gone */
@@ -270,7 +280,6 @@ complete(PgdHttpRequest *req, PgdOutcome outcome)
 			ereport(LOG,
 					(errmsg("ignoring a late completion of HTTP step %s of instance %s: its lease is no longer held",
 							req->node_id, req->instance_id)));
-		pgd_end_unit();
 		return;
 	}
 
@@ -296,7 +305,126 @@ complete(PgdHttpRequest *req, PgdOutcome outcome)
 	/* a retry keeps the row for its next attempt (the same Idempotency-Key) */
 	if (!pgd_retry_kept_task(req->task_id))
 		pgd_store_task_delete(req->task_id);
-	pgd_end_unit();
+}
+
+/*
+ * One completion of a transaction of several (complete_all), in a
+ * subtransaction of its own, under the rules of a later step of an
+ * executor's batch (batch.c): its runs row taken NOWAIT, other locks under
+ * PGD_BATCH_LOCK_TIMEOUT.  False when it would have waited: rolled back,
+ * it is made again alone.  Any other error rolls it back alone; its lease
+ * expires and the call is made again, as when a transaction of one
+ * completion fails.
+ */
+static bool
+complete_later(PgdHttpRequest *req)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool consumed = true;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		int nest = NewGUCNestLevel();
+
+		(void) set_config_option("lock_timeout", PGD_BATCH_LOCK_TIMEOUT,
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+								 true, 0, false);
+		pgd_store_set_run_nowait(true);
+		complete(req);
+		pgd_store_set_run_nowait(false);
+		AtEOXact_GUC(true, nest);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData *edata;
+
+		pgd_store_set_run_nowait(false);
+		pgd_store_set_attempt(NULL, 0);
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+			consumed = false;
+		else if (pgd_log_allowed())
+			ereport(LOG,
+					(errmsg("could not complete HTTP step %s of instance %s: %s",
+							req->node_id, req->instance_id, edata->message)));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return consumed;
+}
+
+/*
+ * One completion in a transaction of its own, which may wait for its
+ * instance's runs row.  An error rolls it back: the lease expires and the
+ * call is made again.  A DROP EXTENSION under way removes the task:
+ * nothing to do.
+ */
+static void
+complete_alone(PgdHttpRequest *req)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		if (pgd_begin_engine_unit("pg_durable: completing an HTTP step"))
+		{
+			complete(req);
+			pgd_end_unit();
+		}
+	}
+	PG_CATCH();
+	{
+		pgd_store_set_attempt(NULL, 0);
+		pgd_unit_recover(cxt);
+	}
+	PG_END_TRY();
+}
+
+/*
+ * Complete n calls: one transaction for all those whose runs
+ * rows are free (complete_later), then each of the others alone, waiting
+ * for its row.  A held instance does not delay the others, and the calls
+ * that finished together cost one commit instead of one each.  An error
+ * outside a later completion rolls back the whole transaction: the leases
+ * of its calls expire and they are made again.
+ */
+static void
+complete_all(PgdHttpRequest **done, int n)
+{
+	MemoryContext	 cxt = CurrentMemoryContext;
+	PgdHttpRequest **waiting = palloc(sizeof(PgdHttpRequest *) * Max(n, 1));
+	volatile int  nwaiting = 0;
+
+	if (n == 0)
+		return;
+	PG_TRY();
+	{
+		if (pgd_begin_engine_unit("pg_durable: completing HTTP steps"))
+		{
+			for (int i = 0; i < n; i++)
+				if (!complete_later(done[i]))
+					waiting[nwaiting++] = done[i];
+			pgd_end_unit();
+		}
+	}
+	PG_CATCH();
+	{
+		pgd_store_set_attempt(NULL, 0);
+		pgd_unit_recover(cxt);
+		nwaiting = 0;
+	}
+	PG_END_TRY();
+	for (int i = 0; i < nwaiting; i++)
+		complete_alone(waiting[i]);
 }
 
 /* ---------------------------------------------------------------------
@@ -557,39 +685,75 @@ curl_step(long wait_ms)
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 }
 
-/* Complete every finished transfer; returns how many. */
+/*
+ * The outcome of a finished transfer, kept in its request; false, the
+ * transfer freed, on an error (its lease expires and the call is made again).
+ */
+static bool
+keep_outcome(Transfer *t, CURLcode rc)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile bool kept = true;
+
+	PG_TRY();
+	{
+		t->req->outcome = transfer_outcome(t, rc);
+	}
+	PG_CATCH();
+	{
+		pgd_unit_recover(cxt);
+		free_transfer(t);
+		kept = false;
+	}
+	PG_END_TRY();
+	return kept;
+}
+
+/* Complete n finished transfers (complete_all), then free them. */
+static void
+complete_transfers(Transfer **done, int n)
+{
+	PgdHttpRequest *reqs[COMPLETE_BATCH];
+
+	for (int i = 0; i < n; i++)
+		reqs[i] = done[i]->req;
+	complete_all(reqs, n);
+	for (int i = 0; i < n; i++)
+		free_transfer(done[i]);
+}
+
+/*
+ * Complete every finished transfer, COMPLETE_BATCH at a time; returns how
+ * many finished.
+ */
 static int
 reap(void)
 {
-	CURLMsg		 *msg;
-	int			  left;
-	volatile int  done = 0; /* read after a PG_CATCH */
-	MemoryContext cxt = CurrentMemoryContext;
+	CURLMsg	 *msg;
+	int		  left;
+	Transfer *done[COMPLETE_BATCH];
+	int		  ndone = 0;
+	int		  finished = 0;
 
 	while ((msg = curl_multi_info_read(multi, &left)) != NULL)
 	{
-		Transfer  *t;
-		PgdOutcome o = {0};
+		Transfer *t;
 
 		if (msg->msg != CURLMSG_DONE)
 			continue;
 		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **) &t);
 		inflight--;
-		done++;
-		PG_TRY();
+		finished++;
+		if (keep_outcome(t, msg->data.result))
+			done[ndone++] = t;
+		if (ndone == COMPLETE_BATCH)
 		{
-			o = transfer_outcome(t, msg->data.result);
-			complete(t->req, o);
+			complete_transfers(done, ndone);
+			ndone = 0;
 		}
-		PG_CATCH();
-		{
-			/* the lease expires and the call is made again */
-			pgd_unit_recover(cxt);
-		}
-		PG_END_TRY();
-		free_transfer(t);
 	}
-	return done;
+	complete_transfers(done, ndone);
+	return finished;
 }
 
 /*
@@ -664,6 +828,7 @@ claim(int max, long *next_ms)
 	PgdHttpRequest **reqs;
 	PgdHttpDue		*due;
 	int				 nreqs = 0;
+	int				 ndecided = 0;
 	int				 n;
 	long			 ms;
 
@@ -731,9 +896,11 @@ claim(int max, long *next_ms)
 			req->outcome.result =
 				pgd_http_call_error(req, "could not start the transfer");
 		}
-		complete(req, req->outcome);
-		MemoryContextDelete(req->cxt);
+		reqs[ndecided++] = req;
 	}
+	complete_all(reqs, ndecided);
+	for (int i = 0; i < ndecided; i++)
+		MemoryContextDelete(reqs[i]->cxt);
 	return n;
 }
 
