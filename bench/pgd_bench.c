@@ -126,6 +126,7 @@ typedef struct PgdbOptions
 	int			map_rows;		/* df.map over this many rows vs a JOIN as wide */
 	int			lanes_rows;		/* df.map in lanes mode over this many rows */
 	int			lanes;			/* ... with this many lanes */
+	int			http_map_items; /* df.map of this many GETs (with http_url) */
 	int			max_nodes;		/* pg_durable.max_nodes set for every connection */
 	bool		verbose;
 } PgdbOptions;
@@ -1533,29 +1534,73 @@ executors_rss_anon(Pgdb *b)
 }
 
 /*
+ * One df.map in lanes mode over rows rows of generate_series (column n),
+ * each row running step (SQL text, $item.n for its number) in lanes lanes,
+ * collect => false, from df.start to the end of the instance: *secs, the
+ * instance's last status, and the executors' largest private resident set
+ * (RssAnon) sampled every 200 ms while it runs.  Polled by short queries,
+ * so that no snapshot holds the xmin horizon back.  False on a lost
+ * connection.
+ */
+static bool
+run_lanes_map(Pgdb *b, const char *step, int rows, int lanes,
+			  char *status, size_t status_len, double *secs, long *rss)
+{
+	PgdbOptions *o = &b->opt;
+	PgdbBuf		sql = {0};
+	char		poll[128];
+	char	   *id;
+	char	   *v;
+	int64_t		t0 = real_now_us(),
+				deadline;
+
+	status[0] = '\0';
+	buf_append(&sql, "SELECT df.start(df.map('SELECT g AS n FROM generate_series(1, %d) g', "
+			   "%s, %d, collect => false))", rows, step, lanes);
+	id = query_value(b, sql.data);
+	free(sql.data);
+	if (id == NULL)
+		return false;
+	/* at least the timeout, and 4 ms a row */
+	deadline = t0 + (int64_t) (o->timeout > rows / 250 ? o->timeout : rows / 250) * 1000000;
+	snprintf(poll, sizeof(poll), "SELECT status FROM df.instances WHERE id = '%s'", id);
+	free(id);
+	while (real_now_us() < deadline)
+	{
+		long		r;
+
+		if ((v = query_value(b, poll)) == NULL)
+			return false;
+		snprintf(status, status_len, "%s", v);
+		free(v);
+		if (rss != NULL && (r = executors_rss_anon(b)) > *rss)
+			*rss = r;
+		if (strcmp(status, "running") != 0 && strcmp(status, "pending") != 0)
+			break;
+		usleep(200000);
+	}
+	*secs = (real_now_us() - t0) / 1e6;
+	return true;
+}
+
+/*
  * df.map in lanes mode over lanes_rows rows, each row's step one
- * single-row INSERT into bench_commit, collect => false: rows (steps) per
- * second from df.start to completion, WAL per row, and the executors'
- * largest private resident set (RssAnon), sampled every 200 ms while it
- * runs, against the same before it started.  Polled by short queries, so
- * that no snapshot holds the xmin horizon back.
+ * single-row INSERT into bench_commit: rows (steps) per second, WAL per
+ * row, and the executors' peak private RSS against the same before it
+ * started.
  */
 static bool
 lanes_phase(Pgdb *b)
 {
 	PgdbOptions *o = &b->opt;
 	int			rows = o->lanes_rows;
-	char		sql[512];
-	char	   *id;
 	char	   *v;
 	double		wal0,
-				wal1;
+				wal1,
+				secs;
 	long		rss0 = executors_rss_anon(b),
 				rss = rss0;
-	int64_t		t0,
-				deadline;
-	double		secs;
-	char		status[32] = "";
+	char		status[32];
 	char		num[32];
 
 	if ((v = query_value(b, "SELECT pg_current_wal_lsn() - '0/0'")) == NULL)
@@ -1563,36 +1608,9 @@ lanes_phase(Pgdb *b)
 	wal0 = atof(v);
 	free(v);
 	say(b, "lanes: df.map over %d rows, %d lanes", rows, o->lanes);
-	t0 = real_now_us();
-	snprintf(sql, sizeof(sql),
-			 "SELECT df.start(df.map('SELECT g AS n FROM generate_series(1, %d) g', "
-			 "'INSERT INTO bench_commit (v, ts) VALUES ($item.n, clock_timestamp())', "
-			 "%d, collect => false))",
-			 rows, o->lanes);
-	if ((id = query_value(b, sql)) == NULL)
+	if (!run_lanes_map(b, "'INSERT INTO bench_commit (v, ts) VALUES ($item.n, clock_timestamp())'",
+					   rows, o->lanes, status, sizeof(status), &secs, &rss))
 		return false;
-	/* at least the timeout, and 4 ms a row */
-	deadline = t0 + (int64_t) (o->timeout > rows / 250 ? o->timeout : rows / 250) * 1000000;
-	while (real_now_us() < deadline)
-	{
-		long		r;
-
-		snprintf(sql, sizeof(sql), "SELECT status FROM df.instances WHERE id = '%s'", id);
-		if ((v = query_value(b, sql)) == NULL)
-		{
-			free(id);
-			return false;
-		}
-		snprintf(status, sizeof(status), "%s", v);
-		free(v);
-		if ((r = executors_rss_anon(b)) > rss)
-			rss = r;
-		if (strcmp(status, "running") != 0 && strcmp(status, "pending") != 0)
-			break;
-		usleep(200000);
-	}
-	secs = (real_now_us() - t0) / 1e6;
-	free(id);
 	if (strcmp(status, "completed") != 0)
 	{
 		add_row(b, "", status[0] ? status : "unfinished",
@@ -1609,6 +1627,59 @@ lanes_phase(Pgdb *b)
 	add_row(b, "bytes", fmt_num(num, (wal1 - wal0) / rows), "lanes: WAL per row");
 	add_row(b, "MB", fmt_num(num, rss / 1024.0),
 			"lanes: executors' peak private RSS while it ran (%.1f MB before)", rss0 / 1024.0);
+	return true;
+}
+
+#define HTTP_MAP_LANES	 64
+#define HTTP_CLIENT_CONN 32
+
+/*
+ * Calls to a service at the service's speed: a df.map of http_map_items
+ * GETs of the test server's /echo in HTTP_MAP_LANES lanes, beside the rate
+ * a plain concurrent client gets from the same server just before: curl
+ * with HTTP_CLIENT_CONN keep-alive connections (--parallel) fetching as
+ * many URLs.  Not run without curl.
+ */
+static bool
+http_map_phase(Pgdb *b)
+{
+	PgdbOptions *o = &b->opt;
+	int			items = o->http_map_items;
+	char		cmd[512];
+	char		step[256];
+	char		status[32];
+	char		num[32];
+	double		client_secs,
+				map_secs;
+	int64_t		t0;
+
+	snprintf(cmd, sizeof(cmd),
+			 "curl -sf --no-progress-meter --parallel --parallel-max %d '%s/echo?k=[1-%d]' > /dev/null",
+			 HTTP_CLIENT_CONN, o->http_url, items);
+	say(b, "HTTP map: %s", cmd);
+	t0 = real_now_us();
+	if (system(cmd) != 0)
+	{
+		add_row(b, "", "not run", "HTTP map: curl failed or is not installed");
+		return true;
+	}
+	client_secs = (real_now_us() - t0) / 1e6;
+	snprintf(step, sizeof(step), "df.http($u$%s/echo?k=$item.n$u$, 'GET')", o->http_url);
+	say(b, "HTTP map: df.map over %d GETs, %d lanes", items, HTTP_MAP_LANES);
+	if (!run_lanes_map(b, step, items, HTTP_MAP_LANES, status, sizeof(status), &map_secs, NULL))
+		return false;
+	add_row(b, "req/s", fmt_num(num, items / client_secs),
+			"HTTP map: curl, %d GETs, %d connections", items, HTTP_CLIENT_CONN);
+	if (strcmp(status, "completed") != 0)
+	{
+		add_row(b, "", status[0] ? status : "unfinished",
+				"HTTP map: df.map over %d GETs did not complete", items);
+		return true;
+	}
+	add_row(b, "items/s", fmt_num(num, items / map_secs),
+			"HTTP map: df.map, %d GETs, %d lanes", items, HTTP_MAP_LANES);
+	add_row(b, "", fmt_num(num, client_secs / map_secs),
+			"HTTP map: df.map's rate / curl's");
 	return true;
 }
 
@@ -2017,6 +2088,8 @@ pgdb_run(Pgdb *b)
 		return false;
 	if (o->lanes_rows > 0 && !lanes_phase(b))
 		return false;
+	if (o->http_url != NULL && o->http_map_items > 0 && !http_map_phase(b))
+		return false;
 
 	if (!latency_phase(b, 1, "1 client"))
 		return false;
@@ -2120,6 +2193,8 @@ usage(const char *progname)
 		   "      --lanes-rows=NUM        one df.map in lanes mode over NUM rows, one INSERT\n"
 		   "                              a row (default: 100000; 0: none)\n"
 		   "      --lanes=NUM             its lanes, max_concurrent (default: 32)\n"
+		   "      --http-map-items=NUM    with --http-url: one df.map of NUM GETs in 64 lanes,\n"
+		   "                              and curl's rate with 32 connections (default: 10000)\n"
 		   "  -v, --verbose               say what runs, on stderr\n"
 		   "  -V, --version               output version information, then exit\n"
 		   "  -?, --help                  show this help, then exit\n\n");
@@ -2200,6 +2275,7 @@ main(int argc, char **argv)
 		{"map-rows", required_argument, NULL, 19},
 		{"lanes-rows", required_argument, NULL, 45},
 		{"lanes", required_argument, NULL, 46},
+		{"http-map-items", required_argument, NULL, 47},
 		{"limit-workflows", required_argument, NULL, 20},
 		{"otel-url", required_argument, NULL, 21},
 		{"events", required_argument, NULL, 40},
@@ -2237,6 +2313,7 @@ main(int argc, char **argv)
 	b.opt.map_rows = 1000;
 	b.opt.lanes_rows = 100000;
 	b.opt.lanes = 32;
+	b.opt.http_map_items = 10000;
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
 	{
@@ -2330,6 +2407,9 @@ main(int argc, char **argv)
 				break;
 			case 46:
 				b.opt.lanes = parse_count(optarg, "lanes", 1);
+				break;
+			case 47:
+				b.opt.http_map_items = parse_count(optarg, "http-map-items", 0);
 				break;
 			case 21:
 				b.opt.otel_url = optarg;
