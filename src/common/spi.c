@@ -308,15 +308,24 @@ pgd_internal_relation_exists(const char *name)
  * table and the index stay locked (AccessShareLock) to the end of the
  * transaction, as a statement's would.
  */
+static bool index_has(Oid indexoid, int nkeys, const char *const *values,
+					  const char *column, const char *equals);
+
+static Oid
+internal_index(const char *index)
+{
+	Oid ns = get_namespace_oid("df_internal", true);
+
+	return OidIsValid(ns) ? get_relname_relid(index, ns) : InvalidOid;
+}
+
 bool
 pgd_internal_index_has(const char *index, int nkeys, const char *const *values)
 {
-	Oid ns = get_namespace_oid("df_internal", true);
-	Oid indexoid = OidIsValid(ns) ? get_relname_relid(index, ns) : InvalidOid;
+	Oid indexoid = internal_index(index);
 
-	if (!OidIsValid(indexoid))
-		return false;
-	return pgd_index_has(indexoid, nkeys, values);
+	return OidIsValid(indexoid) &&
+		index_has(indexoid, nkeys, values, NULL, NULL);
 }
 
 /*
@@ -327,60 +336,42 @@ bool
 pgd_internal_index_has_where(const char *index, const char *value,
 							 const char *column, const char *equals)
 {
-	Oid			 ns = get_namespace_oid("df_internal", true);
-	Oid			 indexoid = OidIsValid(ns) ? get_relname_relid(index, ns) :
-											 InvalidOid;
-	ScanKeyData	 key;
-	Relation	 heap;
-	Relation	 irel;
-	SnapshotData snap;
-	SysScanDesc	 scan;
-	HeapTuple	 tuple;
-	AttrNumber	 att;
-	bool		 found = false;
+	Oid indexoid = internal_index(index);
 
-	if (!OidIsValid(indexoid))
-		return false;
-	heap = table_open(IndexGetRelation(indexoid, false), AccessShareLock);
-	irel = index_open(indexoid, AccessShareLock);
-	att = get_attnum(RelationGetRelid(heap), column);
-	if (att == InvalidAttrNumber)
-		elog(ERROR, "table \"%s\" has no column \"%s\"",
-			 RelationGetRelationName(heap), column);
-	ScanKeyInit(&key, irel->rd_index->indkey.values[0], BTEqualStrategyNumber,
-				F_TEXTEQ, CStringGetTextDatum(value));
-	key.sk_collation = irel->rd_indcollation[0];
-	InitDirtySnapshot(snap);
-	scan = systable_beginscan(heap, indexoid, true, &snap, 1, &key);
-	while (!found && HeapTupleIsValid(tuple = systable_getnext(scan)))
-	{
-		bool  isnull;
-		Datum d = heap_getattr(tuple, att, RelationGetDescr(heap), &isnull);
-
-		found = !isnull && strcmp(TextDatumGetCString(d), equals) == 0;
-	}
-	systable_endscan(scan);
-	index_close(irel, NoLock);
-	table_close(heap, NoLock);
-	return found;
+	return OidIsValid(indexoid) &&
+		index_has(indexoid, 1, &value, column, equals);
 }
 
 /* The same for the index indexoid of any schema (df.instances_pkey). */
 bool
 pgd_index_has(Oid indexoid, int nkeys, const char *const *values)
 {
+	return index_has(indexoid, nkeys, values, NULL, NULL);
+}
+
+/* The scan of the three above; column NULL: any row of those keys. */
+static bool
+index_has(Oid indexoid, int nkeys, const char *const *values,
+		  const char *column, const char *equals)
+{
 	ScanKeyData	 keys[INDEX_MAX_KEYS];
 	Relation	 heap;
 	Relation	 irel;
 	SnapshotData snap;
 	SysScanDesc	 scan;
-	bool		 found;
+	HeapTuple	 tuple;
+	AttrNumber	 att = InvalidAttrNumber;
+	bool		 found = false;
 
 	heap = table_open(IndexGetRelation(indexoid, false), AccessShareLock);
 	irel = index_open(indexoid, AccessShareLock);
 	if (nkeys < 1 || nkeys > IndexRelationGetNumberOfKeyAttributes(irel))
 		elog(ERROR, "index \"%s\" has no %d key columns",
 			 RelationGetRelationName(irel), nkeys);
+	if (column != NULL &&
+		(att = get_attnum(RelationGetRelid(heap), column)) == InvalidAttrNumber)
+		elog(ERROR, "table \"%s\" has no column \"%s\"",
+			 RelationGetRelationName(heap), column);
 	for (int i = 0; i < nkeys; i++)
 	{
 		ScanKeyInit(&keys[i], irel->rd_index->indkey.values[i],
@@ -390,7 +381,19 @@ pgd_index_has(Oid indexoid, int nkeys, const char *const *values)
 	}
 	InitDirtySnapshot(snap);
 	scan = systable_beginscan(heap, indexoid, true, &snap, nkeys, keys);
-	found = HeapTupleIsValid(systable_getnext(scan));
+	while (!found && HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		bool  isnull;
+		Datum d;
+
+		if (column == NULL)
+		{
+			found = true;
+			break;
+		}
+		d = heap_getattr(tuple, att, RelationGetDescr(heap), &isnull);
+		found = !isnull && strcmp(TextDatumGetCString(d), equals) == 0;
+	}
 	systable_endscan(scan);
 	index_close(irel, NoLock);
 	table_close(heap, NoLock);
