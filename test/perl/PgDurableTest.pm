@@ -22,6 +22,7 @@ our @EXPORT = qw(
   check_df_clean
   start_server start_http_server http_get start_otlp_receiver
   query_until diag_engine executor_inserts start_interleaved
+  map_kill_setup wait_executors_again kill_an_executor
 );
 
 # The role that starts workflows (superusers may not, by default).
@@ -412,6 +413,64 @@ sub http_get
 	my $res = HTTP::Tiny->new(timeout => 10)->get("$base$path");
 	die "GET $path: $res->{status} $res->{content}" unless $res->{success};
 	return decode_json($res->{content});
+}
+
+# The tables and the query gate of the df.map tests that kill executors
+# (t/033, t/054): map_effects (n int, and $more_columns) for the steps'
+# effects, query_runs for each run of the MAP's query, and
+# map_query_gate(), which logs a run and sleeps until the table killed has
+# a row (the test kills the executor running the first run).
+sub map_kill_setup
+{
+	my ($node, $more_columns) = @_;
+	my $columns = 'n int NOT NULL' . ($more_columns ? ", $more_columns" : '');
+	$node->safe_psql($DB, qq{
+CREATE TABLE map_effects ($columns);
+GRANT INSERT, SELECT ON map_effects TO $ROLE;
+CREATE TABLE query_runs (at timestamptz NOT NULL DEFAULT clock_timestamp());
+GRANT INSERT, SELECT ON query_runs TO $ROLE;
+CREATE TABLE killed (done bool);
+GRANT SELECT ON killed TO $ROLE;
+CREATE FUNCTION map_query_gate() RETURNS int LANGUAGE plpgsql AS \$\$
+BEGIN
+	INSERT INTO query_runs DEFAULT VALUES;
+	IF NOT EXISTS (SELECT FROM killed) THEN
+		PERFORM pg_sleep(300);
+	END IF;
+	RETURN 0;
+END \$\$;
+GRANT EXECUTE ON FUNCTION map_query_gate() TO $ROLE;
+});
+	return;
+}
+
+# Wait until the engine has its $workers executors again, none of them the
+# killed process $killed (0: after a restart).  query_until passes the query
+# with -c: a psql fed on stdin dies of EPIPE when the server refuses it
+# during the restart after the crash.
+sub wait_executors_again
+{
+	my ($node, $workers, $killed) = @_;
+	return query_until($node,
+		"SELECT count(*) = $workers FROM pg_stat_activity "
+		  . "WHERE backend_type = 'pg_durable executor' AND pid <> $killed");
+}
+
+# SIGKILL an executor while fewer than $rows effects are in map_effects,
+# then wait for the engine to have its $workers executors again.
+sub kill_an_executor
+{
+	my ($node, $workers, $rows, $what) = @_;
+	is($node->safe_psql($DB, "SELECT count(*) < $rows FROM map_effects"),
+		't', "rows are left to run $what");
+	my $pid = $node->safe_psql($DB,
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_durable executor' "
+		  . "ORDER BY pid LIMIT 1");
+	die "no executor to kill" unless $pid =~ /^\d+$/;
+	kill 'KILL', $pid;
+	ok(wait_executors_again($node, $workers, $pid),
+		"the engine came back after a SIGKILL $what");
+	return;
 }
 
 1;

@@ -115,22 +115,10 @@ sub counts
 		'0', 'while the third step runs, the first two are not committed (one batch)');
 	$node->safe_psql('postgres', 'INSERT INTO killed VALUES (true)');
 	kill 'KILL', $pid;
-	ok(wait_engine_ready_again($pid), 'the engine came back after the SIGKILL');
+	ok(wait_executors_again($node, 2, $pid), 'the engine came back after the SIGKILL');
 	ok(wait_status($id, 'completed'), 'the killed batch ran again to completion');
 	is(counts($id), 'k1=1,k2=1,k3=1,k4=1', 'every step of the killed batch ran exactly once');
 	check_df_clean($node, 'a SIGKILL in a batch');
-}
-
-sub wait_engine_ready_again
-{
-	# the postmaster reinitializes after the crash; wait for two executors
-	# that are not the killed one.  query_until passes the query with -c:
-	# a psql fed on stdin dies of EPIPE when the server refuses it during
-	# the restart (PostgreSQL 18's Cluster::psql does)
-	my ($killed) = @_;
-	return query_until($node,
-		"SELECT count(*) = 2 FROM pg_stat_activity "
-		  . "WHERE backend_type = 'pg_durable executor' AND pid <> $killed");
 }
 
 # A session that holds row $row of locked until it commits.
@@ -299,7 +287,7 @@ UPDATE locked SET v = 0;
 	# has read a reloaded setting, and a restarted one reads it at start
 	$node->safe_psql('postgres', 'ALTER SYSTEM SET pg_durable.batch_max_ms = 300');
 	$node->restart;
-	ok(wait_engine_ready_again(0), 'the engine is back after the restart');
+	ok(wait_executors_again($node, 2, 0), 'the engine is back after the restart');
 	my $id = start(sprintf("df.seq(df.seq('%s', '%s'), '%s')",
 			eff('b1'), eff('b2', ' FROM pg_sleep(1.5)'), eff('b3')));
 	ok(wait_status($id, 'completed'), 'the instance with a long later step completes');

@@ -19,45 +19,7 @@ my $ROLE = $PgDurableTest::ROLE;
 my $ROWS = 1000;
 my $node = engine_node('map_kill', 2);
 
-$node->safe_psql('postgres', qq{
-CREATE TABLE map_effects (n int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp());
-GRANT INSERT, SELECT ON map_effects TO $ROLE;
-CREATE TABLE query_runs (at timestamptz NOT NULL DEFAULT clock_timestamp());
-GRANT INSERT, SELECT ON query_runs TO $ROLE;
-CREATE TABLE killed (done bool);
-GRANT SELECT ON killed TO $ROLE;
--- the query's effect, and a sleep until the test has killed its first run
-CREATE FUNCTION map_query_gate() RETURNS int LANGUAGE plpgsql AS \$\$
-BEGIN
-	INSERT INTO query_runs DEFAULT VALUES;
-	IF NOT EXISTS (SELECT FROM killed) THEN
-		PERFORM pg_sleep(300);
-	END IF;
-	RETURN 0;
-END \$\$;
-GRANT EXECUTE ON FUNCTION map_query_gate() TO $ROLE;
-});
-
-sub wait_engine_ready_again
-{
-	my ($killed) = @_;
-	return query_until($node,
-		"SELECT count(*) = 2 FROM pg_stat_activity "
-		  . "WHERE backend_type = 'pg_durable executor' AND pid <> $killed");
-}
-
-sub kill_an_executor
-{
-	my ($what) = @_;
-	is($node->safe_psql('postgres',
-			"SELECT count(*) < $ROWS FROM map_effects"), 't', "children are left to run $what");
-	my $pid = $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_durable executor' "
-		  . "ORDER BY pid LIMIT 1");
-	die "no executor to kill" unless $pid =~ /^\d+$/;
-	kill 'KILL', $pid;
-	ok(wait_engine_ready_again($pid), "the engine came back after a SIGKILL $what");
-}
+map_kill_setup($node, 'at timestamptz NOT NULL DEFAULT clock_timestamp()');
 
 my $id = $node->safe_psql('postgres', qq{SET ROLE $ROLE; SELECT df.start(df.map(
 	'SELECT g + map_query_gate() AS n, pg_sleep(0) AS s FROM generate_series(1, $ROWS) g',
@@ -69,13 +31,13 @@ like($id, qr/^[0-9a-f]{8}$/, 'the map started');
 my $pid = executor_pid_in_step($node, '%generate_series%');
 $node->safe_psql('postgres', 'INSERT INTO killed VALUES (true)');
 kill 'KILL', $pid;
-ok(wait_engine_ready_again($pid), 'the engine came back after the SIGKILL during the query');
+ok(wait_executors_again($node, 2, $pid), 'the engine came back after the SIGKILL during the query');
 
 # 2. and 3. kill executors while the children run
 ok(query_until($node, 'SELECT count(*) >= 300 FROM map_effects'), '300 children ran');
-kill_an_executor('after 300 children');
+kill_an_executor($node, 2, $ROWS, 'after 300 children');
 ok(query_until($node, 'SELECT count(*) >= 650 FROM map_effects'), '650 children ran');
-kill_an_executor('after 650 children');
+kill_an_executor($node, 2, $ROWS, 'after 650 children');
 
 ok(query_until($node, "SELECT status = 'completed' FROM df.instances WHERE id = '$id'"),
 	'the map completed')

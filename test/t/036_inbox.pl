@@ -60,14 +60,6 @@ sub executor_pids
 		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_durable executor' ORDER BY pid");
 }
 
-sub wait_engine_ready_again
-{
-	my ($killed) = @_;
-	return query_until($node,
-		"SELECT count(*) = $WORKERS FROM pg_stat_activity "
-		  . "WHERE backend_type = 'pg_durable executor' AND pid <> $killed");
-}
-
 # --- every executor waits in a step; the runs row is held; the gate opens
 my $gate = $node->background_psql('postgres');
 $gate->query_safe('BEGIN');
@@ -105,7 +97,7 @@ ok(scalar_sql("SELECT count(*) > 0 FROM df_internal.tasks WHERE instance_id = '$
 my ($pid) = executor_pids();
 kill 'KILL', $pid;
 eval { $holder->quit };    # the crash ended its session
-ok(wait_engine_ready_again($pid), 'the engine came back after the first SIGKILL');
+ok(wait_executors_again($node, $WORKERS, $pid), 'the engine came back after the first SIGKILL');
 
 ok(query_until($node,
 		"SELECT count(*) > 0 FROM df.nodes WHERE instance_id = '$id' AND node_type = 'JOIN' "
@@ -113,7 +105,7 @@ ok(query_until($node,
 	'the apply tasks began to complete JOINs after the restart');
 ($pid) = executor_pids();
 kill 'KILL', $pid;
-ok(wait_engine_ready_again($pid), 'the engine came back after the second SIGKILL');
+ok(wait_executors_again($node, $WORKERS, $pid), 'the engine came back after the second SIGKILL');
 
 ok(query_until($node, "SELECT status = 'completed' FROM df.instances WHERE id = '$id'"),
 	'the fan-out completed')

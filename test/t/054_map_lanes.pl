@@ -19,45 +19,7 @@ my $ROLE = $PgDurableTest::ROLE;
 my $ROWS = 100_000;
 my $node = engine_node('map_lanes', 2);
 
-$node->safe_psql('postgres', qq{
-CREATE TABLE map_effects (n int NOT NULL);
-GRANT INSERT, SELECT ON map_effects TO $ROLE;
-CREATE TABLE query_runs (at timestamptz NOT NULL DEFAULT clock_timestamp());
-GRANT INSERT, SELECT ON query_runs TO $ROLE;
-CREATE TABLE killed (done bool);
-GRANT SELECT ON killed TO $ROLE;
--- the query's effect, and a sleep until the test has killed its first run
-CREATE FUNCTION map_query_gate() RETURNS int LANGUAGE plpgsql AS \$\$
-BEGIN
-	INSERT INTO query_runs DEFAULT VALUES;
-	IF NOT EXISTS (SELECT FROM killed) THEN
-		PERFORM pg_sleep(300);
-	END IF;
-	RETURN 0;
-END \$\$;
-GRANT EXECUTE ON FUNCTION map_query_gate() TO $ROLE;
-});
-
-sub wait_engine_ready_again
-{
-	my ($killed) = @_;
-	return query_until($node,
-		"SELECT count(*) = 2 FROM pg_stat_activity "
-		  . "WHERE backend_type = 'pg_durable executor' AND pid <> $killed");
-}
-
-sub kill_an_executor
-{
-	my ($what) = @_;
-	is($node->safe_psql('postgres',
-			"SELECT count(*) < $ROWS FROM map_effects"), 't', "rows are left to run $what");
-	my $pid = $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_durable executor' "
-		  . "ORDER BY pid LIMIT 1");
-	die "no executor to kill" unless $pid =~ /^\d+$/;
-	kill 'KILL', $pid;
-	ok(wait_engine_ready_again($pid), "the engine came back after a SIGKILL $what");
-}
+map_kill_setup($node);
 
 # the largest resident set of the executors running now, in kB
 sub executors_peak_rss
@@ -95,7 +57,7 @@ ok(query_until($node, "SELECT count(*) = 1 FROM pg_stat_activity "
 my $pid = executor_pid_in_step($node, '%generate_series%');
 $node->safe_psql('postgres', 'INSERT INTO killed VALUES (true)');
 kill 'KILL', $pid;
-ok(wait_engine_ready_again($pid), 'the engine came back after the SIGKILL during the query');
+ok(wait_executors_again($node, 2, $pid), 'the engine came back after the SIGKILL during the query');
 ok(query_until($node, "SELECT count(*) = 1 FROM df.nodes WHERE instance_id = '$id' "
 	  . "AND node_type = 'SQL' AND query LIKE '%generate_series%' AND status = 'completed'"),
 	'the query ran again');
@@ -103,9 +65,9 @@ diag sprintf('the query completed %.1f s after the start', time() - $t0);
 
 # 2. and 3. kill executors while the rows run; 4. an immediate restart
 ok(query_until($node, 'SELECT count(*) >= 25000 FROM map_effects'), '25,000 rows ran');
-kill_an_executor('after 25,000 rows');
+kill_an_executor($node, 2, $ROWS, 'after 25,000 rows');
 ok(query_until($node, 'SELECT count(*) >= 50000 FROM map_effects'), '50,000 rows ran');
-kill_an_executor('after 50,000 rows');
+kill_an_executor($node, 2, $ROWS, 'after 50,000 rows');
 ok(query_until($node, 'SELECT count(*) >= 75000 FROM map_effects'), '75,000 rows ran');
 is($node->safe_psql('postgres', "SELECT count(*) < $ROWS FROM map_effects"), 't',
 	'rows are left to run at the restart');
