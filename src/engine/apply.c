@@ -326,39 +326,6 @@ pgd_lock_target(const char *instance_id, const PgdRunInfo *run,
  */
 
 /*
- * Can a node of g still be running when its instance completes?  Only
- * where a scope was abandoned while the instance went on: a RACE's loser,
- * a loop's break out of a JOIN, a wrapper that ended its step (a timeout,
- * a catch or retry of a failed JOIN, ...), a df.map.  Steps, sequences,
- * conditionals and JOINs complete only once every node they started has
- * ended.
- */
-static bool
-may_end_with_nodes_running(const PgdGraph *g)
-{
-	for (int i = 0; i < g->nnodes; i++)
-		switch (g->nodes[i].type)
-		{
-			case DF_NODE_SQL:
-			case DF_NODE_THEN:
-			case DF_NODE_IF:
-			case DF_NODE_JOIN:
-			case DF_NODE_SLEEP:
-			case DF_NODE_WAIT_SCHEDULE:
-			case DF_NODE_HTTP:
-			case DF_NODE_HTTP_MULTIPART:
-			case DF_NODE_SIGNAL:
-			case DF_NODE_PUBLISH:
-			case DF_NODE_EVENT:
-			case DF_NODE_TASK:
-				break;
-			default:
-				return true;
-		}
-	return false;
-}
-
-/*
  * The instance has ended (its status and end event written): completions
  * already in the inbox are recorded on their nodes (their effects
  * happened), the nodes still running become cancelled, and the engine
@@ -410,7 +377,7 @@ finish_instance(PgdGraph *g, const char *scope, PgdOutcome outcome)
 							outcome.ok ?
 								NULL :
 								pgd_event_detail("error", outcome.result));
-	end_instance(g->instance_id, !outcome.ok || may_end_with_nodes_running(g));
+	end_instance(g->instance_id, !outcome.ok || g->may_end_running);
 }
 
 /*

@@ -360,6 +360,40 @@ parse_config(PgdNode *n)
 	}
 }
 
+/*
+ * Can a node of g still be running when its instance completes?  Only
+ * where a scope was abandoned while the instance went on: a RACE's loser,
+ * a loop's break out of a JOIN, a wrapper that ended its step (a timeout,
+ * a catch or retry of a failed JOIN, ...), a df.map.  Steps, sequences,
+ * conditionals and JOINs complete only once every node they started has
+ * ended.  The nodes df.map adds are copies of its step under the MAP, so
+ * what the loaded graph says holds as it grows.
+ */
+static bool
+may_end_running(const PgdGraph *g)
+{
+	for (int i = 0; i < g->nnodes; i++)
+		switch (g->nodes[i].type)
+		{
+			case DF_NODE_SQL:
+			case DF_NODE_THEN:
+			case DF_NODE_IF:
+			case DF_NODE_JOIN:
+			case DF_NODE_SLEEP:
+			case DF_NODE_WAIT_SCHEDULE:
+			case DF_NODE_HTTP:
+			case DF_NODE_HTTP_MULTIPART:
+			case DF_NODE_SIGNAL:
+			case DF_NODE_PUBLISH:
+			case DF_NODE_EVENT:
+			case DF_NODE_TASK:
+				break;
+			default:
+				return true;
+		}
+	return false;
+}
+
 /* Does the graph hold a MAP node (whose children df.map adds while it runs)? */
 static bool
 has_map(const PgdGraph *g)
@@ -541,6 +575,7 @@ graph_load(const char *instance_id)
 		elog(ERROR, "instance %s has no root node %s", instance_id, root_id);
 	}
 	g->has_map = has_map(g);
+	g->may_end_running = may_end_running(g);
 	if (g->has_map)
 		link_map_items(g);
 	return g;

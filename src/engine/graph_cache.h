@@ -80,6 +80,8 @@ typedef struct PgdGraph
 	int			  cap;	   /* room in nodes (df.map adds to them) */
 	char		 *token;   /* identifies this incarnation of the id */
 	bool		  has_map; /* a MAP node: the graph grows (df.map) */
+	/* a node may still run when the instance completes (its end stops it) */
+	bool		  may_end_running;
 	bool		  stale;   /* it grew in a transaction that rolled back */
 	/*
 	 * The runs row's fields that never change while the row lives
