@@ -1828,11 +1828,21 @@ CREATE FUNCTION df_internal.write_held() RETURNS void
 	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_write_held';
 REVOKE EXECUTE ON FUNCTION df_internal.write_held() FROM PUBLIC;
 COMMENT ON FUNCTION df_internal.write_held() IS 'write what the executor''s batch under way holds in memory (node writes, step tasks, JOIN counts), for df.check() called by a step';
+-- The step this process runs now, NULLs outside a step: df.check() called by
+-- a step leaves out that step's own run (its node running, its task taken).
+CREATE FUNCTION df_internal.running_step(OUT instance_id text, OUT scope text) RETURNS record
+	LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'pgd_running_step';
+REVOKE EXECUTE ON FUNCTION df_internal.running_step() FROM PUBLIC;
+COMMENT ON FUNCTION df_internal.running_step() IS 'the instance and scope of the workflow step this process runs now (NULLs outside a step), for df.check() called by a step';
 CREATE FUNCTION df.check() RETURNS TABLE (instance_id text, problem text, detail text)
 	LANGUAGE sql VOLATILE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $$ SELECT df_internal.write_held();
-	      SELECT instance_id, problem, detail FROM df_internal.check_rows()
+	      SELECT c.instance_id, c.problem, c.detail
+	      FROM df_internal.check_rows() c, df_internal.running_step() s
+	      WHERE c.instance_id IS DISTINCT FROM s.instance_id
+	         OR NOT (c.problem = 'no_pending_work'
+	                 OR (c.problem = 'stranded_step' AND c.scope = s.scope))
 	      UNION ALL SELECT NULL, problem, detail FROM df_internal.engine_problems()
 	      ORDER BY 1, 2, 3 $$;
 REVOKE EXECUTE ON FUNCTION df.check() FROM PUBLIC;

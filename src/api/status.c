@@ -499,3 +499,32 @@ pgd_write_held(PG_FUNCTION_ARGS)
 	as_engine(write_held_call, NULL, NULL);
 	PG_RETURN_VOID();
 }
+
+/*
+ * df_internal.running_step(): the instance and scope of the step this
+ * process runs now, NULLs outside a step.  df.check() called by a step
+ * leaves out what that step's own run looks like meanwhile: its node
+ * running with its task taken, its instance with no other pending work.
+ */
+PG_FUNCTION_INFO_V1(pgd_running_step);
+Datum
+pgd_running_step(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[2];
+	bool		nulls[2] = {true, true};
+	const char *instance_id =
+		pgd_in_workflow() ? pgd_executor_running_instance() : NULL;
+	const char *scope = pgd_executor_running_scope();
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "df_internal.running_step() must return a record");
+	if (instance_id != NULL && scope != NULL)
+	{
+		values[0] = CStringGetTextDatum(instance_id);
+		values[1] = CStringGetTextDatum(scope);
+		nulls[0] = nulls[1] = false;
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc),
+													  values, nulls)));
+}

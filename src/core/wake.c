@@ -50,6 +50,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
+#include "utils/memutils.h"
 #include "utils/wait_event.h"
 
 #include "core/shmem.h"
@@ -106,6 +107,8 @@ static int				npending_interrupts = 0;
 
 /* the instance whose step this executor runs now, or "" (process-local) */
 static char running_instance[9] = "";
+/* ... and that step's scope, whole (shared memory keeps it truncated) */
+static char *running_scope = NULL;
 
 static int	npending_finished = 0; /* instances this transaction ended */
 static char pending_finished[MAX_PENDING_FINISHED][9]; /* (all awaiters
@@ -453,6 +456,11 @@ pgd_executor_set_running(const char *instance_id, const char *scope)
 {
 	strlcpy(running_instance, instance_id ? instance_id : "",
 			sizeof(running_instance));
+	if (running_scope != NULL)
+		pfree(running_scope);
+	running_scope = instance_id != NULL && scope != NULL ?
+		MemoryContextStrdup(TopMemoryContext, scope) :
+		NULL;
 	SpinLockAcquire(&pgd_shared->mutex);
 	strlcpy(pgd_shared->executors[my_slot].instance,
 			instance_id ? instance_id : "",
@@ -470,6 +478,13 @@ const char *
 pgd_executor_running_instance(void)
 {
 	return running_instance[0] != '\0' ? running_instance : NULL;
+}
+
+/* The scope of that step, or NULL (df.check() called by it, status.c). */
+const char *
+pgd_executor_running_scope(void)
+{
+	return running_instance[0] != '\0' ? running_scope : NULL;
 }
 
 /* Wake the sessions awaiting an instance this transaction ended. */

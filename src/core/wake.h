@@ -63,6 +63,7 @@ extern void		   pgd_executor_set_running(const char *instance_id,
 											const char *scope);
 extern bool		   pgd_http_worker_attach(void);
 extern const char *pgd_executor_running_instance(void);
+extern const char *pgd_executor_running_scope(void);
 
 /* df.await_instance */
 extern void pgd_await_prepare(const char *instance_id);

@@ -12,5 +12,13 @@ BEGIN
 END
 $$;
 SELECT * FROM df.check();
+-- called by a step, it does not count that step's own run (its node
+-- running, its task taken, nothing else pending) as a problem
+GRANT EXECUTE ON FUNCTION df.check() TO df_user;
+SET ROLE df_user;
+SELECT df.start('SELECT count(*) AS problems FROM df.check()') AS id \gset
+SELECT df.await_instance(:'id', 20), df.result(:'id');
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION df.check() FROM df_user;
 -- and it is an administrator's function
 SELECT has_function_privilege('df_user', 'df.check()', 'EXECUTE') AS df_user_may_check;
