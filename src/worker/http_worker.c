@@ -283,21 +283,21 @@ complete(PgdHttpRequest *req)
 		return;
 	}
 
-	if (!outcome.ok && pgd_log_allowed())
-	{
-		char *msg = pgd_step_error_for_log(outcome.result, outcome.code);
-
-		/* cut at a character boundary, as the executor does */
-		if (strlen(msg) > PGD_EVENT_ERROR_LEN)
-			msg[pg_mbcliplen(msg, strlen(msg), PGD_EVENT_ERROR_LEN)] = '\0';
-		ereport(LOG,
-				(errmsg("node %s of instance %s failed: %s", req->node_id,
-						req->instance_id, msg)));
-	}
-
 	if (pgd_lock_target(req->instance_id, NULL, PGD_INSTANCE_RUNNING,
 						req->node_id, req->scope, &g, &n))
 	{
+		/* logged once the lock is taken: a completion that gives way is not logged twice */
+		if (!outcome.ok && pgd_log_allowed())
+		{
+			char *msg = pgd_step_error_for_log(outcome.result, outcome.code);
+
+			/* cut at a character boundary, as the executor does */
+			if (strlen(msg) > PGD_EVENT_ERROR_LEN)
+				msg[pg_mbcliplen(msg, strlen(msg), PGD_EVENT_ERROR_LEN)] = '\0';
+			ereport(LOG,
+					(errmsg("node %s of instance %s failed: %s", req->node_id,
+							req->instance_id, msg)));
+		}
 		pgd_store_set_attempt(req->node_id, req->attempt);
 		pgd_apply_complete(g, n, req->scope, outcome);
 		pgd_store_set_attempt(NULL, 0);
