@@ -410,9 +410,12 @@ complete_all(PgdHttpRequest **done, int n)
 	{
 		if (pgd_begin_engine_unit("pg_durable: completing HTTP steps"))
 		{
+			/* node writes held to the end, as an executor's batch holds them */
+			pgd_store_hold_writes(true);
 			for (int i = 0; i < n; i++)
 				if (!complete_later(done[i]))
 					waiting[nwaiting++] = done[i];
+			pgd_store_write_node_writes();
 			pgd_end_unit();
 		}
 	}
