@@ -51,18 +51,33 @@ give_way(PgdTaskRef task)
 }
 
 /*
- * The rules of a later step of a batch (run_follower, and a start's first
- * step, start_and_first_step): lock_timeout PGD_BATCH_LOCK_TIMEOUT at a GUC
- * nest level of its own, which it returns, and runs rows NOWAIT.
+ * The rules of work that must not wait in a transaction that already holds
+ * others' rows (a later step of a batch, a later HTTP completion of the
+ * HTTP worker's): lock_timeout PGD_BATCH_LOCK_TIMEOUT at a GUC nest level of
+ * its own, which it returns, and runs rows NOWAIT.  The caller turns NOWAIT
+ * off again (pgd_store_set_run_nowait(false)); the lock_timeout goes with
+ * its nest level.
  */
-static int
-later_step_rules_on(void)
+int
+pgd_no_wait_rules_on(void)
 {
 	int nest = NewGUCNestLevel();
 
 	(void) set_config_option("lock_timeout", PGD_BATCH_LOCK_TIMEOUT, PGC_SUSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	pgd_store_set_run_nowait(true);
+	return nest;
+}
+
+/*
+ * The rules of a later step of a batch (run_follower, and a start's first
+ * step, start_and_first_step): those above, as a follower.
+ */
+static int
+later_step_rules_on(void)
+{
+	int nest = pgd_no_wait_rules_on();
+
 	pgd_unit_state.in_follower = true;
 	return nest;
 }

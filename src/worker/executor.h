@@ -68,6 +68,8 @@ extern bool pgd_end_failed_unit(MemoryContext old, int code);
 
 /* batch.c: the later tasks of a batch; returns how many tasks ran in all */
 extern int pgd_run_batch(TimestampTz started);
+/* lock_timeout PGD_BATCH_LOCK_TIMEOUT and runs rows NOWAIT: a nest level */
+extern int pgd_no_wait_rules_on(void);
 /* ... a start task with the first step it makes ready */
 extern void pgd_run_start(PgdClaim *t);
 /* ... and any claimed task: a start with its first step, else pgd_task_run */

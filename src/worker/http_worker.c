@@ -81,6 +81,7 @@
 #include "store/store.h"
 #include "core/wake.h"
 #include "mb/pg_wchar.h"
+#include "common/spi.h"
 #include "steps/http.h"
 #include "steps/step_sql.h"
 #include "worker/executor.h"
@@ -327,12 +328,8 @@ complete_later(PgdHttpRequest *req)
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
-		int nest = NewGUCNestLevel();
+		int nest = pgd_no_wait_rules_on();
 
-		(void) set_config_option("lock_timeout", PGD_BATCH_LOCK_TIMEOUT,
-								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-								 true, 0, false);
-		pgd_store_set_run_nowait(true);
 		complete(req);
 		pgd_store_set_run_nowait(false);
 		AtEOXact_GUC(true, nest);
@@ -344,10 +341,7 @@ complete_later(PgdHttpRequest *req)
 
 		pgd_store_set_run_nowait(false);
 		pgd_store_set_attempt(NULL, 0);
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
+		edata = pgd_subxact_caught(cxt, owner);
 		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
 			consumed = false;
 		else if (pgd_log_allowed())
