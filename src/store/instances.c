@@ -192,6 +192,7 @@ pgd_store_end_instance(const char *instance_id)
 	pgd_store_lock_release(instance_id, NULL, NULL); /* its keyed locks */
 	pgd_store_forget_held_tasks(instance_id);
 	store_drop_held_join_counts(instance_id);
+	store_drop_held_map_counts(instance_id);
 	if (end_has_state(instance_id) || !store_delete_run_row(instance_id))
 		RUN(STMT_END_INSTANCE, instance_id);
 	pgd_store_limit_release(instance_id, NULL, NULL);

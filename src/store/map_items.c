@@ -24,6 +24,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
@@ -55,6 +56,8 @@ enum
 	MAP_ROW_KEEP,
 	MAP_ROW_DROP,
 	MAP_LANE_DONE,
+	MAP_LANE_COUNTERS,
+	MAP_LANE_COUNTERS_WRITE,
 	MAP_ITEM_RESULTS_DROP,
 	MAP_ROWS_SIZE,
 	MAP_ROWS_RESULTS,
@@ -104,7 +107,7 @@ static const PgdStmtDef map_stmts[MAP_STMTS] = {
 		 {T, TA, TA}},
 	[MAP_OPEN] =
 		{"the counters of a MAP execution",
-		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 FLUSH_NODE_WRITES | FLUSH_MAP_COUNTS, REACH_INSTANCE,
 		 "INSERT INTO df_internal.maps (instance_id, node_id, scope, total, started) "
 		 "VALUES ($1, $2, $3, $4::int, $5::int) "
 		 "ON CONFLICT (instance_id, node_id, scope) DO UPDATE "
@@ -113,7 +116,7 @@ static const PgdStmtDef map_stmts[MAP_STMTS] = {
 		 {T, T, T, T, T}},
 	[MAP_CHILD_DONE] =
 		{"a MAP child ended: one more finished",
-		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 FLUSH_NODE_WRITES | FLUSH_MAP_COUNTS, REACH_INSTANCE,
 		 "UPDATE df_internal.maps SET finished = finished OPERATOR(pg_catalog.+) 1 "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
 		 "AND scope OPERATOR(pg_catalog.=) $3 "
@@ -122,7 +125,7 @@ static const PgdStmtDef map_stmts[MAP_STMTS] = {
 		 {T, T, T}},
 	[MAP_STARTED] =
 		{"how many children of a MAP execution started",
-		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 FLUSH_NODE_WRITES | FLUSH_MAP_COUNTS, REACH_INSTANCE,
 		 "UPDATE df_internal.maps SET started = $4::int "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
 		 "AND scope OPERATOR(pg_catalog.=) $3",
@@ -130,7 +133,7 @@ static const PgdStmtDef map_stmts[MAP_STMTS] = {
 		 {T, T, T, T}},
 	[MAP_CLOSE] =
 		{"an ended MAP execution's counters",
-		 FLUSH_NODE_WRITES, REACH_INSTANCE,
+		 FLUSH_NODE_WRITES | FLUSH_MAP_COUNTS, REACH_INSTANCE,
 		 "DELETE FROM df_internal.maps "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
 		 "AND scope OPERATOR(pg_catalog.=) $3",
@@ -160,7 +163,7 @@ static const PgdStmtDef map_stmts[MAP_STMTS] = {
 		 {T, TA}},
 	[MAP_COUNTS] =
 		{"the counters of a MAP execution, for monitoring",
-		 0, REACH_INSTANCE,
+		 FLUSH_MAP_COUNTS, REACH_INSTANCE,
 		 "SELECT total, started, finished FROM df_internal.maps "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
 		 "AND scope OPERATOR(pg_catalog.=) $3",
@@ -221,6 +224,22 @@ static const PgdStmtDef map_stmts[MAP_STMTS] = {
 		 "CASE WHEN m.started OPERATOR(pg_catalog.>) o.started THEN o.started ELSE -1 END",
 		 5,
 		 {T, T, T, T, T}},
+	[MAP_LANE_COUNTERS] =
+		{"the counters of a MAP execution in lanes mode, to hold in a batch",
+		 0, REACH_INSTANCE,
+		 "SELECT total, started, finished, failed FROM df_internal.maps "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND scope OPERATOR(pg_catalog.=) $3",
+		 3,
+		 {T, T, T}},
+	[MAP_LANE_COUNTERS_WRITE] =
+		{"the counters of a MAP execution in lanes mode that a batch held",
+		 0, REACH_INSTANCE,
+		 "UPDATE df_internal.maps SET started = $4::int, finished = $5::int, failed = $6::int "
+		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
+		 "AND scope OPERATOR(pg_catalog.=) $3",
+		 6,
+		 {T, T, T, T, T, T}},
 	[MAP_ITEM_RESULTS_DROP] =
 		{"the named results of an ended item's scope, of a MAP in lanes mode",
 		 FLUSH_NODE_WRITES, REACH_INSTANCE,
@@ -459,18 +478,107 @@ pgd_store_map_row_done(const char *instance_id, const char *map_id,
 				keep, failed ? "true" : "false");
 }
 
+/*
+ * MAP counters held in memory.  In a batch (store_writes_held) the lanes
+ * of a MAP count their rows' ends in an entry of this list, read from the
+ * row at the first end: the row is written once when the batch ends
+ * (pgd_store_write_node_writes), or before any statement that names
+ * df_internal.maps (FLUSH_MAP_COUNTS), where each end updated it, a new
+ * version of one row per row of the MAP, in one transaction.  Each end
+ * releases the entry and adds the next one, so that a rolled-back
+ * subtransaction's ends are undone with its entries (txn_buffer.c); an
+ * ending instance's go, as its rows do.  A commit with one unwritten is
+ * refused.
+ */
+static void
+map_counts_write(void)
+{
+	int			  i = 0;
+	PgdHeldEntry *h;
+
+	while ((h = store_held_next(&store_held_map_counts, NULL, &i)) != NULL)
+	{
+		store_held_release(&store_held_map_counts, h);
+		MAP_RUN(MAP_LANE_COUNTERS_WRITE, h->instance_id, h->node_id, h->scope,
+				psprintf("%d", h->counts[1]), psprintf("%d", h->counts[2]),
+				psprintf("%d", h->counts[3]));
+	}
+}
+
+static void
+map_counts_check_written(void)
+{
+	store_held_check_written(&store_held_map_counts, "MAP counters");
+}
+
+static void
+map_counts_subxact_abort(SubTransactionId mySubid)
+{
+	store_held_subxact_abort(&store_held_map_counts, mySubid);
+}
+
+const PgdHeldOps store_map_counts_ops = {
+	.write = map_counts_write,
+	.check_written = map_counts_check_written,
+	.subxact_abort = map_counts_subxact_abort,
+};
+
+void
+store_drop_held_map_counts(const char *instance_id)
+{
+	store_held_drop(&store_held_map_counts, instance_id, NULL, NULL);
+}
+
+/*
+ * A row of a MAP in lanes mode ended (failed or not): one more finished,
+ * and the next row started unless none is left or more than tolerated
+ * failed.  *next is the row to start, or -1.
+ */
 bool
 pgd_store_map_lane_done(const char *instance_id, const char *map_id,
 						const char *scope, bool failed, int tolerated,
 						int *total, int *finished, int *nfailed, int *next)
 {
-	if (MAP_RUN(MAP_LANE_DONE, instance_id, map_id, scope, failed ? "1" : "0",
-				psprintf("%d", tolerated)) != 1)
-		return false;
-	*total = atoi(pgd_spi_getstring(0, 1));
-	*finished = atoi(pgd_spi_getstring(0, 2));
-	*nfailed = atoi(pgd_spi_getstring(0, 3));
-	*next = atoi(pgd_spi_getstring(0, 4));
+	PgdHeldEntry *h =
+		store_held_find(&store_held_map_counts, instance_id, map_id, scope);
+	int			  c[4];
+
+	if (h == NULL && !(store_writes_held() && store_held_fits(instance_id, map_id)))
+	{
+		/* outside a batch, one statement */
+		if (MAP_RUN(MAP_LANE_DONE, instance_id, map_id, scope, failed ? "1" : "0",
+					psprintf("%d", tolerated)) != 1)
+			return false;
+		*total = atoi(pgd_spi_getstring(0, 1));
+		*finished = atoi(pgd_spi_getstring(0, 2));
+		*nfailed = atoi(pgd_spi_getstring(0, 3));
+		*next = atoi(pgd_spi_getstring(0, 4));
+		return true;
+	}
+	if (h != NULL)
+	{
+		memcpy(c, h->counts, sizeof(c));
+		store_held_release(&store_held_map_counts, h);
+	}
+	else
+	{
+		if (MAP_RUN(MAP_LANE_COUNTERS, instance_id, map_id, scope) != 1)
+			return false;
+		for (int k = 0; k < 4; k++)
+			c[k] = atoi(pgd_spi_getstring(0, k + 1));
+	}
+	/* as MAP_LANE_DONE counts */
+	c[2]++;
+	c[3] += failed ? 1 : 0;
+	*next = -1;
+	if (c[1] < c[0] && c[3] <= tolerated)
+		*next = c[1]++;
+	*total = c[0];
+	*finished = c[2];
+	*nfailed = c[3];
+	h = store_held_add(&store_held_map_counts, instance_id, map_id, scope, "",
+					   NULL);
+	memcpy(h->counts, c, sizeof(c));
 	return true;
 }
 

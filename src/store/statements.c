@@ -659,14 +659,15 @@ static const PgdStmtDef stmts[STMT_COUNT] = {
 		 {INT4OID, INT4OID, INT4OID}},
 	[STMT_PROBLEMS] =
 		{"what df.check() reports",
-		 FLUSH_NODE_WRITES | FLUSH_TASKS | FLUSH_JOIN_COUNTS, REACH_ALL,
+		 FLUSH_NODE_WRITES | FLUSH_TASKS | FLUSH_JOIN_COUNTS | FLUSH_MAP_COUNTS, REACH_ALL,
 		 "SELECT instance_id, problem, node_id, scope, detail "
 					   "FROM df_internal.check_rows() ORDER BY 1, 2, 3",
 					   0,
 					   {0}},
 	[STMT_PROBLEM_STILL_THERE] =
 		{"is a reported problem still there",
-		 FLUSH_NODE_WRITES | FLUSH_TASKS | FLUSH_JOIN_COUNTS, REACH_INSTANCE,
+		 FLUSH_NODE_WRITES | FLUSH_TASKS | FLUSH_JOIN_COUNTS | FLUSH_MAP_COUNTS,
+		 REACH_INSTANCE,
 		 "SELECT 1 FROM df_internal.check_rows() c "
 		 "WHERE c.instance_id OPERATOR(pg_catalog.=) $1 "
 		 "AND c.problem OPERATOR(pg_catalog.=) $2 "

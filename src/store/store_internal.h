@@ -128,14 +128,15 @@ typedef enum PgdStmt
  * The writes a transaction may hold in memory instead of rows, which a
  * statement that reads (or writes next to) them needs written first: the
  * node writes of a transition or a batch (node_writes.c), the step tasks a
- * batch made ready (tasks.c) and the JOIN counts it keeps
- * (joins_loops.c).  Each statement names them in its entry; nothing is
- * inferred from its text.
+ * batch made ready (tasks.c), the JOIN counts it keeps (joins_loops.c)
+ * and the counters of MAPs in lanes mode (map_items.c).  Each statement
+ * names them in its entry; nothing is inferred from its text.
  *
  * A statement that reads or writes df.nodes or the history, or calls one
  * of the extension's functions (which may read anything: df.check()'s
  * rows), names FLUSH_NODE_WRITES; one that reads the queue or the JOIN
- * counters (df.check()'s rows too) names FLUSH_TASKS or FLUSH_JOIN_COUNTS;
+ * counters (df.check()'s rows too) names FLUSH_TASKS or FLUSH_JOIN_COUNTS,
+ * one that reads or writes a MAP's counters FLUSH_MAP_COUNTS;
  * one that reads the entries of keyed locks FLUSH_LOCK_KEYS, one that
  * counts the holders of a limit key FLUSH_LIMIT_SLOTS.
  * Those that add tasks, or a JOIN counter, need nothing written before
@@ -149,6 +150,7 @@ typedef enum PgdStmt
 #define FLUSH_NODE_WRITES HELD_MASK(HELD_NODE_WRITES) /* df.nodes, the history */
 #define FLUSH_TASKS		  HELD_MASK(HELD_TASKS)		  /* df_internal.tasks */
 #define FLUSH_JOIN_COUNTS HELD_MASK(HELD_JOIN_COUNTS) /* df_internal.joins */
+#define FLUSH_MAP_COUNTS  HELD_MASK(HELD_MAP_COUNTS)  /* df_internal.maps */
 #define FLUSH_LOCK_KEYS	  HELD_MASK(HELD_LOCK_KEYS)	  /* locks, lock_keys */
 #define FLUSH_LIMIT_SLOTS HELD_MASK(HELD_LIMIT_SLOTS) /* limit_holders */
 
@@ -415,6 +417,7 @@ typedef enum PgdHeldKind
 	HELD_LOCK_KEYS,	  /* keyed locks a batch took (lock_keys.c) */
 	HELD_LIMIT_SLOTS, /* limit slots it gave (limit_slots.c) */
 	HELD_JOIN_COUNTS, /* JOIN counts (joins_loops.c) */
+	HELD_MAP_COUNTS,  /* the counters of MAPs in lanes mode (map_items.c) */
 	HELD_START,		  /* an instance's start (held_start.c) */
 	HELD_NODE_WRITES, /* node starts and ends with their events (node_writes.c) */
 	HELD_TASKS,		  /* step tasks made ready (tasks.c) */
@@ -462,6 +465,7 @@ typedef struct PgdHeldEntry
 	char			*since;		   /* a lock or a slot: when it was taken */
 	int64			 token;		   /* a lock: its fencing token */
 	int				 remaining;	   /* a JOIN count: the branches still to end */
+	int				 counts[4];	   /* a MAP's: total, started, finished, failed */
 	SubTransactionId made;		   /* the subtransaction that made it */
 	SubTransactionId released; /* the one that released or wrote it; 0: held */
 } PgdHeldEntry;
@@ -477,6 +481,7 @@ typedef struct PgdHeldList
 extern PgdHeldList store_held_locks;
 extern PgdHeldList store_held_slots;
 extern PgdHeldList store_held_join_counts;
+extern PgdHeldList store_held_map_counts;
 
 extern bool store_held_fits(const char *instance_id, const char *node_id);
 extern PgdHeldEntry *store_held_add(PgdHeldList *l, const char *instance_id,
@@ -528,6 +533,7 @@ extern void	 store_xact_keys_clear(PgdXactKeys *l);
 extern const PgdHeldOps store_lock_keys_ops;	/* lock_keys.c */
 extern const PgdHeldOps store_limit_slots_ops;	/* limit_slots.c */
 extern const PgdHeldOps store_join_counts_ops;	/* joins_loops.c */
+extern const PgdHeldOps store_map_counts_ops;	/* map_items.c */
 extern const PgdHeldOps store_held_start_ops;	/* held_start.c */
 extern const PgdHeldOps store_node_writes_ops;	/* node_writes.c */
 extern const PgdHeldOps store_held_tasks_ops;	/* tasks.c */
@@ -561,6 +567,8 @@ extern bool store_stamps_find(const char *instance_id, const char *id,
 							  char **status, char **stamp);
 /* joins_loops.c: the JOIN counts a batch holds */
 extern void store_drop_held_join_counts(const char *instance_id);
+/* map_items.c: the MAP counters a batch holds */
+extern void store_drop_held_map_counts(const char *instance_id);
 /* tasks.c: a task of a node due at 'at', by statement s (timers, a step's retry) */
 extern void store_task_due_at(PgdStmt s, const char *instance_id,
 							  const char *node_id, const char *scope,

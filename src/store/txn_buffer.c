@@ -16,10 +16,10 @@
  * forget it all at the transaction's end.  The kinds are written in the
  * order of PgdHeldKind.
  *
- * The entries of keyed locks, limit slots and JOIN counts are kept in
- * lists of one shape (PgdHeldList), here, so that any file of the store
- * may ask whether an instance holds one; the keys node executions took
- * in this transaction too (PgdXactKeys).  An entry records the
+ * The entries of keyed locks, limit slots, JOIN counts and MAP counters
+ * are kept in lists of one shape (PgdHeldList), here, so that any file of
+ * the store may ask whether an instance holds one; the keys node
+ * executions took in this transaction too (PgdXactKeys).  An entry records the
  * subtransaction that made it and the one that released it (or wrote it
  * as rows: either way it is no longer held here).  A rolled-back
  * subtransaction's entries are gone and its releases undone:
@@ -45,6 +45,7 @@
 PgdHeldList store_held_locks;		/* keyed locks a batch took (lock_keys.c) */
 PgdHeldList store_held_slots;		/* limit slots it gave (limit_slots.c) */
 PgdHeldList store_held_join_counts; /* JOIN counts (joins_loops.c) */
+PgdHeldList store_held_map_counts;	/* MAP counters (map_items.c) */
 PgdXactKeys store_fresh_lock_keys;	/* lock keys taken here (lock_keys.c) */
 PgdXactKeys store_entered_limit_keys; /* limit keys entered here (limit_slots.c) */
 
@@ -232,6 +233,7 @@ store_held_add(PgdHeldList *l, const char *instance_id, const char *node_id,
 	h->since = since ? pstrdup(since) : NULL;
 	h->token = 0;
 	h->remaining = 0;
+	memset(h->counts, 0, sizeof(h->counts));
 	MemoryContextSwitchTo(old);
 	h->made = GetCurrentSubTransactionId();
 	h->released = 0;

@@ -22,6 +22,7 @@ static const PgdHeldOps *const kinds[HELD_KINDS] = {
 	[HELD_LOCK_KEYS] = &store_lock_keys_ops,
 	[HELD_LIMIT_SLOTS] = &store_limit_slots_ops,
 	[HELD_JOIN_COUNTS] = &store_join_counts_ops,
+	[HELD_MAP_COUNTS] = &store_map_counts_ops,
 	[HELD_START] = &store_held_start_ops,
 	[HELD_NODE_WRITES] = &store_node_writes_ops,
 	[HELD_TASKS] = &store_held_tasks_ops,
