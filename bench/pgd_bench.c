@@ -1583,11 +1583,17 @@ run_lanes_map(Pgdb *b, const char *step, int rows, int lanes,
 	return true;
 }
 
+#define LANES_STEP "'INSERT INTO bench_commit (v, ts) VALUES ($item.n, clock_timestamp())'"
+#define LANES_REF_ROWS 10000
+
 /*
  * df.map in lanes mode over lanes_rows rows, each row's step one
  * single-row INSERT into bench_commit: rows (steps) per second, WAL per
  * row, and the executors' peak private RSS against the same before it
- * started.
+ * started.  Side by side with it, in the same run: a chain just before
+ * (the rate it is measured against), and over more than LANES_REF_ROWS
+ * rows, a map of LANES_REF_ROWS just before, for the time per row as the
+ * rows grow.
  */
 static bool
 lanes_phase(Pgdb *b)
@@ -1597,19 +1603,34 @@ lanes_phase(Pgdb *b)
 	char	   *v;
 	double		wal0,
 				wal1,
-				secs;
+				secs,
+				ref_secs = 0,
+				chain = NAN,
+				chain_flows;
 	long		rss0 = executors_rss_anon(b),
 				rss = rss0;
 	char		status[32];
 	char		num[32];
 
+	if (o->chain_workflows > 0 &&
+		!throughput_phase(b, "chain beside the lanes", "~>", o->chain_steps,
+						  o->chain_workflows, &chain, &chain_flows))
+		return false;
+	if (rows > LANES_REF_ROWS)
+	{
+		say(b, "lanes: df.map over %d rows, %d lanes", LANES_REF_ROWS, o->lanes);
+		if (!run_lanes_map(b, LANES_STEP, LANES_REF_ROWS, o->lanes, status, sizeof(status),
+						   &ref_secs, NULL))
+			return false;
+		if (strcmp(status, "completed") != 0)
+			ref_secs = 0;
+	}
 	if ((v = query_value(b, "SELECT pg_current_wal_lsn() - '0/0'")) == NULL)
 		return false;
 	wal0 = atof(v);
 	free(v);
 	say(b, "lanes: df.map over %d rows, %d lanes", rows, o->lanes);
-	if (!run_lanes_map(b, "'INSERT INTO bench_commit (v, ts) VALUES ($item.n, clock_timestamp())'",
-					   rows, o->lanes, status, sizeof(status), &secs, &rss))
+	if (!run_lanes_map(b, LANES_STEP, rows, o->lanes, status, sizeof(status), &secs, &rss))
 		return false;
 	if (strcmp(status, "completed") != 0)
 	{
@@ -1627,6 +1648,15 @@ lanes_phase(Pgdb *b)
 	add_row(b, "bytes", fmt_num(num, (wal1 - wal0) / rows), "lanes: WAL per row");
 	add_row(b, "MB", fmt_num(num, rss / 1024.0),
 			"lanes: executors' peak private RSS while it ran (%.1f MB before)", rss0 / 1024.0);
+	if (!isnan(chain))
+		add_row(b, "steps/s", fmt_num(num, chain), "lanes: a chain just before, %d workflows x %d steps",
+				o->chain_workflows, o->chain_steps);
+	if (!isnan(chain))
+		add_row(b, "", fmt_num(num, rows / secs / chain),
+				"lanes: rows/s / steps/s of a chain just before (target >= 0.8)");
+	if (ref_secs > 0)
+		add_row(b, "", fmt_num(num, (secs / rows) / (ref_secs / LANES_REF_ROWS)),
+				"lanes: time per row, %d rows / %d rows (target <= 1.2)", rows, LANES_REF_ROWS);
 	return true;
 }
 
