@@ -1649,11 +1649,12 @@ lanes_phase(Pgdb *b)
 	add_row(b, "MB", fmt_num(num, rss / 1024.0),
 			"lanes: executors' peak private RSS while it ran (%.1f MB before)", rss0 / 1024.0);
 	if (!isnan(chain))
+	{
 		add_row(b, "steps/s", fmt_num(num, chain), "lanes: a chain just before, %d workflows x %d steps",
 				o->chain_workflows, o->chain_steps);
-	if (!isnan(chain))
 		add_row(b, "", fmt_num(num, rows / secs / chain),
 				"lanes: rows/s / steps/s of a chain just before (target >= 0.8)");
+	}
 	if (ref_secs > 0)
 		add_row(b, "", fmt_num(num, (secs / rows) / (ref_secs / LANES_REF_ROWS)),
 				"lanes: time per row, %d rows / %d rows (target <= 1.2)", rows, LANES_REF_ROWS);

@@ -55,7 +55,6 @@ enum
 	MAP_ROW_BIND,
 	MAP_ROW_KEEP,
 	MAP_ROW_DROP,
-	MAP_LANE_DONE,
 	MAP_LANE_COUNTERS,
 	MAP_LANE_COUNTERS_WRITE,
 	MAP_ITEM_RESULTS_DROP,
@@ -207,25 +206,8 @@ static const PgdStmtDef map_stmts[MAP_STMTS] = {
 		 "AND scope OPERATOR(pg_catalog.=) $3 AND item OPERATOR(pg_catalog.=) $4::int",
 		 4,
 		 {T, T, T, T}},
-	[MAP_LANE_DONE] =
-		{"an item of a MAP in lanes mode ended: one more finished (and failed), and the next started",
-		 FLUSH_NODE_WRITES, REACH_INSTANCE,
-		 /* $5: the failures tolerated; past them no item starts */
-		 "WITH o AS (SELECT started FROM df_internal.maps "
-		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
-		 "AND scope OPERATOR(pg_catalog.=) $3) "
-		 "UPDATE df_internal.maps m SET finished = m.finished OPERATOR(pg_catalog.+) 1, "
-		 "failed = m.failed OPERATOR(pg_catalog.+) $4::int, "
-		 "started = m.started OPERATOR(pg_catalog.+) CASE WHEN m.started OPERATOR(pg_catalog.<) m.total "
-		 "AND m.failed OPERATOR(pg_catalog.+) $4::int OPERATOR(pg_catalog.<=) $5::int THEN 1 ELSE 0 END "
-		 "FROM o WHERE m.instance_id OPERATOR(pg_catalog.=) $1 AND m.node_id OPERATOR(pg_catalog.=) $2 "
-		 "AND m.scope OPERATOR(pg_catalog.=) $3 "
-		 "RETURNING m.total, m.finished, m.failed, "
-		 "CASE WHEN m.started OPERATOR(pg_catalog.>) o.started THEN o.started ELSE -1 END",
-		 5,
-		 {T, T, T, T, T}},
 	[MAP_LANE_COUNTERS] =
-		{"the counters of a MAP execution in lanes mode, to hold in a batch",
+		{"the counters of a MAP execution in lanes mode",
 		 0, REACH_INSTANCE,
 		 "SELECT total, started, finished, failed FROM df_internal.maps "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
@@ -233,7 +215,7 @@ static const PgdStmtDef map_stmts[MAP_STMTS] = {
 		 3,
 		 {T, T, T}},
 	[MAP_LANE_COUNTERS_WRITE] =
-		{"the counters of a MAP execution in lanes mode that a batch held",
+		{"the counters of a MAP execution in lanes mode, counted",
 		 0, REACH_INSTANCE,
 		 "UPDATE df_internal.maps SET started = $4::int, finished = $5::int, failed = $6::int "
 		 "WHERE instance_id OPERATOR(pg_catalog.=) $1 AND node_id OPERATOR(pg_catalog.=) $2 "
@@ -491,6 +473,14 @@ pgd_store_map_row_done(const char *instance_id, const char *map_id,
  * refused.
  */
 static void
+write_counters(const char *instance_id, const char *map_id, const char *scope,
+			   const int c[4])
+{
+	MAP_RUN(MAP_LANE_COUNTERS_WRITE, instance_id, map_id, scope,
+			psprintf("%d", c[1]), psprintf("%d", c[2]), psprintf("%d", c[3]));
+}
+
+static void
 map_counts_write(void)
 {
 	int			  i = 0;
@@ -499,9 +489,7 @@ map_counts_write(void)
 	while ((h = store_held_next(&store_held_map_counts, NULL, &i)) != NULL)
 	{
 		store_held_release(&store_held_map_counts, h);
-		MAP_RUN(MAP_LANE_COUNTERS_WRITE, h->instance_id, h->node_id, h->scope,
-				psprintf("%d", h->counts[1]), psprintf("%d", h->counts[2]),
-				psprintf("%d", h->counts[3]));
+		write_counters(h->instance_id, h->node_id, h->scope, h->counts);
 	}
 }
 
@@ -532,7 +520,9 @@ store_drop_held_map_counts(const char *instance_id)
 /*
  * A row of a MAP in lanes mode ended (failed or not): one more finished,
  * and the next row started unless none is left or more than tolerated
- * failed.  *next is the row to start, or -1.
+ * failed.  *next is the row to start, or -1.  The counters (total,
+ * started, finished, failed) come from the batch's entry or the row, and
+ * go back to an entry in a batch, to the row elsewhere.
  */
 bool
 pgd_store_map_lane_done(const char *instance_id, const char *map_id,
@@ -541,20 +531,9 @@ pgd_store_map_lane_done(const char *instance_id, const char *map_id,
 {
 	PgdHeldEntry *h =
 		store_held_find(&store_held_map_counts, instance_id, map_id, scope);
-	int			  c[4];
+	bool hold = store_writes_held() && store_held_fits(instance_id, map_id);
+	int	 c[4];
 
-	if (h == NULL && !(store_writes_held() && store_held_fits(instance_id, map_id)))
-	{
-		/* outside a batch, one statement */
-		if (MAP_RUN(MAP_LANE_DONE, instance_id, map_id, scope, failed ? "1" : "0",
-					psprintf("%d", tolerated)) != 1)
-			return false;
-		*total = atoi(pgd_spi_getstring(0, 1));
-		*finished = atoi(pgd_spi_getstring(0, 2));
-		*nfailed = atoi(pgd_spi_getstring(0, 3));
-		*next = atoi(pgd_spi_getstring(0, 4));
-		return true;
-	}
 	if (h != NULL)
 	{
 		memcpy(c, h->counts, sizeof(c));
@@ -567,7 +546,6 @@ pgd_store_map_lane_done(const char *instance_id, const char *map_id,
 		for (int k = 0; k < 4; k++)
 			c[k] = atoi(pgd_spi_getstring(0, k + 1));
 	}
-	/* as MAP_LANE_DONE counts */
 	c[2]++;
 	c[3] += failed ? 1 : 0;
 	*next = -1;
@@ -576,9 +554,14 @@ pgd_store_map_lane_done(const char *instance_id, const char *map_id,
 	*total = c[0];
 	*finished = c[2];
 	*nfailed = c[3];
-	h = store_held_add(&store_held_map_counts, instance_id, map_id, scope, "",
-					   NULL);
-	memcpy(h->counts, c, sizeof(c));
+	if (h != NULL || hold)
+	{
+		h = store_held_add(&store_held_map_counts, instance_id, map_id, scope,
+						   "", NULL);
+		memcpy(h->counts, c, sizeof(c));
+	}
+	else
+		write_counters(instance_id, map_id, scope, c);
 	return true;
 }
 

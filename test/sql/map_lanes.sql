@@ -3,7 +3,8 @@
 -- with the step's own effects, each row exactly once; tolerated_failures
 -- counted (within it the MAP completes and lists the failures, one more
 -- fails it with the item); a cancel in the middle leaves no work behind;
--- df.check() clean.
+-- rows of TASK steps that a worker's df.complete_task ends outside any
+-- batch; df.check() clean.
 SET ROLE df_user;
 
 -- exact JSON: lanes mode is the overload with collect
@@ -111,6 +112,26 @@ SELECT wait_until(format('SELECT NOT EXISTS (SELECT 1 FROM df_internal.tasks WHE
 SELECT count(*) AS rows_left FROM df_internal.map_rows WHERE instance_id = :'id';
 SELECT count(*) AS counters_left FROM df_internal.maps WHERE instance_id = :'id';
 SELECT count(*) = :at_cancel AS none_after_cancel, count(*) < 100000 AS stopped FROM lanes_cancel;
+
+-- rows whose steps end outside an executor's batch: TASK steps completed
+-- by this session's df.complete_task count on the counters row itself
+SELECT df.grant_worker('df_user', 'lanes.*');
+SET ROLE df_user;
+SELECT df.start(df.map('SELECT g AS n FROM generate_series(1, 5) g',
+					   df.task('lanes.q', '{"n": $item.n}'), 2, true)) AS id \gset
+RESET ROLE;
+SELECT wait_until('SELECT count(*) = 2 FROM df.tasks WHERE queue = ''lanes.q'' AND state = ''ready''', 60) AS two_ready;
+SET ROLE df_user;
+SELECT count(*) FILTER (WHERE df.complete_task(task_id, lease_token, jsonb_build_object('n', payload -> 'n')) = 'ok') AS completed
+  FROM df.claim_tasks('lanes.q', 'w', 10);
+SELECT count(*) FILTER (WHERE df.complete_task(task_id, lease_token, jsonb_build_object('n', payload -> 'n')) = 'ok') AS completed
+  FROM df.claim_tasks('lanes.q', 'w', 10);
+SELECT count(*) FILTER (WHERE df.complete_task(task_id, lease_token, jsonb_build_object('n', payload -> 'n')) = 'ok') AS completed
+  FROM df.claim_tasks('lanes.q', 'w', 10);
+SELECT lanes_wait(:'id');
+SELECT df.result(:'id');
+RESET ROLE;
+SELECT df.revoke_worker('df_user', 'lanes.*');
 
 -- nothing left behind by the ended MAPs, and df.check() clean
 SELECT count(*) AS rows_left FROM df_internal.map_rows;
