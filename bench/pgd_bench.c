@@ -56,7 +56,9 @@
  *	  is 1.3 at most).
  *	- Commit rate: pgbench -n -f <one INSERT> at the executors' concurrency
  *	  (the executors are the sessions that commit steps) and at the
- *	  clients' one, on the same server, in the same run.
+ *	  clients' one, on the same server, in the same run; and the same
+ *	  INSERT 32 to a transaction at the executors' concurrency (rows/s),
+ *	  beside a chain whose steps are that INSERT.
  *
  * It changes the target database: it creates the tables bench_log and
  * bench_commit and leaves finished instances behind.  Run it against a
@@ -535,6 +537,16 @@ noop_leaf(PgdbBuf *s, int k)
 	buf_append(s, "'SELECT 1'");
 }
 
+/* the statement pgbench runs for the commit rate */
+#define BENCH_INSERT "INSERT INTO bench_commit VALUES (1, now())"
+
+static void
+insert_leaf(PgdbBuf *s, int k)
+{
+	(void) k;
+	buf_append(s, "'%s'", BENCH_INSERT);
+}
+
 static void
 log_leaf(PgdbBuf *s, int k)
 {
@@ -946,9 +958,13 @@ setup(Pgdb *b)
 	return true;
 }
 
-/* pgbench -n -f <INSERT> at the given concurrency; commits per second, or NAN. */
+/*
+ * pgbench -n -f <INSERT> at the given concurrency, rows INSERTs to a
+ * transaction; rows inserted per second (commits per second for one), or
+ * NAN.
+ */
 static double
-run_pgbench(Pgdb *b, int clients)
+run_pgbench(Pgdb *b, int clients, int rows)
 {
 	char		script[] = "/tmp/pgd_bench_XXXXXX";
 	char		nclients[16],
@@ -963,14 +979,22 @@ run_pgbench(Pgdb *b, int clients)
 	char		chunk[4096];
 	ssize_t		n;
 	const char *tps;
-	static const char insert[] = "INSERT INTO bench_commit VALUES (1, now());\n";
+	PgdbBuf		body = {0};
 
+	if (rows > 1)
+		buf_append(&body, "BEGIN;\n");
+	for (int k = 0; k < rows; k++)
+		buf_append(&body, "%s;\n", BENCH_INSERT);
+	if (rows > 1)
+		buf_append(&body, "COMMIT;\n");
 	fd = mkstemp(script);
-	if (fd < 0 || write(fd, insert, sizeof(insert) - 1) != (ssize_t) (sizeof(insert) - 1))
+	if (fd < 0 || write(fd, body.data, strlen(body.data)) != (ssize_t) strlen(body.data))
 	{
 		fprintf(stderr, "pgd_bench: could not write the pgbench script: %s\n", strerror(errno));
+		free(body.data);
 		return NAN;
 	}
+	free(body.data);
 	close(fd);
 	snprintf(nclients, sizeof(nclients), "%d", clients);
 	snprintf(secs, sizeof(secs), "%d", b->opt.pgbench_seconds);
@@ -1003,7 +1027,7 @@ run_pgbench(Pgdb *b, int clients)
 		argv[argc++] = b->opt.dbname;
 	argv[argc] = NULL;
 
-	say(b, "pgbench: %d clients, %s s", clients, secs);
+	say(b, "pgbench: %d clients, %d INSERT(s) a transaction, %s s", clients, rows, secs);
 	if (pipe(pipefd) != 0 || (pid = fork()) < 0)
 	{
 		fprintf(stderr, "pgd_bench: could not run pgbench: %s\n", strerror(errno));
@@ -1041,7 +1065,7 @@ run_pgbench(Pgdb *b, int clients)
 		double		v = strtod(tps + 6, NULL);
 
 		free(out.data);
-		return v;
+		return v * rows;
 	}
 }
 
@@ -1837,6 +1861,8 @@ pgdb_run(Pgdb *b)
 	const PgdbOptions *o = &b->opt;
 	double		commit_w = NAN,
 				commit_c = NAN,
+				rows32_w = NAN,
+				insert_chain = NAN,
 				chain = NAN,
 				fan = NAN,
 				flows = NAN,
@@ -1876,8 +1902,10 @@ pgdb_run(Pgdb *b)
 
 	if (o->pgbench)
 	{
-		commit_w = run_pgbench(b, b->executors);
-		commit_c = o->clients == b->executors ? commit_w : run_pgbench(b, o->clients);
+		commit_w = run_pgbench(b, b->executors, 1);
+		commit_c = o->clients == b->executors ? commit_w : run_pgbench(b, o->clients, 1);
+		if (o->chain_workflows > 0)
+			rows32_w = run_pgbench(b, b->executors, 32);
 		if (!exec_ok(b->conn, "TRUNCATE bench_commit", &b->err, b->errstr))
 			return false;
 	}
@@ -1889,6 +1917,10 @@ pgdb_run(Pgdb *b)
 	if (o->chain_workflows > 0 &&
 		!throughput_phase_cost(b, "chain", "~>", o->chain_steps, o->chain_workflows, noop_leaf,
 							   &chain, &dummy, &chain_cost))
+		return false;
+	if (o->chain_workflows > 0 && !isnan(rows32_w) &&
+		!throughput_phase_of(b, "chain of INSERT steps", "~>", o->chain_steps, o->chain_workflows,
+							 insert_leaf, &insert_chain, &dummy))
 		return false;
 	if (o->fanout_workflows > 0 &&
 		!throughput_phase_cost(b, "fan-out/join", "&", o->fanout_width, o->fanout_workflows,
@@ -2147,6 +2179,16 @@ pgdb_run(Pgdb *b)
 			add_row(b, "", fmt_num(v, fan / commit_w), "fan-out steps/s / commit rate (%d)", b->executors);
 		if (o->workflows > 0)
 			add_row(b, "", fmt_num(v, flows / commit_c), "workflows/s / commit rate (%d)", o->clients);
+		if (!isnan(rows32_w))
+		{
+			add_row(b, "rows/s", fmt_num(v, rows32_w),
+					"pgbench 1-row INSERT, 32 to a transaction, %d clients", b->executors);
+			add_row(b, "steps/s", fmt_num(v, insert_chain),
+					"chain of that INSERT as steps, %d workflows x %d steps", o->chain_workflows,
+					o->chain_steps);
+			add_row(b, "", fmt_num(v, insert_chain / rows32_w),
+					"INSERT chain steps/s / pgbench rows/s 32 to a transaction (target >= 0.5)");
+		}
 	}
 	return true;
 }
