@@ -133,17 +133,30 @@ pgd_task_node_end(const PgdExternalTask *t, PgdOutcome outcome)
 		pgd_store_external_end(t->task_id, PGD_EXT_CANCELLED);
 		return PGD_TASK_END_NOT_LIVE;
 	}
+	if (outcome.ok)
+	{
+		/*
+		 * No retry keeps a completed task: it goes before the transition,
+		 * so that an instance this completes has no engine state left but
+		 * its runs row, which its end deletes by the key
+		 * (pgd_store_end_instance)
+		 */
+		pgd_store_task_delete(t->task_id);
+		pgd_store_external_end(t->task_id, PGD_EXT_COMPLETED);
+	}
 	pgd_store_set_attempt(t->node_id, t->attempt);
 	pgd_apply_complete(g, n, t->scope, outcome);
 	pgd_store_set_attempt(NULL, 0);
-	if (pgd_retry_kept_task(t->task_id))
+	if (!outcome.ok)
 	{
-		pgd_store_flush();
-		return PGD_TASK_END_RETRY;
+		if (pgd_retry_kept_task(t->task_id))
+		{
+			pgd_store_flush();
+			return PGD_TASK_END_RETRY;
+		}
+		pgd_store_task_delete(t->task_id);
+		pgd_store_external_end(t->task_id, PGD_EXT_FAILED);
 	}
-	pgd_store_task_delete(t->task_id);
-	pgd_store_external_end(t->task_id, outcome.ok ? PGD_EXT_COMPLETED :
-								 PGD_EXT_FAILED);
 	pgd_store_flush();
 	return PGD_TASK_END_DONE;
 }

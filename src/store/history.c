@@ -20,6 +20,16 @@
 #include "store/store.h"
 #include "store/store_internal.h"
 
+/* The kinds whose row has a duration (STMT_EVENT_ADD's pattern) */
+static bool
+is_instance_end(const char *kind)
+{
+	return strcmp(kind, "instance_completed") == 0 ||
+		strcmp(kind, "instance_failed") == 0 ||
+		strcmp(kind, "instance_cancelled") == 0 ||
+		strcmp(kind, "instance_compensated") == 0;
+}
+
 /*
  * detail is a JSON object as text, or NULL; node_id and scope may be
  * NULL; attempt 0 records NULL.  The duration of an instance's end is
@@ -33,5 +43,12 @@ pgd_store_event_add(const char *instance_id, const char *kind,
 	if (node_id == NULL &&
 		store_held_start_end_event(instance_id, kind, scope, detail))
 		return;
+	if (node_id == NULL && is_instance_end(kind))
+	{
+		/* after every node event written so far, as the statement's would be */
+		store_txn_write(FLUSH_NODE_WRITES);
+		if (store_instance_event_row(0, instance_id, 0, kind, scope, detail))
+			return;
+	}
 	store_history_insert(instance_id, kind, node_id, scope, attempt, detail);
 }

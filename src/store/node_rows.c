@@ -829,13 +829,15 @@ merge_instance_end(FlushRels *r, TupleTableSlot *slot, const char *instance_id)
 }
 
 /*
- * The history row of an instance's instance_started and its end, as
- * held_start.c's statement inserts it: id event_id (drawn at the start's
- * place), the end's kind, scope and detail (JSON text or NULL), the
- * start's time as started_at, ended_id drawn now from the events'
- * sequence, the duration since the instance's created_at, at now.  NULL
- * when the schema has no started_at or ended_id, or the instance's row or
- * its created_at is not there.
+ * The history row of an instance's end, at now, with its kind, scope and
+ * detail (JSON text or NULL) and the duration since the instance's
+ * created_at.  With an event_id, the row of its instance_started and its
+ * end, as held_start.c's statement inserts it: id event_id (drawn at the
+ * start's place), the start's time as started_at, ended_id drawn now from
+ * the events' sequence.  Without one (0), the end alone, as STMT_EVENT_ADD
+ * inserts it: its id drawn now.  NULL when the schema has no started_at or
+ * ended_id for a start, or the instance's row or its created_at is not
+ * there.
  */
 static TupleTableSlot *
 instance_event_slot(FlushRels *r, int64 event_id, const char *instance_id,
@@ -845,8 +847,10 @@ instance_event_slot(FlushRels *r, int64 event_id, const char *instance_id,
 	TimestampTz		created;
 	TupleTableSlot *slot;
 	TimestampTz		now = GetCurrentTimestamp();
+	const char	   *event_scope = store_event_scope(instance_id, scope);
+	Oid				seq = pgd_internal_relid("events_id_seq");
 
-	if (r->e_started_at == 0 || r->e_ended_id == 0 ||
+	if ((event_id != 0 && (r->e_started_at == 0 || r->e_ended_id == 0)) ||
 		!instance_created_at(instance_id, &created))
 		return NULL;
 	slot = event_slot(r);
@@ -856,28 +860,32 @@ instance_event_slot(FlushRels *r, int64 event_id, const char *instance_id,
 		slot->tts_values[a - 1] = (datum); \
 		slot->tts_isnull[a - 1] = false; \
 	} while (0)
-	SET(r->e_id, Int64GetDatum(event_id));
+	SET(r->e_id, Int64GetDatum(event_id != 0 ? event_id :
+											   nextval_internal(seq, false)));
 	SET(r->e_instance_id, CStringGetTextDatum(instance_id));
 	SET(r->e_at, TimestampTzGetDatum(now));
 	SET(r->e_kind, CStringGetTextDatum(kind));
-	SET(r->e_scope,
-		CStringGetTextDatum(store_event_scope(instance_id, scope)));
+	if (event_scope != NULL)
+		SET(r->e_scope, CStringGetTextDatum(event_scope));
 	SET(r->e_duration, Int64GetDatum(duration_ms(now, created)));
 	if (detail != NULL)
 		SET(r->e_detail, flush_jsonb(detail));
-	SET(r->e_started_at, TimestampTzGetDatum(started_at));
-	SET(r->e_ended_id,
-		Int64GetDatum(nextval_internal(pgd_internal_relid("events_id_seq"),
-									   false)));
+	if (event_id != 0)
+	{
+		SET(r->e_started_at, TimestampTzGetDatum(started_at));
+		SET(r->e_ended_id, Int64GetDatum(nextval_internal(seq, false)));
+	}
 #undef SET
 	ExecStoreVirtualTuple(slot);
 	return slot;
 }
 
 /*
- * That row, inserted alone (instance_event_slot).  No statement: it cost
- * 28-38 us at the end of every instance that started and ended in one
- * batch (perf).  False when a trigger of the user's on
+ * That row, inserted alone (instance_event_slot; event_id 0: an end whose
+ * start is not held).  No statement: it cost 28-38 us at the end of every
+ * instance that started and ended in one batch, and an end alone was most
+ * of the end of an instance whose last node an external worker or the
+ * HTTP worker completes (perf); the caller wrote the node writes before.  False when a trigger of the user's on
  * df_internal.events must fire, or instance_event_slot cannot make the
  * row: the caller's statement then inserts it.
  */

@@ -284,6 +284,14 @@ complete(PgdHttpRequest *req)
 		return;
 	}
 
+	/*
+	 * No retry keeps a call that succeeded: its task goes before the
+	 * transition, so that an instance this completes has no engine state
+	 * left but its runs row, which its end deletes by the key
+	 * (pgd_store_end_instance)
+	 */
+	if (outcome.ok)
+		pgd_store_task_delete(req->task_id);
 	if (pgd_lock_target(req->instance_id, NULL, PGD_INSTANCE_RUNNING,
 						req->node_id, req->scope, &g, &n))
 	{
@@ -304,7 +312,7 @@ complete(PgdHttpRequest *req)
 		pgd_store_set_attempt(NULL, 0);
 	}
 	/* a retry keeps the row for its next attempt (the same Idempotency-Key) */
-	if (!pgd_retry_kept_task(req->task_id))
+	if (!outcome.ok && !pgd_retry_kept_task(req->task_id))
 		pgd_store_task_delete(req->task_id);
 }
 
