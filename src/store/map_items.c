@@ -460,6 +460,15 @@ pgd_store_map_row_done(const char *instance_id, const char *map_id,
 				keep, failed ? "true" : "false");
 }
 
+/* A MAP's counters (total, started, finished, failed) into its row. */
+static void
+write_counters(const char *instance_id, const char *map_id, const char *scope,
+			   const int c[4])
+{
+	MAP_RUN(MAP_LANE_COUNTERS_WRITE, instance_id, map_id, scope,
+			psprintf("%d", c[1]), psprintf("%d", c[2]), psprintf("%d", c[3]));
+}
+
 /*
  * MAP counters held in memory.  In a batch (store_writes_held) the lanes
  * of a MAP count their rows' ends in an entry of this list, read from the
@@ -472,14 +481,6 @@ pgd_store_map_row_done(const char *instance_id, const char *map_id,
  * ending instance's go, as its rows do.  A commit with one unwritten is
  * refused.
  */
-static void
-write_counters(const char *instance_id, const char *map_id, const char *scope,
-			   const int c[4])
-{
-	MAP_RUN(MAP_LANE_COUNTERS_WRITE, instance_id, map_id, scope,
-			psprintf("%d", c[1]), psprintf("%d", c[2]), psprintf("%d", c[3]));
-}
-
 static void
 map_counts_write(void)
 {

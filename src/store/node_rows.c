@@ -885,9 +885,10 @@ instance_event_slot(FlushRels *r, int64 event_id, const char *instance_id,
  * start is not held).  No statement: it cost 28-38 us at the end of every
  * instance that started and ended in one batch, and an end alone was most
  * of the end of an instance whose last node an external worker or the
- * HTTP worker completes (perf); the caller wrote the node writes before.  False when a trigger of the user's on
- * df_internal.events must fire, or instance_event_slot cannot make the
- * row: the caller's statement then inserts it.
+ * HTTP worker completes (perf); the caller wrote the node writes before.
+ * False when a trigger of the user's on df_internal.events must fire, or
+ * instance_event_slot cannot make the row: the caller's statement then
+ * inserts it.
  */
 bool
 store_instance_event_row(int64 event_id, const char *instance_id,

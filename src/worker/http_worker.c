@@ -286,9 +286,7 @@ complete(PgdHttpRequest *req)
 
 	/*
 	 * No retry keeps a call that succeeded: its task goes before the
-	 * transition, so that an instance this completes has no engine state
-	 * left but its runs row, which its end deletes by the key
-	 * (pgd_store_end_instance)
+	 * transition, as a completed external task's does (pgd_task_node_end)
 	 */
 	if (outcome.ok)
 		pgd_store_task_delete(req->task_id);
