@@ -89,6 +89,7 @@
 #include "core/identity.h"
 #include "core/settings.h"
 #include "results/results.h"
+#include "steps/step_plans.h"
 #include "steps/step_sql.h"
 
 #define ERRCODE_PGD_RESULT_CONVERSION MAKE_SQLSTATE('P', 'D', '0', '0', '1')
@@ -368,6 +369,39 @@ dollar_name_at(const char *query, int pos)
 	return pnstrdup(p, q - p);
 }
 
+/*
+ * Where in query a syntax error stands (1-based; 0: not known): the
+ * statement's own position when this file parsed it, SPI's internal one
+ * when SPI did.
+ */
+static int
+syntax_error_position(const ErrorData *edata, const char *query)
+{
+	if (edata->cursorpos > 0)
+		return edata->cursorpos;
+	if (edata->internalpos > 0 && edata->internalquery != NULL &&
+		strcmp(edata->internalquery, query) == 0)
+		return edata->internalpos;
+	return 0;
+}
+
+/*
+ * Whether the text holds more than one statement.  Statements are separated
+ * by semicolons, so a text without one, or with one only at its end, holds
+ * one at most and is not parsed here; SPI parses it once.
+ */
+static bool
+holds_several_statements(const char *query)
+{
+	const char *semicolon = strchr(query, ';');
+
+	if (semicolon == NULL)
+		return false;
+	if (strspn(semicolon + 1, " \t\n\r\f\v") == strlen(semicolon + 1))
+		return false;
+	return list_length(pg_parse_query(query)) > 1;
+}
+
 PgdOutcome
 pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 {
@@ -424,6 +458,7 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 	PG_TRY();
 	{
 		SPIExecuteOptions options;
+		SPIPlanPtr		  plan;
 		int				  nest;
 		int				  rc;
 
@@ -436,15 +471,21 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
 								 false);
 
-		/* one statement, as the reference's extended-protocol query allows */
-		if (list_length(pg_parse_query(query)) > 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_SYNTAX_ERROR),
-					 errmsg("a SQL step is one statement, and this text holds several: "
-							"chain them as steps (~>) or put them in a function")));
-
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
+		/* not inside another step's statement, whose plan may be in use */
+		plan = save_in_step ? NULL : pgd_step_plan_find(query, submitter);
+		if (plan == NULL)
+		{
+			/* one statement, as the reference's extended-protocol query allows */
+			if (holds_several_statements(query))
+				ereport(ERROR,
+						(errcode(ERRCODE_SYNTAX_ERROR),
+						 errmsg("a SQL step is one statement, and this text holds several: "
+								"chain them as steps (~>) or put them in a function")));
+			if (!save_in_step)
+				plan = pgd_step_plan_prepare_if_repeated(query, submitter);
+		}
 		memset(&options, 0, sizeof(options));
 		options.dest = &dest.pub;
 		/*
@@ -457,7 +498,8 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 		if (attempt_timeout_ms > 0)
 			enable_timeout_after(STATEMENT_TIMEOUT,
 								 (int) Min(attempt_timeout_ms, PG_INT32_MAX));
-		rc = SPI_execute_extended(query, &options);
+		rc = plan != NULL ? SPI_execute_plan_extended(plan, &options) :
+							SPI_execute_extended(query, &options);
 		if (attempt_timeout_ms > 0)
 			disarm_attempt_timeout();
 		if (rc == SPI_ERROR_TRANSACTION)
@@ -502,6 +544,7 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 	{
 		ErrorData *edata;
 		char	  *unresolved;
+		int		   pos;
 
 		if (attempt_timeout_ms > 0)
 			disarm_attempt_timeout();
@@ -518,9 +561,8 @@ pgd_run_user_sql(const char *query, Oid submitter, bool *retry, int *sqlstate)
 		if (edata->sqlerrcode == ERRCODE_PGD_RESULT_CONVERSION)
 			outcome.result = pstrdup(edata->message);
 		else if (edata->sqlerrcode == ERRCODE_SYNTAX_ERROR &&
-				 edata->cursorpos > 0 &&
-				 (unresolved = dollar_name_at(query, edata->cursorpos)) !=
-					 NULL)
+				 (pos = syntax_error_position(edata, query)) > 0 &&
+				 (unresolved = dollar_name_at(query, pos)) != NULL)
 			outcome.result =
 				psprintf(PGD_MSG_SQL_EXECUTION_FAILED,
 						 psprintf("%s (%s matched no result of the workflow, so it was left as written)",
