@@ -36,6 +36,8 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
@@ -55,6 +57,57 @@ PG_FUNCTION_INFO_V1(pgd_fail_task);
 #define MAX_LEASE_S		  86400.0
 #define MAX_ERROR_LEN	  (64 * 1024)
 #define CLAIM_SWEEP		  16 /* expired leases of the queue taken back first */
+#define CLAIM_SWEEP_MS	  100 /* ... by a session's claims at most this often */
+#define MAX_SWEPT_QUEUES  1000
+
+/*
+ * When this session's claims last took back the expired leases of each queue
+ * (claim_sweep_due).  Process-local.
+ */
+typedef struct SweptQueue
+{
+	char		queue[DF_TASK_QUEUE_MAX_LEN + 1];
+	TimestampTz at;
+} SweptQueue;
+
+static HTAB *swept_queues = NULL;
+
+/*
+ * Should this claim take back the queue's expired leases first?  Not when
+ * this session's claims of the queue did less than CLAIM_SWEEP_MS ago.  The
+ * sweep reads every index entry of a leased task that no vacuum has removed
+ * yet: a worker that claims hundreds of times a second over a queue of
+ * thousands of tasks spent most of its claims' time in it.  A lease is a
+ * second or more, so an expired one waits at most a tenth of a second more
+ * for a claim of its queue (and the engine's maintenance takes it back
+ * within a second in any case).
+ */
+static bool
+claim_sweep_due(const char *queue)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	SweptQueue *q;
+	bool		found;
+
+	if (swept_queues == NULL ||
+		hash_get_num_entries(swept_queues) >= MAX_SWEPT_QUEUES)
+	{
+		HASHCTL ctl;
+
+		if (swept_queues != NULL)
+			hash_destroy(swept_queues);
+		ctl.keysize = DF_TASK_QUEUE_MAX_LEN + 1;
+		ctl.entrysize = sizeof(SweptQueue);
+		ctl.hcxt = TopMemoryContext;
+		swept_queues = hash_create("pg_durable swept queues", 16, &ctl,
+								   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	q = hash_search(swept_queues, queue, HASH_ENTER, &found);
+	if (found && !TimestampDifferenceExceeds(q->at, now, CLAIM_SWEEP_MS))
+		return false;
+	q->at = now;
+	return true;
+}
 
 static void
 require(FunctionCallInfo fcinfo, int argno, const char *fn, const char *what)
@@ -145,7 +198,8 @@ pgd_claim_tasks(PG_FUNCTION_ARGS)
 	if (!may_work_on(save.userid, queue))
 		refuse_queue(fn, queue);
 	/* a lease of this queue that ran out is taken back first */
-	(void) pgd_task_sweep(queue, CLAIM_SWEEP);
+	if (claim_sweep_due(queue))
+		(void) pgd_task_sweep(queue, CLAIM_SWEEP);
 	n = pgd_store_external_claim(queue, worker, max, lease_s, &tasks);
 	for (int i = 0; i < n; i++)
 	{
