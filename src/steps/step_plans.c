@@ -11,8 +11,9 @@
  * this process ran) is prepared with SPI_prepare_extended and kept with
  * SPI_keepplan, up to MAX_PLANS of them, the least recently used given up
  * first.  A text that does not repeat (one whose {variables} or $results
- * differ per instance) runs as a one-shot statement, as it would without
- * this file, and is only remembered by its hash.
+ * differ per instance), or is longer than MAX_KEPT_TEXT, runs as a one-shot
+ * statement, as it would without this file, and is only remembered by its
+ * hash.
  *
  * A kept plan is an entry of PostgreSQL's plan cache, as a client's
  * prepared statement is: it is checked before each use, so that DDL on
@@ -35,14 +36,16 @@
 
 #define MAX_PLANS  64
 #define SEEN_SLOTS 256
+/* a longer text is run one-shot: 64 of them would weigh on the executor */
+#define MAX_KEPT_TEXT 16384
 
 typedef struct KeptPlan
 {
-	uint32		hash;
-	Oid			submitter;
-	char	   *text; /* in TopMemoryContext */
-	SPIPlanPtr	plan;
-	uint64		used; /* the use_clock at its last use */
+	uint32	   hash;
+	Oid		   submitter;
+	char	  *text; /* in TopMemoryContext */
+	SPIPlanPtr plan;
+	uint64	   used; /* the use_clock at its last use */
 } KeptPlan;
 
 static KeptPlan kept[MAX_PLANS];
@@ -115,7 +118,7 @@ pgd_step_plan_prepare_if_repeated(const char *query, Oid submitter)
 	SPIPlanPtr		  plan;
 	KeptPlan		 *k;
 
-	if (!seen_before(query, submitter))
+	if (strlen(query) > MAX_KEPT_TEXT || !seen_before(query, submitter))
 		return NULL;
 	memset(&options, 0, sizeof(options));
 	options.parseMode = RAW_PARSE_DEFAULT;

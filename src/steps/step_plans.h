@@ -25,6 +25,6 @@ extern SPIPlanPtr pgd_step_plan_find(const char *query, Oid submitter);
  * statement's parsing or analysis is raised.
  */
 extern SPIPlanPtr pgd_step_plan_prepare_if_repeated(const char *query,
-													Oid submitter);
+													Oid			submitter);
 
 #endif /* PG_DURABLE_STEP_PLANS_H */
