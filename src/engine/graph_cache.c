@@ -8,8 +8,9 @@
  * children of a MAP node, and a process whose cached graph
  * misses a node loads what was added (pgd_graph_find).  Otherwise entries
  * are only dropped to bound memory (the whole cache, at
- * GRAPH_CACHE_MAX entries) and when an id turns out to belong to a newer
- * instance.
+ * GRAPH_CACHE_MAX entries, or at the end of a transaction past
+ * GRAPH_CACHE_MAX_NODES nodes) and when an id turns out to belong to a
+ * newer instance.
  * Because an id may be reused once an old instance is deleted, each entry
  * carries a token (the creation time of the instance's runs row) that the
  * caller must match.
@@ -40,6 +41,14 @@
 #include "graph/persisted.h"
 
 #define GRAPH_CACHE_MAX 2000
+/*
+ * ... or, at the end of a transaction, once the graphs hold more nodes than
+ * this: a node takes about 350 bytes (a fan-out of 10,000 branches, 20,000
+ * nodes, held 6.9 MB), and an executor that had run a few wide instances
+ * kept every one of them.  Not sooner: a transaction may still use the
+ * graphs it loaded.
+ */
+#define GRAPH_CACHE_MAX_NODES 100000
 
 typedef struct GraphCacheEntry
 {
@@ -49,6 +58,7 @@ typedef struct GraphCacheEntry
 
 static HTAB			*graph_cache = NULL;
 static MemoryContext graph_cache_cxt = NULL;
+static int64		 cached_nodes = 0; /* in the graphs of graph_cache */
 
 /*
  * The graphs this transaction extended (df.map made children): if it, or
@@ -61,6 +71,7 @@ static int	nextended = 0;
 static bool extended_overflow = false;
 
 static void mark_stale(void);
+static void cache_reset(void);
 
 static void
 extend_xact_callback(XactEvent event, void *arg)
@@ -73,6 +84,8 @@ extend_xact_callback(XactEvent event, void *arg)
 	{
 		nextended = 0;
 		extended_overflow = false;
+		if (graph_cache != NULL && cached_nodes > GRAPH_CACHE_MAX_NODES)
+			cache_reset();
 	}
 }
 
@@ -116,6 +129,7 @@ cache_reset(void)
 	graph_cache = NULL;
 	MemoryContextDelete(graph_cache_cxt);
 	graph_cache_cxt = NULL;
+	cached_nodes = 0;
 	cache_init();
 }
 
@@ -587,10 +601,12 @@ pgd_graph_extend(PgdGraph *g)
 	char		  *root_id;
 	PgdStoredNode *rows;
 	int			   n = pgd_store_load_nodes(g->instance_id, &root_id, &rows);
+	int			   before = g->nnodes;
 
 	note_extended(g->instance_id);
 	add_rows(g, rows, n, NULL);
 	link_map_items(g);
+	cached_nodes += g->nnodes - before;
 }
 
 /*
@@ -621,6 +637,7 @@ pgd_graph_get(const char *instance_id, const char *token)
 	g->token = MemoryContextStrdup(g->cxt, token);
 	e = hash_search(graph_cache, instance_id, HASH_ENTER, &found);
 	e->graph = g;
+	cached_nodes += g->nnodes;
 	return g;
 }
 
@@ -674,6 +691,7 @@ pgd_graph_forget(const char *instance_id)
 	e = hash_search(graph_cache, instance_id, HASH_FIND, &found);
 	if (found)
 	{
+		cached_nodes = Max(cached_nodes - e->graph->nnodes, 0);
 		MemoryContextDelete(e->graph->cxt);
 		hash_search(graph_cache, instance_id, HASH_REMOVE, NULL);
 	}
