@@ -73,8 +73,13 @@ static bool extended_overflow = false;
 static void mark_stale(void);
 static void cache_reset(void);
 
+/*
+ * A transaction ends: if it rolled back, the graphs it extended are loaded
+ * again at their next use (mark_stale); the cache is emptied past
+ * GRAPH_CACHE_MAX_NODES.
+ */
 static void
-extend_xact_callback(XactEvent event, void *arg)
+cache_xact_callback(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
 		mark_stale();
@@ -107,7 +112,7 @@ cache_init(void)
 		return;
 	if (!callbacks)
 	{
-		RegisterXactCallback(extend_xact_callback, NULL);
+		RegisterXactCallback(cache_xact_callback, NULL);
 		RegisterSubXactCallback(extend_subxact_callback, NULL);
 		callbacks = true;
 	}
@@ -691,7 +696,7 @@ pgd_graph_forget(const char *instance_id)
 	e = hash_search(graph_cache, instance_id, HASH_FIND, &found);
 	if (found)
 	{
-		cached_nodes = Max(cached_nodes - e->graph->nnodes, 0);
+		cached_nodes -= e->graph->nnodes;
 		MemoryContextDelete(e->graph->cxt);
 		hash_search(graph_cache, instance_id, HASH_REMOVE, NULL);
 	}

@@ -80,12 +80,10 @@ pgd_step_plan_find(const char *query, Oid submitter)
 	return NULL;
 }
 
-/* Whether query was run lately by submitter; it is remembered either way. */
+/* Whether a text of this hash was run lately; it is remembered either way. */
 static bool
-seen_before(const char *query, Oid submitter)
+seen_before(uint32 h)
 {
-	uint32 h = text_hash(query, submitter);
-
 	for (int i = 0; i < SEEN_SLOTS; i++)
 		if (seen[i] == h)
 			return true;
@@ -117,8 +115,10 @@ pgd_step_plan_prepare_if_repeated(const char *query, Oid submitter)
 	SPIPrepareOptions options;
 	SPIPlanPtr		  plan;
 	KeptPlan		 *k;
+	uint32			  h;
 
-	if (strlen(query) > MAX_KEPT_TEXT || !seen_before(query, submitter))
+	if (strlen(query) > MAX_KEPT_TEXT ||
+		!seen_before(h = text_hash(query, submitter)))
 		return NULL;
 	memset(&options, 0, sizeof(options));
 	options.parseMode = RAW_PARSE_DEFAULT;
@@ -134,7 +134,7 @@ pgd_step_plan_prepare_if_repeated(const char *query, Oid submitter)
 		return NULL;
 	}
 	k = free_slot();
-	k->hash = text_hash(query, submitter);
+	k->hash = h;
 	k->submitter = submitter;
 	k->text = MemoryContextStrdup(TopMemoryContext, query);
 	k->plan = plan;
